@@ -1,0 +1,6 @@
+//! `cryptoperf-worker`: measures crypto operations on request (docs/worker-protocol.md).
+
+mod backends;
+mod ops;
+
+fn main() {}

@@ -1,0 +1,384 @@
+//! The operation catalogue: canonical names from the field (`rsa2048-sign`, `aes-128-gcm-seal`,
+//! `sha256`, `x25519-derive`, `ml-kem-768-encaps`), their parameters, and the fixed keys.
+//!
+//! A request names an operation (`Op::parse`) and parameters (`Params::resolve`); the result is a
+//! [`Case`]: everything a backend needs to build the timed closure. Parameters that do not apply
+//! to an operation are refused, so a typo in a study file is an error, not a silent default.
+
+pub mod keys;
+pub mod prepare;
+
+use serde::Serialize;
+use std::fmt;
+
+/// Hash functions (FIPS 180-4, FIPS 202).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum DigestAlg {
+    Sha1,
+    Sha256,
+    Sha384,
+    Sha512,
+    Sha3_256,
+}
+
+impl DigestAlg {
+    pub const ALL: [DigestAlg; 5] = [
+        DigestAlg::Sha1,
+        DigestAlg::Sha256,
+        DigestAlg::Sha384,
+        DigestAlg::Sha512,
+        DigestAlg::Sha3_256,
+    ];
+
+    /// Canonical lower-case name (`sha256`, `sha3-256`).
+    pub fn name(self) -> &'static str {
+        match self {
+            DigestAlg::Sha1 => "sha1",
+            DigestAlg::Sha256 => "sha256",
+            DigestAlg::Sha384 => "sha384",
+            DigestAlg::Sha512 => "sha512",
+            DigestAlg::Sha3_256 => "sha3-256",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<DigestAlg> {
+        DigestAlg::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// Output length in bytes.
+    pub fn output_len(self) -> usize {
+        match self {
+            DigestAlg::Sha1 => 20,
+            DigestAlg::Sha256 | DigestAlg::Sha3_256 => 32,
+            DigestAlg::Sha384 => 48,
+            DigestAlg::Sha512 => 64,
+        }
+    }
+}
+
+/// Authenticated ciphers: 12-byte nonce, 16-byte tag appended to the ciphertext.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum AeadAlg {
+    Aes128Gcm,
+    Aes256Gcm,
+    ChaCha20Poly1305,
+}
+
+impl AeadAlg {
+    pub fn name(self) -> &'static str {
+        match self {
+            AeadAlg::Aes128Gcm => "aes-128-gcm",
+            AeadAlg::Aes256Gcm => "aes-256-gcm",
+            AeadAlg::ChaCha20Poly1305 => "chacha20-poly1305",
+        }
+    }
+
+    /// Key length in bytes.
+    pub fn key_len(self) -> usize {
+        match self {
+            AeadAlg::Aes128Gcm => 16,
+            AeadAlg::Aes256Gcm | AeadAlg::ChaCha20Poly1305 => 32,
+        }
+    }
+
+    pub const NONCE_LEN: usize = 12;
+    pub const TAG_LEN: usize = 16;
+}
+
+/// RSA signature padding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum RsaPadding {
+    /// RSASSA-PKCS1-v1_5 (RFC 8017 §8.2).
+    Pkcs1,
+    /// RSASSA-PSS (RFC 8017 §8.1), MGF1 with the same digest, salt length = digest length.
+    Pss,
+}
+
+/// Signature schemes. The message is hashed inside `sign`/`verify` with `digest`
+/// (Ed25519 hashes internally with SHA-512 and has no digest parameter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum SigAlg {
+    Rsa { bits: u32, digest: DigestAlg, padding: RsaPadding },
+    EcdsaP256 { digest: DigestAlg },
+    EcdsaP384 { digest: DigestAlg },
+    Ed25519,
+}
+
+/// Key agreement: derive a shared secret from our private key and the peer's public key.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum KxAlg {
+    X25519,
+    EcdhP256,
+    /// Finite-field DH over RFC 3526 MODP group 14 (2048-bit prime, generator 2).
+    Ffdh2048,
+}
+
+/// Key-encapsulation mechanisms (FIPS 203).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum KemAlg {
+    MlKem768,
+}
+
+/// One operation, as named on the command line and in study files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    Digest(DigestAlg),
+    Hmac(DigestAlg),
+    Seal(AeadAlg),
+    Open(AeadAlg),
+    /// Family of the signature scheme; digest and padding come from [`Params`].
+    Sign(SigFamily),
+    Verify(SigFamily),
+    Derive(KxAlg),
+    Encaps(KemAlg),
+    Decaps(KemAlg),
+}
+
+/// A signature scheme before its parameters (digest, padding) are applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SigFamily {
+    Rsa(u32),
+    EcdsaP256,
+    EcdsaP384,
+    Ed25519,
+}
+
+/// Every canonical operation name, in the order `hello` lists them.
+pub const ALL_OPS: &[&str] = &[
+    "sha1",
+    "sha256",
+    "sha384",
+    "sha512",
+    "sha3-256",
+    "hmac-sha256",
+    "aes-128-gcm-seal",
+    "aes-128-gcm-open",
+    "aes-256-gcm-seal",
+    "aes-256-gcm-open",
+    "chacha20-poly1305-seal",
+    "chacha20-poly1305-open",
+    "rsa2048-sign",
+    "rsa2048-verify",
+    "rsa3072-sign",
+    "rsa3072-verify",
+    "rsa4096-sign",
+    "rsa4096-verify",
+    "ecdsa-p256-sign",
+    "ecdsa-p256-verify",
+    "ecdsa-p384-sign",
+    "ecdsa-p384-verify",
+    "ed25519-sign",
+    "ed25519-verify",
+    "x25519-derive",
+    "ecdh-p256-derive",
+    "ffdh-2048-derive",
+    "ml-kem-768-encaps",
+    "ml-kem-768-decaps",
+];
+
+impl Op {
+    /// Parse a canonical name. `None` for an unknown name (the caller lists [`ALL_OPS`]).
+    pub fn parse(name: &str) -> Option<Op> {
+        if let Some(d) = DigestAlg::from_name(name) {
+            return Some(Op::Digest(d));
+        }
+        if let Some(d) = name.strip_prefix("hmac-").and_then(DigestAlg::from_name) {
+            return Some(Op::Hmac(d));
+        }
+        for aead in [AeadAlg::Aes128Gcm, AeadAlg::Aes256Gcm, AeadAlg::ChaCha20Poly1305] {
+            if let Some(rest) = name.strip_prefix(aead.name()) {
+                match rest {
+                    "-seal" => return Some(Op::Seal(aead)),
+                    "-open" => return Some(Op::Open(aead)),
+                    _ => {}
+                }
+            }
+        }
+        let (family, verb) = name.rsplit_once('-')?;
+        let fam = match family {
+            "rsa2048" => Some(SigFamily::Rsa(2048)),
+            "rsa3072" => Some(SigFamily::Rsa(3072)),
+            "rsa4096" => Some(SigFamily::Rsa(4096)),
+            "ecdsa-p256" => Some(SigFamily::EcdsaP256),
+            "ecdsa-p384" => Some(SigFamily::EcdsaP384),
+            "ed25519" => Some(SigFamily::Ed25519),
+            _ => None,
+        };
+        match (fam, verb) {
+            (Some(f), "sign") => return Some(Op::Sign(f)),
+            (Some(f), "verify") => return Some(Op::Verify(f)),
+            _ => {}
+        }
+        match (family, verb) {
+            ("x25519", "derive") => Some(Op::Derive(KxAlg::X25519)),
+            ("ecdh-p256", "derive") => Some(Op::Derive(KxAlg::EcdhP256)),
+            ("ffdh-2048", "derive") => Some(Op::Derive(KxAlg::Ffdh2048)),
+            ("ml-kem-768", "encaps") => Some(Op::Encaps(KemAlg::MlKem768)),
+            ("ml-kem-768", "decaps") => Some(Op::Decaps(KemAlg::MlKem768)),
+            _ => None,
+        }
+    }
+
+    /// Whether the operation processes a message whose size is the `size_bytes` parameter
+    /// (digests, MACs, AEADs and signatures, which hash the message).
+    pub fn is_sized(self) -> bool {
+        matches!(
+            self,
+            Op::Digest(_) | Op::Hmac(_) | Op::Seal(_) | Op::Open(_) | Op::Sign(_) | Op::Verify(_)
+        )
+    }
+
+    /// Whether the operation takes `digest` (and, for RSA, `padding`) parameters.
+    pub fn takes_digest(self) -> bool {
+        matches!(
+            self,
+            Op::Sign(f) | Op::Verify(f) if f != SigFamily::Ed25519
+        )
+    }
+}
+
+/// Resolved parameters of a case. Sizes in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Params {
+    /// Message size in bytes, for sized operations (0 otherwise).
+    pub size_bytes: usize,
+    /// Digest used inside a signature; `None` where the scheme has none.
+    pub digest: Option<DigestAlg>,
+    /// RSA padding; `None` for other schemes.
+    pub padding: Option<RsaPadding>,
+}
+
+/// Default message size for sized operations: 1 KiB for bulk operations, 32 bytes
+/// (a digest's worth, as a TLS handshake signs) for signatures.
+pub const DEFAULT_BULK_SIZE: usize = 1024;
+pub const DEFAULT_SIGN_SIZE: usize = 32;
+/// Largest message a case may ask for: 64 MiB.
+pub const MAX_SIZE: usize = 64 << 20;
+
+/// Raw, not yet validated parameters as they arrive in a `run` request.
+#[derive(Clone, Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawParams {
+    pub size_bytes: Option<u64>,
+    pub digest: Option<String>,
+    pub padding: Option<String>,
+}
+
+/// A parameter that does not fit its operation; the message names the field and the fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ParamError(pub String);
+
+impl Params {
+    /// Apply defaults and check every parameter against the operation.
+    ///
+    /// Errors: a size out of 1..=64 MiB, a size for an unsized operation, an unknown digest, a
+    /// digest for a scheme without one, a padding for a non-RSA scheme.
+    pub fn resolve(op: Op, raw: &RawParams) -> Result<Params, ParamError> {
+        let size_bytes = match (op.is_sized(), raw.size_bytes) {
+            (true, Some(0)) => {
+                return Err(ParamError("size_bytes must be at least 1".into()));
+            }
+            (true, Some(s)) if s > MAX_SIZE as u64 => {
+                return Err(ParamError(format!(
+                    "size_bytes {s} is larger than the limit {MAX_SIZE} (64 MiB)"
+                )));
+            }
+            (true, Some(s)) => s as usize,
+            (true, None) => match op {
+                Op::Sign(_) | Op::Verify(_) => DEFAULT_SIGN_SIZE,
+                _ => DEFAULT_BULK_SIZE,
+            },
+            (false, Some(_)) => {
+                return Err(ParamError(
+                    "size_bytes does not apply to this operation (it has no message)".into(),
+                ));
+            }
+            (false, None) => 0,
+        };
+        let digest = match (op, &raw.digest) {
+            (op, Some(name)) if op.takes_digest() => Some(DigestAlg::from_name(name).ok_or_else(
+                || ParamError(format!(
+                    "unknown digest '{name}'; known: sha1, sha256, sha384, sha512, sha3-256"
+                )),
+            )?),
+            (Op::Sign(SigFamily::EcdsaP384) | Op::Verify(SigFamily::EcdsaP384), None) => {
+                Some(DigestAlg::Sha384)
+            }
+            (op, None) if op.takes_digest() => Some(DigestAlg::Sha256),
+            (_, Some(_)) => {
+                return Err(ParamError(
+                    "digest applies only to RSA and ECDSA signatures".into(),
+                ));
+            }
+            (_, None) => None,
+        };
+        let is_rsa = matches!(op, Op::Sign(SigFamily::Rsa(_)) | Op::Verify(SigFamily::Rsa(_)));
+        let padding = match (is_rsa, raw.padding.as_deref()) {
+            (true, None | Some("pkcs1")) => Some(RsaPadding::Pkcs1),
+            (true, Some("pss")) => Some(RsaPadding::Pss),
+            (true, Some(other)) => {
+                return Err(ParamError(format!("unknown padding '{other}'; known: pkcs1, pss")));
+            }
+            (false, Some(_)) => {
+                return Err(ParamError("padding applies only to RSA signatures".into()));
+            }
+            (false, None) => None,
+        };
+        Ok(Params { size_bytes, digest, padding })
+    }
+
+    /// The signature scheme for a `Sign`/`Verify` family with these parameters.
+    pub fn sig_alg(&self, family: SigFamily) -> SigAlg {
+        let digest = self.digest.unwrap_or(DigestAlg::Sha256);
+        match family {
+            SigFamily::Rsa(bits) => SigAlg::Rsa {
+                bits,
+                digest,
+                padding: self.padding.unwrap_or(RsaPadding::Pkcs1),
+            },
+            SigFamily::EcdsaP256 => SigAlg::EcdsaP256 { digest },
+            SigFamily::EcdsaP384 => SigAlg::EcdsaP384 { digest },
+            SigFamily::Ed25519 => SigAlg::Ed25519,
+        }
+    }
+}
+
+impl fmt::Display for DigestAlg {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_canonical_name_parses() {
+        for name in ALL_OPS {
+            assert!(Op::parse(name).is_some(), "{name} does not parse");
+        }
+        assert_eq!(Op::parse("sha265"), None);
+        assert_eq!(Op::parse("rsa1024-sign"), None);
+        assert_eq!(Op::parse("aes-128-gcm-sael"), None);
+    }
+
+    #[test]
+    fn params_defaults_and_errors() {
+        let p = Params::resolve(Op::parse("rsa2048-sign").unwrap(), &RawParams::default()).unwrap();
+        assert_eq!(p.digest, Some(DigestAlg::Sha256));
+        assert_eq!(p.padding, Some(RsaPadding::Pkcs1));
+        assert_eq!(p.size_bytes, DEFAULT_SIGN_SIZE);
+        let p384 = Params::resolve(Op::parse("ecdsa-p384-verify").unwrap(), &RawParams::default());
+        assert_eq!(p384.unwrap().digest, Some(DigestAlg::Sha384));
+        let bad_size = RawParams { size_bytes: Some(0), ..Default::default() };
+        assert!(Params::resolve(Op::parse("sha256").unwrap(), &bad_size).is_err());
+        let no_msg = RawParams { size_bytes: Some(16), ..Default::default() };
+        assert!(Params::resolve(Op::parse("x25519-derive").unwrap(), &no_msg).is_err());
+        let digest_on_ed = RawParams { digest: Some("sha1".into()), ..Default::default() };
+        assert!(Params::resolve(Op::parse("ed25519-sign").unwrap(), &digest_on_ed).is_err());
+        let bad_digest = RawParams { digest: Some("md5".into()), ..Default::default() };
+        assert!(Params::resolve(Op::parse("rsa2048-sign").unwrap(), &bad_digest).is_err());
+    }
+}

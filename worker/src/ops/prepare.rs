@@ -1,0 +1,1 @@
+//! Building the timed closure of a case from a backend's primitives.
