@@ -156,15 +156,14 @@ pub trait Backend: Send + Sync {
 /// Names of the real crypto backends, in the order `hello` lists them.
 pub const NAMES: &[&str] = &["openssl", "aws-lc", "ring", "rustcrypto"];
 
-/// The backend called `name`, or `None` (the caller lists [`NAMES`]). `mock` is the scripted
-/// backend for tests; it is not in [`NAMES`].
+/// The backend called `name`, or `None` (the caller lists [`NAMES`]). `mock`, `mock:SCALE`,
+/// `mock:crash` and `mock:hang` are the scripted backend for tests; they are not in [`NAMES`].
 pub fn by_name(name: &str) -> Option<Box<dyn Backend>> {
     match name {
         "openssl" => Some(Box::new(openssl::OpenSsl)),
         "aws-lc" => Some(Box::new(awslc::AwsLc)),
         "ring" => Some(Box::new(ring::Ring)),
         "rustcrypto" => Some(Box::new(rustcrypto::RustCrypto)),
-        "mock" => Some(Box::new(mock::Mock)),
-        _ => None,
+        _ => mock::Mock::from_name(name).map(|m| Box::new(m) as Box<dyn Backend>),
     }
 }

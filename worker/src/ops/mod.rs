@@ -14,10 +14,15 @@ use std::fmt;
 /// Hash functions (FIPS 180-4, FIPS 202).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum DigestAlg {
+    #[serde(rename = "sha1")]
     Sha1,
+    #[serde(rename = "sha256")]
     Sha256,
+    #[serde(rename = "sha384")]
     Sha384,
+    #[serde(rename = "sha512")]
     Sha512,
+    #[serde(rename = "sha3-256")]
     Sha3_256,
 }
 
@@ -87,6 +92,7 @@ impl AeadAlg {
 
 /// RSA signature padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum RsaPadding {
     /// RSASSA-PKCS1-v1_5 (RFC 8017 §8.2).
     Pkcs1,
@@ -237,14 +243,17 @@ impl Op {
     }
 }
 
-/// Resolved parameters of a case. Sizes in bytes.
+/// Resolved parameters of a case. Sizes in bytes. Serialised without the fields that do not
+/// apply, e.g. `{"size_bytes": 32, "digest": "sha256", "padding": "pkcs1"}`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub struct Params {
     /// Message size in bytes, for sized operations (0 otherwise).
     pub size_bytes: usize,
     /// Digest used inside a signature; `None` where the scheme has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub digest: Option<DigestAlg>,
     /// RSA padding; `None` for other schemes.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub padding: Option<RsaPadding>,
 }
 

@@ -1,0 +1,408 @@
+//! Protocol v1: JSON lines on stdin/stdout (docs/worker-protocol.md). Requests are checked
+//! fully before anything runs; every problem becomes an `error` message a person can act on.
+
+use crate::backends::{self, Backend, BackendError};
+use crate::cpu::CpuInfo;
+use crate::kat;
+use crate::measure::{self, Measurement, Plan};
+use crate::ops::prepare::{bytes_per_op, prepare};
+use crate::ops::{Op, Params, RawParams, ALL_OPS};
+use base64::Engine as _;
+use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+use serde::Deserialize;
+use serde_json::{json, Map, Value};
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+/// The protocol version this worker speaks.
+pub const PROTOCOL_VERSION: u64 = 1;
+/// Exit status after a protocol mismatch.
+pub const EXIT_PROTOCOL_MISMATCH: i32 = 2;
+
+/// Limits on a `run` request.
+const MAX_THREADS: usize = 1024;
+const MAX_SECONDS: f64 = 3600.0;
+const MAX_WARMUP_S: f64 = 600.0;
+
+/// A request the worker refuses, with the protocol's error `code` and a sentence for a person.
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct RequestError {
+    pub code: &'static str,
+    pub message: String,
+}
+
+fn refuse(code: &'static str, message: impl Into<String>) -> RequestError {
+    RequestError { code, message: message.into() }
+}
+
+/// The fields of a `run` request (docs/worker-protocol.md, "run").
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RunRequest {
+    #[serde(default)]
+    id: String,
+    backend: String,
+    op: String,
+    #[serde(default)]
+    params: RawParams,
+    #[serde(default = "one")]
+    threads: usize,
+    #[serde(default = "default_warmup_s")]
+    warmup_s: f64,
+    #[serde(default = "default_seconds")]
+    seconds: f64,
+    #[serde(default)]
+    batch: Option<u64>,
+}
+
+fn one() -> usize {
+    1
+}
+fn default_warmup_s() -> f64 {
+    0.2
+}
+fn default_seconds() -> f64 {
+    1.0
+}
+
+/// A `run` request after every check: ready to execute.
+struct Case {
+    id: String,
+    backend_name: String,
+    backend: Box<dyn Backend>,
+    op_name: String,
+    op: Op,
+    params: Params,
+    plan: Plan,
+}
+
+/// Serve requests until `bye` or end of input. Returns the process exit status.
+pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<i32> {
+    let cpu = CpuInfo::read();
+    let mut greeted = false;
+    for line in input.lines() {
+        let line = line?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let (kind, body) = match split_type(&line) {
+            Ok(parts) => parts,
+            Err(e) => {
+                send(&mut output, error_message(None, &e))?;
+                continue;
+            }
+        };
+        let id = body.get("id").and_then(Value::as_str).map(str::to_owned);
+        match (kind.as_str(), greeted) {
+            ("hello", _) => {
+                let wanted = body.get("protocol").and_then(Value::as_u64);
+                if wanted != Some(PROTOCOL_VERSION) {
+                    let e = refuse(
+                        "protocol_mismatch",
+                        format!(
+                            "this worker speaks protocol {PROTOCOL_VERSION}, the orchestrator \
+                             asked for {}; install matching versions of cryptoperf and its worker \
+                             (`pip install .` builds both)",
+                            wanted.map_or("none".to_string(), |v| v.to_string())
+                        ),
+                    );
+                    send(&mut output, error_message(None, &e))?;
+                    return Ok(EXIT_PROTOCOL_MISMATCH);
+                }
+                let detail = body.get("detail").and_then(Value::as_bool).unwrap_or(false);
+                send(&mut output, hello(&cpu, detail))?;
+                greeted = true;
+            }
+            (_, false) => {
+                let e = refuse("bad_request", "the first request must be hello");
+                send(&mut output, error_message(id.as_deref(), &e))?;
+            }
+            ("run", true) => {
+                let response = match parse_run(body, cpu.tsc) {
+                    Ok(case) => run(case),
+                    Err(e) => error_message(id.as_deref(), &e),
+                };
+                send(&mut output, response)?;
+            }
+            ("bye", true) => return Ok(0),
+            (other, true) => {
+                let e = refuse(
+                    "bad_request",
+                    format!("unknown request type '{other}'; known: hello, run, bye"),
+                );
+                send(&mut output, error_message(id.as_deref(), &e))?;
+            }
+        }
+    }
+    Ok(0)
+}
+
+/// Write one message as one line and flush, so the orchestrator sees it at once.
+fn send(output: &mut impl Write, message: Value) -> std::io::Result<()> {
+    serde_json::to_writer(&mut *output, &message)?;
+    output.write_all(b"\n")?;
+    output.flush()
+}
+
+/// Split a request line into its `type` and the remaining fields.
+fn split_type(line: &str) -> Result<(String, Map<String, Value>), RequestError> {
+    let value: Value = serde_json::from_str(line)
+        .map_err(|e| refuse("bad_request", format!("request is not JSON: {e}")))?;
+    let Value::Object(mut map) = value else {
+        return Err(refuse("bad_request", "request is not a JSON object"));
+    };
+    match map.remove("type") {
+        Some(Value::String(kind)) => Ok((kind, map)),
+        _ => Err(refuse("bad_request", "request has no string field \"type\"")),
+    }
+}
+
+fn error_message(id: Option<&str>, e: &RequestError) -> Value {
+    json!({"type": "error", "id": id, "code": e.code, "message": e.message})
+}
+
+/// The `hello` response; with `detail`, every backend's support for every operation (this
+/// prepares each case once, so it takes a moment: the orchestrator asks for it only once).
+fn hello(cpu: &CpuInfo, detail: bool) -> Value {
+    let backends: Vec<Value> = backends::NAMES
+        .iter()
+        .filter_map(|name| backends::by_name(name))
+        .map(|b| {
+            let mut entry = serde_json::to_value(b.info()).expect("LibraryInfo serialises");
+            if detail {
+                entry["ops"] = ALL_OPS.iter().map(|name| support(&*b, name)).collect();
+            }
+            entry
+        })
+        .collect();
+    json!({
+        "type": "hello",
+        "protocol": PROTOCOL_VERSION,
+        "worker_version": env!("CARGO_PKG_VERSION"),
+        "cpu": cpu,
+        "backends": backends,
+        "ops": ALL_OPS,
+    })
+}
+
+/// Whether `backend` can prepare the operation `name` with default parameters.
+fn support(backend: &dyn Backend, name: &str) -> Value {
+    let op = Op::parse(name).expect("ALL_OPS parse");
+    let params = Params::resolve(op, &RawParams::default()).expect("defaults resolve");
+    match prepare(backend, op, &params) {
+        Ok(_) => json!({"op": name, "status": "supported"}),
+        Err(BackendError::Unsupported(r)) => json!({"op": name, "status": "unsupported", "reason": r}),
+        Err(BackendError::Failed(r)) => json!({"op": name, "status": "error", "reason": r}),
+    }
+}
+
+/// Check every field of a `run` request.
+fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> {
+    let req: RunRequest = serde_json::from_value(Value::Object(body))
+        .map_err(|e| refuse("bad_request", format!("run request: {e}")))?;
+    let backend = backends::by_name(&req.backend).ok_or_else(|| {
+        refuse(
+            "unknown_backend",
+            format!("unknown backend '{}'; known: {}", req.backend, backends::NAMES.join(", ")),
+        )
+    })?;
+    let op = Op::parse(&req.op).ok_or_else(|| {
+        refuse("unknown_op", format!("unknown operation '{}'; known: {}", req.op, ALL_OPS.join(", ")))
+    })?;
+    let params = Params::resolve(op, &req.params)
+        .map_err(|e| refuse("bad_params", format!("{}: {e}", req.op)))?;
+    if !(1..=MAX_THREADS).contains(&req.threads) {
+        return Err(refuse("bad_params", format!("threads must be 1..={MAX_THREADS}, got {}", req.threads)));
+    }
+    if !(req.seconds > 0.0 && req.seconds <= MAX_SECONDS) {
+        return Err(refuse("bad_params", format!("seconds must be in (0, {MAX_SECONDS}], got {}", req.seconds)));
+    }
+    if !(0.0..=MAX_WARMUP_S).contains(&req.warmup_s) {
+        return Err(refuse("bad_params", format!("warmup_s must be in [0, {MAX_WARMUP_S}], got {}", req.warmup_s)));
+    }
+    if let Some(k) = req.batch {
+        if !(1..=measure::MAX_BATCH).contains(&k) {
+            return Err(refuse("bad_params", format!("batch must be 1..={}, got {k}", measure::MAX_BATCH)));
+        }
+    }
+    Ok(Case {
+        id: req.id,
+        backend_name: req.backend,
+        backend,
+        op_name: req.op,
+        op,
+        params,
+        plan: Plan {
+            warmup: Duration::from_secs_f64(req.warmup_s),
+            budget: Duration::from_secs_f64(req.seconds),
+            threads: req.threads,
+            batch: req.batch,
+            tsc,
+        },
+    })
+}
+
+/// Validate, then measure, a case; the `result` message in every outcome.
+fn run(case: Case) -> Value {
+    let info = case.backend.info();
+    let mut result = json!({
+        "type": "result",
+        "id": case.id,
+        "backend": case.backend_name,
+        "op": case.op_name,
+        "library": info.library,
+        "library_version": info.library_version,
+        "fips": info.fips,
+        "params": case.params,
+        "threads": case.plan.threads,
+    });
+    let outcome = |status: &str, reason: String| (status.to_string(), reason);
+    let validation = match kat::validate(&*case.backend, case.op, &case.params) {
+        Ok(v) => v,
+        Err(BackendError::Unsupported(r)) => return finish(result, outcome("unsupported", r)),
+        Err(BackendError::Failed(e)) => {
+            return finish(result, outcome("invalid", format!("validation could not run: {e}")))
+        }
+    };
+    result["validation"] = serde_json::to_value(&validation).expect("Validation serialises");
+    if let Some(why) = validation.failure() {
+        return finish(result, outcome("invalid", why));
+    }
+    let (backend, op, params) = (&*case.backend, case.op, &case.params);
+    match measure::measure(|| prepare(backend, op, params), case.plan) {
+        Ok(m) => {
+            merge(&mut result, measurement_fields(&m, bytes_per_op(op, params)));
+            result["status"] = "ok".into();
+            result
+        }
+        Err(BackendError::Unsupported(r)) => finish(result, outcome("unsupported", r)),
+        Err(BackendError::Failed(e)) => {
+            finish(result, outcome("invalid", format!("operation failed while measured: {e}")))
+        }
+    }
+}
+
+fn finish(mut result: Value, (status, reason): (String, String)) -> Value {
+    result["status"] = status.into();
+    result["reason"] = reason.into();
+    result
+}
+
+fn merge(into: &mut Value, from: Value) {
+    if let (Value::Object(into), Value::Object(from)) = (into, from) {
+        into.extend(from);
+    }
+}
+
+/// The measured fields of a `result`, histogram encoded as HdrHistogram V2 compressed + base64.
+fn measurement_fields(m: &Measurement, bytes_per_op: usize) -> Value {
+    let mut encoded = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(&m.histogram, &mut encoded)
+        .expect("serialising a histogram into memory cannot fail");
+    json!({
+        "ops": m.ops,
+        "bytes_per_op": bytes_per_op,
+        "batch": m.batch,
+        "timing": m.timing,
+        "wall_ns": m.wall_ns,
+        "cpu_ns": m.cpu_ns,
+        "cpu_ns_total": m.cpu_ns.iter().sum::<u64>(),
+        "tsc_cycles": m.tsc_cycles,
+        "steal_ticks": m.ticks.steal,
+        "busy_ticks": m.ticks.busy,
+        "total_ticks": m.ticks.total,
+        "histogram": base64::engine::general_purpose::STANDARD.encode(encoded),
+        "samples": m.samples,
+        "sample_ns_stats": {"min": m.sample_min_ns, "max": m.sample_max_ns},
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Feed `requests` (one per line) to a worker; return its exit status and response lines.
+    fn converse(requests: &[&str]) -> (i32, Vec<Value>) {
+        let input = requests.join("\n");
+        let mut out = Vec::new();
+        let status = serve(input.as_bytes(), &mut out).unwrap();
+        let lines = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        (status, lines)
+    }
+
+    const HELLO: &str = r#"{"type":"hello","protocol":1}"#;
+
+    #[test]
+    fn hello_lists_backends_and_ops() {
+        let (status, out) = converse(&[HELLO, r#"{"type":"bye"}"#]);
+        assert_eq!(status, 0);
+        assert_eq!(out[0]["type"], "hello");
+        assert_eq!(out[0]["protocol"], 1);
+        let names: Vec<_> = out[0]["backends"].as_array().unwrap().iter().map(|b| b["backend"].clone()).collect();
+        assert_eq!(names, vec!["openssl", "aws-lc", "ring", "rustcrypto"]);
+        assert!(out[0]["ops"].as_array().unwrap().contains(&json!("rsa2048-sign")));
+    }
+
+    #[test]
+    fn a_protocol_mismatch_is_refused_and_ends_the_worker() {
+        let (status, out) = converse(&[r#"{"type":"hello","protocol":2}"#, HELLO]);
+        assert_eq!(status, EXIT_PROTOCOL_MISMATCH);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0]["code"], "protocol_mismatch");
+        assert!(out[0]["message"].as_str().unwrap().contains("protocol 1"));
+    }
+
+    #[test]
+    fn bad_requests_get_errors_and_the_worker_goes_on() {
+        let (status, out) = converse(&[
+            r#"{"type":"run","id":"early","backend":"mock","op":"sha256"}"#,
+            HELLO,
+            "not json",
+            r#"{"type":"run","id":"a","backend":"nosuch","op":"sha256"}"#,
+            r#"{"type":"run","id":"b","backend":"mock","op":"sha265"}"#,
+            r#"{"type":"run","id":"c","backend":"mock","op":"sha256","params":{"size_bytes":0}}"#,
+            r#"{"type":"run","id":"d","backend":"mock","op":"sha256","threads":0}"#,
+            r#"{"type":"run","id":"e","backend":"mock","op":"sha256","param":{}}"#,
+            r#"{"type":"launch"}"#,
+        ]);
+        assert_eq!(status, 0);
+        let codes: Vec<_> = out.iter().map(|m| m["code"].as_str().unwrap_or("-").to_string()).collect();
+        assert_eq!(
+            codes,
+            ["bad_request", "-", "bad_request", "unknown_backend", "unknown_op", "bad_params", "bad_params", "bad_request", "bad_request"]
+        );
+        assert!(out[3]["message"].as_str().unwrap().contains("known: openssl, aws-lc, ring, rustcrypto"));
+        assert!(out[4]["message"].as_str().unwrap().contains("sha256"));
+        assert_eq!(out[3]["id"], "a");
+    }
+
+    #[test]
+    fn a_mock_run_round_trips_with_a_decodable_histogram() {
+        let (_, out) = converse(&[
+            HELLO,
+            r#"{"type":"run","id":"m","backend":"mock:2","op":"sha256","params":{"size_bytes":5000},"warmup_s":0.01,"seconds":0.05}"#,
+        ]);
+        let r = &out[1];
+        assert_eq!(r["type"], "result");
+        assert_eq!(r["status"], "ok", "{r}");
+        assert_eq!(r["id"], "m");
+        assert_eq!(r["bytes_per_op"], 5000);
+        assert_eq!(r["timing"], "individual");
+        let ops = r["ops"].as_u64().unwrap();
+        assert!(ops > 0);
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(r["histogram"].as_str().unwrap())
+            .unwrap();
+        let h: hdrhistogram::Histogram<u64> =
+            hdrhistogram::serialization::Deserializer::new().deserialize(&mut &bytes[..]).unwrap();
+        assert_eq!(h.len(), ops);
+        // mock:2 waits 2 ns per byte: 10 µs per operation.
+        assert!(h.value_at_quantile(0.5) >= 9_990, "p50 = {}", h.value_at_quantile(0.5));
+    }
+}
