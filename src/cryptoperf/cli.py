@@ -1,0 +1,290 @@
+"""The command line: ``cryptoperf speed``, ``cryptoperf study``, ``cryptoperf backends``.
+
+This is the only module that turns errors into exit codes: every failure the user can cause
+ends as one line ``cryptoperf: error: <what, where, fix>`` on stderr — exit 2 for usage and
+study-file errors, 1 for others, 130 on Ctrl-C — never a traceback (set CRYPTOPERF_DEBUG=1 to
+see one for an unexpected internal error).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import click
+from rich.console import Console
+
+from cryptoperf import PROTOCOL_VERSION, __version__, analysis, hostinfo, plan, study as study_mod
+from cryptoperf.errors import CryptoperfError, UsageError
+from cryptoperf.report import json as report_json
+from cryptoperf.report import terminal
+from cryptoperf.run import local
+from cryptoperf.run.worker import Hello, fetch_hello
+from cryptoperf.store import Store, default_path
+from cryptoperf.study import MAX_SIZE_BYTES, MAX_THREADS, takes_message
+from cryptoperf.worker_path import find_worker
+
+DEFAULT_SPEED_OPS = ("sha256", "aes-128-gcm-seal", "chacha20-poly1305-seal", "rsa2048-sign",
+                     "rsa2048-verify", "ecdsa-p256-sign", "ecdsa-p256-verify", "ed25519-sign",
+                     "x25519-derive", "ml-kem-768-encaps")
+DEFAULT_OUT_DIR = "cryptoperf-results"
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _stdout() -> Console:
+    return terminal.console_for_stdout()
+
+
+def _hello() -> tuple[Path, Hello]:
+    path = find_worker()
+    return path, fetch_hello(path)
+
+
+def _check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_mock: bool = False) -> None:
+    import difflib
+    for name in given:
+        if name in known or (allow_mock and (name == "mock" or name.startswith("mock:"))):
+            continue
+        close = difflib.get_close_matches(name, list(known), n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        raise UsageError(f"unknown {kind} '{name}'{hint} (known: {', '.join(known)})")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="cryptoperf",
+                      message=f"%(prog)s %(version)s (worker protocol {PROTOCOL_VERSION})")
+def cli() -> None:
+    """What does this cryptographic configuration cost, and what will a change cost?
+
+    Measurements run in the Rust worker `cryptoperf-worker`, one fresh process per run; this
+    program plans, runs, compares (bootstrap CIs), stores (SQLite) and reports.
+
+    \b
+    cryptoperf backends                  which backends and operations the worker has
+    cryptoperf speed --op rsa2048-sign   ops/s, MB/s, latency percentiles, CPU/op per backend
+    cryptoperf study studies/quick.toml  compare configurations against a baseline
+    """
+
+
+@cli.command()
+@click.option("--no-detail", is_flag=True,
+              help="Skip checking which backend supports which operation (faster).")
+def backends(no_detail: bool) -> None:
+    """List the worker's backends, library versions, and which operations each supports."""
+    path = find_worker()
+    hello = fetch_hello(path, detail=not no_detail)
+    out = _stdout()
+    out.print(terminal.backends_table(hello))
+    notes = terminal.Notes()
+    support = terminal.support_table(hello, notes)
+    if support is not None:
+        out.print(support)
+        notes.print(out)
+    else:
+        out.print("operations: " + ", ".join(hello.ops))
+
+
+@cli.command()
+@click.option("--backend", "-b", "backends_", multiple=True, metavar="B",
+              help="Backend to measure (repeatable); default: every backend the worker has.")
+@click.option("--op", "-o", "ops", multiple=True, metavar="OP",
+              help="Operation (repeatable); default: " + ", ".join(DEFAULT_SPEED_OPS) + ".")
+@click.option("--size", "-s", "sizes", multiple=True, metavar="BYTES",
+              type=click.IntRange(1, MAX_SIZE_BYTES),
+              help="Message size in bytes (repeatable) for operations with a message; "
+                   "default: the worker's (1024, or 32 for signatures).")
+@click.option("--seconds", type=click.FloatRange(0, 3600, min_open=True), default=0.5,
+              show_default=True, help="Measuring time per run, per thread, in seconds.")
+@click.option("--warmup", "warmup_s", type=click.FloatRange(0, 3600), default=0.2,
+              show_default=True, help="Warm-up before measuring, in seconds.")
+@click.option("--threads", "-t", type=click.IntRange(1, MAX_THREADS), default=1,
+              show_default=True, help="Threads running the operation at once.")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(0, 86400, min_open=True), default=None,
+              help="Kill a run's worker after this many seconds [default: warm-up + seconds + 60].")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON document (a `results` list) instead of the table.")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+              help=f"SQLite store to record the runs in [default: {default_path()}].")
+def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...], seconds: float,
+          warmup_s: float, threads: int, timeout_s: float | None, as_json: bool,
+          store_path: str | None) -> None:
+    """Measure operations on backends: one row per (backend, operation, size).
+
+    Each row is one fresh worker process. A backend that lacks an operation gives a row saying
+    "unsupported", not an error.
+    """
+    if timeout_s is not None and timeout_s <= warmup_s + seconds:
+        raise UsageError(f"--timeout {timeout_s:g} s does not exceed --warmup + --seconds = "
+                         f"{warmup_s + seconds:g} s; raise --timeout")
+    path, hello = _hello()
+    _check_names("backend", backends_, hello.backend_names, allow_mock=True)
+    _check_names("operation", ops, hello.ops)
+    chosen_backends = backends_ or hello.backend_names
+    chosen_ops = ops or tuple(o for o in DEFAULT_SPEED_OPS if o in hello.ops)
+    cells = []
+    for b in chosen_backends:
+        for op in chosen_ops:
+            for size in (sizes if sizes and takes_message(op) else (None,)):
+                cells.append(plan.Cell("", b, op, op, {}, size))
+    settings = plan.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,
+                             timeout_s=timeout_s or warmup_s + seconds + 60)
+    runs = [plan.Run(c, 1, i) for i, c in enumerate(cells)]
+
+    err = _stderr()
+    host = hostinfo.fingerprint(hello.raw)
+    host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]
+    started = local.utc_now()
+    with Store(store_path) as store:
+        run_id = store.begin_run("speed", started, host, seed=None)
+        status = "interrupted"
+        try:
+            outcomes = local.execute(
+                runs, settings, path, on_outcome=lambda o: store.add_result(run_id, report_json.outcome_dict(o)),
+                console=err, show_progress=err.is_terminal, log_lines=not err.is_terminal and not as_json)
+            status = "complete"
+        finally:
+            store.finish_run(run_id, local.utc_now(), status)
+    if as_json:
+        doc = report_json.speed_document(
+            outcomes, host, {"seconds": seconds, "warmup_s": warmup_s, "threads": threads},
+            started, local.utc_now())
+        click.echo(json.dumps(doc, indent=1))
+    else:
+        out = _stdout()
+        out.print(terminal.host_line(host), markup=False)
+        notes = terminal.Notes()
+        out.print(terminal.speed_table(outcomes, notes))
+        notes.print(out)
+
+
+@cli.command()
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+              help=f"SQLite store for the results [default: {default_path()}].")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), default=DEFAULT_OUT_DIR,
+              show_default=True, help="Directory for the study's JSON document.")
+@click.option("--options", "show_options", is_flag=True,
+              help="Describe every key a study file may hold, and exit.")
+@click.option("--dry-run", is_flag=True, help="Check the study and show the plan; run nothing.")
+def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
+          dry_run: bool) -> None:
+    """Run a study FILE (TOML): configurations against a baseline, with 95 % CIs.
+
+    Every cell (configuration × backend × operation × size) runs `repetitions` times, each in
+    a fresh worker, with configurations interleaved (A B C A B C …). Prints the "performance
+    delta vs baseline" table and the noise table; writes the complete results as JSON under
+    --out and into the SQLite --store, each run as soon as it finishes. The file format is in
+    docs/study-files.md; `--options` lists every key.
+    """
+    if show_options:
+        click.echo(study_mod.options_help(), nl=False)
+        return
+    if file is None:
+        raise UsageError("study needs a FILE (a study .toml); see `cryptoperf study --help`")
+    s = study_mod.load(file)
+    path, hello = _hello()
+    s = study_mod.check_against_worker(s, hello.backend_names, hello.ops)
+    cells = plan.expand(s)
+    runs = plan.schedule(cells, s.repetitions)
+    settings = plan.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s)
+    err, out = _stderr(), _stdout()
+    est = plan.estimated_seconds(len(runs), settings)
+    eta = f"{est:.0f} s" if est < 90 else f"{est / 60:.1f} min"
+    err.print(f"study {s.name}: {len(cells)} cells × {s.repetitions} repetitions = {len(runs)} runs, "
+              f"about {eta}", markup=False)
+    if dry_run:
+        for r in runs:
+            click.echo(f"{r.index + 1:>4}  rep {r.repetition}  {r.cell.key}  op={r.cell.op} "
+                       f"params={json.dumps(r.cell.worker_params())}")
+        return
+
+    host = hostinfo.fingerprint(hello.raw)
+    checks = hostinfo.run_checks()
+    host["checks"] = [c.as_dict() for c in checks]
+    err.print(terminal.host_line(host), markup=False)
+    terminal.host_warnings(err, checks)
+
+    started = local.utc_now()
+    outcomes: list[local.RunOutcome] = []
+    status = "interrupted"
+    with Store(store_path) as store:
+        run_id = store.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=s.seed)
+
+        def record(o: local.RunOutcome) -> None:
+            outcomes.append(o)
+            store.add_result(run_id, report_json.outcome_dict(o))
+
+        try:
+            local.execute(runs, settings, path, on_outcome=record, console=err,
+                          show_progress=err.is_terminal, description=s.name,
+                          log_lines=not err.is_terminal)
+            status = "complete"
+        finally:
+            finished = local.utc_now()
+            store.finish_run(run_id, finished, status)
+            summaries = analysis.summarize(outcomes)
+            deltas = analysis.deltas(summaries, s.baseline, s.seed, s.bootstrap_resamples,
+                                     s.noise_threshold_pct / 100.0)
+            doc = report_json.study_document(
+                s, host, outcomes, summaries.values(), deltas, status=status, started_at=started,
+                finished_at=finished, store={"path": str(store.path), "run_id": run_id})
+            json_path = report_json.write(doc, report_json.result_path(out_dir, s.name, started))
+    failed = sum(1 for o in outcomes if o.status == local.FAILED)
+    notes = terminal.Notes()
+    out.print(terminal.delta_table(deltas, s.baseline, notes))
+    out.print(terminal.noise_table(summaries.values(), s.noise_threshold_pct, notes))
+    notes.print(out)
+    if failed:
+        out.print(f"[red]{failed} of {len(outcomes)} runs failed[/] (reasons in the tables and the JSON)")
+    out.print(f"results: {json_path}  store: {store.path} (run {run_id})", markup=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``cryptoperf`` console script; returns the exit status.
+
+    0 success; 1 a worker, store or internal error; 2 a usage or study-file error; 130 Ctrl-C.
+    """
+    try:
+        rv = cli.main(args=list(argv) if argv is not None else None, prog_name="cryptoperf",
+                      standalone_mode=False)
+        return rv if isinstance(rv, int) else 0
+    except click.exceptions.Exit as e:
+        return e.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        return _fail("interrupted; runs finished so far are in the store", 130)
+    except click.exceptions.UsageError as e:
+        hint = ""
+        if e.ctx is not None:
+            hint = f" (see `{e.ctx.command_path} --help`)"
+        return _fail(e.format_message() + hint, 2)
+    except click.exceptions.ClickException as e:
+        return _fail(e.format_message(), 1)
+    except CryptoperfError as e:
+        return _fail(str(e), e.exit_code)
+    except BrokenPipeError:
+        return 1
+    except Exception as e:  # never a traceback for the user
+        if os.environ.get("CRYPTOPERF_DEBUG"):
+            raise
+        return _fail(f"internal error: {type(e).__name__}: {e} (rerun with CRYPTOPERF_DEBUG=1 "
+                     "for the traceback, and please report it)", 1)
+
+
+def _fail(message: str, code: int) -> int:
+    one_line = " ".join(str(message).split())
+    try:
+        sys.stderr.write(f"cryptoperf: error: {one_line}\n")
+        sys.stderr.flush()
+    except OSError:
+        pass
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,92 @@
+"""The errors cryptoperf raises on purpose.
+
+Every message is one line that says what went wrong, where (file, line, field where there is
+one) and how to fix it. Only ``cli.py`` turns these into exit codes: ``exit_code`` is 2 for
+errors in what the user typed or wrote (usage, study files) and 1 for everything else.
+"""
+
+from __future__ import annotations
+
+
+class CryptoperfError(Exception):
+    """Base of every error cryptoperf raises on purpose; ``str(err)`` is the one-line message."""
+
+    exit_code = 1
+
+
+class UsageError(CryptoperfError):
+    """A command-line argument is wrong (unknown backend or operation, value out of range)."""
+
+    exit_code = 2
+
+
+class StudyError(CryptoperfError):
+    """A study file is malformed or inconsistent.
+
+    Attributes:
+        path: the study file as given.
+        line: 1-based line of the offending key or table, or None when unknown.
+        field: what is wrong, e.g. ``configuration 'x', field 'rsa_bits'``, or None.
+        problem: the message without the location.
+    """
+
+    exit_code = 2
+
+    def __init__(self, path: str, line: int | None, field: str | None, problem: str):
+        self.path, self.line, self.field, self.problem = str(path), line, field, problem
+        where = self.path if line is None else f"{self.path}:{line}"
+        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+
+
+class WorkerError(CryptoperfError):
+    """The worker binary is missing, speaks another protocol, or misbehaved."""
+
+
+class WorkerNotFound(WorkerError):
+    """No ``cryptoperf-worker`` binary was found (see ``worker_path.find_worker``)."""
+
+
+class ProtocolMismatch(WorkerError):
+    """The worker does not speak this orchestrator's protocol version."""
+
+
+class WorkerCrashed(WorkerError):
+    """The worker exited before answering.
+
+    Attributes:
+        returncode: the exit status (negative: killed by that signal), or None.
+        stderr_tail: the last lines the worker wrote to stderr ('' if none).
+    """
+
+    def __init__(self, message: str, returncode: int | None = None, stderr_tail: str = ""):
+        super().__init__(message)
+        self.returncode, self.stderr_tail = returncode, stderr_tail
+
+
+class WorkerTimeout(WorkerError):
+    """The worker did not answer within the timeout and was killed.
+
+    Attributes:
+        timeout_s: the timeout that expired, in seconds.
+        stderr_tail: the last lines the worker wrote to stderr ('' if none).
+    """
+
+    def __init__(self, message: str, timeout_s: float, stderr_tail: str = ""):
+        super().__init__(message)
+        self.timeout_s, self.stderr_tail = timeout_s, stderr_tail
+
+
+class WorkerRequestError(WorkerError):
+    """The worker answered a request with ``{"type":"error"}``.
+
+    Attributes:
+        code: the protocol's error code (``unknown_backend``, ``unknown_op``, ``bad_params``, ...).
+    """
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+class StoreError(CryptoperfError):
+    """The SQLite store or the JSON output cannot be opened or written."""

@@ -1,0 +1,275 @@
+"""The host: a fingerprint stored with every run, and checks that warn about noisy hosts.
+
+``fingerprint`` says what machine the numbers belong to (CPU model and crypto flags, kernel,
+hypervisor, logical CPUs, library versions), so stored runs are compared only with runs from
+like machines. The checks (CPU governor, turbo, SMT, steal, other load) are one small class
+each, run from one ordered list (``CHECKS``); each gives a state and advice. Nothing here fails:
+what cannot be read is reported as unknown.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+CRYPTO_FLAGS = ("aes", "pclmulqdq", "sha_ni", "avx", "avx2", "avx512f", "vaes", "vpclmulqdq")
+
+
+def _read(path: str | Path) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _cpuinfo() -> tuple[str | None, set[str]]:
+    """(model name, flags) of the first CPU in /proc/cpuinfo; (None, set()) if unreadable."""
+    text = _read("/proc/cpuinfo") or ""
+    model, flags = None, set()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and model is None:
+            model = value.strip()
+        elif key in ("flags", "Features") and not flags:
+            flags = set(value.split())
+    return model, flags
+
+
+def _detect_virt(flag: str) -> str | None:
+    """``systemd-detect-virt FLAG`` output ('none' → None), or None if not installed."""
+    tool = shutil.which("systemd-detect-virt")
+    if not tool:
+        return None
+    try:
+        r = subprocess.run([tool, flag], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    out = r.stdout.strip()
+    return out if out and out != "none" else None
+
+
+def hypervisor() -> dict[str, Any]:
+    """``{"present": bool|None, "type": str|None, "container": str|None, "source": str}``.
+
+    ``present`` comes from the cpuinfo ``hypervisor`` flag and /sys/hypervisor/type; ``type``
+    from /sys/hypervisor/type or ``systemd-detect-virt --vm`` (kvm, xen, ...); ``container``
+    from ``systemd-detect-virt --container`` (docker, lxc, ...). None means unknown.
+    """
+    _, flags = _cpuinfo()
+    present: bool | None = ("hypervisor" in flags) if flags else None
+    sources = ["cpuinfo"] if flags else []
+    kind = _read("/sys/hypervisor/type")
+    if kind:
+        present = True
+        sources.append("/sys/hypervisor/type")
+    vm = _detect_virt("--vm")
+    container = _detect_virt("--container")
+    if vm or container or shutil.which("systemd-detect-virt"):
+        sources.append("systemd-detect-virt")
+    if vm:
+        present, kind = True, kind or vm
+    return {"present": present, "type": kind, "container": container, "source": "+".join(sources)}
+
+
+def fingerprint(hello: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The host fingerprint as a JSON-ready dict.
+
+    Keys: ``cpu_model``, ``crypto_flags`` (those of CRYPTO_FLAGS present), ``logical_cpus``,
+    ``kernel`` (uname release and version), ``machine``, ``os``, ``hostname``, ``hypervisor``
+    (see ``hypervisor()``), ``python``, and from the worker's ``hello`` (when given)
+    ``worker_version``, ``worker_cpu`` and ``libraries`` (backend → library, version, fips).
+    """
+    model, flags = _cpuinfo()
+    u = platform.uname()
+    fp: dict[str, Any] = {
+        "cpu_model": model or u.processor or None,
+        "crypto_flags": [f for f in CRYPTO_FLAGS if f in flags],
+        "logical_cpus": os.cpu_count(),
+        "kernel": f"{u.system} {u.release} {u.version}",
+        "machine": u.machine,
+        "os": platform.platform(),
+        "hostname": u.node,
+        "hypervisor": hypervisor(),
+        "python": platform.python_version(),
+    }
+    if hello:
+        fp["worker_version"] = hello.get("worker_version")
+        fp["worker_cpu"] = hello.get("cpu")
+        fp["libraries"] = {b["backend"]: {"library": b.get("library"),
+                                          "library_version": b.get("library_version"),
+                                          "fips": b.get("fips")}
+                           for b in hello.get("backends", [])}
+    return fp
+
+
+# --------------------------------------------------------------------------- host checks
+
+@dataclass(frozen=True)
+class CheckResult:
+    """One check's finding: ``state`` is ``ok``, ``warning`` or ``unknown``; ``value`` what was
+    read; ``advice`` what to do (empty when ok)."""
+
+    name: str
+    state: str
+    value: str
+    advice: str = ""
+
+    def as_dict(self) -> dict[str, str]:
+        """``name``, ``state``, ``value``, ``advice`` as a JSON-ready dict."""
+        return dict(self.__dict__)
+
+
+class Check:
+    """A host check: subclasses set ``name`` and implement ``run()``."""
+
+    name = "check"
+
+    def run(self) -> CheckResult:  # pragma: no cover - interface
+        """Inspect the host; never raises."""
+        raise NotImplementedError
+
+    def result(self, state: str, value: str, advice: str = "") -> CheckResult:
+        """A CheckResult carrying this check's name."""
+        return CheckResult(self.name, state, value, advice)
+
+
+class Governor(Check):
+    """CPU frequency governor: ``performance`` keeps the clock steady."""
+
+    name = "cpu governor"
+
+    def run(self) -> CheckResult:
+        """Read every CPU's scaling_governor."""
+        govs = {g for p in Path("/sys/devices/system/cpu").glob("cpu[0-9]*/cpufreq/scaling_governor")
+                if (g := _read(p))}
+        if not govs:
+            return self.result("unknown", "no cpufreq (typical in VMs)")
+        if govs == {"performance"}:
+            return self.result("ok", "performance")
+        return self.result("warning", ",".join(sorted(govs)),
+                           "set the governor to performance (cpupower frequency-set -g performance)")
+
+
+class Turbo(Check):
+    """Turbo/boost changes the clock with temperature and load."""
+
+    name = "turbo"
+
+    def run(self) -> CheckResult:
+        """Read intel_pstate/no_turbo or cpufreq/boost."""
+        no_turbo = _read("/sys/devices/system/cpu/intel_pstate/no_turbo")
+        if no_turbo is not None:
+            on = no_turbo == "0"
+        else:
+            boost = _read("/sys/devices/system/cpu/cpufreq/boost")
+            if boost is None:
+                return self.result("unknown", "not exposed")
+            on = boost == "1"
+        if on:
+            return self.result("warning", "on", "disable turbo/boost for steadier numbers")
+        return self.result("ok", "off")
+
+
+class SMT(Check):
+    """Simultaneous multithreading: a sibling thread shares the core's crypto units."""
+
+    name = "smt"
+
+    def run(self) -> CheckResult:
+        """Read /sys/devices/system/cpu/smt/active."""
+        active = _read("/sys/devices/system/cpu/smt/active")
+        if active is None:
+            return self.result("unknown", "not exposed")
+        if active == "1":
+            return self.result("warning", "active",
+                               "keep other work off the sibling threads, or disable SMT")
+        return self.result("ok", "inactive")
+
+
+def _proc_stat() -> tuple[int, int, int] | None:
+    """(steal, idle+iowait, total) ticks from /proc/stat's aggregate line."""
+    text = _read("/proc/stat")
+    if not text:
+        return None
+    parts = text.splitlines()[0].split()
+    if parts[0] != "cpu":
+        return None
+    v = [int(x) for x in parts[1:]]
+    steal = v[7] if len(v) > 7 else 0
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return steal, idle, sum(v[:8])
+
+
+class _StatWindow:
+    """Samples /proc/stat over a short window, shared by the steal and load checks."""
+
+    _cache: tuple[float, float] | None = None
+    window_s = 0.25
+
+    @classmethod
+    def sample(cls) -> tuple[float, float] | None:
+        """(steal %, busy %) system-wide over ``window_s``; None if unreadable."""
+        if cls._cache is None:
+            a = _proc_stat()
+            time.sleep(cls.window_s)
+            b = _proc_stat()
+            if not a or not b or b[2] <= a[2]:
+                return None
+            total = b[2] - a[2]
+            cls._cache = (100.0 * (b[0] - a[0]) / total, 100.0 * (total - (b[1] - a[1])) / total)
+        return cls._cache
+
+
+class Steal(Check):
+    """Hypervisor steal time: CPU time the VM wanted but did not get."""
+
+    name = "steal"
+
+    def run(self) -> CheckResult:
+        """Steal % over a short /proc/stat window; warn above 1 %."""
+        s = _StatWindow.sample()
+        if s is None:
+            return self.result("unknown", "no /proc/stat")
+        if s[0] > 1.0:
+            return self.result("warning", f"{s[0]:.1f} %",
+                               "the hypervisor is taking CPU time; results will be noisy")
+        return self.result("ok", f"{s[0]:.1f} %")
+
+
+class OtherLoad(Check):
+    """Other processes using the CPU while we measure."""
+
+    name = "other load"
+
+    def run(self) -> CheckResult:
+        """Busy % system-wide over a short /proc/stat window; warn above 10 %."""
+        s = _StatWindow.sample()
+        if s is None:
+            return self.result("unknown", "no /proc/stat")
+        if s[1] > 10.0:
+            return self.result("warning", f"{s[1]:.0f} % busy",
+                               "stop other work on this machine before measuring")
+        return self.result("ok", f"{s[1]:.0f} % busy")
+
+
+#: The host checks, in the order they run and are reported.
+CHECKS: tuple[type[Check], ...] = (Governor, Turbo, SMT, Steal, OtherLoad)
+
+
+def run_checks() -> list[CheckResult]:
+    """Run every check in ``CHECKS`` (about 0.25 s: steal and load sample /proc/stat)."""
+    _StatWindow._cache = None
+    out = []
+    for cls in CHECKS:
+        try:
+            out.append(cls().run())
+        except Exception as e:  # a check must never stop a measurement
+            out.append(CheckResult(cls.name, "unknown", f"check failed: {e}"))
+    return out

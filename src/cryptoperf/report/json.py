@@ -1,0 +1,123 @@
+"""JSON documents: complete results (histograms included), with ``format_version``.
+
+Two kinds, both ``{"format_version": 1, "kind": ..., "cryptoperf_version": ..., "host": ...}``:
+
+- ``speed``: ``results`` — one entry per (backend, op, size) with at least ``backend``,
+  ``library_version``, ``op``, ``size_bytes``, ``status``, ``ops_per_s``, ``bytes_per_s``,
+  ``p50_ns``, ``p99_ns``, ``cpu_ns_per_op``, ``batch`` (numbers are null unless status is ok).
+- ``study``: ``study`` (options and the file's text), ``runs`` (every worker run: its
+  outcome, derived figures and the worker's full result message), ``cells`` (summaries over
+  repetitions) and ``deltas`` (vs the baseline, with CIs and verdicts).
+
+The format changelog is in ``store.py`` (the store and the documents share the version).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from cryptoperf import __version__
+from cryptoperf.analysis import CellSummary, Delta, cell_dict
+from cryptoperf.errors import StoreError
+from cryptoperf.run.local import RunOutcome
+from cryptoperf.store import FORMAT_VERSION
+from cryptoperf.study import Study
+
+
+def outcome_dict(o: RunOutcome) -> dict[str, Any]:
+    """One run as a JSON-ready dict: the cell's fields, ``repetition``, ``status``, ``reason``,
+    timestamps, ``stderr_tail``, ``latency`` and ``throughput`` (derived; null unless ok) and
+    ``result`` (the worker's message, histogram included; null if there was none)."""
+    d = cell_dict(o.run.cell)
+    d.update(repetition=o.run.repetition, status=o.status, reason=o.reason,
+             started_at=o.started_at, finished_at=o.finished_at, stderr_tail=o.stderr_tail,
+             latency=o.latency.as_dict() if o.latency else None,
+             throughput=o.throughput.as_dict() if o.throughput else None,
+             result=o.result)
+    return d
+
+
+def speed_entry(o: RunOutcome) -> dict[str, Any]:
+    """One ``speed`` result entry (flat, units in the names; see module doc)."""
+    r = o.result or {}
+    lat, tp = o.latency, o.throughput
+    params = r.get("params") or o.run.cell.worker_params()
+    return {
+        "backend": o.run.cell.backend, "library": r.get("library"),
+        "library_version": r.get("library_version"), "fips": r.get("fips"),
+        "op": o.run.cell.op, "size_bytes": params.get("size_bytes", o.run.cell.size_bytes),
+        "params": params, "status": o.status, "reason": o.reason,
+        "ops_per_s": tp.ops_per_s if tp else None,
+        "bytes_per_s": tp.bytes_per_s if tp else None,
+        "p50_ns": lat.p50_ns if lat else None, "p90_ns": lat.p90_ns if lat else None,
+        "p99_ns": lat.p99_ns if lat else None, "p999_ns": lat.p999_ns if lat else None,
+        "max_ns": lat.max_ns if lat else None, "mean_ns": lat.mean_ns if lat else None,
+        "stddev_ns": lat.stddev_ns if lat else None,
+        "cpu_ns_per_op": tp.cpu_ns_per_op if tp else None,
+        "steal_pct": tp.steal_pct if tp else None,
+        "batch": r.get("batch"), "timing": r.get("timing"), "threads": r.get("threads"),
+        "ops": r.get("ops"), "wall_ns": r.get("wall_ns"), "validation": r.get("validation"),
+        "histogram": r.get("histogram"),
+    }
+
+
+def speed_document(outcomes: Sequence[RunOutcome], host: Mapping[str, Any], settings: Mapping[str, Any],
+                   started_at: str, finished_at: str) -> dict[str, Any]:
+    """The ``speed`` JSON document."""
+    return {"format_version": FORMAT_VERSION, "kind": "speed", "cryptoperf_version": __version__,
+            "started_at": started_at, "finished_at": finished_at, "settings": dict(settings),
+            "host": dict(host), "results": [speed_entry(o) for o in outcomes]}
+
+
+def study_dict(study: Study) -> dict[str, Any]:
+    """A study's options, configurations, operations and the file's text."""
+    return {
+        "path": study.path, "name": study.name, "description": study.description,
+        "baseline": study.baseline, "backends": list(study.backends or ()),
+        "repetitions": study.repetitions, "seconds": study.seconds, "warmup_s": study.warmup_s,
+        "threads": study.threads, "timeout_s": study.timeout_s, "seed": study.seed,
+        "bootstrap_resamples": study.bootstrap_resamples,
+        "noise_threshold_pct": study.noise_threshold_pct,
+        "configurations": [{"name": c.name, "description": c.description, "backend": c.backend,
+                            "variables": dict(c.variables), "params": dict(c.params)}
+                           for c in study.configurations],
+        "operations": [{"label": o.label, "op": o.op, "sizes": list(o.sizes) if o.sizes else None}
+                       for o in study.operations],
+        "toml": study.text,
+    }
+
+
+def study_document(study: Study, host: Mapping[str, Any], outcomes: Sequence[RunOutcome],
+                   summaries: Iterable[CellSummary], deltas: Iterable[Delta], *, status: str,
+                   started_at: str, finished_at: str, store: Mapping[str, Any]) -> dict[str, Any]:
+    """The complete ``study`` JSON document (see module doc)."""
+    return {"format_version": FORMAT_VERSION, "kind": "study", "cryptoperf_version": __version__,
+            "status": status, "started_at": started_at, "finished_at": finished_at,
+            "study": study_dict(study), "host": dict(host), "store": dict(store),
+            "runs": [outcome_dict(o) for o in outcomes],
+            "cells": [s.as_dict() for s in summaries],
+            "deltas": [d.as_dict() for d in deltas]}
+
+
+def result_path(out_dir: str | Path, study_name: str, started_at: str) -> Path:
+    """``<out_dir>/<study>-<UTC timestamp>.json``, e.g. ``key-size-20250101T120000Z.json``."""
+    stamp = re.sub(r"[^0-9TZ]", "", started_at.split(".")[0]) + "Z"
+    safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", study_name) or "study"
+    return Path(out_dir) / f"{safe}-{stamp}.json"
+
+
+def write(document: Mapping[str, Any], path: str | Path) -> Path:
+    """Write ``document`` as indented JSON to ``path`` (creating directories); return the path.
+    Raises StoreError if it cannot be written."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_suffix(p.suffix + ".tmp")
+        tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(p)
+    except OSError as e:
+        raise StoreError(f"cannot write results to {p}: {e.strerror or e}; pass --out DIR") from None
+    return p

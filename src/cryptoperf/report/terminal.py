@@ -1,0 +1,243 @@
+"""Terminal tables (Rich): the answer at a glance. Formatting only; no decisions."""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from cryptoperf.analysis import CellSummary, Delta
+from cryptoperf.hostinfo import CheckResult
+from cryptoperf.run.local import RunOutcome
+from cryptoperf.run.worker import Hello
+from cryptoperf.stats import NO_DIFFERENCE, TOO_NOISY
+from cryptoperf.study import takes_message
+
+
+def fmt_ns(ns: float | None) -> str:
+    """A duration in ns with a fitting unit: ``850 ns``, ``12.3 µs``, ``4.56 ms``, ``1.20 s``."""
+    if ns is None:
+        return "—"
+    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= scale:
+            v = ns / scale
+            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def fmt_count(x: float | None) -> str:
+    """A rate with an SI prefix, 3 significant digits: ``1.23 M``, ``845 k``, ``12.0``."""
+    if x is None:
+        return "—"
+    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if x >= scale:
+            return f"{x / scale:.3g} {prefix}"
+    return f"{x:.3g}"
+
+
+def fmt_mb_s(bytes_per_s: float | None) -> str:
+    """Bytes/s as MB/s (10^6 bytes), or '—' for operations without a message."""
+    if bytes_per_s is None:
+        return "—"
+    mb = bytes_per_s / 1e6
+    return f"{mb:.3g}" if mb < 1000 else f"{mb:.0f}"
+
+
+def fmt_size(size: int | None) -> str:
+    """``4 KiB``, ``1 MiB``, ``100 B``; '' for None."""
+    if size is None:
+        return ""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    return f"{size} B"
+
+
+def fmt_pct(pct: float | None, signed: bool = True) -> str:
+    """``+12.3 %`` / ``-4.0 %`` (or unsigned), '—' for None."""
+    if pct is None:
+        return "—"
+    return f"{pct:+.1f} %" if signed else f"{pct:.1f} %"
+
+
+class Notes:
+    """Numbered footnotes under a table, so long reasons do not stretch its columns."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, text: str) -> int:
+        """Add ``text`` (once) and return its 1-based number."""
+        if text not in self.items:
+            self.items.append(text)
+        return self.items.index(text) + 1
+
+    def status(self, status: str, reason: str, style: str = "red", inline_max: int = 48) -> Text:
+        """``status: reason`` when the reason is short, else ``status [n]`` with a footnote."""
+        if len(reason) <= inline_max:
+            return Text(f"{status}: {reason}" if reason else status, style=style)
+        return Text(f"{status} [{self.add(reason)}]", style=style)
+
+    def print(self, console: Console) -> None:
+        """Print the notes, one per line, as ``[n] text``."""
+        for i, text in enumerate(self.items, 1):
+            console.print(Text(f"[{i}] {text}", style="dim"))
+
+
+def console_for_stdout() -> Console:
+    """A Console on stdout; when stdout is not a terminal, wide enough (160 columns) that
+    tables are not wrapped into unreadable slivers."""
+    c = Console(highlight=False)
+    if not c.is_terminal and "COLUMNS" not in __import__("os").environ:
+        c = Console(highlight=False, width=160)
+    return c
+
+
+def speed_table(outcomes: Sequence[RunOutcome], notes: Notes, title: str = "cryptoperf speed") -> Table:
+    """One row per (backend, operation, size): ops/s, MB/s, latency percentiles, CPU ns/op,
+    batch; unsupported/invalid/failed runs say so in the last column, with the reason as a
+    footnote in ``notes``."""
+    t = Table(title=title, title_justify="left")
+    for name, justify in (("backend", "left"), ("library", "left"), ("operation", "left"),
+                          ("size", "right"), ("ops/s", "right"), ("MB/s", "right"),
+                          ("p50", "right"), ("p99", "right"), ("p99.9", "right"),
+                          ("CPU/op", "right"), ("batch", "right"), ("note", "left")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for o in outcomes:
+        r = o.result or {}
+        size = (r.get("params") or {}).get("size_bytes", o.run.cell.size_bytes)
+        size = size if takes_message(o.run.cell.op) else None
+        lib = f"{r.get('library', '')} {r.get('library_version', '')}".strip()
+        row: list = [Text(o.run.cell.backend), Text(lib), Text(o.run.cell.op), fmt_size(size)]
+        if o.ok and o.latency and o.throughput:
+            lat, tp = o.latency, o.throughput
+            note = r.get("timing", "")
+            if tp.steal_pct:
+                note += f", steal {tp.steal_pct:.1f} %"
+            row += [fmt_count(tp.ops_per_s), fmt_mb_s(tp.bytes_per_s), fmt_ns(lat.p50_ns),
+                    fmt_ns(lat.p99_ns), fmt_ns(lat.p999_ns), fmt_ns(tp.cpu_ns_per_op),
+                    str(r.get("batch", "")), Text(note)]
+            t.add_row(*row)
+        else:
+            style = "dim" if o.status == "unsupported" else "red"
+            t.add_row(*row, *([""] * 7), notes.status(o.status, o.reason, style))
+    return t
+
+
+def _operation(d_label: str, size: int | None) -> str:
+    return f"{d_label} {fmt_size(size)}".strip()
+
+
+def _ci_text(d: Delta) -> str:
+    assert d.latency
+    return f"[{d.latency.low_pct:+.1f}, {d.latency.high_pct:+.1f}] %"
+
+
+def _verdict_style(kind: str) -> str:
+    return {"slower": "red", "faster": "green", NO_DIFFERENCE: "dim", TOO_NOISY: "yellow"}.get(kind, "")
+
+
+def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes) -> Table:
+    """The "performance delta vs baseline" table: one row per (backend, operation, size,
+    configuration); latency delta with its 95 % CI, throughput delta with its CI, verdict.
+    Rows without numbers say why in a footnote in ``notes``."""
+    t = Table(title=f"performance delta vs baseline ({baseline})", title_justify="left")
+    for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
+                          ("baseline p50", "right"), ("p50", "right"), ("latency Δ", "right"),
+                          ("95 % CI", "right"), ("throughput Δ (95 % CI)", "right"),
+                          ("verdict", "left")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for d in deltas:
+        head = [Text(d.backend), Text(_operation(d.label, d.size_bytes)), Text(d.configuration)]
+        if d.status != "ok" or d.latency is None or d.throughput is None:
+            t.add_row(*head, "", "", "", "", "", notes.status("n/a", d.reason))
+            continue
+        assert d.latency_verdict
+        tp = d.throughput
+        verdict = Text(d.latency_verdict.text, style=_verdict_style(d.latency_verdict.kind))
+        if d.note:
+            verdict.append(f" ({d.note})", style="dim")
+        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct),
+                  _ci_text(d), f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]",
+                  verdict)
+    return t
+
+
+def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: Notes) -> Table:
+    """Noise per cell: measured repetitions, CV % of p50 and of ops/s across repetitions (over
+    ``threshold_pct`` in yellow), mean steal %; reasons of unmeasured cells in ``notes``."""
+    t = Table(title=f"noise across repetitions (warn above CV {threshold_pct:g} %)", title_justify="left")
+    for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
+                          ("reps ok", "right"), ("CV p50", "right"), ("CV ops/s", "right"),
+                          ("steal", "right"), ("status", "left")):
+        t.add_column(name, justify=justify, overflow="fold")
+
+    def cv_text(cv: float, n: int) -> Text:
+        if n < 2:
+            return Text("—")
+        pct = cv * 100
+        return Text(f"{pct:.1f} %", style="yellow" if pct > threshold_pct else "")
+
+    for s in summaries:
+        c = s.cell
+        status = Text("ok") if s.status == "ok" else notes.status(s.status, s.reason)
+        t.add_row(Text(c.backend), Text(_operation(c.label, c.size_bytes)), Text(c.configuration), f"{s.ok}/{s.runs}",
+                  cv_text(s.cv_p50, s.ok), cv_text(s.cv_ops_per_s, s.ok),
+                  fmt_pct(s.steal_pct, signed=False), status)
+    return t
+
+
+def backends_table(hello: Hello) -> Table:
+    """Backends with library versions and FIPS state."""
+    t = Table(title=f"cryptoperf-worker {hello.worker_version} (protocol {hello.protocol})",
+              title_justify="left")
+    for name in ("backend", "library", "version", "fips"):
+        t.add_column(name)
+    for b in hello.backends:
+        t.add_row(Text(b["backend"]), Text(str(b.get("library", ""))), Text(str(b.get("library_version", ""))),
+                  "yes" if b.get("fips") else "no")
+    return t
+
+
+def support_table(hello: Hello, notes: Notes) -> Table | None:
+    """Operations × backends from a detailed hello: ``yes``, or the status with the reason as a
+    footnote; None when the hello has no per-operation detail."""
+    if not all("ops" in b for b in hello.backends):
+        return None
+    t = Table(title="operations by backend", title_justify="left")
+    t.add_column("operation")
+    for b in hello.backends:
+        t.add_column(b["backend"])
+    support = {b["backend"]: {o["op"]: o for o in b["ops"]} for b in hello.backends}
+    for op in hello.ops:
+        row: list = [Text(op)]
+        for b in hello.backends:
+            o = support[b["backend"]].get(op)
+            if o is None:
+                row.append(Text("?", style="dim"))
+            elif o.get("status") == "supported":
+                row.append(Text("yes", style="green"))
+            else:
+                row.append(notes.status(str(o.get("status")), o.get("reason", ""), "dim", inline_max=0))
+        t.add_row(*row)
+    return t
+
+
+def host_warnings(console: Console, checks: Sequence[CheckResult]) -> None:
+    """Print one line per host check that warns (state and advice)."""
+    for c in checks:
+        if c.state == "warning":
+            console.print(f"[yellow]host: {c.name}: {c.value}[/] — {c.advice}", highlight=False)
+
+
+def host_line(fp: Mapping) -> str:
+    """One line naming the host: CPU, crypto flags, hypervisor, kernel release."""
+    hv = fp.get("hypervisor") or {}
+    virt = hv.get("type") or ("yes" if hv.get("present") else "no" if hv.get("present") is False else "?")
+    if hv.get("container"):
+        virt += f", container {hv['container']}"
+    kernel = str(fp.get("kernel", "")).split(" ")[1] if fp.get("kernel") else "?"
+    return (f"host: {fp.get('cpu_model')} × {fp.get('logical_cpus')}, flags "
+            f"{' '.join(fp.get('crypto_flags') or []) or 'none'}, hypervisor {virt}, kernel {kernel}")

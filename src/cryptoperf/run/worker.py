@@ -1,0 +1,281 @@
+"""The client side of the worker protocol (docs/worker-protocol.md, version 1).
+
+``WorkerClient`` spawns one worker process, greets it with ``hello`` (refusing another protocol
+version), sends ``run`` requests and reads their results. Responses are read by a dedicated
+reader thread into a queue, so every wait has a timeout; stderr is collected by a second
+thread (its tail explains crashes). The child is killed on timeout and on any exception.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import queue
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from cryptoperf import PROTOCOL_VERSION
+from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerRequestError,
+                               WorkerTimeout)
+
+STDERR_TAIL_LINES = 20
+HELLO_TIMEOUT_S = 60.0
+_EOF = object()
+
+
+@dataclass(frozen=True)
+class Hello:
+    """The worker's ``hello`` answer.
+
+    Attributes:
+        protocol: protocol version (1).
+        worker_version: the worker crate's version.
+        cpu: ``{"model": str, "flags": [str], "logical_cpus": int, "tsc": bool}``.
+        backends: one dict per backend: ``backend``, ``library``, ``library_version``, ``fips``,
+            and with ``detail`` also ``ops`` (list of ``{op, status, reason}``).
+        ops: every canonical operation name the worker knows.
+        raw: the whole message.
+    """
+
+    protocol: int
+    worker_version: str
+    cpu: Mapping[str, Any]
+    backends: tuple[Mapping[str, Any], ...]
+    ops: tuple[str, ...]
+    raw: Mapping[str, Any] = field(repr=False)
+
+    @property
+    def backend_names(self) -> tuple[str, ...]:
+        """The real backends' names (the mock backends are never listed)."""
+        return tuple(b["backend"] for b in self.backends)
+
+    def library_versions(self) -> dict[str, str]:
+        """``{backend: "library library_version"}``, e.g. ``{"openssl": "OpenSSL 3.0.13"}``."""
+        return {b["backend"]: f"{b.get('library', '?')} {b.get('library_version', '?')}"
+                for b in self.backends}
+
+
+class WorkerClient:
+    """One worker process. Use as a context manager::
+
+        with WorkerClient(path) as w:
+            hello = w.hello()
+            result = w.run(request, timeout_s=60)
+
+    Raises (all WorkerError): WorkerCrashed if the process dies or cannot start,
+    WorkerTimeout if an answer does not come in time (the process is killed),
+    ProtocolMismatch if it speaks another protocol version, WorkerRequestError for an
+    ``error`` answer. After any exception inside the ``with`` block the process is killed.
+    """
+
+    def __init__(self, path: str | os.PathLike, env: Mapping[str, str] | None = None):
+        self.path = Path(path)
+        self._env = dict(env) if env is not None else None
+        self._proc: subprocess.Popen | None = None
+        self._lines: queue.Queue = queue.Queue()
+        self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_TAIL_LINES)
+        self._threads: list[threading.Thread] = []
+
+    # -- process management ---------------------------------------------------------------
+
+    def start(self) -> None:
+        """Spawn the worker. Raises WorkerCrashed if it cannot be started."""
+        try:
+            self._proc = subprocess.Popen(
+                [str(self.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, env=self._env, text=True, encoding="utf-8",
+                errors="replace", bufsize=1)
+        except OSError as e:
+            raise WorkerCrashed(f"cannot start worker {self.path}: {e.strerror or e}") from None
+        self._threads = [
+            threading.Thread(target=self._read_stdout, name="worker-stdout", daemon=True),
+            threading.Thread(target=self._read_stderr, name="worker-stderr", daemon=True),
+        ]
+        for t in self._threads:
+            t.start()
+
+    def _read_stdout(self) -> None:
+        assert self._proc and self._proc.stdout
+        try:
+            for line in self._proc.stdout:
+                self._lines.put(line)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self._lines.put(_EOF)
+
+    def _read_stderr(self) -> None:
+        assert self._proc and self._proc.stderr
+        try:
+            for line in self._proc.stderr:
+                self._stderr.append(line.rstrip("\n"))
+        except (OSError, ValueError):
+            pass
+
+    def stderr_tail(self, lines: int = STDERR_TAIL_LINES) -> str:
+        """The last ``lines`` lines the worker wrote to stderr, joined by newlines."""
+        return "\n".join(list(self._stderr)[-lines:])
+
+    def kill(self) -> None:
+        """Kill the worker (if running) and reap it; safe to call twice."""
+        p = self._proc
+        if p is None:
+            return
+        if p.poll() is None:
+            p.kill()
+        try:
+            p.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        self._join_readers()
+        for stream in (p.stdin, p.stdout, p.stderr):
+            try:
+                if stream:
+                    stream.close()
+            except OSError:
+                pass
+
+    def _join_readers(self) -> None:
+        for t in self._threads:
+            t.join(timeout=2)
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        """Say ``bye`` and wait up to ``timeout_s`` s for a clean exit, then kill."""
+        p = self._proc
+        if p is None:
+            return
+        if p.poll() is None:
+            try:
+                self._send({"type": "bye"})
+                assert p.stdin
+                p.stdin.close()
+                p.wait(timeout=timeout_s)
+            except (OSError, subprocess.TimeoutExpired, WorkerError):
+                pass
+        self.kill()
+
+    def __enter__(self) -> "WorkerClient":
+        self.start()
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.kill()
+
+    # -- protocol ---------------------------------------------------------------------------
+
+    def _send(self, message: Mapping[str, Any]) -> None:
+        p = self._proc
+        if p is None or p.stdin is None:
+            raise WorkerError("worker not started")
+        try:
+            p.stdin.write(json.dumps(message) + "\n")
+            p.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            raise self._crashed("the worker exited before reading the request") from None
+
+    def _crashed(self, what: str) -> WorkerCrashed:
+        p = self._proc
+        rc = None
+        if p is not None:
+            try:
+                rc = p.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                p.kill()
+        self._join_readers()
+        tail = self.stderr_tail()
+        status = _describe_exit(rc)
+        last = tail.splitlines()[-1].strip() if tail else "no stderr output"
+        return WorkerCrashed(f"{what} ({status}); stderr: {last}", rc, tail)
+
+    def _receive(self, timeout_s: float) -> dict[str, Any]:
+        try:
+            line = self._lines.get(timeout=timeout_s)
+        except queue.Empty:
+            self.kill()
+            raise WorkerTimeout(f"the worker did not answer within {timeout_s:g} s and was killed",
+                                timeout_s, self.stderr_tail()) from None
+        if line is _EOF:
+            raise self._crashed("the worker exited without answering")
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            self.kill()
+            raise WorkerError(f"the worker wrote a line that is not JSON on stdout: {line[:120]!r}; "
+                              "workers must write logs to stderr only") from None
+        if not isinstance(msg, dict) or "type" not in msg:
+            self.kill()
+            raise WorkerError(f"the worker sent a message without a type: {line[:120]!r}")
+        return msg
+
+    def hello(self, detail: bool = False, timeout_s: float = HELLO_TIMEOUT_S) -> Hello:
+        """Send ``hello``; return the worker's capabilities.
+
+        Raises ProtocolMismatch if the worker refuses protocol 1 or announces another version.
+        """
+        request: dict[str, Any] = {"type": "hello", "protocol": PROTOCOL_VERSION}
+        if detail:
+            request["detail"] = True
+        self._send(request)
+        msg = self._receive(timeout_s)
+        if msg["type"] == "error":
+            if msg.get("code") == "protocol_mismatch":
+                self.kill()
+                raise ProtocolMismatch(
+                    f"worker {self.path} refused protocol {PROTOCOL_VERSION}: {msg.get('message', '')}; "
+                    "reinstall both with `pip install .`")
+            raise WorkerRequestError(msg.get("code", "?"), f"worker refused hello: {msg.get('message', '')}")
+        if msg["type"] != "hello":
+            raise WorkerError(f"worker answered hello with a '{msg['type']}' message")
+        if msg.get("protocol") != PROTOCOL_VERSION:
+            self.kill()
+            raise ProtocolMismatch(
+                f"worker {self.path} speaks protocol {msg.get('protocol')}, this cryptoperf speaks "
+                f"{PROTOCOL_VERSION}; reinstall both with `pip install .`")
+        try:
+            return Hello(protocol=msg["protocol"], worker_version=str(msg.get("worker_version", "?")),
+                         cpu=msg.get("cpu", {}), backends=tuple(msg["backends"]),
+                         ops=tuple(msg["ops"]), raw=msg)
+        except (KeyError, TypeError) as e:
+            raise WorkerError(f"worker hello lacks a required field: {e}") from None
+
+    def run(self, request: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send one ``run`` request; return its ``result`` message (status ok, unsupported or
+        invalid). ``timeout_s`` bounds the whole wait, in seconds.
+
+        Raises WorkerTimeout (worker killed), WorkerCrashed (with the stderr tail) or
+        WorkerRequestError (an ``error`` answer: unknown backend/op, bad params).
+        """
+        self._send(request)
+        msg = self._receive(timeout_s)
+        if msg["type"] == "error":
+            raise WorkerRequestError(msg.get("code", "?"), msg.get("message", "(no message)"))
+        if msg["type"] != "result":
+            raise WorkerError(f"worker answered run with a '{msg['type']}' message")
+        if msg.get("id") != request.get("id"):
+            raise WorkerError(f"worker answered run {request.get('id')!r} with id {msg.get('id')!r}")
+        return msg
+
+
+def _describe_exit(rc: int | None) -> str:
+    if rc is None:
+        return "still running, killed"
+    if rc < 0:
+        import signal
+        try:
+            return f"killed by {signal.Signals(-rc).name}"
+        except ValueError:
+            return f"killed by signal {-rc}"
+    return f"exit status {rc}"
+
+
+def fetch_hello(path: str | os.PathLike, detail: bool = False, timeout_s: float = HELLO_TIMEOUT_S) -> Hello:
+    """Start a worker, get its ``hello``, and close it. Raises WorkerError subclasses."""
+    with WorkerClient(path) as w:
+        return w.hello(detail=detail, timeout_s=timeout_s)

@@ -1,0 +1,648 @@
+"""Study files: parse, fill defaults, validate.
+
+A study file (TOML, documented in docs/study-files.md) has one ``[study]`` table, one or more
+``[[configuration]]`` tables and one or more ``[[operation]]`` tables. Every key a study file
+may hold is one row of ``OPTIONS`` (name, type, default, range, help); that one table drives
+parsing, defaults, validation, the ``cryptoperf study --options`` text and the "did you mean"
+suggestions for misspelt keys, as fio's option table does.
+
+Errors are ``StudyError``s naming the file, the line of the offending key and the field.
+Validation happens in two steps, both before anything runs: ``load`` checks everything the
+file alone can tell; ``check_against_worker`` checks backends and operation names against what
+the worker announced in its ``hello``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence
+
+from cryptoperf.errors import StudyError
+
+MAX_SIZE_BYTES = 64 * 1024 * 1024  # the worker's limit (docs/worker-protocol.md, `size_bytes`)
+MAX_THREADS = 1024
+
+#: Worker parameters a configuration may set, with their allowed values (worker protocol v1).
+PARAM_VALUES: dict[str, tuple[str, ...]] = {
+    "digest": ("sha1", "sha256", "sha384", "sha512", "sha3-256"),
+    "padding": ("pkcs1", "pss"),
+}
+_TAKES_PARAM = {
+    "digest": re.compile(r"^(rsa\d+|ecdsa-[a-z0-9]+)-(sign|verify)$"),
+    "padding": re.compile(r"^rsa\d+-(sign|verify)$"),
+}
+_UNSIZED_OP = re.compile(r"-(derive|encaps|decaps|keygen)$")
+_TEMPLATE_VAR = re.compile(r"\{([^{}]*)\}")
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def takes_param(op: str, param: str) -> bool:
+    """True if the worker operation ``op`` takes the worker parameter ``param``.
+
+    ``digest`` applies to RSA and ECDSA sign/verify (``rsa2048-sign``, ``ecdsa-p256-verify``),
+    ``padding`` to RSA sign/verify only, ``size_bytes`` to every operation with a message.
+    """
+    if param == "size_bytes":
+        return takes_message(op)
+    rule = _TAKES_PARAM.get(param)
+    return bool(rule and rule.match(op))
+
+
+def takes_message(op: str) -> bool:
+    """True if ``op`` processes a message whose size is a parameter (digests, MACs, AEADs,
+    signatures); False for key agreement and KEM operations (``x25519-derive``,
+    ``ml-kem-768-encaps``), which have no message."""
+    return not _UNSIZED_OP.search(op)
+
+
+# --------------------------------------------------------------------------- the option table
+
+
+def _num(x: float) -> str:
+    """A bound as text: integers without a decimal point or exponent."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+REQUIRED = object()  # sentinel: the option has no default
+
+
+@dataclass(frozen=True)
+class Option:
+    """One key a study file may hold.
+
+    Attributes:
+        section: ``study``, ``configuration`` or ``operation`` (the TOML table it lives in).
+        name: the key.
+        type: ``string``, ``int``, ``float``, ``strings`` (list of strings), ``ints`` (list of
+            ints) or ``table``.
+        default: the value when the key is absent; ``REQUIRED`` if it must be given; None if
+            absence has a meaning described in ``help``.
+        min, max: inclusive bounds for numbers and for every element of ``ints``.
+        above: for floats, an exclusive lower bound (``seconds > 0``).
+        help: one sentence for ``cryptoperf study --options`` and docs/study-files.md.
+        unit: the unit, shown in help (``s``, ``bytes``, ``%``).
+    """
+
+    section: str
+    name: str
+    type: str
+    default: Any
+    help: str
+    min: float | None = None
+    max: float | None = None
+    above: float | None = None
+    unit: str = ""
+
+    def range_text(self) -> str:
+        """The allowed range as text, e.g. ``1..1024`` or ``> 0``; '' when unbounded."""
+        lo = f"> {_num(self.above)}" if self.above is not None else None
+        if self.min is not None and self.max is not None:
+            return f"{_num(self.min)}..{_num(self.max)}"
+        if self.min is not None:
+            return f">= {_num(self.min)}"
+        if lo:
+            return lo + (f", <= {_num(self.max)}" if self.max is not None else "")
+        return f"<= {_num(self.max)}" if self.max is not None else ""
+
+    def default_text(self) -> str:
+        """The default as text: ``required``, ``(see help)`` or the TOML-ish value."""
+        if self.default is REQUIRED:
+            return "required"
+        if self.default is None:
+            return "(see help)"
+        if isinstance(self.default, str):
+            return f'"{self.default}"'
+        return str(self.default)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("study", "name", "string", REQUIRED, "Name of the study; names result files and store rows."),
+    Option("study", "description", "string", "", "One line saying what the study compares."),
+    Option("study", "baseline", "string", REQUIRED,
+           "Name of the [[configuration]] every other configuration is compared with."),
+    Option("study", "backends", "strings", None,
+           "Backends every configuration runs on (deltas are vs the baseline on the same "
+           "backend); default: every backend the worker has."),
+    Option("study", "repetitions", "int", 5,
+           "Runs per cell, each in a fresh worker process; a confidence interval needs >= 2.",
+           min=2, max=1000),
+    Option("study", "seconds", "float", 1.0, "Measuring time budget per run, per thread.",
+           above=0, max=3600, unit="s"),
+    Option("study", "warmup_s", "float", 0.2, "Untimed warm-up before measuring, per run.",
+           min=0, max=3600, unit="s"),
+    Option("study", "threads", "int", 1, "Threads running the operation at once.",
+           min=1, max=MAX_THREADS),
+    Option("study", "timeout_s", "float", 60.0,
+           "Per run: a worker still busy after this long is killed and its run marked failed; "
+           "must exceed warmup_s + seconds.", above=0, max=86400, unit="s"),
+    Option("study", "seed", "int", 1, "Seed of the bootstrap resampling (stored, so CIs reproduce).",
+           min=0, max=2**63 - 1),
+    Option("study", "bootstrap_resamples", "int", 10000, "Bootstrap resamples per confidence interval.",
+           min=100, max=1_000_000),
+    Option("study", "noise_threshold_pct", "float", 10.0,
+           "Coefficient of variation across repetitions above which a difference smaller than "
+           "the noise is reported as 'too noisy to tell'.", above=0, max=1000, unit="%"),
+    Option("configuration", "name", "string", REQUIRED, "Unique name of the configuration."),
+    Option("configuration", "description", "string", "", "One line describing the configuration."),
+    Option("configuration", "backend", "string", None,
+           "Pins the configuration to this one backend instead of [study] backends."),
+    Option("configuration", "params", "table", None,
+           "Extra worker parameters (digest, padding) for every operation that takes them."),
+    Option("operation", "label", "string", None,
+           "Row label in the delta table; default: the op template."),
+    Option("operation", "op", "string", REQUIRED,
+           "Worker operation name; {var} is replaced by the configuration's variable var."),
+    Option("operation", "sizes", "ints", None,
+           "Message sizes; omit for operations without a message (key agreement, KEM).",
+           min=1, max=MAX_SIZE_BYTES, unit="bytes"),
+)
+
+SECTIONS = ("study", "configuration", "operation")
+_ARRAY_SECTIONS = ("configuration", "operation")
+
+
+def options_for(section: str) -> dict[str, Option]:
+    """The rows of ``OPTIONS`` for one section, by key name."""
+    return {o.name: o for o in OPTIONS if o.section == section}
+
+
+def options_help() -> str:
+    """Plain-text help for every study option, generated from ``OPTIONS`` (for ``--options``)."""
+    out = []
+    for section in SECTIONS:
+        header = f"[{section}]" if section == "study" else f"[[{section}]]"
+        out.append(header)
+        for o in options_for(section).values():
+            rng = o.range_text()
+            meta = f"{o.type}, default {o.default_text()}" + (f", range {rng}" if rng else "")
+            meta += f", unit {o.unit}" if o.unit else ""
+            out.append(f"  {o.name:<20} {o.help} ({meta})")
+        if section == "configuration":
+            out.append(f"  {'<any other key>':<20} A template variable: {{key}} in an operation's op is "
+                       "replaced by its value; a variable named digest or padding is also passed "
+                       "as that worker parameter.")
+        out.append("")
+    return "\n".join(out).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------- the parsed study
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One ``[[configuration]]``.
+
+    Attributes:
+        name, description: as written.
+        backend: the backend this configuration is pinned to, or None (runs on every study
+            backend).
+        variables: template variables (every key other than the reserved ones), values are
+            str, int or float.
+        params: worker parameters from the ``params`` table (``digest``, ``padding``).
+        index: 0-based position among the configurations in the file.
+    """
+
+    name: str
+    description: str
+    backend: str | None
+    variables: Mapping[str, Any]
+    params: Mapping[str, str]
+    index: int
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One ``[[operation]]``: ``op`` is a template, ``sizes`` None for unsized operations."""
+
+    label: str
+    op: str
+    sizes: tuple[int, ...] | None
+    index: int
+
+
+@dataclass(frozen=True)
+class Study:
+    """A parsed and validated study file; options carry their defaults when absent.
+
+    ``backends`` is None until ``check_against_worker`` fills in the worker's backends (when the
+    file did not name any). ``text`` is the file's content (stored with every run).
+    """
+
+    path: str
+    text: str
+    name: str
+    description: str
+    baseline: str
+    backends: tuple[str, ...] | None
+    repetitions: int
+    seconds: float
+    warmup_s: float
+    threads: int
+    timeout_s: float
+    seed: int
+    bootstrap_resamples: int
+    noise_threshold_pct: float
+    configurations: tuple[Configuration, ...]
+    operations: tuple[Operation, ...]
+    source: "SourceMap" = field(repr=False, compare=False)
+
+    def configuration(self, name: str) -> Configuration:
+        """The configuration called ``name``; KeyError if none."""
+        for c in self.configurations:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def backends_of(self, config: Configuration) -> tuple[str, ...]:
+        """The backends ``config`` runs on: its pinned backend, or the study's backends."""
+        if config.backend:
+            return (config.backend,)
+        return tuple(self.backends or ())
+
+    def resolve(self, config: Configuration, operation: Operation) -> tuple[str, dict[str, str]]:
+        """The worker op name and parameters (without ``size_bytes``) for one configuration and
+        operation: ``{var}`` substituted; ``digest``/``padding`` variables and ``params`` applied
+        where the op takes them (``params`` wins over a variable of the same name).
+
+        Raises StudyError (at the operation's ``op`` line) for a variable the configuration
+        does not define.
+        """
+        def subst(m: re.Match) -> str:
+            var = m.group(1)
+            if var not in config.variables:
+                known = ", ".join(sorted(config.variables)) or "none"
+                raise self.error("operation", operation.index, "op",
+                                 f"'{{{var}}}' is not defined in configuration '{config.name}' "
+                                 f"(its variables: {known}); add {var} = ... to that configuration")
+            return str(config.variables[var])
+
+        op = _TEMPLATE_VAR.sub(subst, operation.op)
+        params: dict[str, str] = {}
+        for name in PARAM_VALUES:
+            if name in config.variables and takes_param(op, name):
+                params[name] = str(config.variables[name])
+        for name, value in config.params.items():
+            if takes_param(op, name):
+                params[name] = value
+        return op, params
+
+    def error(self, section: str, index: int, key: str | None, problem: str) -> StudyError:
+        """A StudyError located at ``key`` of the ``index``-th ``section`` table (see SourceMap)."""
+        return StudyError(self.path, self.source.line(section, index, key),
+                          self.source.describe(section, index, key), problem)
+
+
+class SourceMap:
+    """Where each table and key sits in a study file's text, for error messages.
+
+    A light scan of the lines (table headers and ``key =`` lines); TOML syntax itself is
+    checked by tomllib, whose errors carry their own line and column.
+    """
+
+    _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"']+)\s*\]\]?")
+    _KEY = re.compile(r"""^\s*(?:"([^"]+)"|'([^']+)'|([A-Za-z0-9_\-]+))\s*[.=]""")
+
+    def __init__(self, text: str, names: Mapping[tuple[str, int], str] | None = None):
+        self.names: dict[tuple[str, int], str] = dict(names or {})
+        self._lines: dict[tuple[str, int, str | None], int] = {}
+        counts: dict[str, int] = {}
+        current: tuple[str, int] | None = ("", 0)  # keys before any header: top level
+        in_multiline = False
+        for no, raw in enumerate(text.splitlines(), start=1):
+            if raw.count('"""') % 2 == 1 or raw.count("'''") % 2 == 1:
+                in_multiline = not in_multiline
+                if not in_multiline:
+                    continue
+            elif in_multiline:
+                continue
+            m = self._HEADER.match(raw)
+            if m:
+                name = m.group(2).strip("\"'")
+                if m.group(1) == "[[":
+                    idx = counts.get(name, 0)
+                    counts[name] = idx + 1
+                else:
+                    idx = 0
+                current = (name, idx)
+                self._lines.setdefault((name, idx, None), no)
+                continue
+            m = self._KEY.match(raw)
+            if m and current is not None:
+                key = m.group(1) or m.group(2) or m.group(3)
+                self._lines.setdefault((current[0], current[1], key), no)
+
+    def line(self, section: str, index: int = 0, key: str | None = None) -> int | None:
+        """1-based line of ``key`` in the ``index``-th ``section`` table (the table's header line
+        if the key is absent or None); None if neither is found."""
+        if key is not None and (section, index, key) in self._lines:
+            return self._lines[(section, index, key)]
+        return self._lines.get((section, index, None))
+
+    def describe(self, section: str, index: int, key: str | None) -> str:
+        """``[study] field 'seconds'`` / ``configuration 'x' (#2), field 'rsa_bits'``."""
+        if section == "study":
+            where = "[study]"
+        elif section == "":
+            where = "top level"
+        else:
+            name = self.names.get((section, index))
+            where = f"{section} '{name}'" if name else f"{section} #{index + 1}"
+        return f"{where}, field '{key}'" if key else where
+
+
+def _suggest(word: str, candidates: Iterable[str]) -> str:
+    """`` did you mean 'x'?`` for the closest candidate, or ''."""
+    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _type_ok(opt: Option, value: Any) -> bool:
+    if opt.type == "string":
+        return isinstance(value, str)
+    if opt.type == "int":
+        return isinstance(value, int) and not isinstance(value, bool)
+    if opt.type == "float":
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if opt.type == "strings":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if opt.type == "ints":
+        return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if opt.type == "table":
+        return isinstance(value, dict)
+    raise AssertionError(opt.type)
+
+
+_TYPE_WORDS = {"string": "a string", "int": "an integer", "float": "a number",
+               "strings": "a list of strings", "ints": "a list of integers", "table": "a table"}
+
+
+def _in_range(opt: Option, v: float) -> bool:
+    return not ((opt.min is not None and v < opt.min) or (opt.max is not None and v > opt.max)
+                or (opt.above is not None and v <= opt.above))
+
+
+class _Parser:
+    """Turns the TOML document into a ``Study``, raising StudyError at the first problem."""
+
+    def __init__(self, path: str, text: str, doc: dict):
+        self.path, self.text, self.doc = path, text, doc
+        names = {}
+        for section in _ARRAY_SECTIONS:
+            tables = doc.get(section)
+            if isinstance(tables, list):
+                for i, t in enumerate(tables):
+                    if isinstance(t, dict):
+                        n = t.get("name") if section == "configuration" else (t.get("label") or t.get("op"))
+                        if isinstance(n, str):
+                            names[(section, i)] = n
+        self.source = SourceMap(text, names)
+
+    def error(self, section: str, index: int, key: str | None, problem: str) -> StudyError:
+        """A StudyError located at ``key`` of the ``index``-th ``section`` table."""
+        return StudyError(self.path, self.source.line(section, index, key),
+                          self.source.describe(section, index, key), problem)
+
+    def options(self, section: str, index: int, table: dict, allow_extra: bool) -> dict[str, Any]:
+        """Type-check, range-check and default the keys of one table (extra keys kept if allowed)."""
+        known = options_for(section)
+        values: dict[str, Any] = {}
+        for key, value in table.items():
+            opt = known.get(key)
+            if opt is None:
+                if allow_extra:
+                    continue
+                raise self.error(section, index, key, f"unknown key{_suggest(key, known)}"
+                                 f" (known: {', '.join(known)})")
+            if not _type_ok(opt, value):
+                raise self.error(section, index, key,
+                                 f"must be {_TYPE_WORDS[opt.type]}, not {_toml_repr(value)}")
+            numbers = value if opt.type == "ints" else [value] if opt.type in ("int", "float") else []
+            for v in numbers:
+                if not _in_range(opt, v):
+                    unit = f" {opt.unit}" if opt.unit else ""
+                    raise self.error(section, index, key,
+                                     f"{v}{unit} is out of range; allowed: {opt.range_text()}{unit} "
+                                     f"({opt.help.rstrip('.')})")
+            if opt.type in ("strings", "ints") and not value:
+                raise self.error(section, index, key, "must not be empty (omit the key for the default)")
+            values[key] = float(value) if opt.type == "float" else value
+        for opt in known.values():
+            if opt.name not in values:
+                if opt.default is REQUIRED:
+                    raise self.error(section, index, None, f"missing required key '{opt.name}' ({opt.help})")
+                values[opt.name] = opt.default
+        return values
+
+    def tables(self, section: str) -> list[dict]:
+        """The ``[[section]]`` array of tables; StudyError if absent or not an array of tables."""
+        tables = self.doc.get(section)
+        header = f"[[{section}]]"
+        if tables is None:
+            raise StudyError(self.path, None, None, f"no {header} table; a study needs at least one")
+        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+            raise StudyError(self.path, self.source.line(section, 0), section,
+                             f"must be an array of tables, written {header}")
+        return tables
+
+    def parse(self) -> Study:
+        """The whole document as a Study; StudyError at the first problem."""
+        doc = self.doc
+        for key, value in doc.items():
+            if key not in SECTIONS:
+                raise StudyError(self.path, self.source.line(key, 0) or self.source.line("", 0, key), key,
+                                 f"unknown table or key{_suggest(key, SECTIONS)} "
+                                 "(a study has [study], [[configuration]] and [[operation]])")
+        study_table = doc.get("study")
+        if not isinstance(study_table, dict):
+            raise StudyError(self.path, self.source.line("study"), None,
+                             "missing [study] table (with at least name and baseline)")
+        s = self.options("study", 0, study_table, allow_extra=False)
+
+        configs = [self.configuration(i, t) for i, t in enumerate(self.tables("configuration"))]
+        operations = [self.operation(i, t) for i, t in enumerate(self.tables("operation"))]
+
+        seen: dict[str, int] = {}
+        for c in configs:
+            if c.name in seen:
+                raise self.error("configuration", c.index, "name",
+                                 f"duplicate configuration name '{c.name}' (also #{seen[c.name] + 1}); names must be unique")
+            seen[c.name] = c.index
+        labels: dict[str, int] = {}
+        for o in operations:
+            if o.label in labels:
+                raise self.error("operation", o.index, "label",
+                                 f"duplicate operation label '{o.label}' (also #{labels[o.label] + 1}); "
+                                 "give each [[operation]] its own label")
+            labels[o.label] = o.index
+        if s["baseline"] not in seen:
+            raise self.error("study", 0, "baseline",
+                             f"no configuration named '{s['baseline']}'{_suggest(s['baseline'], seen)} "
+                             f"(configurations: {', '.join(seen)})")
+        if s["timeout_s"] <= s["warmup_s"] + s["seconds"]:
+            raise self.error("study", 0, "timeout_s",
+                             f"{s['timeout_s']:g} s does not exceed warmup_s + seconds = "
+                             f"{s['warmup_s'] + s['seconds']:g} s; raise timeout_s")
+        backends = tuple(s["backends"]) if s["backends"] else None
+        if backends and len(set(backends)) != len(backends):
+            raise self.error("study", 0, "backends", "lists a backend twice")
+
+        study = Study(
+            path=self.path, text=self.text, name=s["name"], description=s["description"],
+            baseline=s["baseline"], backends=backends, repetitions=s["repetitions"],
+            seconds=s["seconds"], warmup_s=s["warmup_s"], threads=s["threads"],
+            timeout_s=s["timeout_s"], seed=s["seed"], bootstrap_resamples=s["bootstrap_resamples"],
+            noise_threshold_pct=s["noise_threshold_pct"], configurations=tuple(configs),
+            operations=tuple(operations), source=self.source)
+        _check_templates(study)
+        return study
+
+    def configuration(self, index: int, table: dict) -> Configuration:
+        """One ``[[configuration]]``: options, template variables and worker params, checked."""
+        v = self.options("configuration", index, table, allow_extra=True)
+        reserved = options_for("configuration")
+        variables = {}
+        for key, value in table.items():
+            if key in reserved:
+                continue
+            if not _IDENT.match(key):
+                raise self.error("configuration", index, key,
+                                 "a template variable name must be a letter or _ followed by letters, digits or _")
+            if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+                raise self.error("configuration", index, key,
+                                 f"a template variable must be a string or a number, not {_toml_repr(value)}")
+            if key in PARAM_VALUES:
+                self.check_param(index, key, value)
+            variables[key] = value
+        params = {}
+        for key, value in (v["params"] or {}).items():
+            if key not in PARAM_VALUES:
+                hint = ("; message sizes go in [[operation]] sizes" if key == "size_bytes"
+                        else _suggest(key, PARAM_VALUES))
+                raise self.error("configuration", index, "params",
+                                 f"unknown worker parameter '{key}'{hint} (known: {', '.join(PARAM_VALUES)})")
+            self.check_param(index, "params", value, name=key)
+            params[key] = value
+        return Configuration(name=v["name"], description=v["description"], backend=v["backend"],
+                             variables=variables, params=params, index=index)
+
+    def check_param(self, index: int, key: str, value: Any, name: str | None = None) -> None:
+        """StudyError unless ``value`` is an allowed value of worker parameter ``name or key``."""
+        name = name or key
+        allowed = PARAM_VALUES[name]
+        if value not in allowed:
+            raise self.error("configuration", index, key,
+                             f"{name} {_toml_repr(value)} is not one of {', '.join(allowed)}"
+                             f"{_suggest(str(value), allowed)}")
+
+    def operation(self, index: int, table: dict) -> Operation:
+        """One ``[[operation]]``, checked (template syntax, no duplicate sizes)."""
+        v = self.options("operation", index, table, allow_extra=False)
+        for m in _TEMPLATE_VAR.finditer(v["op"]):
+            if not _IDENT.match(m.group(1)):
+                raise self.error("operation", index, "op",
+                                 f"'{m.group(0)}' is not a template variable; write {{name}} with a variable name")
+        if v["sizes"] is not None and len(set(v["sizes"])) != len(v["sizes"]):
+            raise self.error("operation", index, "sizes", "lists a size twice")
+        return Operation(label=v["label"] or v["op"], op=v["op"],
+                         sizes=tuple(v["sizes"]) if v["sizes"] is not None else None, index=index)
+
+
+def _check_templates(study: Study) -> None:
+    """Every {var} resolves in every configuration; every variable is used somewhere; sizes only
+    on operations with a message. Raises StudyError."""
+    used: set[str] = set()
+    for o in study.operations:
+        used.update(m.group(1) for m in _TEMPLATE_VAR.finditer(o.op))
+    for c in study.configurations:
+        for var in c.variables:
+            if var not in used and var not in PARAM_VALUES:
+                candidates = sorted(used | set(options_for("configuration")))
+                raise study.error("configuration", c.index, var,
+                                  f"unknown key: not a configuration option and not used by any "
+                                  f"operation's op{_suggest(var, candidates)}")
+        for o in study.operations:
+            op, _ = study.resolve(c, o)
+            if o.sizes is not None and not takes_message(op):
+                raise study.error("operation", o.index, "sizes",
+                                  f"'{op}' has no message, so no size; remove sizes from this operation")
+
+
+def _toml_repr(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return f'"{value}"'
+    if isinstance(value, dict):
+        return "a table"
+    if isinstance(value, list):
+        return "a list"
+    return str(value)
+
+
+def parse(text: str, path: str = "<study>") -> Study:
+    """Parse and validate study-file text; ``path`` is only used in messages.
+
+    Returns a Study with defaults filled in. Raises StudyError naming the file, line and field.
+    """
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"line (\d+)", str(e))
+        raise StudyError(path, int(m.group(1)) if m else None, None,
+                         f"not valid TOML: {e}") from None
+    return _Parser(path, text, doc).parse()
+
+
+def load(path: str | Path) -> Study:
+    """Read and parse a study file. Raises StudyError if it cannot be read or is invalid."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise StudyError(str(path), None, None, "no such study file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise StudyError(str(path), None, None, f"cannot read: {e}") from None
+    return parse(text, str(path))
+
+
+def check_against_worker(study: Study, backends: Sequence[str], ops: Sequence[str]) -> Study:
+    """Check the study's backends and (substituted) operation names against the worker's
+    ``hello`` (``backends``: real backend names; ``ops``: every operation name it knows).
+
+    Returns the study with ``backends`` filled in (the worker's, when the file named none).
+    Raises StudyError at the offending line, listing the known names. The ``mock`` backends
+    (``mock``, ``mock:SCALE``, ``mock:crash``, ``mock:hang``) are accepted for tests.
+    """
+    def known_backend(b: str) -> bool:
+        return b in backends or b == "mock" or b.startswith("mock:")
+
+    for i, b in enumerate(study.backends or ()):
+        if not known_backend(b):
+            raise study.error("study", 0, "backends",
+                              f"unknown backend '{b}'{_suggest(b, backends)} (known: {', '.join(backends)})")
+    for c in study.configurations:
+        if c.backend is not None and not known_backend(c.backend):
+            raise study.error("configuration", c.index, "backend",
+                              f"unknown backend '{c.backend}'{_suggest(c.backend, backends)} "
+                              f"(known: {', '.join(backends)})")
+    if study.backends is None:
+        study = dataclasses.replace(study, backends=tuple(backends))
+    for c in study.configurations:
+        for o in study.operations:
+            op, _ = study.resolve(c, o)
+            if op not in ops:
+                via = f" (from '{o.op}' in configuration '{c.name}')" if op != o.op else ""
+                raise study.error("operation", o.index, "op",
+                                  f"unknown operation '{op}'{via}{_suggest(op, ops)}; known: {', '.join(ops)}")
+    base = study.configuration(study.baseline)
+    base_backends = set(study.backends_of(base))
+    for c in study.configurations:
+        missing = [b for b in study.backends_of(c) if b not in base_backends]
+        if missing:
+            raise study.error("configuration", c.index, "backend",
+                              f"runs on {', '.join(missing)} where the baseline '{base.name}' does not; "
+                              "deltas are against the baseline on the same backend")
+    return study

@@ -1,0 +1,123 @@
+"""Shared fixtures: the fake worker, study files, and running the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
+FAKE_WORKER = Path(__file__).with_name("fake_worker.py")
+sys.path.insert(0, str(SRC))  # test the source tree, installed or not
+
+from cryptoperf.cli import main  # noqa: E402
+
+
+@pytest.fixture
+def fake_worker(tmp_path, monkeypatch):
+    """Install the fake worker as CRYPTOPERF_WORKER; call it with a spec dict (see
+    fake_worker.py) to set the script. Returns the wrapper's path."""
+    wrapper = tmp_path / "fake-cryptoperf-worker"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    monkeypatch.setenv("CRYPTOPERF_WORKER", str(wrapper))
+    monkeypatch.setenv("FAKE_WORKER_SPEC", "{}")
+
+    def use(spec: dict | None = None) -> Path:
+        monkeypatch.setenv("FAKE_WORKER_SPEC", json.dumps(spec or {}))
+        return wrapper
+
+    use.path = wrapper
+    return use
+
+
+@pytest.fixture
+def write_study(tmp_path):
+    """Write study text to tmp_path/<name> and return the path."""
+    def write(text: str, name: str = "study.toml") -> Path:
+        p = tmp_path / name
+        p.write_text(text)
+        return p
+    return write
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys, tmp_path, monkeypatch):
+    """Run ``cryptoperf ARGS`` in-process; returns CliResult(code, out, err). The store and the
+    JSON output go to tmp_path unless given."""
+    monkeypatch.chdir(tmp_path)
+
+    def run(*args: str) -> CliResult:
+        argv = [str(a) for a in args]
+        if argv and argv[0] in ("study", "speed") and "--store" not in argv:
+            argv += ["--store", str(tmp_path / "runs.sqlite")]
+        capsys.readouterr()
+        code = main(argv)
+        captured = capsys.readouterr()
+        return CliResult(code, captured.out, captured.err)
+    return run
+
+
+def run_subprocess(*args: str, env: dict | None = None, cwd: Path | None = None,
+                   timeout: float = 120) -> CliResult:
+    """Run ``python -m cryptoperf ARGS`` in a child process with src/ on PYTHONPATH."""
+    e = dict(os.environ)
+    e.update(env or {})
+    e["PYTHONPATH"] = str(SRC) + os.pathsep + e.get("PYTHONPATH", "")
+    p = subprocess.run([sys.executable, "-m", "cryptoperf", *map(str, args)], capture_output=True,
+                       text=True, env=e, cwd=cwd, timeout=timeout)
+    return CliResult(p.returncode, p.stdout, p.stderr)
+
+
+def assert_one_line_error(res: CliResult, *fragments: str, code: int | None = None) -> str:
+    """The run failed with exactly one stderr line 'cryptoperf: error: ...' holding every
+    fragment, and no traceback; returns that line."""
+    assert res.code != 0, res
+    if code is not None:
+        assert res.code == code, res
+    lines = [l for l in res.err.splitlines() if l.strip()]
+    assert "Traceback" not in res.err
+    assert len(lines) == 1, f"expected one stderr line, got: {res.err!r}"
+    assert lines[0].startswith("cryptoperf: error: "), lines[0]
+    for f in fragments:
+        assert f in lines[0], (f, lines[0])
+    return lines[0]
+
+
+TWO_CONFIG_STUDY = """\
+[study]
+name = "t"
+baseline = "A"
+backends = ["openssl"]
+repetitions = {reps}
+seconds = 0.01
+warmup_s = 0
+timeout_s = {timeout}
+
+[[configuration]]
+name = "A"
+hash = "sha256"
+
+[[configuration]]
+name = "B"
+hash = "sha512"
+
+[[operation]]
+label = "hash"
+op = "{{hash}}"
+sizes = [1024]
+"""

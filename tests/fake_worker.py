@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""A fake ``cryptoperf-worker`` speaking protocol v1 with scripted, exact numbers.
+
+Used by the orchestrator's unit tests (selected with CRYPTOPERF_WORKER through a small wrapper
+script, see conftest.py). It never times anything: a run's latency is computed from the script
+below, recorded into an HdrHistogram ``ops`` times, and the window is ``ops × latency``, so
+``ops_per_s`` is exactly 1e9 / latency.
+
+The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys optional):
+
+  protocol        int, the version announced in hello (default 1)
+  backends        list of backend names (default: openssl, aws-lc, ring, rustcrypto)
+  ops             list of operation names (default: the real worker's list)
+  latency_ns      {"<op>": ns} base latency (default: 1000 + size_bytes ns)
+  config_factor   {"<configuration>": factor} multiplies the latency of that configuration
+  rep_factors     [f1, f2, ...] multiplies the latency of repetition r by f[(r-1) % len]
+  unsupported     {"<backend>/<op>": reason}
+  invalid         {"<backend>/<op>": reason}
+  crash           ["<backend>/<op>", "<configuration>" or "<configuration>#<rep>"]  abort at the run
+  hang            ["<backend>/<op>", "<configuration>" or "<configuration>#<rep>"]  never answer
+  stderr_noise    true: write a log line to stderr for each request
+
+The configuration and repetition are read from the run's id (``backend/label/size/config#rep``,
+see plan.Run.request_id). Backends ``mock``, ``mock:SCALE``, ``mock:crash`` and ``mock:hang``
+behave as in the real worker (latency = size_bytes × SCALE ns, or 1000 × SCALE unsized).
+"""
+
+import json
+import os
+import sys
+import time
+
+from hdrh.histogram import HdrHistogram
+
+DEFAULT_OPS = ["sha1", "sha256", "sha384", "sha512", "sha3-256", "hmac-sha256",
+               "aes-128-gcm-seal", "aes-128-gcm-open", "aes-256-gcm-seal", "aes-256-gcm-open",
+               "chacha20-poly1305-seal", "chacha20-poly1305-open", "rsa2048-sign", "rsa2048-verify",
+               "rsa3072-sign", "rsa3072-verify", "rsa4096-sign", "rsa4096-verify",
+               "ecdsa-p256-sign", "ecdsa-p256-verify", "ecdsa-p384-sign", "ecdsa-p384-verify",
+               "ed25519-sign", "ed25519-verify", "x25519-derive", "ecdh-p256-derive",
+               "ffdh-2048-derive", "ml-kem-768-encaps", "ml-kem-768-decaps"]
+UNSIZED_SUFFIXES = ("-derive", "-encaps", "-decaps")
+
+SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
+BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
+OPS = SPEC.get("ops", DEFAULT_OPS)
+
+
+def send(msg):
+    sys.stdout.write(json.dumps(msg) + "\n")
+    sys.stdout.flush()
+
+
+def log(text):
+    sys.stderr.write(f"fake-worker: {text}\n")
+    sys.stderr.flush()
+
+
+def hello(req):
+    if req.get("protocol") != 1:
+        send({"type": "error", "code": "protocol_mismatch",
+              "message": f"this worker speaks protocol 1, not {req.get('protocol')}"})
+        sys.exit(2)
+    backends = [{"backend": b, "library": b.upper(), "library_version": "fake-1.0", "fips": False}
+                for b in BACKENDS]
+    if req.get("detail"):
+        for b in backends:
+            b["ops"] = [{"op": op, "status": "supported", "reason": ""} for op in OPS]
+    send({"type": "hello", "protocol": SPEC.get("protocol", 1), "worker_version": "0.0.0-fake",
+          "cpu": {"model": "Fake CPU", "flags": ["aes"], "logical_cpus": 2, "tsc": False},
+          "backends": backends, "ops": OPS})
+
+
+def parse_id(run_id):
+    key, _, rep = run_id.rpartition("#")
+    parts = key.split("/", 3)
+    config = parts[3] if len(parts) == 4 else ""
+    return config, int(rep) if rep.isdigit() else 1
+
+
+def matches(rules, backend, op, config, rep):
+    return any(r in (f"{backend}/{op}", config, backend, f"{config}#{rep}") for r in rules)
+
+
+def run(req):
+    backend, op, params = req.get("backend"), req.get("op"), dict(req.get("params") or {})
+    rid = req.get("id", "")
+    config, rep = parse_id(rid)
+    is_mock = backend == "mock" or str(backend).startswith("mock:")
+    if not is_mock and backend not in BACKENDS:
+        return send({"type": "error", "id": rid, "code": "unknown_backend",
+                     "message": f"unknown backend '{backend}'; known: {', '.join(BACKENDS)}"})
+    if op not in OPS:
+        return send({"type": "error", "id": rid, "code": "unknown_op",
+                     "message": f"unknown operation '{op}'; known: {', '.join(OPS)}"})
+    sized = not op.endswith(UNSIZED_SUFFIXES)
+    if sized:
+        params.setdefault("size_bytes", 32 if op.endswith(("-sign", "-verify")) else 1024)
+    size = params.get("size_bytes", 0)
+    if backend == "mock:crash" or matches(SPEC.get("crash", []), backend, op, config, rep):
+        log("crashing on purpose (mock:crash)")
+        os.abort()
+    if backend == "mock:hang" or matches(SPEC.get("hang", []), backend, op, config, rep):
+        log("hanging on purpose (mock:hang)")
+        while True:
+            time.sleep(3600)
+    base = {"type": "result", "id": rid, "backend": backend, "op": op, "library": str(backend).upper(),
+            "library_version": "fake-1.0", "fips": False, "params": params,
+            "threads": req.get("threads", 1),
+            "validation": {"kat": "not applicable (fake)", "kat_source": "", "cross_checks": []}}
+    for status in ("unsupported", "invalid"):
+        reason = SPEC.get(status, {}).get(f"{backend}/{op}")
+        if reason:
+            return send({**base, "status": status, "reason": reason})
+    if is_mock:
+        scale = float(backend.split(":", 1)[1]) if ":" in backend else 1.0
+        latency = (size if sized else 1000) * scale
+    else:
+        latency = SPEC.get("latency_ns", {}).get(op, 1000 + size)
+    latency *= SPEC.get("config_factor", {}).get(config, 1.0)
+    factors = SPEC.get("rep_factors") or [1.0]
+    latency = max(1, int(round(latency * factors[(rep - 1) % len(factors)])))
+    seconds = float(req.get("seconds", 1.0))
+    threads = int(req.get("threads", 1))
+    ops = max(1, int(seconds * 1e9 / latency)) * threads
+    hist = HdrHistogram(1, 3_600_000_000_000, 3)
+    hist.record_value(latency, ops)
+    wall_ns = ops * latency // threads
+    send({**base, "status": "ok", "ops": ops, "bytes_per_op": size if sized else 0,
+          "batch": 1 if latency >= 10_000 else max(1, 10_000 // latency),
+          "timing": "individual" if latency >= 10_000 else "batched",
+          "wall_ns": wall_ns, "cpu_ns": [wall_ns] * threads, "cpu_ns_total": wall_ns * threads,
+          "tsc_cycles": None, "steal_ticks": 1, "total_ticks": 200, "busy_ticks": 100,
+          "histogram": hist.encode().decode("ascii"), "samples": ops,
+          "sample_ns_stats": {"min": latency, "max": latency}})
+
+
+def main():
+    for line in sys.stdin:
+        line = line.strip()
+        if not line:
+            continue
+        if SPEC.get("stderr_noise"):
+            log(f"request {line[:60]}")
+        try:
+            req = json.loads(line)
+        except json.JSONDecodeError:
+            send({"type": "error", "code": "bad_request", "message": "not JSON"})
+            continue
+        kind = req.get("type")
+        if kind == "hello":
+            hello(req)
+        elif kind == "run":
+            run(req)
+        elif kind == "bye":
+            return
+        else:
+            send({"type": "error", "code": "bad_request", "message": f"unknown type {kind!r}"})
+
+
+if __name__ == "__main__":
+    main()

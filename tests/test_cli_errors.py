@@ -1,0 +1,125 @@
+"""Every bad input gives one line 'cryptoperf: error: ...' on stderr, a non-zero exit and no
+traceback."""
+
+import pytest
+
+from conftest import TWO_CONFIG_STUDY, assert_one_line_error, run_subprocess
+from cryptoperf import worker_path
+
+STUDY = TWO_CONFIG_STUDY.format(reps=2, timeout=5)
+
+
+def test_malformed_study_file(cli, write_study, fake_worker):
+    fake_worker()
+    p = write_study(STUDY.replace('baseline = "A"', 'baseline = A'))
+    line = assert_one_line_error(cli("study", p), f"{p}:3: not valid TOML", code=2)
+    assert "line 3" in line
+
+
+def test_unknown_study_key(cli, write_study, fake_worker):
+    fake_worker()
+    p = write_study(STUDY.replace("seconds = 0.01", "secnds = 0.01"))
+    assert_one_line_error(cli("study", p), f"{p}:6: [study], field 'secnds'", "did you mean 'seconds'?", code=2)
+
+
+def test_study_unknown_operation_lists_known(cli, write_study, fake_worker):
+    fake_worker()
+    p = write_study(STUDY.replace('hash = "sha512"', 'hash = "sha513"'))
+    assert_one_line_error(cli("study", p), "unknown operation 'sha513'", "known: sha1, sha256",
+                          "operation 'hash', field 'op'", code=2)
+
+
+def test_study_unknown_backend_lists_known(cli, write_study, fake_worker):
+    fake_worker()
+    p = write_study(STUDY.replace('backends = ["openssl"]', 'backends = ["boringssl"]'))
+    assert_one_line_error(cli("study", p), f"{p}:4:", "unknown backend 'boringssl'",
+                          "known: openssl, aws-lc, ring, rustcrypto", code=2)
+
+
+@pytest.mark.parametrize("old, new, fragment", [
+    ("sizes = [1024]", "sizes = [0]", "out of range; allowed: 1..67108864 bytes"),
+    ("sizes = [1024]", "sizes = [67108865]", "out of range"),
+    ("warmup_s = 0", "warmup_s = 0\nthreads = 0", "allowed: 1..1024"),
+    ("warmup_s = 0", "warmup_s = 0\nthreads = 1025", "allowed: 1..1024"),
+    ("repetitions = 2", "repetitions = 1", "a confidence interval needs"),
+])
+def test_study_out_of_range(cli, write_study, fake_worker, old, new, fragment):
+    fake_worker()
+    p = write_study(STUDY.replace(old, new))
+    assert_one_line_error(cli("study", p), fragment, code=2)
+
+
+def test_missing_study_file(cli, tmp_path):
+    assert_one_line_error(cli("study", tmp_path / "nope.toml"), "nope.toml: no such study file", code=2)
+
+
+def test_study_without_file(cli):
+    assert_one_line_error(cli("study"), "study needs a FILE", code=2)
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["speed", "--backend", "boringssl"], ["unknown backend 'boringssl'", "known: openssl, aws-lc, ring, rustcrypto"]),
+    (["speed", "--op", "sha257"], ["unknown operation 'sha257'", "did you mean", "known: sha1"]),
+    (["speed", "--size", "0"], ["Invalid value for '--size'", "1<=x<=67108864"]),
+    (["speed", "--size", "67108865"], ["Invalid value for '--size'"]),
+    (["speed", "--threads", "0"], ["Invalid value for '--threads'", "1<=x<=1024"]),
+    (["speed", "--threads", "5000"], ["Invalid value for '--threads'"]),
+    (["speed", "--seconds", "0"], ["Invalid value for '--seconds'"]),
+    (["speed", "--bogus"], ["No such option", "--bogus"]),
+    (["speed", "--timeout", "0.5"], ["--timeout 0.5 s does not exceed --warmup + --seconds = 0.7 s"]),
+    (["frobnicate"], ["No such command 'frobnicate'"]),
+])
+def test_speed_usage_errors(cli, fake_worker, args, fragments):
+    fake_worker()
+    res = cli(*args)
+    assert_one_line_error(res, *fragments, code=2)
+
+
+def test_missing_worker_binary(cli, write_study, monkeypatch, tmp_path):
+    monkeypatch.delenv("CRYPTOPERF_WORKER", raising=False)
+    monkeypatch.setattr(worker_path, "candidates", lambda: [tmp_path / "none"])
+    msg = "cryptoperf-worker not found; reinstall with `pip install .` or set CRYPTOPERF_WORKER"
+    assert_one_line_error(cli("speed"), msg, code=1)
+    assert_one_line_error(cli("study", write_study(STUDY)), msg, code=1)
+    assert_one_line_error(cli("backends"), msg, code=1)
+
+
+def test_worker_env_points_nowhere(cli, monkeypatch, tmp_path):
+    monkeypatch.setenv("CRYPTOPERF_WORKER", str(tmp_path / "nope"))
+    assert_one_line_error(cli("backends"), "CRYPTOPERF_WORKER=", "is not an executable file", code=1)
+
+
+def test_protocol_mismatch(cli, fake_worker):
+    fake_worker({"protocol": 7})
+    assert_one_line_error(cli("backends"), "speaks protocol 7", "reinstall both", code=1)
+
+
+def test_unwritable_store(cli, write_study, fake_worker, tmp_path):
+    fake_worker()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    res = cli("study", write_study(STUDY), "--store", blocker / "runs.sqlite")
+    line = res.err.strip().splitlines()[-1]
+    assert res.code == 1 and line.startswith("cryptoperf: error: cannot create store") and "--store" in line
+    assert "Traceback" not in res.err
+
+
+def test_errors_in_a_real_process(tmp_path, fake_worker):
+    """The same through `python -m cryptoperf`: one line, no traceback."""
+    bad = tmp_path / "bad.toml"
+    bad.write_text(STUDY.replace("[[operation]]", "[[operation]\n"))
+    res = run_subprocess("study", bad, "--store", tmp_path / "s.sqlite")
+    assert_one_line_error(res, f"{bad}:", "not valid TOML", code=2)
+    res = run_subprocess("speed", "--threads", "0")
+    assert_one_line_error(res, "--threads", code=2)
+    res = run_subprocess("backends", env={"CRYPTOPERF_WORKER": str(tmp_path / "none")})
+    assert_one_line_error(res, "is not an executable file", code=1)
+
+
+def test_help_texts(cli):
+    for args in (["--help"], ["study", "--help"], ["speed", "--help"], ["backends", "--help"]):
+        res = cli(*args)
+        assert res.code == 0 and "Usage:" in res.out and res.err == ""
+    assert "--json" in cli("speed", "--help").out
+    opts = cli("study", "--options")
+    assert opts.code == 0 and "[[configuration]]" in opts.out and "repetitions" in opts.out

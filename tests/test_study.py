@@ -1,0 +1,260 @@
+"""Study files: parsing, defaults, validation and its messages (file, line, field)."""
+
+from pathlib import Path
+
+import pytest
+
+from cryptoperf import study
+from cryptoperf.errors import StudyError
+
+ROOT = Path(__file__).resolve().parents[1]
+KNOWN_BACKENDS = ["openssl", "aws-lc", "ring", "rustcrypto"]
+KNOWN_OPS = ["sha1", "sha256", "sha512", "aes-128-gcm-seal", "chacha20-poly1305-seal", "rsa2048-sign",
+             "rsa2048-verify", "rsa4096-sign", "rsa4096-verify", "ecdsa-p256-sign", "x25519-derive"]
+
+GOOD = """\
+[study]
+name = "key-size"
+baseline = "small"
+backends = ["openssl", "aws-lc"]
+
+[[configuration]]
+name = "small"
+digest = "sha1"
+rsa_bits = 2048
+
+[[configuration]]
+name = "big"
+digest = "sha256"
+rsa_bits = 4096
+params = { padding = "pss" }
+
+[[operation]]
+label = "sign"
+op = "rsa{rsa_bits}-sign"
+sizes = [4096, 1048576]
+
+[[operation]]
+op = "{digest}"
+sizes = [4096]
+
+[[operation]]
+op = "x25519-derive"
+"""
+
+
+def err(text: str) -> StudyError:
+    with pytest.raises(StudyError) as e:
+        s = study.parse(text, "s.toml")
+        study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS)
+    return e.value
+
+
+def line_of(text: str, fragment: str) -> int:
+    return next(i for i, l in enumerate(text.splitlines(), 1) if fragment in l)
+
+
+def test_good_study_parses_with_defaults():
+    s = study.parse(GOOD, "s.toml")
+    assert s.name == "key-size" and s.baseline == "small"
+    assert s.repetitions == 5 and s.seconds == 1.0 and s.warmup_s == 0.2 and s.threads == 1
+    assert s.timeout_s == 60.0 and s.seed == 1
+    assert [c.name for c in s.configurations] == ["small", "big"]
+    assert s.configurations[0].variables == {"digest": "sha1", "rsa_bits": 2048}
+    assert [o.label for o in s.operations] == ["sign", "{digest}", "x25519-derive"]
+    assert s.operations[2].sizes is None
+
+
+def test_resolve_substitutes_and_passes_digest_and_padding():
+    s = study.parse(GOOD, "s.toml")
+    small, big = s.configurations
+    sign, digest, derive = s.operations
+    assert s.resolve(small, sign) == ("rsa2048-sign", {"digest": "sha1"})
+    assert s.resolve(big, sign) == ("rsa4096-sign", {"digest": "sha256", "padding": "pss"})
+    # a digest operation does not take a digest parameter; key agreement takes none
+    assert s.resolve(big, digest) == ("sha256", {})
+    assert s.resolve(big, derive) == ("x25519-derive", {})
+
+
+def test_takes_param_rules():
+    assert study.takes_param("rsa2048-sign", "digest")
+    assert study.takes_param("ecdsa-p256-verify", "digest")
+    assert not study.takes_param("ecdsa-p256-verify", "padding")
+    assert study.takes_param("rsa4096-verify", "padding")
+    assert not study.takes_param("sha256", "digest")
+    assert not study.takes_param("ed25519-sign", "digest")
+    assert study.takes_message("ed25519-sign") and not study.takes_message("ml-kem-768-encaps")
+
+
+def test_backends_default_to_the_workers():
+    s = study.parse(GOOD.replace('backends = ["openssl", "aws-lc"]\n', ""), "s.toml")
+    assert s.backends is None
+    s = study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS)
+    assert s.backends == tuple(KNOWN_BACKENDS)
+
+
+def test_shipped_studies_are_valid():
+    for name in ("quick.toml", "key-size.toml"):
+        s = study.load(ROOT / "studies" / name)
+        study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS + ["sha384", "sha3-256"])
+
+
+def test_key_size_study_is_the_reference_configuration():
+    s = study.load(ROOT / "studies" / "key-size.toml")
+    assert s.baseline == "sha1-rsa2048" and s.backends == ("openssl", "aws-lc")
+    assert [c.name for c in s.configurations] == ["sha1-rsa2048", "sha256-rsa4096"]
+    assert [o.label for o in s.operations] == ["sign", "verify", "digest"]
+    assert all(o.sizes == (4096, 1048576) for o in s.operations)
+
+
+def test_toml_syntax_error_names_line():
+    e = err(GOOD.replace('rsa_bits = 4096', 'rsa_bits = = 4096'))
+    assert e.line == line_of(GOOD, "rsa_bits = 4096")
+    assert str(e).startswith(f"s.toml:{e.line}: not valid TOML")
+
+
+@pytest.mark.parametrize("bad, fragment, expect", [
+    ('repetitions = 5\nrepetitons = 3', "repetitons = 3", "did you mean 'repetitions'?"),
+    ('seconds = 0', "seconds = 0", "out of range"),
+    ('seconds = -1.5', "seconds = -1.5", "out of range"),
+    ('threads = 0', "threads = 0", "allowed: 1..1024"),
+    ('threads = 2000', "threads = 2000", "allowed: 1..1024"),
+    ('repetitions = 1', "repetitions = 1", "allowed: 2..1000"),
+    ('seconds = "fast"', 'seconds = "fast"', 'must be a number, not "fast"'),
+    ('repetitions = 2.5', "repetitions = 2.5", "must be an integer"),
+    ('timeout_s = 0.5', "timeout_s = 0.5", "does not exceed warmup_s + seconds"),
+])
+def test_study_table_errors(bad, fragment, expect):
+    text = GOOD.replace('name = "key-size"', 'name = "key-size"\n' + bad)
+    e = err(text)
+    assert e.line == line_of(text, fragment), str(e)
+    assert expect in str(e)
+    assert "[study]" in str(e) and str(e).startswith(f"s.toml:{e.line}: ")
+
+
+def test_missing_baseline_configuration_suggests():
+    text = GOOD.replace('baseline = "small"', 'baseline = "smal"')
+    e = err(text)
+    assert e.line == line_of(text, "baseline =")
+    assert "no configuration named 'smal'; did you mean 'small'?" in str(e)
+
+
+def test_missing_required_key():
+    text = GOOD.replace('name = "key-size"\n', "")
+    e = err(text)
+    assert "missing required key 'name'" in str(e) and e.line == 1
+
+
+def test_duplicate_configuration_name():
+    text = GOOD.replace('name = "big"', 'name = "small"')
+    e = err(text)
+    assert "duplicate configuration name 'small'" in str(e)
+    assert e.line == line_of(text, 'digest = "sha256"') - 1
+
+
+def test_size_out_of_range():
+    text = GOOD.replace("sizes = [4096]", "sizes = [4096, 100000000]")
+    e = err(text)
+    assert e.line == line_of(text, "100000000") and "allowed: 1..67108864" in str(e)
+    assert "field 'sizes'" in str(e)
+
+
+def test_zero_size():
+    e = err(GOOD.replace("sizes = [4096]", "sizes = [0]"))
+    assert "out of range" in str(e)
+
+
+def test_unknown_operation_lists_known_ones():
+    text = GOOD.replace('op = "x25519-derive"', 'op = "x25519-derve"')
+    e = err(text)
+    assert e.line == line_of(text, "x25519-derve")
+    assert "unknown operation 'x25519-derve'; did you mean 'x25519-derive'?" in str(e)
+    assert "known: sha1, sha256" in str(e)
+
+
+def test_unknown_operation_after_substitution_names_configuration():
+    text = GOOD.replace("rsa_bits = 4096", "rsa_bits = 4097")
+    e = err(text)
+    assert "unknown operation 'rsa4097-sign' (from 'rsa{rsa_bits}-sign' in configuration 'big')" in str(e)
+    assert e.line == line_of(text, 'op = "rsa{rsa_bits}-sign"')
+
+
+def test_unknown_backend_lists_known_ones():
+    text = GOOD.replace('"aws-lc"]', '"awslc"]')
+    e = err(text)
+    assert "unknown backend 'awslc'; did you mean 'aws-lc'?" in str(e)
+    assert "(known: openssl, aws-lc, ring, rustcrypto)" in str(e)
+    assert e.line == line_of(text, "backends =")
+
+
+def test_unresolved_template_variable():
+    text = GOOD.replace("rsa_bits = 2048\n", "")
+    e = err(text)
+    assert "'{rsa_bits}' is not defined in configuration 'small'" in str(e)
+    assert e.line == line_of(text, 'op = "rsa{rsa_bits}-sign"')
+
+
+def test_misspelt_configuration_key_suggests():
+    text = GOOD.replace('name = "big"', 'name = "big"\ndescripton = "x"')
+    e = err(text)
+    assert "did you mean 'description'?" in str(e)
+    assert "configuration 'big', field 'descripton'" in str(e)
+    assert e.line == line_of(text, "descripton")
+
+
+def test_misspelt_variable_suggests_the_used_one():
+    text = GOOD.replace("rsa_bits = 4096", "rsa_bits = 4096\nrsa_bit = 3")
+    e = err(text)
+    assert "did you mean 'rsa_bits'?" in str(e)
+
+
+def test_unknown_table_suggests():
+    text = GOOD.replace("[[operation]]\nop = \"x25519-derive\"", "[[operations]]\nop = \"x25519-derive\"")
+    e = err(text)
+    assert "did you mean 'operation'?" in str(e) and e.line == line_of(text, "[[operations]]")
+
+
+def test_unknown_operation_key_suggests():
+    text = GOOD.replace("sizes = [4096]\n", "size = [4096]\n")
+    e = err(text)
+    assert "did you mean 'sizes'?" in str(e) and e.line == line_of(text, "size = [4096]")
+
+
+def test_bad_param_value_and_name():
+    e = err(GOOD.replace('padding = "pss"', 'padding = "psss"'))
+    assert "padding \"psss\" is not one of pkcs1, pss; did you mean 'pss'?" in str(e)
+    e = err(GOOD.replace('padding = "pss"', 'paddin = "pss"'))
+    assert "unknown worker parameter 'paddin'; did you mean 'padding'?" in str(e)
+    e = err(GOOD.replace('digest = "sha1"', 'digest = "md5"'))
+    assert 'digest "md5" is not one of' in str(e)
+
+
+def test_sizes_on_an_operation_without_message():
+    e = err(GOOD.replace('op = "x25519-derive"', 'op = "x25519-derive"\nsizes = [64]'))
+    assert "'x25519-derive' has no message" in str(e)
+
+
+def test_pinned_backend_without_baseline():
+    text = GOOD.replace('params = { padding = "pss" }', 'params = { padding = "pss" }\nbackend = "ring"')
+    e = err(text)
+    assert "runs on ring where the baseline 'small' does not" in str(e)
+
+
+def test_no_operations():
+    text = GOOD.split("[[operation]]")[0]
+    e = err(text)
+    assert "no [[operation]] table" in str(e)
+
+
+def test_missing_file():
+    with pytest.raises(StudyError) as e:
+        study.load("/nonexistent/x.toml")
+    assert str(e.value) == "/nonexistent/x.toml: no such study file"
+
+
+def test_options_table_drives_help_and_docs():
+    text = study.options_help()
+    doc = (ROOT / "docs" / "study-files.md").read_text()
+    for o in study.OPTIONS:
+        assert o.name in text
+        assert f"`{o.name}`" in doc, f"docs/study-files.md does not describe {o.section}.{o.name}"
