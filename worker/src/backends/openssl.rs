@@ -12,16 +12,20 @@
 //! - Ed25519: one `EVP_MD_CTX` initialised for `EVP_DigestSign`/`Verify` and reused;
 //! - key agreement: one `EVP_PKEY_CTX` with the peer set, kept while the peer's key is the same.
 //!
-//! HMAC is the exception: the `openssl` crate has no `EVP_MAC` binding, so each call re-runs
-//! `EVP_DigestSignInit` with the prepared HMAC key (a fixed cost of a few microseconds that
-//! `openssl speed -hmac`, which reuses an `EVP_MAC_CTX`, does not pay).
+//! - HMAC: one `EVP_MAC_CTX` with the key set once; a call re-initialises it without a key
+//!   (OpenSSL then reuses the prepared key), as `openssl speed -hmac` does. The `openssl` crate
+//!   has no `EVP_MAC` binding, so this part goes through `openssl-sys` directly.
 //!
 //! OpenSSL 3.0 has no ML-KEM, so the KEM methods keep the trait's "unsupported" default.
+
+use std::ffi::{c_char, CString};
+use std::ptr;
 
 use openssl::bn::{BigNum, BigNumContext};
 use openssl::cipher::Cipher;
 use openssl::cipher_ctx::CipherCtx;
 use openssl::dh::Dh;
+use openssl::error::ErrorStack;
 use openssl::ec::{EcGroup, EcKey, EcPoint, PointConversionForm};
 use openssl::md::Md;
 use openssl::md_ctx::MdCtx;
@@ -30,6 +34,7 @@ use openssl::pkey::{Id, PKey, Private, Public};
 use openssl::pkey_ctx::PkeyCtx;
 use openssl::rsa::{Padding, Rsa};
 use openssl::sign::RsaPssSaltlen;
+use openssl_sys as ffi;
 
 use super::{
     failed, Aead, Agreement, Backend, BackendError, Digest, LibraryInfo, Mac, Result, Signer,
@@ -61,12 +66,7 @@ impl Backend for OpenSsl {
     }
 
     fn hmac(&self, alg: DigestAlg, key: &[u8]) -> Result<Box<dyn Mac>> {
-        Ok(Box::new(OsslHmac {
-            md: fetch_md(alg)?,
-            key: PKey::hmac(key).map_err(failed)?,
-            ctx: MdCtx::new().map_err(failed)?,
-            len: alg.output_len(),
-        }))
+        Ok(Box::new(OsslHmac::new(alg, key)?))
     }
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
@@ -228,19 +228,21 @@ const FFDH2048_LEN: usize = 256;
 
 /// Fetch a digest explicitly, so that initialising a context with it does not fetch again.
 fn fetch_md(alg: DigestAlg) -> Result<Md> {
-    let name = match alg {
+    Md::fetch(None, md_name(alg), None).map_err(failed)
+}
+
+/// OpenSSL 3's canonical name of a digest.
+fn md_name(alg: DigestAlg) -> &'static str {
+    match alg {
         DigestAlg::Sha1 => "SHA1",
         DigestAlg::Sha256 => "SHA2-256",
         DigestAlg::Sha384 => "SHA2-384",
         DigestAlg::Sha512 => "SHA2-512",
         DigestAlg::Sha3_256 => "SHA3-256",
-    };
-    Md::fetch(None, name, None).map_err(failed)
+    }
 }
 
-/// Parse a private key from DER. The contract says PKCS#8, but `openssl genpkey -outform DER`
-/// (3.0) writes the traditional encodings (PKCS#1 `RSAPrivateKey`, SEC1 `ECPrivateKey`), and
-/// that is what `ops/keys/*.pk8.der` hold; `d2i_AutoPrivateKey` takes either.
+/// Parse a PKCS#8 `PrivateKeyInfo` (the encoding of [`KeyPair::private_pkcs8`]).
 fn private_key_from_der(der: &[u8]) -> Result<PKey<Private>> {
     PKey::private_key_from_der(der).map_err(failed)
 }
@@ -323,26 +325,80 @@ impl Digest for OsslDigest {
     }
 }
 
-/// HMAC with the key imported once; each call re-initialises the signing context (see the
-/// module comment for why).
+/// HMAC through `EVP_MAC`: the context is created and keyed once; each call re-initialises it
+/// with a null key, which OpenSSL 3 defines as "keep the key already set".
 struct OsslHmac {
-    md: Md,
-    key: PKey<Private>,
-    ctx: MdCtx,
+    ctx: *mut ffi::EVP_MAC_CTX,
     len: usize,
+}
+
+// Declared here because `openssl-sys` 0.9 does not bind it (it is in libcrypto since 3.0).
+extern "C" {
+    fn OSSL_PARAM_construct_utf8_string(
+        key: *const c_char,
+        buf: *mut c_char,
+        bsize: usize,
+    ) -> ffi::OSSL_PARAM;
+}
+
+impl OsslHmac {
+    /// Fetch HMAC, create its context and set digest and key. Errors: `Failed` with OpenSSL's
+    /// error queue when any step fails.
+    fn new(alg: DigestAlg, key: &[u8]) -> Result<Self> {
+        let digest = CString::new(md_name(alg)).expect("digest names have no NUL");
+        // SAFETY: every pointer passed is valid for the call; `mac` is freed once the context
+        // holds its own reference; `ctx` is owned by the returned value and freed in Drop.
+        unsafe {
+            let mac = ffi::EVP_MAC_fetch(ptr::null_mut(), c"HMAC".as_ptr(), ptr::null());
+            if mac.is_null() {
+                return Err(failed(ErrorStack::get()));
+            }
+            let ctx = ffi::EVP_MAC_CTX_new(mac);
+            ffi::EVP_MAC_free(mac);
+            if ctx.is_null() {
+                return Err(failed(ErrorStack::get()));
+            }
+            let hmac = OsslHmac { ctx, len: alg.output_len() };
+            let params = [
+                OSSL_PARAM_construct_utf8_string(
+                    c"digest".as_ptr(),
+                    digest.as_ptr() as *mut c_char,
+                    0,
+                ),
+                ffi::OSSL_PARAM_construct_end(),
+            ];
+            if ffi::EVP_MAC_init(ctx, key.as_ptr(), key.len(), params.as_ptr()) != 1 {
+                return Err(failed(ErrorStack::get()));
+            }
+            Ok(hmac)
+        }
+    }
 }
 
 impl Mac for OsslHmac {
     fn mac(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         out.resize(self.len, 0);
-        self.ctx
-            .digest_sign_init(Some(&self.md), &self.key)
-            .map_err(failed)?;
-        self.ctx.digest_sign_update(data).map_err(failed)?;
-        let n = self.ctx.digest_sign_final(Some(out)).map_err(failed)?;
-        out.truncate(n);
+        let mut written = 0usize;
+        // SAFETY: `self.ctx` is a live, keyed context; `data` and `out` are valid for their
+        // lengths.
+        let ok = unsafe {
+            ffi::EVP_MAC_init(self.ctx, ptr::null(), 0, ptr::null()) == 1
+                && ffi::EVP_MAC_update(self.ctx, data.as_ptr(), data.len()) == 1
+                && ffi::EVP_MAC_final(self.ctx, out.as_mut_ptr(), &mut written, out.len()) == 1
+        };
+        if !ok {
+            return Err(failed(ErrorStack::get()));
+        }
+        out.truncate(written);
         Ok(())
+    }
+}
+
+impl Drop for OsslHmac {
+    fn drop(&mut self) {
+        // SAFETY: `ctx` was created by EVP_MAC_CTX_new and is freed exactly once.
+        unsafe { ffi::EVP_MAC_CTX_free(self.ctx) }
     }
 }
 
