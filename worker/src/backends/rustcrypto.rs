@@ -234,15 +234,11 @@ impl Backend for RustCrypto {
     }
 }
 
-/// Parse an RSA private key and check its size. The contract says PKCS#8, but
-/// `ops/keys/*.pk8.der` hold PKCS#1 `RSAPrivateKey` (what `openssl genpkey -outform DER` writes),
-/// so PKCS#1 is accepted too.
+/// Parse an RSA private key (PKCS#8) and check its size.
 fn rsa_private_key(der: &[u8], bits: u32) -> Result<rsa::RsaPrivateKey> {
-    use rsa::pkcs1::DecodeRsaPrivateKey;
     use rsa::pkcs8::DecodePrivateKey;
     let key = rsa::RsaPrivateKey::from_pkcs8_der(der)
-        .or_else(|_| rsa::RsaPrivateKey::from_pkcs1_der(der))
-        .map_err(|e| failed(format!("RSA private key is neither PKCS#8 nor PKCS#1: {e}")))?;
+        .map_err(|e| failed(format!("RSA private key is not PKCS#8: {e}")))?;
     check_rsa_bits(rsa::traits::PublicKeyParts::size(&key) * 8, bits)?;
     Ok(key)
 }
@@ -258,12 +254,11 @@ fn check_rsa_bits(have: usize, want: u32) -> Result<()> {
     }
 }
 
-/// Parse a P-256 private key from PKCS#8 or (what the key files hold) SEC1 `ECPrivateKey` DER.
+/// Parse a P-256 private key from PKCS#8 DER.
 fn ec_secret_p256(der: &[u8]) -> Result<p256::SecretKey> {
     use p256::pkcs8::DecodePrivateKey;
     p256::SecretKey::from_pkcs8_der(der)
-        .or_else(|_| p256::SecretKey::from_sec1_der(der))
-        .map_err(|e| failed(format!("P-256 private key is neither PKCS#8 nor SEC1: {e}")))
+        .map_err(|e| failed(format!("P-256 private key is not PKCS#8: {e}")))
 }
 
 /// A hash whose state is reset, not rebuilt, after each call.
@@ -417,20 +412,14 @@ macro_rules! ecdsa_for_curve {
                 Ok(())
             }
 
-            /// Parse the private key (PKCS#8, or SEC1 as the key files hold) into a signer.
+            /// Parse the private key (PKCS#8) into a signer.
             pub(super) fn signer<D: HashFn + FixedOutputReset + 'static>(
                 key: &KeyPair,
             ) -> Result<Box<dyn Signer>> {
                 use $curve::pkcs8::DecodePrivateKey;
                 check_digest::<D>()?;
                 let secret = $curve::SecretKey::from_pkcs8_der(key.private_pkcs8)
-                    .or_else(|_| $curve::SecretKey::from_sec1_der(key.private_pkcs8))
-                    .map_err(|e| {
-                        failed(format!(
-                            "{} private key is neither PKCS#8 nor SEC1: {e}",
-                            $name
-                        ))
-                    })?;
+                    .map_err(|e| failed(format!("{} private key is not PKCS#8: {e}", $name)))?;
                 let key = SigningKey::from(secret);
                 let mut hasher = D::new();
                 Ok(Box::new(FnSigner(move |msg: &[u8]| {
