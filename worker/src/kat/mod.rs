@@ -1,21 +1,42 @@
-//! Known-answer tests and cross-backend checks, run before any case is timed.
-//! PLACEHOLDER with the agreed API only (being written): until then every case is refused.
+//! Correct before timed: the known-answer test and the cross-backend checks every case passes
+//! before its first timing (`protocol::run` calls [`validate`]; a case that fails is reported
+//! `invalid` and never timed).
+//!
+//! - **Known-answer test (KAT)**: the backend's primitive reproduces a published vector
+//!   (sources in [`vectors`]), or, for randomised schemes, produces output that an independent
+//!   check accepts, and rejects a tampered input.
+//! - **Cross-backend checks**: on the case's own message size, the output of this backend is
+//!   accepted by every other real backend and the other way round: digests and MACs equal,
+//!   sealed by one and opened by the other, signed by one and verified by the other, both sides
+//!   of a key agreement derive the same secret, encapsulated by one and decapsulated by the
+//!   other. A backend that lacks the algorithm is "skipped" with its reason.
+//!
+//! Everything goes through the [`Backend`] trait, so what is checked is exactly what is timed.
 
-use crate::backends::{Backend, BackendError};
-use crate::ops::{Op, Params};
+pub mod vectors;
 
-/// One cross-backend check.
+use crate::backends::{self, Backend, BackendError, Verifier};
+use crate::ops::keys::{self, KeyPair};
+use crate::ops::prepare::{AEAD_KEY, MAC_KEY, MESSAGE_BYTE, NONCE};
+use crate::ops::{KemAlg, KxAlg, Op, Params, RsaPadding, SigAlg, SigFamily};
+
+/// One cross-backend check, as reported in a `result`'s `validation.cross_checks`.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct CrossCheck {
+    /// The other backend's name.
     pub with: String,
+    /// `pass`, `fail` or `skipped` (the other backend lacks the algorithm).
     pub status: &'static str,
+    /// What was checked, or why it failed or was skipped.
     pub detail: String,
 }
 
-/// Outcome of validating a case.
+/// Outcome of validating a case, reported in the `result` message.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Validation {
+    /// `pass`, `fail: <why>` or `not applicable (<why>)`.
     pub kat: String,
+    /// Where the known answer comes from (document and test case).
     pub kat_source: String,
     pub cross_checks: Vec<CrossCheck>,
 }
@@ -26,18 +47,419 @@ impl Validation {
         (self.kat == "pass" || self.kat.starts_with("not applicable"))
             && self.cross_checks.iter().all(|c| c.status != "fail")
     }
-    /// A one-line reason when `!passed()`.
+
+    /// A one-line reason when `!passed()`: the failed KAT, else the first failed cross check.
     pub fn failure(&self) -> Option<String> {
-        (!self.passed()).then(|| format!("known-answer test: {}", self.kat))
+        if self.passed() {
+            return None;
+        }
+        if self.kat != "pass" && !self.kat.starts_with("not applicable") {
+            return Some(format!("known-answer test: {} ({})", self.kat, self.kat_source));
+        }
+        let c = self.cross_checks.iter().find(|c| c.status == "fail")?;
+        Some(format!("cross-backend check with {}: {}", c.with, c.detail))
     }
 }
 
-/// Validate `backend` for `op` with `params` before timing.
-pub fn validate(backend: &dyn Backend, _op: Op, _params: &Params) -> Result<Validation, BackendError> {
-    let mock = backend.info().backend == "mock";
+/// Validate `backend` for `op` with `params` against every other real backend.
+///
+/// Errors: `Unsupported` when the backend lacks the operation itself (the case is then
+/// reported "unsupported"); `Failed` when the library fails while its primitive is built.
+/// A wrong answer is not an error: it is a failed [`Validation`].
+pub fn validate(backend: &dyn Backend, op: Op, params: &Params) -> Result<Validation, BackendError> {
+    let name = backend.info().backend;
+    if !backends::NAMES.contains(&name) {
+        return Ok(Validation {
+            kat: format!("not applicable ({name} is a scripted test backend)"),
+            kat_source: String::new(),
+            cross_checks: vec![],
+        });
+    }
+    let others: Vec<Box<dyn Backend>> = backends::NAMES
+        .iter()
+        .filter(|&&n| n != name)
+        .filter_map(|n| backends::by_name(n))
+        .collect();
+    validate_against(backend, op, params, &others)
+}
+
+/// [`validate`] with an explicit list of backends to cross-check against (tests use it to
+/// put a deliberately broken backend on either side).
+pub fn validate_against(
+    backend: &dyn Backend,
+    op: Op,
+    params: &Params,
+    others: &[Box<dyn Backend>],
+) -> Result<Validation, BackendError> {
+    let (kat_source, outcome) = known_answer(backend, op, params)?;
+    let cross_checks = others
+        .iter()
+        .map(|other| {
+            let with = other.info().backend.to_string();
+            match cross_check(backend, &**other, op, params) {
+                Ok(detail) => CrossCheck { with, status: "pass", detail },
+                Err(BackendError::Unsupported(why)) => {
+                    CrossCheck { with, status: "skipped", detail: why }
+                }
+                Err(BackendError::Failed(why)) => CrossCheck { with, status: "fail", detail: why },
+            }
+        })
+        .collect();
     Ok(Validation {
-        kat: if mock { "not applicable (mock)".into() } else { "fail: validation not implemented yet".into() },
-        kat_source: String::new(),
-        cross_checks: vec![],
+        kat: match outcome {
+            Ok(()) => "pass".into(),
+            Err(why) => format!("fail: {why}"),
+        },
+        kat_source,
+        cross_checks,
     })
 }
+
+/// A check's verdict: `Err` carries what went wrong, in words.
+type Check = std::result::Result<(), String>;
+
+fn same(what: &str, got: &[u8], want: &[u8]) -> Check {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{what}: got {}, expected {}", short_hex(got), short_hex(want)))
+    }
+}
+
+/// Hex of at most the first 32 bytes, so a failure stays one readable line.
+fn short_hex(b: &[u8]) -> String {
+    if b.len() <= 32 {
+        hex::encode(b)
+    } else {
+        format!("{}… ({} bytes)", hex::encode(&b[..32]), b.len())
+    }
+}
+
+fn unhex(h: &str) -> Vec<u8> {
+    hex::decode(h).expect("vectors are valid hex")
+}
+
+/// `sig` with the lowest bit of its last byte flipped: still well-formed (DER stays DER), no
+/// longer valid.
+fn tampered(sig: &[u8]) -> Vec<u8> {
+    let mut t = sig.to_vec();
+    if let Some(last) = t.last_mut() {
+        *last ^= 1;
+    }
+    t
+}
+
+/// `Ok` when `v` accepts `sig` for `msg` and rejects the tampered signature.
+fn accepts_and_rejects(v: &mut dyn Verifier, msg: &[u8], sig: &[u8]) -> Check {
+    match v.verify(msg, sig) {
+        Ok(true) => {}
+        Ok(false) => return Err("a valid signature did not verify".into()),
+        Err(e) => return Err(format!("verifying a valid signature failed: {e}")),
+    }
+    match v.verify(msg, &tampered(sig)) {
+        Ok(false) | Err(_) => Ok(()),
+        Ok(true) => Err("a tampered signature verified".into()),
+    }
+}
+
+/// The message a case processes (same bytes as `ops::prepare`), for the cross checks.
+fn case_message(op: Op, params: &Params) -> Vec<u8> {
+    vec![MESSAGE_BYTE; crate::ops::prepare::bytes_per_op(op, params)]
+}
+
+fn curve_bits(alg: SigAlg) -> u32 {
+    match alg {
+        SigAlg::EcdsaP384 { .. } => 384,
+        _ => 256,
+    }
+}
+
+/// Run the known-answer test of `op` on `backend`: `(source, verdict)`.
+/// `Err(Unsupported)` when the backend lacks the operation.
+fn known_answer(backend: &dyn Backend, op: Op, params: &Params) -> Result<(String, Check), BackendError> {
+    Ok(match op {
+        Op::Digest(alg) => {
+            let (want, source) = vectors::digest_abc(alg);
+            let mut d = backend.digest(alg)?;
+            let mut out = Vec::new();
+            // Twice: a reused state must be reset between calls.
+            let check = (0..2).try_for_each(|_| {
+                d.digest(b"abc", &mut out).map_err(|e| e.to_string())?;
+                same(&format!("{} of \"abc\"", alg.name()), &out, &unhex(want))
+            });
+            (source.to_string(), check)
+        }
+        Op::Hmac(alg) => {
+            let (cases, source) = vectors::hmac(alg);
+            let mut check = Ok(());
+            for (i, v) in cases.iter().enumerate() {
+                let mut m = backend.hmac(alg, v.key)?;
+                let mut out = Vec::new();
+                check = check.and_then(|()| {
+                    (0..2).try_for_each(|_| {
+                        m.mac(v.data, &mut out).map_err(|e| e.to_string())?;
+                        same(&format!("HMAC-{} test case {}", alg.name(), i + 1), &out, &unhex(v.tag))
+                    })
+                });
+            }
+            (source.to_string(), check)
+        }
+        Op::Seal(alg) | Op::Open(alg) => {
+            let (cases, source) = vectors::aead(alg);
+            let mut check = Ok(());
+            for (i, v) in cases.iter().enumerate() {
+                let mut a = backend.aead(alg, &unhex(v.key))?;
+                let nonce: [u8; 12] = unhex(v.nonce).try_into().expect("vector nonces are 12 bytes");
+                let (aad, pt, sealed) = (unhex(v.aad), unhex(v.plaintext), unhex(v.sealed));
+                let mut out = Vec::new();
+                let what = format!("{} vector {}", alg.name(), i + 1);
+                check = check.and_then(|()| match op {
+                    Op::Seal(_) => {
+                        a.seal(&nonce, &aad, &pt, &mut out).map_err(|e| format!("{what}: {e}"))?;
+                        same(&what, &out, &sealed)
+                    }
+                    _ => {
+                        a.open(&nonce, &aad, &sealed, &mut out).map_err(|e| format!("{what}: {e}"))?;
+                        same(&what, &out, &pt)?;
+                        match a.open(&nonce, &aad, &tampered(&sealed), &mut out) {
+                            Err(_) => Ok(()),
+                            Ok(()) => Err(format!("{what}: a tampered tag was accepted")),
+                        }
+                    }
+                });
+            }
+            (source.to_string(), check)
+        }
+        Op::Sign(family) => sign_kat(backend, params.sig_alg(family), family)?,
+        Op::Verify(family) => verify_kat(backend, params.sig_alg(family), family)?,
+        Op::Derive(alg) => derive_kat(backend, alg)?,
+        Op::Encaps(alg) | Op::Decaps(alg) => kem_kat(backend, alg)?,
+    })
+}
+
+fn sign_kat(backend: &dyn Backend, alg: SigAlg, family: SigFamily) -> Result<(String, Check), BackendError> {
+    let key = keys::signing_key(family);
+    let mut signer = backend.signer(alg, &key)?;
+    let deterministic = match alg {
+        SigAlg::Ed25519 => {
+            Some(("RFC 8032 §7.1 TEST 1".to_string(), b"".as_slice(), unhex(vectors::ED25519_TEST1_SIG)))
+        }
+        SigAlg::Rsa { bits, digest, padding: RsaPadding::Pkcs1 } => Some((
+            vectors::COMPUTED_SIG_SOURCE.to_string(),
+            b"abc".as_slice(),
+            vectors::rsa_abc(bits, digest, RsaPadding::Pkcs1).expect("a vector for every RSA key and digest"),
+        )),
+        _ => None,
+    };
+    if let Some((source, msg, want)) = deterministic {
+        let check = signer
+            .sign(msg)
+            .map_err(|e| e.to_string())
+            .and_then(|sig| same("signature", &sig, &want));
+        return Ok((source, check));
+    }
+    // Randomised (RSA-PSS, ECDSA): no fixed answer, so the signature must verify under the
+    // fixed public key with an independent verifier (another backend where there is one), and
+    // that verifier must reject the signature once tampered.
+    let own_name = backend.info().backend;
+    let verifier = backends::NAMES
+        .iter()
+        .filter(|&&n| n != own_name)
+        .filter_map(|n| backends::by_name(n))
+        .find_map(|b| b.verifier(alg, key.public).ok().map(|v| (b.info().backend, v)));
+    let (by, mut v) = match verifier {
+        Some(found) => found,
+        None => (own_name, backend.verifier(alg, key.public)?),
+    };
+    let check = signer
+        .sign(b"abc")
+        .map_err(|e| e.to_string())
+        .and_then(|sig| accepts_and_rejects(&mut *v, b"abc", &sig));
+    Ok((
+        format!("randomised scheme: a signature of \"abc\" must verify with the {by} backend under the fixed public key"),
+        check,
+    ))
+}
+
+fn verify_kat(backend: &dyn Backend, alg: SigAlg, family: SigFamily) -> Result<(String, Check), BackendError> {
+    let key = keys::signing_key(family);
+    let mut v = backend.verifier(alg, key.public)?;
+    Ok(match alg {
+        SigAlg::Ed25519 => (
+            "RFC 8032 §7.1 TEST 1".into(),
+            accepts_and_rejects(&mut *v, b"", &unhex(vectors::ED25519_TEST1_SIG)),
+        ),
+        SigAlg::Rsa { bits, digest, padding } => (
+            vectors::COMPUTED_SIG_SOURCE.into(),
+            accepts_and_rejects(
+                &mut *v,
+                b"abc",
+                &vectors::rsa_abc(bits, digest, padding).expect("a vector for every RSA key, padding and digest"),
+            ),
+        ),
+        SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => {
+            let bits = curve_bits(alg);
+            let computed = vectors::ecdsa_abc(bits, digest).expect("a vector for every curve and digest");
+            let mut check = accepts_and_rejects(&mut *v, b"abc", &computed);
+            let mut source = vectors::COMPUTED_SIG_SOURCE.to_string();
+            if let Some(rfc) = vectors::rfc6979(bits, digest) {
+                let mut rv = backend.verifier(alg, &unhex(rfc.public))?;
+                check = check.and_then(|()| accepts_and_rejects(&mut *rv, rfc.msg, &unhex(rfc.sig_der)));
+                source = format!("RFC 6979 A.2.{}, and {source}", if bits == 256 { 5 } else { 6 });
+            }
+            (source, check)
+        }
+    })
+}
+
+fn derive_kat(backend: &dyn Backend, alg: KxAlg) -> Result<(String, Check), BackendError> {
+    let fixed = |ours: KeyPair, peer_public: &[u8], want: &[u8]| -> Result<Check, BackendError> {
+        let mut a = backend.agreement(alg, Some(&ours))?;
+        Ok(same("our public key", &a.public_key(), ours.public).and_then(|()| {
+            let secret = a.derive(peer_public).map_err(|e| e.to_string())?;
+            same("shared secret", &secret, want)
+        }))
+    };
+    Ok(match alg {
+        KxAlg::X25519 => (
+            "RFC 7748 §6.1".into(),
+            fixed(keys::X25519_ALICE, keys::X25519_BOB.public, &unhex(vectors::X25519_SHARED))?,
+        ),
+        KxAlg::EcdhP256 => {
+            use vectors::cavp_ecdh_p256 as v;
+            let (raw, public) = (unhex(v::D_IUT), unhex(v::Q_IUT));
+            let ours = KeyPair { private_pkcs8: v::D_IUT_PKCS8, private_raw: &raw, public: &public };
+            (
+                "NIST CAVP ECC CDH Primitive, P-256 COUNT = 0".into(),
+                fixed(ours, &unhex(v::Q_CAVS), &unhex(v::Z))?,
+            )
+        }
+        KxAlg::Ffdh2048 => {
+            // Key pairs are generated by the backend, so no fixed-key vector applies: both
+            // sides must derive the same full-length secret, and a third key a different one.
+            let mut a = backend.agreement(alg, None)?;
+            let mut b = backend.agreement(alg, None)?;
+            let c = backend.agreement(alg, None)?;
+            let check = (|| {
+                let ab = a.derive(&b.public_key()).map_err(|e| e.to_string())?;
+                let ba = b.derive(&a.public_key()).map_err(|e| e.to_string())?;
+                let ac = a.derive(&c.public_key()).map_err(|e| e.to_string())?;
+                same("A·B vs B·A", &ab, &ba)?;
+                if ab.len() != 256 {
+                    return Err(format!("secret is {} bytes, expected 256", ab.len()));
+                }
+                if ab == ac {
+                    return Err("two different peers gave the same secret".into());
+                }
+                Ok(())
+            })();
+            ("consistency over RFC 3526 group 14 (generated keys: no fixed-key vector applies)".into(), check)
+        }
+    })
+}
+
+/// ML-KEM-768 byte lengths, FIPS 203 Table 3: encapsulation key, ciphertext, shared secret.
+const ML_KEM_768_LENS: (usize, usize, usize) = (1184, 1088, 32);
+
+fn kem_kat(backend: &dyn Backend, alg: KemAlg) -> Result<(String, Check), BackendError> {
+    let mut kp = backend.kem_keypair(alg)?;
+    let ek = kp.encapsulation_key();
+    let mut enc = backend.kem_encapsulator(alg, &ek)?;
+    let check = (|| {
+        let (ct, ss) = enc.encaps().map_err(|e| e.to_string())?;
+        let (ek_len, ct_len, ss_len) = ML_KEM_768_LENS;
+        if (ek.len(), ct.len(), ss.len()) != (ek_len, ct_len, ss_len) {
+            return Err(format!(
+                "sizes (ek, ct, K) = ({}, {}, {}), FIPS 203 says ({ek_len}, {ct_len}, {ss_len})",
+                ek.len(),
+                ct.len(),
+                ss.len()
+            ));
+        }
+        same("decapsulated secret", &kp.decaps(&ct).map_err(|e| e.to_string())?, &ss)?;
+        // Implicit rejection (FIPS 203 §6.3): a tampered ciphertext yields another secret.
+        match kp.decaps(&tampered(&ct)) {
+            Ok(k) if k == ss => Err("a tampered ciphertext gave the same secret".into()),
+            _ => Ok(()),
+        }
+    })();
+    Ok((
+        "FIPS 203 sizes, encaps/decaps agreement and implicit rejection (randomised key generation: \
+         the published vectors need a seeded key generation the backends do not expose)"
+            .into(),
+        check,
+    ))
+}
+
+/// Check `backend` against `other` on the case's own message. `Ok(what was checked)`;
+/// `Err(Unsupported)` when `other` lacks the algorithm; `Err(Failed)` on any disagreement.
+fn cross_check(backend: &dyn Backend, other: &dyn Backend, op: Op, params: &Params) -> Result<String, BackendError> {
+    let msg = case_message(op, params);
+    let fail = |what: String| Err(BackendError::Failed(what));
+    let agree = |what: &str, ours: &[u8], theirs: &[u8]| match same(what, ours, theirs) {
+        Ok(()) => Ok(format!("{what} agree")),
+        Err(why) => Err(BackendError::Failed(why)),
+    };
+    match op {
+        Op::Digest(alg) => {
+            let (mut theirs, mut a, mut b) = (other.digest(alg)?, Vec::new(), Vec::new());
+            backend.digest(alg)?.digest(&msg, &mut a)?;
+            theirs.digest(&msg, &mut b)?;
+            agree(&format!("{}-byte digests", msg.len()), &a, &b)
+        }
+        Op::Hmac(alg) => {
+            let (mut theirs, mut a, mut b) = (other.hmac(alg, &MAC_KEY)?, Vec::new(), Vec::new());
+            backend.hmac(alg, &MAC_KEY)?.mac(&msg, &mut a)?;
+            theirs.mac(&msg, &mut b)?;
+            agree(&format!("{}-byte MACs", msg.len()), &a, &b)
+        }
+        Op::Seal(alg) | Op::Open(alg) => {
+            let key = &AEAD_KEY[..alg.key_len()];
+            let (mut theirs, mut ours) = (other.aead(alg, key)?, backend.aead(alg, key)?);
+            let (sealer, opener): (&mut dyn backends::Aead, &mut dyn backends::Aead) = match op {
+                Op::Seal(_) => (&mut *ours, &mut *theirs),
+                _ => (&mut *theirs, &mut *ours),
+            };
+            let (mut sealed, mut opened) = (Vec::new(), Vec::new());
+            sealer.seal(&NONCE, b"aad", &msg, &mut sealed)?;
+            if let Err(e) = opener.open(&NONCE, b"aad", &sealed, &mut opened) {
+                return fail(format!("{}-byte message sealed by one did not open with the other: {e}", msg.len()));
+            }
+            agree(&format!("{}-byte plaintexts after seal and open", msg.len()), &opened, &msg)
+        }
+        Op::Sign(family) | Op::Verify(family) => {
+            let alg = params.sig_alg(family);
+            let key = keys::signing_key(family);
+            let (mut signer, mut verifier) = match op {
+                Op::Sign(_) => (backend.signer(alg, &key)?, other.verifier(alg, key.public)?),
+                _ => (other.signer(alg, &key)?, backend.verifier(alg, key.public)?),
+            };
+            let sig = signer.sign(&msg)?;
+            match accepts_and_rejects(&mut *verifier, &msg, &sig) {
+                Ok(()) => Ok(format!("{}-byte message signed by one verifies with the other", msg.len())),
+                Err(why) => fail(why),
+            }
+        }
+        Op::Derive(alg) => {
+            let (mut ours, mut theirs) = match keys::agreement_keys(alg) {
+                Some((ours, peer)) => (backend.agreement(alg, Some(&ours))?, other.agreement(alg, Some(&peer))?),
+                None => (backend.agreement(alg, None)?, other.agreement(alg, None)?),
+            };
+            let a = ours.derive(&theirs.public_key())?;
+            let b = theirs.derive(&ours.public_key())?;
+            agree("shared secrets of both sides", &a, &b)
+        }
+        Op::Encaps(alg) | Op::Decaps(alg) => {
+            let (decapsulator, encapsulating) = match op {
+                Op::Encaps(_) => (other.kem_keypair(alg)?, backend),
+                _ => (backend.kem_keypair(alg)?, other),
+            };
+            let mut decapsulator = decapsulator;
+            let (ct, ss) = encapsulating.kem_encapsulator(alg, &decapsulator.encapsulation_key())?.encaps()?;
+            agree("encapsulated and decapsulated secrets", &decapsulator.decaps(&ct)?, &ss)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -8,11 +8,11 @@ use crate::backends::{self, Backend, BackendError};
 use crate::measure::OpFn;
 
 /// Fixed inputs: benchmarks process deterministic bytes so runs are reproducible.
-const MESSAGE_BYTE: u8 = 0xa5;
-const MAC_KEY: [u8; 32] = [0x0b; 32];
-const AEAD_KEY: [u8; 32] = [0x42; 32];
+pub(crate) const MESSAGE_BYTE: u8 = 0xa5;
+pub(crate) const MAC_KEY: [u8; 32] = [0x0b; 32];
+pub(crate) const AEAD_KEY: [u8; 32] = [0x42; 32];
 /// The same nonce is used for every seal: acceptable for a benchmark, never for real data.
-const NONCE: [u8; 12] = [0x24; 12];
+pub(crate) const NONCE: [u8; 12] = [0x24; 12];
 
 /// Message bytes an operation processes per call: `size_bytes` for sized operations, else 0.
 pub fn bytes_per_op(op: Op, params: &Params) -> usize {
