@@ -95,6 +95,15 @@ def console_for_stdout() -> Console:
     return c
 
 
+def short_library(result: dict) -> str:
+    """Library name and version for a table cell; a multi-crate version list (RustCrypto) is
+    cut after its first entry (the full list is in the JSON and the backends table)."""
+    version = str(result.get("library_version", ""))
+    if "," in version:
+        version = version.split(",")[0] + ", …"
+    return f"{result.get('library', '')} {version}".strip()
+
+
 def speed_table(outcomes: Sequence[RunOutcome], notes: Notes, title: str = "cryptoperf speed") -> Table:
     """One row per (backend, operation, size): ops/s, MB/s, latency percentiles, CPU ns/op,
     batch; unsupported/invalid/failed runs say so in the last column, with the reason as a
@@ -109,8 +118,7 @@ def speed_table(outcomes: Sequence[RunOutcome], notes: Notes, title: str = "cryp
         r = o.result or {}
         size = (r.get("params") or {}).get("size_bytes", o.run.cell.size_bytes)
         size = size if takes_message(o.run.cell.op) else None
-        lib = f"{r.get('library', '')} {r.get('library_version', '')}".strip()
-        row: list = [Text(o.run.cell.backend), Text(lib), Text(o.run.cell.op), fmt_size(size)]
+        row: list = [Text(o.run.cell.backend), Text(short_library(r)), Text(o.run.cell.op), fmt_size(size)]
         if o.ok and o.latency and o.throughput:
             lat, tp = o.latency, o.throughput
             note = r.get("timing", "")
