@@ -1,17 +1,1263 @@
-//! The AWS-LC backend (stub: every operation unsupported until implemented).
+//! The AWS-LC backend: AWS-LC through `aws-lc-rs`, its safe Rust API, and through `aws-lc-sys`
+//! (AWS-LC's C API) for the one case that API cannot serve: RSA signatures with SHA-1.
+//!
+//! Everything that can be done once is done at prepare time, and the hot path calls one
+//! `aws-lc-rs` function:
+//!
+//! - digests: `digest::digest` (one-shot); the digest is copied into the caller's buffer;
+//! - HMAC: an `hmac::Key` built once; `hmac::sign_to_buffer` per call, into the caller's buffer;
+//! - AEADs: a `LessSafeKey` expanded once; sealing and opening work in place in the caller's
+//!   buffer (`seal_in_place_append_tag`, `open_in_place`);
+//! - RSA/ECDSA/Ed25519 signing: the key pair parsed once (`RsaKeyPair`, `EcdsaKeyPair`,
+//!   `Ed25519KeyPair`); each call hashes the message and signs it, as `aws-lc-rs` always does;
+//! - verification: the public key parsed once (`signature::ParsedPublicKey`);
+//! - key agreement: our `agreement::PrivateKey` parsed once, and the peer's key parsed only when
+//!   it changes (`agreement::ParsedPublicKey`, cloned per call, which only takes a reference);
+//! - ML-KEM-768: `kem::DecapsulationKey` generated at prepare time, `kem::EncapsulationKey`
+//!   parsed once.
+//!
+//! RSA with SHA-1: `aws-lc-rs` can verify PKCS#1 v1.5 with SHA-1
+//! (`RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY`) but has no SHA-1 signing encoding and no
+//! SHA-1 PSS at all. Those go through `EVP_DigestSign`/`EVP_DigestVerify` with `EVP_sha1()`
+//! directly, doing per call what `aws-lc-rs` does for the other digests (initialise a digest
+//! context for the key, set the padding, sign or verify), so SHA-1 timings stay comparable with
+//! the SHA-2 ones. PKCS#1 v1.5 signing with SHA-1 is used by the key-size study.
+//!
+//! What this backend reports as "unsupported", and why:
+//! - HMAC-SHA3-256 and RSA with SHA3-256: `aws-lc-rs` has no such algorithms;
+//! - ECDSA signing other than P-256 with SHA-256 and P-384 with SHA-384 (the only ASN.1 signing
+//!   algorithms `aws-lc-rs` offers for these curves), and ECDSA verification with SHA3-256 or
+//!   P-384 with SHA-1 (no such verification algorithms);
+//! - FFDH: `aws-lc-rs` has no finite-field Diffie-Hellman.
 
-use super::{Backend, LibraryInfo};
+use std::ffi::{c_char, CStr};
+use std::ptr;
+
+use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
+use aws_lc_rs::agreement;
+use aws_lc_rs::digest;
+use aws_lc_rs::hmac;
+use aws_lc_rs::kem;
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{
+    self, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _, ParsedPublicKey, RsaEncoding, RsaKeyPair,
+    RsaParameters,
+};
+use aws_lc_sys as sys;
+
+use super::{
+    failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KemDecapsulator,
+    KemEncapsulator, LibraryInfo, Mac, Result, Signer, Verifier,
+};
+use crate::ops::keys::KeyPair;
+use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, RsaPadding, SigAlg};
 
 /// The AWS-LC library.
 pub struct AwsLc;
+
+/// The binding crates this backend is built from, as locked in `Cargo.lock` (a test keeps this
+/// in step).
+const CRATE_VERSIONS: &str = "aws-lc-rs 1.19.0, aws-lc-sys 0.47.0";
 
 impl Backend for AwsLc {
     fn info(&self) -> LibraryInfo {
         LibraryInfo {
             backend: "aws-lc",
             library: "AWS-LC".into(),
-            library_version: "unknown".into(),
-            fips: false,
+            // AWS-LC's own version as the linked library reports it (`OpenSSL_version`), then
+            // the bindings, whose per-call work is part of what is timed.
+            library_version: format!("{} ({CRATE_VERSIONS})", aws_lc_rs::awslc_version()),
+            fips: aws_lc_rs::try_fips_mode().is_ok(),
         }
+    }
+
+    fn digest(&self, alg: DigestAlg) -> Result<Box<dyn Digest>> {
+        Ok(Box::new(AwsDigest(digest_alg(alg))))
+    }
+
+    fn hmac(&self, alg: DigestAlg, key: &[u8]) -> Result<Box<dyn Mac>> {
+        let algorithm = match alg {
+            DigestAlg::Sha1 => hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
+            DigestAlg::Sha256 => hmac::HMAC_SHA256,
+            DigestAlg::Sha384 => hmac::HMAC_SHA384,
+            DigestAlg::Sha512 => hmac::HMAC_SHA512,
+            DigestAlg::Sha3_256 => {
+                return unsupported(
+                    "aws-lc-rs has no HMAC-SHA3-256 (its HMAC algorithms are SHA-1 and SHA-2)",
+                )
+            }
+        };
+        Ok(Box::new(AwsHmac {
+            key: hmac::Key::new(algorithm, key),
+            len: alg.output_len(),
+        }))
+    }
+
+    fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
+        if key.len() != alg.key_len() {
+            return Err(BackendError::Failed(format!(
+                "{} takes a {}-byte key, got {} bytes",
+                alg.name(),
+                alg.key_len(),
+                key.len()
+            )));
+        }
+        let algorithm = match alg {
+            AeadAlg::Aes128Gcm => &aead::AES_128_GCM,
+            AeadAlg::Aes256Gcm => &aead::AES_256_GCM,
+            AeadAlg::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
+        };
+        let key = UnboundKey::new(algorithm, key).map_err(failed)?;
+        Ok(Box::new(AwsAead(LessSafeKey::new(key))))
+    }
+
+    fn signer(&self, alg: SigAlg, key: &KeyPair) -> Result<Box<dyn Signer>> {
+        match alg {
+            SigAlg::Rsa {
+                bits,
+                digest: DigestAlg::Sha1,
+                padding,
+            } => Ok(Box::new(EvpRsa::signer(key.private_pkcs8, bits, padding)?)),
+            SigAlg::Rsa {
+                bits,
+                digest,
+                padding,
+            } => {
+                let encoding = rsa_encoding(digest, padding)?;
+                let key_pair = RsaKeyPair::from_pkcs8(key.private_pkcs8)
+                    .map_err(|e| failed(format!("RSA private key is not PKCS#8: {e}")))?;
+                let have = RsaParameters::public_modulus_len(key_pair.public_key().as_ref())
+                    .map_err(failed)?;
+                check_rsa_bits(have, bits)?;
+                Ok(Box::new(AwsRsaSigner {
+                    key_pair,
+                    encoding,
+                    rng: SystemRandom::new(),
+                }))
+            }
+            SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => {
+                let algorithm = match (alg, digest) {
+                    (SigAlg::EcdsaP256 { .. }, DigestAlg::Sha256) => {
+                        &signature::ECDSA_P256_SHA256_ASN1_SIGNING
+                    }
+                    (SigAlg::EcdsaP384 { .. }, DigestAlg::Sha384) => {
+                        &signature::ECDSA_P384_SHA384_ASN1_SIGNING
+                    }
+                    _ => {
+                        return unsupported(format!(
+                            "aws-lc-rs cannot sign ECDSA {} with {digest}: its ASN.1 signing \
+                             algorithms are P-256 with SHA-256 and P-384 with SHA-384",
+                            curve_name(alg)
+                        ))
+                    }
+                };
+                // `from_pkcs8` refuses a key on another curve than the algorithm's.
+                let key_pair = EcdsaKeyPair::from_pkcs8(algorithm, key.private_pkcs8)
+                    .map_err(|e| failed(format!("{} private key: {e}", curve_name(alg))))?;
+                Ok(Box::new(AwsEcdsaSigner {
+                    key_pair,
+                    rng: SystemRandom::new(),
+                }))
+            }
+            SigAlg::Ed25519 => {
+                // Checks that the public key belongs to the seed.
+                let key_pair =
+                    Ed25519KeyPair::from_seed_and_public_key(key.private_raw, key.public)
+                        .map_err(|e| failed(format!("Ed25519 key pair: {e}")))?;
+                Ok(Box::new(AwsEd25519Signer(key_pair)))
+            }
+        }
+    }
+
+    fn verifier(&self, alg: SigAlg, public: &[u8]) -> Result<Box<dyn Verifier>> {
+        let algorithm: &'static dyn signature::VerificationAlgorithm = match alg {
+            SigAlg::Rsa {
+                bits,
+                digest: DigestAlg::Sha1,
+                padding: RsaPadding::Pss,
+            } => return Ok(Box::new(EvpRsa::verifier(public, bits)?)),
+            SigAlg::Rsa {
+                bits,
+                digest,
+                padding,
+            } => {
+                let params = rsa_parameters(digest, padding)?;
+                let have = RsaParameters::public_modulus_len(public)
+                    .map_err(|e| failed(format!("RSA public key is not PKCS#1 DER: {e}")))?;
+                check_rsa_bits(have, bits)?;
+                params
+            }
+            SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => match (alg, digest) {
+                (SigAlg::EcdsaP256 { .. }, DigestAlg::Sha1) => &signature::ECDSA_P256_SHA1_ASN1,
+                (SigAlg::EcdsaP256 { .. }, DigestAlg::Sha256) => &signature::ECDSA_P256_SHA256_ASN1,
+                (SigAlg::EcdsaP256 { .. }, DigestAlg::Sha384) => &signature::ECDSA_P256_SHA384_ASN1,
+                (SigAlg::EcdsaP256 { .. }, DigestAlg::Sha512) => &signature::ECDSA_P256_SHA512_ASN1,
+                (SigAlg::EcdsaP384 { .. }, DigestAlg::Sha256) => &signature::ECDSA_P384_SHA256_ASN1,
+                (SigAlg::EcdsaP384 { .. }, DigestAlg::Sha384) => &signature::ECDSA_P384_SHA384_ASN1,
+                (SigAlg::EcdsaP384 { .. }, DigestAlg::Sha512) => &signature::ECDSA_P384_SHA512_ASN1,
+                _ => {
+                    return unsupported(format!(
+                        "aws-lc-rs has no ECDSA {} verification with {digest}",
+                        curve_name(alg)
+                    ))
+                }
+            },
+            SigAlg::Ed25519 => &signature::ED25519,
+        };
+        // Parsed (and, for EC, checked to be on the curve) once, not per verification.
+        let key = ParsedPublicKey::new(algorithm, public)
+            .map_err(|e| failed(format!("public key for {alg:?}: {e}")))?;
+        Ok(Box::new(AwsVerifier(key)))
+    }
+
+    fn agreement(&self, alg: KxAlg, ours: Option<&KeyPair>) -> Result<Box<dyn Agreement>> {
+        let algorithm = match alg {
+            KxAlg::X25519 => &agreement::X25519,
+            KxAlg::EcdhP256 => &agreement::ECDH_P256,
+            KxAlg::Ffdh2048 => return unsupported("aws-lc-rs has no finite-field Diffie-Hellman"),
+        };
+        let ours = ours.ok_or_else(|| {
+            BackendError::Failed(format!("{alg:?} needs our key pair (got none)"))
+        })?;
+        // X25519: the raw 32-byte scalar; P-256: the big-endian 32-byte scalar.
+        let key = agreement::PrivateKey::from_private_key(algorithm, ours.private_raw)
+            .map_err(|e| failed(format!("{alg:?} private key: {e}")))?;
+        // X25519: 32 raw bytes; P-256: SEC1 uncompressed point, the encoding of the key files.
+        let public = key.compute_public_key().map_err(failed)?.as_ref().to_vec();
+        Ok(Box::new(AwsAgreement {
+            key,
+            algorithm,
+            public,
+            peer: None,
+        }))
+    }
+
+    fn kem_keypair(&self, alg: KemAlg) -> Result<Box<dyn KemDecapsulator>> {
+        match alg {
+            KemAlg::MlKem768 => {
+                let dk = kem::DecapsulationKey::generate(&kem::ML_KEM_768).map_err(failed)?;
+                let ek = dk
+                    .encapsulation_key()
+                    .and_then(|ek| ek.key_bytes())
+                    .map_err(failed)?
+                    .as_ref()
+                    .to_vec();
+                Ok(Box::new(AwsKemDecapsulator { dk, ek }))
+            }
+        }
+    }
+
+    fn kem_encapsulator(
+        &self,
+        alg: KemAlg,
+        encapsulation_key: &[u8],
+    ) -> Result<Box<dyn KemEncapsulator>> {
+        match alg {
+            KemAlg::MlKem768 => {
+                let ek = kem::EncapsulationKey::new(&kem::ML_KEM_768, encapsulation_key).map_err(
+                    |e| {
+                        failed(format!(
+                            "ML-KEM-768 encapsulation key ({} bytes): {e}",
+                            encapsulation_key.len()
+                        ))
+                    },
+                )?;
+                Ok(Box::new(AwsKemEncapsulator(ek)))
+            }
+        }
+    }
+}
+
+/// The `aws-lc-rs` digest of a [`DigestAlg`] (it has all five).
+fn digest_alg(alg: DigestAlg) -> &'static digest::Algorithm {
+    match alg {
+        DigestAlg::Sha1 => &digest::SHA1_FOR_LEGACY_USE_ONLY,
+        DigestAlg::Sha256 => &digest::SHA256,
+        DigestAlg::Sha384 => &digest::SHA384,
+        DigestAlg::Sha512 => &digest::SHA512,
+        DigestAlg::Sha3_256 => &digest::SHA3_256,
+    }
+}
+
+/// "P-256" or "P-384", for messages.
+fn curve_name(alg: SigAlg) -> &'static str {
+    match alg {
+        SigAlg::EcdsaP384 { .. } => "P-384",
+        _ => "P-256",
+    }
+}
+
+/// Refuse a key whose size is not the one the algorithm names (a wrong key would time the wrong
+/// thing without any error).
+fn check_rsa_bits(have: u32, want: u32) -> Result<()> {
+    if have == want {
+        Ok(())
+    } else {
+        Err(BackendError::Failed(format!(
+            "RSA key has {have} bits, expected {want}"
+        )))
+    }
+}
+
+/// The `aws-lc-rs` RSA signing encoding for SHA-2 digests (PSS: MGF1 with the same digest, salt
+/// length = digest length). SHA-1 is signed through [`EvpRsa`] instead.
+fn rsa_encoding(digest: DigestAlg, padding: RsaPadding) -> Result<&'static dyn RsaEncoding> {
+    Ok(match (digest, padding) {
+        (DigestAlg::Sha256, RsaPadding::Pkcs1) => &signature::RSA_PKCS1_SHA256,
+        (DigestAlg::Sha384, RsaPadding::Pkcs1) => &signature::RSA_PKCS1_SHA384,
+        (DigestAlg::Sha512, RsaPadding::Pkcs1) => &signature::RSA_PKCS1_SHA512,
+        (DigestAlg::Sha256, RsaPadding::Pss) => &signature::RSA_PSS_SHA256,
+        (DigestAlg::Sha384, RsaPadding::Pss) => &signature::RSA_PSS_SHA384,
+        (DigestAlg::Sha512, RsaPadding::Pss) => &signature::RSA_PSS_SHA512,
+        (DigestAlg::Sha1, _) => unreachable!("RSA with SHA-1 is signed through EvpRsa"),
+        (DigestAlg::Sha3_256, _) => {
+            return unsupported("aws-lc-rs has no RSA signatures with SHA3-256")
+        }
+    })
+}
+
+/// The `aws-lc-rs` RSA verification parameters (2048 to 8192-bit keys). SHA-1 PSS is verified
+/// through [`EvpRsa`] instead.
+fn rsa_parameters(digest: DigestAlg, padding: RsaPadding) -> Result<&'static RsaParameters> {
+    Ok(match (digest, padding) {
+        (DigestAlg::Sha1, RsaPadding::Pkcs1) => {
+            &signature::RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY
+        }
+        (DigestAlg::Sha256, RsaPadding::Pkcs1) => &signature::RSA_PKCS1_2048_8192_SHA256,
+        (DigestAlg::Sha384, RsaPadding::Pkcs1) => &signature::RSA_PKCS1_2048_8192_SHA384,
+        (DigestAlg::Sha512, RsaPadding::Pkcs1) => &signature::RSA_PKCS1_2048_8192_SHA512,
+        (DigestAlg::Sha256, RsaPadding::Pss) => &signature::RSA_PSS_2048_8192_SHA256,
+        (DigestAlg::Sha384, RsaPadding::Pss) => &signature::RSA_PSS_2048_8192_SHA384,
+        (DigestAlg::Sha512, RsaPadding::Pss) => &signature::RSA_PSS_2048_8192_SHA512,
+        (DigestAlg::Sha1, RsaPadding::Pss) => unreachable!("SHA-1 PSS is verified through EvpRsa"),
+        (DigestAlg::Sha3_256, _) => {
+            return unsupported("aws-lc-rs has no RSA signatures with SHA3-256")
+        }
+    })
+}
+
+/// A one-shot digest.
+struct AwsDigest(&'static digest::Algorithm);
+
+impl Digest for AwsDigest {
+    fn digest(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let d = digest::digest(self.0, data);
+        out.clear();
+        out.extend_from_slice(d.as_ref());
+        Ok(())
+    }
+}
+
+/// HMAC with the key set up once.
+struct AwsHmac {
+    key: hmac::Key,
+    len: usize,
+}
+
+impl Mac for AwsHmac {
+    fn mac(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        // `resize` without `clear`: a buffer reused at the same size is not zeroed again.
+        out.resize(self.len, 0);
+        let n = hmac::sign_to_buffer(&self.key, data, out)
+            .map_err(failed)?
+            .len();
+        out.truncate(n);
+        Ok(())
+    }
+}
+
+/// An AEAD with its key expanded, working in place in the caller's buffer.
+struct AwsAead(LessSafeKey);
+
+impl Aead for AwsAead {
+    fn seal(
+        &mut self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        plaintext: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        out.clear();
+        out.extend_from_slice(plaintext);
+        self.0
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), out)
+            .map_err(|_| BackendError::Failed("AES-GCM/ChaCha20-Poly1305 sealing failed".into()))
+    }
+
+    fn open(
+        &mut self,
+        nonce: &[u8; 12],
+        aad: &[u8],
+        sealed: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        out.clear();
+        if sealed.len() < AeadAlg::TAG_LEN {
+            return Err(BackendError::Failed(
+                "sealed message is shorter than the tag".into(),
+            ));
+        }
+        out.extend_from_slice(sealed);
+        match self.0.open_in_place(
+            Nonce::assume_unique_for_key(*nonce),
+            Aad::from(aad),
+            out.as_mut_slice(),
+        ) {
+            Ok(plaintext) => {
+                let n = plaintext.len();
+                out.truncate(n);
+                Ok(())
+            }
+            Err(_) => {
+                // Never hand out unauthenticated plaintext.
+                out.clear();
+                Err(BackendError::Failed(
+                    "authentication failed (tag mismatch)".into(),
+                ))
+            }
+        }
+    }
+}
+
+/// RSA signing with a SHA-2 digest through `aws-lc-rs`.
+struct AwsRsaSigner {
+    key_pair: RsaKeyPair,
+    encoding: &'static dyn RsaEncoding,
+    rng: SystemRandom,
+}
+
+impl Signer for AwsRsaSigner {
+    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
+        let mut sig = vec![0; self.key_pair.public_modulus_len()];
+        self.key_pair
+            .sign(self.encoding, &self.rng, msg, &mut sig)
+            .map_err(|e| failed(format!("RSA signing failed: {e}")))?;
+        Ok(sig)
+    }
+}
+
+/// ECDSA signing (DER signatures) through `aws-lc-rs`.
+struct AwsEcdsaSigner {
+    key_pair: EcdsaKeyPair,
+    rng: SystemRandom,
+}
+
+impl Signer for AwsEcdsaSigner {
+    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
+        let sig = self
+            .key_pair
+            .sign(&self.rng, msg)
+            .map_err(|e| failed(format!("ECDSA signing failed: {e}")))?;
+        Ok(sig.as_ref().to_vec())
+    }
+}
+
+/// Ed25519 signing through `aws-lc-rs`.
+struct AwsEd25519Signer(Ed25519KeyPair);
+
+impl Signer for AwsEd25519Signer {
+    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
+        Ok(self.0.sign(msg).as_ref().to_vec())
+    }
+}
+
+/// Verification with a public key parsed once.
+struct AwsVerifier(ParsedPublicKey);
+
+impl Verifier for AwsVerifier {
+    fn verify(&mut self, msg: &[u8], sig: &[u8]) -> Result<bool> {
+        // `aws-lc-rs` reports a malformed signature and an invalid one alike.
+        Ok(self.0.verify_sig(msg, sig).is_ok())
+    }
+}
+
+/// Our private key, and the last peer key seen, parsed (and checked) only when it changes, as
+/// the other backends do.
+struct AwsAgreement {
+    key: agreement::PrivateKey,
+    algorithm: &'static agreement::Algorithm,
+    public: Vec<u8>,
+    peer: Option<agreement::ParsedPublicKey>,
+}
+
+impl Agreement for AwsAgreement {
+    fn public_key(&self) -> Vec<u8> {
+        self.public.clone()
+    }
+
+    fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
+        if self
+            .peer
+            .as_ref()
+            .is_none_or(|peer| peer.as_ref() != peer_public)
+        {
+            self.peer = None;
+            let unparsed = agreement::UnparsedPublicKey::new(self.algorithm, peer_public);
+            let parsed = agreement::ParsedPublicKey::try_from(unparsed)
+                .map_err(|e| failed(format!("peer public key: {e}")))?;
+            self.peer = Some(parsed);
+        }
+        let peer = self.peer.as_ref().expect("set just above");
+        // `agree` consumes the parsed key; a clone only takes a reference on the EVP_PKEY.
+        agreement::agree(&self.key, peer.clone(), (), |secret| Ok(secret.to_vec()))
+            .map_err(|()| BackendError::Failed("key agreement failed (invalid peer key?)".into()))
+    }
+}
+
+/// ML-KEM-768 decapsulation key generated at prepare time, with its encoded encapsulation key.
+struct AwsKemDecapsulator {
+    dk: kem::DecapsulationKey,
+    ek: Vec<u8>,
+}
+
+impl KemDecapsulator for AwsKemDecapsulator {
+    fn encapsulation_key(&self) -> Vec<u8> {
+        self.ek.clone()
+    }
+
+    fn decaps(&mut self, ciphertext: &[u8]) -> Result<Vec<u8>> {
+        let secret = self
+            .dk
+            .decapsulate(kem::Ciphertext::from(ciphertext))
+            .map_err(|_| {
+                BackendError::Failed(format!(
+                    "ML-KEM-768 decapsulation failed ({}-byte ciphertext; 1088 expected)",
+                    ciphertext.len()
+                ))
+            })?;
+        Ok(secret.as_ref().to_vec())
+    }
+}
+
+/// ML-KEM-768 encapsulation with the peer's parsed encapsulation key.
+struct AwsKemEncapsulator(kem::EncapsulationKey);
+
+impl KemEncapsulator for AwsKemEncapsulator {
+    fn encaps(&mut self) -> Result<(Vec<u8>, Vec<u8>)> {
+        let (ct, secret) = self
+            .0
+            .encapsulate()
+            .map_err(|_| BackendError::Failed("ML-KEM-768 encapsulation failed".into()))?;
+        Ok((ct.as_ref().to_vec(), secret.as_ref().to_vec()))
+    }
+}
+
+/// RSA with SHA-1 through AWS-LC's C API (`aws-lc-sys`), for what `aws-lc-rs` cannot do:
+/// signing with SHA-1 (both paddings) and verifying SHA-1 PSS.
+///
+/// The key is parsed once into an `EVP_PKEY` and one `EVP_MD_CTX` is allocated once. Each call
+/// resets the context, initialises it for the key with `EVP_sha1()` (`EVP_DigestSignInit` /
+/// `EVP_DigestVerifyInit`, which creates the key context), sets the padding and signs or
+/// verifies in one shot — the same steps `aws-lc-rs` takes per call for SHA-2.
+struct EvpRsa {
+    pkey: *mut sys::EVP_PKEY,
+    ctx: *mut sys::EVP_MD_CTX,
+    padding: RsaPadding,
+    /// Signature length (the modulus length in bytes).
+    sig_len: usize,
+}
+
+impl EvpRsa {
+    /// Parse an RSA private key (PKCS#8 DER) for SHA-1 signing with `padding`.
+    fn signer(pkcs8: &[u8], bits: u32, padding: RsaPadding) -> Result<Self> {
+        aws_lc_rs::init();
+        // SAFETY: `cbs` points into `pkcs8`, which outlives the call; EVP_parse_private_key
+        // returns a new EVP_PKEY or null, and the non-null one is owned by `EvpRsa` (freed in
+        // Drop) from here on.
+        let (pkey, rest) = unsafe {
+            let mut cbs = sys::CBS {
+                data: ptr::null(),
+                len: 0,
+            };
+            sys::CBS_init(&mut cbs, pkcs8.as_ptr(), pkcs8.len());
+            let pkey = sys::EVP_parse_private_key(&mut cbs);
+            (pkey, sys::CBS_len(&cbs))
+        };
+        if pkey.is_null() {
+            return Err(lc_error("parsing the RSA private key (PKCS#8)"));
+        }
+        let this = Self::new(pkey, padding)?;
+        if rest != 0 {
+            return Err(BackendError::Failed(format!(
+                "RSA private key has {rest} bytes after the PKCS#8 structure"
+            )));
+        }
+        this.check(bits)?;
+        Ok(this)
+    }
+
+    /// Parse an RSA public key (PKCS#1 `RSAPublicKey` DER) for SHA-1 PSS verification.
+    fn verifier(pkcs1: &[u8], bits: u32) -> Result<Self> {
+        aws_lc_rs::init();
+        // SAFETY: `pkcs1` is valid for its length; RSA_public_key_from_bytes returns a new RSA
+        // (the whole input must be one RSAPublicKey) or null.
+        let rsa = unsafe { sys::RSA_public_key_from_bytes(pkcs1.as_ptr(), pkcs1.len()) };
+        if rsa.is_null() {
+            return Err(lc_error("parsing the RSA public key (PKCS#1)"));
+        }
+        // SAFETY: `rsa` is a live RSA we own; EVP_PKEY_assign_RSA takes it over on success
+        // only, so on failure it is freed here, and `pkey` (owned by `EvpRsa` once non-null) is
+        // freed by Drop.
+        let pkey = unsafe {
+            let pkey = sys::EVP_PKEY_new();
+            if pkey.is_null() {
+                sys::RSA_free(rsa);
+                return Err(lc_error("EVP_PKEY_new"));
+            }
+            if sys::EVP_PKEY_assign_RSA(pkey, rsa) != 1 {
+                sys::RSA_free(rsa);
+                sys::EVP_PKEY_free(pkey);
+                return Err(lc_error("EVP_PKEY_assign_RSA"));
+            }
+            pkey
+        };
+        let this = Self::new(pkey, RsaPadding::Pss)?;
+        this.check(bits)?;
+        Ok(this)
+    }
+
+    /// Take ownership of `pkey` (non-null) and allocate the digest context.
+    fn new(pkey: *mut sys::EVP_PKEY, padding: RsaPadding) -> Result<Self> {
+        // SAFETY: EVP_MD_CTX_new has no preconditions; `pkey` is a live key; whatever is
+        // non-null is owned by the returned value and freed in Drop.
+        let (ctx, size) = unsafe { (sys::EVP_MD_CTX_new(), sys::EVP_PKEY_size(pkey)) };
+        let this = EvpRsa {
+            pkey,
+            ctx,
+            padding,
+            sig_len: usize::try_from(size).unwrap_or(0),
+        };
+        if ctx.is_null() {
+            return Err(lc_error("EVP_MD_CTX_new"));
+        }
+        Ok(this)
+    }
+
+    /// Refuse a key that is not RSA or not of `bits` bits.
+    fn check(&self, bits: u32) -> Result<()> {
+        // SAFETY: `self.pkey` is a live EVP_PKEY; both functions only read it.
+        let (id, have) = unsafe { (sys::EVP_PKEY_id(self.pkey), sys::EVP_PKEY_bits(self.pkey)) };
+        if id != sys::EVP_PKEY_RSA {
+            return Err(BackendError::Failed(format!(
+                "key is not an RSA key (EVP_PKEY type {id})"
+            )));
+        }
+        check_rsa_bits(u32::try_from(have).unwrap_or(0), bits)
+    }
+
+    /// Reset the context and initialise it for signing (or verifying) with SHA-1 and the
+    /// padding. `false` when AWS-LC refuses a step (its error queue says why).
+    fn init(&mut self, sign: bool) -> bool {
+        let mut pctx: *mut sys::EVP_PKEY_CTX = ptr::null_mut();
+        // SAFETY: `self.ctx` and `self.pkey` are live; the reset frees what the previous call
+        // left in the context; `pctx` is set by the init call to a key context owned by
+        // `self.ctx`, and only used while it lives (in this block).
+        unsafe {
+            sys::EVP_MD_CTX_reset(self.ctx);
+            let md = sys::EVP_sha1();
+            let init = if sign {
+                sys::EVP_DigestSignInit(self.ctx, &mut pctx, md, ptr::null_mut(), self.pkey)
+            } else {
+                sys::EVP_DigestVerifyInit(self.ctx, &mut pctx, md, ptr::null_mut(), self.pkey)
+            };
+            if init != 1 || pctx.is_null() {
+                return false;
+            }
+            match self.padding {
+                RsaPadding::Pkcs1 => {
+                    sys::EVP_PKEY_CTX_set_rsa_padding(pctx, sys::RSA_PKCS1_PADDING) == 1
+                }
+                RsaPadding::Pss => {
+                    sys::EVP_PKEY_CTX_set_rsa_padding(pctx, sys::RSA_PKCS1_PSS_PADDING) == 1
+                        && sys::EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, sys::RSA_PSS_SALTLEN_DIGEST)
+                            == 1
+                        && sys::EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, md) == 1
+                }
+            }
+        }
+    }
+}
+
+impl Signer for EvpRsa {
+    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
+        if !self.init(true) {
+            return Err(lc_error("RSA SHA-1 signing setup"));
+        }
+        let mut sig = vec![0u8; self.sig_len];
+        let mut len = sig.len();
+        // SAFETY: `self.ctx` was just initialised for signing; `sig` has room for `len` bytes
+        // (EVP_PKEY_size), and `msg` is valid for its length.
+        let ok = unsafe {
+            sys::EVP_DigestSign(
+                self.ctx,
+                sig.as_mut_ptr(),
+                &mut len,
+                msg.as_ptr(),
+                msg.len(),
+            )
+        };
+        if ok != 1 {
+            return Err(lc_error("RSA SHA-1 signing"));
+        }
+        sig.truncate(len);
+        Ok(sig)
+    }
+}
+
+impl Verifier for EvpRsa {
+    fn verify(&mut self, msg: &[u8], sig: &[u8]) -> Result<bool> {
+        if !self.init(false) {
+            return Err(lc_error("RSA SHA-1 verification setup"));
+        }
+        // SAFETY: `self.ctx` was just initialised for verifying; `sig` and `msg` are valid for
+        // their lengths.
+        let ok = unsafe {
+            sys::EVP_DigestVerify(self.ctx, sig.as_ptr(), sig.len(), msg.as_ptr(), msg.len())
+        };
+        if ok != 1 {
+            // An invalid or malformed signature: not valid. AWS-LC queued the reason; drop it
+            // so the queue does not grow across a timed loop.
+            // SAFETY: ERR_clear_error only touches this thread's error queue.
+            unsafe { sys::ERR_clear_error() };
+        }
+        Ok(ok == 1)
+    }
+}
+
+impl Drop for EvpRsa {
+    fn drop(&mut self) {
+        // SAFETY: both pointers are owned by `self` and freed exactly once; both free
+        // functions accept null.
+        unsafe {
+            sys::EVP_MD_CTX_free(self.ctx);
+            sys::EVP_PKEY_free(self.pkey);
+        }
+    }
+}
+
+/// `Failed` with what failed and AWS-LC's first queued error (the queue is then cleared).
+fn lc_error(what: &str) -> BackendError {
+    let mut buf = [0 as c_char; 256];
+    // SAFETY: ERR_get_error/ERR_clear_error touch only this thread's error queue;
+    // ERR_error_string_n writes at most `buf.len()` bytes including the terminating NUL, so
+    // `buf` holds a C string afterwards.
+    let reason = unsafe {
+        let code = sys::ERR_get_error();
+        sys::ERR_clear_error();
+        if code == 0 {
+            return BackendError::Failed(format!("{what} failed"));
+        }
+        sys::ERR_error_string_n(code, buf.as_mut_ptr(), buf.len());
+        CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
+    };
+    BackendError::Failed(format!("{what} failed: {reason}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backends::openssl::OpenSsl;
+    use crate::ops::keys::{self, X25519_ALICE, X25519_BOB};
+    use crate::ops::SigFamily;
+
+    const NONCE: [u8; 12] = [7; 12];
+
+    /// The signature schemes this backend signs.
+    fn signing_cases() -> Vec<(SigAlg, SigFamily)> {
+        let mut cases = vec![
+            (SigAlg::Ed25519, SigFamily::Ed25519),
+            (
+                SigAlg::EcdsaP256 {
+                    digest: DigestAlg::Sha256,
+                },
+                SigFamily::EcdsaP256,
+            ),
+            (
+                SigAlg::EcdsaP384 {
+                    digest: DigestAlg::Sha384,
+                },
+                SigFamily::EcdsaP384,
+            ),
+        ];
+        for bits in [2048, 3072, 4096] {
+            for digest in [
+                DigestAlg::Sha1,
+                DigestAlg::Sha256,
+                DigestAlg::Sha384,
+                DigestAlg::Sha512,
+            ] {
+                for padding in [RsaPadding::Pkcs1, RsaPadding::Pss] {
+                    cases.push((
+                        SigAlg::Rsa {
+                            bits,
+                            digest,
+                            padding,
+                        },
+                        SigFamily::Rsa(bits),
+                    ));
+                }
+            }
+        }
+        cases
+    }
+
+    /// ECDSA schemes this backend verifies but cannot sign.
+    fn verify_only_cases() -> Vec<(SigAlg, SigFamily)> {
+        let mut cases = vec![];
+        for digest in [DigestAlg::Sha1, DigestAlg::Sha384, DigestAlg::Sha512] {
+            cases.push((SigAlg::EcdsaP256 { digest }, SigFamily::EcdsaP256));
+        }
+        for digest in [DigestAlg::Sha256, DigestAlg::Sha512] {
+            cases.push((SigAlg::EcdsaP384 { digest }, SigFamily::EcdsaP384));
+        }
+        cases
+    }
+
+    #[test]
+    fn info_reports_runtime_version_and_locked_crates() {
+        let info = AwsLc.info();
+        assert_eq!(info.backend, "aws-lc");
+        assert_eq!(info.library, "AWS-LC");
+        assert!(
+            info.library_version
+                .starts_with(|c: char| c.is_ascii_digit()),
+            "{}",
+            info.library_version
+        );
+        assert!(info
+            .library_version
+            .ends_with(&format!("({CRATE_VERSIONS})")));
+        assert!(!info.fips, "built without the fips feature");
+        // Keep CRATE_VERSIONS in step with Cargo.lock.
+        let lock = include_str!("../../Cargo.lock");
+        for entry in CRATE_VERSIONS.split(", ") {
+            let (name, version) = entry.split_once(' ').unwrap();
+            let needle = format!("name = \"{name}\"\nversion = \"{version}\"\n");
+            assert!(
+                lock.contains(&needle),
+                "Cargo.lock does not lock {name} {version}"
+            );
+        }
+    }
+
+    #[test]
+    fn digests_known_answers() {
+        // FIPS 180-4 / FIPS 202 examples (NIST CSRC "Examples with Intermediate Values"):
+        // the one-block message "abc". Confirmed with `printf abc | openssl dgst -<alg>`.
+        let cases = [
+            (DigestAlg::Sha1, "a9993e364706816aba3e25717850c26c9cd0d89d"),
+            (
+                DigestAlg::Sha256,
+                "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            ),
+            (
+                DigestAlg::Sha3_256,
+                "3a985da74fe225b2045c172d6bd390bd855f086e3e9d525b46bfe24511431532",
+            ),
+        ];
+        for (alg, want) in cases {
+            let mut d = AwsLc.digest(alg).unwrap();
+            let mut out = Vec::new();
+            for _ in 0..3 {
+                d.digest(b"abc", &mut out).unwrap();
+                assert_eq!(hex::encode(&out), want, "{alg}");
+            }
+        }
+        for alg in DigestAlg::ALL {
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            AwsLc
+                .digest(alg)
+                .unwrap()
+                .digest(&[0x5a; 1000], &mut ours)
+                .unwrap();
+            OpenSsl
+                .digest(alg)
+                .unwrap()
+                .digest(&[0x5a; 1000], &mut theirs)
+                .unwrap();
+            assert_eq!(ours.len(), alg.output_len());
+            assert_eq!(ours, theirs, "{alg}");
+        }
+    }
+
+    #[test]
+    fn hmac_rfc4231_case2() {
+        // RFC 4231 §4.3, test case 2 (key "Jefe"). Confirmed with
+        // `printf 'what do ya want for nothing?' | openssl dgst -sha256 -hmac Jefe`.
+        let mut m = AwsLc.hmac(DigestAlg::Sha256, b"Jefe").unwrap();
+        let mut out = Vec::new();
+        for _ in 0..3 {
+            m.mac(b"what do ya want for nothing?", &mut out).unwrap();
+            assert_eq!(
+                hex::encode(&out),
+                "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+            );
+        }
+        for alg in [
+            DigestAlg::Sha1,
+            DigestAlg::Sha256,
+            DigestAlg::Sha384,
+            DigestAlg::Sha512,
+        ] {
+            let mut theirs = Vec::new();
+            AwsLc
+                .hmac(alg, &[1; 32])
+                .unwrap()
+                .mac(b"x", &mut out)
+                .unwrap();
+            OpenSsl
+                .hmac(alg, &[1; 32])
+                .unwrap()
+                .mac(b"x", &mut theirs)
+                .unwrap();
+            assert_eq!(out.len(), alg.output_len(), "{alg}");
+            assert_eq!(out, theirs, "{alg}");
+        }
+        assert!(matches!(
+            AwsLc.hmac(DigestAlg::Sha3_256, &[1; 32]),
+            Err(BackendError::Unsupported(_))
+        ));
+    }
+
+    #[test]
+    fn aead_round_trips() {
+        for alg in [
+            AeadAlg::Aes128Gcm,
+            AeadAlg::Aes256Gcm,
+            AeadAlg::ChaCha20Poly1305,
+        ] {
+            let key = vec![0x42; alg.key_len()];
+            let mut a = AwsLc.aead(alg, &key).unwrap();
+            for (aad, len) in [(&b""[..], 0), (&b""[..], 1024), (&b"header"[..], 33)] {
+                let pt: Vec<u8> = (0..len).map(|i| i as u8).collect();
+                let (mut sealed, mut again, mut opened) = (Vec::new(), Vec::new(), Vec::new());
+                a.seal(&NONCE, aad, &pt, &mut sealed).unwrap();
+                a.seal(&NONCE, aad, &pt, &mut again).unwrap();
+                assert_eq!(sealed, again, "{alg:?}: key reuse changed the output");
+                assert_eq!(sealed.len(), len + 16);
+                a.open(&NONCE, aad, &sealed, &mut opened).unwrap();
+                assert_eq!(opened, pt);
+                // A tampered ciphertext, other AAD or other nonce fails to open.
+                let mut bad = sealed.clone();
+                bad[0] ^= 1;
+                assert!(matches!(
+                    a.open(&NONCE, aad, &bad, &mut opened),
+                    Err(BackendError::Failed(_))
+                ));
+                assert!(opened.is_empty());
+                let last = bad.len() - 1;
+                bad[0] ^= 1;
+                bad[last] ^= 1;
+                assert!(
+                    a.open(&NONCE, aad, &bad, &mut opened).is_err(),
+                    "tampered tag"
+                );
+                assert!(a.open(&NONCE, b"other", &sealed, &mut opened).is_err());
+                assert!(a.open(&[8; 12], aad, &sealed, &mut opened).is_err());
+                assert!(a.open(&NONCE, aad, &sealed[..10], &mut opened).is_err());
+                // The key still works after a failure.
+                a.open(&NONCE, aad, &sealed, &mut opened).unwrap();
+                assert_eq!(opened, pt);
+            }
+            assert!(AwsLc.aead(alg, &[0; 5]).is_err());
+        }
+    }
+
+    #[test]
+    fn aead_interoperates_with_openssl() {
+        for alg in [
+            AeadAlg::Aes128Gcm,
+            AeadAlg::Aes256Gcm,
+            AeadAlg::ChaCha20Poly1305,
+        ] {
+            let key: Vec<u8> = (0..alg.key_len() as u8).collect();
+            let pt: Vec<u8> = (0..100u8).collect();
+            let (mut ours, mut theirs, mut out) = (Vec::new(), Vec::new(), Vec::new());
+            AwsLc
+                .aead(alg, &key)
+                .unwrap()
+                .seal(&NONCE, b"ad", &pt, &mut ours)
+                .unwrap();
+            OpenSsl
+                .aead(alg, &key)
+                .unwrap()
+                .seal(&NONCE, b"ad", &pt, &mut theirs)
+                .unwrap();
+            assert_eq!(ours, theirs, "{alg:?}");
+            AwsLc
+                .aead(alg, &key)
+                .unwrap()
+                .open(&NONCE, b"ad", &theirs, &mut out)
+                .unwrap();
+            assert_eq!(out, pt);
+        }
+    }
+
+    fn sig_round_trip(alg: SigAlg, family: SigFamily) {
+        let key = keys::signing_key(family);
+        let mut s = AwsLc.signer(alg, &key).unwrap();
+        let mut v = AwsLc.verifier(alg, key.public).unwrap();
+        let msg = b"cryptoperf sign/verify round trip";
+        for _ in 0..2 {
+            let sig = s.sign(msg).unwrap();
+            assert!(v.verify(msg, &sig).unwrap(), "{alg:?}");
+            assert!(
+                !v.verify(b"cryptoperf sign/verify round trip!", &sig)
+                    .unwrap(),
+                "{alg:?}"
+            );
+            let mut bad = sig.clone();
+            let last = bad.len() - 1;
+            bad[last] ^= 1;
+            assert!(!v.verify(msg, &bad).unwrap(), "{alg:?}");
+            assert!(!v.verify(msg, &sig[..sig.len() - 1]).unwrap(), "{alg:?}");
+            // The verifier recovers after failures.
+            assert!(v.verify(msg, &sig).unwrap(), "{alg:?}");
+        }
+    }
+
+    #[test]
+    fn signatures_round_trip() {
+        for (alg, family) in signing_cases() {
+            sig_round_trip(alg, family);
+        }
+    }
+
+    #[test]
+    fn rsa_key_size_is_checked() {
+        let key = keys::signing_key(SigFamily::Rsa(2048));
+        for digest in [DigestAlg::Sha1, DigestAlg::Sha256] {
+            for padding in [RsaPadding::Pkcs1, RsaPadding::Pss] {
+                let alg = SigAlg::Rsa {
+                    bits: 3072,
+                    digest,
+                    padding,
+                };
+                assert!(
+                    matches!(AwsLc.signer(alg, &key), Err(BackendError::Failed(_))),
+                    "{alg:?}"
+                );
+                assert!(
+                    matches!(
+                        AwsLc.verifier(alg, key.public),
+                        Err(BackendError::Failed(_))
+                    ),
+                    "{alg:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn rsa_pkcs1_matches_openssl_byte_for_byte() {
+        // PKCS#1 v1.5 is deterministic: both libraries must produce the very same signature,
+        // through aws-lc-rs (SHA-256) and through the C API (SHA-1).
+        for digest in [DigestAlg::Sha1, DigestAlg::Sha256] {
+            let alg = SigAlg::Rsa {
+                bits: 2048,
+                digest,
+                padding: RsaPadding::Pkcs1,
+            };
+            let key = keys::signing_key(SigFamily::Rsa(2048));
+            let mut s = AwsLc.signer(alg, &key).unwrap();
+            let a = s.sign(b"m").unwrap();
+            assert_eq!(a.len(), 256);
+            assert_eq!(a, s.sign(b"m").unwrap());
+            assert_eq!(
+                a,
+                OpenSsl.signer(alg, &key).unwrap().sign(b"m").unwrap(),
+                "{digest}"
+            );
+        }
+    }
+
+    /// Signatures made here verify under OpenSSL and the other way round, including RSA with
+    /// SHA-1 (signed and, for PSS, verified through the C API).
+    #[test]
+    fn signatures_interoperate_with_openssl() {
+        let msg = b"interop";
+        for (alg, family) in signing_cases() {
+            let key = keys::signing_key(family);
+            let ours = AwsLc.signer(alg, &key).unwrap().sign(msg).unwrap();
+            let mut theirs_v = OpenSsl.verifier(alg, key.public).unwrap();
+            assert!(theirs_v.verify(msg, &ours).unwrap(), "{alg:?}");
+            assert!(!theirs_v.verify(b"other", &ours).unwrap(), "{alg:?}");
+            let theirs = OpenSsl.signer(alg, &key).unwrap().sign(msg).unwrap();
+            let mut v = AwsLc.verifier(alg, key.public).unwrap();
+            assert!(v.verify(msg, &theirs).unwrap(), "{alg:?}");
+            assert!(!v.verify(b"other", &theirs).unwrap(), "{alg:?}");
+        }
+        for (alg, family) in verify_only_cases() {
+            let key = keys::signing_key(family);
+            let theirs = OpenSsl.signer(alg, &key).unwrap().sign(msg).unwrap();
+            let mut v = AwsLc.verifier(alg, key.public).unwrap();
+            assert!(v.verify(msg, &theirs).unwrap(), "{alg:?}");
+            assert!(!v.verify(b"other", &theirs).unwrap(), "{alg:?}");
+        }
+    }
+
+    #[test]
+    fn ecdsa_key_on_wrong_curve_is_refused() {
+        let p384 = SigAlg::EcdsaP384 {
+            digest: DigestAlg::Sha384,
+        };
+        assert!(matches!(
+            AwsLc.signer(p384, &keys::signing_key(SigFamily::EcdsaP256)),
+            Err(BackendError::Failed(_))
+        ));
+        assert!(AwsLc
+            .verifier(p384, keys::signing_key(SigFamily::EcdsaP256).public)
+            .is_err());
+    }
+
+    #[test]
+    fn unsupported_pairs_say_so() {
+        let sign_only = |alg: SigAlg, family| {
+            let key = keys::signing_key(family);
+            let e = AwsLc.signer(alg, &key).err();
+            assert!(
+                matches!(e, Some(BackendError::Unsupported(_))),
+                "{alg:?}: {e:?}"
+            );
+        };
+        let both = |alg: SigAlg, family| {
+            sign_only(alg, family);
+            let key = keys::signing_key(family);
+            let e = AwsLc.verifier(alg, key.public).err();
+            assert!(
+                matches!(e, Some(BackendError::Unsupported(_))),
+                "{alg:?}: {e:?}"
+            );
+        };
+        for padding in [RsaPadding::Pkcs1, RsaPadding::Pss] {
+            let alg = SigAlg::Rsa {
+                bits: 2048,
+                digest: DigestAlg::Sha3_256,
+                padding,
+            };
+            both(alg, SigFamily::Rsa(2048));
+        }
+        for (alg, _) in verify_only_cases() {
+            let family = match alg {
+                SigAlg::EcdsaP384 { .. } => SigFamily::EcdsaP384,
+                _ => SigFamily::EcdsaP256,
+            };
+            sign_only(alg, family);
+        }
+        let p256_sha3 = SigAlg::EcdsaP256 {
+            digest: DigestAlg::Sha3_256,
+        };
+        both(p256_sha3, SigFamily::EcdsaP256);
+        for digest in [DigestAlg::Sha1, DigestAlg::Sha3_256] {
+            both(SigAlg::EcdsaP384 { digest }, SigFamily::EcdsaP384);
+        }
+        assert!(matches!(
+            AwsLc.agreement(KxAlg::Ffdh2048, None),
+            Err(BackendError::Unsupported(_))
+        ));
+        assert!(matches!(
+            AwsLc.hmac(DigestAlg::Sha3_256, b"k"),
+            Err(BackendError::Unsupported(_))
+        ));
+    }
+
+    #[test]
+    fn ed25519_rfc8032_test1() {
+        // RFC 8032 §7.1 TEST 1: the empty message (confirmed with pyca/cryptography).
+        let key = keys::signing_key(SigFamily::Ed25519);
+        let want = "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e06522490155\
+                    5fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b";
+        let mut s = AwsLc.signer(SigAlg::Ed25519, &key).unwrap();
+        for _ in 0..3 {
+            assert_eq!(hex::encode(s.sign(b"").unwrap()), want);
+        }
+        let mut v = AwsLc.verifier(SigAlg::Ed25519, key.public).unwrap();
+        assert!(v.verify(b"", &hex::decode(want).unwrap()).unwrap());
+        assert!(!v.verify(b"", &[0; 10]).unwrap());
+        assert!(v.verify(b"", &hex::decode(want).unwrap()).unwrap());
+        // A seed that does not match the public key is refused.
+        let mut wrong = key;
+        wrong.public = X25519_ALICE.public;
+        assert!(AwsLc.signer(SigAlg::Ed25519, &wrong).is_err());
+    }
+
+    #[test]
+    fn x25519_rfc7748() {
+        let mut alice = AwsLc.agreement(KxAlg::X25519, Some(&X25519_ALICE)).unwrap();
+        let mut bob = AwsLc.agreement(KxAlg::X25519, Some(&X25519_BOB)).unwrap();
+        assert_eq!(alice.public_key(), X25519_ALICE.public);
+        assert_eq!(bob.public_key(), X25519_BOB.public);
+        // RFC 7748 §6.1 shared secret K. Confirmed with `openssl pkeyutl -derive`.
+        let k = "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742";
+        for _ in 0..2 {
+            assert_eq!(hex::encode(alice.derive(X25519_BOB.public).unwrap()), k);
+            assert_eq!(hex::encode(bob.derive(X25519_ALICE.public).unwrap()), k);
+        }
+        assert!(
+            alice.derive(&[0; 32]).is_err(),
+            "a small-order peer key must be refused"
+        );
+        assert!(
+            alice.derive(&[9; 31]).is_err(),
+            "a short peer key must be refused"
+        );
+        assert_eq!(hex::encode(alice.derive(X25519_BOB.public).unwrap()), k);
+        assert!(AwsLc.agreement(KxAlg::X25519, None).is_err());
+    }
+
+    #[test]
+    fn ecdh_p256_agrees() {
+        let (ours, peer) = keys::agreement_keys(KxAlg::EcdhP256).unwrap();
+        let mut a = AwsLc.agreement(KxAlg::EcdhP256, Some(&ours)).unwrap();
+        let mut b = AwsLc.agreement(KxAlg::EcdhP256, Some(&peer)).unwrap();
+        assert_eq!(a.public_key(), ours.public);
+        assert_eq!(b.public_key(), peer.public);
+        let s = a.derive(peer.public).unwrap();
+        assert_eq!(s.len(), 32);
+        assert_eq!(s, b.derive(ours.public).unwrap());
+        assert_eq!(s, a.derive(peer.public).unwrap());
+        let mut off_curve = peer.public.to_vec();
+        off_curve[40] ^= 1;
+        assert!(a.derive(&off_curve).is_err());
+        assert_eq!(s, a.derive(peer.public).unwrap());
+        // The same secret as OpenSSL's.
+        let mut o = OpenSsl.agreement(KxAlg::EcdhP256, Some(&ours)).unwrap();
+        assert_eq!(s, o.derive(peer.public).unwrap());
+    }
+
+    #[test]
+    fn ml_kem_768_agrees() {
+        let mut dk = AwsLc.kem_keypair(KemAlg::MlKem768).unwrap();
+        let ek = dk.encapsulation_key();
+        assert_eq!(ek.len(), 1184);
+        let mut enc = AwsLc.kem_encapsulator(KemAlg::MlKem768, &ek).unwrap();
+        for _ in 0..2 {
+            let (ct, k) = enc.encaps().unwrap();
+            assert_eq!((ct.len(), k.len()), (1088, 32));
+            assert_eq!(dk.decaps(&ct).unwrap(), k);
+            // FIPS 203 implicit rejection: a tampered ciphertext gives another key, no error.
+            let mut bad = ct.clone();
+            bad[0] ^= 1;
+            assert_ne!(dk.decaps(&bad).unwrap(), k);
+        }
+        assert!(dk.decaps(&[0; 10]).is_err());
+        assert!(AwsLc
+            .kem_encapsulator(KemAlg::MlKem768, &ek[..100])
+            .is_err());
+        // RustCrypto's ml-kem encapsulates to our key, and we to one of its keys.
+        use crate::backends::rustcrypto::RustCrypto;
+        let (ct, k) = RustCrypto
+            .kem_encapsulator(KemAlg::MlKem768, &ek)
+            .unwrap()
+            .encaps()
+            .unwrap();
+        assert_eq!(dk.decaps(&ct).unwrap(), k);
+        let mut theirs = RustCrypto.kem_keypair(KemAlg::MlKem768).unwrap();
+        let (ct, k) = AwsLc
+            .kem_encapsulator(KemAlg::MlKem768, &theirs.encapsulation_key())
+            .unwrap()
+            .encaps()
+            .unwrap();
+        assert_eq!(theirs.decaps(&ct).unwrap(), k);
     }
 }
