@@ -28,6 +28,34 @@ def test_latency_percentiles_mean_and_stddev_alongside():
     assert lat.mean_ns > lat.p50_ns and lat.stddev_ns > 0
 
 
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_latency_is_identical_to_hdrh_own_figures(seed):
+    """latency_of reads only the recorded buckets (fast); its figures must be hdrh's, exactly,
+    so stored runs give the same numbers as before."""
+    rng = np.random.default_rng(seed)
+    values = rng.lognormal(np.log(20_000), 1.2, 3000).astype(int) + 1
+    parts = [encoded([(int(v), int(c)) for v, c in zip(values[i::3], rng.integers(1, 50, 1000))])
+             for i in range(3)]
+    h = stats.merge_histograms(parts)
+    lat = stats.latency_of(h)
+    assert lat.count == h.get_total_count()
+    assert (lat.p50_ns, lat.p90_ns, lat.p99_ns, lat.p999_ns) == tuple(
+        h.get_value_at_percentile(p) for p in stats.PERCENTILES)
+    assert lat.mean_ns == h.get_mean_value() and lat.stddev_ns == h.get_stddev()
+    assert (lat.min_ns, lat.max_ns) == (h.get_min_value(), h.get_max_value())
+    values_ns, fraction = stats.cdf(h)
+    ref = [(it.value_iterated_to, it.total_count_to_this_value) for it in h.get_recorded_iterator()]
+    assert list(values_ns) == [v for v, _ in ref]
+    assert fraction[-1] == 1.0 and list(fraction) == [c / h.get_total_count() for _, c in ref]
+
+
+def test_merge_histograms_adds_counts():
+    h = stats.merge_histograms([encoded([(1000, 3)]), encoded([(2000, 1)])])
+    assert h.get_total_count() == 4 and stats.latency_of(h).p50_ns == pytest.approx(1000, rel=1e-3)
+    with pytest.raises(ValueError):
+        stats.merge_histograms([])
+
+
 def test_bad_histogram_raises_value_error():
     with pytest.raises(ValueError):
         stats.latency_from_histogram("not a histogram")
