@@ -24,6 +24,7 @@ from cryptoperf.analysis import CellSummary, Delta, cell_dict
 from cryptoperf.errors import StoreError
 from cryptoperf.run.local import RunOutcome
 from cryptoperf.store import FORMAT_VERSION
+from cryptoperf.stored import StoredRun
 from cryptoperf.study import Study
 
 
@@ -100,6 +101,20 @@ def study_document(study: Study, host: Mapping[str, Any], outcomes: Sequence[Run
             "runs": [outcome_dict(o) for o in outcomes],
             "cells": [s.as_dict() for s in summaries],
             "deltas": [d.as_dict() for d in deltas]}
+
+
+def run_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
+    """The document of a stored run, rebuilt from the store: a ``study`` document (as the
+    study wrote it, figures recomputed with the stored seed) for a study, else a ``speed``
+    document. ``stderr_tail`` is '' (the store does not keep it)."""
+    m = run.meta
+    if run.study is None:
+        return speed_document(run.outcomes, run.host, {}, m.get("started_at") or "",
+                              m.get("finished_at") or "")
+    return study_document(run.study, run.host, run.outcomes, run.summaries.values(), run.deltas,
+                          status=m.get("status") or "", started_at=m.get("started_at") or "",
+                          finished_at=m.get("finished_at") or "",
+                          store={"path": str(store_path), "run_id": run.id})
 
 
 def result_path(out_dir: str | Path, study_name: str, started_at: str) -> Path:

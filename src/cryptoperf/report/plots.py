@@ -1,0 +1,203 @@
+"""Plots for the HTML report, rendered by matplotlib (Agg, no display) to static SVG text that
+is inlined in the page: no JavaScript, no fonts or scripts fetched, opens offline.
+
+Every SVG's root element carries ``class="plot <kind>"`` and a unique ``id``; the ids inside it
+(clip paths) are prefixed with that id, so several plots can share one page. Text stays text
+(``svg.fonttype = none``): small files, searchable labels.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from html import escape
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from cryptoperf.report.terminal import fmt_count, fmt_ns
+
+#: Colours by configuration position (matplotlib's tab10), so a configuration keeps its colour
+#: across every plot of a report.
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
+           "#7f7f7f", "#bcbd22", "#17becf")
+
+#: Percentiles marked on latency plots: (fraction, label).
+MARKED = ((0.5, "p50"), (0.9, "p90"), (0.99, "p99"), (0.999, "p99.9"))
+
+_MAX_POINTS = 600  # a CDF curve is thinned to about this many steps (file size, render time)
+
+
+def colour(index: int) -> str:
+    """The colour of the configuration at ``index`` (cycling through PALETTE)."""
+    return PALETTE[index % len(PALETTE)]
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One configuration's latency distribution.
+
+    Attributes:
+        label: legend text.
+        values_ns, fraction: the CDF (``stats.cdf``): ascending values (ns) and the cumulative
+            share (0–1] of recorded values at or below each, shape (k,) both.
+        marks: percentile label (``p50``…) → value in ns, drawn as markers on the curve.
+        colour: line colour.
+    """
+
+    label: str
+    values_ns: np.ndarray
+    fraction: np.ndarray
+    marks: Mapping[str, float] = field(default_factory=dict)
+    colour: str = PALETTE[0]
+
+
+@dataclass(frozen=True)
+class Bars:
+    """One configuration's per-repetition throughput and CPU cost.
+
+    Attributes:
+        label: axis text; colour: bar colour.
+        ops_per_s: operations per second of each measured repetition.
+        cpu_ns_per_op: CPU time per operation (ns) of each measured repetition.
+    """
+
+    label: str
+    ops_per_s: Sequence[float]
+    cpu_ns_per_op: Sequence[float]
+    colour: str = PALETTE[0]
+
+
+def _figure(width_in: float, height_in: float):
+    import matplotlib
+    matplotlib.use("Agg", force=False)
+    from matplotlib.figure import Figure
+    return Figure(figsize=(width_in, height_in), dpi=96)
+
+
+def _svg(fig, plot_id: str, kind: str, title: str) -> str:
+    """Serialise ``fig`` as an inline ``<svg>`` element (no XML prolog), ids prefixed."""
+    import matplotlib
+    buf = io.StringIO()
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot_id}):
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]
+    text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{plot_id}-{m.group(1)}"', text)
+    text = re.sub(r'url\(#([^)]+)\)', lambda m: f'url(#{plot_id}-{m.group(1)})', text)
+    text = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{plot_id}-{m.group(1)}"', text)
+    attrs = (f'<svg class="plot {escape(kind)}" id="{escape(plot_id)}" role="img" '
+             f'aria-label="{escape(title)}"')
+    text = attrs + text[len("<svg"):]
+    head_end = text.index(">") + 1
+    return text[:head_end] + f"\n<title>{escape(title)}</title>" + text[head_end:]
+
+
+def _thin(values: np.ndarray, fraction: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """At most about _MAX_POINTS steps, keeping the first and last and every marked tail."""
+    if values.size <= _MAX_POINTS:
+        return values, fraction
+    # evenly spaced in log(value), plus all of the top 0.2 % where the tail lives
+    grid = np.unique(np.geomspace(values[0], values[-1], _MAX_POINTS))
+    idx = np.unique(np.concatenate([np.searchsorted(values, grid).clip(0, values.size - 1),
+                                    np.nonzero(fraction >= 0.998)[0][:_MAX_POINTS],
+                                    [0, values.size - 1]]))
+    return values[idx], fraction[idx]
+
+
+def _ns_formatter():
+    from matplotlib.ticker import FuncFormatter
+    return FuncFormatter(lambda v, _pos: fmt_ns(v).replace(" ", "\u2009"))
+
+
+def latency_cdf_svg(curves: Sequence[Curve], plot_id: str, title: str) -> str:
+    """Overlaid latency CDFs of ``curves`` as an ``<svg class="plot latency-cdf">``.
+
+    x: latency per operation (ns, log scale); y: cumulative share on a logit scale (labelled
+    as percentiles, so p90, p99 and p99.9 get room); dotted guides and markers at p50, p90,
+    p99 and p99.9 (the ``marks`` of each curve). A curve with no values is left out. Returns
+    the SVG text.
+    """
+    fig = _figure(7.2, 3.6)
+    ax = fig.add_subplot()
+    curves = [c for c in curves if len(c.values_ns)]
+    lo = min((float(c.values_ns[0]) for c in curves), default=1.0)
+    hi = max((float(c.values_ns[-1]) for c in curves), default=10.0)
+    y_lo, y_hi = 0.01, 0.9999
+    for frac, name in MARKED:
+        ax.axhline(frac, color="#999999", linewidth=0.6, linestyle=":", zorder=1)
+    for c in curves:
+        v, f = _thin(np.asarray(c.values_ns, float), np.asarray(c.fraction, float))
+        # steps: up at each value; start at the bottom edge of the plot
+        xs = np.concatenate([[v[0]], v])
+        ys = np.concatenate([[y_lo / 2], f]).clip(y_lo / 2, 1 - (1 - y_hi) / 2)
+        ax.step(xs, ys, where="pre", color=c.colour, linewidth=1.6, label=c.label, zorder=3)
+        for frac, name in MARKED:
+            if name in c.marks:
+                ax.plot([c.marks[name]], [frac], marker="o", markersize=4, color=c.colour,
+                        zorder=4, linestyle="none")
+    ax.set_xscale("log")
+    ax.set_yscale("logit")
+    if hi <= lo * 1.5:
+        lo, hi = lo / 1.5, hi * 1.5
+    ax.set_xlim(lo / 1.15, hi * 1.15)
+    ax.set_ylim(y_lo, y_hi)
+    from matplotlib.ticker import FixedLocator, LogLocator, NullLocator
+    ax.yaxis.set_major_locator(FixedLocator([0.01, 0.1, 0.5, 0.9, 0.99, 0.999, 0.9999]))
+    ax.set_yticklabels(["p1", "p10", "p50", "p90", "p99", "p99.9", "p99.99"])
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(_ns_formatter())
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xlabel("latency per operation (log scale)")
+    ax.set_ylabel("share of operations at or below")
+    ax.grid(True, which="major", axis="x", color="#dddddd", linewidth=0.6)
+    if curves:
+        ax.legend(loc="lower right", fontsize=8, frameon=False)
+    else:
+        ax.text(0.5, 0.5, "no measured repetitions", transform=ax.transAxes, ha="center")
+    ax.set_title(title, fontsize=10, loc="left")
+    fig.subplots_adjust(left=0.11, right=0.98, top=0.9, bottom=0.15)
+    return _svg(fig, plot_id, "latency-cdf", title)
+
+
+def _bar_panel(ax, bars: Sequence[Bars], attr: str, label: str, fmt) -> None:
+    ys = np.arange(len(bars))[::-1]
+    for y, b in zip(ys, bars):
+        vals = np.asarray(getattr(b, attr), float)
+        if vals.size == 0:
+            ax.text(0, y, "  n/a", va="center", fontsize=8, color="#777777")
+            continue
+        med = float(np.median(vals))
+        ax.barh(y, med, color=b.colour, alpha=0.55, height=0.6, zorder=2)
+        ax.errorbar(med, y, xerr=[[med - vals.min()], [vals.max() - med]], fmt="none",
+                    ecolor="#333333", capsize=4, linewidth=1, zorder=3)
+        ax.plot(vals, np.full(vals.size, y), "o", markersize=3, color="#222222", zorder=4)
+        ax.annotate(fmt(med), (vals.max(), y), xytext=(5, 0), textcoords="offset points",
+                    va="center", fontsize=7, color="#333333")
+    ax.set_yticks(ys, [b.label for b in bars], fontsize=8)
+    ax.set_ylim(-0.6, len(bars) - 0.4)
+    ax.set_xlabel(label, fontsize=9)
+    ax.set_xlim(left=0)
+    ax.margins(x=0.22)
+    ax.grid(True, axis="x", color="#e5e5e5", linewidth=0.6, zorder=0)
+    from matplotlib.ticker import FuncFormatter
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: fmt(v) if v else "0"))
+
+
+def throughput_cpu_svg(bars: Sequence[Bars], plot_id: str, title: str) -> str:
+    """Throughput (ops/s) and CPU time per operation (ns), side by side, one bar per
+    configuration, as an ``<svg class="plot throughput-cpu">``: bar = median of the
+    repetitions, whisker = their min–max, dots = each repetition. Returns the SVG text."""
+    height = 1.0 + 0.42 * max(1, len(bars))
+    fig = _figure(7.2, height)
+    ax_tp, ax_cpu = fig.subplots(1, 2, sharey=True)
+    _bar_panel(ax_tp, bars, "ops_per_s", "operations per second", fmt_count)
+    _bar_panel(ax_cpu, bars, "cpu_ns_per_op", "CPU time per operation", fmt_ns)
+    ax_cpu.tick_params(axis="y", left=False)
+    fig.suptitle(title, fontsize=10, x=0.01, ha="left")
+    label_in = min(2.2, 0.25 + 0.065 * max((len(b.label) for b in bars), default=4))
+    fig.subplots_adjust(left=label_in / 7.2, right=0.97, wspace=0.08,
+                        top=1 - 0.35 / height, bottom=0.55 / height)
+    return _svg(fig, plot_id, "throughput-cpu", title)

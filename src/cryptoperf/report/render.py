@@ -1,0 +1,78 @@
+"""Rendering helpers shared by the report formats and the section builders: the Jinja2
+environment (HTML, autoescaped) with the number formatters as filters, Markdown tables, and
+writing a report file.
+
+Formatting only: every number and verdict comes from ``analysis``/``stats``.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import jinja2
+
+from cryptoperf.errors import StoreError
+from cryptoperf.report.terminal import fmt_count, fmt_mb_s, fmt_ns, fmt_pct, fmt_size
+
+
+def fmt_cv(cv: float | None, n: int = 2) -> str:
+    """A coefficient of variation (fraction) as ``3.2 %``; '—' with fewer than 2 values."""
+    if cv is None or n < 2:
+        return "—"
+    return f"{cv * 100:.1f} %"
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The Jinja2 environment over ``report/templates`` (autoescaping on, strict undefined).
+
+    Filters: ``ns`` (fmt_ns), ``rate`` (fmt_count), ``mb_s`` (fmt_mb_s), ``pct`` (signed
+    fmt_pct), ``upct`` (unsigned), ``size`` (fmt_size), ``cv`` (fmt_cv).
+    """
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("cryptoperf.report", "templates"),
+        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=True)
+    env.filters.update(ns=fmt_ns, rate=fmt_count, mb_s=fmt_mb_s, size=fmt_size, cv=fmt_cv,
+                       pct=fmt_pct, upct=lambda x: fmt_pct(x, signed=False))
+    return env
+
+
+def fragment(template: str, **context: Any) -> str:
+    """Render ``templates/<template>`` with ``context``; returns HTML (values escaped; mark
+    pre-rendered HTML such as an SVG with ``markupsafe.Markup``)."""
+    return environment().get_template(template).render(**context)
+
+
+def md_escape(text: Any) -> str:
+    """``text`` made safe for one Markdown table cell (pipes escaped, newlines as spaces)."""
+    return re.sub(r"\s+", " ", str(text)).replace("|", "\\|").strip()
+
+
+def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str = "") -> str:
+    """A GitHub-flavoured Markdown table. ``align`` has one letter per column, ``l`` or ``r``
+    (default: first column left, the others right). Ends with a newline."""
+    align = align or "l" + "r" * (len(headers) - 1)
+    rule = ["---:" if a == "r" else ":---" for a in align]
+    lines = ["| " + " | ".join(md_escape(h) for h in headers) + " |", "| " + " | ".join(rule) + " |"]
+    lines += ["| " + " | ".join(md_escape(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_text(text: str, path: str | Path, fix: str = "pass -o PATH") -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically, creating directories; return the path.
+
+    Raises StoreError naming the path and ``fix`` if it cannot be written.
+    """
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        tmp = p.with_name(p.name + ".tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(p)
+    except OSError as e:
+        raise StoreError(f"cannot write the report to {p}: {e.strerror or e}; {fix}") from None
+    return p
