@@ -1,4 +1,5 @@
-"""The command line: ``cryptoperf speed``, ``cryptoperf study``, ``cryptoperf backends``.
+"""The command line: ``cryptoperf speed``, ``cryptoperf study``, ``cryptoperf report``,
+``cryptoperf backends``.
 
 This is the only module that turns errors into exit codes: every failure the user can cause
 ends as one line ``cryptoperf: error: <what, where, fix>`` on stderr — exit 2 for usage and
@@ -17,10 +18,12 @@ from typing import Sequence
 import click
 from rich.console import Console
 
-from cryptoperf import PROTOCOL_VERSION, __version__, analysis, hostinfo, plan, study as study_mod
-from cryptoperf.errors import CryptoperfError, UsageError
+from cryptoperf import PROTOCOL_VERSION, __version__, analysis, hostinfo, plan, stored, study as study_mod
+from cryptoperf.errors import CryptoperfError, StoreError, UsageError
+from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
+from cryptoperf.report.render import write_text as render_write
 from cryptoperf.run import local
 from cryptoperf.run.worker import Hello, fetch_hello
 from cryptoperf.store import Store, default_path
@@ -69,6 +72,7 @@ def cli() -> None:
     cryptoperf backends                  which backends and operations the worker has
     cryptoperf speed --op rsa2048-sign   ops/s, MB/s, latency percentiles, CPU/op per backend
     cryptoperf study studies/quick.toml  compare configurations against a baseline
+    cryptoperf report [RUN_ID]           HTML (or md, json, csv) report of a stored run
     """
 
 
@@ -172,15 +176,18 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
 @click.option("--options", "show_options", is_flag=True,
               help="Describe every key a study file may hold, and exit.")
 @click.option("--dry-run", is_flag=True, help="Check the study and show the plan; run nothing.")
+@click.option("--no-report", is_flag=True,
+              help="Write only the JSON document, not the HTML and Markdown reports beside it.")
 def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
-          dry_run: bool) -> None:
+          dry_run: bool, no_report: bool) -> None:
     """Run a study FILE (TOML): configurations against a baseline, with 95 % CIs.
 
     Every cell (configuration × backend × operation × size) runs `repetitions` times, each in
     a fresh worker, with configurations interleaved (A B C A B C …). Prints the "performance
     delta vs baseline" table and the noise table; writes the complete results as JSON under
-    --out and into the SQLite --store, each run as soon as it finishes. The file format is in
-    docs/study-files.md; `--options` lists every key.
+    --out and into the SQLite --store, each run as soon as it finishes, and beside the JSON the
+    HTML report (plots, host, study file) and a Markdown summary for a ticket (same name, .html
+    and .md). The file format is in docs/study-files.md; `--options` lists every key.
     """
     if show_options:
         click.echo(study_mod.options_help(), nl=False)
@@ -235,6 +242,10 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
                 s, host, outcomes, summaries.values(), deltas, status=status, started_at=started,
                 finished_at=finished, store={"path": str(store.path), "run_id": run_id})
             json_path = report_json.write(doc, report_json.result_path(out_dir, s.name, started))
+        reports: dict[str, Path] = {}
+        if not no_report:
+            reports = report_formats.write_beside(stored.load_run(store, run_id), json_path,
+                                                  ("html", "md"), store.path)
     failed = sum(1 for o in outcomes if o.status == local.FAILED)
     notes = terminal.Notes()
     out.print(terminal.delta_table(deltas, s.baseline, notes))
@@ -243,6 +254,39 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if failed:
         out.print(f"[red]{failed} of {len(outcomes)} runs failed[/] (reasons in the tables and the JSON)")
     out.print(f"results: {json_path}  store: {store.path} (run {run_id})", markup=False)
+    if reports:
+        out.print(f"report: {reports['html']}  summary: {reports['md']}", markup=False)
+
+
+@cli.command()
+@click.argument("run_id", required=False, default="latest", metavar="[RUN_ID|latest]")
+@click.option("--format", "-f", "fmt", type=click.Choice(list(report_formats.FORMATS)), default="html",
+              show_default=True,
+              help="html: one self-contained file with plots; md: tables for a ticket; json: the "
+                   "complete document; csv: one row per configuration × operation × repetition.")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help=f"File to write; '-' for stdout [default: {DEFAULT_OUT_DIR}/<study>-<UTC start>.<ext>].")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
+              help=f"SQLite store to read [default: {default_path()}].")
+def report(run_id: str, fmt: str, output: str | None, store_path: str | None) -> None:
+    """Write the report of a stored run (the newest by default) and print its path.
+
+    Every figure is recomputed from the store (the run's worker results, study file and
+    bootstrap seed), so the report matches what the study printed. RUN_ID is a number from
+    the store or `latest`.
+    """
+    path = Path(store_path) if store_path else default_path()
+    if not path.exists():
+        raise StoreError(f"no store at {path}; run `cryptoperf study FILE` first, or pass --store PATH")
+    with Store(path) as store:
+        run = stored.load_run(store, run_id)
+        text = report_formats.render(run, fmt, store.path)
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    target = Path(output) if output else report_formats.default_path(DEFAULT_OUT_DIR, run, fmt)
+    written = render_write(text, target)
+    click.echo(str(written))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
