@@ -253,9 +253,9 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     notes.print(out)
     if failed:
         out.print(f"[red]{failed} of {len(outcomes)} runs failed[/] (reasons in the tables and the JSON)")
-    out.print(f"results: {json_path}  store: {store.path} (run {run_id})", markup=False)
+    out.print(f"results: {json_path}  store: {store.path} (run {run_id})", markup=False, soft_wrap=True)
     if reports:
-        out.print(f"report: {reports['html']}  summary: {reports['md']}", markup=False)
+        out.print(f"report: {reports['html']}  summary: {reports['md']}", markup=False, soft_wrap=True)
 
 
 @cli.command()
