@@ -179,8 +179,8 @@ def _bar_panel(ax, bars: Sequence[Bars], attr: str, label: str, fmt) -> None:
     ax.set_yticks(ys, [b.label for b in bars], fontsize=8)
     ax.set_ylim(-0.6, len(bars) - 0.4)
     ax.set_xlabel(label, fontsize=9)
-    ax.set_xlim(left=0)
-    ax.margins(x=0.22)
+    top = max((max(getattr(b, attr)) for b in bars if len(getattr(b, attr))), default=1.0)
+    ax.set_xlim(0, top * 1.3 or 1.0)  # room on the right for the median's label
     ax.grid(True, axis="x", color="#e5e5e5", linewidth=0.6, zorder=0)
     from matplotlib.ticker import FuncFormatter
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: fmt(v) if v else "0"))
