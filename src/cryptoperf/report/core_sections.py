@@ -137,10 +137,18 @@ def _summary_rows(run: StoredRun) -> list[dict[str, Any]]:
                 "throughput": _ratio_text(d.throughput) if d is not None else "—",
                 "throughput_change": _change_text(d.throughput if d is not None else None),
                 "throughput_ci": _ci_text(d.throughput if d is not None else None),
-                "verdict": verdict, "kind": kind, "note": "; ".join(n for n in notes if n),
+                "verdict": verdict, "kind": kind, "note": _one_line(notes),
+                "note_full": "; ".join(n for n in notes if n),
                 "first": s is g.cells[0], "group_size": len(g.cells),
             })
     return rows
+
+
+def _one_line(notes: list[str], limit: int = 72) -> str:
+    """The notes joined with '; ', cut to ``limit`` characters with '…' (the whole text is in
+    the HTML cell's title and in the JSON)."""
+    text = "; ".join(n for n in notes if n)
+    return text if len(text) <= limit else text[:limit - 1].rstrip(" ;:,") + "…"
 
 
 def _description(run: StoredRun, configuration: str) -> str:
