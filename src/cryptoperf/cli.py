@@ -1,4 +1,4 @@
-"""The command line: ``cryptoperf speed``, ``cryptoperf study``, ``cryptoperf backends``.
+"""The command line: ``cryptoperf speed``, ``study``, ``backends``, and ``list`` (stored runs).
 
 This is the only module that turns errors into exit codes: every failure the user can cause
 ends as one line ``cryptoperf: error: <what, where, fix>`` on stderr — exit 2 for usage and
@@ -18,12 +18,13 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, analysis, hostinfo, plan, study as study_mod
-from cryptoperf.errors import CryptoperfError, UsageError
+from cryptoperf import stored
+from cryptoperf.errors import CryptoperfError, StoreError, UsageError
 from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
 from cryptoperf.run import local
 from cryptoperf.run.worker import Hello, fetch_hello
-from cryptoperf.store import Store, default_path
+from cryptoperf.store import FORMAT_VERSION, Store, default_path
 from cryptoperf.study import MAX_SIZE_BYTES, MAX_THREADS, takes_message
 from cryptoperf.worker_path import find_worker
 
@@ -69,6 +70,7 @@ def cli() -> None:
     cryptoperf backends                  which backends and operations the worker has
     cryptoperf speed --op rsa2048-sign   ops/s, MB/s, latency percentiles, CPU/op per backend
     cryptoperf study studies/quick.toml  compare configurations against a baseline
+    cryptoperf list                      the stored runs
     """
 
 
@@ -243,6 +245,42 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if failed:
         out.print(f"[red]{failed} of {len(outcomes)} runs failed[/] (reasons in the tables and the JSON)")
     out.print(f"results: {json_path}  store: {store.path} (run {run_id})", markup=False)
+
+
+STORE_HELP = f"SQLite store to read [default: {default_path()}]."
+
+
+def _existing_store(store_path: str | None) -> Store:
+    """Open a store that must already exist (reading commands never create one)."""
+    path = Path(store_path) if store_path is not None else default_path()
+    if not path.is_file():
+        raise StoreError(f"no store at {path}; run `cryptoperf study FILE` or `cryptoperf speed` first, "
+                         "or pass --store PATH")
+    return Store(path)
+
+
+@cli.command("list")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as one JSON document.")
+def list_runs(store_path: str | None, as_json: bool) -> None:
+    """List the stored runs: id, date, study, host (CPU model, kernel), cells, status.
+
+    The ids are what `cryptoperf compare`, `cryptoperf plan` and `cryptoperf.load()` take
+    (`latest` names the newest).
+    """
+    with _existing_store(store_path) as store:
+        runs = stored.list_runs(store)
+        path = str(store.path)
+    if as_json:
+        click.echo(json.dumps({"format_version": FORMAT_VERSION, "kind": "runs", "store": path,
+                               "runs": runs}, indent=1))
+        return
+    out = _stdout()
+    if not runs:
+        out.print(f"no runs in store {path}", markup=False)
+        return
+    out.print(terminal.runs_table(runs))
+    out.print(f"store: {path}", markup=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -78,8 +78,8 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     meta = next(r for r in store.runs() if int(r["id"]) == rid)
     version = int(meta.get("format_version") or 0)
     if version > FORMAT_VERSION or version < 1:
-        raise StoreError(f"run {rid} in {store.path} has format version {version}, which is not "
-                         f"supported by this cryptoperf (format {FORMAT_VERSION}); upgrade cryptoperf")
+        raise StoreError(f"run {rid} in {store.path}: format version {version} is not supported by "
+                         f"this cryptoperf (it reads format {FORMAT_VERSION}); upgrade cryptoperf")
     study = None
     if meta.get("study_toml"):
         study = parse(meta["study_toml"], f"<study of run {rid}>")
@@ -104,3 +104,32 @@ def _outcome(row: dict[str, Any], index: int) -> local.RunOutcome:
     o.started_at = row.get("started_at") or ""
     o.finished_at = row.get("finished_at") or ""
     return o
+
+
+def kernel_release(host: dict[str, Any]) -> str:
+    """The kernel release from a host fingerprint (``Linux 6.8.0 #1 SMP …`` → ``6.8.0``), or '?'."""
+    parts = str(host.get("kernel") or "").split(" ")
+    return parts[1] if len(parts) > 1 else (parts[0] or "?")
+
+
+def list_runs(store: Store) -> list[dict[str, Any]]:
+    """Every run of ``store``, oldest first, as JSON-ready dicts for ``cryptoperf list``.
+
+    Keys: ``id``, ``started_at``, ``finished_at`` (UTC ISO 8601), ``kind`` (study/speed),
+    ``study`` (the study's name, None for speed), ``status``, ``format_version``,
+    ``supported`` (False when this cryptoperf cannot read the run's format), ``cpu_model``,
+    ``kernel`` (release), ``logical_cpus``, ``cells`` (distinct cells), ``results`` (worker
+    runs) and ``ok`` (measured ones). Reads no result bodies, so it is fast on a large store.
+    """
+    counts = store.result_counts()
+    out = []
+    for r in store.runs():
+        host = r.get("host") or {}
+        version = int(r.get("format_version") or 0)
+        c = counts.get(int(r["id"]), {"cells": 0, "results": 0, "ok": 0})
+        out.append({"id": int(r["id"]), "started_at": r["started_at"], "finished_at": r["finished_at"],
+                    "kind": r["kind"], "study": r.get("study_name"), "status": r["status"],
+                    "format_version": version, "supported": 1 <= version <= FORMAT_VERSION,
+                    "cpu_model": host.get("cpu_model"), "kernel": kernel_release(host),
+                    "logical_cpus": host.get("logical_cpus"), **c})
+    return out

@@ -249,3 +249,31 @@ def host_line(fp: Mapping) -> str:
     kernel = str(fp.get("kernel", "")).split(" ")[1] if fp.get("kernel") else "?"
     return (f"host: {fp.get('cpu_model')} × {fp.get('logical_cpus')}, flags "
             f"{' '.join(fp.get('crypto_flags') or []) or 'none'}, hypervisor {virt}, kernel {kernel}")
+
+
+# --------------------------------------------------------------------------- stored runs: list, compare, plan
+
+def fmt_date(iso: str | None) -> str:
+    """``2026-11-23T09:05:12.345Z`` → ``2026-11-23 09:05 UTC``; '—' for None."""
+    if not iso:
+        return "—"
+    text = str(iso).replace("T", " ")
+    return f"{text[:16]} UTC" if text.endswith("Z") else text[:16]
+
+
+def runs_table(runs: Sequence[Mapping]) -> Table:
+    """``cryptoperf list``: one row per stored run (``stored.list_runs`` dicts): id, date,
+    study (or ``speed``), host (CPU model, kernel release), cells, results measured, status."""
+    t = Table(title="stored runs", title_justify="left")
+    for name, justify in (("id", "right"), ("date", "left"), ("study", "left"), ("host", "left"),
+                          ("cells", "right"), ("runs ok", "right"), ("status", "left")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for r in runs:
+        status = Text(str(r["status"]), style="" if r["status"] == "complete" else "yellow")
+        if not r.get("supported", True):
+            status = Text(f"{r['status']} (format {r['format_version']}: not supported)", style="red")
+        study = r.get("study") or r.get("kind") or ""
+        t.add_row(str(r["id"]), fmt_date(r.get("started_at")), Text(study),
+                  Text(f"{r.get('cpu_model') or '?'}, kernel {r.get('kernel') or '?'}"),
+                  str(r.get("cells", 0)), f"{r.get('ok', 0)}/{r.get('results', 0)}", status)
+    return t
