@@ -1,4 +1,5 @@
-"""The command line: ``cryptoperf speed``, ``study``, ``backends``, and ``list`` (stored runs).
+"""The command line: ``cryptoperf speed``, ``study``, ``backends``, and on stored runs ``list``
+and ``compare``.
 
 This is the only module that turns errors into exit codes: every failure the user can cause
 ends as one line ``cryptoperf: error: <what, where, fix>`` on stderr — exit 2 for usage and
@@ -18,6 +19,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, analysis, hostinfo, plan, study as study_mod
+from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
 from cryptoperf.report import json as report_json
@@ -71,6 +73,7 @@ def cli() -> None:
     cryptoperf speed --op rsa2048-sign   ops/s, MB/s, latency percentiles, CPU/op per backend
     cryptoperf study studies/quick.toml  compare configurations against a baseline
     cryptoperf list                      the stored runs
+    cryptoperf compare 3 4               run 4 against run 3: host differences, deltas
     """
 
 
@@ -281,6 +284,51 @@ def list_runs(store_path: str | None, as_json: bool) -> None:
         return
     out.print(terminal.runs_table(runs))
     out.print(f"store: {path}", markup=False)
+
+
+@cli.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the tables.")
+def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool) -> None:
+    """Compare stored run RUN_B with RUN_A (the baseline); ids from `cryptoperf list`, or `latest`.
+
+    Prints the host differences first (CPU model, flags, kernel, hypervisor, library versions),
+    then one row per cell measured in both runs — matched by configuration, backend, operation
+    label and size — with the latency Δ and its 95 % bootstrap CI, the throughput Δ, the
+    verdict (run B against run A, decided as in a study) and the noise; then the cells measured
+    in one run only.
+    """
+    with _existing_store(store_path) as store:
+        a = stored.load_run(store, run_a)
+        b = stored.load_run(store, run_b)
+    c = compare_mod.compare_runs(a, b)
+    if as_json:
+        doc = {"format_version": FORMAT_VERSION, "kind": "compare", "cryptoperf_version": __version__,
+               **c.as_dict()}
+        click.echo(json.dumps(doc, indent=1))
+        return
+    out = _stdout()
+    for r in (a, b):
+        out.print(f"run {r.id}: {r.meta.get('study_name') or r.meta.get('kind')}, "
+                  f"{terminal.fmt_date(r.meta.get('started_at'))}, {r.meta.get('status')}", markup=False)
+    out.print(terminal.host_line(a.host).replace("host:", f"host of run {a.id}:", 1), markup=False)
+    if c.host:
+        out.print(terminal.host_differences_table(c.host, a.id, b.id))
+    else:
+        out.print("host differences: none (same CPU model, flags, kernel, hypervisor and library versions)",
+                  markup=False)
+    notes = terminal.Notes()
+    if c.deltas:
+        out.print(terminal.compare_table(c.deltas, a.id, b.id, c.noise_threshold * 100, notes))
+    else:
+        out.print("no cell was measured in both runs", markup=False)
+    notes.print(out)
+    for r, cells in ((a, c.only_a), (b, c.only_b)):
+        if cells:
+            out.print(f"unmatched, only in run {r.id}: " + ", ".join(f"{s.cell.key} ({s.cell.op})" for s in cells),
+                      markup=False)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -277,3 +277,45 @@ def runs_table(runs: Sequence[Mapping]) -> Table:
                   Text(f"{r.get('cpu_model') or '?'}, kernel {r.get('kernel') or '?'}"),
                   str(r.get("cells", 0)), f"{r.get('ok', 0)}/{r.get('results', 0)}", status)
     return t
+
+
+def host_differences_table(diffs: Sequence, run_a: int, run_b: int) -> Table:
+    """The host properties that differ between run A and run B (``compare.HostDifference``)."""
+    t = Table(title=f"host differences (run {run_a} → run {run_b})", title_justify="left")
+    for name in ("property", f"run {run_a}", f"run {run_b}"):
+        t.add_column(name, overflow="fold")
+    for d in diffs:
+        t.add_row(Text(d.field), Text(d.a), Text(d.b))
+    return t
+
+
+def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct: float,
+                  notes: Notes) -> Table:
+    """``cryptoperf compare``: the delta table of run B against run A, one row per matched
+    cell — p50 in each run, latency Δ with its 95 % CI, throughput Δ with its CI, verdict (B
+    against A) and noise (the larger CV across repetitions; over ``threshold_pct`` in yellow).
+    Rows without numbers give the reason in ``notes``."""
+    t = Table(title=f"run {run_b} vs run {run_a} (baseline)", title_justify="left")
+    for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
+                          (f"p50 run {run_a}", "right"), (f"p50 run {run_b}", "right"),
+                          ("latency Δ", "right"), ("95 % CI", "right"),
+                          ("throughput Δ (95 % CI)", "right"), ("verdict", "left"), ("noise", "right")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for d in deltas:
+        op = _operation(d.label, d.size_bytes)
+        if d.op and d.baseline_op and d.op != d.baseline_op:
+            op += f" [{notes.add(f'{d.label}: {d.baseline_op} in run {run_a}, {d.op} in run {run_b}')}]"
+        head = [Text(d.backend), Text(op), Text(d.configuration or "—")]
+        if d.status != "ok" or d.latency is None or d.throughput is None:
+            t.add_row(*head, "", "", "", "", "", notes.status("n/a", d.reason), "")
+            continue
+        assert d.latency_verdict
+        tp = d.throughput
+        verdict = Text(d.latency_verdict.text, style=_verdict_style(d.latency_verdict.kind))
+        if d.note:
+            verdict.append(f" ({d.note})", style="dim")
+        noise_pct = (d.noise or 0.0) * 100
+        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct),
+                  _ci_text(d), f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]",
+                  verdict, Text(f"CV {noise_pct:.1f} %", style="yellow" if noise_pct > threshold_pct else ""))
+    return t
