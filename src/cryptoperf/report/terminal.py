@@ -319,3 +319,81 @@ def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct
                   _ci_text(d), f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]",
                   verdict, Text(f"CV {noise_pct:.1f} %", style="yellow" if noise_pct > threshold_pct else ""))
     return t
+
+
+def fmt_cores(cores: float | None) -> str:
+    """``0.125 cores (12.5 % of a core)``; '—' for None."""
+    if cores is None:
+        return "—"
+    return f"{cores:.3g} cores ({cores * 100:.3g} % of a core)"
+
+
+def fmt_money(x: float) -> str:
+    """Money per year with thousands separators and 2 decimals: ``1,234.50``."""
+    return f"{x:,.2f}"
+
+
+def _fmt_rate(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def plan_lines(result, run_meta: Mapping) -> list[str]:
+    """``cryptoperf plan`` as text lines, from an ``economics.PlanResult``: (a) CPU per
+    operation with its CI and spread, single-core capacity, cores at the rate; (b) the change
+    with --from/--to; (c) the accelerator break-even and what offloading saves at the rate."""
+    rate = result.rate_per_s
+    lines = [f"run {result.run_id} ({run_meta.get('study_name') or run_meta.get('kind')}, "
+             f"{fmt_date(run_meta.get('started_at'))}), at {rate:g} ops/s:"]
+    for cell, c in zip(result.cells, result.cores):
+        cpu = c.cpu
+        what = f"{cell['op']} {fmt_size(cell['size_bytes'])}".strip()
+        conf = f", configuration {cell['configuration']}" if cell["configuration"] else ""
+        ci = (f"95 % CI {fmt_ns(cpu.low_ns)} – {fmt_ns(cpu.high_ns)}, " if cpu.low_ns is not None
+              else "no CI with 1 repetition, ")
+        lines += [
+            f"{what} on {cell['backend']}{conf}:",
+            f"  CPU per operation  {fmt_ns(cpu.median_ns)} (median of {cpu.repetitions} repetitions; "
+            f"{ci}range {fmt_ns(cpu.min_ns)} – {fmt_ns(cpu.max_ns)})",
+            f"  one core sustains  {_fmt_rate(c.ops_per_s_per_core)} ops/s (single thread: 1e9 / CPU ns per op)",
+            f"  cores needed       {fmt_cores(c.cores)}" + (
+                f"; 95 % CI {c.cores_low:.3g} – {c.cores_high:.3g}" if c.cores_low is not None else "")
+            + f"; range {c.cores_min:.3g} – {c.cores_max:.3g}",
+        ]
+        if result.core_price_per_year is not None:
+            lines.append(f"  CPU cost           {fmt_money(result.cost_per_year(c.cores))} per year "
+                         f"(at {fmt_money(result.core_price_per_year)} per core-year)")
+    ch = result.change
+    if ch is not None:
+        a, b = result.cells
+        ci = (f"; 95 % CI {ch.delta_low:+.3g} – {ch.delta_high:+.3g} cores" if ch.delta_low is not None
+              else "; no CI with 1 repetition")
+        ops = f" ({a['op']} → {b['op']})" if a["op"] != b["op"] else ""
+        lines.append(f"change {a['configuration']} → {b['configuration']}{ops} at "
+                     f"{rate:g} ops/s: {ch.before.cores:.3g} → {ch.after.cores:.3g} cores, "
+                     f"{ch.delta_cores:+.3g} cores ({ch.delta_pct:+.1f} %{ci})")
+        if result.core_price_per_year is not None:
+            lines.append(f"  = {result.cost_per_year(ch.delta_cores):+,.2f} per year of CPU")
+    if result.offload:
+        acc = result.offload[0].accelerator
+        host = f", host CPU {fmt_ns(acc.host_cpu_ns_per_op)} per offloaded op" if acc.host_cpu_ns_per_op else ""
+        lines.append(f"accelerator: {acc.ops_per_s_per_unit:g} ops/s per unit, {fmt_money(acc.price_per_year)} "
+                     f"per unit-year, at least {acc.min_units} unit(s){host}; core "
+                     f"{fmt_money(result.offload[0].core_price_per_year)} per year")
+        for cell, o in zip(result.cells, result.offload):
+            be = o.break_even
+            first = (f" (saves from {be.first_rate_per_s:.4g} ops/s, but not at every rate below "
+                     f"{be.rate_per_s:.4g}: each unit added as the load passes a unit's capacity costs more "
+                     f"than it saves at first)" if be.first_rate_per_s < be.rate_per_s else "")
+            verdict = "pays" if o.pays else "does not pay"
+            label = f"{cell['configuration']} ({cell['op']})" if cell["configuration"] else cell["op"]
+            lines += [
+                f"  {label}: break-even {be.rate_per_s:.4g} ops/s{first}",
+                f"    at {rate:g} ops/s: offload saves {fmt_cores(o.cores_saved)} = "
+                f"{fmt_money(o.cost_software_per_year - o.cores_host * o.core_price_per_year)} per year of CPU",
+                f"    for {o.units} unit(s) at {fmt_money(o.units * acc.price_per_year)} per year: "
+                f"net {fmt_money(o.saving_per_year)} per year — {verdict} at this rate",
+            ]
+            if acc.latency_ns is not None:
+                lines.append(f"    latency: accelerator {fmt_ns(acc.latency_ns)} vs software p50 "
+                             f"{fmt_ns(o.software_latency_ns)}")
+    return lines
