@@ -97,3 +97,7 @@ class EconomicsError(UsageError):
     a positive one is needed, an operation the run does not have, or an accelerator that never
     pays for itself at its price and capacity."""
 
+
+class MissingDependency(CryptoperfError, ImportError):
+    """An optional dependency is not installed (e.g. pandas for ``cryptoperf.load``); the
+    message names the ``pip install`` that fixes it."""
