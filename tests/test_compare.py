@@ -166,3 +166,16 @@ def test_cli_list_marks_a_future_format(cli, store, tmp_path):
     db.close()
     res = cli("list", "--store", future)
     assert res.code == 0 and "format 99: not supported" in res.out
+
+
+def test_cli_compare_speed_runs_shows_medians_without_ci(cli, fake_worker, tmp_path):
+    """A `speed` run has one repetition per cell: no CI, but both p50s and their point change."""
+    fake_worker({"latency_ns": {"sha256": 2000}})
+    for _ in range(2):
+        assert cli("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01",
+                   "--warmup", "0").code == 0
+    res = cli("compare", "1", "2", "--store", tmp_path / "runs.sqlite")
+    assert res.code == 0, res.err
+    (row,) = [l for l in res.out.splitlines() if l.startswith("│ openssl")]
+    assert "2 µs" in row and "+0.0 %" in row and "n/a [1]" in row
+    assert "[1] run 1: only 1 measured repetition(s); a CI needs 2" in res.out

@@ -9,6 +9,7 @@ they are usually the explanation: another CPU, kernel, hypervisor or library ver
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,7 +110,8 @@ class Comparison:
         a, b: the runs (A is the baseline).
         host: host differences (empty when the fingerprints agree).
         deltas: one per matched cell, in run A's order; ``baseline`` and ``configuration`` are
-            the cell's configuration; ratios are B ÷ A.
+            the cell's configuration; ratios are B ÷ A. An ``n/a`` delta still carries both
+            p50 medians when each side has a measured repetition.
         only_a, only_b: cells measured in one run only.
         seed, resamples, noise_threshold: what the CIs and verdicts used (run A's study
             settings, or the study defaults).
@@ -162,10 +164,14 @@ def compare_runs(a: StoredRun, b: StoredRun) -> Comparison:
             only_a.append(s_a)
             continue
         c = s_a.cell
-        deltas.append(analysis.compare(
+        d = analysis.compare(
             s_a, s_b, configuration=c.configuration, baseline=c.configuration, seed=seed,
             key=f"{c.backend}/{c.label}/{c.size_bytes}/{c.configuration}", resamples=resamples,
-            noise_threshold=threshold, base_name=f"run {a.id}", name=f"run {b.id}"))
+            noise_threshold=threshold, base_name=f"run {a.id}", name=f"run {b.id}")
+        if d.status != "ok" and s_a.p50_ns is not None and s_b.p50_ns is not None:
+            # too few repetitions for a CI (every `speed` run): still show both medians
+            d = dataclasses.replace(d, baseline_p50_ns=s_a.p50_ns, p50_ns=s_b.p50_ns)
+        deltas.append(d)
     only_b = [s for s in b.summaries.values() if match_key(s) not in in_a]
     return Comparison(a=a, b=b, host=host_differences(a.host, b.host), deltas=deltas, only_a=only_a,
                       only_b=only_b, seed=seed, resamples=resamples, noise_threshold=threshold)

@@ -294,7 +294,8 @@ def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct
     """``cryptoperf compare``: the delta table of run B against run A, one row per matched
     cell — p50 in each run, latency Δ with its 95 % CI, throughput Δ with its CI, verdict (B
     against A) and noise (the larger CV across repetitions; over ``threshold_pct`` in yellow).
-    Rows without numbers give the reason in ``notes``."""
+    Rows without a CI give the reason in ``notes`` (and the two p50s with their point change
+    when both runs measured the cell)."""
     t = Table(title=f"run {run_b} vs run {run_a} (baseline)", title_justify="left")
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
                           (f"p50 run {run_a}", "right"), (f"p50 run {run_b}", "right"),
@@ -307,7 +308,10 @@ def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct
             op += f" [{notes.add(f'{d.label}: {d.baseline_op} in run {run_a}, {d.op} in run {run_b}')}]"
         head = [Text(d.backend), Text(op), Text(d.configuration or "—")]
         if d.status != "ok" or d.latency is None or d.throughput is None:
-            t.add_row(*head, "", "", "", "", "", notes.status("n/a", d.reason), "")
+            point = (fmt_pct((d.p50_ns / d.baseline_p50_ns - 1) * 100)
+                     if d.p50_ns and d.baseline_p50_ns else "")
+            t.add_row(*head, fmt_ns(d.baseline_p50_ns) if point else "", fmt_ns(d.p50_ns) if point else "",
+                      point, "", "", notes.status("n/a", d.reason), "")
             continue
         assert d.latency_verdict
         tp = d.throughput
@@ -341,9 +345,9 @@ def plan_lines(result, run_meta: Mapping) -> list[str]:
     """``cryptoperf plan`` as text lines, from an ``economics.PlanResult``: (a) CPU per
     operation with its CI and spread, single-core capacity, cores at the rate; (b) the change
     with --from/--to; (c) the accelerator break-even and what offloading saves at the rate."""
-    rate = result.rate_per_s
+    rate = format(result.rate_per_s, ",.10g")  # 9.6, 1,000,000
     lines = [f"run {result.run_id} ({run_meta.get('study_name') or run_meta.get('kind')}, "
-             f"{fmt_date(run_meta.get('started_at'))}), at {rate:g} ops/s:"]
+             f"{fmt_date(run_meta.get('started_at'))}), at {rate} ops/s:"]
     for cell, c in zip(result.cells, result.cores):
         cpu = c.cpu
         what = f"{cell['op']} {fmt_size(cell['size_bytes'])}".strip()
@@ -352,7 +356,8 @@ def plan_lines(result, run_meta: Mapping) -> list[str]:
               else "no CI with 1 repetition, ")
         lines += [
             f"{what} on {cell['backend']}{conf}:",
-            f"  CPU per operation  {fmt_ns(cpu.median_ns)} (median of {cpu.repetitions} repetitions; "
+            f"  CPU per operation  {fmt_ns(cpu.median_ns)} (median of {cpu.repetitions} "
+            f"repetition{'s' if cpu.repetitions != 1 else ''}; "
             f"{ci}range {fmt_ns(cpu.min_ns)} – {fmt_ns(cpu.max_ns)})",
             f"  one core sustains  {_fmt_rate(c.ops_per_s_per_core)} ops/s (single thread: 1e9 / CPU ns per op)",
             f"  cores needed       {fmt_cores(c.cores)}" + (
@@ -369,7 +374,7 @@ def plan_lines(result, run_meta: Mapping) -> list[str]:
               else "; no CI with 1 repetition")
         ops = f" ({a['op']} → {b['op']})" if a["op"] != b["op"] else ""
         lines.append(f"change {a['configuration']} → {b['configuration']}{ops} at "
-                     f"{rate:g} ops/s: {ch.before.cores:.3g} → {ch.after.cores:.3g} cores, "
+                     f"{rate} ops/s: {ch.before.cores:.3g} → {ch.after.cores:.3g} cores, "
                      f"{ch.delta_cores:+.3g} cores ({ch.delta_pct:+.1f} %{ci})")
         if result.core_price_per_year is not None:
             lines.append(f"  = {result.cost_per_year(ch.delta_cores):+,.2f} per year of CPU")
@@ -388,7 +393,7 @@ def plan_lines(result, run_meta: Mapping) -> list[str]:
             label = f"{cell['configuration']} ({cell['op']})" if cell["configuration"] else cell["op"]
             lines += [
                 f"  {label}: break-even {be.rate_per_s:.4g} ops/s{first}",
-                f"    at {rate:g} ops/s: offload saves {fmt_cores(o.cores_saved)} = "
+                f"    at {rate} ops/s: offload saves {fmt_cores(o.cores_saved)} = "
                 f"{fmt_money(o.cost_software_per_year - o.cores_host * o.core_price_per_year)} per year of CPU",
                 f"    for {o.units} unit(s) at {fmt_money(o.units * acc.price_per_year)} per year: "
                 f"net {fmt_money(o.saving_per_year)} per year — {verdict} at this rate",
