@@ -22,7 +22,7 @@ from rich.console import Console
 from cryptoperf import PROTOCOL_VERSION, __version__, analysis, economics, hostinfo, plan, study as study_mod
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
-from cryptoperf.errors import CryptoperfError, StoreError, UsageError
+from cryptoperf.errors import CryptoperfError, UsageError
 from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
 from cryptoperf.run import local
@@ -255,15 +255,6 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
 STORE_HELP = f"SQLite store to read [default: {default_path()}]."
 
 
-def _existing_store(store_path: str | None) -> Store:
-    """Open a store that must already exist (reading commands never create one)."""
-    path = Path(store_path) if store_path is not None else default_path()
-    if not path.is_file():
-        raise StoreError(f"no store at {path}; run `cryptoperf study FILE` or `cryptoperf speed` first, "
-                         "or pass --store PATH")
-    return Store(path)
-
-
 @cli.command("list")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as one JSON document.")
@@ -273,7 +264,7 @@ def list_runs(store_path: str | None, as_json: bool) -> None:
     The ids are what `cryptoperf compare`, `cryptoperf plan` and `cryptoperf.load()` take
     (`latest` names the newest).
     """
-    with _existing_store(store_path) as store:
+    with stored.open_store(store_path) as store:
         runs = stored.list_runs(store)
         path = str(store.path)
     if as_json:
@@ -302,7 +293,7 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool) -> No
     verdict (run B against run A, decided as in a study) and the noise; then the cells measured
     in one run only.
     """
-    with _existing_store(store_path) as store:
+    with stored.open_store(store_path) as store:
         a = stored.load_run(store, run_a)
         b = stored.load_run(store, run_b)
     c = compare_mod.compare_runs(a, b)
@@ -393,7 +384,7 @@ def plan_cmd(run_id: str, op: str | None, rate: float | None, configuration: str
             host_cpu_ns_per_op=accel_host_cpu_us_per_op * 1e3,
             latency_ns=accel_latency_us * 1e3 if accel_latency_us is not None else None,
             min_units=accel_min_units)
-    with _existing_store(store_path) as store:
+    with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
     result = economics.plan(run, op, rate, configuration=configuration, backend=backend,
                             size_bytes=size, from_config=from_config, to_config=to_config,

@@ -17,9 +17,6 @@ from cryptoperf import analysis
 from cryptoperf.analysis import CellSummary, Delta, cell_dict
 from cryptoperf.stored import StoredRun
 
-DEFAULT_SEED = 1
-DEFAULT_RESAMPLES = 10000
-DEFAULT_NOISE_THRESHOLD = 0.10
 #: host checks that read a moment (steal, other load), not a setting: two runs always differ a
 #: little, so only a change of state (ok → warning) is reported
 SAMPLED_CHECKS = ("steal", "other load")
@@ -151,10 +148,8 @@ def compare_runs(a: StoredRun, b: StoredRun) -> Comparison:
     always gives the same CIs. A cell with fewer than 2 measured repetitions on either side
     (every ``speed`` cell) gets an ``n/a`` delta saying so.
     """
-    seed = a.meta.get("seed")
-    seed = DEFAULT_SEED if seed is None else int(seed)
-    resamples = a.study.bootstrap_resamples if a.study else DEFAULT_RESAMPLES
-    threshold = a.study.noise_threshold_pct / 100.0 if a.study else DEFAULT_NOISE_THRESHOLD
+    seed, resamples = a.seed, int(a.option("bootstrap_resamples"))
+    threshold = float(a.option("noise_threshold_pct")) / 100.0
     in_b = {match_key(s): s for s in b.summaries.values()}
     in_a = {match_key(s) for s in a.summaries.values()}
     deltas, only_a = [], []

@@ -36,7 +36,6 @@ from cryptoperf.errors import EconomicsError
 from cryptoperf.stored import StoredRun
 
 NS_PER_S = 1e9
-DEFAULT_SEED = 1  # the study default; used when a stored run has no seed (``speed`` runs)
 
 
 def _check(name: str, value: float, *, positive: bool = False) -> float:
@@ -97,9 +96,7 @@ def cpu_cost(samples_ns: Sequence[float], rng: np.random.Generator, resamples: i
         _check("CPU time per operation", x, positive=True)
     low = high = None
     if len(a) >= 2:
-        reps = stats.bootstrap(a, stats.median, resamples, rng)
-        tail = (1.0 - level) / 2.0 * 100.0
-        low, high = (float(v) for v in np.percentile(reps, [tail, 100.0 - tail]))
+        low, high = stats.percentile_interval(stats.bootstrap(a, stats.median, resamples, rng), level)
     return CpuCost(median_ns=float(np.median(a)), low_ns=low, high_ns=high, min_ns=min(a),
                    max_ns=max(a), repetitions=len(a), samples_ns=tuple(a), level=level)
 
@@ -219,8 +216,7 @@ def change(rate_per_s: float, before: CpuCost, after: CpuCost, rng: np.random.Ge
         ratio = stats.ratio_of_medians(after.samples_ns, before.samples_ns, resamples, rng, level)
         reps = (stats.bootstrap(after.samples_ns, stats.median, resamples, rng)
                 - stats.bootstrap(before.samples_ns, stats.median, resamples, rng))
-        tail = (1.0 - level) / 2.0 * 100.0
-        low, high = (float(v) * rate_per_s / NS_PER_S for v in np.percentile(reps, [tail, 100.0 - tail]))
+        low, high = (v * rate_per_s / NS_PER_S for v in stats.percentile_interval(reps, level))
     return Change(rate_per_s=rate_per_s, before=b, after=a, delta_cores=a.cores - b.cores,
                   delta_low=low, delta_high=high, ratio=ratio)
 
@@ -410,10 +406,6 @@ def offload(rate_per_s: float, cpu_ns_per_op: float, acc: Accelerator, core_pric
 
 # --------------------------------------------------------------------------- a stored run
 
-def _describe(s: CellSummary) -> str:
-    return s.cell.key
-
-
 def find_cells(run: StoredRun, op: str, configuration: str | None = None, backend: str | None = None,
                size_bytes: int | None = None) -> list[CellSummary]:
     """The cells of ``run`` whose operation or label is ``op``, narrowed by the other arguments
@@ -447,7 +439,7 @@ def find_cells(run: StoredRun, op: str, configuration: str | None = None, backen
 def _one(run: StoredRun, cells: list[CellSummary], op: str) -> CellSummary:
     if len(cells) > 1:
         raise EconomicsError(
-            f"--op {op} matches {len(cells)} cells of run {run.id} ({', '.join(map(_describe, cells))}); "
+            f"--op {op} matches {len(cells)} cells of run {run.id} ({', '.join(s.cell.key for s in cells)}); "
             "choose one with --backend, --size or --configuration (or compare two with --from/--to)")
     return cells[0]
 
@@ -538,8 +530,7 @@ def plan(run: StoredRun, op: str, rate_per_s: float, *, configuration: str | Non
             raise EconomicsError(f"run {run.id} has no cell {first.cell.backend}/{first.cell.label}/"
                                  f"{first.cell.size_bytes} in configuration '{to_config}'")
         chosen.append(other)
-    seed = run.meta.get("seed")
-    seed = DEFAULT_SEED if seed is None else int(seed)
+    seed = run.seed
     costs = []
     for s in chosen:
         samples = cpu_samples(run, s)

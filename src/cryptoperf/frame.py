@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from cryptoperf.errors import MissingDependency, StoreError
+from cryptoperf.errors import MissingDependency
+from cryptoperf.report.json import speed_entry
 from cryptoperf.run.local import RunOutcome
-from cryptoperf.store import Store, default_path
-from cryptoperf.stored import load_run
+from cryptoperf.store import Store
+from cryptoperf.stored import load_run, open_store
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -38,24 +39,16 @@ def _pandas():
 
 
 def row(run_id: int, study: str | None, o: RunOutcome) -> dict[str, Any]:
-    """One DataFrame row (a dict with every name in COLUMNS) for one repetition of one cell."""
-    c, r, lat, tp = o.run.cell, o.result or {}, o.latency, o.throughput
-    return {
-        "run_id": run_id, "study": study, "configuration": c.configuration, "backend": c.backend,
-        "library": r.get("library"), "library_version": r.get("library_version"), "label": c.label,
-        "op": c.op, "size_bytes": (r.get("params") or {}).get("size_bytes", c.size_bytes), "repetition": o.run.repetition, "status": o.status,
-        "reason": o.reason,
-        "p50_ns": lat.p50_ns if lat else None, "p90_ns": lat.p90_ns if lat else None,
-        "p99_ns": lat.p99_ns if lat else None, "p999_ns": lat.p999_ns if lat else None,
-        "min_ns": lat.min_ns if lat else None, "max_ns": lat.max_ns if lat else None,
-        "mean_ns": lat.mean_ns if lat else None, "stddev_ns": lat.stddev_ns if lat else None,
-        "ops_per_s": tp.ops_per_s if tp else None, "bytes_per_s": tp.bytes_per_s if tp else None,
-        "cpu_ns_per_op": tp.cpu_ns_per_op if tp else None, "steal_pct": tp.steal_pct if tp else None,
-        "busy_pct": tp.busy_pct if tp else None, "batch": r.get("batch") if tp else None,
-        "timing": r.get("timing") if tp else None, "threads": r.get("threads"),
-        "ops": r.get("ops") if tp else None, "started_at": o.started_at or None,
-        "finished_at": o.finished_at or None,
-    }
+    """One DataFrame row (a dict with every name in COLUMNS) for one repetition of one cell:
+    the fields of a ``speed`` JSON entry (``report.json.speed_entry``) plus the run, study,
+    configuration, label, repetition, min latency, busy % and timestamps."""
+    e = speed_entry(o)
+    lat, tp = o.latency, o.throughput
+    extra = {"run_id": run_id, "study": study, "configuration": o.run.cell.configuration,
+             "label": o.run.cell.label, "repetition": o.run.repetition,
+             "min_ns": lat.min_ns if lat else None, "busy_pct": tp.busy_pct if tp else None,
+             "started_at": o.started_at or None, "finished_at": o.finished_at or None}
+    return {c: extra[c] if c in extra else e[c] for c in COLUMNS}
 
 
 def load(run_id: int | str | Iterable[int | str] | None = None,
@@ -87,10 +80,7 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
     if isinstance(store, Store):
         rows = _rows(store, ids)
     else:
-        path = Path(store) if store is not None else default_path()
-        if not path.is_file():
-            raise StoreError(f"no store at {path}; run a study first or pass store=PATH")
-        with Store(path) as st:
+        with open_store(store) as st:
             rows = _rows(st, ids)
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in _INT_COLUMNS:
