@@ -284,6 +284,8 @@ def test_cli_plan_json(cli, econ_store):
     (["--op", "rsa", "--rate", "9.6"], ["--op rsa matches 2 cells of run 1"]),
     (["--op", "rsa", "--configuration", "old", "--rate", "1", "--accel-ops-per-s", "460"],
      ["both --accel-ops-per-s and --accel-price-per-year"]),
+    (["--op", "rsa", "--configuration", "old", "--rate", "1", "--accel-min-units", "2"],
+     ["both --accel-ops-per-s and --accel-price-per-year"]),
     (["--op", "rsa", "--configuration", "old", "--rate", "1", "--accel-ops-per-s", "460",
       "--accel-price-per-year", "-5", "--core-price-per-year", "1000"], ["accelerator price per year must be a number >= 0"]),
     (["--op", "rsa", "--configuration", "old", "--rate", "1", "--accel-ops-per-s", "460",

@@ -324,11 +324,6 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool) -> No
                       markup=False)
 
 
-def _positive_or_none(name: str, value: float | None) -> None:
-    if value is not None and not value >= 0:
-        raise UsageError(f"{name} must be a number >= 0, got {value:g}")
-
-
 @cli.command("plan")
 @click.argument("run_id", required=False, default="latest")
 @click.option("--op", "op", metavar="OP", help="Operation (or study label) to plan for, e.g. rsa2048-sign.")
@@ -374,9 +369,11 @@ def plan_cmd(run_id: str, op: str | None, rate: float | None, configuration: str
         raise UsageError("plan needs --rate N, the operations per second to sustain (e.g. --rate 9.6)")
     for name, value in (("--accel-host-cpu-us-per-op", accel_host_cpu_us_per_op),
                         ("--accel-latency-us", accel_latency_us)):
-        _positive_or_none(name, value)
+        if value is not None:
+            economics.check_number(name, value)
     accel = None
-    if accel_ops_per_s is not None or accel_price_per_year is not None or accel_latency_us is not None:
+    if (accel_ops_per_s is not None or accel_price_per_year is not None or accel_latency_us is not None
+            or accel_host_cpu_us_per_op != 0 or accel_min_units != 1):
         if accel_ops_per_s is None or accel_price_per_year is None:
             raise UsageError("describe the accelerator with both --accel-ops-per-s and --accel-price-per-year")
         accel = economics.Accelerator(

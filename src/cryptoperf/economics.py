@@ -38,8 +38,9 @@ from cryptoperf.stored import StoredRun
 NS_PER_S = 1e9
 
 
-def _check(name: str, value: float, *, positive: bool = False) -> float:
-    """``value`` as a float if finite and >= 0 (> 0 with ``positive``); else EconomicsError."""
+def check_number(name: str, value: float, *, positive: bool = False) -> float:
+    """``value`` as a float if finite and >= 0 (> 0 with ``positive``); else EconomicsError
+    naming ``name`` (a flag or a quantity)."""
     v = float(value)
     if not math.isfinite(v) or v < 0 or (positive and v == 0):
         need = "a positive number" if positive else "a number >= 0"
@@ -93,7 +94,7 @@ def cpu_cost(samples_ns: Sequence[float], rng: np.random.Generator, resamples: i
     if not a:
         raise EconomicsError("no measured repetition: nothing to compute a CPU cost from")
     for x in a:
-        _check("CPU time per operation", x, positive=True)
+        check_number("CPU time per operation", x, positive=True)
     low = high = None
     if len(a) >= 2:
         low, high = stats.percentile_interval(stats.bootstrap(a, stats.median, resamples, rng), level)
@@ -109,7 +110,7 @@ def cores_needed(rate_per_s: float, cpu_ns_per_op: float) -> float:
 
     Raises EconomicsError for a negative rate or a CPU time <= 0.
     """
-    return (_check("rate", rate_per_s) * _check("CPU time per operation", cpu_ns_per_op, positive=True)
+    return (check_number("rate", rate_per_s) * check_number("CPU time per operation", cpu_ns_per_op, positive=True)
             / NS_PER_S)
 
 
@@ -118,7 +119,7 @@ def ops_per_s_per_core(cpu_ns_per_op: float) -> float:
 
     Raises EconomicsError for a CPU time <= 0.
     """
-    return NS_PER_S / _check("CPU time per operation", cpu_ns_per_op, positive=True)
+    return NS_PER_S / check_number("CPU time per operation", cpu_ns_per_op, positive=True)
 
 
 @dataclass(frozen=True)
@@ -158,7 +159,7 @@ def cores_at_rate(rate_per_s: float, cpu: CpuCost) -> CoresAtRate:
     """
     def c(ns: float | None) -> float | None:
         return None if ns is None else cores_needed(rate_per_s, ns)
-    return CoresAtRate(rate_per_s=_check("rate", rate_per_s), cpu=cpu,
+    return CoresAtRate(rate_per_s=check_number("rate", rate_per_s), cpu=cpu,
                        cores=cores_needed(rate_per_s, cpu.median_ns), cores_low=c(cpu.low_ns),
                        cores_high=c(cpu.high_ns), cores_min=cores_needed(rate_per_s, cpu.min_ns),
                        cores_max=cores_needed(rate_per_s, cpu.max_ns),
@@ -247,11 +248,11 @@ class Accelerator:
     min_units: int = 1
 
     def __post_init__(self) -> None:
-        _check("accelerator capacity (ops/s per unit)", self.ops_per_s_per_unit, positive=True)
-        _check("accelerator price per year", self.price_per_year)
-        _check("host CPU per offloaded operation", self.host_cpu_ns_per_op)
+        check_number("accelerator capacity (ops/s per unit)", self.ops_per_s_per_unit, positive=True)
+        check_number("accelerator price per year", self.price_per_year)
+        check_number("host CPU per offloaded operation", self.host_cpu_ns_per_op)
         if self.latency_ns is not None:
-            _check("accelerator latency", self.latency_ns)
+            check_number("accelerator latency", self.latency_ns)
         if int(self.min_units) != self.min_units or self.min_units < 1:
             raise EconomicsError(f"accelerator minimum units must be a whole number >= 1, got {self.min_units}")
 
@@ -262,14 +263,14 @@ class Accelerator:
 
 def units_needed(rate_per_s: float, acc: Accelerator) -> int:
     """Accelerator units for ``rate_per_s``: max(min_units, ceil(rate / ops_per_s_per_unit))."""
-    return max(int(acc.min_units), math.ceil(_check("rate", rate_per_s) / acc.ops_per_s_per_unit))
+    return max(int(acc.min_units), math.ceil(check_number("rate", rate_per_s) / acc.ops_per_s_per_unit))
 
 
 def saving_per_op_per_s(cpu_ns_per_op: float, acc: Accelerator, core_price_per_year: float) -> float:
     """Money saved per year by each operation per second moved to the accelerator, before
     paying for it: (cpu_ns_per_op − host_cpu_ns_per_op) / 1e9 × core_price_per_year."""
-    return ((_check("CPU time per operation", cpu_ns_per_op, positive=True) - acc.host_cpu_ns_per_op)
-            / NS_PER_S * _check("core price per year", core_price_per_year))
+    return ((check_number("CPU time per operation", cpu_ns_per_op, positive=True) - acc.host_cpu_ns_per_op)
+            / NS_PER_S * check_number("core price per year", core_price_per_year))
 
 
 def saving_per_year(rate_per_s: float, cpu_ns_per_op: float, acc: Accelerator,
@@ -318,8 +319,8 @@ def break_even(cpu_ns_per_op: float, acc: Accelerator, core_price_per_year: floa
     offloaded operation than the software does, the core price is 0, or a fully loaded unit
     frees less CPU money than it costs (A·s <= P).
     """
-    cpu = _check("CPU time per operation", cpu_ns_per_op, positive=True)
-    q = _check("core price per year", core_price_per_year)
+    cpu = check_number("CPU time per operation", cpu_ns_per_op, positive=True)
+    q = check_number("core price per year", core_price_per_year)
     if acc.host_cpu_ns_per_op >= cpu:
         raise EconomicsError(
             f"break-even impossible: the host still spends {acc.host_cpu_ns_per_op / 1e3:g} µs of CPU per "
@@ -391,7 +392,7 @@ def offload(rate_per_s: float, cpu_ns_per_op: float, acc: Accelerator, core_pric
     """Cores and money saved (or lost) by offloading ``rate_per_s`` operations per second, and
     the break-even rate. Raises EconomicsError as ``break_even`` does, or for a negative rate."""
     be = break_even(cpu_ns_per_op, acc, core_price_per_year)
-    rate = _check("rate", rate_per_s)
+    rate = check_number("rate", rate_per_s)
     units = units_needed(rate, acc)
     sw = cores_needed(rate, cpu_ns_per_op)
     host = rate * acc.host_cpu_ns_per_op / NS_PER_S
@@ -509,7 +510,7 @@ def plan(run: StoredRun, op: str, rate_per_s: float, *, configuration: str | Non
     lacks, an ambiguous choice, a cell without measured repetitions, --from without --to, or an
     accelerator that never pays.
     """
-    rate = _check("--rate", rate_per_s, positive=True)
+    rate = check_number("--rate", rate_per_s, positive=True)
     if (from_config is None) != (to_config is None):
         raise EconomicsError("--from and --to go together: give both configurations of the change")
     if from_config is not None and configuration is not None:
@@ -517,7 +518,7 @@ def plan(run: StoredRun, op: str, rate_per_s: float, *, configuration: str | Non
     if accelerator is not None and core_price_per_year is None:
         raise EconomicsError("an accelerator needs --core-price-per-year to be compared with the CPU it saves")
     if core_price_per_year is not None:
-        _check("--core-price-per-year", core_price_per_year)
+        check_number("--core-price-per-year", core_price_per_year)
     first = _one(run, find_cells(run, op, from_config or configuration, backend, size_bytes), op)
     chosen = [first]
     if to_config is not None:
