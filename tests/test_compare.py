@@ -121,13 +121,19 @@ def test_cli_compare_missing_store(cli, tmp_path):
     assert not (tmp_path / "none.sqlite").exists()  # reading never creates a store
 
 
-def test_cli_compare_future_format_version(cli, store, tmp_path):
+def future_copy(store, tmp_path, run_id):
+    """A copy of ``store`` whose run ``run_id`` claims format version 99."""
     future = tmp_path / "future.sqlite"
     shutil.copy(store, future)
     db = sqlite3.connect(future)
-    db.execute("UPDATE runs SET format_version = 99 WHERE id = 2")
+    db.execute("UPDATE runs SET format_version = 99 WHERE id = ?", (run_id,))
     db.commit()
     db.close()
+    return future
+
+
+def test_cli_compare_future_format_version(cli, store, tmp_path):
+    future = future_copy(store, tmp_path, 2)
     assert_one_line_error(cli("compare", "1", "2", "--store", future),
                           "run 2 in", "format version 99 is not supported", code=1)
 
@@ -158,13 +164,7 @@ def test_cli_list_empty_and_missing(cli, tmp_path):
 
 
 def test_cli_list_marks_a_future_format(cli, store, tmp_path):
-    future = tmp_path / "future.sqlite"
-    shutil.copy(store, future)
-    db = sqlite3.connect(future)
-    db.execute("UPDATE runs SET format_version = 99 WHERE id = 1")
-    db.commit()
-    db.close()
-    res = cli("list", "--store", future)
+    res = cli("list", "--store", future_copy(store, tmp_path, 1))
     assert res.code == 0 and "format 99: not supported" in res.out
 
 

@@ -162,15 +162,20 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes) -> Table:
         if d.status != "ok" or d.latency is None or d.throughput is None:
             t.add_row(*head, "", "", "", "", "", notes.status("n/a", d.reason))
             continue
-        assert d.latency_verdict
-        tp = d.throughput
-        verdict = Text(d.latency_verdict.text, style=_verdict_style(d.latency_verdict.kind))
-        if d.note:
-            verdict.append(f" ({d.note})", style="dim")
-        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct),
-                  _ci_text(d), f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]",
-                  verdict)
+        t.add_row(*head, *_delta_cells(d))
     return t
+
+
+def _delta_cells(d: Delta) -> list:
+    """The cells of a measured delta's row: both p50s, latency Δ, its CI, throughput Δ with its
+    CI, and the verdict (with the delta's note)."""
+    assert d.latency and d.throughput and d.latency_verdict
+    tp = d.throughput
+    verdict = Text(d.latency_verdict.text, style=_verdict_style(d.latency_verdict.kind))
+    if d.note:
+        verdict.append(f" ({d.note})", style="dim")
+    return [fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct), _ci_text(d),
+            f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]", verdict]
 
 
 def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: Notes) -> Table:
@@ -313,15 +318,9 @@ def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct
             t.add_row(*head, fmt_ns(d.baseline_p50_ns) if point else "", fmt_ns(d.p50_ns) if point else "",
                       point, "", "", notes.status("n/a", d.reason), "")
             continue
-        assert d.latency_verdict
-        tp = d.throughput
-        verdict = Text(d.latency_verdict.text, style=_verdict_style(d.latency_verdict.kind))
-        if d.note:
-            verdict.append(f" ({d.note})", style="dim")
         noise_pct = (d.noise or 0.0) * 100
-        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct),
-                  _ci_text(d), f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]",
-                  verdict, Text(f"CV {noise_pct:.1f} %", style="yellow" if noise_pct > threshold_pct else ""))
+        t.add_row(*head, *_delta_cells(d),
+                  Text(f"CV {noise_pct:.1f} %", style="yellow" if noise_pct > threshold_pct else ""))
     return t
 
 
