@@ -159,6 +159,41 @@ def _side_problem(name: str, s: CellSummary | None) -> str | None:
     return f"{name}: only {s.ok} measured repetition(s); a CI needs {MIN_REPETITIONS}"
 
 
+def compare(base: CellSummary | None, s: CellSummary | None, *, configuration: str, baseline: str,
+            seed: int, key: str, resamples: int = 10000, noise_threshold: float = 0.10,
+            level: float = 0.95, base_name: str = "baseline",
+            name: str = "this configuration") -> Delta:
+    """One Delta: cell summary ``s`` against ``base`` (either may be None: not run).
+
+    The comparison group (backend, label, size) is taken from whichever side exists. The CIs
+    draw from a generator seeded with (``seed``, crc32 of ``key``), so the same key and seed
+    give the same interval whatever else is compared. ``base_name``/``name`` name the sides in
+    the ``reason`` of an ``n/a`` delta. ``noise_threshold`` is a fraction. Used by ``deltas``
+    (configurations of one run) and by ``compare`` (the same cell in two stored runs).
+    """
+    cell = (s or base).cell  # type: ignore[union-attr]
+    common = dict(backend=cell.backend, label=cell.label, size_bytes=cell.size_bytes,
+                  configuration=configuration, baseline=baseline, op=s.cell.op if s else "",
+                  baseline_op=base.cell.op if base else "")
+    problem = _side_problem(base_name, base) or _side_problem(name, s)
+    if problem:
+        return Delta(status="n/a", reason=problem, **common)
+    assert base is not None and s is not None
+    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
+    lat = stats.ratio_of_medians(s.p50_samples_ns, base.p50_samples_ns, resamples, rng, level)
+    tp = stats.ratio_of_medians(s.ops_per_s_samples, base.ops_per_s_samples, resamples, rng, level)
+    lat_noise = max(s.cv_p50, base.cv_p50)
+    tp_noise = max(s.cv_ops_per_s, base.cv_ops_per_s)
+    short = (base_name, "config" if name == "this configuration" else name)
+    notes = [f"{x.ok} of {x.runs} repetitions ({who})" for who, x in zip(short, (base, s))
+             if x.ok < x.runs]
+    return Delta(
+        status="ok", baseline_p50_ns=base.p50_ns, p50_ns=s.p50_ns, latency=lat, throughput=tp,
+        latency_verdict=stats.classify(lat, lat_noise, noise_threshold, higher_is_slower=True),
+        throughput_verdict=stats.classify(tp, tp_noise, noise_threshold, higher_is_slower=False),
+        noise=lat_noise, note="; ".join(notes), **common)
+
+
 def deltas(summaries: dict[str, CellSummary], baseline: str, seed: int,
            resamples: int = 10000, noise_threshold: float = 0.10, level: float = 0.95) -> list[Delta]:
     """Every configuration ≠ ``baseline`` against the baseline cell of its group.
@@ -175,24 +210,7 @@ def deltas(summaries: dict[str, CellSummary], baseline: str, seed: int,
         for name, s in by_config.items():
             if name == baseline:
                 continue
-            common = dict(backend=backend, label=label, size_bytes=size, configuration=name,
-                          baseline=baseline, op=s.cell.op,
-                          baseline_op=base.cell.op if base else "")
-            problem = _side_problem("baseline", base) or _side_problem("this configuration", s)
-            if problem:
-                out.append(Delta(status="n/a", reason=problem, **common))
-                continue
-            key = f"{backend}/{label}/{size}/{name}"
-            rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
-            lat = stats.ratio_of_medians(s.p50_samples_ns, base.p50_samples_ns, resamples, rng, level)
-            tp = stats.ratio_of_medians(s.ops_per_s_samples, base.ops_per_s_samples, resamples, rng, level)
-            lat_noise = max(s.cv_p50, base.cv_p50)
-            tp_noise = max(s.cv_ops_per_s, base.cv_ops_per_s)
-            notes = [f"{x.ok} of {x.runs} repetitions ({who})" for who, x in (("baseline", base), ("config", s))
-                     if x.ok < x.runs]
-            out.append(Delta(
-                status="ok", baseline_p50_ns=base.p50_ns, p50_ns=s.p50_ns, latency=lat, throughput=tp,
-                latency_verdict=stats.classify(lat, lat_noise, noise_threshold, higher_is_slower=True),
-                throughput_verdict=stats.classify(tp, tp_noise, noise_threshold, higher_is_slower=False),
-                noise=lat_noise, note="; ".join(notes), **common))
+            out.append(compare(base, s, configuration=name, baseline=baseline, seed=seed,
+                               key=f"{backend}/{label}/{size}/{name}", resamples=resamples,
+                               noise_threshold=noise_threshold, level=level))
     return out

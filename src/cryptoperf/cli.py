@@ -1,5 +1,6 @@
-"""The command line: ``cryptoperf speed``, ``cryptoperf study``, ``cryptoperf report``,
-``cryptoperf backends``.
+"""The command line: ``cryptoperf speed``, ``study``, ``report``, ``backends``, and on stored
+runs ``list``, ``compare`` and ``plan`` (the economics of an operation: cores for a rate, the
+cost of a change, accelerator break-even).
 
 This is the only module that turns errors into exit codes: every failure the user can cause
 ends as one line ``cryptoperf: error: <what, where, fix>`` on stderr — exit 2 for usage and
@@ -18,7 +19,9 @@ from typing import Sequence
 import click
 from rich.console import Console
 
-from cryptoperf import PROTOCOL_VERSION, __version__, analysis, hostinfo, plan, stored, study as study_mod
+from cryptoperf import PROTOCOL_VERSION, __version__, analysis, economics, hostinfo, plan, study as study_mod
+from cryptoperf import compare as compare_mod
+from cryptoperf import stored
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
@@ -26,7 +29,7 @@ from cryptoperf.report import terminal
 from cryptoperf.report.render import write_text as render_write
 from cryptoperf.run import local
 from cryptoperf.run.worker import Hello, fetch_hello
-from cryptoperf.store import Store, default_path
+from cryptoperf.store import FORMAT_VERSION, Store, default_path
 from cryptoperf.study import MAX_SIZE_BYTES, MAX_THREADS, takes_message
 from cryptoperf.worker_path import find_worker
 
@@ -73,6 +76,9 @@ def cli() -> None:
     cryptoperf speed --op rsa2048-sign   ops/s, MB/s, latency percentiles, CPU/op per backend
     cryptoperf study studies/quick.toml  compare configurations against a baseline
     cryptoperf report [RUN_ID]           HTML (or md, json, csv) report of a stored run
+    cryptoperf list                      the stored runs
+    cryptoperf compare 3 4               run 4 against run 3: host differences, deltas
+    cryptoperf plan --op rsa2048-sign --rate 9.6   cores, cost of a change, accelerator break-even
     """
 
 
@@ -287,6 +293,149 @@ def report(run_id: str, fmt: str, output: str | None, store_path: str | None) ->
     target = Path(output) if output else report_formats.default_path(DEFAULT_OUT_DIR, run, fmt)
     written = render_write(text, target)
     click.echo(str(written))
+
+
+STORE_HELP = f"SQLite store to read [default: {default_path()}]."
+
+
+@cli.command("list")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the runs as one JSON document.")
+def list_runs(store_path: str | None, as_json: bool) -> None:
+    """List the stored runs: id, date, study, host (CPU model, kernel), cells, status.
+
+    The ids are what `cryptoperf compare`, `cryptoperf plan` and `cryptoperf.load()` take
+    (`latest` names the newest).
+    """
+    with stored.open_store(store_path) as store:
+        runs = stored.list_runs(store)
+        path = str(store.path)
+    if as_json:
+        click.echo(json.dumps({"format_version": FORMAT_VERSION, "kind": "runs", "store": path,
+                               "runs": runs}, indent=1))
+        return
+    out = _stdout()
+    if not runs:
+        out.print(f"no runs in store {path}", markup=False)
+        return
+    out.print(terminal.runs_table(runs))
+    out.print(f"store: {path}", markup=False)
+
+
+@cli.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the tables.")
+def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool) -> None:
+    """Compare stored run RUN_B with RUN_A (the baseline); ids from `cryptoperf list`, or `latest`.
+
+    Prints the host differences first (CPU model, flags, kernel, hypervisor, library versions),
+    then one row per cell measured in both runs — matched by configuration, backend, operation
+    label and size — with the latency Δ and its 95 % bootstrap CI, the throughput Δ, the
+    verdict (run B against run A, decided as in a study) and the noise; then the cells measured
+    in one run only.
+    """
+    with stored.open_store(store_path) as store:
+        a = stored.load_run(store, run_a)
+        b = stored.load_run(store, run_b)
+    c = compare_mod.compare_runs(a, b)
+    if as_json:
+        doc = {"format_version": FORMAT_VERSION, "kind": "compare", "cryptoperf_version": __version__,
+               **c.as_dict()}
+        click.echo(json.dumps(doc, indent=1))
+        return
+    out = _stdout()
+    for r in (a, b):
+        out.print(f"run {r.id}: {r.meta.get('study_name') or r.meta.get('kind')}, "
+                  f"{terminal.fmt_date(r.meta.get('started_at'))}, {r.meta.get('status')}", markup=False)
+    out.print(terminal.host_line(a.host).replace("host:", f"host of run {a.id}:", 1), markup=False)
+    if c.host:
+        out.print(terminal.host_differences_table(c.host, a.id, b.id))
+    else:
+        out.print("host differences: none (same CPU model, flags, kernel, hypervisor and library versions)",
+                  markup=False)
+    notes = terminal.Notes()
+    if c.deltas:
+        out.print(terminal.compare_table(c.deltas, a.id, b.id, c.noise_threshold * 100, notes))
+    else:
+        out.print("no cell was measured in both runs", markup=False)
+    notes.print(out)
+    for r, cells in ((a, c.only_a), (b, c.only_b)):
+        if cells:
+            out.print(f"unmatched, only in run {r.id}: " + ", ".join(f"{s.cell.key} ({s.cell.op})" for s in cells),
+                      markup=False)
+
+
+@cli.command("plan")
+@click.argument("run_id", required=False, default="latest")
+@click.option("--op", "op", metavar="OP", help="Operation (or study label) to plan for, e.g. rsa2048-sign.")
+@click.option("--rate", "rate", type=float, metavar="N", help="Operations per second to sustain.")
+@click.option("--configuration", "configuration", metavar="C", help="Configuration of the run to use.")
+@click.option("--backend", "backend", metavar="B", help="Backend of the run to use.")
+@click.option("--size", "size", type=int, metavar="BYTES", help="Message size of the cell to use.")
+@click.option("--from", "from_config", metavar="CONFIG", help="Cost of a change: from this configuration …")
+@click.option("--to", "to_config", metavar="CONFIG", help="… to this one (same backend, label and size).")
+@click.option("--core-price-per-year", type=float, metavar="Q",
+              help="Price of one CPU core per year (any currency; the same as the accelerator's).")
+@click.option("--accel-ops-per-s", type=float, metavar="A", help="Accelerator capacity: ops/s per unit.")
+@click.option("--accel-price-per-year", type=float, metavar="P", help="Price of one accelerator unit per year.")
+@click.option("--accel-host-cpu-us-per-op", type=float, default=0.0, show_default=True, metavar="H",
+              help="Host CPU still spent per offloaded operation (driver, polling), in µs.")
+@click.option("--accel-latency-us", type=float, metavar="L",
+              help="Accelerator latency per operation as the application sees it, in µs (shown only).")
+@click.option("--accel-min-units", type=int, default=1, show_default=True, metavar="M",
+              help="Accelerator units bought whatever the load (2 for redundancy).")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
+def plan_cmd(run_id: str, op: str | None, rate: float | None, configuration: str | None,
+             backend: str | None, size: int | None, from_config: str | None, to_config: str | None,
+             core_price_per_year: float | None, accel_ops_per_s: float | None,
+             accel_price_per_year: float | None, accel_host_cpu_us_per_op: float,
+             accel_latency_us: float | None, accel_min_units: int, store_path: str | None,
+             as_json: bool) -> None:
+    """Economics of an operation measured in stored run RUN_ID (default: latest).
+
+    \b
+    (a) cores needed for --rate: rate × CPU ns per op / 1e9, from the median CPU time per
+        operation over repetitions (with its 95 % CI and range), and one core's capacity;
+    (b) with --from C1 --to C2: cores before and after that change of configuration;
+    (c) with --accel-ops-per-s, --accel-price-per-year and --core-price-per-year: the rate
+        above which offloading to the accelerator saves money, and what it saves at --rate.
+
+    Method and a worked example: docs/methodology.md, "Economics".
+    """
+    if not op:
+        raise UsageError("plan needs --op OP, the operation (or study label) to plan for; "
+                         "see `cryptoperf list` and `cryptoperf plan --help`")
+    if rate is None:
+        raise UsageError("plan needs --rate N, the operations per second to sustain (e.g. --rate 9.6)")
+    for name, value in (("--accel-host-cpu-us-per-op", accel_host_cpu_us_per_op),
+                        ("--accel-latency-us", accel_latency_us)):
+        if value is not None:
+            economics.check_number(name, value)
+    accel = None
+    if (accel_ops_per_s is not None or accel_price_per_year is not None or accel_latency_us is not None
+            or accel_host_cpu_us_per_op != 0 or accel_min_units != 1):
+        if accel_ops_per_s is None or accel_price_per_year is None:
+            raise UsageError("describe the accelerator with both --accel-ops-per-s and --accel-price-per-year")
+        accel = economics.Accelerator(
+            ops_per_s_per_unit=accel_ops_per_s, price_per_year=accel_price_per_year,
+            host_cpu_ns_per_op=accel_host_cpu_us_per_op * 1e3,
+            latency_ns=accel_latency_us * 1e3 if accel_latency_us is not None else None,
+            min_units=accel_min_units)
+    with stored.open_store(store_path) as store:
+        run = stored.load_run(store, run_id)
+    result = economics.plan(run, op, rate, configuration=configuration, backend=backend,
+                            size_bytes=size, from_config=from_config, to_config=to_config,
+                            accelerator=accel, core_price_per_year=core_price_per_year)
+    if as_json:
+        doc = {"format_version": FORMAT_VERSION, "kind": "plan", "cryptoperf_version": __version__,
+               **result.as_dict()}
+        click.echo(json.dumps(doc, indent=1))
+        return
+    for line in terminal.plan_lines(result, run.meta):
+        click.echo(line)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

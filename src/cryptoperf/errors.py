@@ -90,3 +90,14 @@ class WorkerRequestError(WorkerError):
 
 class StoreError(CryptoperfError):
     """The SQLite store or the JSON output cannot be opened or written."""
+
+
+class EconomicsError(UsageError):
+    """The figures given to ``cryptoperf plan`` allow no answer: a negative or zero number where
+    a positive one is needed, an operation the run does not have, or an accelerator that never
+    pays for itself at its price and capacity."""
+
+
+class MissingDependency(CryptoperfError, ImportError):
+    """An optional dependency is not installed (e.g. pandas for ``cryptoperf.load``); the
+    message names the ``pip install`` that fixes it."""

@@ -202,6 +202,14 @@ def bootstrap(sample: Sequence[float], statistic: Callable[[np.ndarray], np.ndar
     return np.asarray(statistic(a[idx]), dtype=float)
 
 
+def percentile_interval(replicates: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """The ``level`` percentile-bootstrap interval of ``replicates`` (shape (n,)): their
+    (1−level)/2 and (1+level)/2 percentiles, as (low, high)."""
+    tail = (1.0 - level) / 2.0 * 100.0
+    low, high = np.percentile(np.asarray(replicates, dtype=float), [tail, 100.0 - tail])
+    return float(low), float(high)
+
+
 @dataclass(frozen=True)
 class RatioEstimate:
     """A ratio (configuration / baseline) with its percentile-bootstrap confidence interval.
@@ -255,10 +263,8 @@ def ratio_of_medians(sample: Sequence[float], baseline: Sequence[float], n: int,
     if (a <= 0).any() or (b <= 0).any():
         raise ValueError("ratio of medians needs positive values")
     reps = bootstrap(a, median, n, rng) / bootstrap(b, median, n, rng)
-    tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(reps, [tail, 100.0 - tail])
-    return RatioEstimate(ratio=float(np.median(a) / np.median(b)), low=float(low), high=float(high),
-                         level=level)
+    low, high = percentile_interval(reps, level)
+    return RatioEstimate(ratio=float(np.median(a) / np.median(b)), low=low, high=high, level=level)
 
 
 @dataclass(frozen=True)

@@ -158,6 +158,13 @@ class Store:
             out.append(d)
         return out
 
+    def result_counts(self) -> dict[int, dict[str, int]]:
+        """Per run id: ``cells`` (distinct cells), ``results`` (worker runs) and ``ok`` (measured
+        ones), without decoding any result; runs without results are absent."""
+        cur = self.db.execute("SELECT run_id, COUNT(DISTINCT cell), COUNT(*), "
+                              "SUM(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) FROM results GROUP BY run_id")
+        return {int(r): {"cells": int(c), "results": int(n), "ok": int(ok or 0)} for r, c, n, ok in cur}
+
     def results(self, run_id: int) -> Iterator[dict[str, Any]]:
         """The ``results`` rows of one run as dicts (params and result decoded), in order."""
         cur = self.db.execute("SELECT * FROM results WHERE run_id = ? ORDER BY id", (run_id,))

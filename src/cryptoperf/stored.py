@@ -9,14 +9,15 @@ code and the run's stored seed, so a report of an old run matches what its study
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from cryptoperf import analysis
 from cryptoperf.errors import StoreError
 from cryptoperf.plan import Cell, Run
 from cryptoperf.run import local
-from cryptoperf.store import FORMAT_VERSION, Store
-from cryptoperf.study import Study, parse
+from cryptoperf.store import FORMAT_VERSION, Store, default_path
+from cryptoperf.study import Study, options_for, parse
 
 
 @dataclass
@@ -45,6 +46,24 @@ class StoredRun:
     @property
     def host(self) -> dict[str, Any]:
         return self.meta["host"]
+
+    @property
+    def seed(self) -> int:
+        """The bootstrap seed of this run's CIs (see ``run_seed``)."""
+        return run_seed(self.meta, self.study)
+
+    def option(self, name: str) -> Any:
+        """A ``[study]`` option of this run (e.g. ``bootstrap_resamples``,
+        ``noise_threshold_pct``): its study's value, or the study-file default for a run
+        without a study (``speed``). KeyError for an unknown option."""
+        return getattr(self.study, name) if self.study is not None else options_for("study")[name].default
+
+
+def run_seed(meta: dict[str, Any], study: Study | None) -> int:
+    """The seed a run's CIs use: the stored one, else its study's, else the study-file default."""
+    if meta.get("seed") is not None:
+        return int(meta["seed"])
+    return study.seed if study is not None else int(options_for("study")["seed"].default)
 
 
 def resolve_id(store: Store, run_id: str | int | None) -> int:
@@ -78,8 +97,8 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     meta = next(r for r in store.runs() if int(r["id"]) == rid)
     version = int(meta.get("format_version") or 0)
     if version > FORMAT_VERSION or version < 1:
-        raise StoreError(f"run {rid} in {store.path} has format version {version}, which is not "
-                         f"supported by this cryptoperf (format {FORMAT_VERSION}); upgrade cryptoperf")
+        raise StoreError(f"run {rid} in {store.path}: format version {version} is not supported by "
+                         f"this cryptoperf (it reads format {FORMAT_VERSION}); upgrade cryptoperf")
     study = None
     if meta.get("study_toml"):
         study = parse(meta["study_toml"], f"<study of run {rid}>")
@@ -87,8 +106,7 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     summaries = analysis.summarize(outcomes)
     deltas: list[analysis.Delta] = []
     if study is not None:
-        seed = meta.get("seed") if meta.get("seed") is not None else study.seed
-        deltas = analysis.deltas(summaries, study.baseline, seed, study.bootstrap_resamples,
+        deltas = analysis.deltas(summaries, study.baseline, run_seed(meta, study), study.bootstrap_resamples,
                                  study.noise_threshold_pct / 100.0)
     return StoredRun(meta, study, outcomes, summaries, deltas)
 
@@ -104,3 +122,42 @@ def _outcome(row: dict[str, Any], index: int) -> local.RunOutcome:
     o.started_at = row.get("started_at") or ""
     o.finished_at = row.get("finished_at") or ""
     return o
+
+
+def open_store(path: str | Path | None = None) -> Store:
+    """Open an existing store (``path``, or the default store) for reading; reading never
+    creates one. Raises StoreError naming the path when there is no file there."""
+    p = Path(path) if path is not None else default_path()
+    if not p.is_file():
+        raise StoreError(f"no store at {p}; run `cryptoperf study FILE` or `cryptoperf speed` first, "
+                         "or give the path of another store (--store PATH)")
+    return Store(p)
+
+
+def kernel_release(host: dict[str, Any]) -> str:
+    """The kernel release from a host fingerprint (``Linux 6.8.0 #1 SMP …`` → ``6.8.0``), or '?'."""
+    parts = str(host.get("kernel") or "").split(" ")
+    return parts[1] if len(parts) > 1 else (parts[0] or "?")
+
+
+def list_runs(store: Store) -> list[dict[str, Any]]:
+    """Every run of ``store``, oldest first, as JSON-ready dicts for ``cryptoperf list``.
+
+    Keys: ``id``, ``started_at``, ``finished_at`` (UTC ISO 8601), ``kind`` (study/speed),
+    ``study`` (the study's name, None for speed), ``status``, ``format_version``,
+    ``supported`` (False when this cryptoperf cannot read the run's format), ``cpu_model``,
+    ``kernel`` (release), ``logical_cpus``, ``cells`` (distinct cells), ``results`` (worker
+    runs) and ``ok`` (measured ones). Reads no result bodies, so it is fast on a large store.
+    """
+    counts = store.result_counts()
+    out = []
+    for r in store.runs():
+        host = r.get("host") or {}
+        version = int(r.get("format_version") or 0)
+        c = counts.get(int(r["id"]), {"cells": 0, "results": 0, "ok": 0})
+        out.append({"id": int(r["id"]), "started_at": r["started_at"], "finished_at": r["finished_at"],
+                    "kind": r["kind"], "study": r.get("study_name"), "status": r["status"],
+                    "format_version": version, "supported": 1 <= version <= FORMAT_VERSION,
+                    "cpu_model": host.get("cpu_model"), "kernel": kernel_release(host),
+                    "logical_cpus": host.get("logical_cpus"), **c})
+    return out

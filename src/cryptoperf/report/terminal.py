@@ -162,15 +162,20 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes) -> Table:
         if d.status != "ok" or d.latency is None or d.throughput is None:
             t.add_row(*head, "", "", "", "", "", notes.status("n/a", d.reason))
             continue
-        assert d.latency_verdict
-        tp = d.throughput
-        verdict = Text(d.latency_verdict.text, style=_verdict_style(d.latency_verdict.kind))
-        if d.note:
-            verdict.append(f" ({d.note})", style="dim")
-        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct),
-                  _ci_text(d), f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]",
-                  verdict)
+        t.add_row(*head, *_delta_cells(d))
     return t
+
+
+def _delta_cells(d: Delta) -> list:
+    """The cells of a measured delta's row: both p50s, latency Δ, its CI, throughput Δ with its
+    CI, and the verdict (with the delta's note)."""
+    assert d.latency and d.throughput and d.latency_verdict
+    tp = d.throughput
+    verdict = Text(d.latency_verdict.text, style=_verdict_style(d.latency_verdict.kind))
+    if d.note:
+        verdict.append(f" ({d.note})", style="dim")
+    return [fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct), _ci_text(d),
+            f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]", verdict]
 
 
 def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: Notes) -> Table:
@@ -249,3 +254,150 @@ def host_line(fp: Mapping) -> str:
     kernel = str(fp.get("kernel", "")).split(" ")[1] if fp.get("kernel") else "?"
     return (f"host: {fp.get('cpu_model')} × {fp.get('logical_cpus')}, flags "
             f"{' '.join(fp.get('crypto_flags') or []) or 'none'}, hypervisor {virt}, kernel {kernel}")
+
+
+# --------------------------------------------------------------------------- stored runs: list, compare, plan
+
+def fmt_date(iso: str | None) -> str:
+    """``2026-11-23T09:05:12.345Z`` → ``2026-11-23 09:05 UTC``; '—' for None."""
+    if not iso:
+        return "—"
+    text = str(iso).replace("T", " ")
+    return f"{text[:16]} UTC" if text.endswith("Z") else text[:16]
+
+
+def runs_table(runs: Sequence[Mapping]) -> Table:
+    """``cryptoperf list``: one row per stored run (``stored.list_runs`` dicts): id, date,
+    study (or ``speed``), host (CPU model, kernel release), cells, results measured, status."""
+    t = Table(title="stored runs", title_justify="left")
+    for name, justify in (("id", "right"), ("date", "left"), ("study", "left"), ("host", "left"),
+                          ("cells", "right"), ("runs ok", "right"), ("status", "left")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for r in runs:
+        status = Text(str(r["status"]), style="" if r["status"] == "complete" else "yellow")
+        if not r.get("supported", True):
+            status = Text(f"{r['status']} (format {r['format_version']}: not supported)", style="red")
+        study = r.get("study") or r.get("kind") or ""
+        t.add_row(str(r["id"]), fmt_date(r.get("started_at")), Text(study),
+                  Text(f"{r.get('cpu_model') or '?'}, kernel {r.get('kernel') or '?'}"),
+                  str(r.get("cells", 0)), f"{r.get('ok', 0)}/{r.get('results', 0)}", status)
+    return t
+
+
+def host_differences_table(diffs: Sequence, run_a: int, run_b: int) -> Table:
+    """The host properties that differ between run A and run B (``compare.HostDifference``)."""
+    t = Table(title=f"host differences (run {run_a} → run {run_b})", title_justify="left")
+    for name in ("property", f"run {run_a}", f"run {run_b}"):
+        t.add_column(name, overflow="fold")
+    for d in diffs:
+        t.add_row(Text(d.field), Text(d.a), Text(d.b))
+    return t
+
+
+def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct: float,
+                  notes: Notes) -> Table:
+    """``cryptoperf compare``: the delta table of run B against run A, one row per matched
+    cell — p50 in each run, latency Δ with its 95 % CI, throughput Δ with its CI, verdict (B
+    against A) and noise (the larger CV across repetitions; over ``threshold_pct`` in yellow).
+    Rows without a CI give the reason in ``notes`` (and the two p50s with their point change
+    when both runs measured the cell)."""
+    t = Table(title=f"run {run_b} vs run {run_a} (baseline)", title_justify="left")
+    for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
+                          (f"p50 run {run_a}", "right"), (f"p50 run {run_b}", "right"),
+                          ("latency Δ", "right"), ("95 % CI", "right"),
+                          ("throughput Δ (95 % CI)", "right"), ("verdict", "left"), ("noise", "right")):
+        t.add_column(name, justify=justify, overflow="fold")
+    for d in deltas:
+        op = _operation(d.label, d.size_bytes)
+        if d.op and d.baseline_op and d.op != d.baseline_op:
+            op += f" [{notes.add(f'{d.label}: {d.baseline_op} in run {run_a}, {d.op} in run {run_b}')}]"
+        head = [Text(d.backend), Text(op), Text(d.configuration or "—")]
+        if d.status != "ok" or d.latency is None or d.throughput is None:
+            point = (fmt_pct((d.p50_ns / d.baseline_p50_ns - 1) * 100)
+                     if d.p50_ns and d.baseline_p50_ns else "")
+            t.add_row(*head, fmt_ns(d.baseline_p50_ns) if point else "", fmt_ns(d.p50_ns) if point else "",
+                      point, "", "", notes.status("n/a", d.reason), "")
+            continue
+        noise_pct = (d.noise or 0.0) * 100
+        t.add_row(*head, *_delta_cells(d),
+                  Text(f"CV {noise_pct:.1f} %", style="yellow" if noise_pct > threshold_pct else ""))
+    return t
+
+
+def fmt_cores(cores: float | None) -> str:
+    """``0.125 cores (12.5 % of a core)``; '—' for None."""
+    if cores is None:
+        return "—"
+    return f"{cores:.3g} cores ({cores * 100:.3g} % of a core)"
+
+
+def fmt_money(x: float) -> str:
+    """Money per year with thousands separators and 2 decimals: ``1,234.50``."""
+    return f"{x:,.2f}"
+
+
+def _fmt_rate(x: float) -> str:
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
+def plan_lines(result, run_meta: Mapping) -> list[str]:
+    """``cryptoperf plan`` as text lines, from an ``economics.PlanResult``: (a) CPU per
+    operation with its CI and spread, single-core capacity, cores at the rate; (b) the change
+    with --from/--to; (c) the accelerator break-even and what offloading saves at the rate."""
+    rate = format(result.rate_per_s, ",.10g")  # 9.6, 1,000,000
+    lines = [f"run {result.run_id} ({run_meta.get('study_name') or run_meta.get('kind')}, "
+             f"{fmt_date(run_meta.get('started_at'))}), at {rate} ops/s:"]
+    for cell, c in zip(result.cells, result.cores):
+        cpu = c.cpu
+        what = f"{cell['op']} {fmt_size(cell['size_bytes'])}".strip()
+        conf = f", configuration {cell['configuration']}" if cell["configuration"] else ""
+        ci = (f"95 % CI {fmt_ns(cpu.low_ns)} – {fmt_ns(cpu.high_ns)}, " if cpu.low_ns is not None
+              else "no CI with 1 repetition, ")
+        lines += [
+            f"{what} on {cell['backend']}{conf}:",
+            f"  CPU per operation  {fmt_ns(cpu.median_ns)} (median of {cpu.repetitions} "
+            f"repetition{'s' if cpu.repetitions != 1 else ''}; "
+            f"{ci}range {fmt_ns(cpu.min_ns)} – {fmt_ns(cpu.max_ns)})",
+            f"  one core sustains  {_fmt_rate(c.ops_per_s_per_core)} ops/s (single thread: 1e9 / CPU ns per op)",
+            f"  cores needed       {fmt_cores(c.cores)}" + (
+                f"; 95 % CI {c.cores_low:.3g} – {c.cores_high:.3g}" if c.cores_low is not None else "")
+            + f"; range {c.cores_min:.3g} – {c.cores_max:.3g}",
+        ]
+        if result.core_price_per_year is not None:
+            lines.append(f"  CPU cost           {fmt_money(result.cost_per_year(c.cores))} per year "
+                         f"(at {fmt_money(result.core_price_per_year)} per core-year)")
+    ch = result.change
+    if ch is not None:
+        a, b = result.cells
+        ci = (f"; 95 % CI {ch.delta_low:+.3g} – {ch.delta_high:+.3g} cores" if ch.delta_low is not None
+              else "; no CI with 1 repetition")
+        ops = f" ({a['op']} → {b['op']})" if a["op"] != b["op"] else ""
+        lines.append(f"change {a['configuration']} → {b['configuration']}{ops} at "
+                     f"{rate} ops/s: {ch.before.cores:.3g} → {ch.after.cores:.3g} cores, "
+                     f"{ch.delta_cores:+.3g} cores ({ch.delta_pct:+.1f} %{ci})")
+        if result.core_price_per_year is not None:
+            lines.append(f"  = {result.cost_per_year(ch.delta_cores):+,.2f} per year of CPU")
+    if result.offload:
+        acc = result.offload[0].accelerator
+        host = f", host CPU {fmt_ns(acc.host_cpu_ns_per_op)} per offloaded op" if acc.host_cpu_ns_per_op else ""
+        lines.append(f"accelerator: {acc.ops_per_s_per_unit:g} ops/s per unit, {fmt_money(acc.price_per_year)} "
+                     f"per unit-year, at least {acc.min_units} unit(s){host}; core "
+                     f"{fmt_money(result.offload[0].core_price_per_year)} per year")
+        for cell, o in zip(result.cells, result.offload):
+            be = o.break_even
+            first = (f" (saves from {be.first_rate_per_s:.4g} ops/s, but not at every rate below "
+                     f"{be.rate_per_s:.4g}: each unit added as the load passes a unit's capacity costs more "
+                     f"than it saves at first)" if be.first_rate_per_s < be.rate_per_s else "")
+            verdict = "pays" if o.pays else "does not pay"
+            label = f"{cell['configuration']} ({cell['op']})" if cell["configuration"] else cell["op"]
+            lines += [
+                f"  {label}: break-even {be.rate_per_s:.4g} ops/s{first}",
+                f"    at {rate} ops/s: offload saves {fmt_cores(o.cores_saved)} = "
+                f"{fmt_money(o.cost_software_per_year - o.cores_host * o.core_price_per_year)} per year of CPU",
+                f"    for {o.units} unit(s) at {fmt_money(o.units * acc.price_per_year)} per year: "
+                f"net {fmt_money(o.saving_per_year)} per year — {verdict} at this rate",
+            ]
+            if acc.latency_ns is not None:
+                lines.append(f"    latency: accelerator {fmt_ns(acc.latency_ns)} vs software p50 "
+                             f"{fmt_ns(o.software_latency_ns)}")
+    return lines

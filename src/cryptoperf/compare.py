@@ -1,0 +1,172 @@
+"""Compare two stored runs: what differs between their hosts, then every cell measured in both.
+
+Run A is the baseline. Cells are matched by (configuration, backend, label, size_bytes); each
+matched pair gets the very ratio, 95 % bootstrap CI and verdict a study gives a configuration
+against its baseline (``analysis.compare``), so "12 % slower" means the same in both places.
+Cells measured in only one run are listed as unmatched. Host differences come first because
+they are usually the explanation: another CPU, kernel, hypervisor or library version.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from cryptoperf import analysis
+from cryptoperf.analysis import CellSummary, Delta, cell_dict
+from cryptoperf.stored import StoredRun
+
+#: host checks that read a moment (steal, other load), not a setting: two runs always differ a
+#: little, so only a change of state (ok → warning) is reported
+SAMPLED_CHECKS = ("steal", "other load")
+
+
+@dataclass(frozen=True)
+class HostDifference:
+    """One host property that differs: ``field`` (e.g. ``kernel``, ``library openssl``) and its
+    value in run A and run B as text ('—' when absent)."""
+
+    field: str
+    a: str
+    b: str
+
+    def as_dict(self) -> dict[str, str]:
+        """``field``, ``a``, ``b``."""
+        return dict(self.__dict__)
+
+
+def _hypervisor(hv: Any) -> str:
+    if not isinstance(hv, dict):
+        return "—"
+    kind = hv.get("type") or {True: "yes", False: "none"}.get(hv.get("present"), "unknown")
+    return f"{kind}, container {hv['container']}" if hv.get("container") else str(kind)
+
+
+def _library(lib: Any) -> str:
+    if not isinstance(lib, dict):
+        return "—"
+    text = f"{lib.get('library') or ''} {lib.get('library_version') or ''}".strip() or "?"
+    return text + (" (FIPS)" if lib.get("fips") else "")
+
+
+def _text(v: Any) -> str:
+    if v is None or v == "":
+        return "—"
+    if isinstance(v, (list, tuple)):
+        return " ".join(map(str, v)) or "none"
+    return str(v)
+
+
+def host_differences(a: dict[str, Any], b: dict[str, Any]) -> list[HostDifference]:
+    """The properties of host fingerprints ``a`` and ``b`` (``hostinfo.fingerprint`` + checks)
+    that differ, in this order: CPU model, crypto flags, logical CPUs, machine, kernel,
+    hypervisor, hostname, worker version, library version per backend (union of both runs'
+    backends), then host checks whose reading differs (``check cpu governor``, …; for the
+    sampled checks in SAMPLED_CHECKS, only a change of state)."""
+    out: list[HostDifference] = []
+
+    def add(name: str, va: str, vb: str) -> None:
+        if va != vb:
+            out.append(HostDifference(name, va, vb))
+
+    for key, name in (("cpu_model", "CPU model"), ("crypto_flags", "crypto flags"),
+                      ("logical_cpus", "logical CPUs"), ("machine", "machine"), ("kernel", "kernel")):
+        add(name, _text(a.get(key)), _text(b.get(key)))
+    add("hypervisor", _hypervisor(a.get("hypervisor")), _hypervisor(b.get("hypervisor")))
+    add("hostname", _text(a.get("hostname")), _text(b.get("hostname")))
+    add("worker version", _text(a.get("worker_version")), _text(b.get("worker_version")))
+    libs_a, libs_b = a.get("libraries") or {}, b.get("libraries") or {}
+    for backend in list(libs_a) + [k for k in libs_b if k not in libs_a]:
+        add(f"library {backend}", _library(libs_a.get(backend)), _library(libs_b.get(backend)))
+    checks_a = {c.get("name"): c for c in a.get("checks") or [] if isinstance(c, dict)}
+    checks_b = {c.get("name"): c for c in b.get("checks") or [] if isinstance(c, dict)}
+    for name in list(checks_a) + [k for k in checks_b if k not in checks_a]:
+        ca, cb = checks_a.get(name) or {}, checks_b.get(name) or {}
+        if name in SAMPLED_CHECKS:  # a moment's reading: differs only when the state does
+            if ca.get("state") != cb.get("state"):
+                out.append(HostDifference(f"check {name}", f"{_text(ca.get('state'))} ({_text(ca.get('value'))})",
+                                          f"{_text(cb.get('state'))} ({_text(cb.get('value'))})"))
+            continue
+        add(f"check {name}", _text(ca.get("value")), _text(cb.get("value")))
+    return out
+
+
+def match_key(s: CellSummary) -> tuple[str, str, str, int | None]:
+    """(configuration, backend, label, size_bytes): the cells of two runs with equal keys are
+    compared."""
+    c = s.cell
+    return (c.configuration, c.backend, c.label, c.size_bytes)
+
+
+@dataclass
+class Comparison:
+    """Run B against run A.
+
+    Attributes:
+        a, b: the runs (A is the baseline).
+        host: host differences (empty when the fingerprints agree).
+        deltas: one per matched cell, in run A's order; ``baseline`` and ``configuration`` are
+            the cell's configuration; ratios are B ÷ A. An ``n/a`` delta still carries both
+            p50 medians when each side has a measured repetition.
+        only_a, only_b: cells measured in one run only.
+        seed, resamples, noise_threshold: what the CIs and verdicts used (run A's study
+            settings, or the study defaults).
+    """
+
+    a: StoredRun
+    b: StoredRun
+    host: list[HostDifference]
+    deltas: list[Delta]
+    only_a: list[CellSummary]
+    only_b: list[CellSummary]
+    seed: int
+    resamples: int
+    noise_threshold: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: ``baseline_run`` and ``run`` (id, kind, study, started_at, status),
+        ``host_differences``, ``deltas`` (``Delta.as_dict``), ``unmatched`` (cells with the
+        run id they are in), ``seed``, ``resamples``, ``noise_threshold``."""
+        def run(r: StoredRun) -> dict[str, Any]:
+            m = r.meta
+            return {"id": r.id, "kind": m.get("kind"), "study": m.get("study_name"),
+                    "started_at": m.get("started_at"), "status": m.get("status")}
+        unmatched = ([{"run_id": self.a.id, **cell_dict(s.cell)} for s in self.only_a]
+                     + [{"run_id": self.b.id, **cell_dict(s.cell)} for s in self.only_b])
+        return {"baseline_run": run(self.a), "run": run(self.b),
+                "host_differences": [h.as_dict() for h in self.host],
+                "deltas": [d.as_dict() for d in self.deltas], "unmatched": unmatched,
+                "seed": self.seed, "resamples": self.resamples, "noise_threshold": self.noise_threshold}
+
+
+def compare_runs(a: StoredRun, b: StoredRun) -> Comparison:
+    """Compare run ``b`` with run ``a`` (the baseline), cell by cell.
+
+    The bootstrap uses run A's seed, resample count and noise threshold (study defaults for a
+    ``speed`` run), and each delta its own generator keyed by the cell, so comparing A with B
+    always gives the same CIs. A cell with fewer than 2 measured repetitions on either side
+    (every ``speed`` cell) gets an ``n/a`` delta saying so.
+    """
+    seed, resamples = a.seed, int(a.option("bootstrap_resamples"))
+    threshold = float(a.option("noise_threshold_pct")) / 100.0
+    in_b = {match_key(s): s for s in b.summaries.values()}
+    in_a = {match_key(s) for s in a.summaries.values()}
+    deltas, only_a = [], []
+    for s_a in a.summaries.values():
+        s_b = in_b.get(match_key(s_a))
+        if s_b is None:
+            only_a.append(s_a)
+            continue
+        c = s_a.cell
+        d = analysis.compare(
+            s_a, s_b, configuration=c.configuration, baseline=c.configuration, seed=seed,
+            key=f"{c.backend}/{c.label}/{c.size_bytes}/{c.configuration}", resamples=resamples,
+            noise_threshold=threshold, base_name=f"run {a.id}", name=f"run {b.id}")
+        if d.status != "ok" and s_a.p50_ns is not None and s_b.p50_ns is not None:
+            # too few repetitions for a CI (every `speed` run): still show both medians
+            d = dataclasses.replace(d, baseline_p50_ns=s_a.p50_ns, p50_ns=s_b.p50_ns)
+        deltas.append(d)
+    only_b = [s for s in b.summaries.values() if match_key(s) not in in_a]
+    return Comparison(a=a, b=b, host=host_differences(a.host, b.host), deltas=deltas, only_a=only_a,
+                      only_b=only_b, seed=seed, resamples=resamples, noise_threshold=threshold)

@@ -1,0 +1,556 @@
+"""Economics: what a load costs in CPU, what a change of configuration costs at that load, and
+from which load an accelerator pays for itself (DESIGN.md, reference study 7).
+
+Everything starts from the measured **on-CPU time per operation** (``cpu_ns_per_op``: the
+worker's thread CPU time over the window ÷ operations, per repetition), not from latency: an
+operation that waits costs time but no CPU. The arithmetic is in pure functions on numbers;
+``plan()`` picks the cells of a stored run and feeds them in. The method and a worked example
+are in docs/methodology.md, section "Economics".
+
+Units are in the names:
+
+- ``rate_per_s``: operations per second the service must sustain;
+- ``cpu_ns_per_op``: nanoseconds of CPU per operation;
+- ``cores``: CPU cores kept fully busy (1.0 = one core; 0.125 = 12.5 % of a core);
+- ``*_per_year``: money per year, in whatever currency the caller uses — the same one for
+  cores and accelerators (e.g. what a core and an accelerator unit cost per year, amortised
+  purchase plus power, licences and space, or a cloud price);
+- ``ops_per_s_per_unit``: operations per second one accelerator unit sustains.
+
+Errors: ``EconomicsError`` (a UsageError: exit 2 from the CLI) for a negative or missing figure,
+an operation the run does not have, or an accelerator that can never pay for itself.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import asdict, dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+
+from cryptoperf import stats
+from cryptoperf.analysis import CellSummary, cell_dict
+from cryptoperf.errors import EconomicsError
+from cryptoperf.stored import StoredRun
+
+NS_PER_S = 1e9
+
+
+def check_number(name: str, value: float, *, positive: bool = False) -> float:
+    """``value`` as a float if finite and >= 0 (> 0 with ``positive``); else EconomicsError
+    naming ``name`` (a flag or a quantity)."""
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (positive and v == 0):
+        need = "a positive number" if positive else "a number >= 0"
+        raise EconomicsError(f"{name} must be {need}, got {value:g}")
+    return v
+
+
+# --------------------------------------------------------------------------- CPU per operation
+
+@dataclass(frozen=True)
+class CpuCost:
+    """The measured CPU time of one operation, over repetitions.
+
+    Attributes:
+        median_ns: median over repetitions of each repetition's CPU ns per operation.
+        low_ns, high_ns: ``level`` percentile-bootstrap CI of that median (None with fewer than
+            2 repetitions).
+        min_ns, max_ns: the spread: smallest and largest repetition.
+        repetitions: measured repetitions; samples_ns: their values, in repetition order.
+        level: confidence level of the CI (0.95).
+    """
+
+    median_ns: float
+    low_ns: float | None
+    high_ns: float | None
+    min_ns: float
+    max_ns: float
+    repetitions: int
+    samples_ns: tuple[float, ...]
+    level: float = 0.95
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (units in the names)."""
+        d = asdict(self)
+        d["samples_ns"] = list(self.samples_ns)
+        return d
+
+
+def cpu_cost(samples_ns: Sequence[float], rng: np.random.Generator, resamples: int = 10000,
+             level: float = 0.95) -> CpuCost:
+    """Median CPU ns/op over repetitions with its bootstrap CI and min–max spread.
+
+    Args:
+        samples_ns: one CPU ns/op value per measured repetition (shape (n,), n >= 1).
+        rng: the seeded generator of the bootstrap (CIs reproduce from the seed).
+        resamples: bootstrap replicates; level: CI level.
+
+    Raises EconomicsError for no samples or a value <= 0.
+    """
+    a = [float(x) for x in samples_ns]
+    if not a:
+        raise EconomicsError("no measured repetition: nothing to compute a CPU cost from")
+    for x in a:
+        check_number("CPU time per operation", x, positive=True)
+    low = high = None
+    if len(a) >= 2:
+        low, high = stats.percentile_interval(stats.bootstrap(a, stats.median, resamples, rng), level)
+    return CpuCost(median_ns=float(np.median(a)), low_ns=low, high_ns=high, min_ns=min(a),
+                   max_ns=max(a), repetitions=len(a), samples_ns=tuple(a), level=level)
+
+
+# --------------------------------------------------------------------------- (a) cores for a rate
+
+def cores_needed(rate_per_s: float, cpu_ns_per_op: float) -> float:
+    """Cores kept busy by ``rate_per_s`` operations per second of ``cpu_ns_per_op`` each:
+    rate × cpu_ns_per_op / 1e9 (e.g. 9.6/s × 13 ms = 0.1248 cores).
+
+    Raises EconomicsError for a negative rate or a CPU time <= 0.
+    """
+    return (check_number("rate", rate_per_s) * check_number("CPU time per operation", cpu_ns_per_op, positive=True)
+            / NS_PER_S)
+
+
+def ops_per_s_per_core(cpu_ns_per_op: float) -> float:
+    """Operations per second one fully busy core sustains: 1e9 / cpu_ns_per_op (single thread).
+
+    Raises EconomicsError for a CPU time <= 0.
+    """
+    return NS_PER_S / check_number("CPU time per operation", cpu_ns_per_op, positive=True)
+
+
+@dataclass(frozen=True)
+class CoresAtRate:
+    """What a rate costs in cores for one measured operation.
+
+    Attributes:
+        rate_per_s: the load (operations per second).
+        cpu: the measured CPU time per operation.
+        cores: rate × median CPU ns/op / 1e9; cores_low, cores_high: the same with the CI's
+            bounds (None without a CI); cores_min, cores_max: with the fastest and slowest
+            repetition.
+        ops_per_s_per_core: single-thread capacity, 1e9 / median CPU ns/op.
+    """
+
+    rate_per_s: float
+    cpu: CpuCost
+    cores: float
+    cores_low: float | None
+    cores_high: float | None
+    cores_min: float
+    cores_max: float
+    ops_per_s_per_core: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (``cpu`` nested)."""
+        d = {k: v for k, v in self.__dict__.items() if k != "cpu"}
+        d["cpu"] = self.cpu.as_dict()
+        return d
+
+
+def cores_at_rate(rate_per_s: float, cpu: CpuCost) -> CoresAtRate:
+    """Cores needed at ``rate_per_s`` for ``cpu``, with the CI and spread carried through
+    (cores are proportional to CPU time, so the bounds map one to one).
+
+    Raises EconomicsError for a negative rate.
+    """
+    def c(ns: float | None) -> float | None:
+        return None if ns is None else cores_needed(rate_per_s, ns)
+    return CoresAtRate(rate_per_s=check_number("rate", rate_per_s), cpu=cpu,
+                       cores=cores_needed(rate_per_s, cpu.median_ns), cores_low=c(cpu.low_ns),
+                       cores_high=c(cpu.high_ns), cores_min=cores_needed(rate_per_s, cpu.min_ns),
+                       cores_max=cores_needed(rate_per_s, cpu.max_ns),
+                       ops_per_s_per_core=ops_per_s_per_core(cpu.median_ns))
+
+
+# --------------------------------------------------------------------------- (b) a change of configuration
+
+@dataclass(frozen=True)
+class Change:
+    """The CPU cost of moving a load from one configuration to another.
+
+    Attributes:
+        rate_per_s: the load.
+        before, after: cores at that rate in each configuration.
+        delta_cores: after.cores − before.cores (positive: the change costs CPU).
+        delta_low, delta_high: ``level`` bootstrap CI of delta_cores (repetitions of each side
+            resampled independently; None unless both sides have >= 2 repetitions).
+        ratio: CPU ns/op after ÷ before with its CI (``stats.ratio_of_medians``, as a study
+            computes latency ratios); None unless both sides have >= 2 repetitions.
+    """
+
+    rate_per_s: float
+    before: CoresAtRate
+    after: CoresAtRate
+    delta_cores: float
+    delta_low: float | None
+    delta_high: float | None
+    ratio: stats.RatioEstimate | None
+
+    @property
+    def delta_pct(self) -> float:
+        """(after ÷ before − 1) × 100 of the cores (= of the CPU time per operation)."""
+        return (self.after.cores / self.before.cores - 1.0) * 100.0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return {"rate_per_s": self.rate_per_s, "before": self.before.as_dict(),
+                "after": self.after.as_dict(), "delta_cores": self.delta_cores,
+                "delta_low": self.delta_low, "delta_high": self.delta_high,
+                "delta_pct": self.delta_pct,
+                "ratio": self.ratio.as_dict() if self.ratio else None}
+
+
+def change(rate_per_s: float, before: CpuCost, after: CpuCost, rng: np.random.Generator,
+           resamples: int = 10000, level: float = 0.95) -> Change:
+    """Cores before and after a change of configuration at ``rate_per_s``, and the difference
+    with its bootstrap CI.
+
+    Raises EconomicsError for a negative rate.
+    """
+    b, a = cores_at_rate(rate_per_s, before), cores_at_rate(rate_per_s, after)
+    low = high = ratio = None
+    if before.repetitions >= 2 and after.repetitions >= 2:
+        ratio = stats.ratio_of_medians(after.samples_ns, before.samples_ns, resamples, rng, level)
+        reps = (stats.bootstrap(after.samples_ns, stats.median, resamples, rng)
+                - stats.bootstrap(before.samples_ns, stats.median, resamples, rng))
+        low, high = (v * rate_per_s / NS_PER_S for v in stats.percentile_interval(reps, level))
+    return Change(rate_per_s=rate_per_s, before=b, after=a, delta_cores=a.cores - b.cores,
+                  delta_low=low, delta_high=high, ratio=ratio)
+
+
+# --------------------------------------------------------------------------- (c) accelerator break-even
+
+@dataclass(frozen=True)
+class Accelerator:
+    """An offload device as its buyer describes it.
+
+    Attributes:
+        ops_per_s_per_unit: operations per second one unit sustains (its capacity).
+        price_per_year: what one unit costs per year (same currency as the core price).
+        host_cpu_ns_per_op: host CPU still spent per offloaded operation (driver, queueing,
+            polling), in ns; 0 if none.
+        latency_ns: per-operation latency as the application sees it (ns), or None; shown
+            beside the software latency, it does not enter the cost.
+        min_units: units bought whatever the load (2 for redundancy); >= 1.
+
+    Raises EconomicsError for a capacity <= 0, a negative price or host CPU time, or
+    min_units < 1.
+    """
+
+    ops_per_s_per_unit: float
+    price_per_year: float
+    host_cpu_ns_per_op: float = 0.0
+    latency_ns: float | None = None
+    min_units: int = 1
+
+    def __post_init__(self) -> None:
+        check_number("accelerator capacity (ops/s per unit)", self.ops_per_s_per_unit, positive=True)
+        check_number("accelerator price per year", self.price_per_year)
+        check_number("host CPU per offloaded operation", self.host_cpu_ns_per_op)
+        if self.latency_ns is not None:
+            check_number("accelerator latency", self.latency_ns)
+        if int(self.min_units) != self.min_units or self.min_units < 1:
+            raise EconomicsError(f"accelerator minimum units must be a whole number >= 1, got {self.min_units}")
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (units in the names)."""
+        return asdict(self)
+
+
+def units_needed(rate_per_s: float, acc: Accelerator) -> int:
+    """Accelerator units for ``rate_per_s``: max(min_units, ceil(rate / ops_per_s_per_unit))."""
+    return max(int(acc.min_units), math.ceil(check_number("rate", rate_per_s) / acc.ops_per_s_per_unit))
+
+
+def saving_per_op_per_s(cpu_ns_per_op: float, acc: Accelerator, core_price_per_year: float) -> float:
+    """Money saved per year by each operation per second moved to the accelerator, before
+    paying for it: (cpu_ns_per_op − host_cpu_ns_per_op) / 1e9 × core_price_per_year."""
+    return ((check_number("CPU time per operation", cpu_ns_per_op, positive=True) - acc.host_cpu_ns_per_op)
+            / NS_PER_S * check_number("core price per year", core_price_per_year))
+
+
+def saving_per_year(rate_per_s: float, cpu_ns_per_op: float, acc: Accelerator,
+                    core_price_per_year: float) -> float:
+    """Net money saved per year by offloading ``rate_per_s``: the CPU it frees at the core
+    price, minus the units it needs: rate × s − units × price (s from ``saving_per_op_per_s``).
+    Negative: offloading costs more than it saves."""
+    s = saving_per_op_per_s(cpu_ns_per_op, acc, core_price_per_year)
+    return rate_per_s * s - units_needed(rate_per_s, acc) * acc.price_per_year
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """When offloading starts to pay.
+
+    Attributes:
+        rate_per_s: offloading saves money at every rate above this one (ops/s).
+        first_rate_per_s: the lowest rate at which it saves money; below ``rate_per_s`` only
+            when buying one more unit as the load grows past a unit's capacity eats the saving
+            for a while.
+        saving_per_op_per_s: money per year freed by each op/s offloaded (before unit costs).
+        saving_per_full_unit: money per year one fully loaded unit frees, minus its price.
+    """
+
+    rate_per_s: float
+    first_rate_per_s: float
+    saving_per_op_per_s: float
+    saving_per_full_unit: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+def break_even(cpu_ns_per_op: float, acc: Accelerator, core_price_per_year: float) -> BreakEven:
+    """The rate above which offloading an operation of ``cpu_ns_per_op`` CPU to ``acc`` saves
+    money, with whole units (at least ``min_units``) and cores priced per year.
+
+    With s = (cpu − host cpu) / 1e9 × core price (money/year per op/s), P the unit price, A its
+    capacity and m the minimum units, the net saving at rate R is R·s − max(m, ⌈R/A⌉)·P. It
+    first turns positive at R = m·P/s. Each unit added as R passes a multiple of A costs P; the
+    saving dips below zero after the step to u units when (u−1)·(A·s − P) < P, so it stays
+    positive from R = u*·P/s on, with u* = ⌈P / (A·s − P)⌉ when u* > m, else from m·P/s.
+
+    Raises EconomicsError when offloading never pays: the host spends no less CPU per
+    offloaded operation than the software does, the core price is 0, or a fully loaded unit
+    frees less CPU money than it costs (A·s <= P).
+    """
+    cpu = check_number("CPU time per operation", cpu_ns_per_op, positive=True)
+    q = check_number("core price per year", core_price_per_year)
+    if acc.host_cpu_ns_per_op >= cpu:
+        raise EconomicsError(
+            f"break-even impossible: the host still spends {acc.host_cpu_ns_per_op / 1e3:g} µs of CPU per "
+            f"offloaded operation, not less than the {cpu / 1e3:g} µs the software needs; offloading saves no CPU")
+    if q == 0:
+        raise EconomicsError("break-even impossible: with a core price of 0 the CPU offloading frees is worth "
+                             "nothing; give --core-price-per-year")
+    s = saving_per_op_per_s(cpu, acc, q)
+    a, p, m = acc.ops_per_s_per_unit, acc.price_per_year, int(acc.min_units)
+    full = a * s - p
+    if full <= 0:
+        raise EconomicsError(
+            f"break-even impossible: a fully loaded unit ({a:g} ops/s) frees {a * s:.4g} per year of CPU, "
+            f"not more than its price of {p:g} per year, so the accelerator never pays at any rate; it would "
+            f"need a price below {a * s:.4g} per year, more capacity, or costlier CPU work per operation")
+    first = m * p / s
+    u_star = math.ceil(p / full) if p > 0 else 0
+    rate = u_star * p / s if u_star > m else first
+    return BreakEven(rate_per_s=rate, first_rate_per_s=first, saving_per_op_per_s=s,
+                     saving_per_full_unit=full)
+
+
+@dataclass(frozen=True)
+class Offload:
+    """Offloading one operation at one rate.
+
+    Attributes:
+        rate_per_s, cpu_ns_per_op: the load and the software's CPU time per operation.
+        accelerator: the device; core_price_per_year: the price of one core per year.
+        units: units needed at the rate.
+        cores_software: cores the software needs; cores_host: cores still needed with offload
+            (host CPU per offloaded op); cores_saved: the difference — the CPU offload saves.
+        cost_software_per_year: cores_software × core price.
+        cost_offload_per_year: units × unit price + cores_host × core price.
+        saving_per_year: cost_software − cost_offload (negative: offloading costs more).
+        break_even: from ``break_even``.
+        software_latency_ns: the software's measured median p50 latency, or None.
+    """
+
+    rate_per_s: float
+    cpu_ns_per_op: float
+    accelerator: Accelerator
+    core_price_per_year: float
+    units: int
+    cores_software: float
+    cores_host: float
+    cores_saved: float
+    cost_software_per_year: float
+    cost_offload_per_year: float
+    saving_per_year: float
+    break_even: BreakEven
+    software_latency_ns: float | None = None
+
+    @property
+    def pays(self) -> bool:
+        """True if offloading saves money at this rate."""
+        return self.saving_per_year > 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        d = {k: v for k, v in self.__dict__.items() if k not in ("accelerator", "break_even")}
+        d.update(accelerator=self.accelerator.as_dict(), break_even=self.break_even.as_dict(),
+                 pays=self.pays)
+        return d
+
+
+def offload(rate_per_s: float, cpu_ns_per_op: float, acc: Accelerator, core_price_per_year: float,
+            software_latency_ns: float | None = None) -> Offload:
+    """Cores and money saved (or lost) by offloading ``rate_per_s`` operations per second, and
+    the break-even rate. Raises EconomicsError as ``break_even`` does, or for a negative rate."""
+    be = break_even(cpu_ns_per_op, acc, core_price_per_year)
+    rate = check_number("rate", rate_per_s)
+    units = units_needed(rate, acc)
+    sw = cores_needed(rate, cpu_ns_per_op)
+    host = rate * acc.host_cpu_ns_per_op / NS_PER_S
+    cost_sw = sw * core_price_per_year
+    cost_off = units * acc.price_per_year + host * core_price_per_year
+    return Offload(rate_per_s=rate, cpu_ns_per_op=cpu_ns_per_op, accelerator=acc,
+                   core_price_per_year=core_price_per_year, units=units, cores_software=sw,
+                   cores_host=host, cores_saved=sw - host, cost_software_per_year=cost_sw,
+                   cost_offload_per_year=cost_off, saving_per_year=cost_sw - cost_off,
+                   break_even=be, software_latency_ns=software_latency_ns)
+
+
+# --------------------------------------------------------------------------- a stored run
+
+def find_cells(run: StoredRun, op: str, configuration: str | None = None, backend: str | None = None,
+               size_bytes: int | None = None) -> list[CellSummary]:
+    """The cells of ``run`` whose operation or label is ``op``, narrowed by the other arguments
+    (None: any), in the run's order.
+
+    Raises EconomicsError when the run has no such operation, or nothing is left after
+    narrowing (naming what the run has).
+    """
+    cells = list(run.summaries.values())
+    if not cells:
+        raise EconomicsError(f"run {run.id} has no results")
+    chosen = [s for s in cells if op in (s.cell.op, s.cell.label)]
+    if not chosen:
+        ops = sorted({s.cell.op for s in cells} | {s.cell.label for s in cells})
+        raise EconomicsError(f"run {run.id} has no operation '{op}' (it has: {', '.join(ops)}); "
+                             "pick one with --op")
+    for what, want, get in (("configuration", configuration, lambda s: s.cell.configuration),
+                            ("backend", backend, lambda s: s.cell.backend),
+                            ("size", size_bytes, lambda s: s.cell.size_bytes)):
+        if want is None:
+            continue
+        left = [s for s in chosen if get(s) == want]
+        if not left:
+            have = sorted({str(get(s)) for s in chosen})
+            raise EconomicsError(f"run {run.id} has no '{op}' cell with {what} {want} "
+                                 f"(it has: {', '.join(have)})")
+        chosen = left
+    return chosen
+
+
+def _one(run: StoredRun, cells: list[CellSummary], op: str) -> CellSummary:
+    if len(cells) > 1:
+        raise EconomicsError(
+            f"--op {op} matches {len(cells)} cells of run {run.id} ({', '.join(s.cell.key for s in cells)}); "
+            "choose one with --backend, --size or --configuration (or compare two with --from/--to)")
+    return cells[0]
+
+
+def cpu_samples(run: StoredRun, cell: CellSummary) -> list[float]:
+    """CPU ns/op of each measured repetition of ``cell`` in ``run``, in repetition order."""
+    outs = sorted((o for o in run.outcomes if o.run.cell.key == cell.cell.key and o.ok and o.throughput),
+                  key=lambda o: o.run.repetition)
+    return [o.throughput.cpu_ns_per_op for o in outs]  # type: ignore[union-attr]
+
+
+@dataclass
+class PlanResult:
+    """The answer of ``cryptoperf plan``.
+
+    Attributes:
+        run_id, op, rate_per_s: what was asked.
+        cells: the cell(s) used, as ``analysis.cell_dict``; one, or two with --from/--to
+            (before, after).
+        cores: (a) cores at the rate, one per cell.
+        change: (b) the change from the first cell to the second, or None.
+        offload: (c) one per cell when an accelerator was described, else empty.
+    """
+
+    run_id: int
+    op: str
+    rate_per_s: float
+    cells: list[dict[str, Any]]
+    cores: list[CoresAtRate]
+    change: Change | None = None
+    offload: list[Offload] = field(default_factory=list)
+    core_price_per_year: float | None = None
+
+    def cost_per_year(self, cores: float) -> float | None:
+        """``cores`` × the core price per year, or None without a price."""
+        return None if self.core_price_per_year is None else cores * self.core_price_per_year
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; with a core price, ``cores`` entries and ``change`` carry
+        ``cost_per_year`` / ``delta_cost_per_year``."""
+        cores = []
+        for c in self.cores:
+            d = c.as_dict()
+            d["cost_per_year"] = self.cost_per_year(c.cores)
+            cores.append(d)
+        ch = self.change.as_dict() if self.change else None
+        if ch is not None and self.change is not None:
+            ch["delta_cost_per_year"] = self.cost_per_year(self.change.delta_cores)
+        return {"run_id": self.run_id, "op": self.op, "rate_per_s": self.rate_per_s,
+                "core_price_per_year": self.core_price_per_year, "cells": self.cells,
+                "cores": cores, "change": ch, "offload": [o.as_dict() for o in self.offload]}
+
+
+def plan(run: StoredRun, op: str, rate_per_s: float, *, configuration: str | None = None,
+         backend: str | None = None, size_bytes: int | None = None, from_config: str | None = None,
+         to_config: str | None = None, accelerator: Accelerator | None = None,
+         core_price_per_year: float | None = None, resamples: int = 10000) -> PlanResult:
+    """(a) cores for ``rate_per_s`` of ``op`` in ``run``; (b) with ``from_config`` and
+    ``to_config``, the cores before and after that change; (c) with ``accelerator`` and
+    ``core_price_per_year``, the break-even rate and what offloading saves at the rate.
+
+    ``op`` is an operation or a study label; with ``from_config``/``to_config`` the "to" cell is
+    the one with the same backend, label and size in ``to_config`` (its op may differ, e.g.
+    rsa2048-sign → rsa4096-sign). CIs use the run's seed.
+
+    Raises EconomicsError for a negative rate or price, an op/configuration/backend/size the run
+    lacks, an ambiguous choice, a cell without measured repetitions, --from without --to, or an
+    accelerator that never pays.
+    """
+    rate = check_number("--rate", rate_per_s, positive=True)
+    if (from_config is None) != (to_config is None):
+        raise EconomicsError("--from and --to go together: give both configurations of the change")
+    if from_config is not None and configuration is not None:
+        raise EconomicsError("give either --configuration or --from/--to, not both")
+    if accelerator is not None and core_price_per_year is None:
+        raise EconomicsError("an accelerator needs --core-price-per-year to be compared with the CPU it saves")
+    if core_price_per_year is not None:
+        check_number("--core-price-per-year", core_price_per_year)
+    first = _one(run, find_cells(run, op, from_config or configuration, backend, size_bytes), op)
+    chosen = [first]
+    if to_config is not None:
+        configs = sorted({s.cell.configuration for s in run.summaries.values()})
+        if to_config not in configs:
+            raise EconomicsError(f"run {run.id} has no configuration '{to_config}' (it has: {', '.join(configs)})")
+        other = next((s for s in run.summaries.values()
+                      if s.cell.group == first.cell.group and s.cell.configuration == to_config), None)
+        if other is None:
+            raise EconomicsError(f"run {run.id} has no cell {first.cell.backend}/{first.cell.label}/"
+                                 f"{first.cell.size_bytes} in configuration '{to_config}'")
+        chosen.append(other)
+    seed = run.seed
+    costs = []
+    for s in chosen:
+        samples = cpu_samples(run, s)
+        if not samples:
+            why = f" ({s.status}: {s.reason})" if s.status != "ok" else ""
+            raise EconomicsError(f"cell {s.cell.key} of run {run.id} has no measured repetition{why}")
+        rng = np.random.default_rng([seed, zlib.crc32(f"cpu/{s.cell.key}".encode())])
+        costs.append(cpu_cost(samples, rng, resamples))
+    result = PlanResult(run_id=run.id, op=op, rate_per_s=rate, cells=[cell_dict(s.cell) for s in chosen],
+                        cores=[cores_at_rate(rate, c) for c in costs],
+                        core_price_per_year=core_price_per_year)
+    if len(costs) == 2:
+        rng = np.random.default_rng([seed, zlib.crc32(f"change/{chosen[0].cell.key}/{chosen[1].cell.key}".encode())])
+        result.change = change(rate, costs[0], costs[1], rng, resamples)
+    if accelerator is not None:
+        assert core_price_per_year is not None
+        for c, s in zip(costs, chosen):
+            try:
+                result.offload.append(offload(rate, c.median_ns, accelerator, core_price_per_year, s.p50_ns))
+            except EconomicsError as e:
+                raise EconomicsError(f"{s.cell.key} ({s.cell.op}): {e}") from None
+    return result

@@ -1,0 +1,98 @@
+"""``cryptoperf.load()``: stored runs as a pandas DataFrame, for notebooks and ad-hoc analysis.
+
+pandas is optional (``pip install 'cryptoperf[data]'``); everything else in cryptoperf works
+without it, so it is imported only when ``load`` is called.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from cryptoperf.errors import MissingDependency
+from cryptoperf.report.json import speed_entry
+from cryptoperf.run.local import RunOutcome
+from cryptoperf.store import Store
+from cryptoperf.stored import load_run, open_store
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas
+
+#: The DataFrame's columns, in order. Units are in the names; numbers are NaN (or <NA>) for
+#: repetitions that were not measured (status unsupported, invalid or failed).
+COLUMNS = ("run_id", "study", "configuration", "backend", "library", "library_version", "label", "op",
+           "size_bytes", "repetition", "status", "reason", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
+           "min_ns", "max_ns", "mean_ns", "stddev_ns", "ops_per_s", "bytes_per_s", "cpu_ns_per_op",
+           "steal_pct", "busy_pct", "batch", "timing", "threads", "ops", "started_at", "finished_at")
+_INT_COLUMNS = ("run_id", "size_bytes", "repetition", "batch", "threads", "ops")
+_FLOAT_COLUMNS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns", "stddev_ns",
+                  "ops_per_s", "bytes_per_s", "cpu_ns_per_op", "steal_pct", "busy_pct")
+
+
+def _pandas():
+    try:
+        import pandas
+    except ImportError:
+        raise MissingDependency("cryptoperf.load() needs pandas, which is not installed; "
+                                "pip install 'cryptoperf[data]' (or pip install pandas)") from None
+    return pandas
+
+
+def row(run_id: int, study: str | None, o: RunOutcome) -> dict[str, Any]:
+    """One DataFrame row (a dict with every name in COLUMNS) for one repetition of one cell:
+    the fields of a ``speed`` JSON entry (``report.json.speed_entry``) plus the run, study,
+    configuration, label, repetition, min latency, busy % and timestamps."""
+    e = speed_entry(o)
+    lat, tp = o.latency, o.throughput
+    extra = {"run_id": run_id, "study": study, "configuration": o.run.cell.configuration,
+             "label": o.run.cell.label, "repetition": o.run.repetition,
+             "min_ns": lat.min_ns if lat else None, "busy_pct": tp.busy_pct if tp else None,
+             "started_at": o.started_at or None, "finished_at": o.finished_at or None}
+    return {c: extra[c] if c in extra else e[c] for c in COLUMNS}
+
+
+def load(run_id: int | str | Iterable[int | str] | None = None,
+         store: str | Path | Store | None = None) -> "pandas.DataFrame":
+    """Stored results as a pandas DataFrame: one row per configuration × backend × operation ×
+    size × repetition (every stored worker run, measured or not).
+
+    Args:
+        run_id: a run id, ``"latest"`` or None (the newest run), or several ids (their rows
+            concatenated, in the order given). Ids are those of ``cryptoperf list``.
+        store: the SQLite store's path or an open ``Store``; None for the default store.
+
+    Returns:
+        A DataFrame with the columns of ``COLUMNS`` (shape (n_rows, len(COLUMNS))):
+        ``size_bytes`` is the message size the worker used (its default when the study gave
+        none; <NA> for operations without a message); ids and
+        counts as nullable integers (``Int64``), latencies in ns, throughput in ops/s and
+        bytes/s, CPU time in ns per operation, steal and busy in % — NaN for repetitions that
+        were not measured. Latency, throughput and CPU figures are derived exactly as the
+        tables derive them (from the stored histogram and counters).
+
+    Raises:
+        MissingDependency (an ImportError) if pandas is not installed.
+        StoreError for a missing store, an unknown run id, or a run whose format version this
+        cryptoperf cannot read.
+    """
+    pd = _pandas()
+    ids = [run_id] if run_id is None or isinstance(run_id, (int, str)) else list(run_id)
+    if isinstance(store, Store):
+        rows = _rows(store, ids)
+    else:
+        with open_store(store) as st:
+            rows = _rows(st, ids)
+    df = pd.DataFrame(rows, columns=list(COLUMNS))
+    for col in _INT_COLUMNS:
+        df[col] = df[col].astype("Int64")
+    for col in _FLOAT_COLUMNS:
+        df[col] = df[col].astype("float64")
+    return df
+
+
+def _rows(store: Store, ids: list) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for rid in ids:
+        run = load_run(store, rid)
+        rows += [row(run.id, run.meta.get("study_name"), o) for o in run.outcomes]
+    return rows

@@ -1,0 +1,99 @@
+"""Stores of finished runs made with the fake worker, for the tests of list, compare, plan and
+cryptoperf.load(). Each run is a real ``cryptoperf study`` against fake_worker.py, whose
+scripted latencies make every figure known in advance: a run's latency, wall time per op and
+CPU time per op all equal the scripted latency (× the repetition's drift factor)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from conftest import FAKE_WORKER, TWO_CONFIG_STUDY
+from cryptoperf.cli import main
+
+DRIFT = [1.0, 1.05, 0.97]  # repetition r runs at DRIFT[(r-1) % 3] × the scripted latency
+
+# the reference economics example: an RSA-2048 CRT operation costs 13 ms of CPU in the old
+# library version and 3 ms in the new one (crypto-performance-notes, DESIGN.md study 3 and 7)
+ECON_STUDY = """\
+[study]
+name = "rsa-upgrade"
+baseline = "old"
+backends = ["openssl"]
+repetitions = 3
+seconds = 0.01
+warmup_s = 0
+timeout_s = 5
+
+[[configuration]]
+name = "old"
+bits = "2048"
+
+[[configuration]]
+name = "new"
+bits = "2048"
+
+[[operation]]
+label = "rsa"
+op = "rsa{bits}-sign"
+"""
+
+
+def fake_worker_wrapper(directory: Path) -> Path:
+    """A shell script that runs fake_worker.py (what CRYPTOPERF_WORKER points at)."""
+    import stat
+    import sys
+    wrapper = directory / "fake-cryptoperf-worker"
+    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
+    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    return wrapper
+
+
+def run_study(directory: Path, store: Path, study_text: str, spec: dict) -> None:
+    """Run ``cryptoperf study`` on ``study_text`` with the fake worker scripted by ``spec``,
+    recording into ``store``; fails the test if the study fails."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "study.toml"
+    path.write_text(study_text)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CRYPTOPERF_WORKER", str(fake_worker_wrapper(directory)))
+        mp.setenv("FAKE_WORKER_SPEC", json.dumps(spec))
+        code = main(["study", str(path), "--store", str(store), "--out", str(directory / "out")])
+    assert code == 0, f"study failed with exit status {code}"
+
+
+def two_runs(directory: Path) -> Path:
+    """Store with two runs of the two-configuration study (A = sha256, B = sha512, 1 KiB):
+
+    - run 1: every latency the fake worker's default, 1000 + 1024 = 2024 ns;
+    - run 2: sha256 scripted at 3036 ns = 1.5 × 2024 (so A is 1.5× slower: +50 %), sha512
+      unchanged (B: no difference), plus a 64-byte size only run 2 has (unmatched cells), on a
+      host with another kernel and OpenSSL version (edited into the store).
+    """
+    store = directory / "runs.sqlite"
+    study = TWO_CONFIG_STUDY.format(reps=3, timeout=5)
+    run_study(directory / "r1", store, study, {"rep_factors": DRIFT})
+    run_study(directory / "r2", store, study.replace("sizes = [1024]", "sizes = [1024, 64]"),
+              {"rep_factors": DRIFT, "latency_ns": {"sha256": 3036}})
+    db = sqlite3.connect(store)
+    host = json.loads(db.execute("SELECT host_json FROM runs WHERE id = 2").fetchone()[0])
+    host["kernel"] = "Linux 9.9.9-test #1 SMP"
+    host["libraries"]["openssl"]["library_version"] = "fake-2.0"
+    db.execute("UPDATE runs SET host_json = ? WHERE id = 2", (json.dumps(host),))
+    db.commit()
+    db.close()
+    return store
+
+
+def econ_run(directory: Path) -> Path:
+    """Store with one run of ECON_STUDY: configuration 'old' at 13 ms of CPU per RSA-2048 sign,
+    'new' at 3 ms (config_factor 3/13), repetitions drifting by DRIFT, so the median CPU time
+    per operation is exactly 13 ms and 3 ms."""
+    store = directory / "runs.sqlite"
+    run_study(directory / "econ", store, ECON_STUDY,
+              {"rep_factors": DRIFT, "latency_ns": {"rsa2048-sign": 13_000_000},
+               "config_factor": {"new": 3 / 13}})
+    return store
