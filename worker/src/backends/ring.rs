@@ -250,8 +250,9 @@ impl Backend for Ring {
     fn agreement(&self, alg: KxAlg, _ours: Option<&KeyPair>) -> Result<Box<dyn Agreement>> {
         match alg {
             KxAlg::X25519 | KxAlg::EcdhP256 => unsupported(
-                "ring has only ephemeral (single-use) key agreement; a fixed-key derive cannot \
-                 be timed",
+                "ring has only ephemeral (single-use) key agreement: no reusable key pair, so \
+                 neither a fixed-key derive nor a reusable generated key (x25519-keygen) can be \
+                 timed",
             ),
             KxAlg::Ffdh2048 => unsupported("ring has no FFDH (finite-field Diffie-Hellman)"),
         }
