@@ -37,9 +37,16 @@ DEFAULT_OPS = ["sha1", "sha256", "sha384", "sha512", "sha3-256", "hmac-sha256",
                "chacha20-poly1305-seal", "chacha20-poly1305-open", "rsa2048-sign", "rsa2048-verify",
                "rsa3072-sign", "rsa3072-verify", "rsa4096-sign", "rsa4096-verify",
                "ecdsa-p256-sign", "ecdsa-p256-verify", "ecdsa-p384-sign", "ecdsa-p384-verify",
-               "ed25519-sign", "ed25519-verify", "x25519-derive", "ecdh-p256-derive",
-               "ffdh-2048-derive", "ml-kem-768-encaps", "ml-kem-768-decaps"]
-UNSIZED_SUFFIXES = ("-derive", "-encaps", "-decaps")
+               "ed25519-sign", "ed25519-verify",
+               "ml-dsa-44-keygen", "ml-dsa-44-sign", "ml-dsa-44-verify",
+               "ml-dsa-65-keygen", "ml-dsa-65-sign", "ml-dsa-65-verify",
+               "ml-dsa-87-keygen", "ml-dsa-87-sign", "ml-dsa-87-verify",
+               "x25519-keygen", "x25519-derive", "ecdh-p256-derive", "ffdh-2048-derive",
+               "ml-kem-512-keygen", "ml-kem-512-encaps", "ml-kem-512-decaps",
+               "ml-kem-768-keygen", "ml-kem-768-encaps", "ml-kem-768-decaps",
+               "ml-kem-1024-keygen", "ml-kem-1024-encaps", "ml-kem-1024-decaps",
+               "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps"]
+UNSIZED_SUFFIXES = ("-derive", "-encaps", "-decaps", "-keygen")
 
 SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
 BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])

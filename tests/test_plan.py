@@ -75,3 +75,18 @@ def test_key_size_budget_under_five_minutes():
     runs = plan.schedule(plan.expand(s), s.repetitions)
     settings = plan.Settings(s.seconds, s.warmup_s, s.threads, s.timeout_s)
     assert plan.estimated_seconds(len(runs), settings, per_run_overhead_s=1.0) < 300
+
+
+def test_pq_migration_plan_and_budget():
+    from test_study import KNOWN_BACKENDS, KNOWN_OPS, PQ_OPS
+    s = study.check_against_worker(study.load(ROOT / "studies" / "pq-migration.toml"), KNOWN_BACKENDS,
+                                   KNOWN_OPS + PQ_OPS)
+    cells = plan.expand(s)
+    assert len(cells) == 2 * 5 * 4
+    runs = plan.schedule(cells, s.repetitions)
+    settings = plan.Settings(s.seconds, s.warmup_s, s.threads, s.timeout_s)
+    assert plan.estimated_seconds(len(runs), settings, per_run_overhead_s=1.0) < 300
+    sign = next(r for r in runs if r.cell.op == "ml-dsa-65-sign")
+    assert plan.run_request(sign, settings)["params"] == {"size_bytes": 32}
+    share = next(r for r in runs if r.cell.op == "x25519mlkem768-keygen")
+    assert plan.run_request(share, settings)["params"] == {}

@@ -5,6 +5,7 @@ Sub-second budgets; nothing here asserts on how fast anything is.
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -19,7 +20,10 @@ BACKENDS = ("openssl", "aws-lc", "ring", "rustcrypto")
 
 
 def _real_worker():
-    for p in worker_path.candidates():
+    # $CRYPTOPERF_WORKER first, as the CLI does: an installed worker from an older build must not
+    # stand in for the one under test.
+    env = os.environ.get(worker_path.ENV_VAR)
+    for p in ([Path(env)] if env else []) + worker_path.candidates():
         if p.is_file() and os.access(p, os.X_OK):
             try:
                 fetch_hello(p, timeout_s=30)
@@ -167,3 +171,38 @@ def test_crashing_and_hanging_real_worker(tmp_path, real_env):
 def test_unknown_op_with_real_worker(tmp_path, real_env):
     res = run_subprocess("speed", "--op", "rsa1024-sign", env=real_env)
     assert_one_line_error(res, "unknown operation 'rsa1024-sign'", "known: sha1", code=2)
+
+
+PQ_OPS = ("ml-kem-768-keygen", "ml-kem-1024-decaps", "ml-dsa-65-sign", "ml-dsa-44-verify", "x25519-keygen",
+          "x25519mlkem768-encaps", "x25519mlkem768-decaps")
+
+
+def test_hello_lists_the_post_quantum_ops():
+    hello = fetch_hello(REAL)
+    for op in PQ_OPS + ("ml-kem-512-encaps", "ml-dsa-87-keygen", "x25519mlkem768-keygen"):
+        assert op in hello.ops, op
+
+
+def test_post_quantum_speed_on_the_real_worker(tmp_path, real_env):
+    args = [a for op in PQ_OPS for a in ("--op", op)]
+    doc = speed_json(tmp_path, real_env, *args, "--size", "64")
+    by = {(r["backend"], r["op"]): r for r in doc["results"]}
+    for backend in ("aws-lc", "rustcrypto"):
+        for op in PQ_OPS:
+            r = by[(backend, op)]
+            assert r["status"] == "ok", (backend, op, r["reason"])
+            assert r["ops_per_s"] > 0 and r["p50_ns"] > 0
+    assert by[("aws-lc", "ml-dsa-65-sign")]["size_bytes"] == 64
+    assert by[("rustcrypto", "ml-kem-768-keygen")]["bytes_per_s"] is None
+    for backend in ("openssl", "ring"):
+        r = by[(backend, "ml-dsa-65-sign")]
+        assert r["status"] == "unsupported" and "ML-DSA" in r["reason"], r["reason"]
+        assert by[(backend, "x25519mlkem768-encaps")]["status"] == "unsupported"
+    assert by[("openssl", "x25519-keygen")]["status"] == "ok"
+
+
+def test_speed_accepts_one_ml_dsa_op(tmp_path, real_env):
+    res = run_subprocess("speed", "-b", "aws-lc", "--op", "ml-dsa-65-sign", "--seconds", "0.05", "--warmup",
+                         "0", "--store", tmp_path / "s.sqlite", env=real_env)
+    assert res.code == 0, res.err
+    assert "ml-dsa-65-sign" in res.out and "unsupported" not in res.out

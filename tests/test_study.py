@@ -86,6 +86,42 @@ def test_takes_param_rules():
     assert study.takes_message("ed25519-sign") and not study.takes_message("ml-kem-768-encaps")
 
 
+def test_post_quantum_operations():
+    for op in ("ml-dsa-44-sign", "ml-dsa-65-verify", "ml-dsa-87-sign"):
+        assert study.takes_message(op) and study.takes_param(op, "size_bytes")
+        assert not study.takes_param(op, "digest") and not study.takes_param(op, "padding")
+    for op in ("ml-kem-512-keygen", "ml-kem-1024-decaps", "ml-dsa-65-keygen", "x25519-keygen",
+               "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps"):
+        assert not study.takes_message(op) and not study.takes_param(op, "digest"), op
+
+
+PQ_OPS = ["x25519-keygen", "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps",
+          "ecdsa-p256-verify", "ml-dsa-44-sign", "ml-dsa-44-verify", "ml-dsa-65-sign", "ml-dsa-65-verify"]
+
+
+def test_pq_migration_study():
+    s = study.load(ROOT / "studies" / "pq-migration.toml")
+    s = study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS + PQ_OPS)
+    assert s.baseline == "classical-ecdsa" and s.backends == ("aws-lc", "rustcrypto")
+    assert [o.label for o in s.operations] == ["key share", "server", "client finish", "sign", "verify"]
+    pq = s.configuration("pq-ml-dsa-65")
+    assert [s.resolve(pq, o)[0] for o in s.operations] == [
+        "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps",
+        "ml-dsa-65-sign", "ml-dsa-65-verify"]
+    base = s.configuration("classical-ecdsa")
+    assert [s.resolve(base, o)[0] for o in s.operations] == [
+        "x25519-keygen", "x25519-derive", "x25519-derive", "ecdsa-p256-sign", "ecdsa-p256-verify"]
+    # Sizes only where there is a message; ML-DSA takes no digest parameter.
+    assert [o.sizes for o in s.operations] == [None, None, None, (32,), (32,)]
+    assert s.resolve(pq, s.operations[3]) == ("ml-dsa-65-sign", {})
+
+
+def test_a_size_on_a_keygen_op_is_refused():
+    text = GOOD.replace('op = "x25519-derive"', 'op = "x25519mlkem768-keygen"\nsizes = [64]')
+    e = err(text)
+    assert "'x25519mlkem768-keygen' has no message" in str(e)
+
+
 def test_backends_default_to_the_workers():
     s = study.parse(GOOD.replace('backends = ["openssl", "aws-lc"]\n', ""), "s.toml")
     assert s.backends is None

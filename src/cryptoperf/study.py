@@ -45,7 +45,8 @@ def takes_param(op: str, param: str) -> bool:
     """True if the worker operation ``op`` takes the worker parameter ``param``.
 
     ``digest`` applies to RSA and ECDSA sign/verify (``rsa2048-sign``, ``ecdsa-p256-verify``),
-    ``padding`` to RSA sign/verify only, ``size_bytes`` to every operation with a message.
+    ``padding`` to RSA sign/verify only, ``size_bytes`` to every operation with a message
+    (ML-DSA sign/verify take a message but no digest: ``ml-dsa-65-sign``).
     """
     if param == "size_bytes":
         return takes_message(op)
@@ -55,8 +56,9 @@ def takes_param(op: str, param: str) -> bool:
 
 def takes_message(op: str) -> bool:
     """True if ``op`` processes a message whose size is a parameter (digests, MACs, AEADs,
-    signatures); False for key agreement and KEM operations (``x25519-derive``,
-    ``ml-kem-768-encaps``), which have no message."""
+    signatures, ML-DSA included); False for key agreement, KEM and key-generation operations
+    (``x25519-derive``, ``ml-kem-768-encaps``, ``x25519mlkem768-decaps``, ``ml-dsa-65-keygen``),
+    which have no message."""
     return not _UNSIZED_OP.search(op)
 
 

@@ -13,8 +13,15 @@
 //! - verification: the public key parsed once (`signature::ParsedPublicKey`);
 //! - key agreement: our `agreement::PrivateKey` parsed once, and the peer's key parsed only when
 //!   it changes (`agreement::ParsedPublicKey`, cloned per call, which only takes a reference);
-//! - ML-KEM-768: `kem::DecapsulationKey` generated at prepare time, `kem::EncapsulationKey`
-//!   parsed once.
+//! - ML-KEM-512/768/1024: `kem::DecapsulationKey` generated at prepare time (in the timed loop
+//!   for `-keygen`), `kem::EncapsulationKey` parsed once; X25519MLKEM768 is composed from this
+//!   backend's ML-KEM-768 and X25519 by `backends::hybrid`;
+//! - ML-DSA-44/65/87: `signature::PqdsaKeyPair` made from the 32-byte seed once (hedged signing,
+//!   AWS-LC's default), the public key parsed once for verification.
+//!
+//! Deterministic ML-KEM (seeded key generation, encapsulation with a given m) is not in the
+//! `aws-lc-rs` API, so the known-answer tests import the ACVP decapsulation key instead
+//! (`kem_decapsulator`) and check encapsulation through it.
 //!
 //! RSA with SHA-1: `aws-lc-rs` can verify PKCS#1 v1.5 with SHA-1
 //! (`RSA_PKCS1_2048_8192_SHA1_FOR_LEGACY_USE_ONLY`) but has no SHA-1 signing encoding and no
@@ -40,17 +47,18 @@ use aws_lc_rs::hmac;
 use aws_lc_rs::kem;
 use aws_lc_rs::rand::SystemRandom;
 use aws_lc_rs::signature::{
-    self, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _, ParsedPublicKey, RsaEncoding, RsaKeyPair,
-    RsaParameters,
+    self, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _, ParsedPublicKey, PqdsaKeyPair,
+    PqdsaSigningAlgorithm, RsaEncoding, RsaKeyPair, RsaParameters,
 };
 use aws_lc_sys as sys;
 
 use super::{
-    failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KemDecapsulator,
-    KemEncapsulator, LibraryInfo, Mac, Result, Signer, Verifier,
+    failed, hybrid, unsupported, Aead, Agreement, Backend, BackendError, Digest,
+    GeneratedSigner, KemDecapsulator, KemEncapsulator, LibraryInfo, Mac, Result, Signer,
+    Verifier,
 };
 use crate::ops::keys::KeyPair;
-use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, RsaPadding, SigAlg};
+use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg};
 
 /// The AWS-LC library.
 pub struct AwsLc;
@@ -166,6 +174,17 @@ impl Backend for AwsLc {
                         .map_err(|e| failed(format!("Ed25519 key pair: {e}")))?;
                 Ok(Box::new(AwsEd25519Signer(key_pair)))
             }
+            SigAlg::MlDsa(level) => {
+                let key_pair = PqdsaKeyPair::from_seed(ml_dsa_signing(level), key.private_raw)
+                    .map_err(|e| failed(format!("{} seed: {e}", level.name())))?;
+                if key_pair.public_key().as_ref() != key.public {
+                    return Err(BackendError::Failed(format!(
+                        "{} public key does not belong to the seed",
+                        level.name()
+                    )));
+                }
+                Ok(Box::new(AwsMlDsaSigner::new(key_pair)))
+            }
         }
     }
 
@@ -203,6 +222,9 @@ impl Backend for AwsLc {
                 }
             },
             SigAlg::Ed25519 => &signature::ED25519,
+            SigAlg::MlDsa(MlDsaLevel::MlDsa44) => &signature::ML_DSA_44,
+            SigAlg::MlDsa(MlDsaLevel::MlDsa65) => &signature::ML_DSA_65,
+            SigAlg::MlDsa(MlDsaLevel::MlDsa87) => &signature::ML_DSA_87,
         };
         // Parsed (and, for EC, checked to be on the curve) once, not per verification.
         let key = ParsedPublicKey::new(algorithm, public)
@@ -216,12 +238,16 @@ impl Backend for AwsLc {
             KxAlg::EcdhP256 => &agreement::ECDH_P256,
             KxAlg::Ffdh2048 => return unsupported("aws-lc-rs has no finite-field Diffie-Hellman"),
         };
-        let ours = ours.ok_or_else(|| {
-            BackendError::Failed(format!("{alg:?} needs our key pair (got none)"))
-        })?;
-        // X25519: the raw 32-byte scalar; P-256: the big-endian 32-byte scalar.
-        let key = agreement::PrivateKey::from_private_key(algorithm, ours.private_raw)
-            .map_err(|e| failed(format!("{alg:?} private key: {e}")))?;
+        let key = match (alg, ours) {
+            // X25519: the raw 32-byte scalar; P-256: the big-endian 32-byte scalar.
+            (_, Some(ours)) => agreement::PrivateKey::from_private_key(algorithm, ours.private_raw)
+                .map_err(|e| failed(format!("{alg:?} private key: {e}")))?,
+            // A fresh X25519 key pair (`x25519-keygen`, the hybrid's key shares).
+            (KxAlg::X25519, None) => agreement::PrivateKey::generate(algorithm).map_err(failed)?,
+            (_, None) => {
+                return Err(BackendError::Failed(format!("{alg:?} needs our key pair (got none)")))
+            }
+        };
         // X25519: 32 raw bytes; P-256: SEC1 uncompressed point, the encoding of the key files.
         let public = key.compute_public_key().map_err(failed)?.as_ref().to_vec();
         Ok(Box::new(AwsAgreement {
@@ -233,18 +259,18 @@ impl Backend for AwsLc {
     }
 
     fn kem_keypair(&self, alg: KemAlg) -> Result<Box<dyn KemDecapsulator>> {
-        match alg {
-            KemAlg::MlKem768 => {
-                let dk = kem::DecapsulationKey::generate(&kem::ML_KEM_768).map_err(failed)?;
-                let ek = dk
-                    .encapsulation_key()
-                    .and_then(|ek| ek.key_bytes())
-                    .map_err(failed)?
-                    .as_ref()
-                    .to_vec();
-                Ok(Box::new(AwsKemDecapsulator { dk, ek }))
-            }
-        }
+        let Some(algorithm) = kem_alg(alg) else {
+            return hybrid::keypair(self);
+        };
+        let dk = kem::DecapsulationKey::generate(algorithm).map_err(failed)?;
+        // Encoding ek is part of FIPS 203 key generation (and what a TLS client sends).
+        let ek = dk
+            .encapsulation_key()
+            .and_then(|ek| ek.key_bytes())
+            .map_err(failed)?
+            .as_ref()
+            .to_vec();
+        Ok(Box::new(AwsKemDecapsulator { dk, ek, alg }))
     }
 
     fn kem_encapsulator(
@@ -252,19 +278,63 @@ impl Backend for AwsLc {
         alg: KemAlg,
         encapsulation_key: &[u8],
     ) -> Result<Box<dyn KemEncapsulator>> {
-        match alg {
-            KemAlg::MlKem768 => {
-                let ek = kem::EncapsulationKey::new(&kem::ML_KEM_768, encapsulation_key).map_err(
-                    |e| {
-                        failed(format!(
-                            "ML-KEM-768 encapsulation key ({} bytes): {e}",
-                            encapsulation_key.len()
-                        ))
-                    },
-                )?;
-                Ok(Box::new(AwsKemEncapsulator(ek)))
-            }
-        }
+        let Some(algorithm) = kem_alg(alg) else {
+            return hybrid::encapsulator(self, encapsulation_key);
+        };
+        let ek = kem::EncapsulationKey::new(algorithm, encapsulation_key).map_err(|e| {
+            failed(format!(
+                "{} encapsulation key ({} bytes): {e}",
+                alg.display(),
+                encapsulation_key.len()
+            ))
+        })?;
+        Ok(Box::new(AwsKemEncapsulator(ek, alg)))
+    }
+
+    fn kem_decapsulator(&self, alg: KemAlg, dk: &[u8]) -> Result<Box<dyn KemDecapsulator>> {
+        let Some(algorithm) = kem_alg(alg) else {
+            return unsupported("X25519MLKEM768 keys are imported as their two halves");
+        };
+        let k = alg.rank();
+        let ek = dk
+            .get(384 * k..768 * k + 32)
+            .ok_or_else(|| BackendError::Failed(format!("{} decapsulation key too short", alg.display())))?
+            .to_vec();
+        let dk = kem::DecapsulationKey::new(algorithm, dk)
+            .map_err(|e| failed(format!("{} decapsulation key: {e}", alg.display())))?;
+        Ok(Box::new(AwsKemDecapsulator { dk, ek, alg }))
+    }
+
+    fn sig_keygen(&self, alg: SigAlg, seed: Option<&[u8]>) -> Result<GeneratedSigner> {
+        let SigAlg::MlDsa(level) = alg else {
+            return unsupported(format!("no key generation for {alg:?} in cryptoperf"));
+        };
+        let key_pair = match seed {
+            None => PqdsaKeyPair::generate(ml_dsa_signing(level)).map_err(failed)?,
+            Some(seed) => PqdsaKeyPair::from_seed(ml_dsa_signing(level), seed)
+                .map_err(|e| failed(format!("{} seed: {e}", level.name())))?,
+        };
+        let public = key_pair.public_key().as_ref().to_vec();
+        Ok(GeneratedSigner { signer: Box::new(AwsMlDsaSigner::new(key_pair)), public })
+    }
+}
+
+/// The `aws-lc-rs` ML-KEM algorithm; `None` for the hybrid, composed by `backends::hybrid`.
+fn kem_alg(alg: KemAlg) -> Option<&'static kem::Algorithm> {
+    match alg {
+        KemAlg::MlKem512 => Some(&kem::ML_KEM_512),
+        KemAlg::MlKem768 => Some(&kem::ML_KEM_768),
+        KemAlg::MlKem1024 => Some(&kem::ML_KEM_1024),
+        KemAlg::X25519MlKem768 => None,
+    }
+}
+
+/// The `aws-lc-rs` ML-DSA signing algorithm of a parameter set.
+fn ml_dsa_signing(level: MlDsaLevel) -> &'static PqdsaSigningAlgorithm {
+    match level {
+        MlDsaLevel::MlDsa44 => &signature::ML_DSA_44_SIGNING,
+        MlDsaLevel::MlDsa65 => &signature::ML_DSA_65_SIGNING,
+        MlDsaLevel::MlDsa87 => &signature::ML_DSA_87_SIGNING,
     }
 }
 
@@ -504,10 +574,11 @@ impl Agreement for AwsAgreement {
     }
 }
 
-/// ML-KEM-768 decapsulation key generated at prepare time, with its encoded encapsulation key.
+/// An ML-KEM decapsulation key (generated or imported), with its encoded encapsulation key.
 struct AwsKemDecapsulator {
     dk: kem::DecapsulationKey,
     ek: Vec<u8>,
+    alg: KemAlg,
 }
 
 impl KemDecapsulator for AwsKemDecapsulator {
@@ -521,24 +592,54 @@ impl KemDecapsulator for AwsKemDecapsulator {
             .decapsulate(kem::Ciphertext::from(ciphertext))
             .map_err(|_| {
                 BackendError::Failed(format!(
-                    "ML-KEM-768 decapsulation failed ({}-byte ciphertext; 1088 expected)",
-                    ciphertext.len()
+                    "{} decapsulation failed ({}-byte ciphertext; {} expected)",
+                    self.alg.display(),
+                    ciphertext.len(),
+                    self.alg.lens().1
                 ))
             })?;
         Ok(secret.as_ref().to_vec())
     }
+
+    fn decapsulation_key(&self) -> Result<Vec<u8>> {
+        Ok(self.dk.key_bytes().map_err(failed)?.as_ref().to_vec())
+    }
 }
 
-/// ML-KEM-768 encapsulation with the peer's parsed encapsulation key.
-struct AwsKemEncapsulator(kem::EncapsulationKey);
+/// ML-KEM encapsulation with the peer's parsed encapsulation key.
+struct AwsKemEncapsulator(kem::EncapsulationKey, KemAlg);
 
 impl KemEncapsulator for AwsKemEncapsulator {
     fn encaps(&mut self) -> Result<(Vec<u8>, Vec<u8>)> {
-        let (ct, secret) = self
-            .0
-            .encapsulate()
-            .map_err(|_| BackendError::Failed("ML-KEM-768 encapsulation failed".into()))?;
+        let (ct, secret) = self.0.encapsulate().map_err(|_| {
+            BackendError::Failed(format!("{} encapsulation failed", self.1.display()))
+        })?;
         Ok((ct.as_ref().to_vec(), secret.as_ref().to_vec()))
+    }
+}
+
+/// ML-DSA signing (hedged: AWS-LC draws the 32-byte rnd of FIPS 204 Algorithm 2 per call).
+struct AwsMlDsaSigner {
+    key_pair: PqdsaKeyPair,
+    sig_len: usize,
+}
+
+impl AwsMlDsaSigner {
+    fn new(key_pair: PqdsaKeyPair) -> Self {
+        let sig_len = key_pair.algorithm().signature_len();
+        AwsMlDsaSigner { key_pair, sig_len }
+    }
+}
+
+impl Signer for AwsMlDsaSigner {
+    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
+        let mut sig = vec![0; self.sig_len];
+        let n = self
+            .key_pair
+            .sign(msg, &mut sig)
+            .map_err(|e| failed(format!("ML-DSA signing failed: {e}")))?;
+        sig.truncate(n);
+        Ok(sig)
     }
 }
 
@@ -1202,7 +1303,11 @@ mod tests {
             "a short peer key must be refused"
         );
         assert_eq!(hex::encode(alice.derive(X25519_BOB.public).unwrap()), k);
-        assert!(AwsLc.agreement(KxAlg::X25519, None).is_err());
+        // No key given: a fresh key pair (x25519-keygen), which agrees with Bob.
+        let mut fresh = AwsLc.agreement(KxAlg::X25519, None).unwrap();
+        assert_ne!(fresh.public_key(), X25519_ALICE.public);
+        assert_eq!(fresh.derive(X25519_BOB.public).unwrap(), bob.derive(&fresh.public_key()).unwrap());
+        assert!(AwsLc.agreement(KxAlg::EcdhP256, None).is_err());
     }
 
     #[test]
@@ -1259,5 +1364,63 @@ mod tests {
             .encaps()
             .unwrap();
         assert_eq!(theirs.decaps(&ct).unwrap(), k);
+    }
+
+    #[test]
+    fn ml_kem_all_parameter_sets_interoperate_with_rustcrypto() {
+        use crate::backends::rustcrypto::RustCrypto;
+        for alg in [KemAlg::MlKem512, KemAlg::MlKem768, KemAlg::MlKem1024, KemAlg::X25519MlKem768] {
+            let (ek_len, ct_len, ss_len) = alg.lens();
+            let mut ours = AwsLc.kem_keypair(alg).unwrap();
+            assert_eq!(ours.encapsulation_key().len(), ek_len);
+            let (ct, k) = RustCrypto
+                .kem_encapsulator(alg, &ours.encapsulation_key())
+                .unwrap()
+                .encaps()
+                .unwrap();
+            assert_eq!((ct.len(), k.len()), (ct_len, ss_len));
+            assert_eq!(ours.decaps(&ct).unwrap(), k, "{alg:?}");
+            let mut theirs = RustCrypto.kem_keypair(alg).unwrap();
+            let (ct, k) = AwsLc
+                .kem_encapsulator(alg, &theirs.encapsulation_key())
+                .unwrap()
+                .encaps()
+                .unwrap();
+            assert_eq!(theirs.decaps(&ct).unwrap(), k, "{alg:?}");
+        }
+    }
+
+    /// aws-lc-rs takes no seed and no m, but imports the ACVP decapsulation key.
+    #[test]
+    fn ml_kem_acvp_decapsulation() {
+        use crate::kat::vectors;
+        for alg in [KemAlg::MlKem512, KemAlg::MlKem768, KemAlg::MlKem1024] {
+            let v = vectors::ml_kem(alg);
+            let mut dk = AwsLc.kem_decapsulator(alg, &v.dk).unwrap();
+            assert_eq!(dk.decaps(&v.c).unwrap(), v.k, "{alg:?}");
+            assert_eq!(dk.decapsulation_key().unwrap(), v.dk);
+            assert!(matches!(
+                AwsLc.kem_keypair_from_seed(alg, &v.keygen_d, &v.keygen_z),
+                Err(BackendError::Unsupported(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn ml_dsa_seeded_keys_and_signatures() {
+        use crate::kat::vectors;
+        use crate::ops::MlDsaLevel;
+        for level in MlDsaLevel::ALL {
+            let v = vectors::ml_dsa(level);
+            let alg = SigAlg::MlDsa(level);
+            assert_eq!(AwsLc.sig_keygen(alg, Some(&v.seed)).unwrap().public, v.pk);
+            let mut verifier = AwsLc.verifier(alg, &v.pk).unwrap();
+            assert!(verifier.verify(b"abc", &v.sig_abc).unwrap());
+            assert!(!verifier.verify(b"abd", &v.sig_abc).unwrap());
+            let key = keys::signing_key(SigFamily::MlDsa(level));
+            let sig = AwsLc.signer(alg, &key).unwrap().sign(b"m").unwrap();
+            assert_eq!(sig.len(), level.lens().1);
+            assert!(verifier.verify(b"m", &sig).unwrap());
+        }
     }
 }

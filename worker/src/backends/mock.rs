@@ -103,6 +103,12 @@ impl Backend for Mock {
     fn kem_encapsulator(&self, _: KemAlg, _: &[u8]) -> Result<Box<dyn KemEncapsulator>> {
         Ok(self.boxed())
     }
+    fn sig_keygen(&self, _: SigAlg, _: Option<&[u8]>) -> Result<super::GeneratedSigner> {
+        Ok(super::GeneratedSigner { signer: self.boxed(), public: vec![0; 32] })
+    }
+    fn owned(&self) -> Option<Box<dyn Backend>> {
+        Some(Box::new(*self))
+    }
 }
 
 impl Digest for Mock {

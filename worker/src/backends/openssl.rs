@@ -16,7 +16,8 @@
 //!   (OpenSSL then reuses the prepared key), as `openssl speed -hmac` does. The `openssl` crate
 //!   has no `EVP_MAC` binding, so this part goes through `openssl-sys` directly.
 //!
-//! OpenSSL 3.0 has no ML-KEM, so the KEM methods keep the trait's "unsupported" default.
+//! OpenSSL 3.0 has no ML-KEM and no ML-DSA (both arrived in OpenSSL 3.5), so the KEM methods
+//! keep the trait's "unsupported" default and ML-DSA is refused with that reason.
 
 use std::ffi::{c_char, CString};
 use std::ptr;
@@ -102,6 +103,7 @@ impl Backend for OpenSsl {
 
     fn signer(&self, alg: SigAlg, key: &KeyPair) -> Result<Box<dyn Signer>> {
         match alg {
+            SigAlg::MlDsa(level) => super::unsupported(no_ml_dsa(level)),
             SigAlg::Ed25519 => {
                 let pkey = PKey::private_key_from_raw_bytes(key.private_raw, Id::ED25519)
                     .map_err(failed)?;
@@ -141,6 +143,7 @@ impl Backend for OpenSsl {
 
     fn verifier(&self, alg: SigAlg, public: &[u8]) -> Result<Box<dyn Verifier>> {
         match alg {
+            SigAlg::MlDsa(level) => super::unsupported(no_ml_dsa(level)),
             SigAlg::Ed25519 => {
                 let pkey = PKey::public_key_from_raw_bytes(public, Id::ED25519).map_err(failed)?;
                 let mut ctx = MdCtx::new().map_err(failed)?;
@@ -177,9 +180,12 @@ impl Backend for OpenSsl {
         let need_ours = || BackendError::Failed(format!("{alg:?} needs our key pair (got none)"));
         match alg {
             KxAlg::X25519 => {
-                let ours = ours.ok_or_else(need_ours)?;
-                let pkey = PKey::private_key_from_raw_bytes(ours.private_raw, Id::X25519)
-                    .map_err(failed)?;
+                let pkey = match ours {
+                    Some(ours) => PKey::private_key_from_raw_bytes(ours.private_raw, Id::X25519)
+                        .map_err(failed)?,
+                    // A fresh key pair (`x25519-keygen`).
+                    None => PKey::generate_x25519().map_err(failed)?,
+                };
                 let public = pkey.raw_public_key().map_err(failed)?;
                 Ok(Box::new(OsslAgreement::new(pkey, public, PeerKind::X25519)))
             }
@@ -245,6 +251,16 @@ fn md_name(alg: DigestAlg) -> &'static str {
 /// Parse a PKCS#8 `PrivateKeyInfo` (the encoding of [`KeyPair::private_pkcs8`]).
 fn private_key_from_der(der: &[u8]) -> Result<PKey<Private>> {
     PKey::private_key_from_der(der).map_err(failed)
+}
+
+/// Why OpenSSL has no ML-DSA here.
+fn no_ml_dsa(level: crate::ops::MlDsaLevel) -> String {
+    format!(
+        "the OpenSSL backend has no {} ({} is linked; OpenSSL has ML-DSA from 3.5 on, and this \
+         backend targets 3.0)",
+        level.name(),
+        openssl::version::version()
+    )
 }
 
 /// Refuse a key whose size is not the one the algorithm names (a wrong key would time the wrong

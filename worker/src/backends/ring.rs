@@ -25,7 +25,7 @@
 //! - key agreement: ring's `agreement` API has only `EphemeralPrivateKey`, consumed by the one
 //!   `agree_ephemeral` it allows, so there is no fixed key whose derive could be timed on its
 //!   own; FFDH does not exist in ring at all;
-//! - ML-KEM: ring has none (the trait's default says so).
+//! - ML-KEM, X25519MLKEM768 and ML-DSA: ring has none (the trait's default says so for KEMs).
 
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use ring::rand::SystemRandom;
@@ -164,6 +164,7 @@ impl Backend for Ring {
                     .map_err(|e| failed(format!("ring rejected the Ed25519 key pair: {e}")))?;
                 Ok(Box::new(Ed25519Signer(key)))
             }
+            SigAlg::MlDsa(level) => unsupported(format!("ring has no {} (no ML-DSA)", level.name())),
         }
     }
 
@@ -236,6 +237,9 @@ impl Backend for Ring {
                 }
                 &signature::ED25519
             }
+            SigAlg::MlDsa(level) => {
+                return unsupported(format!("ring has no {} (no ML-DSA)", level.name()))
+            }
         };
         Ok(Box::new(RingVerifier(UnparsedPublicKey::new(
             ring_alg,
@@ -246,8 +250,9 @@ impl Backend for Ring {
     fn agreement(&self, alg: KxAlg, _ours: Option<&KeyPair>) -> Result<Box<dyn Agreement>> {
         match alg {
             KxAlg::X25519 | KxAlg::EcdhP256 => unsupported(
-                "ring has only ephemeral (single-use) key agreement; a fixed-key derive cannot \
-                 be timed",
+                "ring has only ephemeral (single-use) key agreement: no reusable key pair, so \
+                 neither a fixed-key derive nor a reusable generated key (x25519-keygen) can be \
+                 timed",
             ),
             KxAlg::Ffdh2048 => unsupported("ring has no FFDH (finite-field Diffie-Hellman)"),
         }

@@ -4,6 +4,11 @@
 //! As in the other backends, keys are parsed and expanded at prepare time; the hot path holds
 //! the parsed key and reuses hash/MAC states (`finalize_reset`) and the caller's output buffer.
 //!
+//! Post-quantum: `ml-kem` 0.2 (ML-KEM-512/768/1024, with its `deterministic` feature for seeded
+//! key generation and encapsulation in the known-answer tests) and `ml-dsa` 0.1 (ML-DSA-44/65/87,
+//! hedged signing with the OS random generator, as FIPS 204 recommends). X25519MLKEM768 is
+//! composed from this backend's ML-KEM-768 and X25519 by `backends::hybrid`.
+//!
 //! What RustCrypto cannot do here, and says so as "unsupported":
 //! - FFDH (there is no maintained finite-field Diffie-Hellman crate);
 //! - ECDSA P-384 with SHA-1: `ecdsa` refuses a prehash shorter than half the field size
@@ -13,11 +18,12 @@ use hmac::digest::{Digest as HashFn, FixedOutputReset};
 use rand_core::OsRng;
 
 use super::{
-    failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KemDecapsulator,
-    KemEncapsulator, LibraryInfo, Mac, Result, Signer, Verifier,
+    failed, hybrid, unsupported, Aead, Agreement, Backend, BackendError, Digest,
+    GeneratedSigner, KemDecapsulator, KemEncapsulator, LibraryInfo, Mac, Result, Signer,
+    Verifier,
 };
 use crate::ops::keys::KeyPair;
-use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, RsaPadding, SigAlg};
+use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg};
 
 /// The RustCrypto library.
 pub struct RustCrypto;
@@ -25,7 +31,49 @@ pub struct RustCrypto;
 /// The crates this backend is built from, as locked in `Cargo.lock` (a test keeps this in step).
 const CRATE_VERSIONS: &str = "rsa 0.9.10, p256 0.13.2, p384 0.13.1, sha1 0.10.7, sha2 0.10.9, \
      sha3 0.10.9, hmac 0.12.1, aes-gcm 0.10.3, chacha20poly1305 0.10.1, ed25519-dalek 2.2.0, \
-     x25519-dalek 2.0.1, ml-kem 0.2.3";
+     x25519-dalek 2.0.1, ml-kem 0.2.3, ml-dsa 0.1.2";
+
+/// Run `$body` with the type alias `$K` bound to the `ml-kem` type of an ML-KEM `$alg`, or
+/// evaluate `$hybrid` for X25519MLKEM768.
+macro_rules! with_ml_kem {
+    ($alg:expr, $K:ident => $body:expr, hybrid => $hybrid:expr) => {
+        match $alg {
+            KemAlg::MlKem512 => {
+                type $K = ml_kem::MlKem512;
+                $body
+            }
+            KemAlg::MlKem768 => {
+                type $K = ml_kem::MlKem768;
+                $body
+            }
+            KemAlg::MlKem1024 => {
+                type $K = ml_kem::MlKem1024;
+                $body
+            }
+            KemAlg::X25519MlKem768 => $hybrid,
+        }
+    };
+}
+
+/// Run `$body` with the type alias `$P` bound to the `ml-dsa` parameter set of `$level`.
+macro_rules! with_ml_dsa {
+    ($level:expr, $P:ident => $body:expr) => {
+        match $level {
+            MlDsaLevel::MlDsa44 => {
+                type $P = ml_dsa::MlDsa44;
+                $body
+            }
+            MlDsaLevel::MlDsa65 => {
+                type $P = ml_dsa::MlDsa65;
+                $body
+            }
+            MlDsaLevel::MlDsa87 => {
+                type $P = ml_dsa::MlDsa87;
+                $body
+            }
+        }
+    };
+}
 
 /// Run `$body` with the type alias `$D` bound to the RustCrypto hash type of `$alg`.
 macro_rules! with_digest {
@@ -133,6 +181,16 @@ impl Backend for RustCrypto {
                     Ok(sig.to_bytes().to_vec())
                 })))
             }
+            SigAlg::MlDsa(level) => with_ml_dsa!(level, P => {
+                let (signer, public) = ml_dsa_rc::from_seed::<P>(key.private_raw)?;
+                if public != key.public {
+                    return Err(BackendError::Failed(format!(
+                        "{} public key does not belong to the seed",
+                        level.name()
+                    )));
+                }
+                Ok(signer)
+            }),
         }
     }
 
@@ -171,6 +229,7 @@ impl Backend for RustCrypto {
                 let key = ed25519_dalek::VerifyingKey::from_bytes(&bytes).map_err(failed)?;
                 Ok(verifier::<_, ed25519_dalek::Signature>(key))
             }
+            SigAlg::MlDsa(level) => with_ml_dsa!(level, P => ml_dsa_rc::verifier::<P>(public)),
         }
     }
 
@@ -178,14 +237,19 @@ impl Backend for RustCrypto {
         let need_ours = || BackendError::Failed(format!("{alg:?} needs our key pair (got none)"));
         match alg {
             KxAlg::X25519 => {
-                let ours = ours.ok_or_else(need_ours)?;
-                let scalar: [u8; 32] = ours.private_raw.try_into().map_err(|_| {
-                    BackendError::Failed(format!(
-                        "X25519 private key must be 32 bytes, got {}",
-                        ours.private_raw.len()
-                    ))
-                })?;
-                let secret = x25519_dalek::StaticSecret::from(scalar);
+                let secret = match ours {
+                    Some(ours) => {
+                        let scalar: [u8; 32] = ours.private_raw.try_into().map_err(|_| {
+                            BackendError::Failed(format!(
+                                "X25519 private key must be 32 bytes, got {}",
+                                ours.private_raw.len()
+                            ))
+                        })?;
+                        x25519_dalek::StaticSecret::from(scalar)
+                    }
+                    // A fresh key pair (`x25519-keygen`, the hybrid's key shares).
+                    None => x25519_dalek::StaticSecret::random_from_rng(OsRng),
+                };
                 let public = x25519_dalek::PublicKey::from(&secret);
                 Ok(Box::new(X25519Agreement { secret, public }))
             }
@@ -199,16 +263,40 @@ impl Backend for RustCrypto {
     }
 
     fn kem_keypair(&self, alg: KemAlg) -> Result<Box<dyn KemDecapsulator>> {
+        use ml_kem::KemCore;
+        with_ml_kem!(alg, K => {
+            let (dk, ek) = K::generate(&mut OsRng);
+            Ok(RcKemDecapsulator::<K>::boxed(dk, &ek, alg))
+        }, hybrid => hybrid::keypair(self))
+    }
+
+    fn kem_keypair_from_seed(
+        &self,
+        alg: KemAlg,
+        d: &[u8; 32],
+        z: &[u8; 32],
+    ) -> Result<Box<dyn KemDecapsulator>> {
+        use ml_kem::KemCore;
+        with_ml_kem!(alg, K => {
+            let (dk, ek) = K::generate_deterministic(&(*d).into(), &(*z).into());
+            Ok(RcKemDecapsulator::<K>::boxed(dk, &ek, alg))
+        }, hybrid => unsupported("X25519MLKEM768 keys are generated as their two halves"))
+    }
+
+    fn kem_decapsulator(&self, alg: KemAlg, dk: &[u8]) -> Result<Box<dyn KemDecapsulator>> {
         use ml_kem::{EncodedSizeUser, KemCore};
-        match alg {
-            KemAlg::MlKem768 => {
-                let (dk, ek) = ml_kem::MlKem768::generate(&mut OsRng);
-                Ok(Box::new(MlKem768Decapsulator {
-                    dk,
-                    ek: ek.as_bytes().to_vec(),
-                }))
-            }
-        }
+        with_ml_kem!(alg, K => {
+            type Dk = <K as KemCore>::DecapsulationKey;
+            let encoded = ml_kem::Encoded::<Dk>::try_from(dk).map_err(|_| {
+                BackendError::Failed(format!("{} decapsulation key of {} bytes", alg.display(), dk.len()))
+            })?;
+            let k = alg.rank();
+            Ok(Box::new(RcKemDecapsulator::<K> {
+                dk: Dk::from_bytes(&encoded),
+                ek: dk[384 * k..768 * k + 32].to_vec(),
+                alg,
+            }) as Box<dyn KemDecapsulator>)
+        }, hybrid => unsupported("X25519MLKEM768 keys are imported as their two halves"))
     }
 
     fn kem_encapsulator(
@@ -217,20 +305,86 @@ impl Backend for RustCrypto {
         encapsulation_key: &[u8],
     ) -> Result<Box<dyn KemEncapsulator>> {
         use ml_kem::{EncodedSizeUser, KemCore};
-        type Ek = <ml_kem::MlKem768 as KemCore>::EncapsulationKey;
-        match alg {
-            KemAlg::MlKem768 => {
-                let encoded = ml_kem::Encoded::<Ek>::try_from(encapsulation_key).map_err(|_| {
-                    BackendError::Failed(format!(
-                        "ML-KEM-768 encapsulation key must be 1184 bytes, got {}",
-                        encapsulation_key.len()
-                    ))
-                })?;
-                Ok(Box::new(MlKem768Encapsulator {
-                    ek: Ek::from_bytes(&encoded),
-                }))
+        with_ml_kem!(alg, K => {
+            type Ek = <K as KemCore>::EncapsulationKey;
+            let encoded = ml_kem::Encoded::<Ek>::try_from(encapsulation_key).map_err(|_| {
+                BackendError::Failed(format!(
+                    "{} encapsulation key must be {} bytes, got {}",
+                    alg.display(),
+                    alg.lens().0,
+                    encapsulation_key.len()
+                ))
+            })?;
+            Ok(Box::new(RcKemEncapsulator::<K> { ek: Ek::from_bytes(&encoded), alg })
+                as Box<dyn KemEncapsulator>)
+        }, hybrid => hybrid::encapsulator(self, encapsulation_key))
+    }
+
+    fn sig_keygen(&self, alg: SigAlg, seed: Option<&[u8]>) -> Result<GeneratedSigner> {
+        let SigAlg::MlDsa(level) = alg else {
+            return unsupported(format!("no key generation for {alg:?} in cryptoperf"));
+        };
+        with_ml_dsa!(level, P => {
+            let (signer, public) = match seed {
+                Some(seed) => ml_dsa_rc::from_seed::<P>(seed)?,
+                None => ml_dsa_rc::generate::<P>(),
+            };
+            Ok(GeneratedSigner { signer, public })
+        })
+    }
+}
+
+/// ML-DSA through `ml-dsa` 0.1: pure ML-DSA, empty context; hedged signing draws the 32-byte
+/// rnd from the OS (`getrandom`'s `SysRng`, the generator `ml-dsa` itself uses for keys).
+mod ml_dsa_rc {
+    use super::*;
+    use ml_dsa::common::getrandom::SysRng;
+    use ml_dsa::{Generate, MlDsaParams, SigningKey, VerifyingKey};
+
+    /// The signer and encoded public key of `SigningKey::from_seed` (ML-DSA.KeyGen_internal).
+    pub(super) fn from_seed<P: MlDsaParams + 'static>(seed: &[u8]) -> Result<(Box<dyn Signer>, Vec<u8>)> {
+        let seed = ml_dsa::Seed::try_from(seed).map_err(|_| {
+            BackendError::Failed(format!("ML-DSA seed must be 32 bytes, got {}", seed.len()))
+        })?;
+        Ok(boxed(SigningKey::<P>::from_seed(&seed)))
+    }
+
+    /// A key pair from a fresh random seed (ML-DSA.KeyGen), the timed part of `-keygen`.
+    pub(super) fn generate<P: MlDsaParams + 'static>() -> (Box<dyn Signer>, Vec<u8>) {
+        boxed(SigningKey::<P>::generate())
+    }
+
+    fn boxed<P: MlDsaParams + 'static>(key: SigningKey<P>) -> (Box<dyn Signer>, Vec<u8>) {
+        let public = AsRef::<VerifyingKey<P>>::as_ref(&key).encode().to_vec();
+        let signer = FnSigner(move |msg: &[u8]| {
+            let sig = key
+                .expanded_key()
+                .sign_randomized(msg, &[], &mut SysRng)
+                .map_err(failed)?;
+            Ok(sig.encode().to_vec())
+        });
+        (Box::new(signer), public)
+    }
+
+    /// A verifier of the FIPS 204 encoded public key.
+    pub(super) fn verifier<P: MlDsaParams + 'static>(public: &[u8]) -> Result<Box<dyn Verifier>> {
+        let encoded = ml_dsa::EncodedVerifyingKey::<P>::try_from(public).map_err(|_| {
+            BackendError::Failed(format!("ML-DSA public key of {} bytes", public.len()))
+        })?;
+        let key = VerifyingKey::<P>::decode(&encoded);
+        Ok(Box::new(FnVerifier(move |msg: &[u8], sig: &[u8]| {
+            match ml_dsa::Signature::<P>::try_from(sig) {
+                Ok(sig) => key.verify_with_context(msg, &[], &sig),
+                Err(_) => false,
             }
-        }
+        })))
+    }
+
+    /// The deterministic signature (rnd = 0), for the tests against the computed vectors.
+    #[cfg(test)]
+    pub(super) fn sign_deterministic<P: MlDsaParams>(seed: &[u8], msg: &[u8]) -> Vec<u8> {
+        let key = SigningKey::<P>::from_seed(&ml_dsa::Seed::try_from(seed).unwrap());
+        key.expanded_key().sign_deterministic(msg, &[]).unwrap().encode().to_vec()
     }
 }
 
@@ -517,45 +671,68 @@ impl Agreement for EcdhP256Agreement {
     }
 }
 
-/// ML-KEM-768 decapsulation key generated at prepare time, with its encoded encapsulation key.
-struct MlKem768Decapsulator {
-    dk: <ml_kem::MlKem768 as ml_kem::KemCore>::DecapsulationKey,
+/// An ML-KEM decapsulation key (generated or imported), with its encoded encapsulation key.
+struct RcKemDecapsulator<K: ml_kem::KemCore> {
+    dk: K::DecapsulationKey,
     ek: Vec<u8>,
+    alg: KemAlg,
 }
 
-impl KemDecapsulator for MlKem768Decapsulator {
+impl<K: ml_kem::KemCore + 'static> RcKemDecapsulator<K> {
+    /// Encoding ek is part of FIPS 203 key generation (and what a TLS client sends).
+    fn boxed(dk: K::DecapsulationKey, ek: &K::EncapsulationKey, alg: KemAlg) -> Box<dyn KemDecapsulator> {
+        use ml_kem::EncodedSizeUser;
+        Box::new(RcKemDecapsulator::<K> { dk, ek: ek.as_bytes().to_vec(), alg })
+    }
+}
+
+impl<K: ml_kem::KemCore> KemDecapsulator for RcKemDecapsulator<K> {
     fn encapsulation_key(&self) -> Vec<u8> {
         self.ek.clone()
     }
 
     fn decaps(&mut self, ciphertext: &[u8]) -> Result<Vec<u8>> {
         use ml_kem::kem::Decapsulate;
-        let ct = ml_kem::Ciphertext::<ml_kem::MlKem768>::try_from(ciphertext).map_err(|_| {
+        let ct = ml_kem::Ciphertext::<K>::try_from(ciphertext).map_err(|_| {
             BackendError::Failed(format!(
-                "ML-KEM-768 ciphertext must be 1088 bytes, got {}",
+                "{} ciphertext must be {} bytes, got {}",
+                self.alg.display(),
+                self.alg.lens().1,
                 ciphertext.len()
             ))
         })?;
-        let shared = self
-            .dk
-            .decapsulate(&ct)
-            .map_err(|()| BackendError::Failed("ML-KEM-768 decapsulation failed".into()))?;
+        let shared = self.dk.decapsulate(&ct).map_err(|_| {
+            BackendError::Failed(format!("{} decapsulation failed", self.alg.display()))
+        })?;
         Ok(shared.to_vec())
+    }
+
+    fn decapsulation_key(&self) -> Result<Vec<u8>> {
+        use ml_kem::EncodedSizeUser;
+        Ok(self.dk.as_bytes().to_vec())
     }
 }
 
-/// ML-KEM-768 encapsulation with the peer's parsed encapsulation key.
-struct MlKem768Encapsulator {
-    ek: <ml_kem::MlKem768 as ml_kem::KemCore>::EncapsulationKey,
+/// ML-KEM encapsulation with the peer's parsed encapsulation key.
+struct RcKemEncapsulator<K: ml_kem::KemCore> {
+    ek: K::EncapsulationKey,
+    alg: KemAlg,
 }
 
-impl KemEncapsulator for MlKem768Encapsulator {
+impl<K: ml_kem::KemCore> KemEncapsulator for RcKemEncapsulator<K> {
     fn encaps(&mut self) -> Result<(Vec<u8>, Vec<u8>)> {
         use ml_kem::kem::Encapsulate;
-        let (ct, shared) = self
-            .ek
-            .encapsulate(&mut OsRng)
-            .map_err(|()| BackendError::Failed("ML-KEM-768 encapsulation failed".into()))?;
+        let (ct, shared) = self.ek.encapsulate(&mut OsRng).map_err(|_| {
+            BackendError::Failed(format!("{} encapsulation failed", self.alg.display()))
+        })?;
+        Ok((ct.to_vec(), shared.to_vec()))
+    }
+
+    fn encaps_with(&mut self, m: &[u8; 32]) -> Result<(Vec<u8>, Vec<u8>)> {
+        use ml_kem::EncapsulateDeterministic;
+        let (ct, shared) = self.ek.encapsulate_deterministic(&(*m).into()).map_err(|_| {
+            BackendError::Failed(format!("{} encapsulation failed", self.alg.display()))
+        })?;
         Ok((ct.to_vec(), shared.to_vec()))
     }
 }
@@ -894,5 +1071,100 @@ mod tests {
         assert!(RustCrypto
             .kem_encapsulator(KemAlg::MlKem768, &ek[..100])
             .is_err());
+    }
+
+    #[test]
+    fn ml_kem_all_parameter_sets_agree() {
+        for alg in [KemAlg::MlKem512, KemAlg::MlKem768, KemAlg::MlKem1024, KemAlg::X25519MlKem768] {
+            let (ek_len, ct_len, ss_len) = alg.lens();
+            let mut dk = RustCrypto.kem_keypair(alg).unwrap();
+            let ek = dk.encapsulation_key();
+            assert_eq!(ek.len(), ek_len, "{alg:?}");
+            let (ct, k) = RustCrypto.kem_encapsulator(alg, &ek).unwrap().encaps().unwrap();
+            assert_eq!((ct.len(), k.len()), (ct_len, ss_len), "{alg:?}");
+            assert_eq!(dk.decaps(&ct).unwrap(), k, "{alg:?}");
+        }
+    }
+
+    /// Seeded key generation and encapsulation with m reproduce the vector files (the same
+    /// checks `crate::kat` makes, here against the crate directly).
+    #[test]
+    fn ml_kem_vectors() {
+        use crate::kat::vectors;
+        use sha2::Digest as _;
+        for alg in [KemAlg::MlKem512, KemAlg::MlKem768, KemAlg::MlKem1024] {
+            let v = vectors::ml_kem(alg);
+            let kp = RustCrypto.kem_keypair_from_seed(alg, &v.keygen_d, &v.keygen_z).unwrap();
+            assert_eq!(sha2::Sha256::digest(kp.encapsulation_key()).to_vec(), v.keygen_ek_sha256);
+            let dk = kp.decapsulation_key().unwrap();
+            assert_eq!(sha2::Sha256::digest(&dk).to_vec(), v.keygen_dk_sha256);
+            let (ct, k) = RustCrypto
+                .kem_encapsulator(alg, v.ek(alg.rank()))
+                .unwrap()
+                .encaps_with(&v.m)
+                .unwrap();
+            assert_eq!((ct, k.clone()), (v.c.clone(), v.k.clone()), "{alg:?}");
+            let mut imported = RustCrypto.kem_decapsulator(alg, &v.dk).unwrap();
+            assert_eq!(imported.decaps(&v.c).unwrap(), k);
+            assert_eq!(imported.decapsulation_key().unwrap(), v.dk);
+        }
+    }
+
+    /// The ML-DSA vectors were computed with dilithium-py; RustCrypto's ml-dsa, which shares no
+    /// code with it, reproduces the public key, the expanded private key and the deterministic
+    /// signature byte for byte.
+    #[test]
+    fn ml_dsa_vectors() {
+        use crate::kat::vectors;
+        use sha2::Digest as _;
+        for level in MlDsaLevel::ALL {
+            let v = vectors::ml_dsa(level);
+            let (pk_len, sig_len) = level.lens();
+            assert_eq!((v.pk.len(), v.sig_abc.len()), (pk_len, sig_len));
+            let seeded = RustCrypto.sig_keygen(SigAlg::MlDsa(level), Some(&v.seed)).unwrap();
+            assert_eq!(seeded.public, v.pk, "{level:?}");
+            let (sig, sk) = with_ml_dsa!(level, P => {
+                let key = ml_dsa::SigningKey::<P>::from_seed(&ml_dsa::Seed::try_from(v.seed.as_slice()).unwrap());
+                #[allow(deprecated)]
+                let sk = key.expanded_key().to_expanded().to_vec();
+                (ml_dsa_rc::sign_deterministic::<P>(&v.seed, b"abc"), sk)
+            });
+            assert_eq!(sig, v.sig_abc, "{level:?}");
+            assert_eq!(sha2::Sha256::digest(&sk).to_vec(), v.sk_sha256, "{level:?}");
+        }
+    }
+
+    #[test]
+    fn ml_dsa_round_trips_and_interoperates_with_aws_lc() {
+        use crate::backends::awslc::AwsLc;
+        for level in MlDsaLevel::ALL {
+            let alg = SigAlg::MlDsa(level);
+            sig_round_trip(alg, SigFamily::MlDsa(level));
+            let key = keys::signing_key(SigFamily::MlDsa(level));
+            let ours = RustCrypto.signer(alg, &key).unwrap().sign(b"interop").unwrap();
+            // Hedged: two signatures of the same message differ.
+            assert_ne!(ours, RustCrypto.signer(alg, &key).unwrap().sign(b"interop").unwrap());
+            assert!(AwsLc.verifier(alg, key.public).unwrap().verify(b"interop", &ours).unwrap());
+            let theirs = AwsLc.signer(alg, &key).unwrap().sign(b"interop").unwrap();
+            assert!(RustCrypto.verifier(alg, key.public).unwrap().verify(b"interop", &theirs).unwrap());
+            // A generated key pair works across the two libraries too.
+            let mut g = RustCrypto.sig_keygen(alg, None).unwrap();
+            let sig = g.signer.sign(b"x").unwrap();
+            assert!(AwsLc.verifier(alg, &g.public).unwrap().verify(b"x", &sig).unwrap());
+            // A seed that does not match the public key is refused.
+            let mut wrong = key;
+            wrong.public = keys::signing_key(SigFamily::MlDsa(level)).public;
+            let other_seed = [7u8; 32];
+            wrong.private_raw = &other_seed;
+            assert!(RustCrypto.signer(alg, &wrong).is_err());
+        }
+    }
+
+    #[test]
+    fn x25519_generated_keys() {
+        let mut a = RustCrypto.agreement(KxAlg::X25519, None).unwrap();
+        let mut b = RustCrypto.agreement(KxAlg::X25519, None).unwrap();
+        assert_ne!(a.public_key(), b.public_key());
+        assert_eq!(a.derive(&b.public_key()).unwrap(), b.derive(&a.public_key()).unwrap());
     }
 }

@@ -4,7 +4,14 @@
 //!
 //! - **Known-answer test (KAT)**: the backend's primitive reproduces a published vector
 //!   (sources in [`vectors`]), or, for randomised schemes, produces output that an independent
-//!   check accepts, and rejects a tampered input.
+//!   check accepts, and rejects a tampered input. Post-quantum: ML-KEM decapsulates the NIST
+//!   ACVP test case (and its implicit-rejection answer), encapsulates deterministically to it
+//!   where the library takes the randomness m (else its encapsulation to the ACVP key must
+//!   decapsulate with the ACVP key), and generates the expected keys from seeds where the
+//!   library takes them; ML-DSA generates the ACVP key-generation test case's public key from
+//!   its seed and verifies a fixed deterministic signature; X25519MLKEM768 is checked on the
+//!   ML-KEM-768 test case joined with RFC 7748's X25519 keys. Where a library cannot take a
+//!   seed, the timed (random) key generation gets a consistency check, labelled as such.
 //! - **Cross-backend checks**: on the case's own message size, the output of this backend is
 //!   accepted by every other real backend and the other way round: digests and MACs equal,
 //!   sealed by one and opened by the other, signed by one and verified by the other, both sides
@@ -15,10 +22,10 @@
 
 pub mod vectors;
 
-use crate::backends::{self, Backend, BackendError, Verifier};
+use crate::backends::{self, hybrid, Backend, BackendError, Verifier};
 use crate::ops::keys::{self, KeyPair};
-use crate::ops::prepare::{AEAD_KEY, MAC_KEY, MESSAGE_BYTE, NONCE};
-use crate::ops::{KemAlg, KxAlg, Op, Params, RsaPadding, SigAlg, SigFamily};
+use crate::ops::prepare::{keygen_sig_alg, AEAD_KEY, MAC_KEY, MESSAGE_BYTE, NONCE};
+use crate::ops::{KemAlg, KeyGenAlg, KxAlg, Op, Params, RsaPadding, SigAlg, SigFamily};
 
 /// One cross-backend check, as reported in a `result`'s `validation.cross_checks`.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -233,7 +240,11 @@ fn known_answer(backend: &dyn Backend, op: Op, params: &Params) -> Result<(Strin
         Op::Sign(family) => sign_kat(backend, params.sig_alg(family), family)?,
         Op::Verify(family) => verify_kat(backend, params.sig_alg(family), family)?,
         Op::Derive(alg) => derive_kat(backend, alg)?,
-        Op::Encaps(alg) | Op::Decaps(alg) => kem_kat(backend, alg)?,
+        Op::Encaps(alg) | Op::Decaps(alg) | Op::Keygen(KeyGenAlg::Kem(alg)) => {
+            kem_kat(backend, op, alg)?
+        }
+        Op::Keygen(KeyGenAlg::X25519) => x25519_keygen_kat(backend)?,
+        Op::Keygen(KeyGenAlg::Sig(family)) => sig_keygen_kat(backend, keygen_sig_alg(family))?,
     })
 }
 
@@ -297,6 +308,13 @@ fn verify_kat(backend: &dyn Backend, alg: SigAlg, family: SigFamily) -> Result<(
                 &vectors::rsa_abc(bits, digest, padding).expect("a vector for every RSA key, padding and digest"),
             ),
         ),
+        SigAlg::MlDsa(level) => {
+            let vector = vectors::ml_dsa(level);
+            (
+                format!("{} (key: {})", vectors::ML_DSA_SIG_SOURCE, vector.keygen_source),
+                accepts_and_rejects(&mut *v, b"abc", &vector.sig_abc),
+            )
+        }
         SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => {
             let bits = curve_bits(alg);
             let computed = vectors::ecdsa_abc(bits, digest).expect("a vector for every curve and digest");
@@ -358,37 +376,282 @@ fn derive_kat(backend: &dyn Backend, alg: KxAlg) -> Result<(String, Check), Back
     })
 }
 
-/// ML-KEM-768 byte lengths, FIPS 203 Table 3: encapsulation key, ciphertext, shared secret.
-const ML_KEM_768_LENS: (usize, usize, usize) = (1184, 1088, 32);
+/// SHA-256, for comparing big outputs with the digests in the vector files.
+fn sha256(data: &[u8]) -> Vec<u8> {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(data).to_vec()
+}
 
-fn kem_kat(backend: &dyn Backend, alg: KemAlg) -> Result<(String, Check), BackendError> {
+/// `Ok` when `got` has the length `want`.
+fn length(what: &str, got: usize, want: usize) -> Check {
+    if got == want {
+        Ok(())
+    } else {
+        Err(format!("{what} is {got} bytes, expected {want}"))
+    }
+}
+
+/// The first backend other than `backend` that `make` succeeds on, else `backend` itself:
+/// an independent implementation where one exists.
+fn independent<T>(
+    backend: &dyn Backend,
+    make: impl Fn(&dyn Backend) -> Result<T, BackendError>,
+) -> Result<(&'static str, T), BackendError> {
+    let own = backend.info().backend;
+    for name in backends::NAMES.iter().filter(|&&n| n != own) {
+        if let Some(other) = backends::by_name(name) {
+            if let Ok(t) = make(&*other) {
+                return Ok((other.info().backend, t));
+            }
+        }
+    }
+    Ok((own, make(backend)?))
+}
+
+/// A key pair from the backend's random key generation (the timed path of `-keygen`, and
+/// the key every encaps/decaps case uses): FIPS 203 sizes, it decapsulates what an independent
+/// implementation (another backend where one has the algorithm) encapsulates to it, and two
+/// generated keys differ.
+fn generated_kem_check(backend: &dyn Backend, alg: KemAlg) -> Result<Check, BackendError> {
+    let (ek_len, ct_len, ss_len) = alg.lens();
     let mut kp = backend.kem_keypair(alg)?;
     let ek = kp.encapsulation_key();
-    let mut enc = backend.kem_encapsulator(alg, &ek)?;
-    let check = (|| {
-        let (ct, ss) = enc.encaps().map_err(|e| e.to_string())?;
-        let (ek_len, ct_len, ss_len) = ML_KEM_768_LENS;
-        if (ek.len(), ct.len(), ss.len()) != (ek_len, ct_len, ss_len) {
-            return Err(format!(
-                "sizes (ek, ct, K) = ({}, {}, {}), FIPS 203 says ({ek_len}, {ct_len}, {ss_len})",
-                ek.len(),
-                ct.len(),
-                ss.len()
-            ));
+    let other_ek = backend.kem_keypair(alg)?.encapsulation_key();
+    let (_, mut enc) = independent(backend, |b| b.kem_encapsulator(alg, &ek))?;
+    Ok((|| {
+        length("encapsulation key", ek.len(), ek_len)?;
+        if ek == other_ek {
+            return Err("two generated key pairs are the same".into());
         }
+        let (ct, ss) = enc.encaps().map_err(|e| e.to_string())?;
+        length("ciphertext", ct.len(), ct_len)?;
+        length("shared secret", ss.len(), ss_len)?;
         same("decapsulated secret", &kp.decaps(&ct).map_err(|e| e.to_string())?, &ss)?;
         // Implicit rejection (FIPS 203 §6.3): a tampered ciphertext yields another secret.
         match kp.decaps(&tampered(&ct)) {
             Ok(k) if k == ss => Err("a tampered ciphertext gave the same secret".into()),
             _ => Ok(()),
         }
+    })())
+}
+
+/// `c` with its first byte XOR 0x01 (the tampered ciphertext of the `k_rejected` vectors).
+fn first_byte_flipped(c: &[u8]) -> Vec<u8> {
+    let mut t = c.to_vec();
+    t[0] ^= 1;
+    t
+}
+
+fn kem_kat(backend: &dyn Backend, op: Op, alg: KemAlg) -> Result<(String, Check), BackendError> {
+    if alg == KemAlg::X25519MlKem768 {
+        return hybrid_kat(backend, op);
+    }
+    let v = vectors::ml_kem(alg);
+    let ek = v.ek(alg.rank());
+    Ok(match op {
+        Op::Decaps(_) => {
+            let mut dk = backend.kem_decapsulator(alg, &v.dk)?;
+            let check = (|| {
+                same("encapsulation key inside dk", &dk.encapsulation_key(), ek)?;
+                same("shared key of the ACVP ciphertext", &dk.decaps(&v.c).map_err(|e| e.to_string())?, &v.k)?;
+                let rejected = dk.decaps(&first_byte_flipped(&v.c)).map_err(|e| e.to_string())?;
+                same("implicit-rejection key of the tampered ciphertext", &rejected, &v.k_rejected)
+            })()
+            .and(generated_kem_check(backend, alg)?);
+            (format!("{} (decapsulation and implicit rejection)", v.source), check)
+        }
+        Op::Encaps(_) => {
+            let mut enc = backend.kem_encapsulator(alg, ek)?;
+            match enc.encaps_with(&v.m) {
+                Ok((ct, ss)) => (
+                    format!("{} (encapsulation with the test case's m)", v.source),
+                    same("ciphertext", &ct, &v.c).and(same("shared key", &ss, &v.k)),
+                ),
+                Err(BackendError::Unsupported(why)) => {
+                    // No m: the randomised encapsulation to the ACVP key must decapsulate, with
+                    // the ACVP decapsulation key, to the secret it returned.
+                    let (by, mut dk) = independent(backend, |b| b.kem_decapsulator(alg, &v.dk))?;
+                    let check = (|| {
+                        let (ct, ss) = enc.encaps().map_err(|e| e.to_string())?;
+                        length("ciphertext", ct.len(), alg.lens().1)?;
+                        same("secret decapsulated with the ACVP key", &dk.decaps(&ct).map_err(|e| e.to_string())?, &ss)
+                    })();
+                    (
+                        format!(
+                            "{}: encapsulation to the test case's ek, decapsulated with its dk by \
+                             the {by} backend ({why})",
+                            v.source
+                        ),
+                        check,
+                    )
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        _ => {
+            // Key generation. Seeded where the library allows it, and always the random
+            // generation that is timed.
+            let generated = generated_kem_check(backend, alg)?;
+            match backend.kem_keypair_from_seed(alg, &v.keygen_d, &v.keygen_z) {
+                Ok(kp) => {
+                    let check = (|| {
+                        same("SHA-256 of ek", &sha256(&kp.encapsulation_key()), &v.keygen_ek_sha256)?;
+                        let dk = kp.decapsulation_key().map_err(|e| e.to_string())?;
+                        same("SHA-256 of dk", &sha256(&dk), &v.keygen_dk_sha256)
+                    })()
+                    .and(generated);
+                    (
+                        format!(
+                            "{} (key generation from the seeds d, z; and a randomly generated key \
+                             pair round-trips)",
+                            v.source
+                        ),
+                        check,
+                    )
+                }
+                Err(BackendError::Unsupported(why)) => (
+                    format!(
+                        "consistency check, not a known answer ({why}): a generated key pair has \
+                         FIPS 203 sizes, decapsulates another library's encapsulations to it, \
+                         rejects implicitly, and differs from the next"
+                    ),
+                    generated,
+                ),
+                Err(e) => return Err(e),
+            }
+        }
+    })
+}
+
+/// X25519MLKEM768 on the ML-KEM-768 ACVP test case joined with RFC 7748 §6.1's keys: the
+/// client is (ACVP dk, Alice), the server (Bob), so the client's share is `ek || Alice's
+/// public key`, the server's `c || Bob's public key`, and the secret `k || K`.
+fn hybrid_kat(backend: &dyn Backend, op: Op) -> Result<(String, Check), BackendError> {
+    // Say what is missing before anything else fails for lack of it.
+    for missing in [
+        backend.kem_keypair(KemAlg::MlKem768).err(),
+        backend.agreement(KxAlg::X25519, None).err(),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        return Err(match missing {
+            BackendError::Unsupported(why) => {
+                BackendError::Unsupported(format!("no X25519MLKEM768 without its parts: {why}"))
+            }
+            e => e,
+        });
+    }
+    let v = vectors::ml_kem(KemAlg::MlKem768);
+    let ek = v.ek(3);
+    let client_share = [ek, keys::X25519_ALICE.public].concat();
+    let server_share = [v.c.as_slice(), keys::X25519_BOB.public].concat();
+    let secret = [v.k.clone(), unhex(vectors::X25519_SHARED)].concat();
+    let source = format!(
+        "{} joined with RFC 7748 §6.1 (client: the ACVP key and Alice; server: Bob)",
+        v.source
+    );
+    Ok(match op {
+        Op::Decaps(_) => {
+            let mut client = hybrid::decapsulator_from_parts(
+                backend.kem_decapsulator(KemAlg::MlKem768, &v.dk)?,
+                backend.agreement(KxAlg::X25519, Some(&keys::X25519_ALICE))?,
+            );
+            let check = same("client share", &client.encapsulation_key(), &client_share).and_then(|()| {
+                same("secret", &client.decaps(&server_share).map_err(|e| e.to_string())?, &secret)
+            });
+            (source, check.and(generated_kem_check(backend, KemAlg::X25519MlKem768)?))
+        }
+        Op::Encaps(_) => {
+            let bob = backend.agreement(KxAlg::X25519, Some(&keys::X25519_BOB))?;
+            let mut server = hybrid::encapsulator_with(backend, &client_share, bob)?;
+            match server.encaps_with(&v.m) {
+                Ok((share, ss)) => (
+                    format!("{source}, encapsulation with the test case's m"),
+                    same("server share", &share, &server_share).and(same("secret", &ss, &secret)),
+                ),
+                Err(BackendError::Unsupported(why)) => {
+                    let (by, mut dk) = independent(backend, |b| b.kem_decapsulator(KemAlg::MlKem768, &v.dk))?;
+                    let check = (|| {
+                        let (share, ss) = server.encaps().map_err(|e| e.to_string())?;
+                        length("server share", share.len(), 1120)?;
+                        same("server's X25519 public key", &share[1088..], keys::X25519_BOB.public)?;
+                        same("X25519 half of the secret", &ss[32..], &unhex(vectors::X25519_SHARED))?;
+                        let mlkem = dk.decaps(&share[..1088]).map_err(|e| e.to_string())?;
+                        same("ML-KEM half of the secret, decapsulated with the ACVP key", &mlkem, &ss[..32])
+                    })();
+                    (format!("{source}; ML-KEM half decapsulated by the {by} backend ({why})"), check)
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        _ => (
+            "consistency check, not a known answer (the halves' key generation is checked by \
+             ml-kem-768-keygen and x25519-keygen): a generated client share is ek || X25519 \
+             public key, and another library's server share for it decapsulates to the same \
+             64-byte secret"
+                .into(),
+            generated_kem_check(backend, KemAlg::X25519MlKem768)?,
+        ),
+    })
+}
+
+/// X25519 key generation: RFC 7748 §6.1's public key from Alice's private key (the same public
+/// key computation), and two generated key pairs that differ and agree with each other and
+/// with an independent backend's fixed key.
+fn x25519_keygen_kat(backend: &dyn Backend) -> Result<(String, Check), BackendError> {
+    let alice = backend.agreement(KxAlg::X25519, Some(&keys::X25519_ALICE))?;
+    let mut a = backend.agreement(KxAlg::X25519, None)?;
+    let mut b = backend.agreement(KxAlg::X25519, None)?;
+    let (by, mut bob) = independent(backend, |o| o.agreement(KxAlg::X25519, Some(&keys::X25519_BOB)))?;
+    let check = (|| {
+        same("public key of RFC 7748 Alice's private key", &alice.public_key(), keys::X25519_ALICE.public)?;
+        length("generated public key", a.public_key().len(), 32)?;
+        if a.public_key() == b.public_key() {
+            return Err("two generated key pairs are the same".into());
+        }
+        let ab = a.derive(&b.public_key()).map_err(|e| e.to_string())?;
+        same("A·B vs B·A", &ab, &b.derive(&a.public_key()).map_err(|e| e.to_string())?)?;
+        let with_bob = a.derive(keys::X25519_BOB.public).map_err(|e| e.to_string())?;
+        same(&format!("secret with RFC 7748 Bob ({by})"), &with_bob, &bob.derive(&a.public_key()).map_err(|e| e.to_string())?)
     })();
     Ok((
-        "FIPS 203 sizes, encaps/decaps agreement and implicit rejection (randomised key generation: \
-         the published vectors need a seeded key generation the backends do not expose)"
-            .into(),
+        format!("RFC 7748 §6.1 (public key), and generated key pairs agreeing with the {by} backend"),
         check,
     ))
+}
+
+/// ML-DSA key generation: the ACVP test case's public key from its seed where the library takes
+/// a seed, and a randomly generated key (the timed path) whose signature an independent
+/// verifier accepts under its public key.
+fn sig_keygen_kat(backend: &dyn Backend, alg: SigAlg) -> Result<(String, Check), BackendError> {
+    let SigAlg::MlDsa(level) = alg else {
+        unreachable!("only ML-DSA has a -keygen operation")
+    };
+    let v = vectors::ml_dsa(level);
+    let mut generated = backend.sig_keygen(alg, None)?;
+    let public = generated.public.clone();
+    let (by, mut verifier) = independent(backend, |o| o.verifier(alg, &public))?;
+    let check = (|| {
+        length("generated public key", public.len(), level.lens().0)?;
+        let sig = generated.signer.sign(b"abc").map_err(|e| e.to_string())?;
+        length("signature", sig.len(), level.lens().1)?;
+        accepts_and_rejects(&mut *verifier, b"abc", &sig)
+    })();
+    Ok(match backend.sig_keygen(alg, Some(&v.seed)) {
+        Ok(seeded) => (
+            format!(
+                "{} (public key from the seed), and a generated key's signature verified by the {by} backend",
+                v.keygen_source
+            ),
+            same("public key", &seeded.public, &v.pk).and(check),
+        ),
+        Err(BackendError::Unsupported(why)) => (
+            format!("consistency check, not a known answer ({why}): a generated key's signature verified by the {by} backend"),
+            check,
+        ),
+        Err(e) => return Err(e),
+    })
 }
 
 /// Check `backend` against `other` on the case's own message. `Ok(what was checked)`;
@@ -448,6 +711,28 @@ fn cross_check(backend: &dyn Backend, other: &dyn Backend, op: Op, params: &Para
             let a = ours.derive(&theirs.public_key())?;
             let b = theirs.derive(&ours.public_key())?;
             agree("shared secrets of both sides", &a, &b)
+        }
+        Op::Keygen(KeyGenAlg::Kem(alg)) => {
+            let mut ours = backend.kem_keypair(alg)?;
+            let (ct, ss) = other.kem_encapsulator(alg, &ours.encapsulation_key())?.encaps()?;
+            agree("a generated key's decapsulation of the other's encapsulation, and its secret", &ours.decaps(&ct)?, &ss)
+        }
+        Op::Keygen(KeyGenAlg::Sig(family)) => {
+            let alg = keygen_sig_alg(family);
+            let mut ours = backend.sig_keygen(alg, None)?;
+            let mut verifier = other.verifier(alg, &ours.public)?;
+            let sig = ours.signer.sign(b"abc")?;
+            match accepts_and_rejects(&mut *verifier, b"abc", &sig) {
+                Ok(()) => Ok("a generated key's signature verifies with the other under its public key".into()),
+                Err(why) => fail(why),
+            }
+        }
+        Op::Keygen(KeyGenAlg::X25519) => {
+            let mut ours = backend.agreement(KxAlg::X25519, None)?;
+            let mut theirs = other.agreement(KxAlg::X25519, Some(&keys::X25519_BOB))?;
+            let a = ours.derive(keys::X25519_BOB.public)?;
+            let b = theirs.derive(&ours.public_key())?;
+            agree("a generated key's shared secrets with a fixed key on both sides", &a, &b)
         }
         Op::Encaps(alg) | Op::Decaps(alg) => {
             let (decapsulator, encapsulating) = match op {

@@ -6,7 +6,7 @@ use super::*;
 use crate::backends::openssl::OpenSsl;
 use crate::backends::rustcrypto::RustCrypto;
 use crate::backends::{Agreement, Digest, LibraryInfo, Mac, Signer};
-use crate::ops::{DigestAlg, RawParams, ALL_OPS};
+use crate::ops::{DigestAlg, KemAlg, RawParams, ALL_OPS};
 
 fn params(op: Op, digest: Option<&str>, padding: Option<&str>) -> Params {
     let raw = RawParams {
@@ -38,7 +38,7 @@ fn every_backend_passes_what_it_supports() {
             }
         }
     }
-    assert!(supported >= 2 * 20, "only {supported} (backend, op) pairs validated");
+    assert!(supported >= 2 * 20 + 2 * 22, "only {supported} (backend, op) pairs validated");
 }
 
 /// The key-size study's configurations and the other digests and paddings of RSA.
@@ -247,5 +247,186 @@ fn computed_vectors_cover_every_key_digest_and_padding() {
         for d in DigestAlg::ALL {
             assert!(vectors::ecdsa_abc(bits, d).is_some_and(|s| s[0] == 0x30), "p{bits} {d}");
         }
+    }
+}
+
+// ---- post-quantum -------------------------------------------------------------------------
+
+/// RustCrypto with every post-quantum output made wrong: decapsulated and encapsulated
+/// secrets flipped, ML-DSA signatures made over another message, seeded public keys flipped.
+/// X25519 is left correct, so the hybrid's failures come from its ML-KEM half.
+struct BrokenPq;
+
+struct BrokenDecaps(Box<dyn backends::KemDecapsulator>);
+impl backends::KemDecapsulator for BrokenDecaps {
+    fn encapsulation_key(&self) -> Vec<u8> {
+        self.0.encapsulation_key()
+    }
+    fn decaps(&mut self, ct: &[u8]) -> backends::Result<Vec<u8>> {
+        self.0.decaps(ct).map(flip)
+    }
+    fn decapsulation_key(&self) -> backends::Result<Vec<u8>> {
+        self.0.decapsulation_key()
+    }
+}
+struct BrokenEncaps(Box<dyn backends::KemEncapsulator>);
+impl backends::KemEncapsulator for BrokenEncaps {
+    fn encaps(&mut self) -> backends::Result<(Vec<u8>, Vec<u8>)> {
+        self.0.encaps().map(|(ct, ss)| (ct, flip(ss)))
+    }
+    fn encaps_with(&mut self, m: &[u8; 32]) -> backends::Result<(Vec<u8>, Vec<u8>)> {
+        self.0.encaps_with(m).map(|(ct, ss)| (ct, flip(ss)))
+    }
+}
+
+impl Backend for BrokenPq {
+    fn info(&self) -> LibraryInfo {
+        LibraryInfo { backend: "broken-pq", ..RustCrypto.info() }
+    }
+    fn signer(&self, alg: SigAlg, key: &KeyPair) -> backends::Result<Box<dyn Signer>> {
+        Ok(Box::new(BrokenSigner(RustCrypto.signer(alg, key)?)))
+    }
+    fn verifier(&self, alg: SigAlg, public: &[u8]) -> backends::Result<Box<dyn Verifier>> {
+        RustCrypto.verifier(alg, public)
+    }
+    fn agreement(&self, alg: KxAlg, ours: Option<&KeyPair>) -> backends::Result<Box<dyn Agreement>> {
+        RustCrypto.agreement(alg, ours)
+    }
+    fn kem_keypair(&self, alg: KemAlg) -> backends::Result<Box<dyn backends::KemDecapsulator>> {
+        match alg {
+            KemAlg::X25519MlKem768 => hybrid::keypair(self),
+            _ => Ok(Box::new(BrokenDecaps(RustCrypto.kem_keypair(alg)?))),
+        }
+    }
+    fn kem_keypair_from_seed(&self, alg: KemAlg, d: &[u8; 32], z: &[u8; 32]) -> backends::Result<Box<dyn backends::KemDecapsulator>> {
+        Ok(Box::new(BrokenDecaps(RustCrypto.kem_keypair_from_seed(alg, d, z)?)))
+    }
+    fn kem_decapsulator(&self, alg: KemAlg, dk: &[u8]) -> backends::Result<Box<dyn backends::KemDecapsulator>> {
+        Ok(Box::new(BrokenDecaps(RustCrypto.kem_decapsulator(alg, dk)?)))
+    }
+    fn kem_encapsulator(&self, alg: KemAlg, ek: &[u8]) -> backends::Result<Box<dyn backends::KemEncapsulator>> {
+        match alg {
+            KemAlg::X25519MlKem768 => hybrid::encapsulator(self, ek),
+            _ => Ok(Box::new(BrokenEncaps(RustCrypto.kem_encapsulator(alg, ek)?))),
+        }
+    }
+    fn sig_keygen(&self, alg: SigAlg, seed: Option<&[u8]>) -> backends::Result<backends::GeneratedSigner> {
+        let g = RustCrypto.sig_keygen(alg, seed)?;
+        Ok(backends::GeneratedSigner { signer: Box::new(BrokenSigner(g.signer)), public: flip(g.public) })
+    }
+    fn owned(&self) -> Option<Box<dyn Backend>> {
+        Some(Box::new(BrokenPq))
+    }
+}
+
+const BROKEN_PQ_OPS: &[&str] = &[
+    "ml-kem-512-keygen",
+    "ml-kem-512-encaps",
+    "ml-kem-512-decaps",
+    "ml-kem-768-keygen",
+    "ml-kem-768-encaps",
+    "ml-kem-768-decaps",
+    "ml-kem-1024-keygen",
+    "ml-kem-1024-encaps",
+    "ml-kem-1024-decaps",
+    "ml-dsa-44-keygen",
+    "ml-dsa-44-sign",
+    "ml-dsa-65-keygen",
+    "ml-dsa-65-sign",
+    "ml-dsa-87-keygen",
+    "ml-dsa-87-sign",
+    "x25519mlkem768-keygen",
+    "x25519mlkem768-encaps",
+    "x25519mlkem768-decaps",
+];
+
+#[test]
+fn a_broken_post_quantum_backend_fails_its_known_answer_test() {
+    for op_name in BROKEN_PQ_OPS {
+        let op = Op::parse(op_name).unwrap();
+        let v = validate_against(&BrokenPq, op, &params(op, None, None), &[]).unwrap();
+        assert!(v.kat.starts_with("fail: "), "{op_name}: KAT says {} ({})", v.kat, v.kat_source);
+    }
+}
+
+#[test]
+fn a_broken_post_quantum_backend_fails_the_cross_check() {
+    let others: Vec<Box<dyn Backend>> = vec![Box::new(BrokenPq)];
+    for op_name in [
+        "ml-kem-512-encaps",
+        "ml-kem-768-decaps",
+        "ml-kem-1024-keygen",
+        "ml-dsa-44-verify",
+        "ml-dsa-87-verify",
+        "x25519mlkem768-encaps",
+        "x25519mlkem768-decaps",
+    ] {
+        let op = Op::parse(op_name).unwrap();
+        for good in [Box::new(RustCrypto) as Box<dyn Backend>, backends::by_name("aws-lc").unwrap()] {
+            let v = validate_against(&*good, op, &params(op, None, None), &others).unwrap();
+            assert_eq!(v.kat, "pass", "{op_name}");
+            assert_eq!(v.cross_checks[0].status, "fail", "{op_name}: {:?}", v.cross_checks[0]);
+        }
+    }
+}
+
+#[test]
+fn a_gullible_ml_dsa_verifier_fails() {
+    struct Yes;
+    impl Verifier for Yes {
+        fn verify(&mut self, _: &[u8], _: &[u8]) -> backends::Result<bool> {
+            Ok(true)
+        }
+    }
+    struct Gullible;
+    impl Backend for Gullible {
+        fn info(&self) -> LibraryInfo {
+            LibraryInfo { backend: "gullible", ..RustCrypto.info() }
+        }
+        fn verifier(&self, _: SigAlg, _: &[u8]) -> backends::Result<Box<dyn Verifier>> {
+            Ok(Box::new(Yes))
+        }
+    }
+    let op = Op::parse("ml-dsa-65-verify").unwrap();
+    let v = validate_against(&Gullible, op, &params(op, None, None), &[]).unwrap();
+    assert_eq!(v.kat, "fail: a tampered signature verified");
+}
+
+/// aws-lc-rs takes no seeds and no m: its KATs say so and still check the ACVP keys, and the
+/// post-quantum operations pass on both libraries that have them.
+#[test]
+fn post_quantum_sources_are_honest() {
+    let awslc = backends::by_name("aws-lc").unwrap();
+    for (op_name, awslc_says, rustcrypto_says) in [
+        ("ml-kem-768-keygen", "consistency check, not a known answer", "ML-KEM-keyGen-FIPS203"),
+        ("ml-kem-768-encaps", "decapsulated with its dk", "with the test case's m"),
+        ("ml-kem-768-decaps", "tcId 26", "tcId 26"),
+        ("ml-dsa-65-keygen", "tcId 26", "tcId 26"),
+        ("ml-dsa-65-verify", "dilithium-py", "dilithium-py"),
+        ("x25519mlkem768-decaps", "RFC 7748", "RFC 7748"),
+        ("x25519-keygen", "RFC 7748", "RFC 7748"),
+    ] {
+        let op = Op::parse(op_name).unwrap();
+        for (backend, says) in [(&*awslc, awslc_says), (&RustCrypto as &dyn Backend, rustcrypto_says)] {
+            let v = validate(backend, op, &params(op, None, None)).unwrap();
+            assert!(v.passed(), "{op_name}: {:?}", v.failure());
+            assert!(v.kat_source.contains(says), "{op_name}: {}", v.kat_source);
+        }
+    }
+}
+
+#[test]
+fn vector_files_are_complete() {
+    for alg in [KemAlg::MlKem512, KemAlg::MlKem768, KemAlg::MlKem1024] {
+        let v = vectors::ml_kem(alg);
+        let (ek_len, ct_len, ss_len) = alg.lens();
+        assert_eq!(v.ek(alg.rank()).len(), ek_len);
+        assert_eq!(v.dk.len(), 768 * alg.rank() + 96);
+        assert_eq!((v.c.len(), v.k.len(), v.k_rejected.len()), (ct_len, ss_len, ss_len));
+        assert_ne!(v.k, v.k_rejected);
+    }
+    for level in crate::ops::MlDsaLevel::ALL {
+        let v = vectors::ml_dsa(level);
+        assert_eq!((v.seed.len(), v.pk.len(), v.sig_abc.len()), (32, level.lens().0, level.lens().1));
     }
 }

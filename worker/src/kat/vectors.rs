@@ -7,7 +7,9 @@
 //! independent implementation, pyca/cryptography 48.0 over OpenSSL 3.0, and is labelled so;
 //! the RustCrypto backend, which shares no code with OpenSSL, must reproduce it in the tests.
 
-use crate::ops::{AeadAlg, DigestAlg, RsaPadding};
+use std::sync::OnceLock;
+
+use crate::ops::{AeadAlg, DigestAlg, KemAlg, MlDsaLevel, RsaPadding};
 
 /// Hex, as written in the source documents.
 pub type Hex = &'static str;
@@ -255,3 +257,150 @@ pub fn ecdsa_abc(curve_bits: u32, digest: DigestAlg) -> Option<Vec<u8>> {
 /// The source line reported for the computed signature vectors.
 pub const COMPUTED_SIG_SOURCE: &str =
     "signature of \"abc\" under the fixed key, computed with pyca/cryptography 48.0 (OpenSSL 3.0)";
+
+// ---- post-quantum vectors ------------------------------------------------------------------
+
+/// The value of field `name` in a vector file of `vectors/` (`name = hex`, continued on the
+/// following lines that hold no `=`; `#` starts a comment line). Panics when the field is
+/// missing or not hex: the files are part of the build and a test reads every field.
+pub fn field(text: &str, name: &str) -> Vec<u8> {
+    let mut hex = String::new();
+    let mut inside = false;
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('#') || line.is_empty() {
+            if inside {
+                break;
+            }
+            continue;
+        }
+        match line.split_once('=') {
+            Some((key, value)) => {
+                if inside {
+                    break;
+                }
+                if key.trim() == name {
+                    inside = true;
+                    hex.push_str(value.trim());
+                }
+            }
+            None if inside => hex.push_str(line),
+            None => {}
+        }
+    }
+    assert!(inside, "vector field {name} is missing");
+    hex::decode(&hex).unwrap_or_else(|e| panic!("vector field {name} is not hex: {e}"))
+}
+
+/// One ML-KEM parameter set's vectors (`vectors/ml-kem-*.txt`, whose comments cite the ACVP
+/// test cases and say which values were computed and how).
+pub struct MlKemVectors {
+    /// Seeds of ML-KEM.KeyGen_internal(d, z).
+    pub keygen_d: [u8; 32],
+    pub keygen_z: [u8; 32],
+    /// SHA-256 of the ek and dk that key generation must produce.
+    pub keygen_ek_sha256: Vec<u8>,
+    pub keygen_dk_sha256: Vec<u8>,
+    /// Encapsulation/decapsulation test case: dk (ek is inside it), m, c, k, and the
+    /// implicit-rejection key for c with its first byte XOR 0x01.
+    pub dk: Vec<u8>,
+    pub m: [u8; 32],
+    pub c: Vec<u8>,
+    pub k: Vec<u8>,
+    pub k_rejected: Vec<u8>,
+    pub source: &'static str,
+}
+
+impl MlKemVectors {
+    /// The encapsulation key inside `dk` (FIPS 203: dk = dkPKE (384k bytes) || ek || H(ek) || z).
+    pub fn ek(&self, rank: usize) -> &[u8] {
+        &self.dk[384 * rank..768 * rank + 32]
+    }
+}
+
+fn array32(v: Vec<u8>) -> [u8; 32] {
+    v.try_into().expect("a 32-byte vector field")
+}
+
+/// The vectors of an ML-KEM parameter set (the hybrid uses ML-KEM-768's).
+pub fn ml_kem(alg: KemAlg) -> &'static MlKemVectors {
+    static CELLS: [OnceLock<MlKemVectors>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let (i, text, source) = match alg {
+        KemAlg::MlKem512 => (
+            0,
+            include_str!("vectors/ml-kem-512.txt"),
+            "ACVP-Server ML-KEM-encapDecap-FIPS203 tgId 1 tcId 1; key generation: ML-KEM-keyGen-FIPS203 \
+             tgId 1 tcId 1 seeds, keys computed with kyber-py (vectors/ml-kem-512.txt)",
+        ),
+        KemAlg::MlKem768 | KemAlg::X25519MlKem768 => (
+            1,
+            include_str!("vectors/ml-kem-768.txt"),
+            "ACVP-Server ML-KEM-encapDecap-FIPS203 tgId 2 tcId 26; key generation: ML-KEM-keyGen-FIPS203 \
+             tgId 2 tcId 26 seeds, keys computed with kyber-py (vectors/ml-kem-768.txt)",
+        ),
+        KemAlg::MlKem1024 => (
+            2,
+            include_str!("vectors/ml-kem-1024.txt"),
+            "ACVP-Server ML-KEM-encapDecap-FIPS203 tgId 3 tcId 51; key generation: ML-KEM-keyGen-FIPS203 \
+             tgId 3 tcId 51 seeds, keys computed with kyber-py (vectors/ml-kem-1024.txt)",
+        ),
+    };
+    CELLS[i].get_or_init(|| MlKemVectors {
+        keygen_d: array32(field(text, "keygen_d")),
+        keygen_z: array32(field(text, "keygen_z")),
+        keygen_ek_sha256: field(text, "keygen_ek_sha256"),
+        keygen_dk_sha256: field(text, "keygen_dk_sha256"),
+        dk: field(text, "dk"),
+        m: array32(field(text, "m")),
+        c: field(text, "c"),
+        k: field(text, "k"),
+        k_rejected: field(text, "k_rejected"),
+        source,
+    })
+}
+
+/// One ML-DSA parameter set's vectors (`vectors/ml-dsa-*.txt`): the ACVP key-generation test
+/// case (seed, public key) that is also the fixed ML-DSA key of `ops::keys`, and the
+/// deterministic signature of "abc" under it.
+pub struct MlDsaVectors {
+    pub seed: Vec<u8>,
+    pub pk: Vec<u8>,
+    /// Checked by the RustCrypto backend's tests (the backends export no ML-DSA private key).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub sk_sha256: Vec<u8>,
+    pub sig_abc: Vec<u8>,
+    /// Where the key comes from.
+    pub keygen_source: &'static str,
+}
+
+/// Source line of the ML-DSA verification vector.
+pub const ML_DSA_SIG_SOURCE: &str =
+    "deterministic ML-DSA signature of \"abc\" (empty context) under the ACVP keyGen key, computed \
+     with dilithium-py 1.5.1 and reproduced by RustCrypto's ml-dsa";
+
+pub fn ml_dsa(level: MlDsaLevel) -> &'static MlDsaVectors {
+    static CELLS: [OnceLock<MlDsaVectors>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+    let (i, text, keygen_source) = match level {
+        MlDsaLevel::MlDsa44 => (
+            0,
+            include_str!("vectors/ml-dsa-44.txt"),
+            "ACVP-Server ML-DSA-keyGen-FIPS204 tgId 1 tcId 1",
+        ),
+        MlDsaLevel::MlDsa65 => (
+            1,
+            include_str!("vectors/ml-dsa-65.txt"),
+            "ACVP-Server ML-DSA-keyGen-FIPS204 tgId 2 tcId 26",
+        ),
+        MlDsaLevel::MlDsa87 => (
+            2,
+            include_str!("vectors/ml-dsa-87.txt"),
+            "ACVP-Server ML-DSA-keyGen-FIPS204 tgId 3 tcId 51",
+        ),
+    };
+    CELLS[i].get_or_init(|| MlDsaVectors {
+        seed: field(text, "seed"),
+        pk: field(text, "pk"),
+        sk_sha256: field(text, "sk_sha256"),
+        sig_abc: field(text, "sig_abc"),
+        keygen_source,
+    })
+}

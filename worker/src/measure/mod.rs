@@ -264,16 +264,25 @@ mod tests {
             batch: None,
             tsc: false,
         };
-        let m = measure(|| Ok(spin(20_000)), plan).unwrap();
-        assert_eq!(m.timing, Timing::Individual);
-        assert_eq!(m.histogram.len(), m.ops);
-        // 50 ms of 20 µs operations: at most 2500 (+1 for the sample that ends the window).
-        assert!(m.ops >= 2 && m.ops <= 2_501, "ops = {}", m.ops);
-        // Each op spins ≥ 20 µs, so the median cannot be below that.
-        assert!(m.histogram.value_at_quantile(0.5) >= 19_950);
-        assert!(m.wall_ns >= 50_000_000);
-        // A busy-wait is on-CPU nearly all the time.
-        assert!(m.cpu_ns[0] > m.wall_ns / 2);
+        // A busy-wait is on-CPU nearly all the time; on a 2-core machine shared with other
+        // builds (and the other tests) one window can still be mostly descheduled, so one of
+        // three windows must show it.
+        let mut on_cpu = false;
+        for _ in 0..3 {
+            let m = measure(|| Ok(spin(20_000)), plan).unwrap();
+            assert_eq!(m.timing, Timing::Individual);
+            assert_eq!(m.histogram.len(), m.ops);
+            // 50 ms of 20 µs operations: at most 2500 (+1 for the sample that ends the window).
+            assert!(m.ops >= 2 && m.ops <= 2_501, "ops = {}", m.ops);
+            // Each op spins ≥ 20 µs, so the median cannot be below that.
+            assert!(m.histogram.value_at_quantile(0.5) >= 19_950);
+            assert!(m.wall_ns >= 50_000_000);
+            if m.cpu_ns[0] > m.wall_ns / 2 {
+                on_cpu = true;
+                break;
+            }
+        }
+        assert!(on_cpu, "a busy-wait was mostly off-CPU in three windows");
     }
 
     #[test]

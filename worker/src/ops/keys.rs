@@ -2,14 +2,15 @@
 //! signature made by one verifies under another. How the files were made: `keys/README.md`.
 
 use super::{KxAlg, SigFamily};
+use crate::kat::vectors;
 
 /// One key pair in the encodings the backends take.
 ///
 /// - `private_pkcs8`: PKCS#8 DER (RSA and ECDSA; empty for Ed25519/X25519).
 /// - `private_raw`: the raw private key: big-endian scalar (EC), 32-byte seed (Ed25519),
-///   32-byte scalar (X25519); empty for RSA.
+///   32-byte scalar (X25519), 32-byte seed ξ of ML-DSA.KeyGen_internal (ML-DSA); empty for RSA.
 /// - `public`: PKCS#1 `RSAPublicKey` DER (RSA), SEC1 uncompressed point `04||x||y` (EC),
-///   32 raw bytes (Ed25519, X25519).
+///   32 raw bytes (Ed25519, X25519), FIPS 204 `pkEncode` bytes (ML-DSA).
 #[derive(Clone, Copy, Debug)]
 pub struct KeyPair<'a> {
     pub private_pkcs8: &'a [u8],
@@ -79,6 +80,12 @@ pub fn signing_key(family: SigFamily) -> KeyPair<'static> {
         SigFamily::EcdsaP256 => ECDSA_P256,
         SigFamily::EcdsaP384 => ECDSA_P384,
         SigFamily::Ed25519 => ED25519,
+        // The ACVP key-generation test case of `kat/vectors/ml-dsa-*.txt`: its seed and the
+        // public key ACVP expects from it.
+        SigFamily::MlDsa(level) => {
+            let v = vectors::ml_dsa(level);
+            KeyPair { private_pkcs8: &[], private_raw: &v.seed, public: &v.pk }
+        }
     }
 }
 

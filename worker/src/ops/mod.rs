@@ -1,5 +1,6 @@
 //! The operation catalogue: canonical names from the field (`rsa2048-sign`, `aes-128-gcm-seal`,
-//! `sha256`, `x25519-derive`, `ml-kem-768-encaps`), their parameters, and the fixed keys.
+//! `sha256`, `x25519-derive`, `ml-kem-768-encaps`, `ml-dsa-65-sign`, `x25519mlkem768-encaps`),
+//! their parameters, and the fixed keys.
 //!
 //! A request names an operation (`Op::parse`) and parameters (`Params::resolve`); the result is a
 //! [`Case`]: everything a backend needs to build the timed closure. Parameters that do not apply
@@ -100,14 +101,47 @@ pub enum RsaPadding {
     Pss,
 }
 
+/// ML-DSA parameter sets (FIPS 204 Table 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+pub enum MlDsaLevel {
+    MlDsa44,
+    MlDsa65,
+    MlDsa87,
+}
+
+impl MlDsaLevel {
+    pub const ALL: [MlDsaLevel; 3] = [MlDsaLevel::MlDsa44, MlDsaLevel::MlDsa65, MlDsaLevel::MlDsa87];
+
+    /// `ml-dsa-44`, `ml-dsa-65`, `ml-dsa-87`.
+    pub fn name(self) -> &'static str {
+        match self {
+            MlDsaLevel::MlDsa44 => "ml-dsa-44",
+            MlDsaLevel::MlDsa65 => "ml-dsa-65",
+            MlDsaLevel::MlDsa87 => "ml-dsa-87",
+        }
+    }
+
+    /// Byte lengths (FIPS 204 Table 2): public key, signature.
+    pub fn lens(self) -> (usize, usize) {
+        match self {
+            MlDsaLevel::MlDsa44 => (1312, 2420),
+            MlDsaLevel::MlDsa65 => (1952, 3309),
+            MlDsaLevel::MlDsa87 => (2592, 4627),
+        }
+    }
+}
+
 /// Signature schemes. The message is hashed inside `sign`/`verify` with `digest`
-/// (Ed25519 hashes internally with SHA-512 and has no digest parameter).
+/// (Ed25519 hashes internally with SHA-512 and has no digest parameter; ML-DSA is "pure"
+/// ML-DSA with an empty context string, FIPS 204 Algorithms 2 and 3, and has none either).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum SigAlg {
     Rsa { bits: u32, digest: DigestAlg, padding: RsaPadding },
     EcdsaP256 { digest: DigestAlg },
     EcdsaP384 { digest: DigestAlg },
     Ed25519,
+    /// Hedged (randomised) signing, as FIPS 204 recommends and TLS uses.
+    MlDsa(MlDsaLevel),
 }
 
 /// Key agreement: derive a shared secret from our private key and the peer's public key.
@@ -119,10 +153,83 @@ pub enum KxAlg {
     Ffdh2048,
 }
 
-/// Key-encapsulation mechanisms (FIPS 203).
+/// Key-encapsulation mechanisms: ML-KEM (FIPS 203), and the hybrid TLS key exchange
+/// X25519MLKEM768 (draft-ietf-tls-ecdhe-mlkem) seen as a KEM, as TLS 1.3 sees every group:
+///
+/// - key generation = the client's key share: an ML-KEM-768 key pair and an X25519 key pair;
+///   the encapsulation key is `ek (1184 bytes) || X25519 public key (32)`;
+/// - encapsulation = the server's work on that share: ML-KEM-768 encapsulation to `ek`, then
+///   X25519 with the client's public key, using the server's X25519 key pair (generated before,
+///   see `x25519-keygen`); the ciphertext is `ML-KEM ciphertext (1088) || server's X25519
+///   public key (32)`;
+/// - decapsulation = the client's work on the server's share: ML-KEM-768 decapsulation and
+///   X25519 with the server's public key.
+///
+/// The shared secret is `ML-KEM shared secret (32) || X25519 shared secret (32)`, ML-KEM first,
+/// as the draft specifies for this group. It is built from the backend's own ML-KEM-768 and
+/// X25519 (`backends::hybrid`), never from code of ours.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum KemAlg {
+    MlKem512,
     MlKem768,
+    MlKem1024,
+    X25519MlKem768,
+}
+
+impl KemAlg {
+    pub const ALL: [KemAlg; 4] =
+        [KemAlg::MlKem512, KemAlg::MlKem768, KemAlg::MlKem1024, KemAlg::X25519MlKem768];
+
+    /// `ml-kem-768`, `x25519mlkem768`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            KemAlg::MlKem512 => "ml-kem-512",
+            KemAlg::MlKem768 => "ml-kem-768",
+            KemAlg::MlKem1024 => "ml-kem-1024",
+            KemAlg::X25519MlKem768 => "x25519mlkem768",
+        }
+    }
+
+    /// Human name for messages: "ML-KEM-768", "X25519MLKEM768".
+    pub fn display(self) -> &'static str {
+        match self {
+            KemAlg::MlKem512 => "ML-KEM-512",
+            KemAlg::MlKem768 => "ML-KEM-768",
+            KemAlg::MlKem1024 => "ML-KEM-1024",
+            KemAlg::X25519MlKem768 => "X25519MLKEM768",
+        }
+    }
+
+    /// Byte lengths: encapsulation key, ciphertext, shared secret (FIPS 203 Table 3; for the
+    /// hybrid, the TLS key shares and the concatenated secret).
+    pub fn lens(self) -> (usize, usize, usize) {
+        match self {
+            KemAlg::MlKem512 => (800, 768, 32),
+            KemAlg::MlKem768 => (1184, 1088, 32),
+            KemAlg::MlKem1024 => (1568, 1568, 32),
+            KemAlg::X25519MlKem768 => (1184 + 32, 1088 + 32, 64),
+        }
+    }
+
+    /// The ML-KEM module rank k (FIPS 203 Table 2); dk = dkPKE (384k) || ek || H(ek) || z.
+    pub fn rank(self) -> usize {
+        match self {
+            KemAlg::MlKem512 => 2,
+            KemAlg::MlKem768 | KemAlg::X25519MlKem768 => 3,
+            KemAlg::MlKem1024 => 4,
+        }
+    }
+}
+
+/// What a `-keygen` operation generates. Only key generation that happens per use in
+/// practice is offered: ephemeral X25519 and ML-KEM keys (a key share per TLS handshake) and,
+/// for comparison with RSA/ECDSA key generation costs, ML-DSA.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeyGenAlg {
+    X25519,
+    Kem(KemAlg),
+    /// Always an ML-DSA family ([`SigFamily::MlDsa`]).
+    Sig(SigFamily),
 }
 
 /// One operation, as named on the command line and in study files.
@@ -138,6 +245,8 @@ pub enum Op {
     Derive(KxAlg),
     Encaps(KemAlg),
     Decaps(KemAlg),
+    /// Key-pair generation: the only operations whose key generation is inside the timed loop.
+    Keygen(KeyGenAlg),
 }
 
 /// A signature scheme before its parameters (digest, padding) are applied.
@@ -147,6 +256,7 @@ pub enum SigFamily {
     EcdsaP256,
     EcdsaP384,
     Ed25519,
+    MlDsa(MlDsaLevel),
 }
 
 /// Every canonical operation name, in the order `hello` lists them.
@@ -175,11 +285,31 @@ pub const ALL_OPS: &[&str] = &[
     "ecdsa-p384-verify",
     "ed25519-sign",
     "ed25519-verify",
+    "ml-dsa-44-keygen",
+    "ml-dsa-44-sign",
+    "ml-dsa-44-verify",
+    "ml-dsa-65-keygen",
+    "ml-dsa-65-sign",
+    "ml-dsa-65-verify",
+    "ml-dsa-87-keygen",
+    "ml-dsa-87-sign",
+    "ml-dsa-87-verify",
+    "x25519-keygen",
     "x25519-derive",
     "ecdh-p256-derive",
     "ffdh-2048-derive",
+    "ml-kem-512-keygen",
+    "ml-kem-512-encaps",
+    "ml-kem-512-decaps",
+    "ml-kem-768-keygen",
     "ml-kem-768-encaps",
     "ml-kem-768-decaps",
+    "ml-kem-1024-keygen",
+    "ml-kem-1024-encaps",
+    "ml-kem-1024-decaps",
+    "x25519mlkem768-keygen",
+    "x25519mlkem768-encaps",
+    "x25519mlkem768-decaps",
 ];
 
 impl Op {
@@ -208,19 +338,27 @@ impl Op {
             "ecdsa-p256" => Some(SigFamily::EcdsaP256),
             "ecdsa-p384" => Some(SigFamily::EcdsaP384),
             "ed25519" => Some(SigFamily::Ed25519),
-            _ => None,
+            _ => MlDsaLevel::ALL.into_iter().find(|l| l.name() == family).map(SigFamily::MlDsa),
         };
         match (fam, verb) {
             (Some(f), "sign") => return Some(Op::Sign(f)),
             (Some(f), "verify") => return Some(Op::Verify(f)),
+            (Some(f @ SigFamily::MlDsa(_)), "keygen") => return Some(Op::Keygen(KeyGenAlg::Sig(f))),
             _ => {}
         }
+        if let Some(kem) = KemAlg::ALL.into_iter().find(|k| k.name() == family) {
+            return match verb {
+                "keygen" => Some(Op::Keygen(KeyGenAlg::Kem(kem))),
+                "encaps" => Some(Op::Encaps(kem)),
+                "decaps" => Some(Op::Decaps(kem)),
+                _ => None,
+            };
+        }
         match (family, verb) {
+            ("x25519", "keygen") => Some(Op::Keygen(KeyGenAlg::X25519)),
             ("x25519", "derive") => Some(Op::Derive(KxAlg::X25519)),
             ("ecdh-p256", "derive") => Some(Op::Derive(KxAlg::EcdhP256)),
             ("ffdh-2048", "derive") => Some(Op::Derive(KxAlg::Ffdh2048)),
-            ("ml-kem-768", "encaps") => Some(Op::Encaps(KemAlg::MlKem768)),
-            ("ml-kem-768", "decaps") => Some(Op::Decaps(KemAlg::MlKem768)),
             _ => None,
         }
     }
@@ -238,7 +376,8 @@ impl Op {
     pub fn takes_digest(self) -> bool {
         matches!(
             self,
-            Op::Sign(f) | Op::Verify(f) if f != SigFamily::Ed25519
+            Op::Sign(f) | Op::Verify(f)
+                if matches!(f, SigFamily::Rsa(_) | SigFamily::EcdsaP256 | SigFamily::EcdsaP384)
         )
     }
 }
@@ -349,6 +488,7 @@ impl Params {
             SigFamily::EcdsaP256 => SigAlg::EcdsaP256 { digest },
             SigFamily::EcdsaP384 => SigAlg::EcdsaP384 { digest },
             SigFamily::Ed25519 => SigAlg::Ed25519,
+            SigFamily::MlDsa(level) => SigAlg::MlDsa(level),
         }
     }
 }
@@ -371,6 +511,36 @@ mod tests {
         assert_eq!(Op::parse("sha265"), None);
         assert_eq!(Op::parse("rsa1024-sign"), None);
         assert_eq!(Op::parse("aes-128-gcm-sael"), None);
+        assert_eq!(Op::parse("ml-kem-768-sign"), None);
+        assert_eq!(Op::parse("ml-dsa-65-encaps"), None);
+        assert_eq!(Op::parse("ed25519-keygen"), None);
+        assert_eq!(Op::parse("ml-dsa-66-sign"), None);
+        assert_eq!(
+            Op::parse("x25519mlkem768-encaps"),
+            Some(Op::Encaps(KemAlg::X25519MlKem768))
+        );
+        assert_eq!(
+            Op::parse("ml-dsa-65-keygen"),
+            Some(Op::Keygen(KeyGenAlg::Sig(SigFamily::MlDsa(MlDsaLevel::MlDsa65))))
+        );
+        // Every name parses back to itself through the enums' names.
+        assert_eq!(ALL_OPS.len(), ALL_OPS.iter().collect::<std::collections::HashSet<_>>().len());
+    }
+
+    #[test]
+    fn post_quantum_params() {
+        let sign = Op::parse("ml-dsa-65-sign").unwrap();
+        let p = Params::resolve(sign, &RawParams::default()).unwrap();
+        assert_eq!((p.size_bytes, p.digest, p.padding), (DEFAULT_SIGN_SIZE, None, None));
+        let sized = RawParams { size_bytes: Some(4096), ..Default::default() };
+        assert_eq!(Params::resolve(sign, &sized).unwrap().size_bytes, 4096);
+        let digest = RawParams { digest: Some("sha256".into()), ..Default::default() };
+        assert!(Params::resolve(sign, &digest).is_err());
+        for name in ["ml-kem-768-keygen", "ml-dsa-44-keygen", "x25519-keygen", "x25519mlkem768-decaps"] {
+            let op = Op::parse(name).unwrap();
+            assert!(!op.is_sized(), "{name}");
+            assert!(Params::resolve(op, &sized).is_err(), "{name} has no message");
+        }
     }
 
     #[test]

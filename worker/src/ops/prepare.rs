@@ -3,7 +3,7 @@
 //! up here and never timed.
 
 use super::keys;
-use super::{Op, Params};
+use super::{KeyGenAlg, KxAlg, Op, Params, SigAlg, SigFamily};
 use crate::backends::{self, Backend, BackendError};
 use crate::measure::OpFn;
 
@@ -89,7 +89,37 @@ pub fn prepare(backend: &dyn Backend, op: Op, params: &Params) -> Result<OpFn, B
                 backend.kem_encapsulator(alg, &keypair.encapsulation_key())?.encaps()?;
             Box::new(move || keypair.decaps(&ciphertext).map(drop))
         }
+        // Key generation is the operation: each call makes a fresh key pair from the library's
+        // random generator, encodes its public key (what would be sent or published) and drops
+        // it. Run once here so a missing algorithm is "unsupported" before any timing.
+        Op::Keygen(alg) => {
+            let owned = backend.owned().ok_or_else(|| {
+                BackendError::Failed(format!(
+                    "backend {} cannot be re-created for key generation",
+                    backend.info().backend
+                ))
+            })?;
+            generate_key_pair(&*owned, alg)?;
+            Box::new(move || generate_key_pair(&*owned, alg))
+        }
     })
+}
+
+/// One key pair for a `-keygen` operation, dropped at once.
+pub(crate) fn generate_key_pair(backend: &dyn Backend, alg: KeyGenAlg) -> Result<(), BackendError> {
+    match alg {
+        KeyGenAlg::X25519 => backend.agreement(KxAlg::X25519, None).map(drop),
+        KeyGenAlg::Kem(kem) => backend.kem_keypair(kem).map(drop),
+        KeyGenAlg::Sig(family) => backend.sig_keygen(keygen_sig_alg(family), None).map(drop),
+    }
+}
+
+/// The signature scheme a key-generation family generates keys for.
+pub(crate) fn keygen_sig_alg(family: SigFamily) -> SigAlg {
+    match family {
+        SigFamily::MlDsa(level) => SigAlg::MlDsa(level),
+        other => unreachable!("no -keygen operation for {other:?} (Op::parse refuses it)"),
+    }
 }
 
 /// A signature of `msg` for a verify case: made by the backend itself, or, where it can verify
