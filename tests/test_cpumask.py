@@ -94,9 +94,9 @@ def test_worker_env_sets_or_removes_the_variable():
 def test_check_hello_refuses_a_worker_that_disagrees():
     good = [{"name": n, "openssl_ia32cap": v} for n, v in cpumask.MASKS.items()]
     cpumask.check_hello(good, ["baseline", "no-aesni"])
-    cpumask.check_hello(None, ["baseline"])  # an old worker is fine for unmasked runs
-    with pytest.raises(WorkerError, match="cannot verify CPU capability masks"):
-        cpumask.check_hello(None, ["no-aesni"])
+    for wanted in (["baseline"], ["no-aesni"]):  # every run request carries cpu_mask
+        with pytest.raises(WorkerError, match="cannot verify CPU capability masks"):
+            cpumask.check_hello(None, wanted)
     bad = [dict(m, openssl_ia32cap="~0x200000000000000") if m["name"] == "no-aesni" else m for m in good]
     with pytest.raises(WorkerError, match="CPU mask 'no-aesni' is OPENSSL_ia32cap=~0x200000200000000"):
         cpumask.check_hello(bad, ["no-aesni"])
@@ -177,6 +177,12 @@ def test_speed_cpu_option(cli, fake_worker, tmp_path):
     assert table.code == 0 and "CPU mask no-shani" in table.out
     bad = cli("speed", "--cpu", "no-sha")
     assert_one_line_error(bad, "--cpu", "no-sha", code=2)
+
+
+def test_a_worker_too_old_for_masks_is_refused_up_front(cli, write_study, fake_worker):
+    fake_worker({"cpu_masks": []})
+    res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=2, timeout=5)))
+    assert_one_line_error(res, "cannot verify CPU capability masks", "pip install .", code=1)
 
 
 def test_existing_studies_are_unchanged_by_the_mask_axis(cli, write_study, fake_worker, tmp_path):
