@@ -19,6 +19,16 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   crash           ["<backend>/<op>", "<configuration>" or "<configuration>#<rep>"]  abort at the run
   hang            ["<backend>/<op>", "<configuration>" or "<configuration>#<rep>"]  never answer
   stderr_noise    true: write a log line to stderr for each request
+  cpu_masks       list of {name, openssl_ia32cap} announced in hello (default: the real worker's)
+  mask_factor     {"<mask>": factor} multiplies the latency when the worker was STARTED with that
+                  mask's OPENSSL_ia32cap (read from its own environment, as the libraries do)
+  mask_ignored    ["<backend>"]: a masked run on that backend answers invalid, "capability mask
+                  not applied: ..." (what the real worker says when a library ignores the mask)
+
+CPU masks (run field ``cpu_mask``): as in the real worker, ring and rustcrypto (and mock) answer
+"unsupported: <library> has no runtime CPU capability mask" for any mask but baseline; openssl
+and aws-lc check that OPENSSL_ia32cap in their environment is the mask's value (invalid
+otherwise). Every result echoes ``cpu_mask`` and reports ``capabilities.env``.
 
 The configuration and repetition are read from the run's id (``backend/label/size/config#rep``,
 see plan.Run.request_id). Backends ``mock``, ``mock:SCALE``, ``mock:crash`` and ``mock:hang``
@@ -47,6 +57,13 @@ DEFAULT_OPS = ["sha1", "sha256", "sha384", "sha512", "sha3-256", "hmac-sha256",
                "ml-kem-1024-keygen", "ml-kem-1024-encaps", "ml-kem-1024-decaps",
                "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps"]
 UNSIZED_SUFFIXES = ("-derive", "-encaps", "-decaps", "-keygen")
+CPU_MASKS = [{"name": "baseline", "openssl_ia32cap": None},
+             {"name": "no-aesni", "openssl_ia32cap": "~0x200000200000000:~0x60000000000"},
+             {"name": "no-shani", "openssl_ia32cap": "~0x0:~0x20000000"},
+             {"name": "no-avx2", "openssl_ia32cap": "~0x0:~0xc0230020"},
+             {"name": "no-avx512", "openssl_ia32cap": "~0x0:~0xc0230000"}]
+MASKABLE = ("openssl", "aws-lc")
+ENV = os.environ.get("OPENSSL_ia32cap")
 
 SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
 BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
@@ -68,18 +85,20 @@ def hello(req):
         send({"type": "error", "code": "protocol_mismatch",
               "message": f"this worker speaks protocol 1, not {req.get('protocol')}"})
         sys.exit(2)
-    backends = [{"backend": b, "library": b.upper(), "library_version": "fake-1.0", "fips": False}
+    backends = [{"backend": b, "library": b.upper(), "library_version": "fake-1.0", "fips": False,
+                 "capabilities": {"maskable": b in MASKABLE, "env": ENV}}
                 for b in BACKENDS]
     if req.get("detail"):
         for b in backends:
             b["ops"] = [{"op": op, "status": "supported", "reason": ""} for op in OPS]
     send({"type": "hello", "protocol": SPEC.get("protocol", 1), "worker_version": "0.0.0-fake",
           "cpu": {"model": "Fake CPU", "flags": ["aes"], "logical_cpus": 2, "tsc": False},
-          "backends": backends, "ops": OPS})
+          "cpu_masks": SPEC.get("cpu_masks", CPU_MASKS), "backends": backends, "ops": OPS})
 
 
 def parse_id(run_id):
     key, _, rep = run_id.rpartition("#")
+    key = key.split("/cpu=")[0]
     parts = key.split("/", 3)
     config = parts[3] if len(parts) == 4 else ""
     return config, int(rep) if rep.isdigit() else 1
@@ -111,10 +130,25 @@ def run(req):
         log("hanging on purpose (mock:hang)")
         while True:
             time.sleep(3600)
+    mask = req.get("cpu_mask")
     base = {"type": "result", "id": rid, "backend": backend, "op": op, "library": str(backend).upper(),
             "library_version": "fake-1.0", "fips": False, "params": params,
-            "threads": req.get("threads", 1),
-            "validation": {"kat": "not applicable (fake)", "kat_source": "", "cross_checks": []}}
+            "threads": req.get("threads", 1), "cpu_mask": mask,
+            "capabilities": {"maskable": backend in MASKABLE, "env": ENV}}
+    if mask is not None:
+        wanted = {m["name"]: m["openssl_ia32cap"] for m in CPU_MASKS}
+        if mask not in wanted:
+            return send({"type": "error", "id": rid, "code": "bad_params", "message": f"unknown cpu_mask '{mask}'"})
+        if backend not in MASKABLE:
+            if mask != "baseline":
+                return send({**base, "status": "unsupported",
+                             "reason": f"{str(backend).upper()} has no runtime CPU capability mask"})
+        elif ENV != wanted[mask] or (mask != "baseline" and backend in SPEC.get("mask_ignored", [])):
+            return send({**base, "status": "invalid",
+                         "reason": f"capability mask not applied: {backend} (fake) saw OPENSSL_ia32cap={ENV!r}"})
+        else:
+            base["cpu_mask_cleared"] = ["aes"] if mask == "no-aesni" else []
+    base["validation"] = {"kat": "not applicable (fake)", "kat_source": "", "cross_checks": []}
     for status in ("unsupported", "invalid"):
         reason = SPEC.get(status, {}).get(f"{backend}/{op}")
         if reason:
@@ -125,6 +159,8 @@ def run(req):
     else:
         latency = SPEC.get("latency_ns", {}).get(op, 1000 + size)
     latency *= SPEC.get("config_factor", {}).get(config, 1.0)
+    env_mask = next((m["name"] for m in CPU_MASKS if ENV is not None and m["openssl_ia32cap"] == ENV), None)
+    latency *= SPEC.get("mask_factor", {}).get(env_mask, 1.0)
     factors = SPEC.get("rep_factors") or [1.0]
     latency = max(1, int(round(latency * factors[(rep - 1) % len(factors)])))
     seconds = float(req.get("seconds", 1.0))

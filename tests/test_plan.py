@@ -44,7 +44,8 @@ def test_run_request_carries_params():
     req = plan.run_request(runs[1], settings)
     assert req == {"type": "run", "id": "openssl/sign/4096/sha256-rsa4096#1", "backend": "openssl",
                    "op": "rsa4096-sign", "params": {"digest": "sha256", "size_bytes": 4096},
-                   "threads": 1, "warmup_s": 0.2, "seconds": 0.8, "batch": None}
+                   "threads": 1, "warmup_s": 0.2, "seconds": 0.8, "batch": None,
+                   "cpu_mask": "baseline"}
     digest = next(r for r in runs if r.cell.label == "digest")
     assert plan.run_request(digest, settings)["params"] == {"size_bytes": 4096}
 

@@ -20,10 +20,12 @@ BACKENDS = ("openssl", "aws-lc", "ring", "rustcrypto")
 
 
 def _real_worker():
-    # $CRYPTOPERF_WORKER first, as the CLI does: an installed worker from an older build must not
-    # stand in for the one under test.
+    """The worker under test: $CRYPTOPERF_WORKER when set (so a fresh build is tested, not an
+    older installed one that worker_path.candidates() would find first), else the first
+    candidate that answers hello."""
     env = os.environ.get(worker_path.ENV_VAR)
-    for p in ([Path(env)] if env else []) + worker_path.candidates():
+    candidates = [Path(env)] if env else worker_path.candidates()
+    for p in candidates:
         if p.is_file() and os.access(p, os.X_OK):
             try:
                 fetch_hello(p, timeout_s=30)
@@ -206,3 +208,96 @@ def test_speed_accepts_one_ml_dsa_op(tmp_path, real_env):
                          "0", "--store", tmp_path / "s.sqlite", env=real_env)
     assert res.code == 0, res.err
     assert "ml-dsa-65-sign" in res.out and "unsupported" not in res.out
+
+
+# ------------------------------------------------------------------ CPU capability masks
+
+
+def _unmasked_flags(backend):
+    """The capability flags ``backend`` uses in an unmasked worker (from its hello)."""
+    from cryptoperf import cpumask
+    from cryptoperf.run.worker import WorkerClient
+    with WorkerClient(REAL, env=cpumask.worker_env("baseline")) as w:
+        hello = w.hello()
+    caps = next(b for b in hello.backends if b["backend"] == backend)["capabilities"]
+    return caps.get("flags") or {}
+
+
+def _needs_aesni():
+    if not _unmasked_flags("openssl").get("aes"):
+        pytest.skip("this CPU has no AES-NI (or the library does not use it): nothing to mask")
+
+
+def test_python_mask_table_matches_the_worker():
+    from cryptoperf import cpumask
+    hello = fetch_hello(REAL)
+    assert {m["name"]: m["openssl_ia32cap"] for m in hello.raw["cpu_masks"]} == cpumask.MASKS
+
+
+def test_no_aesni_clears_aes_and_pclmulqdq_in_openssl_and_aws_lc(tmp_path, real_env):
+    _needs_aesni()
+    doc = speed_json(tmp_path, real_env, "--op", "aes-128-gcm-seal", "--size", "16384", "--cpu", "no-aesni")
+    by = {r["backend"]: r for r in doc["results"]}
+    for backend in ("openssl", "aws-lc"):
+        r = by[backend]
+        assert r["status"] == "ok", r["reason"]
+        assert r["cpu_mask"] == "no-aesni"
+        caps = r["capabilities"]
+        assert caps["maskable"] is True and caps["env"] == "~0x200000200000000:~0x60000000000"
+        flags = caps["flags"]
+        assert flags["aes"] is False and flags["pclmulqdq"] is False, caps
+        assert flags["vaes"] is False and flags["vpclmulqdq"] is False, caps
+        assert {"aes", "pclmulqdq"} <= set(r["cpu_mask_cleared"])
+        assert r["validation"]["kat"] == "pass"  # the software path is checked before it is timed
+    for backend, library in (("ring", "ring"), ("rustcrypto", "RustCrypto")):
+        assert by[backend]["status"] == "unsupported"
+        assert by[backend]["reason"] == f"{library} has no runtime CPU capability mask"
+        assert by[backend]["ops_per_s"] is None
+
+
+def test_baseline_reports_the_unmasked_vector(tmp_path, real_env):
+    doc = speed_json(tmp_path, {**real_env, "OPENSSL_ia32cap": "~0x0:~0x0"},  # stray value in the shell
+                     "-b", "openssl", "-b", "aws-lc", "--op", "sha256")
+    for r in doc["results"]:
+        assert r["status"] == "ok", r["reason"]  # the orchestrator removed the stray variable
+        assert r["cpu_mask"] == "baseline" and r["capabilities"]["env"] is None
+        assert r["cpu_mask_cleared"] is None or r["cpu_mask_cleared"] == []
+
+
+def _run_in(env_value, backend, mask):
+    """A run of aes-128-gcm-seal asking for ``mask`` in a worker started with OPENSSL_ia32cap =
+    ``env_value`` (None: unset) — bypassing the orchestrator, which would set it right."""
+    from cryptoperf import cpumask
+    from cryptoperf.run.worker import WorkerClient
+    env = cpumask.worker_env("baseline")
+    if env_value is not None:
+        env["OPENSSL_ia32cap"] = env_value
+    request = {"type": "run", "id": "x", "backend": backend, "op": "aes-128-gcm-seal",
+               "seconds": 0.02, "warmup_s": 0, "cpu_mask": mask}
+    with WorkerClient(REAL, env=env) as w:
+        w.hello()
+        return w.run(request, timeout_s=30)
+
+
+@pytest.mark.parametrize("backend", ["openssl", "aws-lc"])
+def test_a_mask_the_library_did_not_apply_is_invalid_and_untimed(backend):
+    """Honest 'ignored mask' cases with the real libraries: the worker is asked to verify
+    no-aesni while the library was given no mask, or a different one that leaves AES-NI on.
+    Either way the library's own vector still has AES-NI, so the case must come back invalid
+    and never be timed. (A library that receives the exact value and ignores it is covered
+    by the worker's unit test of the check, cpu::tests.)"""
+    _needs_aesni()
+    for env_value in (None, "~0x0:~0x20000000"):
+        r = _run_in(env_value, backend, "no-aesni")
+        assert r["status"] == "invalid", r
+        assert r["reason"].startswith("capability mask not applied: "), r["reason"]
+        assert "still uses aes, pclmulqdq" in r["reason"], r["reason"]
+        assert r["capabilities"]["flags"]["aes"] is True
+        assert "ops" not in r and "histogram" not in r
+
+
+def test_baseline_with_a_mask_in_force_is_invalid():
+    r = _run_in("~0x200000200000000:~0x60000000000", "openssl", "baseline")
+    assert r["status"] == "invalid" and "baseline asks for no mask" in r["reason"]
+    ring = _run_in("~0x200000200000000:~0x60000000000", "ring", "baseline")
+    assert ring["status"] == "ok", ring  # ring reads no mask: nothing to contradict

@@ -130,9 +130,18 @@ def test_backends_default_to_the_workers():
 
 
 def test_shipped_studies_are_valid():
-    for name in ("quick.toml", "key-size.toml"):
+    for name in ("quick.toml", "key-size.toml", "accel-off.toml"):
         s = study.load(ROOT / "studies" / name)
         study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS + ["sha384", "sha3-256"])
+
+
+def test_accel_off_study_masks_aes_ni_and_sha_ni_on_maskable_libraries():
+    s = study.load(ROOT / "studies" / "accel-off.toml")
+    assert {c.name: c.cpu for c in s.configurations} == {
+        "baseline": "baseline", "aes-ni-off": "no-aesni", "sha-ni-off": "no-shani"}
+    assert s.baseline == "baseline" and s.backends == ("openssl", "aws-lc")
+    assert [(o.op, o.sizes) for o in s.operations] == [
+        ("aes-128-gcm-seal", (16384, 1048576)), ("sha256", (8192,)), ("rsa2048-sign", None)]
 
 
 def test_key_size_study_is_the_reference_configuration():

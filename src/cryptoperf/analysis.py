@@ -69,7 +69,7 @@ def cell_dict(cell: Cell) -> dict[str, Any]:
     """A cell as a JSON-ready dict (``key``, configuration, backend, label, op, params, size)."""
     return {"cell": cell.key, "configuration": cell.configuration, "backend": cell.backend,
             "label": cell.label, "op": cell.op, "params": dict(cell.params),
-            "size_bytes": cell.size_bytes}
+            "size_bytes": cell.size_bytes, "cpu": cell.cpu}
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -121,6 +121,7 @@ class Delta:
         latency_verdict, throughput_verdict: from ``stats.classify``.
         noise: the larger CV (fraction) of the two sides (latency; throughput for its verdict).
         note: e.g. ``4 of 5 repetitions`` when some failed but enough remain.
+        cpu: the CPU capability mask of the configuration's cells (``baseline`` = none).
     """
 
     backend: str
@@ -140,6 +141,7 @@ class Delta:
     throughput_verdict: stats.Verdict | None = None
     noise: float | None = None
     note: str = ""
+    cpu: str = "baseline"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict; ratios as ``{ratio, ci_low, ci_high, level, delta_pct}``."""
@@ -174,7 +176,7 @@ def compare(base: CellSummary | None, s: CellSummary | None, *, configuration: s
     cell = (s or base).cell  # type: ignore[union-attr]
     common = dict(backend=cell.backend, label=cell.label, size_bytes=cell.size_bytes,
                   configuration=configuration, baseline=baseline, op=s.cell.op if s else "",
-                  baseline_op=base.cell.op if base else "")
+                  baseline_op=base.cell.op if base else "", cpu=cell.cpu)
     problem = _side_problem(base_name, base) or _side_problem(name, s)
     if problem:
         return Delta(status="n/a", reason=problem, **common)

@@ -19,7 +19,7 @@ from typing import Sequence
 import click
 from rich.console import Console
 
-from cryptoperf import PROTOCOL_VERSION, __version__, analysis, economics, hostinfo, plan, study as study_mod
+from cryptoperf import PROTOCOL_VERSION, __version__, analysis, cpumask, economics, hostinfo, plan, study as study_mod
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
@@ -117,12 +117,17 @@ def backends(no_detail: bool) -> None:
               show_default=True, help="Threads running the operation at once.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(0, 86400, min_open=True), default=None,
               help="Kill a run's worker after this many seconds [default: warm-up + seconds + 60].")
+@click.option("--cpu", "cpu", type=click.Choice(cpumask.NAMES), default=cpumask.BASELINE,
+              show_default=True,
+              help="CPU capability mask to run under (OPENSSL_ia32cap, verified by the worker): "
+                   "no-aesni turns AES-NI and PCLMULQDQ off, no-shani the SHA extensions, ... "
+                   "ring and rustcrypto cannot be masked and say unsupported.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON document (a `results` list) instead of the table.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
               help=f"SQLite store to record the runs in [default: {default_path()}].")
 def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...], seconds: float,
-          warmup_s: float, threads: int, timeout_s: float | None, as_json: bool,
+          warmup_s: float, threads: int, timeout_s: float | None, cpu: str, as_json: bool,
           store_path: str | None) -> None:
     """Measure operations on backends: one row per (backend, operation, size).
 
@@ -135,13 +140,14 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
     path, hello = _hello()
     _check_names("backend", backends_, hello.backend_names, allow_mock=True)
     _check_names("operation", ops, hello.ops)
+    cpumask.check_hello(hello.raw.get("cpu_masks"), [cpu])
     chosen_backends = backends_ or hello.backend_names
     chosen_ops = ops or tuple(o for o in DEFAULT_SPEED_OPS if o in hello.ops)
     cells = []
     for b in chosen_backends:
         for op in chosen_ops:
             for size in (sizes if sizes and takes_message(op) else (None,)):
-                cells.append(plan.Cell("", b, op, op, {}, size))
+                cells.append(plan.Cell("", b, op, op, {}, size, cpu))
     settings = plan.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,
                              timeout_s=timeout_s or warmup_s + seconds + 60)
     runs = [plan.Run(c, 1, i) for i, c in enumerate(cells)]
@@ -162,15 +168,19 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
             store.finish_run(run_id, local.utc_now(), status)
     if as_json:
         doc = report_json.speed_document(
-            outcomes, host, {"seconds": seconds, "warmup_s": warmup_s, "threads": threads},
+            outcomes, host, {"seconds": seconds, "warmup_s": warmup_s, "threads": threads,
+                             "cpu": cpu, "openssl_ia32cap": cpumask.MASKS[cpu]},
             started, local.utc_now())
         click.echo(json.dumps(doc, indent=1))
     else:
         out = _stdout()
         out.print(terminal.host_line(host), markup=False)
         notes = terminal.Notes()
-        out.print(terminal.speed_table(outcomes, notes))
+        title = "cryptoperf speed" + terminal.cpu_title(cpu)
+        out.print(terminal.speed_table(outcomes, notes, title=title))
         notes.print(out)
+        for line in terminal.mask_warnings(outcomes):
+            out.print(line, markup=False)
 
 
 @cli.command()
@@ -203,6 +213,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     s = study_mod.load(file)
     path, hello = _hello()
     s = study_mod.check_against_worker(s, hello.backend_names, hello.ops)
+    cpumask.check_hello(hello.raw.get("cpu_masks"), [c.cpu for c in s.configurations])
     cells = plan.expand(s)
     runs = plan.schedule(cells, s.repetitions)
     settings = plan.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s)
@@ -213,8 +224,10 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
               f"about {eta}", markup=False)
     if dry_run:
         for r in runs:
+            env = cpumask.MASKS[r.cell.cpu]
+            mask = f"  {cpumask.ENV_VAR}={env}" if env else ""
             click.echo(f"{r.index + 1:>4}  rep {r.repetition}  {r.cell.key}  op={r.cell.op} "
-                       f"params={json.dumps(r.cell.worker_params())}")
+                       f"params={json.dumps(r.cell.worker_params())}{mask}")
         return
 
     host = hostinfo.fingerprint(hello.raw)
@@ -257,6 +270,8 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     out.print(terminal.delta_table(deltas, s.baseline, notes))
     out.print(terminal.noise_table(summaries.values(), s.noise_threshold_pct, notes))
     notes.print(out)
+    for line in terminal.mask_warnings(outcomes):
+        out.print(line, markup=False)
     if failed:
         out.print(f"[red]{failed} of {len(outcomes)} runs failed[/] (reasons in the tables and the JSON)")
     out.print(f"results: {json_path}  store: {store.path} (run {run_id})", markup=False, soft_wrap=True)

@@ -13,7 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from cryptoperf.cpumask import BASELINE
 from cryptoperf.study import Study
+
+_CPU_IN_KEY = "/cpu="
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,8 @@ class Cell:
         params: worker parameters other than ``size_bytes`` (``digest``, ``padding``).
         size_bytes: message size, or None for operations without a message (or to let the
             worker use its default size).
+        cpu: the CPU capability mask the cell's workers run under (``cpumask.NAMES``); its
+            worker is started with that mask's ``OPENSSL_ia32cap`` and verifies it.
     """
 
     configuration: str
@@ -36,6 +41,7 @@ class Cell:
     op: str
     params: Mapping[str, str] = field(default_factory=dict, hash=False)
     size_bytes: int | None = None
+    cpu: str = BASELINE
 
     @property
     def group(self) -> tuple[str, str, int | None]:
@@ -44,9 +50,11 @@ class Cell:
 
     @property
     def key(self) -> str:
-        """A stable text key, ``backend/label/size/configuration`` (size ``-`` when None)."""
+        """A stable text key, ``backend/label/size/configuration`` (size ``-`` when None),
+        followed by ``/cpu=<mask>`` when the cell runs under a CPU mask other than baseline."""
         size = "-" if self.size_bytes is None else str(self.size_bytes)
-        return f"{self.backend}/{self.label}/{size}/{self.configuration}"
+        key = f"{self.backend}/{self.label}/{size}/{self.configuration}"
+        return key if self.cpu == BASELINE else f"{key}{_CPU_IN_KEY}{self.cpu}"
 
     def worker_params(self) -> dict[str, Any]:
         """The ``params`` object of the worker's run request (with ``size_bytes`` if set)."""
@@ -54,6 +62,12 @@ class Cell:
         if self.size_bytes is not None:
             p["size_bytes"] = self.size_bytes
         return p
+
+
+def cpu_from_key(key: str) -> str:
+    """The CPU mask of a cell from its ``key`` (``baseline`` when the key names none)."""
+    head, sep, mask = key.rpartition(_CPU_IN_KEY)
+    return mask if sep and "/" not in mask else BASELINE
 
 
 @dataclass(frozen=True)
@@ -93,6 +107,7 @@ def run_request(run: Run, settings: Settings) -> dict[str, Any]:
         "warmup_s": settings.warmup_s,
         "seconds": settings.seconds,
         "batch": None,
+        "cpu_mask": run.cell.cpu,
     }
 
 
@@ -107,7 +122,8 @@ def expand(study: Study) -> list[Cell]:
                     if backend not in study.backends_of(config):
                         continue
                     op, params = study.resolve(config, operation)
-                    cells.append(Cell(config.name, backend, operation.label, op, params, size))
+                    cells.append(Cell(config.name, backend, operation.label, op, params, size,
+                                      config.cpu))
     # configurations pinned to a backend not in [study] backends
     extra = [c for c in study.configurations
              if c.backend and c.backend not in (study.backends or ())]
@@ -115,7 +131,8 @@ def expand(study: Study) -> list[Cell]:
         for operation in study.operations:
             for size in operation.sizes or (None,):
                 op, params = study.resolve(config, operation)
-                cells.append(Cell(config.name, config.backend, operation.label, op, params, size))
+                cells.append(Cell(config.name, config.backend, operation.label, op, params, size,
+                                  config.cpu))
     return cells
 
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
+from cryptoperf import cpumask
 from cryptoperf.errors import StudyError
 
 MAX_SIZE_BYTES = 64 * 1024 * 1024  # the worker's limit (docs/worker-protocol.md, `size_bytes`)
@@ -154,6 +155,10 @@ OPTIONS: tuple[Option, ...] = (
            "Pins the configuration to this one backend instead of [study] backends."),
     Option("configuration", "params", "table", None,
            "Extra worker parameters (digest, padding) for every operation that takes them."),
+    Option("configuration", "cpu", "string", cpumask.BASELINE,
+           "CPU capability mask its workers run under: " + ", ".join(cpumask.NAMES) +
+           " (OPENSSL_ia32cap, verified by the worker; ring and RustCrypto cannot be masked, so "
+           "their cells say unsupported); see docs/methodology.md."),
     Option("operation", "label", "string", None,
            "Row label in the delta table; default: the op template."),
     Option("operation", "op", "string", REQUIRED,
@@ -206,6 +211,7 @@ class Configuration:
             str, int or float.
         params: worker parameters from the ``params`` table (``digest``, ``padding``).
         index: 0-based position among the configurations in the file.
+        cpu: the CPU capability mask its cells run under (``cpumask.NAMES``; ``baseline`` = none).
     """
 
     name: str
@@ -214,6 +220,7 @@ class Configuration:
     variables: Mapping[str, Any]
     params: Mapping[str, str]
     index: int
+    cpu: str = cpumask.BASELINE
 
 
 @dataclass(frozen=True)
@@ -528,8 +535,12 @@ class _Parser:
                                  f"unknown worker parameter '{key}'{hint} (known: {', '.join(PARAM_VALUES)})")
             self.check_param(index, "params", value, name=key)
             params[key] = value
+        if v["cpu"] not in cpumask.MASKS:
+            raise self.error("configuration", index, "cpu",
+                             f"unknown CPU mask {_toml_repr(v['cpu'])}{_suggest(v['cpu'], cpumask.NAMES)} "
+                             f"(known: {', '.join(cpumask.NAMES)})")
         return Configuration(name=v["name"], description=v["description"], backend=v["backend"],
-                             variables=variables, params=params, index=index)
+                             variables=variables, params=params, index=index, cpu=v["cpu"])
 
     def check_param(self, index: int, key: str, value: Any, name: str | None = None) -> None:
         """StudyError unless ``value`` is an allowed value of worker parameter ``name or key``."""

@@ -2,7 +2,7 @@
 //! fully before anything runs; every problem becomes an `error` message a person can act on.
 
 use crate::backends::{self, Backend, BackendError};
-use crate::cpu::CpuInfo;
+use crate::cpu::{self, CapVector, CpuInfo, CpuMask, MaskProblem, CPU_MASKS};
 use crate::kat;
 use crate::measure::{self, Measurement, Plan};
 use crate::ops::prepare::{bytes_per_op, prepare};
@@ -54,6 +54,8 @@ struct RunRequest {
     seconds: f64,
     #[serde(default)]
     batch: Option<u64>,
+    #[serde(default)]
+    cpu_mask: Option<String>,
 }
 
 fn one() -> usize {
@@ -75,6 +77,8 @@ struct Case {
     op: Op,
     params: Params,
     plan: Plan,
+    /// The CPU capability mask the orchestrator started this worker with, to verify.
+    cpu_mask: Option<&'static CpuMask>,
 }
 
 /// Serve requests until `bye` or end of input. Returns the process exit status.
@@ -170,6 +174,7 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
         .filter_map(|name| backends::by_name(name))
         .map(|b| {
             let mut entry = serde_json::to_value(b.info()).expect("LibraryInfo serialises");
+            entry["capabilities"] = b.capabilities().to_json();
             if detail {
                 entry["ops"] = ALL_OPS.iter().map(|name| support(&*b, name)).collect();
             }
@@ -181,6 +186,15 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
         "protocol": PROTOCOL_VERSION,
         "worker_version": env!("CARGO_PKG_VERSION"),
         "cpu": cpu,
+        "cpu_masks": CPU_MASKS
+            .iter()
+            .map(|m| json!({
+                "name": m.name,
+                "openssl_ia32cap": m.env_value(),
+                "clears": m.flags,
+                "description": m.description,
+            }))
+            .collect::<Vec<_>>(),
         "backends": backends,
         "ops": ALL_OPS,
     })
@@ -226,8 +240,16 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
             return Err(refuse("bad_params", format!("batch must be 1..={}, got {k}", measure::MAX_BATCH)));
         }
     }
+    let cpu_mask = match req.cpu_mask.as_deref() {
+        None => None,
+        Some(name) => Some(CpuMask::by_name(name).ok_or_else(|| {
+            let known: Vec<_> = CPU_MASKS.iter().map(|m| m.name).collect();
+            refuse("bad_params", format!("unknown cpu_mask '{name}'; known: {}", known.join(", ")))
+        })?),
+    };
     Ok(Case {
         id: req.id,
+        cpu_mask,
         backend_name: req.backend,
         backend,
         op_name: req.op,
@@ -258,6 +280,22 @@ fn run(case: Case) -> Value {
         "threads": case.plan.threads,
     });
     let outcome = |status: &str, reason: String| (status.to_string(), reason);
+    // The capability mask: recorded in every result, and verified before anything is checked
+    // or timed when the request names one (docs/worker-protocol.md, "CPU capability masks").
+    let caps = case.backend.capabilities();
+    result["cpu_mask"] = case.cpu_mask.map(|m| m.name).into();
+    result["capabilities"] = caps.to_json();
+    if let Some(mask) = case.cpu_mask {
+        if let cpu::Capabilities::Vector { vector, .. } = &caps {
+            result["cpu_mask_cleared"] = mask_cleared(mask, vector).into();
+        }
+        let env = std::env::var(cpu::MASK_ENV).ok();
+        match cpu::check_mask(mask, &info.library, &caps, env.as_deref()) {
+            Ok(()) => {}
+            Err(MaskProblem::NotMaskable(r)) => return finish(result, outcome("unsupported", r)),
+            Err(MaskProblem::NotApplied(r)) => return finish(result, outcome("invalid", r)),
+        }
+    }
     let validation = match kat::validate(&*case.backend, case.op, &case.params) {
         Ok(v) => v,
         Err(BackendError::Unsupported(r)) => return finish(result, outcome("unsupported", r)),
@@ -281,6 +319,13 @@ fn run(case: Case) -> Value {
             finish(result, outcome("invalid", format!("operation failed while measured: {e}")))
         }
     }
+}
+
+/// The flags `mask` took away here: present in the CPU (CPUID) and absent from the vector the
+/// library uses. Empty for a mask whose extensions this CPU lacks anyway.
+fn mask_cleared(mask: &CpuMask, library: &CapVector) -> Vec<&'static str> {
+    let Some(hw) = CapVector::from_cpuid() else { return vec![] };
+    mask.flags.iter().copied().filter(|f| hw.has(f) && !library.has(f)).collect()
 }
 
 fn finish(mut result: Value, (status, reason): (String, String)) -> Value {
@@ -380,6 +425,78 @@ mod tests {
         assert!(out[3]["message"].as_str().unwrap().contains("known: openssl, aws-lc, ring, rustcrypto"));
         assert!(out[4]["message"].as_str().unwrap().contains("sha256"));
         assert_eq!(out[3]["id"], "a");
+    }
+
+    #[test]
+    fn hello_lists_cpu_masks_and_each_backends_capabilities() {
+        let (_, out) = converse(&[HELLO]);
+        let masks = out[0]["cpu_masks"].as_array().unwrap();
+        let names: Vec<_> = masks.iter().map(|m| m["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512"]);
+        assert_eq!(masks[0]["openssl_ia32cap"], Value::Null);
+        assert_eq!(masks[1]["openssl_ia32cap"], "~0x200000200000000:~0x60000000000");
+        assert_eq!(masks[1]["clears"], json!(["aes", "pclmulqdq", "vaes", "vpclmulqdq"]));
+        let caps: std::collections::HashMap<_, _> = out[0]["backends"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| (b["backend"].as_str().unwrap().to_string(), b["capabilities"].clone()))
+            .collect();
+        assert_eq!(caps["ring"]["maskable"], false);
+        assert_eq!(caps["ring"]["reason"], "ring has no runtime CPU capability mask");
+        assert_eq!(caps["rustcrypto"]["reason"], "RustCrypto has no runtime CPU capability mask");
+        if cfg!(target_arch = "x86_64") {
+            for b in ["openssl", "aws-lc"] {
+                assert_eq!(caps[b]["maskable"], true, "{b}");
+                assert!(caps[b]["openssl_ia32cap"].as_str().unwrap().starts_with("0x"), "{b}");
+                assert!(caps[b]["flags"]["aes"].is_boolean(), "{b}");
+            }
+        }
+    }
+
+    #[test]
+    fn cpu_masks_are_checked_before_anything_runs() {
+        let (_, out) = converse(&[
+            HELLO,
+            r#"{"type":"run","id":"a","backend":"mock","op":"sha256","cpu_mask":"no-aes"}"#,
+            r#"{"type":"run","id":"b","backend":"mock","op":"sha256","cpu_mask":"no-aesni","seconds":0.01,"warmup_s":0}"#,
+            r#"{"type":"run","id":"c","backend":"mock","op":"sha256","cpu_mask":"baseline","seconds":0.01,"warmup_s":0}"#,
+            r#"{"type":"run","id":"d","backend":"ring","op":"sha256","cpu_mask":"no-shani","seconds":0.01,"warmup_s":0}"#,
+        ]);
+        assert_eq!(out[1]["code"], "bad_params");
+        assert!(out[1]["message"].as_str().unwrap().contains("known: baseline, no-aesni, no-shani, no-avx2, no-avx512"));
+        assert_eq!(out[2]["status"], "unsupported");
+        assert_eq!(out[2]["reason"], "mock has no runtime CPU capability mask");
+        assert_eq!(out[2]["cpu_mask"], "no-aesni");
+        assert!(out[2].get("ops").is_none(), "an unmaskable case is never timed");
+        assert_eq!(out[3]["status"], "ok", "{}", out[3]);
+        assert_eq!(out[3]["cpu_mask"], "baseline");
+        assert_eq!(out[4]["status"], "unsupported");
+        assert_eq!(out[4]["reason"], "ring has no runtime CPU capability mask");
+    }
+
+    /// This test process was started without OPENSSL_ia32cap, so a request for no-aesni reaches
+    /// libraries that did not apply it: that must come back invalid, untimed — never measured
+    /// as if masked.
+    #[test]
+    fn a_mask_the_library_did_not_apply_is_invalid() {
+        let hw = CapVector::from_cpuid();
+        if std::env::var_os(cpu::MASK_ENV).is_some() || !hw.is_some_and(|v| v.has("aes")) {
+            return; // needs an unmasked process on a CPU with AES-NI
+        }
+        for backend in ["openssl", "aws-lc"] {
+            let req = format!(
+                r#"{{"type":"run","id":"x","backend":"{backend}","op":"aes-128-gcm-seal","cpu_mask":"no-aesni","seconds":0.01,"warmup_s":0}}"#
+            );
+            let (_, out) = converse(&[HELLO, &req]);
+            let r = &out[1];
+            assert_eq!(r["status"], "invalid", "{r}");
+            let reason = r["reason"].as_str().unwrap();
+            assert!(reason.starts_with("capability mask not applied: "), "{reason}");
+            assert!(reason.contains("still uses aes, pclmulqdq") && reason.contains("unset"), "{reason}");
+            assert_eq!(r["capabilities"]["flags"]["aes"], true);
+            assert!(r.get("ops").is_none() && r.get("validation").is_none());
+        }
     }
 
     #[test]

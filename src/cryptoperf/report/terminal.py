@@ -134,6 +134,31 @@ def speed_table(outcomes: Sequence[RunOutcome], notes: Notes, title: str = "cryp
     return t
 
 
+def configuration_text(name: str, cpu: str) -> str:
+    """A configuration's name, with its CPU mask when it has one: ``aes-off [cpu no-aesni]``."""
+    return name if cpu == "baseline" else f"{name} [cpu {cpu}]"
+
+
+def cpu_title(cpu: str) -> str:
+    """`` — CPU mask no-aesni`` for a table title ('' for baseline)."""
+    return "" if cpu == "baseline" else f" — CPU mask {cpu}"
+
+
+def mask_warnings(outcomes: Iterable[RunOutcome]) -> list[str]:
+    """One line per CPU mask that took nothing away on this machine (the CPU lacks the
+    extensions it clears, so its cells measured the unmasked code): judged from the worker's
+    ``cpu_mask_cleared`` of measured runs on maskable libraries."""
+    cleared: dict[str, bool] = {}
+    for o in outcomes:
+        r = o.result or {}
+        cpu = o.run.cell.cpu
+        if cpu == "baseline" or not o.ok or "cpu_mask_cleared" not in r:
+            continue
+        cleared[cpu] = cleared.get(cpu, False) or bool(r["cpu_mask_cleared"])
+    return [f"note: CPU mask {m} took nothing away on this machine (the CPU lacks the extensions "
+            "it clears): its cells measured the unmasked code" for m, any_ in cleared.items() if not any_]
+
+
 def _operation(d_label: str, size: int | None) -> str:
     return f"{d_label} {fmt_size(size)}".strip()
 
@@ -158,7 +183,8 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes) -> Table:
                           ("verdict", "left")):
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
-        head = [Text(d.backend), Text(_operation(d.label, d.size_bytes)), Text(d.configuration)]
+        head = [Text(d.backend), Text(_operation(d.label, d.size_bytes)),
+                Text(configuration_text(d.configuration, d.cpu))]
         if d.status != "ok" or d.latency is None or d.throughput is None:
             t.add_row(*head, "", "", "", "", "", notes.status("n/a", d.reason))
             continue
@@ -196,21 +222,30 @@ def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: N
     for s in summaries:
         c = s.cell
         status = Text("ok") if s.status == "ok" else notes.status(s.status, s.reason)
-        t.add_row(Text(c.backend), Text(_operation(c.label, c.size_bytes)), Text(c.configuration), f"{s.ok}/{s.runs}",
+        t.add_row(Text(c.backend), Text(_operation(c.label, c.size_bytes)),
+                  Text(configuration_text(c.configuration, c.cpu)), f"{s.ok}/{s.runs}",
                   cv_text(s.cv_p50, s.ok), cv_text(s.cv_ops_per_s, s.ok),
                   fmt_pct(s.steal_pct, signed=False), status)
     return t
 
 
 def backends_table(hello: Hello) -> Table:
-    """Backends with library versions and FIPS state."""
+    """Backends with library versions, FIPS state and whether a CPU mask (``--cpu``, study key
+    ``cpu``) can be applied to them."""
     t = Table(title=f"cryptoperf-worker {hello.worker_version} (protocol {hello.protocol})",
               title_justify="left")
-    for name in ("backend", "library", "version", "fips"):
+    for name in ("backend", "library", "version", "fips", "cpu mask"):
         t.add_column(name)
     for b in hello.backends:
+        caps = b.get("capabilities") or {}
+        if "maskable" not in caps:
+            mask = Text("?", style="dim")
+        elif caps["maskable"]:
+            mask = Text("yes (OPENSSL_ia32cap)")
+        else:
+            mask = Text("no", style="dim")
         t.add_row(Text(b["backend"]), Text(str(b.get("library", ""))), Text(str(b.get("library_version", ""))),
-                  "yes" if b.get("fips") else "no")
+                  "yes" if b.get("fips") else "no", mask)
     return t
 
 

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from cryptoperf import stats
+from cryptoperf import cpumask, stats
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
 from cryptoperf.plan import Run, Settings, run_request
@@ -69,6 +69,10 @@ def outcome_from_result(run: Run, result: dict[str, Any]) -> RunOutcome:
     """Turn a worker ``result`` message into a RunOutcome, deriving latency and throughput for
     ``ok`` results; an ok result whose histogram or counters cannot be read becomes ``failed``."""
     status = result.get("status")
+    if run.cell.cpu != cpumask.BASELINE and result.get("cpu_mask") != run.cell.cpu:
+        return RunOutcome(run, FAILED, f"the worker did not verify CPU mask '{run.cell.cpu}' "
+                          f"(its result names {result.get('cpu_mask')!r}); rebuild it with `pip install .`",
+                          result)
     if status in (UNSUPPORTED, INVALID):
         return RunOutcome(run, status, result.get("reason") or status, result)
     if status != OK:
@@ -84,11 +88,13 @@ def outcome_from_result(run: Run, result: dict[str, Any]) -> RunOutcome:
 def execute_one(worker_path: str | os.PathLike, run: Run, settings: Settings) -> RunOutcome:
     """Run ``run`` in a fresh worker; never raises for a failure of this one run.
 
+    The worker is started with ``OPENSSL_ia32cap`` set to the cell's CPU mask (removed for
+    ``baseline``): the libraries read it only when they are loaded.
     Raises WorkerNotFound / ProtocolMismatch (fatal for every run).
     """
     started = utc_now()
     try:
-        with WorkerClient(worker_path) as w:
+        with WorkerClient(worker_path, env=cpumask.worker_env(run.cell.cpu)) as w:
             w.hello()
             result = w.run(run_request(run, settings), timeout_s=settings.timeout_s)
         outcome = outcome_from_result(run, result)
@@ -135,6 +141,8 @@ def execute(runs: Sequence[Run], settings: Settings, worker_path: str | os.PathL
             c = run.cell
             size = f" {c.size_bytes} B" if c.size_bytes is not None else ""
             conf = f" ({c.configuration})" if c.configuration else ""
+            if c.cpu != cpumask.BASELINE:
+                conf += f" [cpu {c.cpu}]"
             progress.update(task, current=f"{c.backend} {c.op}{size}{conf} rep {run.repetition}")
             outcome = execute_one(worker_path, run, settings)
             outcomes.append(outcome)

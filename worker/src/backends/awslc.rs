@@ -57,11 +57,41 @@ use super::{
     GeneratedSigner, KemDecapsulator, KemEncapsulator, LibraryInfo, Mac, Result, Signer,
     Verifier,
 };
+use crate::cpu::{CapVector, Capabilities};
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg};
 
 /// The AWS-LC library.
 pub struct AwsLc;
+
+#[cfg(target_arch = "x86_64")]
+extern "C" {
+    /// AWS-LC's capability vector, `uint32_t OPENSSL_ia32cap_P[4]`
+    /// (crypto/fipsmodule/cpucap/internal.h), filled by `OPENSSL_cpuid_setup` and then
+    /// modified from `OPENSSL_ia32cap` (cpu_intel.c, `handle_cpu_env`). aws-lc-sys prefixes
+    /// every symbol with its version; the crate's pregenerated bindings do not declare this
+    /// one, so it is declared here (a version bump fails to link rather than read garbage).
+    #[link_name = "aws_lc_0_47_0_OPENSSL_ia32cap_P"]
+    static AWS_LC_IA32CAP_P: [u32; 4];
+}
+
+/// The capability vector AWS-LC chooses its code paths from, in this process.
+fn cpu_capabilities() -> Capabilities {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: CRYPTO_library_init runs OPENSSL_cpuid_setup once (it is also a constructor);
+        // afterwards the array is only read.
+        let words = unsafe {
+            sys::CRYPTO_library_init();
+            ptr::read_volatile(ptr::addr_of!(AWS_LC_IA32CAP_P))
+        };
+        Capabilities::Vector { vector: CapVector::from_u32s(words), source: "OPENSSL_ia32cap_P" }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        Capabilities::NotMaskable("AWS-LC's CPU masks are defined here for x86-64 only".into())
+    }
+}
 
 /// The binding crates this backend is built from, as locked in `Cargo.lock` (a test keeps this
 /// in step).
@@ -77,6 +107,10 @@ impl Backend for AwsLc {
             library_version: format!("{} ({CRATE_VERSIONS})", aws_lc_rs::awslc_version()),
             fips: aws_lc_rs::try_fips_mode().is_ok(),
         }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        cpu_capabilities()
     }
 
     fn digest(&self, alg: DigestAlg) -> Result<Box<dyn Digest>> {
@@ -1421,6 +1455,29 @@ mod tests {
             let sig = AwsLc.signer(alg, &key).unwrap().sign(b"m").unwrap();
             assert_eq!(sig.len(), level.lens().1);
             assert!(verifier.verify(b"m", &sig).unwrap());
+        }
+    }
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_vector_aws_lc_uses() {
+        // The link name of AWS_LC_IA32CAP_P carries aws-lc-sys's version.
+        assert!(CRATE_VERSIONS.ends_with("aws-lc-sys 0.47.0"), "update the link_name of AWS_LC_IA32CAP_P");
+        let caps = AwsLc.capabilities();
+        let Capabilities::Vector { vector, source } = caps else {
+            assert!(!cfg!(target_arch = "x86_64"), "{caps:?}");
+            return;
+        };
+        assert_eq!(source, "OPENSSL_ia32cap_P");
+        if std::env::var_os(crate::cpu::MASK_ENV).is_none() {
+            let hw = CapVector::from_cpuid().unwrap();
+            for f in ["aes", "pclmulqdq", "sha"] {
+                assert_eq!(vector.has(f), hw.has(f), "{f}");
+            }
         }
     }
 }

@@ -14,6 +14,7 @@ pub mod openssl;
 pub mod ring;
 pub mod rustcrypto;
 
+use crate::cpu::Capabilities;
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, SigAlg};
 
@@ -138,6 +139,14 @@ pub struct LibraryInfo {
 /// encoding converts it or returns `Unsupported` with the reason.
 pub trait Backend: Send + Sync {
     fn info(&self) -> LibraryInfo;
+
+    /// The CPU capability vector the library chose its code paths from, read in this process
+    /// (after the library initialised, so after it applied `OPENSSL_ia32cap`), or why there is
+    /// none. The default is for libraries with no runtime mask (ring, RustCrypto): a cell that
+    /// asks them for a mask is reported "unsupported", never run unmasked.
+    fn capabilities(&self) -> Capabilities {
+        Capabilities::NotMaskable(format!("{} has no runtime CPU capability mask", self.info().library))
+    }
 
     fn digest(&self, alg: DigestAlg) -> Result<Box<dyn Digest>> {
         unsupported(format!("{} has no {}", self.info().library, alg.name()))

@@ -41,6 +41,7 @@ use super::{
     failed, Aead, Agreement, Backend, BackendError, Digest, LibraryInfo, Mac, Result, Signer,
     Verifier,
 };
+use crate::cpu::{CapVector, Capabilities};
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KxAlg, RsaPadding, SigAlg};
 
@@ -56,6 +57,10 @@ impl Backend for OpenSsl {
             library_version: full.strip_prefix("OpenSSL ").unwrap_or(full).to_string(),
             fips: false,
         }
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        cpu_settings()
     }
 
     fn digest(&self, alg: DigestAlg) -> Result<Box<dyn Digest>> {
@@ -231,6 +236,37 @@ impl Backend for OpenSsl {
 
 /// Byte length of the RFC 3526 group 14 prime, hence of FFDH-2048 public keys and secrets.
 const FFDH2048_LEN: usize = 256;
+
+extern "C" {
+    /// `const char *OPENSSL_info(int type)` (OpenSSL >= 3.0, crypto.h); not bound by openssl-sys.
+    fn OPENSSL_info(kind: std::ffi::c_int) -> *const c_char;
+}
+/// `OPENSSL_INFO_CPU_SETTINGS` from crypto.h.
+const OPENSSL_INFO_CPU_SETTINGS: std::ffi::c_int = 1008;
+
+/// The capability vector this process's libcrypto uses. OpenSSL 3.0 does not export
+/// `OPENSSL_ia32cap_P`, but `OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS)` formats it, in process,
+/// from that very array after `OPENSSL_cpuid_setup` applied `OPENSSL_ia32cap`
+/// (`OPENSSL_ia32cap=0x<word0>:0x<word1> env:<variable>`, crypto/info.c); `openssl info
+/// -cpusettings` prints the same string.
+fn cpu_settings() -> Capabilities {
+    if !cfg!(target_arch = "x86_64") {
+        return Capabilities::NotMaskable("OpenSSL's CPU masks are defined here for x86-64 only".into());
+    }
+    ffi::init();
+    // SAFETY: OPENSSL_info returns NULL or a pointer to a static NUL-terminated string.
+    let text = unsafe {
+        let p = OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS);
+        if p.is_null() {
+            return Capabilities::Unreadable("OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS) returned NULL".into());
+        }
+        std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned()
+    };
+    match CapVector::parse_openssl_info(&text) {
+        Some(vector) => Capabilities::Vector { vector, source: "OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS)" },
+        None => Capabilities::Unreadable(format!("OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS) returned '{text}'")),
+    }
+}
 
 /// Fetch a digest explicitly, so that initialising a context with it does not fetch again.
 fn fetch_md(alg: DigestAlg) -> Result<Md> {
@@ -1060,5 +1096,27 @@ mod tests {
             OpenSsl.kem_keypair(KemAlg::MlKem768),
             Err(BackendError::Unsupported(_))
         ));
+    }
+}
+
+#[cfg(test)]
+mod capability_tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_vector_libcrypto_uses() {
+        let caps = OpenSsl.capabilities();
+        let Capabilities::Vector { vector, source } = caps else {
+            assert!(!cfg!(target_arch = "x86_64"), "{caps:?}");
+            return;
+        };
+        assert_eq!(source, "OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS)");
+        if std::env::var_os(crate::cpu::MASK_ENV).is_none() {
+            // Unmasked, OpenSSL's AES-NI and PCLMULQDQ bits are the CPU's.
+            let hw = CapVector::from_cpuid().unwrap();
+            for f in ["aes", "pclmulqdq", "sha", "avx2"] {
+                assert_eq!(vector.has(f), hw.has(f), "{f}");
+            }
+        }
     }
 }

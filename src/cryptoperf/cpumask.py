@@ -1,0 +1,83 @@
+"""CPU capability masks: run a configuration's cells with CPU crypto extensions turned off.
+
+OpenSSL and AWS-LC read the environment variable ``OPENSSL_ia32cap`` once, when the library is
+loaded, and clear the capability bits it names (man 3 OPENSSL_ia32cap; AWS-LC's
+crypto/fipsmodule/cpucap/cpu_intel.c). So a mask is applied by starting the worker process with
+that variable, and by nothing else; the worker then checks, from the vector the library itself
+reports, that the mask took effect (docs/worker-protocol.md, "CPU capability masks"). ring and
+RustCrypto have no runtime switch: a masked cell on them is reported "unsupported".
+
+``MASKS`` is the orchestrator's copy of the worker's table (worker/src/cpu.rs); ``check_hello``
+refuses a worker whose table differs, so the variable the orchestrator sets is the one the
+worker verifies. Values, bits and sources: docs/methodology.md, "CPU capability masks".
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Mapping, Sequence
+
+from cryptoperf.errors import WorkerError
+
+ENV_VAR = "OPENSSL_ia32cap"
+BASELINE = "baseline"
+
+#: name → value of OPENSSL_ia32cap (None: the variable is removed). Both words are always
+#: spelt: OpenSSL 3.0 sets the second word (CPUID leaf 7: AVX2, SHA, AVX-512, VAES) to zero
+#: when the value has no ':'.
+MASKS: dict[str, str | None] = {
+    "baseline": None,
+    # bits #57 AES-NI, #33 PCLMULQDQ; #64+41 VAES, #64+42 VPCLMULQDQ
+    "no-aesni": "~0x200000200000000:~0x60000000000",
+    # bit #64+29 SHA extensions
+    "no-shani": "~0x0:~0x20000000",
+    # bits #64+5 AVX2 and the AVX-512 bits below
+    "no-avx2": "~0x0:~0xc0230020",
+    # bits #64+16 AVX512F, #64+17 AVX512DQ, #64+21 AVX512IFMA, #64+30 AVX512BW, #64+31 AVX512VL
+    "no-avx512": "~0x0:~0xc0230000",
+}
+NAMES: tuple[str, ...] = tuple(MASKS)
+
+DESCRIPTIONS: dict[str, str] = {
+    "baseline": "no mask: every extension the CPU has",
+    "no-aesni": "AES-NI and PCLMULQDQ (and VAES, VPCLMULQDQ) off: AES and GHASH in software",
+    "no-shani": "SHA extensions off",
+    "no-avx2": "AVX2 and AVX-512 off",
+    "no-avx512": "AVX-512 off",
+}
+
+
+def worker_env(mask: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment for a worker that runs under ``mask``: ``base`` (default: this
+    process's environment) without ``OPENSSL_ia32cap``, plus the mask's value if it has one.
+
+    The variable is removed for ``baseline`` so that one inherited from the user's shell cannot
+    silently mask a baseline. Raises KeyError for an unknown mask.
+    """
+    env = dict(os.environ if base is None else base)
+    env.pop(ENV_VAR, None)
+    value = MASKS[mask]
+    if value is not None:
+        env[ENV_VAR] = value
+    return env
+
+
+def check_hello(hello_masks: Sequence[Mapping[str, Any]] | None, wanted: Sequence[str]) -> None:
+    """Check that the worker's ``cpu_masks`` (from its hello) give every mask in ``wanted`` the
+    value this orchestrator sets. Raises WorkerError naming the difference. A worker without
+    ``cpu_masks`` is too old to take the ``cpu_mask`` field every run request carries (even
+    for baseline), so it is refused up front rather than failing every run."""
+    if not hello_masks:
+        raise WorkerError("this worker cannot verify CPU capability masks (its hello lists no "
+                          "cpu_masks): it is older than this cryptoperf; rebuild both with "
+                          "`pip install .` or point CRYPTOPERF_WORKER at a matching build")
+    needed = [m for m in dict.fromkeys(wanted) if m != BASELINE]
+    theirs = {m.get("name"): m.get("openssl_ia32cap") for m in hello_masks}
+    for name in needed:
+        if name not in theirs:
+            raise WorkerError(f"the worker does not know CPU mask '{name}' (it knows "
+                              f"{', '.join(map(str, theirs))}); rebuild it with `pip install .`")
+        if theirs[name] != MASKS[name]:
+            raise WorkerError(f"CPU mask '{name}' is {ENV_VAR}={MASKS[name]} here but "
+                              f"{theirs[name]} in the worker; install matching versions "
+                              "(`pip install .`)")
