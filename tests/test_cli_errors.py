@@ -77,7 +77,7 @@ def test_speed_usage_errors(cli, fake_worker, args, fragments):
 
 def test_missing_worker_binary(cli, write_study, monkeypatch, tmp_path):
     monkeypatch.delenv("CRYPTOPERF_WORKER", raising=False)
-    monkeypatch.setattr(worker_path, "candidates", lambda: [tmp_path / "none"])
+    monkeypatch.setattr(worker_path, "candidates", lambda build="default": [tmp_path / "none"])
     msg = "cryptoperf-worker not found; reinstall with `pip install .` or set CRYPTOPERF_WORKER"
     assert_one_line_error(cli("speed"), msg, code=1)
     assert_one_line_error(cli("study", write_study(STUDY)), msg, code=1)

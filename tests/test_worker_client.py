@@ -109,7 +109,7 @@ def test_find_worker_env_and_missing(monkeypatch, tmp_path):
     with pytest.raises(WorkerNotFound, match="CRYPTOPERF_WORKER=.*not an executable"):
         worker_path.find_worker()
     monkeypatch.delenv("CRYPTOPERF_WORKER")
-    monkeypatch.setattr(worker_path, "candidates", lambda: [tmp_path / "a", tmp_path / "b"])
+    monkeypatch.setattr(worker_path, "candidates", lambda build="default": [tmp_path / "a", tmp_path / "b"])
     with pytest.raises(WorkerNotFound, match=r"reinstall with `pip install .` or set CRYPTOPERF_WORKER"):
         worker_path.find_worker()
     exe = tmp_path / "b"

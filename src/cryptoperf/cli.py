@@ -19,7 +19,7 @@ from typing import Sequence
 import click
 from rich.console import Console
 
-from cryptoperf import PROTOCOL_VERSION, __version__, analysis, cpumask, economics, hostinfo, plan, study as study_mod
+from cryptoperf import PROTOCOL_VERSION, __version__, analysis, builds, cpumask, economics, hostinfo, plan, study as study_mod
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
@@ -50,6 +50,22 @@ def _stdout() -> Console:
 def _hello() -> tuple[Path, Hello]:
     path = find_worker()
     return path, fetch_hello(path)
+
+
+def _build_workers(needed: dict[str, str]) -> dict[str, tuple[Path, Hello]]:
+    """Path and hello of every worker build in ``needed`` (build name → who needs it, e.g.
+    "configuration 'fips-on'"), the default build always included. Raises BuildUnavailable
+    naming who needs a missing build, why it is missing and how to make it."""
+    out = {builds.DEFAULT: _hello()}
+    for name, who in needed.items():
+        if name in out:
+            continue
+        try:
+            path = find_worker(name)
+        except builds.BuildUnavailable as e:
+            raise builds.BuildUnavailable(f"{who} needs the {name} worker build: {e}") from None
+        out[name] = (path, fetch_hello(path))
+    return out
 
 
 def _check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_mock: bool = False) -> None:
@@ -98,6 +114,11 @@ def backends(no_detail: bool) -> None:
         notes.print(out)
     else:
         out.print("operations: " + ", ".join(hello.ops))
+    out.print("worker builds:", markup=False)
+    for name, spec in builds.BUILDS.items():
+        available, where = builds.status(name)
+        out.print(f"  {name:<10} {spec.description}: " + (where if available else f"unavailable: {where}"),
+                  markup=False, soft_wrap=True)
 
 
 @cli.command()
@@ -122,12 +143,15 @@ def backends(no_detail: bool) -> None:
               help="CPU capability mask to run under (OPENSSL_ia32cap, verified by the worker): "
                    "no-aesni turns AES-NI and PCLMULQDQ off, no-shani the SHA extensions, ... "
                    "ring and rustcrypto cannot be masked and say unsupported.")
+@click.option("--fips", is_flag=True,
+              help="Run in the FIPS worker build (cryptoperf-worker-fips): AWS-LC's FIPS module in "
+                   "FIPS mode, OpenSSL with the host's FIPS provider where one is installed.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON document (a `results` list) instead of the table.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
               help=f"SQLite store to record the runs in [default: {default_path()}].")
 def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...], seconds: float,
-          warmup_s: float, threads: int, timeout_s: float | None, cpu: str, as_json: bool,
+          warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, as_json: bool,
           store_path: str | None) -> None:
     """Measure operations on backends: one row per (backend, operation, size).
 
@@ -137,7 +161,8 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
     if timeout_s is not None and timeout_s <= warmup_s + seconds:
         raise UsageError(f"--timeout {timeout_s:g} s does not exceed --warmup + --seconds = "
                          f"{warmup_s + seconds:g} s; raise --timeout")
-    path, hello = _hello()
+    build = builds.for_configuration(fips)
+    path, hello = _build_workers({build: "--fips"})[build]
     _check_names("backend", backends_, hello.backend_names, allow_mock=True)
     _check_names("operation", ops, hello.ops)
     cpumask.check_hello(hello.raw.get("cpu_masks"), [cpu])
@@ -147,7 +172,7 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
     for b in chosen_backends:
         for op in chosen_ops:
             for size in (sizes if sizes and takes_message(op) else (None,)):
-                cells.append(plan.Cell("", b, op, op, {}, size, cpu))
+                cells.append(plan.Cell("", b, op, op, {}, size, cpu, build))
     settings = plan.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,
                              timeout_s=timeout_s or warmup_s + seconds + 60)
     runs = [plan.Run(c, 1, i) for i, c in enumerate(cells)]
@@ -169,18 +194,24 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
     if as_json:
         doc = report_json.speed_document(
             outcomes, host, {"seconds": seconds, "warmup_s": warmup_s, "threads": threads,
-                             "cpu": cpu, "openssl_ia32cap": cpumask.MASKS[cpu]},
+                             "cpu": cpu, "openssl_ia32cap": cpumask.MASKS[cpu], "build": build,
+                             "builds": {n: dict(zip(("available", "path_or_reason"), builds.status(n)))
+                                        for n in builds.BUILDS}},
             started, local.utc_now())
         click.echo(json.dumps(doc, indent=1))
     else:
         out = _stdout()
         out.print(terminal.host_line(host), markup=False)
         notes = terminal.Notes()
-        title = "cryptoperf speed" + terminal.cpu_title(cpu)
+        title = "cryptoperf speed" + terminal.cpu_title(cpu) + (" [FIPS worker]" if fips else "")
         out.print(terminal.speed_table(outcomes, notes, title=title))
         notes.print(out)
         for line in terminal.mask_warnings(outcomes):
             out.print(line, markup=False)
+        for name in builds.BUILDS:
+            available, why = builds.status(name)
+            if not available:
+                out.print(f"note: worker build '{name}' is unavailable: {why}", markup=False)
 
 
 @cli.command()
@@ -211,9 +242,14 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if file is None:
         raise UsageError("study needs a FILE (a study .toml); see `cryptoperf study --help`")
     s = study_mod.load(file)
-    path, hello = _hello()
+    needed: dict[str, str] = {}
+    for c in s.configurations:
+        needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
+    workers = _build_workers(needed)
+    path, hello = workers[builds.DEFAULT]
     s = study_mod.check_against_worker(s, hello.backend_names, hello.ops)
-    cpumask.check_hello(hello.raw.get("cpu_masks"), [c.cpu for c in s.configurations])
+    for name, (_, h) in workers.items():
+        cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
     cells = plan.expand(s)
     runs = plan.schedule(cells, s.repetitions)
     settings = plan.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s)
@@ -226,11 +262,12 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         for r in runs:
             env = cpumask.MASKS[r.cell.cpu]
             mask = f"  {cpumask.ENV_VAR}={env}" if env else ""
+            binary = f"  worker={workers[r.cell.build][0]}" if r.cell.build != builds.DEFAULT else ""
             click.echo(f"{r.index + 1:>4}  rep {r.repetition}  {r.cell.key}  op={r.cell.op} "
-                       f"params={json.dumps(r.cell.worker_params())}{mask}")
+                       f"params={json.dumps(r.cell.worker_params())}{binary}{mask}")
         return
 
-    host = hostinfo.fingerprint(hello.raw)
+    host = hostinfo.fingerprint(hello.raw, {n: h.raw for n, (_, h) in workers.items() if n != builds.DEFAULT})
     checks = hostinfo.run_checks()
     host["checks"] = [c.as_dict() for c in checks]
     err.print(terminal.host_line(host), markup=False)
@@ -247,7 +284,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
             store.add_result(run_id, report_json.outcome_dict(o))
 
         try:
-            local.execute(runs, settings, path, on_outcome=record, console=err,
+            local.execute(runs, settings, {n: p for n, (p, _) in workers.items()}, on_outcome=record, console=err,
                           show_progress=err.is_terminal, description=s.name,
                           log_lines=not err.is_terminal)
             status = "complete"

@@ -78,13 +78,17 @@ def hypervisor() -> dict[str, Any]:
     return {"present": present, "type": kind, "container": container, "source": "+".join(sources)}
 
 
-def fingerprint(hello: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def fingerprint(hello: Mapping[str, Any] | None = None,
+                other_builds: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
     """The host fingerprint as a JSON-ready dict.
 
     Keys: ``cpu_model``, ``crypto_flags`` (those of CRYPTO_FLAGS present), ``logical_cpus``,
     ``kernel`` (uname release and version), ``machine``, ``os``, ``hostname``, ``hypervisor``
     (see ``hypervisor()``), ``python``, and from the worker's ``hello`` (when given)
     ``worker_version``, ``worker_cpu`` and ``libraries`` (backend → library, version, fips).
+    ``other_builds`` (build name → that worker's hello) adds ``builds``: build name →
+    ``{"libraries": ...}`` in the same shape, for the worker builds other than the default
+    that the run used (the FIPS build, another OpenSSL).
     """
     model, flags = _cpuinfo()
     u = platform.uname()
@@ -102,11 +106,17 @@ def fingerprint(hello: Mapping[str, Any] | None = None) -> dict[str, Any]:
     if hello:
         fp["worker_version"] = hello.get("worker_version")
         fp["worker_cpu"] = hello.get("cpu")
-        fp["libraries"] = {b["backend"]: {"library": b.get("library"),
-                                          "library_version": b.get("library_version"),
-                                          "fips": b.get("fips")}
-                           for b in hello.get("backends", [])}
+        fp["libraries"] = _libraries(hello)
+    if other_builds:
+        fp["builds"] = {name: {"worker_version": h.get("worker_version"),
+                               "libraries": _libraries(h)} for name, h in other_builds.items()}
     return fp
+
+
+def _libraries(hello: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {b["backend"]: {"library": b.get("library"), "library_version": b.get("library_version"),
+                           "fips": b.get("fips")}
+            for b in hello.get("backends", [])}
 
 
 # --------------------------------------------------------------------------- host checks

@@ -13,10 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
+from cryptoperf.builds import DEFAULT as DEFAULT_BUILD
 from cryptoperf.cpumask import BASELINE
 from cryptoperf.study import Study
 
-_CPU_IN_KEY = "/cpu="
+#: Cell attributes that follow the key's four parts as ``/name=value`` when not at their default.
+_KEY_ATTRS = (("cpu", BASELINE), ("build", DEFAULT_BUILD))
 
 
 @dataclass(frozen=True)
@@ -33,6 +35,7 @@ class Cell:
             worker use its default size).
         cpu: the CPU capability mask the cell's workers run under (``cpumask.NAMES``); its
             worker is started with that mask's ``OPENSSL_ia32cap`` and verifies it.
+        build: the worker build its runs use (``builds.BUILDS``: ``default``, ``fips``, ...).
     """
 
     configuration: str
@@ -42,6 +45,7 @@ class Cell:
     params: Mapping[str, str] = field(default_factory=dict, hash=False)
     size_bytes: int | None = None
     cpu: str = BASELINE
+    build: str = DEFAULT_BUILD
 
     @property
     def group(self) -> tuple[str, str, int | None]:
@@ -51,10 +55,15 @@ class Cell:
     @property
     def key(self) -> str:
         """A stable text key, ``backend/label/size/configuration`` (size ``-`` when None),
-        followed by ``/cpu=<mask>`` when the cell runs under a CPU mask other than baseline."""
+        followed by ``/cpu=<mask>`` for a CPU mask other than baseline and ``/build=<name>``
+        for a worker build other than the default."""
         size = "-" if self.size_bytes is None else str(self.size_bytes)
         key = f"{self.backend}/{self.label}/{size}/{self.configuration}"
-        return key if self.cpu == BASELINE else f"{key}{_CPU_IN_KEY}{self.cpu}"
+        for name, default in _KEY_ATTRS:
+            value = getattr(self, name)
+            if value != default:
+                key += f"/{name}={value}"
+        return key
 
     def worker_params(self) -> dict[str, Any]:
         """The ``params`` object of the worker's run request (with ``size_bytes`` if set)."""
@@ -64,10 +73,23 @@ class Cell:
         return p
 
 
+def attrs_from_key(key: str) -> dict[str, str]:
+    """``{"cpu": mask, "build": name}`` of a cell from its ``key`` (defaults where the key
+    names none)."""
+    out = dict(_KEY_ATTRS)
+    parts = key.split("/")
+    while parts:
+        name, sep, value = parts[-1].partition("=")
+        if not sep or name not in out:
+            break
+        out[name] = value
+        parts.pop()
+    return out
+
+
 def cpu_from_key(key: str) -> str:
     """The CPU mask of a cell from its ``key`` (``baseline`` when the key names none)."""
-    head, sep, mask = key.rpartition(_CPU_IN_KEY)
-    return mask if sep and "/" not in mask else BASELINE
+    return attrs_from_key(key)["cpu"]
 
 
 @dataclass(frozen=True)
@@ -123,7 +145,7 @@ def expand(study: Study) -> list[Cell]:
                         continue
                     op, params = study.resolve(config, operation)
                     cells.append(Cell(config.name, backend, operation.label, op, params, size,
-                                      config.cpu))
+                                      config.cpu, config.build))
     # configurations pinned to a backend not in [study] backends
     extra = [c for c in study.configurations
              if c.backend and c.backend not in (study.backends or ())]
@@ -132,7 +154,7 @@ def expand(study: Study) -> list[Cell]:
             for size in operation.sizes or (None,):
                 op, params = study.resolve(config, operation)
                 cells.append(Cell(config.name, config.backend, operation.label, op, params, size,
-                                  config.cpu))
+                                  config.cpu, config.build))
     return cells
 
 

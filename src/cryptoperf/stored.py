@@ -14,7 +14,7 @@ from typing import Any
 
 from cryptoperf import analysis
 from cryptoperf.errors import StoreError
-from cryptoperf.plan import Cell, Run, cpu_from_key
+from cryptoperf.plan import Cell, Run, attrs_from_key
 from cryptoperf.run import local
 from cryptoperf.store import FORMAT_VERSION, Store, default_path
 from cryptoperf.study import Study, options_for, parse
@@ -114,7 +114,7 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
 def _outcome(row: dict[str, Any], index: int) -> local.RunOutcome:
     cell = Cell(configuration=row["configuration"], backend=row["backend"], label=row["label"],
                 op=row["op"], params=row["params"] or {}, size_bytes=row["size_bytes"],
-                cpu=cpu_from_key(row["cell"]))
+                **attrs_from_key(row["cell"]))
     run = Run(cell=cell, repetition=int(row["repetition"]), index=index)
     if row["status"] == local.OK and row["result"] is not None:
         o = local.outcome_from_result(run, row["result"])

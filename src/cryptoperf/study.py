@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from cryptoperf import cpumask
+from cryptoperf import builds, cpumask
 from cryptoperf.errors import StudyError
 
 MAX_SIZE_BYTES = 64 * 1024 * 1024  # the worker's limit (docs/worker-protocol.md, `size_bytes`)
@@ -80,8 +80,8 @@ class Option:
     Attributes:
         section: ``study``, ``configuration`` or ``operation`` (the TOML table it lives in).
         name: the key.
-        type: ``string``, ``int``, ``float``, ``strings`` (list of strings), ``ints`` (list of
-            ints) or ``table``.
+        type: ``string``, ``int``, ``float``, ``bool``, ``strings`` (list of strings), ``ints``
+            (list of ints) or ``table``.
         default: the value when the key is absent; ``REQUIRED`` if it must be given; None if
             absence has a meaning described in ``help``.
         min, max: inclusive bounds for numbers and for every element of ``ints``.
@@ -119,6 +119,8 @@ class Option:
             return "(see help)"
         if isinstance(self.default, str):
             return f'"{self.default}"'
+        if isinstance(self.default, bool):
+            return "true" if self.default else "false"
         return str(self.default)
 
 
@@ -159,6 +161,10 @@ OPTIONS: tuple[Option, ...] = (
            "CPU capability mask its workers run under: " + ", ".join(cpumask.NAMES) +
            " (OPENSSL_ia32cap, verified by the worker; ring and RustCrypto cannot be masked, so "
            "their cells say unsupported); see docs/methodology.md."),
+    Option("configuration", "fips", "bool", False,
+           "Run in FIPS mode: its cells use the FIPS worker build (cryptoperf-worker-fips: AWS-LC's "
+           "FIPS module; OpenSSL with the host's FIPS provider, where one is installed), and every "
+           "result records the FIPS mode the worker reported."),
     Option("operation", "label", "string", None,
            "Row label in the delta table; default: the op template."),
     Option("operation", "op", "string", REQUIRED,
@@ -212,6 +218,8 @@ class Configuration:
         params: worker parameters from the ``params`` table (``digest``, ``padding``).
         index: 0-based position among the configurations in the file.
         cpu: the CPU capability mask its cells run under (``cpumask.NAMES``; ``baseline`` = none).
+        fips: whether it runs in FIPS mode (``fips = true``).
+        build: the worker build its cells run in (``builds.BUILDS``), from ``fips``.
     """
 
     name: str
@@ -221,6 +229,8 @@ class Configuration:
     params: Mapping[str, str]
     index: int
     cpu: str = cpumask.BASELINE
+    fips: bool = False
+    build: str = builds.DEFAULT
 
 
 @dataclass(frozen=True)
@@ -382,11 +392,14 @@ def _type_ok(opt: Option, value: Any) -> bool:
         return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
     if opt.type == "table":
         return isinstance(value, dict)
+    if opt.type == "bool":
+        return isinstance(value, bool)
     raise AssertionError(opt.type)
 
 
 _TYPE_WORDS = {"string": "a string", "int": "an integer", "float": "a number",
-               "strings": "a list of strings", "ints": "a list of integers", "table": "a table"}
+               "strings": "a list of strings", "ints": "a list of integers", "table": "a table",
+               "bool": "true or false"}
 
 
 def _in_range(opt: Option, v: float) -> bool:
@@ -540,7 +553,8 @@ class _Parser:
                              f"unknown CPU mask {_toml_repr(v['cpu'])}{_suggest(v['cpu'], cpumask.NAMES)} "
                              f"(known: {', '.join(cpumask.NAMES)})")
         return Configuration(name=v["name"], description=v["description"], backend=v["backend"],
-                             variables=variables, params=params, index=index, cpu=v["cpu"])
+                             variables=variables, params=params, index=index, cpu=v["cpu"],
+                             fips=v["fips"], build=builds.for_configuration(v["fips"]))
 
     def check_param(self, index: int, key: str, value: Any, name: str | None = None) -> None:
         """StudyError unless ``value`` is an allowed value of worker parameter ``name or key``."""

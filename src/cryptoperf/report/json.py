@@ -59,6 +59,7 @@ def speed_entry(o: RunOutcome) -> dict[str, Any]:
         "stddev_ns": lat.stddev_ns if lat else None,
         "cpu_ns_per_op": tp.cpu_ns_per_op if tp else None,
         "steal_pct": tp.steal_pct if tp else None,
+        "build": o.run.cell.build,
         "cpu_mask": o.run.cell.cpu, "capabilities": r.get("capabilities"),
         "cpu_mask_cleared": r.get("cpu_mask_cleared"),
         "batch": r.get("batch"), "timing": r.get("timing"), "threads": r.get("threads"),
@@ -85,7 +86,8 @@ def study_dict(study: Study) -> dict[str, Any]:
         "bootstrap_resamples": study.bootstrap_resamples,
         "noise_threshold_pct": study.noise_threshold_pct,
         "configurations": [{"name": c.name, "description": c.description, "backend": c.backend,
-                            "variables": dict(c.variables), "params": dict(c.params), "cpu": c.cpu}
+                            "variables": dict(c.variables), "params": dict(c.params), "cpu": c.cpu,
+                            "fips": c.fips, "build": c.build}
                            for c in study.configurations],
         "operations": [{"label": o.label, "op": o.op, "sizes": list(o.sizes) if o.sizes else None}
                        for o in study.operations],

@@ -12,15 +12,15 @@ from __future__ import annotations
 import datetime as _dt
 import os
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence, Union
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from cryptoperf import cpumask, stats
+from cryptoperf import builds, cpumask, stats
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
-from cryptoperf.plan import Run, Settings, run_request
+from cryptoperf.plan import Cell, Run, Settings, run_request
 from cryptoperf.run.worker import WorkerClient
 
 OK, UNSUPPORTED, INVALID, FAILED = "ok", "unsupported", "invalid", "failed"
@@ -75,6 +75,10 @@ def outcome_from_result(run: Run, result: dict[str, Any]) -> RunOutcome:
                           result)
     if status in (UNSUPPORTED, INVALID):
         return RunOutcome(run, status, result.get("reason") or status, result)
+    if status == OK and run.cell.build == builds.FIPS and result.get("fips") is not True:
+        return RunOutcome(run, FAILED, f"the FIPS worker measured {run.cell.backend} without reporting "
+                          f"FIPS mode (its result says fips={result.get('fips')!r}); not counted as FIPS",
+                          result)
     if status != OK:
         return RunOutcome(run, FAILED, f"worker returned unknown status {status!r}", result)
     try:
@@ -85,8 +89,24 @@ def outcome_from_result(run: Run, result: dict[str, Any]) -> RunOutcome:
     return RunOutcome(run, OK, "", result, latency, tp)
 
 
-def execute_one(worker_path: str | os.PathLike, run: Run, settings: Settings) -> RunOutcome:
-    """Run ``run`` in a fresh worker; never raises for a failure of this one run.
+Workers = Union[str, os.PathLike, Mapping[str, Union[str, os.PathLike]]]
+
+
+def worker_for(workers: Workers, cell: Cell) -> str | os.PathLike:
+    """The binary for ``cell``: ``workers`` is one path (every cell uses it) or a mapping from
+    build name (``Cell.build``) to path. Raises BuildUnavailable when the mapping lacks the
+    cell's build."""
+    if isinstance(workers, Mapping):
+        try:
+            return workers[cell.build]
+        except KeyError:
+            raise builds.BuildUnavailable(builds.missing_reason(cell.build)) from None
+    return workers
+
+
+def execute_one(worker_path: Workers, run: Run, settings: Settings) -> RunOutcome:
+    """Run ``run`` in a fresh worker (``worker_path``: see ``worker_for``); never raises for a
+    failure of this one run.
 
     The worker is started with ``OPENSSL_ia32cap`` set to the cell's CPU mask (removed for
     ``baseline``): the libraries read it only when they are loaded.
@@ -94,7 +114,7 @@ def execute_one(worker_path: str | os.PathLike, run: Run, settings: Settings) ->
     """
     started = utc_now()
     try:
-        with WorkerClient(worker_path, env=cpumask.worker_env(run.cell.cpu)) as w:
+        with WorkerClient(worker_for(worker_path, run.cell), env=cpumask.worker_env(run.cell.cpu)) as w:
             w.hello()
             result = w.run(run_request(run, settings), timeout_s=settings.timeout_s)
         outcome = outcome_from_result(run, result)
@@ -118,7 +138,7 @@ def _tail_hint(tail: str) -> str:
     return f"; stderr: {last}" if last else ""
 
 
-def execute(runs: Sequence[Run], settings: Settings, worker_path: str | os.PathLike,
+def execute(runs: Sequence[Run], settings: Settings, worker_path: Workers,
             on_outcome: Callable[[RunOutcome], None] | None = None,
             console: Console | None = None, show_progress: bool = True,
             description: str = "measuring", log_lines: bool = False) -> list[RunOutcome]:
@@ -143,6 +163,8 @@ def execute(runs: Sequence[Run], settings: Settings, worker_path: str | os.PathL
             conf = f" ({c.configuration})" if c.configuration else ""
             if c.cpu != cpumask.BASELINE:
                 conf += f" [cpu {c.cpu}]"
+            if c.build != builds.DEFAULT:
+                conf += f" [{c.build}]"
             progress.update(task, current=f"{c.backend} {c.op}{size}{conf} rep {run.repetition}")
             outcome = execute_one(worker_path, run, settings)
             outcomes.append(outcome)
