@@ -35,6 +35,17 @@ def fake_worker(tmp_path, monkeypatch):
         return wrapper
 
     use.path = wrapper
+
+    def fips() -> Path:
+        """Also install a fake FIPS build (CRYPTOPERF_WORKER_FIPS): the same script, saying
+        build "fips"; only the spec's ``fips_backends`` (default aws-lc) run there."""
+        w = tmp_path / "fake-cryptoperf-worker-fips"
+        w.write_text(f'#!/bin/sh\nFAKE_WORKER_BUILD=fips exec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
+        w.chmod(w.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        monkeypatch.setenv("CRYPTOPERF_WORKER_FIPS", str(w))
+        return w
+
+    use.fips = fips
     return use
 
 

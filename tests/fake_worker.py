@@ -64,10 +64,17 @@ CPU_MASKS = [{"name": "baseline", "openssl_ia32cap": None},
              {"name": "no-avx512", "openssl_ia32cap": "~0x0:~0xc0230000"}]
 MASKABLE = ("openssl", "aws-lc")
 ENV = os.environ.get("OPENSSL_ia32cap")
+# The worker build this fake pretends to be ("fips": only FIPS_BACKENDS run, in FIPS mode).
+BUILD = os.environ.get("FAKE_WORKER_BUILD", "default")
 
 SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
 BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
 OPS = SPEC.get("ops", DEFAULT_OPS)
+FIPS_BACKENDS = SPEC.get("fips_backends", ["aws-lc"])
+
+
+def in_fips_mode(backend):
+    return BUILD == "fips" and backend in FIPS_BACKENDS
 
 
 def send(msg):
@@ -85,20 +92,20 @@ def hello(req):
         send({"type": "error", "code": "protocol_mismatch",
               "message": f"this worker speaks protocol 1, not {req.get('protocol')}"})
         sys.exit(2)
-    backends = [{"backend": b, "library": b.upper(), "library_version": "fake-1.0", "fips": False,
+    backends = [{"backend": b, "library": b.upper(), "library_version": "fake-1.0", "fips": in_fips_mode(b),
                  "capabilities": {"maskable": b in MASKABLE, "env": ENV}}
                 for b in BACKENDS]
     if req.get("detail"):
         for b in backends:
             b["ops"] = [{"op": op, "status": "supported", "reason": ""} for op in OPS]
-    send({"type": "hello", "protocol": SPEC.get("protocol", 1), "worker_version": "0.0.0-fake",
+    send({"type": "hello", "protocol": SPEC.get("protocol", 1), "worker_version": "0.0.0-fake", "build": BUILD,
           "cpu": {"model": "Fake CPU", "flags": ["aes"], "logical_cpus": 2, "tsc": False},
           "cpu_masks": SPEC.get("cpu_masks", CPU_MASKS), "backends": backends, "ops": OPS})
 
 
 def parse_id(run_id):
     key, _, rep = run_id.rpartition("#")
-    key = key.split("/cpu=")[0]
+    key = key.split("/cpu=")[0].split("/build=")[0]
     parts = key.split("/", 3)
     config = parts[3] if len(parts) == 4 else ""
     return config, int(rep) if rep.isdigit() else 1
@@ -132,7 +139,8 @@ def run(req):
             time.sleep(3600)
     mask = req.get("cpu_mask")
     base = {"type": "result", "id": rid, "backend": backend, "op": op, "library": str(backend).upper(),
-            "library_version": "fake-1.0", "fips": False, "params": params,
+            "library_version": "fake-1.0", "params": params,
+            "fips": in_fips_mode(backend) if SPEC.get("fips_result") is None else SPEC["fips_result"],
             "threads": req.get("threads", 1), "cpu_mask": mask,
             "capabilities": {"maskable": backend in MASKABLE, "env": ENV}}
     if mask is not None:
@@ -148,6 +156,8 @@ def run(req):
                          "reason": f"capability mask not applied: {backend} (fake) saw OPENSSL_ia32cap={ENV!r}"})
         else:
             base["cpu_mask_cleared"] = ["aes"] if mask == "no-aesni" else []
+    if BUILD == "fips" and not is_mock and backend not in FIPS_BACKENDS:
+        return send({**base, "status": "unsupported", "reason": f"{str(backend).upper()} has no FIPS mode (fake)"})
     base["validation"] = {"kat": "not applicable (fake)", "kat_source": "", "cross_checks": []}
     for status in ("unsupported", "invalid"):
         reason = SPEC.get(status, {}).get(f"{backend}/{op}")
@@ -159,6 +169,8 @@ def run(req):
     else:
         latency = SPEC.get("latency_ns", {}).get(op, 1000 + size)
     latency *= SPEC.get("config_factor", {}).get(config, 1.0)
+    if BUILD == "fips":
+        latency *= SPEC.get("fips_factor", 1.0)
     env_mask = next((m["name"] for m in CPU_MASKS if ENV is not None and m["openssl_ia32cap"] == ENV), None)
     latency *= SPEC.get("mask_factor", {}).get(env_mask, 1.0)
     factors = SPEC.get("rep_factors") or [1.0]

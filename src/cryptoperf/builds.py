@@ -97,6 +97,16 @@ def locate(name: str):
     return worker_path.find_worker(name)
 
 
+def check_hello(name: str, path, hello: dict) -> None:
+    """Check that the worker at ``path``, whose ``hello`` message is given, is build ``name``
+    (its hello's ``build``; a worker older than the field counts as ``default``). Raises
+    BuildUnavailable naming the binary and what it is instead."""
+    theirs = hello.get("build") or DEFAULT
+    if theirs != name:
+        raise BuildUnavailable(f"{path} is the '{theirs}' worker build, not '{name}'; "
+                               f"reinstall with `{BUILDS[name].make}` or fix {BUILDS[name].env_var}")
+
+
 def status(name: str) -> tuple[bool, str]:
     """(available, path or the reason it is not) for build ``name``, without raising."""
     try:

@@ -64,7 +64,9 @@ def _build_workers(needed: dict[str, str]) -> dict[str, tuple[Path, Hello]]:
             path = find_worker(name)
         except builds.BuildUnavailable as e:
             raise builds.BuildUnavailable(f"{who} needs the {name} worker build: {e}") from None
-        out[name] = (path, fetch_hello(path))
+        hello = fetch_hello(path)
+        builds.check_hello(name, path, hello.raw)
+        out[name] = (path, hello)
     return out
 
 
@@ -211,7 +213,7 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
         for name in builds.BUILDS:
             available, why = builds.status(name)
             if not available:
-                out.print(f"note: worker build '{name}' is unavailable: {why}", markup=False)
+                out.print(f"note: worker build '{name}' is unavailable: {why}", markup=False, soft_wrap=True)
 
 
 @cli.command()

@@ -185,6 +185,7 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
         "type": "hello",
         "protocol": PROTOCOL_VERSION,
         "worker_version": env!("CARGO_PKG_VERSION"),
+        "build": crate::fips::BUILD,
         "cpu": cpu,
         "cpu_masks": CPU_MASKS
             .iter()
@@ -202,6 +203,9 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
 
 /// Whether `backend` can prepare the operation `name` with default parameters.
 fn support(backend: &dyn Backend, name: &str) -> Value {
+    if let Some(r) = crate::fips::unavailable(backend.info().backend) {
+        return json!({"op": name, "status": "unsupported", "reason": r});
+    }
     let op = Op::parse(name).expect("ALL_OPS parse");
     let params = Params::resolve(op, &RawParams::default()).expect("defaults resolve");
     match prepare(backend, op, &params) {
@@ -282,6 +286,10 @@ fn run(case: Case) -> Value {
     let outcome = |status: &str, reason: String| (status.to_string(), reason);
     // The capability mask: recorded in every result, and verified before anything is checked
     // or timed when the request names one (docs/worker-protocol.md, "CPU capability masks").
+    // In the FIPS worker, a library without FIPS mode here is never measured as FIPS.
+    if let Some(r) = crate::fips::unavailable(info.backend) {
+        return finish(result, outcome("unsupported", r));
+    }
     let caps = case.backend.capabilities();
     result["cpu_mask"] = case.cpu_mask.map(|m| m.name).into();
     result["capabilities"] = caps.to_json();
@@ -472,7 +480,10 @@ mod tests {
         assert_eq!(out[3]["status"], "ok", "{}", out[3]);
         assert_eq!(out[3]["cpu_mask"], "baseline");
         assert_eq!(out[4]["status"], "unsupported");
-        assert_eq!(out[4]["reason"], "ring has no runtime CPU capability mask");
+        // (In the FIPS build, ring is refused earlier, for having no FIPS mode.)
+        let expected = crate::fips::unavailable("ring")
+            .unwrap_or_else(|| "ring has no runtime CPU capability mask".into());
+        assert_eq!(out[4]["reason"], expected.as_str());
     }
 
     /// This test process was started without OPENSSL_ia32cap, so a request for no-aesni reaches
@@ -484,7 +495,8 @@ mod tests {
         if std::env::var_os(cpu::MASK_ENV).is_some() || !hw.is_some_and(|v| v.has("aes")) {
             return; // needs an unmasked process on a CPU with AES-NI
         }
-        for backend in ["openssl", "aws-lc"] {
+        // (In the FIPS build without OpenSSL's FIPS provider, OpenSSL is refused before that.)
+        for backend in ["openssl", "aws-lc"].into_iter().filter(|b| crate::fips::unavailable(b).is_none()) {
             let req = format!(
                 r#"{{"type":"run","id":"x","backend":"{backend}","op":"aes-128-gcm-seal","cpu_mask":"no-aesni","seconds":0.01,"warmup_s":0}}"#
             );

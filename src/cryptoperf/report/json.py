@@ -34,6 +34,7 @@ def outcome_dict(o: RunOutcome) -> dict[str, Any]:
     ``result`` (the worker's message, histogram included; null if there was none)."""
     d = cell_dict(o.run.cell)
     d.update(repetition=o.run.repetition, status=o.status, reason=o.reason,
+             fips=(o.result or {}).get("fips"),
              started_at=o.started_at, finished_at=o.finished_at, stderr_tail=o.stderr_tail,
              latency=o.latency.as_dict() if o.latency else None,
              throughput=o.throughput.as_dict() if o.throughput else None,

@@ -50,6 +50,10 @@ use aws_lc_rs::signature::{
     self, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _, ParsedPublicKey, PqdsaKeyPair,
     PqdsaSigningAlgorithm, RsaEncoding, RsaKeyPair, RsaParameters,
 };
+// The same calls go to AWS-LC or, in the FIPS worker, to the AWS-LC FIPS module.
+#[cfg(feature = "fips")]
+use aws_lc_fips_sys as sys;
+#[cfg(not(feature = "fips"))]
 use aws_lc_sys as sys;
 
 use super::{
@@ -71,7 +75,8 @@ extern "C" {
     /// modified from `OPENSSL_ia32cap` (cpu_intel.c, `handle_cpu_env`). aws-lc-sys prefixes
     /// every symbol with its version; the crate's pregenerated bindings do not declare this
     /// one, so it is declared here (a version bump fails to link rather than read garbage).
-    #[link_name = "aws_lc_0_47_0_OPENSSL_ia32cap_P"]
+    #[cfg_attr(not(feature = "fips"), link_name = "aws_lc_0_47_0_OPENSSL_ia32cap_P")]
+    #[cfg_attr(feature = "fips", link_name = "aws_lc_fips_0_14_4_OPENSSL_ia32cap_P")]
     static AWS_LC_IA32CAP_P: [u32; 4];
 }
 
@@ -95,7 +100,10 @@ fn cpu_capabilities() -> Capabilities {
 
 /// The binding crates this backend is built from, as locked in `Cargo.lock` (a test keeps this
 /// in step).
+#[cfg(not(feature = "fips"))]
 const CRATE_VERSIONS: &str = "aws-lc-rs 1.19.0, aws-lc-sys 0.47.0";
+#[cfg(feature = "fips")]
+const CRATE_VERSIONS: &str = "aws-lc-rs 1.19.0, aws-lc-fips-sys 0.14.4";
 
 impl Backend for AwsLc {
     fn info(&self) -> LibraryInfo {
@@ -105,7 +113,7 @@ impl Backend for AwsLc {
             // AWS-LC's own version as the linked library reports it (`OpenSSL_version`), then
             // the bindings, whose per-call work is part of what is timed.
             library_version: format!("{} ({CRATE_VERSIONS})", aws_lc_rs::awslc_version()),
-            fips: aws_lc_rs::try_fips_mode().is_ok(),
+            fips: crate::fips::mode("aws-lc"),
         }
     }
 
@@ -962,7 +970,8 @@ mod tests {
         assert!(info
             .library_version
             .ends_with(&format!("({CRATE_VERSIONS})")));
-        assert!(!info.fips, "built without the fips feature");
+        // FIPS mode exactly in the FIPS build (the AWS-LC FIPS module), never otherwise.
+        assert_eq!(info.fips, cfg!(feature = "fips"));
         // Keep CRATE_VERSIONS in step with Cargo.lock.
         let lock = include_str!("../../Cargo.lock");
         for entry in CRATE_VERSIONS.split(", ") {
@@ -1466,7 +1475,8 @@ mod capability_tests {
     #[test]
     fn reads_the_vector_aws_lc_uses() {
         // The link name of AWS_LC_IA32CAP_P carries aws-lc-sys's version.
-        assert!(CRATE_VERSIONS.ends_with("aws-lc-sys 0.47.0"), "update the link_name of AWS_LC_IA32CAP_P");
+        let linked = if cfg!(feature = "fips") { "aws-lc-fips-sys 0.14.4" } else { "aws-lc-sys 0.47.0" };
+        assert!(CRATE_VERSIONS.ends_with(linked), "update the link_name of AWS_LC_IA32CAP_P");
         let caps = AwsLc.capabilities();
         let Capabilities::Vector { vector, source } = caps else {
             assert!(!cfg!(target_arch = "x86_64"), "{caps:?}");

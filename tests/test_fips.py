@@ -1,0 +1,134 @@
+"""The FIPS axis on the orchestrator side: the study key ``fips``, cells in the FIPS worker
+build, results that must report FIPS mode, and a missing or wrong FIPS build — against the fake
+worker, whose FIPS build is the same script saying build "fips". The real FIPS worker:
+test_real_worker.py."""
+
+import json
+
+import pytest
+
+from conftest import assert_one_line_error
+from cryptoperf import builds, plan, stored, study, worker_path
+from cryptoperf.errors import StudyError
+from cryptoperf.store import Store
+
+FIPS_STUDY = """\
+[study]
+name = "fips"
+baseline = "off"
+backends = ["aws-lc", "ring"]
+repetitions = 3
+seconds = 0.01
+warmup_s = 0
+
+[[configuration]]
+name = "off"
+
+[[configuration]]
+name = "on"
+fips = true
+
+[[operation]]
+op = "sha256"
+sizes = [1024]
+"""
+
+
+def test_fips_key_picks_the_fips_build():
+    s = study.parse(FIPS_STUDY, "s.toml")
+    assert [(c.fips, c.build) for c in s.configurations] == [(False, "default"), (True, "fips")]
+    cells = plan.expand(study.check_against_worker(s, ["aws-lc", "ring"], ["sha256"]))
+    on = [c for c in cells if c.configuration == "on"]
+    assert {c.build for c in on} == {"fips"} and all(c.key.endswith("/build=fips") for c in on)
+    assert plan.attrs_from_key(on[0].key) == {"cpu": "baseline", "build": "fips"}
+    assert plan.attrs_from_key("aws-lc/sha256/1024/off") == {"cpu": "baseline", "build": "default"}
+
+
+def test_fips_must_be_a_boolean():
+    text = FIPS_STUDY.replace("fips = true", 'fips = "yes"')
+    with pytest.raises(StudyError) as e:
+        study.parse(text, "s.toml")
+    line = next(i for i, l in enumerate(text.splitlines(), 1) if l.startswith("fips ="))
+    assert str(e.value).startswith(f"s.toml:{line}: configuration 'on', field 'fips': ")
+    assert "true or false" in str(e.value)
+
+
+def test_study_runs_fips_cells_in_the_fips_worker(cli, write_study, fake_worker, tmp_path):
+    fake_worker({"fips_factor": 1.08})
+    fake_worker.fips()
+    res = cli("study", write_study(FIPS_STUDY), "--no-report", "--out", tmp_path / "out")
+    assert res.code == 0, res.err
+    doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    by = {(r["configuration"], r["backend"]): r for r in doc["runs"]}
+    on = by[("on", "aws-lc")]
+    assert on["status"] == "ok" and on["fips"] is True and on["build"] == "fips"
+    assert by[("off", "aws-lc")]["fips"] is False and by[("off", "aws-lc")]["build"] == "default"
+    ring = by[("on", "ring")]
+    assert ring["status"] == "unsupported" and "no FIPS mode" in ring["reason"]
+    assert doc["host"]["builds"]["fips"]["libraries"]["aws-lc"]["fips"] is True
+    d = next(d for d in doc["deltas"] if d["backend"] == "aws-lc")
+    assert d["status"] == "ok" and d["latency"]["ratio"] == pytest.approx(1.08, rel=0.01)
+    # the stored run rebuilds the same cells (build from the key)
+    with Store(tmp_path / "runs.sqlite") as st:
+        run = stored.load_run(st, "latest")
+    assert {o.run.cell.build for o in run.outcomes if o.run.cell.configuration == "on"} == {"fips"}
+
+
+def test_a_fips_result_without_fips_mode_is_not_counted(cli, write_study, fake_worker, tmp_path):
+    fake_worker({"fips_result": False})
+    fake_worker.fips()
+    res = cli("study", write_study(FIPS_STUDY), "--no-report", "--out", tmp_path / "out")
+    doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    on = next(r for r in doc["runs"] if r["configuration"] == "on" and r["backend"] == "aws-lc")
+    assert on["status"] == "failed" and "without reporting FIPS mode" in on["reason"], on
+    assert on["throughput"] is None
+    assert res.code == 0
+
+
+def test_missing_fips_build_is_one_line_naming_the_configuration(cli, write_study, fake_worker,
+                                                                 monkeypatch, tmp_path):
+    fake_worker()
+    monkeypatch.delenv("CRYPTOPERF_WORKER_FIPS", raising=False)
+    real = worker_path.candidates
+    monkeypatch.setattr(worker_path, "candidates",
+                        lambda build="default": [tmp_path / "none"] if build == "fips" else real(build))
+    monkeypatch.setattr(builds.shutil, "which", lambda tool: None if tool == "go" else f"/usr/bin/{tool}")
+    path = write_study(FIPS_STUDY)
+    msg = assert_one_line_error(cli("study", path), code=1)
+    assert f"{path}: configuration 'on' needs the fips worker build" in msg
+    assert "this machine lacks go" in msg and "rerun `pip install .`" in msg
+    # speed says so once, under its table, and --fips stops with the same reason
+    res = cli("speed", "-b", "aws-lc", "-o", "sha256", "--seconds", "0.01", "--warmup", "0")
+    assert res.code == 0, res.err
+    assert res.out.count("worker build 'fips' is unavailable") == 1
+    assert "lacks go" in res.out
+    assert_one_line_error(cli("speed", "--fips", "-o", "sha256"), "--fips needs the fips worker build", code=1)
+
+
+def test_a_default_build_posing_as_fips_is_refused(cli, write_study, fake_worker, monkeypatch):
+    monkeypatch.setenv("CRYPTOPERF_WORKER_FIPS", str(fake_worker()))
+    assert_one_line_error(cli("study", write_study(FIPS_STUDY)),
+                          "is the 'default' worker build, not 'fips'", code=1)
+
+
+def test_speed_fips(cli, fake_worker):
+    fake_worker()
+    fake_worker.fips()
+    res = cli("speed", "--fips", "-b", "aws-lc", "-b", "ring", "-o", "sha256", "--seconds", "0.01",
+              "--warmup", "0", "--json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    by = {r["backend"]: r for r in doc["results"]}
+    assert by["aws-lc"]["fips"] is True and by["aws-lc"]["build"] == "fips"
+    assert by["ring"]["status"] == "unsupported"
+    assert doc["settings"]["build"] == "fips" and doc["settings"]["builds"]["fips"]["available"] is True
+
+
+def test_backends_lists_the_builds(cli, fake_worker):
+    fake_worker()
+    fake_worker.fips()
+    res = cli("backends", "--no-detail")
+    assert res.code == 0, res.err
+    assert "worker builds:" in res.out
+    line = next(l for l in res.out.splitlines() if l.strip().startswith("fips"))
+    assert "fake-cryptoperf-worker-fips" in line and "unavailable" not in line
