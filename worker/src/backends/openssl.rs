@@ -1,4 +1,8 @@
-//! The OpenSSL backend: the system OpenSSL (3.x) through the `openssl` crate.
+//! The OpenSSL backend: the system OpenSSL (3.x) through the `openssl` crate — or, in a worker
+//! built with the `vendored-openssl` feature (`cryptoperf setup openssl@3.6`), an OpenSSL 3.6
+//! that `openssl-src` builds from source and links statically. The code is the same for both;
+//! `info()` reports the version of the library actually linked (`OpenSSL_version`), so every
+//! result says which OpenSSL was measured.
 //!
 //! Everything that can be done once is done at prepare time, as `openssl speed` does: algorithms
 //! are fetched explicitly (an implicit fetch per call costs a lock and a lookup in OpenSSL 3),
@@ -17,7 +21,8 @@
 //!   has no `EVP_MAC` binding, so this part goes through `openssl-sys` directly.
 //!
 //! OpenSSL 3.0 has no ML-KEM and no ML-DSA (both arrived in OpenSSL 3.5), so the KEM methods
-//! keep the trait's "unsupported" default and ML-DSA is refused with that reason.
+//! keep the trait's "unsupported" default and ML-DSA is refused with that reason — also when
+//! linked with 3.6, as this backend does not call them yet.
 
 use std::ffi::{c_char, CString};
 use std::ptr;
@@ -293,7 +298,7 @@ fn private_key_from_der(der: &[u8]) -> Result<PKey<Private>> {
 fn no_ml_dsa(level: crate::ops::MlDsaLevel) -> String {
     format!(
         "the OpenSSL backend has no {} ({} is linked; OpenSSL has ML-DSA from 3.5 on, and this \
-         backend targets 3.0)",
+         backend keeps to what 3.0 has)",
         level.name(),
         openssl::version::version()
     )
