@@ -58,10 +58,10 @@ DEFAULT_OPS = ["sha1", "sha256", "sha384", "sha512", "sha3-256", "hmac-sha256",
                "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps"]
 UNSIZED_SUFFIXES = ("-derive", "-encaps", "-decaps", "-keygen")
 CPU_MASKS = [{"name": "baseline", "openssl_ia32cap": None},
-             {"name": "no-aesni", "openssl_ia32cap": "~0x200000200000000:~0x60000000000"},
-             {"name": "no-shani", "openssl_ia32cap": "~0x0:~0x20000000"},
-             {"name": "no-avx2", "openssl_ia32cap": "~0x0:~0xc0230020"},
-             {"name": "no-avx512", "openssl_ia32cap": "~0x0:~0xc0230000"}]
+             {"name": "no-aesni", "openssl_ia32cap": "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0"},
+             {"name": "no-shani", "openssl_ia32cap": "~0x0:~0x20000000:~0x0:~0x0:~0x0"},
+             {"name": "no-avx2", "openssl_ia32cap": "~0x0:~0xc0230020:~0x0:~0x0:~0x0"},
+             {"name": "no-avx512", "openssl_ia32cap": "~0x0:~0xc0230000:~0x0:~0x0:~0x0"}]
 MASKABLE = ("openssl", "aws-lc")
 ENV = os.environ.get("OPENSSL_ia32cap")
 
