@@ -25,6 +25,10 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   mask_ignored    ["<backend>"]: a masked run on that backend answers invalid, "capability mask
                   not applied: ..." (what the real worker says when a library ignores the mask)
 
+The environment variable FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
+builds can differ under one spec) sets the openssl backend's ``library_version`` in hello and
+results (default "fake-1.0"), e.g. "3.6.3 1 Jul 2026" for a fake openssl@3.6 build.
+
 CPU masks (run field ``cpu_mask``): as in the real worker, ring and rustcrypto (and mock) answer
 "unsupported: <library> has no runtime CPU capability mask" for any mask but baseline; openssl
 and aws-lc check that OPENSSL_ia32cap in their environment is the mask's value (invalid
@@ -64,6 +68,7 @@ CPU_MASKS = [{"name": "baseline", "openssl_ia32cap": None},
              {"name": "no-avx512", "openssl_ia32cap": "~0x0:~0xc0230000:~0x0:~0x0:~0x0"}]
 MASKABLE = ("openssl", "aws-lc")
 ENV = os.environ.get("OPENSSL_ia32cap")
+OPENSSL_VERSION = os.environ.get("FAKE_WORKER_OPENSSL_VERSION") or "fake-1.0"
 
 SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
 BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
@@ -80,12 +85,16 @@ def log(text):
     sys.stderr.flush()
 
 
+def version_of(backend):
+    return OPENSSL_VERSION if backend == "openssl" else "fake-1.0"
+
+
 def hello(req):
     if req.get("protocol") != 1:
         send({"type": "error", "code": "protocol_mismatch",
               "message": f"this worker speaks protocol 1, not {req.get('protocol')}"})
         sys.exit(2)
-    backends = [{"backend": b, "library": b.upper(), "library_version": "fake-1.0", "fips": False,
+    backends = [{"backend": b, "library": b.upper(), "library_version": version_of(b), "fips": False,
                  "capabilities": {"maskable": b in MASKABLE, "env": ENV}}
                 for b in BACKENDS]
     if req.get("detail"):
@@ -98,7 +107,7 @@ def hello(req):
 
 def parse_id(run_id):
     key, _, rep = run_id.rpartition("#")
-    key = key.split("/cpu=")[0]
+    key = key.split("/cpu=")[0].split("/build=")[0]
     parts = key.split("/", 3)
     config = parts[3] if len(parts) == 4 else ""
     return config, int(rep) if rep.isdigit() else 1
@@ -132,7 +141,7 @@ def run(req):
             time.sleep(3600)
     mask = req.get("cpu_mask")
     base = {"type": "result", "id": rid, "backend": backend, "op": op, "library": str(backend).upper(),
-            "library_version": "fake-1.0", "fips": False, "params": params,
+            "library_version": version_of(backend), "fips": False, "params": params,
             "threads": req.get("threads", 1), "cpu_mask": mask,
             "capabilities": {"maskable": backend in MASKABLE, "env": ENV}}
     if mask is not None:

@@ -66,10 +66,11 @@ class CellSummary:
 
 
 def cell_dict(cell: Cell) -> dict[str, Any]:
-    """A cell as a JSON-ready dict (``key``, configuration, backend, label, op, params, size)."""
+    """A cell as a JSON-ready dict (``key``, configuration, backend, label, op, params, size,
+    CPU mask, worker build)."""
     return {"cell": cell.key, "configuration": cell.configuration, "backend": cell.backend,
             "label": cell.label, "op": cell.op, "params": dict(cell.params),
-            "size_bytes": cell.size_bytes, "cpu": cell.cpu}
+            "size_bytes": cell.size_bytes, "cpu": cell.cpu, "build": cell.build}
 
 
 def _median(values: Iterable[float | None]) -> float | None:
