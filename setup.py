@@ -23,7 +23,8 @@ DIRS = ("src",)
 
 def _worker_files() -> list[Path]:
     """The worker files to ship, relative to worker/ (empty when there is no worker/ here, e.g.
-    building from an sdist made without it)."""
+    building from an sdist made without it); the same list as
+    ``cryptoperf.workerbuild.source_files``, which digests them."""
     if not (WORKER / "Cargo.toml").is_file():
         return []
     out = [Path(f) for f in FILES if (WORKER / f).is_file()]

@@ -379,6 +379,25 @@ def test_a_stale_cached_build_is_named_with_force(cli, write_study, fake_worker,
                           "`cryptoperf setup openssl@3.6 --force`", code=1)
 
 
+def test_a_build_from_other_sources_is_out_of_date(cli, write_study, fake_worker, fake_cargo, data_dir):
+    """build.json records a digest of the worker sources; after an upgrade (other sources) the
+    cached build is refused with --no-setup and rebuilt without it."""
+    fake_worker()
+    assert cli("setup", "openssl@3.6").code == 0
+    record_path = data_dir / "workers" / "openssl-3.6" / "build.json"
+    record = json.loads(record_path.read_text())
+    assert record["source_digest"] == workerbuild.source_digest(workerbuild.sources())
+    record["source_digest"] = "0" * 64
+    record_path.write_text(json.dumps(record))
+    fake_cargo.unlink()
+    p = write_study(STUDY)
+    assert_one_line_error(cli("study", p, "--no-setup"), "was built from other worker sources than this cryptoperf's",
+                          "`cryptoperf setup openssl@3.6 --force`", code=1)
+    res = cli("study", p, "--no-report")
+    assert res.code == 0 and "the cached one is unusable" in res.err and fake_cargo.exists()
+    assert json.loads(record_path.read_text())["source_digest"] != "0" * 64
+
+
 def test_speed_with_a_library(cli, fake_worker, fake_cargo):
     fake_worker()
     assert_one_line_error(cli("speed", "--library", "openssl@3.6", "--no-setup", "--op", "sha256"),

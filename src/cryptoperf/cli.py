@@ -61,7 +61,7 @@ def _build_workers(needed: dict[str, str], setup: bool = False, missing_ok: bool
 
     A build that ``cryptoperf setup`` makes (``openssl@3.6``) and that is missing or out of date
     is built first when ``setup`` (``workerbuild.ensure``, with its progress on stderr). With
-    ``missing_ok`` a missing build is left out of the result (dry runs). Otherwise raises
+    ``missing_ok`` such a build, when missing, is left out of the result (dry runs). Otherwise raises
     BuildUnavailable naming who needs a missing build, why it is missing and how to make it;
     SetupError when building it fails."""
     out = {builds.DEFAULT: default or _hello()}
@@ -71,7 +71,7 @@ def _build_workers(needed: dict[str, str], setup: bool = False, missing_ok: bool
         try:
             out[name] = workerbuild.ensure(name, who, auto=setup and not missing_ok, console=_stderr())
         except builds.BuildUnavailable:
-            if missing_ok:
+            if missing_ok and builds.get(name).setup is not None:
                 continue
             raise
     return out

@@ -19,11 +19,14 @@ Cargo runs with ``--locked``: the lock file pins ``openssl-src``, hence the exac
 
 A build is declared made only after the cached binary answers ``hello`` and its
 ``Setup.backend`` reports a ``library_version`` starting with ``Setup.version_prefix``; the
-same check runs every time a study uses the build (``ensure``).
+same check runs every time a study uses the build (``ensure``), together with a digest of the
+worker sources (``build.json``'s ``source_digest``): a build made from other sources — an
+older cryptoperf, say — is out of date and is rebuilt (or refused, naming ``--force``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -74,6 +77,26 @@ def sources() -> Path:
             return d
     raise SetupError(f"the worker sources are not in this installation (looked in {PACKAGED_SOURCES} "
                      f"and {checkout}); reinstall cryptoperf with `pip install .` from its clone")
+
+
+def source_files(src: Path) -> list[Path]:
+    """The files of the worker sources at ``src`` a build reads (``SOURCE_FILES`` and every file
+    under ``SOURCE_DIRS``), relative to ``src``, sorted."""
+    out = [Path(f) for f in SOURCE_FILES if (src / f).is_file()]
+    for d in SOURCE_DIRS:
+        out += sorted(p.relative_to(src) for p in (src / d).rglob("*") if p.is_file())
+    return out
+
+
+def source_digest(src: Path) -> str:
+    """SHA-256 (hex) over the worker sources at ``src``: each file's relative path and bytes,
+    in ``source_files`` order. Identical for the packaged copy and the checkout it came from."""
+    h = hashlib.sha256()
+    for rel in source_files(src):
+        h.update(rel.as_posix().encode() + b"\0")
+        h.update((src / rel).read_bytes())
+        h.update(b"\0")
+    return h.hexdigest()
 
 
 def recipe(name: str) -> builds.Setup:
@@ -132,7 +155,21 @@ def verified_hello(name: str, path: Path, fix: str | None = None) -> Hello:
         what = f"{r.backend} {got}" if got else f"no {r.backend} backend"
         raise builds.BuildUnavailable(f"the {name} worker at {path} reports {what}, not "
                                       f"{r.version_prefix}x; {fix}")
+    if not os.environ.get(spec.env_var) and not _same_sources(path):
+        raise builds.BuildUnavailable(f"the {name} worker at {path} was built from other worker "
+                                      f"sources than this cryptoperf's (an older version?); {fix}")
     return hello
+
+
+def _same_sources(path: Path) -> bool:
+    """False only when ``build.json`` beside ``path`` records a source digest and the current
+    worker sources have another one (no record, or no sources here: nothing to compare)."""
+    try:
+        recorded = json.loads((path.parent / "build.json").read_text(encoding="utf-8")).get("source_digest")
+        current = source_digest(sources())
+    except (OSError, ValueError, AttributeError, SetupError):
+        return True
+    return not recorded or recorded == current
 
 
 def last_error(lines: list[str]) -> str:
@@ -229,6 +266,7 @@ def build(name: str, console: Console | None = None, show_progress: bool | None 
     built = target / "release" / spec.binary
     if not built.is_file():
         raise SetupError(f"cargo reported success but made no {built} (cargo's full output: {log})")
+    (dest.parent / "build.json").unlink(missing_ok=True)  # the old build's record
     _install(built, dest)
     try:
         hello = verified_hello(name, dest, fix=f"cargo's full output: {log}")
@@ -237,7 +275,8 @@ def build(name: str, console: Console | None = None, show_progress: bool | None 
         raise SetupError(f"the freshly built {name} worker is not usable: {e}") from None
     version = {b["backend"]: b for b in hello.backends}[r.backend]["library_version"]
     record = {"build": name, "library_version": version, "backend": r.backend,
-              "features": list(r.features), "sources": str(src), "command": cmd,
+              "features": list(r.features), "sources": str(src),
+              "source_digest": source_digest(src), "command": cmd,
               "seconds": round(seconds, 1), "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
               "cryptoperf_version": __version__, "worker_version": hello.worker_version}
     (dest.parent / "build.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
