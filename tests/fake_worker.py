@@ -25,6 +25,10 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   mask_ignored    ["<backend>"]: a masked run on that backend answers invalid, "capability mask
                   not applied: ..." (what the real worker says when a library ignores the mask)
 
+The environment variable FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
+builds can differ under one spec) sets the openssl backend's ``library_version`` in hello and
+results (default "fake-1.0"), e.g. "3.6.3 1 Jul 2026" for a fake openssl@3.6 build.
+
 CPU masks (run field ``cpu_mask``): as in the real worker, ring and rustcrypto (and mock) answer
 "unsupported: <library> has no runtime CPU capability mask" for any mask but baseline; openssl
 and aws-lc check that OPENSSL_ia32cap in their environment is the mask's value (invalid
@@ -58,14 +62,15 @@ DEFAULT_OPS = ["sha1", "sha256", "sha384", "sha512", "sha3-256", "hmac-sha256",
                "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps"]
 UNSIZED_SUFFIXES = ("-derive", "-encaps", "-decaps", "-keygen")
 CPU_MASKS = [{"name": "baseline", "openssl_ia32cap": None},
-             {"name": "no-aesni", "openssl_ia32cap": "~0x200000200000000:~0x60000000000"},
-             {"name": "no-shani", "openssl_ia32cap": "~0x0:~0x20000000"},
-             {"name": "no-avx2", "openssl_ia32cap": "~0x0:~0xc0230020"},
-             {"name": "no-avx512", "openssl_ia32cap": "~0x0:~0xc0230000"}]
+             {"name": "no-aesni", "openssl_ia32cap": "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0"},
+             {"name": "no-shani", "openssl_ia32cap": "~0x0:~0x20000000:~0x0:~0x0:~0x0"},
+             {"name": "no-avx2", "openssl_ia32cap": "~0x0:~0xc0230020:~0x0:~0x0:~0x0"},
+             {"name": "no-avx512", "openssl_ia32cap": "~0x0:~0xc0230000:~0x0:~0x0:~0x0"}]
 MASKABLE = ("openssl", "aws-lc")
 ENV = os.environ.get("OPENSSL_ia32cap")
 # The worker build this fake pretends to be ("fips": only FIPS_BACKENDS run, in FIPS mode).
 BUILD = os.environ.get("FAKE_WORKER_BUILD", "default")
+OPENSSL_VERSION = os.environ.get("FAKE_WORKER_OPENSSL_VERSION") or "fake-1.0"
 
 SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
 BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
@@ -87,12 +92,16 @@ def log(text):
     sys.stderr.flush()
 
 
+def version_of(backend):
+    return OPENSSL_VERSION if backend == "openssl" else "fake-1.0"
+
+
 def hello(req):
     if req.get("protocol") != 1:
         send({"type": "error", "code": "protocol_mismatch",
               "message": f"this worker speaks protocol 1, not {req.get('protocol')}"})
         sys.exit(2)
-    backends = [{"backend": b, "library": b.upper(), "library_version": "fake-1.0", "fips": in_fips_mode(b),
+    backends = [{"backend": b, "library": b.upper(), "library_version": version_of(b), "fips": in_fips_mode(b),
                  "capabilities": {"maskable": b in MASKABLE, "env": ENV}}
                 for b in BACKENDS]
     if req.get("detail"):
@@ -139,7 +148,7 @@ def run(req):
             time.sleep(3600)
     mask = req.get("cpu_mask")
     base = {"type": "result", "id": rid, "backend": backend, "op": op, "library": str(backend).upper(),
-            "library_version": "fake-1.0", "params": params,
+            "library_version": version_of(backend), "params": params,
             "fips": in_fips_mode(backend) if SPEC.get("fips_result") is None else SPEC["fips_result"],
             "threads": req.get("threads", 1), "cpu_mask": mask,
             "capabilities": {"maskable": backend in MASKABLE, "env": ENV}}

@@ -85,10 +85,12 @@ def test_worker_env_sets_or_removes_the_variable():
     inherited = {"PATH": "/bin", "OPENSSL_ia32cap": "~0x0"}  # e.g. left in the user's shell
     assert cpumask.worker_env("baseline", inherited) == {"PATH": "/bin"}
     assert cpumask.worker_env("no-aesni", inherited) == {
-        "PATH": "/bin", "OPENSSL_ia32cap": "~0x200000200000000:~0x60000000000"}
-    assert cpumask.worker_env("no-shani", {})["OPENSSL_ia32cap"] == "~0x0:~0x20000000"
-    # every mask spells both words: OpenSSL 3.0 zeroes the second one otherwise
-    assert all(v is None or v.count(":") == 1 for v in cpumask.MASKS.values())
+        "PATH": "/bin", "OPENSSL_ia32cap": "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0"}
+    assert cpumask.worker_env("no-shani", {})["OPENSSL_ia32cap"] == "~0x0:~0x20000000:~0x0:~0x0:~0x0"
+    # every mask spells all five words: OpenSSL 3.0 zeroes the second one otherwise, OpenSSL 3.6
+    # the third to fifth, which no mask clears anything of
+    assert all(v is None or (v.count(":") == 4 and v.endswith(":~0x0:~0x0:~0x0"))
+               for v in cpumask.MASKS.values())
 
 
 def test_check_hello_refuses_a_worker_that_disagrees():
@@ -117,7 +119,7 @@ def test_masked_configuration_runs_in_a_masked_worker(cli, write_study, fake_wor
     res, doc = run_json(cli, write_study, tmp_path, MASKED)
     assert res.code == 0, res.err
     envs = {(r["configuration"], r["result"]["capabilities"]["env"]) for r in doc["runs"]}
-    assert envs == {("base", None), ("aes-off", "~0x200000200000000:~0x60000000000")}
+    assert envs == {("base", None), ("aes-off", "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0")}
     assert all(r["status"] == "ok" for r in doc["runs"])
     assert [r["result"]["cpu_mask"] for r in doc["runs"]] == ["baseline", "no-aesni"] * 2
     (d,) = doc["deltas"]
@@ -160,7 +162,7 @@ def test_dry_run_shows_the_variable(cli, write_study, fake_worker):
     assert res.code == 0, res.err
     lines = res.out.splitlines()
     assert "OPENSSL_ia32cap" not in lines[0]
-    assert lines[1].endswith("OPENSSL_ia32cap=~0x200000200000000:~0x60000000000")
+    assert lines[1].endswith("OPENSSL_ia32cap=~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0")
 
 
 def test_speed_cpu_option(cli, fake_worker, tmp_path):
@@ -168,10 +170,10 @@ def test_speed_cpu_option(cli, fake_worker, tmp_path):
     res = cli("speed", "-b", "openssl", "-b", "ring", "-o", "sha256", "--cpu", "no-shani", "--json")
     assert res.code == 0, res.err
     doc = json.loads(res.out)
-    assert doc["settings"]["cpu"] == "no-shani" and doc["settings"]["openssl_ia32cap"] == "~0x0:~0x20000000"
+    assert doc["settings"]["cpu"] == "no-shani" and doc["settings"]["openssl_ia32cap"] == "~0x0:~0x20000000:~0x0:~0x0:~0x0"
     by = {r["backend"]: r for r in doc["results"]}
     assert by["openssl"]["status"] == "ok" and by["openssl"]["cpu_mask"] == "no-shani"
-    assert by["openssl"]["capabilities"]["env"] == "~0x0:~0x20000000"
+    assert by["openssl"]["capabilities"]["env"] == "~0x0:~0x20000000:~0x0:~0x0:~0x0"
     assert by["ring"]["status"] == "unsupported"
     table = cli("speed", "-b", "openssl", "-o", "sha256", "--cpu", "no-shani")
     assert table.code == 0 and "CPU mask no-shani" in table.out

@@ -10,6 +10,12 @@ configuration chooses its binary by naming a build. The builds:
   made (it needs cmake, Go and Perl): AWS-LC's FIPS module in FIPS mode, and the host's
   OpenSSL with its FIPS provider loaded when one is installed. A study asks for it with
   ``fips = true`` on a configuration; every result records the FIPS mode the worker reported.
+- ``openssl@3.6``: the worker built with its ``vendored-openssl`` feature, whose ``openssl``
+  backend links OpenSSL 3.6 built from source (``openssl-src`` 300.6.x) instead of the system
+  library. Building OpenSSL takes minutes, so ``pip install .`` does not: ``cryptoperf setup
+  openssl@3.6`` (or the first study that needs it, see ``workerbuild``) builds it once and
+  caches it under ``data_dir()/workers/openssl-3.6``. A study asks for it with ``library =
+  "openssl@3.6"``; ``openssl@system`` names the default build (``LIBRARIES``).
 
 ``locate`` finds a build's binary or raises ``BuildUnavailable`` with one line saying why and
 what makes it; ``status`` says the same without raising, for listings.
@@ -17,13 +23,26 @@ what makes it; ``status`` says the same without raising, for listings.
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
 
 from cryptoperf.errors import WorkerNotFound
 
 DEFAULT = "default"
 FIPS = "fips"
+#: The build whose ``openssl`` backend links a newer OpenSSL (3.6, vendored; see ``Setup``).
+OPENSSL_NEXT = "openssl@3.6"
+#: The ``library`` a study names for the system OpenSSL: the default build.
+SYSTEM_LIBRARY = "openssl@system"
+#: The backend a ``library`` other than the system one changes; the others are the same code.
+LIBRARY_BACKEND = "openssl"
+
+#: Environment variable that moves cryptoperf's data directory (the worker-build cache).
+DATA_DIR_ENV = "CRYPTOPERF_DATA_DIR"
 
 #: What the FIPS build needs on the build machine (aws-lc-fips-sys builds the module with them).
 FIPS_BUILD_TOOLS = ("cmake", "go", "perl")
@@ -35,15 +54,41 @@ class BuildUnavailable(WorkerNotFound):
 
 
 @dataclass(frozen=True)
+class Setup:
+    """How ``cryptoperf setup`` makes a build that ``pip install .`` does not (see
+    ``workerbuild``): a cargo build of the worker sources with ``features``, cached under
+    ``data_dir()/workers/<cache_name>/``.
+
+    Attributes:
+        features: cargo features of the worker crate, e.g. ``("vendored-openssl",)``.
+        cache_name: directory name under ``workers/`` (no ``@``: ``openssl-3.6``).
+        library: what it adds, for messages (``OpenSSL 3.6, built from source``).
+        backend: the backend whose ``library_version`` the built worker must report ...
+        version_prefix: ... starting with this (``3.6.``), checked before it is used.
+        minutes: rough duration of a first build on 2 cores, for messages (``"5-10"``).
+    """
+
+    features: tuple[str, ...]
+    cache_name: str
+    library: str
+    backend: str
+    version_prefix: str
+    minutes: str
+
+
+@dataclass(frozen=True)
 class Build:
     """One worker build.
 
     Attributes:
-        name: the build's name in study files, results and cell keys (``default``, ``fips``).
+        name: the build's name in study files, results and cell keys (``default``, ``fips``,
+            ``openssl@3.6``).
         binary: the executable's file name.
         env_var: environment variable that overrides where the binary is looked for.
         description: one line for listings.
         make: the command that builds and installs it.
+        setup: for a build made by ``cryptoperf setup`` (cached, not installed), how; None for
+            the builds ``pip install .`` installs.
     """
 
     name: str
@@ -51,6 +96,7 @@ class Build:
     env_var: str
     description: str
     make: str
+    setup: Setup | None = None
 
 
 BUILDS: dict[str, Build] = {
@@ -59,7 +105,46 @@ BUILDS: dict[str, Build] = {
     FIPS: Build(FIPS, "cryptoperf-worker-fips", "CRYPTOPERF_WORKER_FIPS",
                 "AWS-LC FIPS module in FIPS mode; OpenSSL with its FIPS provider where installed",
                 "pip install . (with cmake, Go and Perl on the machine)"),
+    OPENSSL_NEXT: Build(OPENSSL_NEXT, "cryptoperf-worker", "CRYPTOPERF_WORKER_OPENSSL_3_6",
+                        "OpenSSL 3.6 built from source (openssl-src 300.6.x), linked statically "
+                        "into the openssl backend", f"cryptoperf setup {OPENSSL_NEXT}",
+                        Setup(features=("vendored-openssl",), cache_name="openssl-3.6",
+                              library="OpenSSL 3.6, built from source", backend=LIBRARY_BACKEND,
+                              version_prefix="3.6.", minutes="5-10")),
 }
+
+#: Study ``library`` values → build name: the OpenSSL an ``openssl`` backend links.
+LIBRARIES: dict[str, str] = {SYSTEM_LIBRARY: DEFAULT, OPENSSL_NEXT: OPENSSL_NEXT}
+
+
+def data_dir() -> Path:
+    """cryptoperf's data directory: ``$CRYPTOPERF_DATA_DIR`` if set, else
+    ``platformdirs.user_data_dir("cryptoperf")`` (e.g. ``~/.local/share/cryptoperf``)."""
+    env = os.environ.get(DATA_DIR_ENV)
+    return Path(env) if env else Path(platformdirs.user_data_dir("cryptoperf"))
+
+
+def cached_binary(name: str) -> Path | None:
+    """Where ``cryptoperf setup`` puts build ``name``'s binary
+    (``data_dir()/workers/<cache_name>/<binary>``); None for a build ``pip install .`` makes.
+    KeyError for an unknown name."""
+    build = get(name)
+    if build.setup is None:
+        return None
+    return data_dir() / "workers" / build.setup.cache_name / build.binary
+
+
+def resolve(name: str) -> str:
+    """The build a user-given name means: a build name, or a ``library`` value
+    (``openssl@system`` → ``default``). KeyError for an unknown name."""
+    name = LIBRARIES.get(name, name)
+    get(name)
+    return name
+
+
+def setup_names() -> list[str]:
+    """The builds ``cryptoperf setup`` can make, in ``BUILDS`` order."""
+    return [n for n, b in BUILDS.items() if b.setup is not None]
 
 
 def get(name: str) -> Build:
@@ -67,9 +152,13 @@ def get(name: str) -> Build:
     return BUILDS[name]
 
 
-def for_configuration(fips: bool) -> str:
-    """The build a configuration's cells run in: ``fips`` when it asks for FIPS mode."""
-    return FIPS if fips else DEFAULT
+def for_configuration(fips: bool, library: str = SYSTEM_LIBRARY) -> str:
+    """The build a configuration's cells run in: ``fips`` when it asks for FIPS mode, else the
+    build of its ``library`` (``LIBRARIES``; the study checks the combination: a FIPS
+    configuration keeps the system OpenSSL). KeyError for an unknown library."""
+    if fips:
+        return FIPS
+    return LIBRARIES[library]
 
 
 def missing_reason(name: str) -> str:
@@ -84,6 +173,10 @@ def missing_reason(name: str) -> str:
                     f"install {'it' if len(lacking) == 1 else 'them'} and rerun `pip install .`")
         return (f"{build.binary} is not installed (its build failed or was skipped during "
                 f"`pip install .`; rerun `pip install -v .` to see why)")
+    if build.setup is not None:
+        return (f"the {name} worker is not built yet ({build.setup.library}, a one-time build of "
+                f"about {build.setup.minutes} minutes, cached in {cached_binary(name).parent}); "
+                f"run `{build.make}`")
     return f"{build.binary} not found; reinstall with `{build.make}` or set {build.env_var}"
 
 

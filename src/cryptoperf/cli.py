@@ -1,6 +1,7 @@
-"""The command line: ``cryptoperf speed``, ``study``, ``report``, ``backends``, and on stored
-runs ``list``, ``compare`` and ``plan`` (the economics of an operation: cores for a rate, the
-cost of a change, accelerator break-even).
+"""The command line: ``cryptoperf speed``, ``study``, ``report``, ``backends``, ``setup`` (the
+worker builds ``pip install .`` does not make, e.g. ``openssl@3.6``), and on stored runs
+``list``, ``compare`` and ``plan`` (the economics of an operation: cores for a rate, the cost
+of a change, accelerator break-even).
 
 This is the only module that turns errors into exit codes: every failure the user can cause
 ends as one line ``cryptoperf: error: <what, where, fix>`` on stderr — exit 2 for usage and
@@ -20,6 +21,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, analysis, builds, cpumask, economics, hostinfo, plan, study as study_mod
+from cryptoperf import workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
@@ -52,21 +54,26 @@ def _hello() -> tuple[Path, Hello]:
     return path, fetch_hello(path)
 
 
-def _build_workers(needed: dict[str, str]) -> dict[str, tuple[Path, Hello]]:
+def _build_workers(needed: dict[str, str], setup: bool = False, missing_ok: bool = False,
+                   default: tuple[Path, Hello] | None = None) -> dict[str, tuple[Path, Hello]]:
     """Path and hello of every worker build in ``needed`` (build name → who needs it, e.g.
-    "configuration 'fips-on'"), the default build always included. Raises BuildUnavailable
-    naming who needs a missing build, why it is missing and how to make it."""
-    out = {builds.DEFAULT: _hello()}
+    "configuration 'fips-on'"), the default build always included (``default`` if given).
+
+    A build that ``cryptoperf setup`` makes (``openssl@3.6``) and that is missing or out of date
+    is built first when ``setup`` (``workerbuild.ensure``, with its progress on stderr). With
+    ``missing_ok`` such a build, when missing, is left out of the result (dry runs). Otherwise raises
+    BuildUnavailable naming who needs a missing build, why it is missing and how to make it;
+    SetupError when building it fails."""
+    out = {builds.DEFAULT: default or _hello()}
     for name, who in needed.items():
         if name in out:
             continue
         try:
-            path = find_worker(name)
-        except builds.BuildUnavailable as e:
-            raise builds.BuildUnavailable(f"{who} needs the {name} worker build: {e}") from None
-        hello = fetch_hello(path)
-        builds.check_hello(name, path, hello.raw)
-        out[name] = (path, hello)
+            out[name] = workerbuild.ensure(name, who, auto=setup and not missing_ok, console=_stderr())
+        except builds.BuildUnavailable:
+            if missing_ok and builds.get(name).setup is not None:
+                continue
+            raise
     return out
 
 
@@ -94,6 +101,7 @@ def cli() -> None:
     cryptoperf speed --op rsa2048-sign   ops/s, MB/s, latency percentiles, CPU/op per backend
     cryptoperf study studies/quick.toml  compare configurations against a baseline
     cryptoperf report [RUN_ID]           HTML (or md, json, csv) report of a stored run
+    cryptoperf setup openssl@3.6         build the worker with OpenSSL 3.6 (once, cached)
     cryptoperf list                      the stored runs
     cryptoperf compare 3 4               run 4 against run 3: host differences, deltas
     cryptoperf plan --op rsa2048-sign --rate 9.6   cores, cost of a change, accelerator break-even
@@ -124,6 +132,70 @@ def backends(no_detail: bool) -> None:
 
 
 @cli.command()
+@click.argument("names", nargs=-1, metavar="[BUILD]...")
+@click.option("--list", "list_only", is_flag=True,
+              help="List the worker builds, whether each is built and where (the default without BUILD).")
+@click.option("--force", is_flag=True, help="Rebuild even when a usable build is cached.")
+def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
+    """Build worker builds that `pip install .` does not make, once, and cache them.
+
+    \b
+    openssl@3.6   the worker with OpenSSL 3.6 built from source (openssl-src 300.6.x) and
+                  linked statically into its openssl backend: about 5-10 minutes on 2 cores;
+                  what `library = "openssl@3.6"` in a study needs (which builds it on first use).
+
+    Needs Rust's cargo (https://rustup.rs) and network access to crates.io. The binary goes to
+    <data dir>/workers/<build>/ ($CRYPTOPERF_DATA_DIR, default: the user data directory), and is
+    used only once it answers with the expected library version.
+    """
+    if list_only or not names:
+        _list_builds()
+        return
+    for raw in names:
+        workerbuild.recipe(raw)  # every name checked before anything is built
+    err, out = _stderr(), _stdout()
+    for raw in dict.fromkeys(builds.resolve(n) for n in names):
+        cached = builds.cached_binary(raw)
+        stale = ""
+        if not force and cached.exists():
+            try:
+                h = workerbuild.verified_hello(raw, cached)
+            except builds.BuildUnavailable as e:
+                stale = f"{e}: rebuilding"
+            else:
+                lib = {b["backend"]: b for b in h.backends}[builds.get(raw).setup.backend]
+                out.print(f"{raw} is already built ({lib['library']} {lib['library_version']}): "
+                          f"{cached} (--force rebuilds it)", markup=False, soft_wrap=True)
+                continue
+        workerbuild.preflight(raw)
+        if stale:
+            err.print(stale, markup=False, soft_wrap=True)
+        err.print(workerbuild.announce(raw), markup=False, soft_wrap=True)
+        made = workerbuild.build(raw, err)
+        out.print(workerbuild.done_line(made), markup=False, soft_wrap=True)
+
+
+def _list_builds() -> None:
+    """Print every worker build: name, built or not (path or why not), what it is."""
+    out = _stdout()
+    out.print(f"worker builds (cache: {builds.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
+    for name, spec in builds.BUILDS.items():
+        available, where = builds.status(name)
+        if available and spec.setup is not None:
+            try:
+                h = workerbuild.verified_hello(name, Path(where))
+                lib = {b["backend"]: b for b in h.backends}[spec.setup.backend]
+                where += f" ({lib['library']} {lib['library_version']})"
+            except builds.BuildUnavailable as e:
+                available, where = False, str(e)
+        state = "built" if available else "missing"
+        alias = [k for k, v in builds.LIBRARIES.items() if v == name and k != name]
+        label = name + (f" = {alias[0]}" if alias else "")
+        out.print(f"  {label:<26} {state:<8} {spec.description}", markup=False, soft_wrap=True)
+        out.print(f"  {'':<26} {'':<8} {where}", markup=False, soft_wrap=True)
+
+
+@cli.command()
 @click.option("--backend", "-b", "backends_", multiple=True, metavar="B",
               help="Backend to measure (repeatable); default: every backend the worker has.")
 @click.option("--op", "-o", "ops", multiple=True, metavar="OP",
@@ -148,13 +220,20 @@ def backends(no_detail: bool) -> None:
 @click.option("--fips", is_flag=True,
               help="Run in the FIPS worker build (cryptoperf-worker-fips): AWS-LC's FIPS module in "
                    "FIPS mode, OpenSSL with the host's FIPS provider where one is installed.")
+@click.option("--library", type=click.Choice(list(builds.LIBRARIES)), default=builds.SYSTEM_LIBRARY,
+              show_default=True,
+              help=f"The OpenSSL the openssl backend links; {builds.OPENSSL_NEXT} runs the openssl "
+                   f"backend only, in the worker `cryptoperf setup {builds.OPENSSL_NEXT}` builds "
+                   "(built on first use unless --no-setup).")
+@click.option("--no-setup", is_flag=True,
+              help="Never build a worker on the spot: stop, naming the `cryptoperf setup` command.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON document (a `results` list) instead of the table.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
               help=f"SQLite store to record the runs in [default: {default_path()}].")
 def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...], seconds: float,
-          warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, as_json: bool,
-          store_path: str | None) -> None:
+          warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, library: str,
+          no_setup: bool, as_json: bool, store_path: str | None) -> None:
     """Measure operations on backends: one row per (backend, operation, size).
 
     Each row is one fresh worker process. A backend that lacks an operation gives a row saying
@@ -163,8 +242,18 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
     if timeout_s is not None and timeout_s <= warmup_s + seconds:
         raise UsageError(f"--timeout {timeout_s:g} s does not exceed --warmup + --seconds = "
                          f"{warmup_s + seconds:g} s; raise --timeout")
-    build = builds.for_configuration(fips)
-    path, hello = _build_workers({build: "--fips"})[build]
+    if fips and library != builds.SYSTEM_LIBRARY:
+        raise UsageError(f"--fips with --library {library} is not supported: the FIPS build uses the "
+                         "system OpenSSL")
+    if library != builds.SYSTEM_LIBRARY:
+        other = [b for b in backends_ if b != builds.LIBRARY_BACKEND]
+        if other:
+            raise UsageError(f"--library {library} changes only the {builds.LIBRARY_BACKEND} backend; "
+                             f"drop --backend {other[0]}")
+        backends_ = (builds.LIBRARY_BACKEND,)
+    build = builds.for_configuration(fips, library)
+    who = "--fips" if fips else f"--library {library}"
+    path, hello = _build_workers({build: who}, setup=not no_setup)[build]
     _check_names("backend", backends_, hello.backend_names, allow_mock=True)
     _check_names("operation", ops, hello.ops)
     cpumask.check_hello(hello.raw.get("cpu_masks"), [cpu])
@@ -205,12 +294,15 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
         out = _stdout()
         out.print(terminal.host_line(host), markup=False)
         notes = terminal.Notes()
-        title = "cryptoperf speed" + terminal.cpu_title(cpu) + (" [FIPS worker]" if fips else "")
+        title = ("cryptoperf speed" + terminal.cpu_title(cpu) + (" [FIPS worker]" if fips else "")
+                 + (f" [{library} worker]" if library != builds.SYSTEM_LIBRARY else ""))
         out.print(terminal.speed_table(outcomes, notes, title=title))
         notes.print(out)
         for line in terminal.mask_warnings(outcomes):
             out.print(line, markup=False)
-        for name in builds.BUILDS:
+        for name, spec in builds.BUILDS.items():
+            if spec.setup is not None and name != build:
+                continue  # made on request (`cryptoperf setup`), not a missing part of the install
             available, why = builds.status(name)
             if not available:
                 out.print(f"note: worker build '{name}' is unavailable: {why}", markup=False, soft_wrap=True)
@@ -227,8 +319,11 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
 @click.option("--dry-run", is_flag=True, help="Check the study and show the plan; run nothing.")
 @click.option("--no-report", is_flag=True,
               help="Write only the JSON document, not the HTML and Markdown reports beside it.")
+@click.option("--no-setup", is_flag=True,
+              help="Never build a worker on the spot: when a configuration's library (e.g. "
+                   "openssl@3.6) is not built yet, stop, naming the `cryptoperf setup` command.")
 def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
-          dry_run: bool, no_report: bool) -> None:
+          dry_run: bool, no_report: bool, no_setup: bool) -> None:
     """Run a study FILE (TOML): configurations against a baseline, with 95 % CIs.
 
     Every cell (configuration × backend × operation × size) runs `repetitions` times, each in
@@ -237,6 +332,9 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     --out and into the SQLite --store, each run as soon as it finishes, and beside the JSON the
     HTML report (plots, host, study file) and a Markdown summary for a ticket (same name, .html
     and .md). The file format is in docs/study-files.md; `--options` lists every key.
+
+    A configuration with `library = "openssl@3.6"` needs a worker built from source; the first
+    study that needs it builds it (once, cached; see `cryptoperf setup`) unless --no-setup.
     """
     if show_options:
         click.echo(study_mod.options_help(), nl=False)
@@ -244,12 +342,12 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if file is None:
         raise UsageError("study needs a FILE (a study .toml); see `cryptoperf study --help`")
     s = study_mod.load(file)
+    path, hello = _hello()
+    s = study_mod.check_against_worker(s, hello.backend_names, hello.ops)  # before any long build
     needed: dict[str, str] = {}
     for c in s.configurations:
         needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
-    workers = _build_workers(needed)
-    path, hello = workers[builds.DEFAULT]
-    s = study_mod.check_against_worker(s, hello.backend_names, hello.ops)
+    workers = _build_workers(needed, setup=not no_setup, missing_ok=dry_run, default=(path, hello))
     for name, (_, h) in workers.items():
         cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
     cells = plan.expand(s)
@@ -264,7 +362,12 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         for r in runs:
             env = cpumask.MASKS[r.cell.cpu]
             mask = f"  {cpumask.ENV_VAR}={env}" if env else ""
-            binary = f"  worker={workers[r.cell.build][0]}" if r.cell.build != builds.DEFAULT else ""
+            if r.cell.build == builds.DEFAULT:
+                binary = ""
+            elif r.cell.build in workers:
+                binary = f"  worker={workers[r.cell.build][0]}"
+            else:
+                binary = f"  worker=(not built yet: `{builds.get(r.cell.build).make}`)"
             click.echo(f"{r.index + 1:>4}  rep {r.repetition}  {r.cell.key}  op={r.cell.op} "
                        f"params={json.dumps(r.cell.worker_params())}{binary}{mask}")
         return

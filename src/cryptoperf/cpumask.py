@@ -22,19 +22,20 @@ from cryptoperf.errors import WorkerError
 ENV_VAR = "OPENSSL_ia32cap"
 BASELINE = "baseline"
 
-#: name → value of OPENSSL_ia32cap (None: the variable is removed). Both words are always
+#: name → value of OPENSSL_ia32cap (None: the variable is removed). Every word is always
 #: spelt: OpenSSL 3.0 sets the second word (CPUID leaf 7: AVX2, SHA, AVX-512, VAES) to zero
-#: when the value has no ':'.
+#: when the value has no ':', and OpenSSL 3.6 (the openssl@3.6 build) likewise zeroes its
+#: third to fifth words unless given, hence the trailing ``:~0x0:~0x0:~0x0`` (clear nothing).
 MASKS: dict[str, str | None] = {
     "baseline": None,
     # bits #57 AES-NI, #33 PCLMULQDQ; #64+41 VAES, #64+42 VPCLMULQDQ
-    "no-aesni": "~0x200000200000000:~0x60000000000",
+    "no-aesni": "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0",
     # bit #64+29 SHA extensions
-    "no-shani": "~0x0:~0x20000000",
+    "no-shani": "~0x0:~0x20000000:~0x0:~0x0:~0x0",
     # bits #64+5 AVX2 and the AVX-512 bits below
-    "no-avx2": "~0x0:~0xc0230020",
+    "no-avx2": "~0x0:~0xc0230020:~0x0:~0x0:~0x0",
     # bits #64+16 AVX512F, #64+17 AVX512DQ, #64+21 AVX512IFMA, #64+30 AVX512BW, #64+31 AVX512VL
-    "no-avx512": "~0x0:~0xc0230000",
+    "no-avx512": "~0x0:~0xc0230000:~0x0:~0x0:~0x0",
 }
 NAMES: tuple[str, ...] = tuple(MASKS)
 

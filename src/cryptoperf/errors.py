@@ -101,3 +101,9 @@ class EconomicsError(UsageError):
 class MissingDependency(CryptoperfError, ImportError):
     """An optional dependency is not installed (e.g. pandas for ``cryptoperf.load``); the
     message names the ``pip install`` that fixes it."""
+
+
+class SetupError(CryptoperfError):
+    """``cryptoperf setup`` (or a study's first-use build) cannot make a worker build: cargo is
+    missing, the build failed (the message gives cargo's last error line and where its full
+    output is), or the built worker does not report the library it should."""

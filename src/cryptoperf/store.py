@@ -1,9 +1,10 @@
 """The store: every run of every study, in SQLite, written as it happens.
 
-Default location: ``platformdirs.user_data_dir("cryptoperf")/runs.sqlite``; ``--store PATH``
-overrides. One row in ``runs`` per invocation (a study or a ``speed``) with the study text, host
-fingerprint, seed and status; one row in ``results`` per finished worker run, committed as soon
-as it finishes, so a crash loses nothing already measured.
+Default location: ``platformdirs.user_data_dir("cryptoperf")/runs.sqlite`` (or under
+``$CRYPTOPERF_DATA_DIR``); ``--store PATH`` overrides. One row in ``runs`` per invocation (a
+study or a ``speed``) with the study text, host fingerprint, seed and status; one row in
+``results`` per finished worker run, committed as soon as it finishes, so a crash loses nothing
+already measured.
 
 FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version``):
   1 (cryptoperf 0.1) — first version: tables runs and results as below.
@@ -18,8 +19,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import platformdirs
-
+from cryptoperf.builds import data_dir
 from cryptoperf.errors import StoreError
 
 FORMAT_VERSION = 1
@@ -62,8 +62,9 @@ _UPGRADES: dict[int, str] = {}
 
 
 def default_path() -> Path:
-    """``<user data dir>/cryptoperf/runs.sqlite`` (e.g. ~/.local/share/cryptoperf/runs.sqlite)."""
-    return Path(platformdirs.user_data_dir("cryptoperf")) / "runs.sqlite"
+    """``<user data dir>/cryptoperf/runs.sqlite`` (e.g. ~/.local/share/cryptoperf/runs.sqlite);
+    under ``$CRYPTOPERF_DATA_DIR`` instead when that is set (``builds.data_dir``)."""
+    return data_dir() / "runs.sqlite"
 
 
 class Store:

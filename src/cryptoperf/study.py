@@ -165,6 +165,12 @@ OPTIONS: tuple[Option, ...] = (
            "Run in FIPS mode: its cells use the FIPS worker build (cryptoperf-worker-fips: AWS-LC's "
            "FIPS module; OpenSSL with the host's FIPS provider, where one is installed), and every "
            "result records the FIPS mode the worker reported."),
+    Option("configuration", "library", "string", builds.SYSTEM_LIBRARY,
+           "The OpenSSL its openssl backend links: " + ", ".join(builds.LIBRARIES) +
+           f" ({builds.OPENSSL_NEXT} is built from source once, by `cryptoperf setup "
+           f"{builds.OPENSSL_NEXT}` or on first use, and cached). Only the openssl backend "
+           "changes, so a configuration with another library runs on backend openssl only; "
+           "not with fips = true. Every result records the library version measured."),
     Option("operation", "label", "string", None,
            "Row label in the delta table; default: the op template."),
     Option("operation", "op", "string", REQUIRED,
@@ -219,7 +225,11 @@ class Configuration:
         index: 0-based position among the configurations in the file.
         cpu: the CPU capability mask its cells run under (``cpumask.NAMES``; ``baseline`` = none).
         fips: whether it runs in FIPS mode (``fips = true``).
-        build: the worker build its cells run in (``builds.BUILDS``), from ``fips``.
+        build: the worker build its cells run in (``builds.BUILDS``), from ``fips`` and
+            ``library``.
+        library: the OpenSSL its ``openssl`` backend links (``builds.LIBRARIES``:
+            ``openssl@system``, ``openssl@3.6``); a configuration with another library than
+            the system one is pinned to backend ``openssl``.
     """
 
     name: str
@@ -231,6 +241,7 @@ class Configuration:
     cpu: str = cpumask.BASELINE
     fips: bool = False
     build: str = builds.DEFAULT
+    library: str = builds.SYSTEM_LIBRARY
 
 
 @dataclass(frozen=True)
@@ -552,9 +563,34 @@ class _Parser:
             raise self.error("configuration", index, "cpu",
                              f"unknown CPU mask {_toml_repr(v['cpu'])}{_suggest(v['cpu'], cpumask.NAMES)} "
                              f"(known: {', '.join(cpumask.NAMES)})")
-        return Configuration(name=v["name"], description=v["description"], backend=v["backend"],
+        backend = self.check_library(index, v)
+        return Configuration(name=v["name"], description=v["description"], backend=backend,
                              variables=variables, params=params, index=index, cpu=v["cpu"],
-                             fips=v["fips"], build=builds.for_configuration(v["fips"]))
+                             fips=v["fips"], build=builds.for_configuration(v["fips"], v["library"]),
+                             library=v["library"])
+
+    def check_library(self, index: int, v: Mapping[str, Any]) -> str | None:
+        """Check a configuration's ``library`` against ``fips`` and ``backend``; return its
+        backend (``openssl`` for a library other than the system one, which changes only the
+        openssl backend). Raises StudyError at the offending key."""
+        library = v["library"]
+        if library not in builds.LIBRARIES:
+            raise self.error("configuration", index, "library",
+                             f"unknown library {_toml_repr(library)}{_suggest(library, builds.LIBRARIES)} "
+                             f"(known: {', '.join(builds.LIBRARIES)})")
+        if library == builds.SYSTEM_LIBRARY:
+            return v["backend"]
+        if v["fips"]:
+            raise self.error("configuration", index, "library",
+                             f"library {_toml_repr(library)} with fips = true is not supported: the "
+                             f"FIPS build uses the system OpenSSL; compare FIPS and {library} in "
+                             "separate configurations")
+        if v["backend"] not in (None, builds.LIBRARY_BACKEND):
+            raise self.error("configuration", index, "backend",
+                             f"library {_toml_repr(library)} changes only the {builds.LIBRARY_BACKEND} "
+                             f"backend, so this configuration runs on {builds.LIBRARY_BACKEND}; "
+                             f"write backend = \"{builds.LIBRARY_BACKEND}\" or remove it")
+        return builds.LIBRARY_BACKEND
 
     def check_param(self, index: int, key: str, value: Any, name: str | None = None) -> None:
         """StudyError unless ``value`` is an allowed value of worker parameter ``name or key``."""
@@ -669,7 +705,9 @@ def check_against_worker(study: Study, backends: Sequence[str], ops: Sequence[st
     for c in study.configurations:
         missing = [b for b in study.backends_of(c) if b not in base_backends]
         if missing:
-            raise study.error("configuration", c.index, "backend",
-                              f"runs on {', '.join(missing)} where the baseline '{base.name}' does not; "
+            why = (f" (library = \"{c.library}\" runs on backend {builds.LIBRARY_BACKEND} only)"
+                   if c.library != builds.SYSTEM_LIBRARY else "")
+            raise study.error("configuration", c.index, "library" if why else "backend",
+                              f"runs on {', '.join(missing)}{why} where the baseline '{base.name}' does not; "
                               "deltas are against the baseline on the same backend")
     return study

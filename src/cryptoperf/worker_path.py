@@ -18,7 +18,12 @@ def candidates(build: str = builds.DEFAULT) -> list[Path]:
     """Where build ``build``'s binary is looked for, in order (its env variable is handled by
     ``find_worker``): the scripts directory of this Python (where ``pip install .`` puts it),
     PATH, then ``worker/target/release`` and ``worker/target/debug`` of the source checkout
-    this package is imported from (when run from ``src/``), the more recently built first."""
+    this package is imported from (when run from ``src/``), the more recently built first.
+    A build made by ``cryptoperf setup`` (``builds.Build.setup``) is looked for only where
+    setup caches it (``builds.cached_binary``)."""
+    cached = builds.cached_binary(build)
+    if cached is not None:
+        return [cached]
     name = builds.get(build).binary
     out = [Path(sysconfig.get_path("scripts")) / name]
     on_path = shutil.which(name)

@@ -61,10 +61,16 @@ impl CpuInfo {
 //   AVX512DQ/IFMA/BW/VL.
 //
 // `~VALUE` clears the bits of VALUE from what CPUID reported. OpenSSL 3.0 (crypto/cpuid.c)
-// sets word 1 to ZERO when the variable has no ':' part, so every mask below spells both words
+// sets word 1 to ZERO when the variable has no ':' part, so every mask below spells its words
 // ("~0x...:~0x..."); AWS-LC (crypto/fipsmodule/cpucap/cpu_intel.c, OPENSSL_cpuid_setup and
 // handle_cpu_env) parses the same syntax into its own OPENSSL_ia32cap_P and leaves word 1
 // alone without ':'. docs/methodology.md, "CPU capability masks", has the table.
+//
+// Newer OpenSSL (3.6, the `vendored-openssl` build) keeps five 64-bit words: words 0 and 1 as
+// above, then CPUID.(7,0) EDX, CPUID.(7,1) EAX/EDX/EBX/ECX and CPUID.(0x24,0) EBX (AVX-IFMA for
+// RSA, SM3/SM4, AVX10), and its crypto/cpuid.c sets every word the variable does not spell to
+// ZERO. So a mask spells all five words, the last three as `~0x0` (clear nothing): the same
+// bits are cleared in every library. OpenSSL 3.0 and AWS-LC read the first two parts and stop.
 
 /// One flag of the capability vector: name, word (0 or 1), bit within the 64-bit word.
 #[derive(Clone, Copy, Debug)]
@@ -181,6 +187,10 @@ pub const CPU_MASKS: &[CpuMask] = &[
 /// The environment variable OpenSSL and AWS-LC read their capability mask from.
 pub const MASK_ENV: &str = "OPENSSL_ia32cap";
 
+/// Words a mask's `OPENSSL_ia32cap` value spells: as many as the newest OpenSSL a worker may be
+/// built with reads (five in OpenSSL 3.6: `OPENSSL_IA32CAP_P_MAX_INDEXES` / 2).
+pub const ENV_WORDS: usize = 5;
+
 impl CpuMask {
     /// The mask called `name`, or `None`.
     pub fn by_name(name: &str) -> Option<&'static CpuMask> {
@@ -188,13 +198,14 @@ impl CpuMask {
     }
 
     /// The value of `OPENSSL_ia32cap` that applies this mask (`None` for `baseline`: unset).
-    /// Both words are always given (see the module comment: OpenSSL 3.0 zeroes word 1
-    /// otherwise).
+    /// All [`ENV_WORDS`] words are always given, those past the second as `~0x0` (see the
+    /// comment above: OpenSSL 3.0 zeroes word 1, OpenSSL 3.6 words 2-4, when not given).
     pub fn env_value(&self) -> Option<String> {
         if self.clears == [0, 0] {
             return None;
         }
-        Some(format!("~{:#x}:~{:#x}", self.clears[0], self.clears[1]))
+        let rest = ":~0x0".repeat(ENV_WORDS - 2);
+        Some(format!("~{:#x}:~{:#x}{rest}", self.clears[0], self.clears[1]))
     }
 
     /// The flags this mask should clear that are still set in `vector`.
@@ -218,14 +229,19 @@ impl CapVector {
 
     /// Parse OpenSSL's own rendering, `OPENSSL_ia32cap=0x<word0>:0x<word1>` (what
     /// `OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS)` and `openssl info -cpusettings` print, optionally
-    /// followed by ` env:<variable>`); a leading `CPUINFO: ` is accepted too.
+    /// followed by ` env:<variable>`); a leading `CPUINFO: ` is accepted too. OpenSSL 3.6 prints
+    /// five words (`0x<w0>:0x<w1>:0x<w2>:0x<w3>:0x<w4>`, zero-padded): words 0 and 1 have the
+    /// layout above and are the vector; the others must parse but are not kept.
     pub fn parse_openssl_info(text: &str) -> Option<CapVector> {
         let text = text.trim().strip_prefix("CPUINFO: ").unwrap_or(text.trim());
         let rest = text.strip_prefix("OPENSSL_ia32cap=")?;
         let vector = rest.split_whitespace().next()?;
-        let (w0, w1) = vector.split_once(':')?;
         let hex = |w: &str| u64::from_str_radix(w.strip_prefix("0x")?, 16).ok();
-        Some(CapVector([hex(w0)?, hex(w1)?]))
+        let words: Option<Vec<u64>> = vector.split(':').map(hex).collect();
+        match words?.as_slice() {
+            [w0, w1, ..] => Some(CapVector([*w0, *w1])),
+            _ => None,
+        }
     }
 
     /// Whether flag `name` (one of [`CAP_FLAGS`]) is set.
@@ -394,12 +410,12 @@ mod tests {
     }
 
     #[test]
-    fn env_values_spell_both_words() {
+    fn env_values_spell_every_word() {
         let env = |n| CpuMask::by_name(n).unwrap().env_value();
         assert_eq!(env("baseline"), None);
-        assert_eq!(env("no-aesni").as_deref(), Some("~0x200000200000000:~0x60000000000"));
-        assert_eq!(env("no-shani").as_deref(), Some("~0x0:~0x20000000"));
-        assert_eq!(env("no-avx512").as_deref(), Some("~0x0:~0xc0230000"));
+        assert_eq!(env("no-aesni").as_deref(), Some("~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0"));
+        assert_eq!(env("no-shani").as_deref(), Some("~0x0:~0x20000000:~0x0:~0x0:~0x0"));
+        assert_eq!(env("no-avx512").as_deref(), Some("~0x0:~0xc0230000:~0x0:~0x0:~0x0"));
         assert!(CpuMask::by_name("no-aes").is_none());
         let names: Vec<_> = CPU_MASKS.iter().map(|m| m.name).collect();
         assert_eq!(names, ["baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512"]);
@@ -423,7 +439,20 @@ mod tests {
         assert_eq!(masked.to_hex(), "0xfdfa3201078bffff:0x400084219c07ab");
         assert_eq!(masked.flags()["aes"], false);
         assert_eq!(masked.flags()["sha"], true);
-        for bad in ["", "OPENSSL_ia32cap=0x12", "OPENSSL_ia32cap=12:34", "CPUINFO: N/A", "OPENSSL_ia32cap=0xzz:0x1"] {
+        // OpenSSL 3.6: five zero-padded words; the first two are the vector.
+        let five = CapVector::parse_openssl_info(
+            "OPENSSL_ia32cap=0xfffa3203078bffff:0x0000000000400684219c07ab:0x0000000000000010:0x0000000000000000:0x0000000000000000",
+        )
+        .unwrap();
+        assert_eq!(five, full);
+        for bad in [
+            "",
+            "OPENSSL_ia32cap=0x12",
+            "OPENSSL_ia32cap=12:34",
+            "CPUINFO: N/A",
+            "OPENSSL_ia32cap=0xzz:0x1",
+            "OPENSSL_ia32cap=0x1:0x2:zz",
+        ] {
             assert_eq!(CapVector::parse_openssl_info(bad), None, "{bad}");
         }
     }

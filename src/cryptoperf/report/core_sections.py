@@ -303,8 +303,13 @@ def host(run: StoredRun) -> list[Section]:
     h = run.host
     threshold = view.noise_threshold_pct(run)
     used = {s.cell.backend for s in run.summaries.values()}
-    libraries = [{"backend": b, **(v or {})} for b, v in (h.get("libraries") or {}).items()
+    libraries = [{"backend": b, "build": None, **(v or {})} for b, v in (h.get("libraries") or {}).items()
                  if not used or b in used]
+    # other worker builds (openssl@3.6, fips): the libraries their cells ran on, marked
+    in_build = {(s.cell.build, s.cell.backend) for s in run.summaries.values()}
+    for name, b in (h.get("builds") or {}).items():
+        libraries += [{"backend": backend, "build": name, **(v or {})}
+                      for backend, v in (b.get("libraries") or {}).items() if (name, backend) in in_build]
     steals = [s.steal_pct for s in run.summaries.values() if s.steal_pct is not None]
     facts = [
         ("CPU", f"{h.get('cpu_model') or 'unknown'} × {h.get('logical_cpus') or '?'} logical CPUs"),
@@ -329,7 +334,8 @@ def host(run: StoredRun) -> list[Section]:
     html = fragment("sections/host.html.j2", facts=facts, libraries=libraries,
                     checks=h.get("checks") or [], noise=noise, threshold=threshold,
                     series="Configuration" if view.by_configuration(run) else "Backend")
-    lib_text = ", ".join(f"{x['backend']}: {x.get('library') or ''} {x.get('library_version') or ''}"
+    lib_text = ", ".join(f"{x['backend']}{' [' + x['build'] + ']' if x.get('build') else ''}: "
+                         f"{x.get('library') or ''} {x.get('library_version') or ''}"
                          f"{' (FIPS)' if x.get('fips') else ''}".strip() for x in libraries)
     md = "".join(f"- {k}: {v}\n" for k, v in facts[:5]) + (f"- libraries: {lib_text}\n" if lib_text else "")
     return [Section("host", "Host", html, md)]

@@ -88,7 +88,7 @@ def study_dict(study: Study) -> dict[str, Any]:
         "noise_threshold_pct": study.noise_threshold_pct,
         "configurations": [{"name": c.name, "description": c.description, "backend": c.backend,
                             "variables": dict(c.variables), "params": dict(c.params), "cpu": c.cpu,
-                            "fips": c.fips, "build": c.build}
+                            "fips": c.fips, "build": c.build, "library": c.library}
                            for c in study.configurations],
         "operations": [{"label": o.label, "op": o.op, "sizes": list(o.sizes) if o.sizes else None}
                        for o in study.operations],

@@ -1,4 +1,8 @@
-//! The OpenSSL backend: the system OpenSSL (3.x) through the `openssl` crate.
+//! The OpenSSL backend: the system OpenSSL (3.x) through the `openssl` crate — or, in a worker
+//! built with the `vendored-openssl` feature (`cryptoperf setup openssl@3.6`), an OpenSSL 3.6
+//! that `openssl-src` builds from source and links statically. The code is the same for both;
+//! `info()` reports the version of the library actually linked (`OpenSSL_version`), so every
+//! result says which OpenSSL was measured.
 //!
 //! Everything that can be done once is done at prepare time, as `openssl speed` does: algorithms
 //! are fetched explicitly (an implicit fetch per call costs a lock and a lookup in OpenSSL 3),
@@ -9,7 +13,9 @@
 //! - RSA/ECDSA: one `EVP_PKEY_CTX` initialised for signing (padding, digest, salt length set
 //!   once), and the message hashed with a reused `EVP_MD_CTX` before `EVP_PKEY_sign`/`verify`
 //!   — the same calls `openssl speed rsa2048`/`ecdsap256` time, plus the hash of the message;
-//! - Ed25519: one `EVP_MD_CTX` initialised for `EVP_DigestSign`/`Verify` and reused;
+//! - Ed25519: one `EVP_MD_CTX` initialised for `EVP_DigestSign`/`Verify` and reused; from
+//!   OpenSSL 3.2 on a finished one-shot context refuses a second call, so there it is
+//!   re-initialised for the key it holds before each call, as `openssl speed` 3.6 does;
 //! - key agreement: one `EVP_PKEY_CTX` with the peer set, kept while the peer's key is the same.
 //!
 //! - HMAC: one `EVP_MAC_CTX` with the key set once; a call re-initialises it without a key
@@ -17,7 +23,8 @@
 //!   has no `EVP_MAC` binding, so this part goes through `openssl-sys` directly.
 //!
 //! OpenSSL 3.0 has no ML-KEM and no ML-DSA (both arrived in OpenSSL 3.5), so the KEM methods
-//! keep the trait's "unsupported" default and ML-DSA is refused with that reason.
+//! keep the trait's "unsupported" default and ML-DSA is refused with that reason — also when
+//! linked with 3.6, as this backend does not call them yet.
 
 use std::ffi::{c_char, CString};
 use std::ptr;
@@ -116,7 +123,6 @@ impl Backend for OpenSsl {
                 ctx.digest_sign_init(None, &pkey).map_err(failed)?;
                 Ok(Box::new(OsslEd25519Signer {
                     ctx,
-                    pkey,
                     reinit: false,
                 }))
             }
@@ -153,7 +159,7 @@ impl Backend for OpenSsl {
                 let pkey = PKey::public_key_from_raw_bytes(public, Id::ED25519).map_err(failed)?;
                 let mut ctx = MdCtx::new().map_err(failed)?;
                 ctx.digest_verify_init(None, &pkey).map_err(failed)?;
-                Ok(Box::new(OsslEd25519Verifier { ctx }))
+                Ok(Box::new(OsslEd25519Verifier { ctx, reinit: false }))
             }
             SigAlg::Rsa {
                 bits,
@@ -344,7 +350,7 @@ fn private_key_from_der(der: &[u8]) -> Result<PKey<Private>> {
 fn no_ml_dsa(level: crate::ops::MlDsaLevel) -> String {
     format!(
         "the OpenSSL backend has no {} ({} is linked; OpenSSL has ML-DSA from 3.5 on, and this \
-         backend targets 3.0)",
+         backend keeps to what 3.0 has)",
         level.name(),
         openssl::version::version()
     )
@@ -653,11 +659,43 @@ fn hash_into(ctx: &mut MdCtx, md: &Md, msg: &[u8], out: &mut [u8]) -> Result<()>
     Ok(())
 }
 
+/// `EVP_R_FINAL_ERROR` (evperr.h): a one-shot context used again after it finished (OpenSSL
+/// >= 3.2 refuses that; 3.0 allows it).
+const EVP_R_FINAL_ERROR: std::ffi::c_int = 188;
+
+/// Re-initialise a one-shot `EVP_DigestSign`/`EVP_DigestVerify` context for the key it already
+/// holds: `EVP_DigestSignInit(ctx, NULL, NULL, NULL, NULL)`, which keeps the key and the
+/// fetched algorithm — what `openssl speed` (3.6, apps/speed.c, EdDSA) calls before each
+/// operation.
+fn reinit_one_shot(ctx: &mut MdCtx, verify: bool) -> Result<()> {
+    use foreign_types::ForeignTypeRef;
+    let p = ctx.as_ptr();
+    // SAFETY: `p` is a valid EVP_MD_CTX that was initialised with a key (its EVP_PKEY_CTX
+    // holds the key); every other argument may be NULL.
+    let rc = unsafe {
+        if verify {
+            ffi::EVP_DigestVerifyInit(p, ptr::null_mut(), ptr::null(), ptr::null_mut(), ptr::null_mut())
+        } else {
+            ffi::EVP_DigestSignInit(p, ptr::null_mut(), ptr::null(), ptr::null_mut(), ptr::null_mut())
+        }
+    };
+    if rc == 1 {
+        Ok(())
+    } else {
+        Err(failed(ErrorStack::get()))
+    }
+}
+
+/// Whether an error is OpenSSL refusing to reuse a finished one-shot context.
+fn is_final_error(e: &ErrorStack) -> bool {
+    e.errors().iter().any(|x| x.reason_code() == EVP_R_FINAL_ERROR)
+}
+
 /// Ed25519 signing with one `EVP_DigestSign` context, reused across calls as `openssl speed`
-/// does. Should a future OpenSSL refuse the reuse, the context is re-initialised per call.
+/// 3.0 does. Where the library refuses the reuse (OpenSSL >= 3.2), the context is
+/// re-initialised (`reinit_one_shot`) before every call from the first refusal on.
 struct OsslEd25519Signer {
     ctx: MdCtx,
-    pkey: PKey<Private>,
     reinit: bool,
 }
 
@@ -665,9 +703,7 @@ impl Signer for OsslEd25519Signer {
     fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
         let mut sig = vec![0; 64];
         if self.reinit {
-            self.ctx
-                .digest_sign_init(None, &self.pkey)
-                .map_err(failed)?;
+            reinit_one_shot(&mut self.ctx, false)?;
         }
         match self.ctx.digest_sign(msg, Some(&mut sig)) {
             Ok(n) => sig.truncate(n),
@@ -682,17 +718,30 @@ impl Signer for OsslEd25519Signer {
 }
 
 /// Ed25519 verification with one `EVP_DigestVerify` context, reused across calls as
-/// `openssl speed` does.
+/// `openssl speed` 3.0 does; re-initialised before every call once the library refuses the
+/// reuse (OpenSSL >= 3.2, `EVP_R_FINAL_ERROR`), as for signing.
 struct OsslEd25519Verifier {
     ctx: MdCtx,
+    reinit: bool,
 }
 
 impl Verifier for OsslEd25519Verifier {
     fn verify(&mut self, msg: &[u8], sig: &[u8]) -> Result<bool> {
+        if self.reinit {
+            reinit_one_shot(&mut self.ctx, true)?;
+        }
         // OpenSSL 3.0 reports an invalid Ed25519 signature as an error with an empty error
         // queue (not as 0), and a malformed one as an error too: both are "not valid". The
-        // context stays usable afterwards (checked in the tests).
-        Ok(self.ctx.digest_verify(msg, sig).unwrap_or(false))
+        // context stays usable afterwards (checked in the tests). A refused reuse is not an
+        // answer: it switches to re-initialising and asks again.
+        match self.ctx.digest_verify(msg, sig) {
+            Ok(valid) => Ok(valid),
+            Err(e) if !self.reinit && is_final_error(&e) => {
+                self.reinit = true;
+                self.verify(msg, sig)
+            }
+            Err(_) => Ok(false),
+        }
     }
 }
 
@@ -988,26 +1037,29 @@ mod tests {
         assert!(v.verify(b"", &hex::decode(want).unwrap()).unwrap());
     }
 
+    /// OpenSSL >= 3.2 refuses a second call on a finished one-shot context.
+    fn refuses_one_shot_reuse() -> bool {
+        openssl::version::number() >= 0x3020_0000
+    }
+
     #[test]
     fn ed25519_contexts_are_reused() {
         // OpenSSL 3.0 lets an EVP_DigestSign/Verify context be reused, as `openssl speed` does;
-        // this keeps the hot path free of re-initialisation.
+        // this keeps the hot path free of re-initialisation. Newer OpenSSL refuses: then the
+        // context is re-initialised for its key (the signatures must not change).
         let key = keys::signing_key(SigFamily::Ed25519);
         let pkey = PKey::private_key_from_raw_bytes(key.private_raw, Id::ED25519).unwrap();
         let mut ctx = MdCtx::new().unwrap();
         ctx.digest_sign_init(None, &pkey).unwrap();
-        let mut s = OsslEd25519Signer {
-            ctx,
-            pkey,
-            reinit: false,
-        };
+        let mut s = OsslEd25519Signer { ctx, reinit: false };
         let sig = s.sign(b"a").unwrap();
         assert_eq!(sig, s.sign(b"a").unwrap());
-        assert!(!s.reinit);
+        assert_eq!(sig, s.sign(b"a").unwrap());
+        assert_eq!(s.reinit, refuses_one_shot_reuse());
         let public = PKey::public_key_from_raw_bytes(key.public, Id::ED25519).unwrap();
         let mut ctx = MdCtx::new().unwrap();
         ctx.digest_verify_init(None, &public).unwrap();
-        let mut v = OsslEd25519Verifier { ctx };
+        let mut v = OsslEd25519Verifier { ctx, reinit: false };
         assert!(v.verify(b"a", &sig).unwrap());
         assert!(!v.verify(b"b", &sig).unwrap());
         assert!(
@@ -1015,6 +1067,7 @@ mod tests {
             "the context survives a failed verification"
         );
         assert!(v.verify(b"a", &sig).unwrap());
+        assert_eq!(v.reinit, refuses_one_shot_reuse());
     }
 
     #[test]
