@@ -3,7 +3,7 @@
 Everything else about the build is in pyproject.toml. `cryptoperf setup openssl@3.6` (and a study
 that needs that build) compiles the worker again with another cargo feature, long after the
 clone `pip install .` ran from may be gone; so build_py copies what cargo needs —
-worker/Cargo.toml, worker/Cargo.lock, worker/build.rs and worker/src/** — into cryptoperf/_worker_src/ of the
+worker/Cargo.toml, worker/Cargo.lock and worker/src/** — into cryptoperf/_worker_src/ of the
 wheel (``cryptoperf.workerbuild.sources`` looks there first).
 """
 
@@ -17,7 +17,7 @@ from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "worker"
-FILES = ("Cargo.toml", "Cargo.lock", "build.rs")
+FILES = ("Cargo.toml", "Cargo.lock")
 DIRS = ("src",)
 
 

@@ -48,7 +48,7 @@ from cryptoperf.worker_path import find_worker
 #: Where ``build_py`` puts the worker sources inside the installed package.
 PACKAGED_SOURCES = Path(__file__).with_name("_worker_src")
 #: The files and directory of ``worker/`` a build needs (``src/`` includes ``../../Cargo.lock``).
-SOURCE_FILES = ("Cargo.toml", "Cargo.lock", "build.rs")
+SOURCE_FILES = ("Cargo.toml", "Cargo.lock")
 SOURCE_DIRS = ("src",)
 
 _CARGO_STEP = re.compile(r"^\s*(Compiling|Downloading|Downloaded|Updating|Locking|Finished|Building)\s+(.+)$")
