@@ -65,9 +65,12 @@ def test_not_a_database(tmp_path):
         store.Store(path)
 
 
-def test_default_path_is_in_the_user_data_dir():
+def test_default_path_is_in_the_user_data_dir(monkeypatch, tmp_path):
+    monkeypatch.delenv("CRYPTOPERF_DATA_DIR", raising=False)
     p = store.default_path()
     assert p.name == "runs.sqlite" and "cryptoperf" in str(p.parent)
+    monkeypatch.setenv("CRYPTOPERF_DATA_DIR", str(tmp_path))
+    assert store.default_path() == tmp_path / "runs.sqlite"
 
 
 @pytest.mark.parametrize("fixture", sorted(FIXTURES.glob("study-v*.json")), ids=lambda p: p.name)
