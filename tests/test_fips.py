@@ -58,6 +58,7 @@ def test_study_runs_fips_cells_in_the_fips_worker(cli, write_study, fake_worker,
     fake_worker.fips()
     res = cli("study", write_study(FIPS_STUDY), "--no-report", "--out", tmp_path / "out")
     assert res.code == 0, res.err
+    assert "on [fips]" in res.out  # the tables say which configuration ran in the FIPS build
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
     by = {(r["configuration"], r["backend"]): r for r in doc["runs"]}
     on = by[("on", "aws-lc")]

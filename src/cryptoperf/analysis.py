@@ -123,6 +123,7 @@ class Delta:
         noise: the larger CV (fraction) of the two sides (latency; throughput for its verdict).
         note: e.g. ``4 of 5 repetitions`` when some failed but enough remain.
         cpu: the CPU capability mask of the configuration's cells (``baseline`` = none).
+        build: the worker build of the configuration's cells (``default``, ``fips``, ...).
     """
 
     backend: str
@@ -143,6 +144,7 @@ class Delta:
     noise: float | None = None
     note: str = ""
     cpu: str = "baseline"
+    build: str = "default"
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict; ratios as ``{ratio, ci_low, ci_high, level, delta_pct}``."""
@@ -177,7 +179,8 @@ def compare(base: CellSummary | None, s: CellSummary | None, *, configuration: s
     cell = (s or base).cell  # type: ignore[union-attr]
     common = dict(backend=cell.backend, label=cell.label, size_bytes=cell.size_bytes,
                   configuration=configuration, baseline=baseline, op=s.cell.op if s else "",
-                  baseline_op=base.cell.op if base else "", cpu=cell.cpu)
+                  baseline_op=base.cell.op if base else "", cpu=cell.cpu,
+                  build=cell.build)
     problem = _side_problem(base_name, base) or _side_problem(name, s)
     if problem:
         return Delta(status="n/a", reason=problem, **common)

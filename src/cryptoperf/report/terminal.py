@@ -134,9 +134,11 @@ def speed_table(outcomes: Sequence[RunOutcome], notes: Notes, title: str = "cryp
     return t
 
 
-def configuration_text(name: str, cpu: str) -> str:
-    """A configuration's name, with its CPU mask when it has one: ``aes-off [cpu no-aesni]``."""
-    return name if cpu == "baseline" else f"{name} [cpu {cpu}]"
+def configuration_text(name: str, cpu: str, build: str = "default") -> str:
+    """A configuration's name, with its CPU mask and worker build when they are not the
+    defaults: ``aes-off [cpu no-aesni]``, ``on [fips]``."""
+    out = name if cpu == "baseline" else f"{name} [cpu {cpu}]"
+    return out if build == "default" else f"{out} [{build}]"
 
 
 def cpu_title(cpu: str) -> str:
@@ -184,7 +186,7 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes) -> Table:
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
         head = [Text(d.backend), Text(_operation(d.label, d.size_bytes)),
-                Text(configuration_text(d.configuration, d.cpu))]
+                Text(configuration_text(d.configuration, d.cpu, d.build))]
         if d.status != "ok" or d.latency is None or d.throughput is None:
             t.add_row(*head, "", "", "", "", "", notes.status("n/a", d.reason))
             continue
@@ -223,7 +225,7 @@ def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: N
         c = s.cell
         status = Text("ok") if s.status == "ok" else notes.status(s.status, s.reason)
         t.add_row(Text(c.backend), Text(_operation(c.label, c.size_bytes)),
-                  Text(configuration_text(c.configuration, c.cpu)), f"{s.ok}/{s.runs}",
+                  Text(configuration_text(c.configuration, c.cpu, c.build)), f"{s.ok}/{s.runs}",
                   cv_text(s.cv_p50, s.ok), cv_text(s.cv_ops_per_s, s.ok),
                   fmt_pct(s.steal_pct, signed=False), status)
     return t
