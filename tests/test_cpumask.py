@@ -75,7 +75,7 @@ def test_cells_carry_the_mask_in_key_and_request():
     assert base.key == "openssl/aes-128-gcm-seal/16384/base"  # unchanged for unmasked cells
     assert masked.key == "openssl/aes-128-gcm-seal/16384/aes-off/cpu=no-aesni"
     assert base.group == masked.group  # still compared with each other
-    assert plan.cpu_from_key(masked.key) == "no-aesni" and plan.cpu_from_key(base.key) == "baseline"
+    assert plan.attrs_from_key(masked.key)["cpu"] == "no-aesni" and plan.attrs_from_key(base.key)["cpu"] == "baseline"
     settings = plan.Settings(seconds=0.1, warmup_s=0, threads=1, timeout_s=5)
     runs = plan.schedule([base, masked], 1)
     assert [plan.run_request(r, settings)["cpu_mask"] for r in runs] == ["baseline", "no-aesni"]

@@ -130,6 +130,8 @@ def test_backends_lists_the_builds(cli, fake_worker):
     fake_worker.fips()
     res = cli("backends", "--no-detail")
     assert res.code == 0, res.err
-    assert "worker builds:" in res.out
-    line = next(l for l in res.out.splitlines() if l.strip().startswith("fips"))
-    assert "fake-cryptoperf-worker-fips" in line and "unavailable" not in line
+    lines = res.out.splitlines()
+    assert any(l.startswith("worker builds (cache: ") for l in lines)
+    i = next(i for i, l in enumerate(lines) if l.strip().startswith("fips "))
+    assert lines[i].split()[1] == "built", lines[i]
+    assert lines[i + 1].strip().endswith("fake-cryptoperf-worker-fips"), lines[i + 1]

@@ -17,8 +17,8 @@ configuration chooses its binary by naming a build. The builds:
   caches it under ``data_dir()/workers/openssl-3.6``. A study asks for it with ``library =
   "openssl@3.6"``; ``openssl@system`` names the default build (``LIBRARIES``).
 
-``locate`` finds a build's binary or raises ``BuildUnavailable`` with one line saying why and
-what makes it; ``status`` says the same without raising, for listings.
+``worker_path.find_worker(name)`` finds a build's binary or raises ``BuildUnavailable`` with one
+line saying why and what makes it; ``status`` says the same without raising, for listings.
 """
 
 from __future__ import annotations
@@ -180,16 +180,6 @@ def missing_reason(name: str) -> str:
     return f"{build.binary} not found; reinstall with `{build.make}` or set {build.env_var}"
 
 
-def locate(name: str):
-    """The binary of build ``name`` (a ``pathlib.Path``); see ``worker_path.find_worker``.
-
-    Raises BuildUnavailable (a WorkerNotFound) naming the build, why it is missing and the
-    command that makes it; KeyError for an unknown build name.
-    """
-    from cryptoperf import worker_path
-    return worker_path.find_worker(name)
-
-
 def check_hello(name: str, path, hello: dict) -> None:
     """Check that the worker at ``path``, whose ``hello`` message is given, is build ``name``
     (its hello's ``build``; a worker older than the field counts as ``default``). Raises
@@ -201,8 +191,10 @@ def check_hello(name: str, path, hello: dict) -> None:
 
 
 def status(name: str) -> tuple[bool, str]:
-    """(available, path or the reason it is not) for build ``name``, without raising."""
+    """(available, path or the reason it is not) for build ``name``, without raising; the path
+    is ``worker_path.find_worker(name)``'s."""
+    from cryptoperf import worker_path  # it imports this module
     try:
-        return True, str(locate(name))
+        return True, str(worker_path.find_worker(name))
     except WorkerNotFound as e:
         return False, str(e)

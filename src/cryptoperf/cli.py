@@ -124,11 +124,7 @@ def backends(no_detail: bool) -> None:
         notes.print(out)
     else:
         out.print("operations: " + ", ".join(hello.ops))
-    out.print("worker builds:", markup=False)
-    for name, spec in builds.BUILDS.items():
-        available, where = builds.status(name)
-        out.print(f"  {name:<10} {spec.description}: " + (where if available else f"unavailable: {where}"),
-                  markup=False, soft_wrap=True)
+    _list_builds()
 
 
 @cli.command()

@@ -87,11 +87,6 @@ def attrs_from_key(key: str) -> dict[str, str]:
     return out
 
 
-def cpu_from_key(key: str) -> str:
-    """The CPU mask of a cell from its ``key`` (``baseline`` when the key names none)."""
-    return attrs_from_key(key)["cpu"]
-
-
 @dataclass(frozen=True)
 class Run:
     """One repetition of one cell. ``repetition`` is 1-based; ``index`` is the 0-based position
