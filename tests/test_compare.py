@@ -107,8 +107,8 @@ def test_cli_compare_a_run_with_itself(cli, store):
 
 
 @pytest.mark.parametrize("args, fragments, code", [
-    (["1", "9"], ["no run 9 in store", "see `cryptoperf list`"], 1),
-    (["one", "2"], ["run id must be a number or 'latest', got 'one'"], 1),
+    (["1", "9"], ["no run 9 in store", "see `cryptoperf list`"], 2),
+    (["one", "2"], ["run id must be a number or 'latest', got 'one'"], 2),
     (["1"], ["Missing argument 'RUN_B'"], 2),
     (["1", "2", "--bogus"], ["No such option", "--bogus"], 2),
 ])

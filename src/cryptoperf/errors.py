@@ -92,6 +92,11 @@ class StoreError(CryptoperfError):
     """The SQLite store or the JSON output cannot be opened or written."""
 
 
+class NoSuchRun(StoreError, UsageError):
+    """The run id the user gave is not a number, not ``latest``, or not in the store: a store
+    error (``except StoreError`` catches it) with a usage error's exit code, 2."""
+
+
 class EconomicsError(UsageError):
     """The figures given to ``cryptoperf plan`` allow no answer: a negative or zero number where
     a positive one is needed, an operation the run does not have, or an accelerator that never

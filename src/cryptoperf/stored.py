@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptoperf import analysis
-from cryptoperf.errors import StoreError
+from cryptoperf.errors import NoSuchRun, StoreError
 from cryptoperf.plan import Cell, Run, attrs_from_key
 from cryptoperf.run import local
 from cryptoperf.store import FORMAT_VERSION, Store, default_path
@@ -69,7 +69,8 @@ def run_seed(meta: dict[str, Any], study: Study | None) -> int:
 def resolve_id(store: Store, run_id: str | int | None) -> int:
     """The id of ``run_id`` (an integer, or ``latest``/None for the newest run).
 
-    Raises StoreError when the store is empty or has no such run.
+    Raises StoreError when the store is empty, NoSuchRun (a StoreError, exit code 2) when
+    ``run_id`` is malformed or not in the store.
     """
     runs = store.runs()
     if not runs:
@@ -80,9 +81,9 @@ def resolve_id(store: Store, run_id: str | int | None) -> int:
     try:
         wanted = int(run_id)
     except ValueError:
-        raise StoreError(f"run id must be a number or 'latest', got '{run_id}'") from None
+        raise NoSuchRun(f"run id must be a number or 'latest', got '{run_id}'") from None
     if not any(int(r["id"]) == wanted for r in runs):
-        raise StoreError(f"no run {wanted} in store {store.path} (ids {runs[0]['id']}–{runs[-1]['id']}; "
+        raise NoSuchRun(f"no run {wanted} in store {store.path} (ids {runs[0]['id']}–{runs[-1]['id']}; "
                          "see `cryptoperf list`)")
     return wanted
 
