@@ -179,6 +179,13 @@ PQ_OPS = ("ml-kem-768-keygen", "ml-kem-1024-decaps", "ml-dsa-65-sign", "ml-dsa-4
           "x25519mlkem768-encaps", "x25519mlkem768-decaps")
 
 
+def test_fake_worker_knows_the_real_operations():
+    """The fake worker's operation list (which tests and the shipped-study check use) is the
+    real worker's, in its order."""
+    from fake_worker import DEFAULT_OPS
+    assert list(fetch_hello(REAL).ops) == DEFAULT_OPS
+
+
 def test_hello_lists_the_post_quantum_ops():
     hello = fetch_hello(REAL)
     for op in PQ_OPS + ("ml-kem-512-encaps", "ml-dsa-87-keygen", "x25519mlkem768-keygen"):
