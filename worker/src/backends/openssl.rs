@@ -250,11 +250,6 @@ extern "C" {
 /// `OPENSSL_INFO_CPU_SETTINGS` from crypto.h.
 const OPENSSL_INFO_CPU_SETTINGS: std::ffi::c_int = 1008;
 
-/// The capability vector this process's libcrypto uses. OpenSSL 3.0 does not export
-/// `OPENSSL_ia32cap_P`, but `OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS)` formats it, in process,
-/// from that very array after `OPENSSL_cpuid_setup` applied `OPENSSL_ia32cap`
-/// (`OPENSSL_ia32cap=0x<word0>:0x<word1> env:<variable>`, crypto/info.c); `openssl info
-/// -cpusettings` prints the same string.
 /// In the FIPS worker: load OpenSSL's FIPS provider (and the base provider, for key encoders)
 /// into the default library context and make `fips=yes` the default property query, once per
 /// process, so every algorithm the backend fetches comes from the FIPS provider. `Err` says
@@ -306,6 +301,11 @@ pub fn fips_provider() -> &'static std::result::Result<(), String> {
     })
 }
 
+/// The capability vector this process's libcrypto uses. OpenSSL 3.0 does not export
+/// `OPENSSL_ia32cap_P`, but `OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS)` formats it, in process,
+/// from that very array after `OPENSSL_cpuid_setup` applied `OPENSSL_ia32cap`
+/// (`OPENSSL_ia32cap=0x<word0>:0x<word1> env:<variable>`, crypto/info.c); `openssl info
+/// -cpusettings` prints the same string.
 fn cpu_settings() -> Capabilities {
     if !cfg!(target_arch = "x86_64") {
         return Capabilities::NotMaskable("OpenSSL's CPU masks are defined here for x86-64 only".into());
