@@ -173,10 +173,13 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
         .iter()
         .filter_map(|name| backends::by_name(name))
         .map(|b| {
-            let mut entry = serde_json::to_value(b.info()).expect("LibraryInfo serialises");
+            let info = b.info();
+            // In the FIPS worker, a library without FIPS mode here supports nothing.
+            let refused = crate::fips::unavailable(info.backend);
+            let mut entry = serde_json::to_value(info).expect("LibraryInfo serialises");
             entry["capabilities"] = b.capabilities().to_json();
             if detail {
-                entry["ops"] = ALL_OPS.iter().map(|name| support(&*b, name)).collect();
+                entry["ops"] = ALL_OPS.iter().map(|name| support(&*b, name, refused.as_deref())).collect();
             }
             entry
         })
@@ -201,9 +204,10 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
     })
 }
 
-/// Whether `backend` can prepare the operation `name` with default parameters.
-fn support(backend: &dyn Backend, name: &str) -> Value {
-    if let Some(r) = crate::fips::unavailable(backend.info().backend) {
+/// Whether `backend` can prepare the operation `name` with default parameters; `refused`, the
+/// reason the whole backend cannot run in this build (`fips::unavailable`), answers for it.
+fn support(backend: &dyn Backend, name: &str, refused: Option<&str>) -> Value {
+    if let Some(r) = refused {
         return json!({"op": name, "status": "unsupported", "reason": r});
     }
     let op = Op::parse(name).expect("ALL_OPS parse");
