@@ -20,13 +20,20 @@ sys.path.insert(0, str(SRC))  # test the source tree, installed or not
 from cryptoperf.cli import main  # noqa: E402
 
 
+def fake_worker_script(path: Path, **env: str) -> Path:
+    """Write at ``path`` an executable shell script that runs fake_worker.py with the
+    environment variables ``env`` set (e.g. ``FAKE_WORKER_BUILD="fips"``); returns ``path``."""
+    prefix = "".join(f'{k}="{v}" ' for k, v in env.items())
+    path.write_text(f'#!/bin/sh\n{prefix}exec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    return path
+
+
 @pytest.fixture
 def fake_worker(tmp_path, monkeypatch):
     """Install the fake worker as CRYPTOPERF_WORKER; call it with a spec dict (see
     fake_worker.py) to set the script. Returns the wrapper's path."""
-    wrapper = tmp_path / "fake-cryptoperf-worker"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    wrapper = fake_worker_script(tmp_path / "fake-cryptoperf-worker")
     monkeypatch.setenv("CRYPTOPERF_WORKER", str(wrapper))
     monkeypatch.setenv("FAKE_WORKER_SPEC", "{}")
 
@@ -39,9 +46,7 @@ def fake_worker(tmp_path, monkeypatch):
     def fips() -> Path:
         """Also install a fake FIPS build (CRYPTOPERF_WORKER_FIPS): the same script, saying
         build "fips"; only the spec's ``fips_backends`` (default aws-lc) run there."""
-        w = tmp_path / "fake-cryptoperf-worker-fips"
-        w.write_text(f'#!/bin/sh\nFAKE_WORKER_BUILD=fips exec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
-        w.chmod(w.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+        w = fake_worker_script(tmp_path / "fake-cryptoperf-worker-fips", FAKE_WORKER_BUILD="fips")
         monkeypatch.setenv("CRYPTOPERF_WORKER_FIPS", str(w))
         return w
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_WORKER, TWO_CONFIG_STUDY
+from conftest import TWO_CONFIG_STUDY, fake_worker_script
 from cryptoperf.cli import main
 
 DRIFT = [1.0, 1.05, 0.97]  # repetition r runs at DRIFT[(r-1) % 3] × the scripted latency
@@ -44,12 +44,7 @@ op = "rsa{bits}-sign"
 
 def fake_worker_wrapper(directory: Path) -> Path:
     """A shell script that runs fake_worker.py (what CRYPTOPERF_WORKER points at)."""
-    import stat
-    import sys
-    wrapper = directory / "fake-cryptoperf-worker"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    return wrapper
+    return fake_worker_script(directory / "fake-cryptoperf-worker")
 
 
 def run_study(directory: Path, store: Path, study_text: str, spec: dict) -> None:

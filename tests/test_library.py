@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_WORKER, ROOT, assert_one_line_error
+from conftest import FAKE_WORKER, ROOT, assert_one_line_error, fake_worker_script
 from cryptoperf import builds, store, study, worker_path, workerbuild
 from cryptoperf.errors import StudyError, UsageError
 
@@ -374,7 +374,7 @@ def test_a_stale_cached_build_is_named_with_force(cli, write_study, fake_worker,
     fake_worker()
     cached = data_dir / "workers" / "openssl-3.6" / "cryptoperf-worker"
     cached.parent.mkdir(parents=True)
-    _executable(cached, f'#!/bin/sh\nFAKE_WORKER_OPENSSL_VERSION="3.5.0" exec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
+    fake_worker_script(cached, FAKE_WORKER_OPENSSL_VERSION="3.5.0")
     assert_one_line_error(cli("study", write_study(STUDY), "--no-setup"), "reports openssl 3.5.0, not 3.6.x",
                           "`cryptoperf setup openssl@3.6 --force`", code=1)
 

@@ -10,15 +10,13 @@ import io
 import json
 import re
 import sqlite3
-import stat
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_WORKER, TWO_CONFIG_STUDY, assert_one_line_error
+from conftest import TWO_CONFIG_STUDY, assert_one_line_error, fake_worker_script
 from cryptoperf.cli import main
 
 STUDY = TWO_CONFIG_STUDY.replace('sizes = [1024]\n', 'sizes = [1024]\n\n[[operation]]\nlabel = "kem"\n'
@@ -41,9 +39,7 @@ class Made:
 
 
 def _run_study(tmp: Path, spec: dict, reps: int = REPS) -> Made:
-    wrapper = tmp / "fake-cryptoperf-worker"
-    wrapper.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
-    wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
+    wrapper = fake_worker_script(tmp / "fake-cryptoperf-worker")
     study = tmp / "t.toml"
     study.write_text(STUDY.format(reps=reps, timeout=5))
     store = tmp / "runs.sqlite"
