@@ -101,6 +101,22 @@ pub enum RsaPadding {
     Pss,
 }
 
+impl RsaPadding {
+    pub const ALL: [RsaPadding; 2] = [RsaPadding::Pkcs1, RsaPadding::Pss];
+
+    /// `pkcs1`, `pss` (as requests spell it and results report it).
+    pub fn name(self) -> &'static str {
+        match self {
+            RsaPadding::Pkcs1 => "pkcs1",
+            RsaPadding::Pss => "pss",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<RsaPadding> {
+        RsaPadding::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
 /// ML-DSA parameter sets (FIPS 204 Table 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 pub enum MlDsaLevel {
@@ -380,7 +396,47 @@ impl Op {
                 if matches!(f, SigFamily::Rsa(_) | SigFamily::EcdsaP256 | SigFamily::EcdsaP384)
         )
     }
+
+    /// Whether the operation takes a `padding` parameter (RSA signatures).
+    pub fn takes_padding(self) -> bool {
+        matches!(self, Op::Sign(SigFamily::Rsa(_)) | Op::Verify(SigFamily::Rsa(_)))
+    }
+
+    /// The message size used when a request gives none: 32 bytes for signatures, 1 KiB for
+    /// other sized operations; `None` for operations without a message.
+    pub fn default_size(self) -> Option<usize> {
+        match self {
+            _ if !self.is_sized() => None,
+            Op::Sign(_) | Op::Verify(_) => Some(DEFAULT_SIGN_SIZE),
+            _ => Some(DEFAULT_BULK_SIZE),
+        }
+    }
+
+    /// The digest used when a request gives none: SHA-384 for P-384, SHA-256 for RSA and P-256;
+    /// `None` for operations without a digest parameter.
+    pub fn default_digest(self) -> Option<DigestAlg> {
+        match self {
+            _ if !self.takes_digest() => None,
+            Op::Sign(SigFamily::EcdsaP384) | Op::Verify(SigFamily::EcdsaP384) => Some(DigestAlg::Sha384),
+            _ => Some(DigestAlg::Sha256),
+        }
+    }
+
+    /// The padding used when a request gives none (PKCS #1 v1.5), for RSA signatures.
+    pub fn default_padding(self) -> Option<RsaPadding> {
+        self.takes_padding().then_some(RsaPadding::Pkcs1)
+    }
+
+    /// The `params` fields a `run` request may give for this operation, in [`PARAM_NAMES`]
+    /// order (`hello` lists them as `op_params`).
+    pub fn param_names(self) -> Vec<&'static str> {
+        let takes = [self.is_sized(), self.takes_digest(), self.takes_padding()];
+        PARAM_NAMES.iter().zip(takes).filter(|(_, t)| *t).map(|(n, _)| *n).collect()
+    }
 }
+
+/// Every field of a request's `params` ([`RawParams`]), in the order `hello` lists them.
+pub const PARAM_NAMES: [&str; 3] = ["size_bytes", "digest", "padding"];
 
 /// Resolved parameters of a case. Sizes in bytes. Serialised without the fields that do not
 /// apply, e.g. `{"size_bytes": 32, "digest": "sha256", "padding": "pkcs1"}`.
@@ -423,55 +479,45 @@ impl Params {
     /// Errors: a size out of 1..=64 MiB, a size for an unsized operation, an unknown digest, a
     /// digest for a scheme without one, a padding for a non-RSA scheme.
     pub fn resolve(op: Op, raw: &RawParams) -> Result<Params, ParamError> {
-        let size_bytes = match (op.is_sized(), raw.size_bytes) {
-            (true, Some(0)) => {
+        let size_bytes = match (op.default_size(), raw.size_bytes) {
+            (Some(_), Some(0)) => {
                 return Err(ParamError("size_bytes must be at least 1".into()));
             }
-            (true, Some(s)) if s > MAX_SIZE as u64 => {
+            (Some(_), Some(s)) if s > MAX_SIZE as u64 => {
                 return Err(ParamError(format!(
                     "size_bytes {s} is larger than the limit {MAX_SIZE} (64 MiB)"
                 )));
             }
-            (true, Some(s)) => s as usize,
-            (true, None) => match op {
-                Op::Sign(_) | Op::Verify(_) => DEFAULT_SIGN_SIZE,
-                _ => DEFAULT_BULK_SIZE,
-            },
-            (false, Some(_)) => {
+            (Some(_), Some(s)) => s as usize,
+            (Some(default), None) => default,
+            (None, Some(_)) => {
                 return Err(ParamError(
                     "size_bytes does not apply to this operation (it has no message)".into(),
                 ));
             }
-            (false, None) => 0,
+            (None, None) => 0,
         };
-        let digest = match (op, &raw.digest) {
-            (op, Some(name)) if op.takes_digest() => Some(DigestAlg::from_name(name).ok_or_else(
-                || ParamError(format!(
-                    "unknown digest '{name}'; known: sha1, sha256, sha384, sha512, sha3-256"
-                )),
-            )?),
-            (Op::Sign(SigFamily::EcdsaP384) | Op::Verify(SigFamily::EcdsaP384), None) => {
-                Some(DigestAlg::Sha384)
-            }
-            (op, None) if op.takes_digest() => Some(DigestAlg::Sha256),
-            (_, Some(_)) => {
+        let digest = match (op.default_digest(), &raw.digest) {
+            (Some(_), Some(name)) => Some(DigestAlg::from_name(name).ok_or_else(|| {
+                let known: Vec<_> = DigestAlg::ALL.iter().map(|d| d.name()).collect();
+                ParamError(format!("unknown digest '{name}'; known: {}", known.join(", ")))
+            })?),
+            (default, None) => default,
+            (None, Some(_)) => {
                 return Err(ParamError(
                     "digest applies only to RSA and ECDSA signatures".into(),
                 ));
             }
-            (_, None) => None,
         };
-        let is_rsa = matches!(op, Op::Sign(SigFamily::Rsa(_)) | Op::Verify(SigFamily::Rsa(_)));
-        let padding = match (is_rsa, raw.padding.as_deref()) {
-            (true, None | Some("pkcs1")) => Some(RsaPadding::Pkcs1),
-            (true, Some("pss")) => Some(RsaPadding::Pss),
-            (true, Some(other)) => {
-                return Err(ParamError(format!("unknown padding '{other}'; known: pkcs1, pss")));
-            }
-            (false, Some(_)) => {
+        let padding = match (op.default_padding(), raw.padding.as_deref()) {
+            (Some(_), Some(name)) => Some(RsaPadding::from_name(name).ok_or_else(|| {
+                let known: Vec<_> = RsaPadding::ALL.iter().map(|p| p.name()).collect();
+                ParamError(format!("unknown padding '{name}'; known: {}", known.join(", ")))
+            })?),
+            (default, None) => default,
+            (None, Some(_)) => {
                 return Err(ParamError("padding applies only to RSA signatures".into()));
             }
-            (false, None) => None,
         };
         Ok(Params { size_bytes, digest, padding })
     }
@@ -559,5 +605,33 @@ mod tests {
         assert!(Params::resolve(Op::parse("ed25519-sign").unwrap(), &digest_on_ed).is_err());
         let bad_digest = RawParams { digest: Some("md5".into()), ..Default::default() };
         assert!(Params::resolve(Op::parse("rsa2048-sign").unwrap(), &bad_digest).is_err());
+        let bad_padding = RawParams { padding: Some("oaep".into()), ..Default::default() };
+        let e = Params::resolve(Op::parse("rsa2048-sign").unwrap(), &bad_padding).unwrap_err();
+        assert_eq!(e.to_string(), "unknown padding 'oaep'; known: pkcs1, pss");
+    }
+
+    /// What `hello` announces per operation is what `Params::resolve` fills in.
+    #[test]
+    fn param_names_and_defaults_are_the_resolvers() {
+        let names = |n: &str| Op::parse(n).unwrap().param_names();
+        assert_eq!(names("rsa3072-verify"), ["size_bytes", "digest", "padding"]);
+        assert_eq!(names("ecdsa-p384-sign"), ["size_bytes", "digest"]);
+        assert_eq!(names("ed25519-sign"), ["size_bytes"]);
+        assert_eq!(names("aes-128-gcm-open"), ["size_bytes"]);
+        assert!(names("ml-kem-768-encaps").is_empty());
+        for name in ALL_OPS {
+            let op = Op::parse(name).unwrap();
+            let p = Params::resolve(op, &RawParams::default()).unwrap();
+            assert_eq!(op.default_size().unwrap_or(0), p.size_bytes, "{name}");
+            assert_eq!(op.default_digest(), p.digest, "{name}");
+            assert_eq!(op.default_padding(), p.padding, "{name}");
+        }
+        for p in RsaPadding::ALL {
+            assert_eq!(serde_json::to_value(p).unwrap(), p.name());
+            assert_eq!(RsaPadding::from_name(p.name()), Some(p));
+        }
+        for d in DigestAlg::ALL {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.name());
+        }
     }
 }
