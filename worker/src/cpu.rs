@@ -69,8 +69,19 @@ impl CpuInfo {
 // Newer OpenSSL (3.6, the `vendored-openssl` build) keeps five 64-bit words: words 0 and 1 as
 // above, then CPUID.(7,0) EDX, CPUID.(7,1) EAX/EDX/EBX/ECX and CPUID.(0x24,0) EBX (AVX-IFMA for
 // RSA, SM3/SM4, AVX10), and its crypto/cpuid.c sets every word the variable does not spell to
-// ZERO. So a mask spells all five words, the last three as `~0x0` (clear nothing): the same
-// bits are cleared in every library. OpenSSL 3.0 and AWS-LC read the first two parts and stop.
+// ZERO. So a mask spells all five words, the last three clearing nothing: the same bits are
+// cleared in every library. OpenSSL 3.0 and AWS-LC read the first two parts and stop.
+//
+// Every value has the same length, `baseline`'s included: each word is spelt `~0x` and 16 hex
+// digits, and `baseline` sets the variable to five words that clear nothing. The orchestrator
+// thus starts every configuration's worker with an environment of the same size (the stack
+// starts where the environment ends, and its alignment moves measured times), and never with
+// the variable unset against one set. Leading zeros parse as zeros in all three parsers:
+// OpenSSL's `ossl_strtouint64` (3.0 and 3.6: "0x" then hex digits until a non-digit) and
+// AWS-LC's `sscanf("%" PRIx64)`; each library reports, under baseline's value, the vector it
+// reports without the variable (docs/methodology.md, "CPU capability masks", has the runs).
+// An EMPTY variable is not "unset": OpenSSL 3.0 then replaces the vector with 0 (every
+// capability off) and AWS-LC with an unparsed value, so baseline's value must be exact.
 
 /// One flag of the capability vector: name, word (0 or 1), bit within the 64-bit word.
 #[derive(Clone, Copy, Debug)]
@@ -153,7 +164,8 @@ pub struct CpuMask {
 
 const AVX512: &[&str] = &["avx512f", "avx512dq", "avx512ifma", "avx512bw", "avx512vl"];
 
-/// Every mask a study may name. `baseline` clears nothing: no variable at all.
+/// Every mask a study may name. `baseline` clears nothing: its variable's value leaves every
+/// bit as the CPU reports it (see [`CpuMask::env_value`]).
 pub const CPU_MASKS: &[CpuMask] = &[
     CpuMask { name: "baseline", flags: &[], clears: [0, 0], description: "no mask: every extension the CPU has" },
     CpuMask {
@@ -191,21 +203,31 @@ pub const MASK_ENV: &str = "OPENSSL_ia32cap";
 /// built with reads (five in OpenSSL 3.6: `OPENSSL_IA32CAP_P_MAX_INDEXES` / 2).
 pub const ENV_WORDS: usize = 5;
 
+/// Hex digits of every word in a mask's value (a 64-bit word's worth), so every mask's value
+/// has the same length: `ENV_WORDS` × `~0x` + 16 digits, joined by `:` (99 bytes).
+pub const ENV_WORD_DIGITS: usize = 16;
+
 impl CpuMask {
     /// The mask called `name`, or `None`.
     pub fn by_name(name: &str) -> Option<&'static CpuMask> {
         CPU_MASKS.iter().find(|m| m.name == name)
     }
 
-    /// The value of `OPENSSL_ia32cap` that applies this mask (`None` for `baseline`: unset).
-    /// All [`ENV_WORDS`] words are always given, those past the second as `~0x0` (see the
-    /// comment above: OpenSSL 3.0 zeroes word 1, OpenSSL 3.6 words 2-4, when not given).
-    pub fn env_value(&self) -> Option<String> {
-        if self.clears == [0, 0] {
-            return None;
-        }
-        let rest = ":~0x0".repeat(ENV_WORDS - 2);
-        Some(format!("~{:#x}:~{:#x}{rest}", self.clears[0], self.clears[1]))
+    /// Whether this mask clears nothing (`baseline`).
+    pub fn is_baseline(&self) -> bool {
+        self.clears == [0, 0]
+    }
+
+    /// The value of `OPENSSL_ia32cap` that applies this mask, `baseline`'s included (a value
+    /// that clears nothing). All [`ENV_WORDS`] words are always given, those past the second
+    /// clearing nothing (see the comment above: OpenSSL 3.0 zeroes word 1, OpenSSL 3.6 words
+    /// 2-4, when not given), each as `~0x` and [`ENV_WORD_DIGITS`] hex digits, so that every
+    /// mask's value has the same length.
+    pub fn env_value(&self) -> String {
+        let mut words = [0u64; ENV_WORDS];
+        words[..2].copy_from_slice(&self.clears);
+        let words: Vec<String> = words.iter().map(|w| format!("~0x{w:0ENV_WORD_DIGITS$x}")).collect();
+        words.join(":")
     }
 
     /// The flags this mask should clear that are still set in `vector`.
@@ -244,6 +266,28 @@ impl CapVector {
         }
     }
 
+    /// Parse `0x<word0>:0x<word1>` ([`CapVector::to_hex`]'s rendering, as `capabilities.
+    /// openssl_ia32cap` reports it): exactly two words of 1 to 16 hex digits each.
+    pub fn parse_hex(text: &str) -> Option<CapVector> {
+        let word = |w: &str| {
+            let digits = w.strip_prefix("0x")?;
+            let ok = (1..=16).contains(&digits.len()) && digits.bytes().all(|b| b.is_ascii_hexdigit());
+            ok.then(|| u64::from_str_radix(digits, 16).ok()).flatten()
+        };
+        let (w0, w1) = text.split_once(':')?;
+        Some(CapVector([word(w0)?, word(w1)?]))
+    }
+
+    /// This vector with the bits of `clears` cleared.
+    pub fn without(&self, clears: [u64; 2]) -> CapVector {
+        CapVector([self.0[0] & !clears[0], self.0[1] & !clears[1]])
+    }
+
+    /// The [`CAP_FLAGS`] set in one of `self` and `other` but not both.
+    pub fn differing_flags(&self, other: &CapVector) -> Vec<&'static str> {
+        CAP_FLAGS.iter().filter(|f| self.has(f.name) != other.has(f.name)).map(|f| f.name).collect()
+    }
+
     /// Whether flag `name` (one of [`CAP_FLAGS`]) is set.
     pub fn has(&self, name: &str) -> bool {
         CAP_FLAGS
@@ -253,7 +297,7 @@ impl CapVector {
     }
 
     /// `0x<word0>:0x<word1>`, as OpenSSL prints it.
-    pub fn to_hex(&self) -> String {
+    pub fn to_hex(self) -> String {
         format!("{:#x}:{:#x}", self.0[0], self.0[1])
     }
 
@@ -339,27 +383,42 @@ pub enum MaskProblem {
 /// Check that `mask` is in effect for `library`, whose capability state is `caps`, in a
 /// process whose `OPENSSL_ia32cap` is `env`. Never trusts the variable alone: a non-baseline
 /// mask passes only if every bit it clears is clear in the vector the library itself reports.
+/// The variable must hold exactly the mask's value, `baseline`'s included (unset or empty is
+/// not baseline: an empty value clears every capability in OpenSSL). With `unmasked`, the
+/// vector the library reported in a process started without the variable (the run request's
+/// `cpu_vector_unmasked`), the library's vector here must be exactly that vector less the bits
+/// the mask clears: for `baseline`, the very same vector. (Neither OpenSSL, 3.0 or 3.6, nor
+/// AWS-LC derives other bits from the ones our masks clear: each clears the bits it is given,
+/// after its own CPUID adjustments; docs/methodology.md, "CPU capability masks".)
+/// A library without a mask (ring, RustCrypto) passes `baseline` whatever the variable.
 pub fn check_mask(
     mask: &CpuMask,
     library: &str,
     caps: &Capabilities,
     env: Option<&str>,
+    unmasked: Option<&CapVector>,
 ) -> Result<(), MaskProblem> {
     let expected = mask.env_value();
-    let env_text = |e: Option<&str>| e.map_or("unset".to_string(), |v| format!("'{v}'"));
+    let env_text = |e: Option<&str>| match e {
+        None => "unset".to_string(),
+        Some("") => "'' (empty: OpenSSL then clears every capability)".to_string(),
+        Some(v) => format!("'{v}'"),
+    };
     let applied = |why: String| Err(MaskProblem::NotApplied(format!("capability mask not applied: {why}")));
-    if expected.is_none() {
-        // baseline: no mask may be in force for a library that reads one.
-        return match (caps, env) {
-            (Capabilities::NotMaskable(_), _) | (_, None) => Ok(()),
-            (_, Some(v)) => applied(format!(
-                "baseline asks for no mask, but {MASK_ENV}='{v}' is set in the worker's environment"
-            )),
-        };
-    }
-    let expected = expected.unwrap();
+    let env_ok = env == Some(expected.as_str());
+    let env_wrong = || {
+        applied(format!(
+            "{MASK_ENV} in the worker's environment is {}, not '{expected}' as {} sets it",
+            env_text(env),
+            mask.name
+        ))
+    };
     let vector = match caps {
+        Capabilities::NotMaskable(_) if mask.is_baseline() => return Ok(()),
         Capabilities::NotMaskable(reason) => return Err(MaskProblem::NotMaskable(reason.clone())),
+        Capabilities::Unreadable(_) if mask.is_baseline() && unmasked.is_none() => {
+            return if env_ok { Ok(()) } else { env_wrong() };
+        }
         Capabilities::Unreadable(reason) => {
             return applied(format!("cannot read the capability vector {library} uses ({reason}), so {} cannot be verified", mask.name))
         }
@@ -367,7 +426,7 @@ pub fn check_mask(
     };
     let still = mask.still_set(vector);
     if !still.is_empty() {
-        let why = if env == Some(expected.as_str()) {
+        let why = if env_ok {
             format!("{library} ignored {MASK_ENV}='{expected}': it still uses {}", still.join(", "))
         } else {
             format!(
@@ -379,12 +438,32 @@ pub fn check_mask(
         };
         return applied(why);
     }
-    if env != Some(expected.as_str()) {
-        return applied(format!(
-            "{MASK_ENV} in the worker's environment is {}, not '{expected}' as {} sets it",
-            env_text(env),
-            mask.name
-        ));
+    if !env_ok {
+        return env_wrong();
+    }
+    if let Some(unmasked) = unmasked {
+        let want = unmasked.without(mask.clears);
+        if *vector != want {
+            let whence = if mask.is_baseline() {
+                format!("the vector it uses without {MASK_ENV} (cpu_vector_unmasked)")
+            } else {
+                format!(
+                    "the vector it uses without {MASK_ENV} (cpu_vector_unmasked {}) less {}'s bits",
+                    unmasked.to_hex(),
+                    mask.name
+                )
+            };
+            let xor = CapVector([vector.0[0] ^ want.0[0], vector.0[1] ^ want.0[1]]);
+            let flags = vector.differing_flags(&want);
+            let named = if flags.is_empty() { String::new() } else { format!(": {}", flags.join(", ")) };
+            return applied(format!(
+                "{library} uses {} under {}, not {}, {whence}; they differ in bits {}{named}",
+                vector.to_hex(),
+                mask.name,
+                want.to_hex(),
+                xor.to_hex()
+            ));
+        }
     }
     Ok(())
 }
@@ -409,13 +488,22 @@ mod tests {
         assert_eq!(m("baseline").clears, [0, 0]);
     }
 
+    const ZERO: &str = "~0x0000000000000000";
+
     #[test]
     fn env_values_spell_every_word() {
         let env = |n| CpuMask::by_name(n).unwrap().env_value();
-        assert_eq!(env("baseline"), None);
-        assert_eq!(env("no-aesni").as_deref(), Some("~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0"));
-        assert_eq!(env("no-shani").as_deref(), Some("~0x0:~0x20000000:~0x0:~0x0:~0x0"));
-        assert_eq!(env("no-avx512").as_deref(), Some("~0x0:~0xc0230000:~0x0:~0x0:~0x0"));
+        let zeros3 = [ZERO; 3].join(":");
+        assert_eq!(env("baseline"), [ZERO; 5].join(":"));
+        assert_eq!(env("no-aesni"), format!("~0x0200000200000000:~0x0000060000000000:{zeros3}"));
+        assert_eq!(env("no-shani"), format!("{ZERO}:~0x0000000020000000:{zeros3}"));
+        assert_eq!(env("no-avx2"), format!("{ZERO}:~0x00000000c0230020:{zeros3}"));
+        assert_eq!(env("no-avx512"), format!("{ZERO}:~0x00000000c0230000:{zeros3}"));
+        // One length for every mask, baseline's included: the environment's size is the same
+        // for every configuration's worker.
+        for m in CPU_MASKS {
+            assert_eq!(m.env_value().len(), ENV_WORDS * (3 + ENV_WORD_DIGITS) + ENV_WORDS - 1, "{}", m.name);
+        }
         assert!(CpuMask::by_name("no-aes").is_none());
         let names: Vec<_> = CPU_MASKS.iter().map(|m| m.name).collect();
         assert_eq!(names, ["baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512"]);
@@ -472,33 +560,138 @@ mod tests {
     fn check_mask_accepts_only_a_mask_the_library_applied() {
         let no_aesni = CpuMask::by_name("no-aesni").unwrap();
         let baseline = CpuMask::by_name("baseline").unwrap();
-        let env = no_aesni.env_value().unwrap();
+        let env = no_aesni.env_value();
+        let base_env = baseline.env_value();
         let all = [u64::MAX, u64::MAX];
         let cleared = [!(AES | PCLMUL), !(1u64 << 41 | 1 << 42)];
         // applied: variable set and bits clear
-        assert_eq!(check_mask(no_aesni, "OpenSSL", &vector(cleared), Some(&env)), Ok(()));
+        assert_eq!(check_mask(no_aesni, "OpenSSL", &vector(cleared), Some(&env), None), Ok(()));
         // ignored: variable set, bits still there
-        let Err(MaskProblem::NotApplied(why)) = check_mask(no_aesni, "OpenSSL", &vector(all), Some(&env)) else {
+        let Err(MaskProblem::NotApplied(why)) = check_mask(no_aesni, "OpenSSL", &vector(all), Some(&env), None) else {
             panic!()
         };
         assert!(why.starts_with("capability mask not applied: OpenSSL ignored OPENSSL_ia32cap="), "{why}");
         assert!(why.contains("aes, pclmulqdq, vaes, vpclmulqdq"), "{why}");
         // never reached the library
-        let Err(MaskProblem::NotApplied(why)) = check_mask(no_aesni, "AWS-LC", &vector(all), None) else { panic!() };
+        let Err(MaskProblem::NotApplied(why)) = check_mask(no_aesni, "AWS-LC", &vector(all), None, None) else { panic!() };
         assert!(why.contains("AWS-LC still uses aes") && why.contains("unset"), "{why}");
-        // bits clear but not by our variable (e.g. a CPU without AES-NI and a stray value)
-        assert!(matches!(check_mask(no_aesni, "OpenSSL", &vector(cleared), Some("~0x0")), Err(MaskProblem::NotApplied(_))));
-        // baseline: no variable allowed for a maskable library; anything goes for ring
-        assert_eq!(check_mask(baseline, "OpenSSL", &vector(all), None), Ok(()));
-        assert!(matches!(check_mask(baseline, "OpenSSL", &vector(all), Some("~0x0")), Err(MaskProblem::NotApplied(_))));
+        // bits clear but not by our variable (e.g. a CPU without AES-NI and a stray value),
+        // nor by its natural-width spelling
+        assert!(matches!(check_mask(no_aesni, "OpenSSL", &vector(cleared), Some("~0x0"), None), Err(MaskProblem::NotApplied(_))));
+        let natural = "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0";
+        assert!(matches!(check_mask(no_aesni, "OpenSSL", &vector(cleared), Some(natural), None), Err(MaskProblem::NotApplied(_))));
+        // baseline: exactly its own value for a maskable library; anything goes for ring
+        assert_eq!(check_mask(baseline, "OpenSSL", &vector(all), Some(&base_env), None), Ok(()));
+        assert!(matches!(check_mask(baseline, "OpenSSL", &vector(all), Some("~0x0"), None), Err(MaskProblem::NotApplied(_))));
+        assert!(matches!(check_mask(baseline, "OpenSSL", &vector(all), Some(&env), None), Err(MaskProblem::NotApplied(_))));
         let ring = Capabilities::NotMaskable("ring has no runtime CPU capability mask".into());
-        assert_eq!(check_mask(baseline, "ring", &ring, Some("~0x0")), Ok(()));
+        assert_eq!(check_mask(baseline, "ring", &ring, Some("~0x0"), None), Ok(()));
+        assert_eq!(check_mask(baseline, "ring", &ring, None, None), Ok(()));
         assert_eq!(
-            check_mask(no_aesni, "ring", &ring, Some(&env)),
+            check_mask(no_aesni, "ring", &ring, Some(&env), None),
             Err(MaskProblem::NotMaskable("ring has no runtime CPU capability mask".into()))
         );
         let unreadable = Capabilities::Unreadable("no symbol".into());
-        assert!(matches!(check_mask(no_aesni, "X", &unreadable, Some(&env)), Err(MaskProblem::NotApplied(_))));
+        assert!(matches!(check_mask(no_aesni, "X", &unreadable, Some(&env), None), Err(MaskProblem::NotApplied(_))));
+        assert_eq!(check_mask(baseline, "X", &unreadable, Some(&base_env), None), Ok(()));
+        let unmasked = CapVector(all);
+        assert!(matches!(
+            check_mask(baseline, "X", &unreadable, Some(&base_env), Some(&unmasked)),
+            Err(MaskProblem::NotApplied(_))
+        ));
+    }
+
+    fn not_applied(r: Result<(), MaskProblem>) -> String {
+        match r {
+            Err(MaskProblem::NotApplied(why)) => {
+                assert!(why.starts_with("capability mask not applied: "), "{why}");
+                why
+            }
+            other => panic!("expected NotApplied, got {other:?}"),
+        }
+    }
+
+    // The vector OpenSSL 3.0.19 reported on this AMD EPYC without OPENSSL_ia32cap.
+    const UNMASKED: [u64; 2] = [0xfffa3203078bffff, 0x405fc6f1bf07ab];
+
+    #[test]
+    fn baseline_without_its_value_is_not_applied() {
+        let baseline = CpuMask::by_name("baseline").unwrap();
+        let why = not_applied(check_mask(baseline, "OpenSSL", &vector(UNMASKED), None, None));
+        assert!(why.contains("is unset, not '~0x0000000000000000:"), "{why}");
+        // An empty variable is not an unset one: OpenSSL then clears every capability.
+        let why = not_applied(check_mask(baseline, "OpenSSL", &vector([0x400, 0]), Some(""), None));
+        assert!(why.contains("is '' (empty: OpenSSL then clears every capability)"), "{why}");
+        // Also refused when the vector happens to be right.
+        let unmasked = CapVector(UNMASKED);
+        not_applied(check_mask(baseline, "OpenSSL", &vector(UNMASKED), Some(""), Some(&unmasked)));
+        not_applied(check_mask(baseline, "OpenSSL", &vector(UNMASKED), None, Some(&unmasked)));
+    }
+
+    #[test]
+    fn baseline_must_use_the_unmasked_vector() {
+        let baseline = CpuMask::by_name("baseline").unwrap();
+        let env = baseline.env_value();
+        let unmasked = CapVector(UNMASKED);
+        // right value, same vector: applied
+        assert_eq!(check_mask(baseline, "OpenSSL", &vector(UNMASKED), Some(&env), Some(&unmasked)), Ok(()));
+        // right value, but the library's vector differs from the one it has without the
+        // variable (here: SHA extensions gone)
+        let lost_sha = [UNMASKED[0], UNMASKED[1] & !(1 << 29)];
+        let why = not_applied(check_mask(baseline, "AWS-LC", &vector(lost_sha), Some(&env), Some(&unmasked)));
+        assert_eq!(
+            why,
+            "capability mask not applied: AWS-LC uses 0xfffa3203078bffff:0x405fc6d1bf07ab under \
+             baseline, not 0xfffa3203078bffff:0x405fc6f1bf07ab, the vector it uses without \
+             OPENSSL_ia32cap (cpu_vector_unmasked); they differ in bits 0x0:0x20000000: sha"
+        );
+        // A difference outside the decoded flags is named by its bits.
+        let odd = [UNMASKED[0] ^ 1 << 20, UNMASKED[1]];
+        let why = not_applied(check_mask(baseline, "OpenSSL", &vector(odd), Some(&env), Some(&unmasked)));
+        assert!(why.ends_with("they differ in bits 0x100000:0x0"), "{why}");
+    }
+
+    #[test]
+    fn other_masks_must_clear_exactly_their_bits() {
+        let unmasked = CapVector(UNMASKED);
+        for mask in CPU_MASKS.iter().filter(|m| !m.is_baseline()) {
+            let env = mask.env_value();
+            let want = unmasked.without(mask.clears);
+            assert_eq!(check_mask(mask, "OpenSSL", &vector(want.0), Some(&env), Some(&unmasked)), Ok(()), "{}", mask.name);
+            // One more bit gone than the mask clears (BMI2 is in none of them): not applied.
+            let more = [want.0[0], want.0[1] & !(1 << 8)];
+            let why = not_applied(check_mask(mask, "OpenSSL", &vector(more), Some(&env), Some(&unmasked)));
+            assert!(why.contains(&format!("less {}'s bits", mask.name)) && why.ends_with(": bmi2"), "{why}");
+        }
+        // The vectors OpenSSL 3.0.19 and AWS-LC reported here under no-aesni and no-avx2.
+        let m = |n| CpuMask::by_name(n).unwrap();
+        let check = |name, vec: [u64; 2]| check_mask(m(name), "OpenSSL", &vector(vec), Some(&m(name).env_value()), Some(&unmasked));
+        assert_eq!(check("no-aesni", [0xfdfa3201078bffff, 0x4059c6f1bf07ab]), Ok(()));
+        assert_eq!(check("no-avx2", [0xfffa3203078bffff, 0x405fc6319c078b]), Ok(()));
+    }
+
+    #[test]
+    fn parses_a_two_word_vector() {
+        assert_eq!(CapVector::parse_hex("0xfffa3203078bffff:0x405fc6f1bf07ab"), Some(CapVector(UNMASKED)));
+        assert_eq!(CapVector::parse_hex("0x0:0x0"), Some(CapVector([0, 0])));
+        assert_eq!(CapVector::parse_hex("0x0000000000000001:0xABC"), Some(CapVector([1, 0xabc])));
+        let v = CapVector(UNMASKED);
+        assert_eq!(CapVector::parse_hex(&v.to_hex()), Some(v));
+        for bad in [
+            "",
+            "0x1",
+            "0x1:0x2:0x3",
+            "1:2",
+            "0x:0x1",
+            "0x1:0x",
+            "0x1 :0x2",
+            "0x+1:0x2",
+            "0x1:0xg",
+            "0x00000000000000001:0x1",
+            "OPENSSL_ia32cap=0x1:0x2",
+        ] {
+            assert_eq!(CapVector::parse_hex(bad), None, "{bad}");
+        }
     }
 
     #[test]

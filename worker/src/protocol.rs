@@ -6,7 +6,7 @@ use crate::cpu::{self, CapVector, CpuInfo, CpuMask, MaskProblem, CPU_MASKS};
 use crate::kat;
 use crate::measure::{self, Measurement, Plan};
 use crate::ops::prepare::{bytes_per_op, prepare};
-use crate::ops::{Op, Params, RawParams, ALL_OPS};
+use crate::ops::{self, DigestAlg, Op, Params, RawParams, RsaPadding, ALL_OPS};
 use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use serde::Deserialize;
@@ -19,10 +19,11 @@ pub const PROTOCOL_VERSION: u64 = 1;
 /// Exit status after a protocol mismatch.
 pub const EXIT_PROTOCOL_MISMATCH: i32 = 2;
 
-/// Limits on a `run` request.
-const MAX_THREADS: usize = 1024;
-const MAX_SECONDS: f64 = 3600.0;
-const MAX_WARMUP_S: f64 = 600.0;
+/// Limits on a `run` request, checked by `parse_run` and announced in `hello`'s `limits` (with
+/// `ops::MAX_SIZE` and `measure::MAX_BATCH`, also checked where they are defined).
+pub const MAX_THREADS: usize = 1024;
+pub const MAX_SECONDS: f64 = 3600.0;
+pub const MAX_WARMUP_S: f64 = 600.0;
 
 /// A request the worker refuses, with the protocol's error `code` and a sentence for a person.
 #[derive(Debug, thiserror::Error)]
@@ -56,6 +57,10 @@ struct RunRequest {
     batch: Option<u64>,
     #[serde(default)]
     cpu_mask: Option<String>,
+    /// `0x<word0>:0x<word1>`: the vector this backend's library reported in a worker started
+    /// without `OPENSSL_ia32cap`, which the library's vector under `cpu_mask` must match.
+    #[serde(default)]
+    cpu_vector_unmasked: Option<String>,
 }
 
 fn one() -> usize {
@@ -79,6 +84,8 @@ struct Case {
     plan: Plan,
     /// The CPU capability mask the orchestrator started this worker with, to verify.
     cpu_mask: Option<&'static CpuMask>,
+    /// The library's vector without the variable, to verify the mask's vector against.
+    cpu_vector_unmasked: Option<CapVector>,
 }
 
 /// Serve requests until `bye` or end of input. Returns the process exit status.
@@ -201,6 +208,46 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
             .collect::<Vec<_>>(),
         "backends": backends,
         "ops": ALL_OPS,
+        "limits": limits(),
+        "op_params": op_params(),
+        "param_values": param_values(),
+    })
+}
+
+/// `hello`'s `limits`: the largest values `parse_run` and `Params::resolve` accept, from the
+/// constants they check.
+fn limits() -> Value {
+    json!({
+        "max_threads": MAX_THREADS,
+        "max_seconds": MAX_SECONDS,
+        "max_warmup_s": MAX_WARMUP_S,
+        "max_size_bytes": ops::MAX_SIZE,
+        "max_batch": measure::MAX_BATCH,
+    })
+}
+
+/// `hello`'s `op_params`: per operation, the `params` fields it takes and the defaults
+/// `Params::resolve` fills in (from the same `Op` methods it uses).
+fn op_params() -> Value {
+    let entries = ALL_OPS.iter().map(|name| {
+        let op = Op::parse(name).expect("ALL_OPS parse");
+        let mut entry = json!({"params": op.param_names(), "default_size_bytes": op.default_size()});
+        if let Some(d) = op.default_digest() {
+            entry["default_digest"] = d.name().into();
+        }
+        if let Some(p) = op.default_padding() {
+            entry["default_padding"] = p.name().into();
+        }
+        (name.to_string(), entry)
+    });
+    Value::Object(entries.collect())
+}
+
+/// `hello`'s `param_values`: the values `digest` and `padding` may take.
+fn param_values() -> Value {
+    json!({
+        "digest": DigestAlg::ALL.map(DigestAlg::name),
+        "padding": RsaPadding::ALL.map(RsaPadding::name),
     })
 }
 
@@ -255,9 +302,28 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
             refuse("bad_params", format!("unknown cpu_mask '{name}'; known: {}", known.join(", ")))
         })?),
     };
+    let cpu_vector_unmasked = match req.cpu_vector_unmasked.as_deref() {
+        None => None,
+        Some(_) if cpu_mask.is_none() => {
+            return Err(refuse(
+                "bad_params",
+                "cpu_vector_unmasked is checked against a cpu_mask's vector; give cpu_mask too",
+            ))
+        }
+        Some(text) => Some(CapVector::parse_hex(text).ok_or_else(|| {
+            refuse(
+                "bad_params",
+                format!(
+                    "cpu_vector_unmasked must be '0x<word0>:0x<word1>' (hex, as hello's \
+                     backends[].capabilities.openssl_ia32cap), got '{text}'"
+                ),
+            )
+        })?),
+    };
     Ok(Case {
         id: req.id,
         cpu_mask,
+        cpu_vector_unmasked,
         backend_name: req.backend,
         backend,
         op_name: req.op,
@@ -302,7 +368,7 @@ fn run(case: Case) -> Value {
             result["cpu_mask_cleared"] = mask_cleared(mask, vector).into();
         }
         let env = std::env::var(cpu::MASK_ENV).ok();
-        match cpu::check_mask(mask, &info.library, &caps, env.as_deref()) {
+        match cpu::check_mask(mask, &info.library, &caps, env.as_deref(), case.cpu_vector_unmasked.as_ref()) {
             Ok(()) => {}
             Err(MaskProblem::NotMaskable(r)) => return finish(result, outcome("unsupported", r)),
             Err(MaskProblem::NotApplied(r)) => return finish(result, outcome("invalid", r)),
@@ -445,8 +511,12 @@ mod tests {
         let masks = out[0]["cpu_masks"].as_array().unwrap();
         let names: Vec<_> = masks.iter().map(|m| m["name"].as_str().unwrap()).collect();
         assert_eq!(names, ["baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512"]);
-        assert_eq!(masks[0]["openssl_ia32cap"], Value::Null);
-        assert_eq!(masks[1]["openssl_ia32cap"], "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0");
+        let zero = "~0x0000000000000000";
+        assert_eq!(masks[0]["openssl_ia32cap"], [zero; 5].join(":"));
+        assert_eq!(
+            masks[1]["openssl_ia32cap"],
+            format!("~0x0200000200000000:~0x0000060000000000:{zero}:{zero}:{zero}")
+        );
         assert_eq!(masks[1]["clears"], json!(["aes", "pclmulqdq", "vaes", "vpclmulqdq"]));
         let caps: std::collections::HashMap<_, _> = out[0]["backends"]
             .as_array()
@@ -537,5 +607,166 @@ mod tests {
         assert_eq!(h.len(), ops);
         // mock:2 waits 2 ns per byte: 10 µs per operation.
         assert!(h.value_at_quantile(0.5) >= 9_990, "p50 = {}", h.value_at_quantile(0.5));
+    }
+
+    /// `parse_run` on one request line (without its `type`).
+    fn parse(request: Value) -> Result<Case, RequestError> {
+        let Value::Object(body) = request else { panic!("not an object") };
+        parse_run(body, false)
+    }
+
+    fn refusal(request: Value) -> RequestError {
+        match parse(request.clone()) {
+            Ok(_) => panic!("accepted: {request}"),
+            Err(e) => e,
+        }
+    }
+
+    fn hello_now() -> Value {
+        converse(&[HELLO]).1.remove(0)
+    }
+
+    /// `limits` is what parse_run enforces: each maximum is accepted, one more is refused.
+    #[test]
+    fn hello_limits_are_the_limits_run_enforces() {
+        let limits = hello_now()["limits"].clone();
+        assert_eq!(
+            limits,
+            json!({"max_threads": 1024, "max_seconds": 3600.0, "max_warmup_s": 600.0,
+                   "max_size_bytes": 67108864, "max_batch": 1048576})
+        );
+        let base = json!({"backend": "mock", "op": "sha256"});
+        let with = |field: &str, value: Value| {
+            let mut r = base.clone();
+            r[field] = value;
+            r
+        };
+        let max = |name: &str| limits[name].clone();
+        let plus_one = |name: &str| {
+            let v = &limits[name];
+            v.as_u64().map_or_else(|| json!(v.as_f64().unwrap() + 1.0), |n| json!(n + 1))
+        };
+        for (field, limit) in [("threads", "max_threads"), ("seconds", "max_seconds"), ("warmup_s", "max_warmup_s"), ("batch", "max_batch")] {
+            assert!(parse(with(field, max(limit))).is_ok(), "{field} = {}", max(limit));
+            let e = refusal(with(field, plus_one(limit)));
+            assert_eq!(e.code, "bad_params", "{field}: {}", e.message);
+            assert!(e.message.starts_with(field), "{}", e.message);
+        }
+        let sized = |v: Value| with("params", json!({"size_bytes": v}));
+        let case = parse(sized(max("max_size_bytes"))).map(|c| c.params).unwrap();
+        assert_eq!(json!(case.size_bytes), max("max_size_bytes"));
+        let e = refusal(sized(plus_one("max_size_bytes")));
+        assert_eq!(e.code, "bad_params");
+        assert!(e.message.contains("size_bytes 67108865 is larger than the limit"), "{}", e.message);
+    }
+
+    /// `op_params` and `param_values` are what Params parsing accepts: for every operation each
+    /// listed parameter (with every announced value) is accepted and each other refused, and
+    /// the announced defaults are the ones filled in.
+    #[test]
+    fn hello_op_params_are_what_run_accepts() {
+        let hello = hello_now();
+        let (op_params, values) = (&hello["op_params"], &hello["param_values"]);
+        assert_eq!(values["digest"], json!(["sha1", "sha256", "sha384", "sha512", "sha3-256"]));
+        assert_eq!(values["padding"], json!(["pkcs1", "pss"]));
+        let ops = hello["ops"].as_array().unwrap();
+        assert_eq!(op_params.as_object().unwrap().len(), ops.len());
+        let max_size = hello["limits"]["max_size_bytes"].clone();
+        let samples = |param: &str| -> Vec<Value> {
+            match param {
+                "size_bytes" => vec![json!(1), json!(1000), max_size.clone()],
+                _ => values[param].as_array().unwrap().clone(),
+            }
+        };
+        for op in ops {
+            let name = op.as_str().unwrap();
+            let entry = &op_params[name];
+            let params: Vec<&str> = entry["params"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+            let request = |params: Value| json!({"backend": "mock", "op": name, "params": params});
+            // defaults
+            let resolved = parse(request(json!({}))).map(|c| c.params).unwrap();
+            let size = &entry["default_size_bytes"];
+            assert_eq!(params.contains(&"size_bytes"), !size.is_null(), "{name}");
+            assert_eq!(json!(resolved.size_bytes), if size.is_null() { json!(0) } else { size.clone() }, "{name}");
+            let resolved = serde_json::to_value(resolved).unwrap();
+            for (param, default) in [("digest", "default_digest"), ("padding", "default_padding")] {
+                assert_eq!(params.contains(&param), entry.get(default).is_some(), "{name} {default}");
+                assert_eq!(resolved.get(param), entry.get(default), "{name} {param}");
+            }
+            for param in ops::PARAM_NAMES {
+                for value in samples(param) {
+                    let result = parse(request(json!({param: value})));
+                    if params.contains(&param) {
+                        let p = serde_json::to_value(result.map(|c| c.params).unwrap()).unwrap();
+                        assert_eq!(p[param], value, "{name} {param}");
+                    } else {
+                        let e = result.err().unwrap_or_else(|| panic!("{name} accepted {param}"));
+                        assert_eq!(e.code, "bad_params", "{name} {param}: {}", e.message);
+                        assert!(e.message.contains(param), "{}", e.message);
+                    }
+                }
+            }
+            // values outside param_values are refused
+            for (param, bad) in [("digest", "md5"), ("padding", "oaep")] {
+                if params.contains(&param) {
+                    let e = refusal(request(json!({param: bad})));
+                    assert_eq!(e.code, "bad_params");
+                    assert!(e.message.contains(&format!("unknown {param} '{bad}'")), "{}", e.message);
+                }
+            }
+        }
+        // Spot checks against the documented table.
+        assert_eq!(op_params["ecdsa-p384-sign"], json!({"params": ["size_bytes", "digest"], "default_size_bytes": 32, "default_digest": "sha384"}));
+        assert_eq!(
+            op_params["rsa2048-verify"],
+            json!({"params": ["size_bytes", "digest", "padding"], "default_size_bytes": 32, "default_digest": "sha256", "default_padding": "pkcs1"})
+        );
+        assert_eq!(op_params["aes-128-gcm-seal"], json!({"params": ["size_bytes"], "default_size_bytes": 1024}));
+        assert_eq!(op_params["ml-kem-768-encaps"], json!({"params": [], "default_size_bytes": null}));
+    }
+
+    #[test]
+    fn cpu_vector_unmasked_is_checked_for_syntax() {
+        let req = |mask: Value, vector: Value| {
+            json!({"backend": "mock", "op": "sha256", "cpu_mask": mask, "cpu_vector_unmasked": vector})
+        };
+        let case = parse(req(json!("baseline"), json!("0xfffa3203078bffff:0x405fc6f1bf07ab"))).unwrap();
+        assert_eq!(case.cpu_vector_unmasked, Some(CapVector([0xfffa3203078bffff, 0x405fc6f1bf07ab])));
+        assert!(parse(req(json!("no-aesni"), Value::Null)).unwrap().cpu_vector_unmasked.is_none());
+        for bad in [json!("0x1"), json!("fffa:405f"), json!("0x1:0x2:0x3"), json!(""), json!(12)] {
+            let e = refusal(req(json!("baseline"), bad.clone()));
+            // (A value of the wrong JSON type is a malformed request, as for every field.)
+            if bad.is_string() {
+                assert_eq!(e.code, "bad_params", "{bad}: {}", e.message);
+                assert!(e.message.contains("cpu_vector_unmasked must be '0x<word0>:0x<word1>'"), "{}", e.message);
+            } else {
+                assert_eq!(e.code, "bad_request", "{bad}: {}", e.message);
+            }
+        }
+        let e = refusal(req(Value::Null, json!("0x1:0x2")));
+        assert_eq!(e.code, "bad_params");
+        assert!(e.message.contains("give cpu_mask too"), "{}", e.message);
+    }
+
+    /// This test process was started without OPENSSL_ia32cap, so baseline's value is missing:
+    /// a library that reads the variable must not be measured as baseline (an unset variable is
+    /// not what every other configuration's worker sees), while ring and mock, which read
+    /// nothing, run.
+    #[test]
+    fn baseline_needs_its_value_in_the_environment() {
+        if std::env::var_os(cpu::MASK_ENV).is_some() || !cfg!(target_arch = "x86_64") {
+            return;
+        }
+        for backend in ["openssl", "aws-lc"].into_iter().filter(|b| crate::fips::unavailable(b).is_none()) {
+            let req = format!(
+                r#"{{"type":"run","id":"x","backend":"{backend}","op":"sha256","cpu_mask":"baseline","seconds":0.01,"warmup_s":0}}"#
+            );
+            let (_, out) = converse(&[HELLO, &req]);
+            let r = &out[1];
+            assert_eq!(r["status"], "invalid", "{r}");
+            let reason = r["reason"].as_str().unwrap();
+            assert!(reason.starts_with("capability mask not applied: OPENSSL_ia32cap in the worker's environment is unset"), "{reason}");
+            assert!(r.get("ops").is_none() && r.get("validation").is_none());
+        }
     }
 }
