@@ -22,20 +22,24 @@ from cryptoperf.errors import WorkerError
 ENV_VAR = "OPENSSL_ia32cap"
 BASELINE = "baseline"
 
-#: name → value of OPENSSL_ia32cap (None: the variable is removed). Every word is always
-#: spelt: OpenSSL 3.0 sets the second word (CPUID leaf 7: AVX2, SHA, AVX-512, VAES) to zero
-#: when the value has no ':', and OpenSSL 3.6 (the openssl@3.6 build) likewise zeroes its
-#: third to fifth words unless given, hence the trailing ``:~0x0:~0x0:~0x0`` (clear nothing).
-MASKS: dict[str, str | None] = {
-    "baseline": None,
+#: name → value of OPENSSL_ia32cap, set in the worker's environment for every mask, baseline's
+#: included. Every word is always spelt: OpenSSL 3.0 sets the second word (CPUID leaf 7: AVX2,
+#: SHA, AVX-512, VAES) to zero when the value has no ':', and OpenSSL 3.6 (the openssl@3.6
+#: build) likewise zeroes its third to fifth words unless given, hence the three trailing words
+#: that clear nothing. Every word is ``~0x`` and 16 hex digits, so every value has the same
+#: length (99 bytes) and every configuration's worker an environment of the same size (the
+#: stack starts where the environment ends, which moves measured times); baseline's value
+#: clears nothing. Never an empty value: OpenSSL then clears every capability.
+MASKS: dict[str, str] = {
+    "baseline": "~0x0000000000000000:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
     # bits #57 AES-NI, #33 PCLMULQDQ; #64+41 VAES, #64+42 VPCLMULQDQ
-    "no-aesni": "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0",
+    "no-aesni": "~0x0200000200000000:~0x0000060000000000:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
     # bit #64+29 SHA extensions
-    "no-shani": "~0x0:~0x20000000:~0x0:~0x0:~0x0",
+    "no-shani": "~0x0000000000000000:~0x0000000020000000:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
     # bits #64+5 AVX2 and the AVX-512 bits below
-    "no-avx2": "~0x0:~0xc0230020:~0x0:~0x0:~0x0",
+    "no-avx2": "~0x0000000000000000:~0x00000000c0230020:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
     # bits #64+16 AVX512F, #64+17 AVX512DQ, #64+21 AVX512IFMA, #64+30 AVX512BW, #64+31 AVX512VL
-    "no-avx512": "~0x0:~0xc0230000:~0x0:~0x0:~0x0",
+    "no-avx512": "~0x0000000000000000:~0x00000000c0230000:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
 }
 NAMES: tuple[str, ...] = tuple(MASKS)
 
@@ -50,16 +54,15 @@ DESCRIPTIONS: dict[str, str] = {
 
 def worker_env(mask: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a worker that runs under ``mask``: ``base`` (default: this
-    process's environment) without ``OPENSSL_ia32cap``, plus the mask's value if it has one.
+    process's environment) with ``OPENSSL_ia32cap`` set to the mask's value.
 
-    The variable is removed for ``baseline`` so that one inherited from the user's shell cannot
-    silently mask a baseline. Raises KeyError for an unknown mask.
+    The variable is always set, to baseline's clear-nothing value for ``baseline``: a value
+    inherited from the user's shell is replaced, so it cannot silently mask a baseline, and
+    every mask's worker gets an environment of the same size. Raises KeyError for an unknown
+    mask.
     """
     env = dict(os.environ if base is None else base)
-    env.pop(ENV_VAR, None)
-    value = MASKS[mask]
-    if value is not None:
-        env[ENV_VAR] = value
+    env[ENV_VAR] = MASKS[mask]
     return env
 
 
