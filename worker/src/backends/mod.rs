@@ -8,6 +8,8 @@
 //! that is reported as "unsupported", never as a crash.
 
 pub mod awslc;
+#[cfg(test)]
+pub(crate) mod conformance;
 pub mod hybrid;
 pub mod mock;
 pub mod openssl;

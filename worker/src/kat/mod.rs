@@ -747,4 +747,6 @@ fn cross_check(backend: &dyn Backend, other: &dyn Backend, op: Op, params: &Para
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
+#[cfg(test)]
+mod wycheproof;
