@@ -250,7 +250,7 @@ mod tests {
         // ~200 ns: a batch must reach 10 µs, so k is at least 32 and a power of two.
         let k = calibrate(&mut spin(200)).unwrap();
         assert!(k.is_power_of_two());
-        assert!(k >= 32 && k <= 64, "k = {k} for a 200 ns operation");
+        assert!((32..=64).contains(&k), "k = {k} for a 200 ns operation");
         // 50 µs: timed one by one.
         assert_eq!(calibrate(&mut spin(50_000)).unwrap(), 1);
     }
