@@ -18,6 +18,20 @@ FAKE_WORKER = Path(__file__).with_name("fake_worker.py")
 sys.path.insert(0, str(SRC))  # test the source tree, installed or not
 
 from cryptoperf.cli import main  # noqa: E402
+from cryptoperf.run.worker import WorkerRules  # noqa: E402
+
+#: The real worker's rules as its hello announces them (fixtures/refresh_worker_hello.py).
+WORKER_HELLO = json.loads((Path(__file__).with_name("fixtures") / "worker-hello.json").read_text())
+BACKENDS = ("openssl", "aws-lc", "ring", "rustcrypto")
+
+
+def worker_rules(backends=BACKENDS, ops=None) -> WorkerRules:
+    """The real worker's rules (tests/fixtures/worker-hello.json) with these backends and, if
+    given, only these operations."""
+    hello = dict(WORKER_HELLO, backends=[{"backend": b} for b in backends])
+    if ops is not None:
+        hello["ops"] = list(ops)
+    return WorkerRules.from_hello(hello)
 
 
 def fake_worker_script(path: Path, **env: str) -> Path:
@@ -36,6 +50,9 @@ def fake_worker(tmp_path, monkeypatch):
     wrapper = fake_worker_script(tmp_path / "fake-cryptoperf-worker")
     monkeypatch.setenv("CRYPTOPERF_WORKER", str(wrapper))
     monkeypatch.setenv("FAKE_WORKER_SPEC", "{}")
+    state = tmp_path / "fake-worker-state"
+    state.mkdir(exist_ok=True)
+    monkeypatch.setenv("FAKE_WORKER_STATE", str(state))
 
     def use(spec: dict | None = None) -> Path:
         monkeypatch.setenv("FAKE_WORKER_SPEC", json.dumps(spec or {}))

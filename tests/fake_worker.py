@@ -13,7 +13,13 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   ops             list of operation names (default: the real worker's list)
   latency_ns      {"<op>": ns} base latency (default: 1000 + size_bytes ns)
   config_factor   {"<configuration>": factor} multiplies the latency of that configuration
-  rep_factors     [f1, f2, ...] multiplies the latency of repetition r by f[(r-1) % len]
+  rep_factors     [f1, f2, ...] multiplies the latency in block b by f[(b-1) % len] (a drift
+                  shared by every configuration of a block)
+  noise_cv        lognormal noise of this CV on every repetition, drawn from a generator seeded
+                  with the repetition's id (so reruns of a test give the same numbers)
+  steal_pct       {"<configuration>#<block>": pct} the /proc/stat steal share the result reports
+  steal_times     how many times in a row a steal_pct entry applies to the same id (default 1:
+                  the re-run of a disturbed repetition is clean), counted in FAKE_WORKER_STATE
   unsupported     {"<backend>/<op>": reason}
   invalid         {"<backend>/<op>": reason}
   crash           ["<backend>/<op>", "<configuration>" or "<configuration>#<rep>"]  abort at the run
@@ -29,44 +35,42 @@ The environment variable FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that 
 builds can differ under one spec) sets the openssl backend's ``library_version`` in hello and
 results (default "fake-1.0"), e.g. "3.6.3 1 Jul 2026" for a fake openssl@3.6 build.
 
+The worker's rules — operation names, which parameters each takes and their defaults, allowed
+values, limits, CPU masks — are not the fake's own: it reads them from
+tests/fixtures/worker-hello.json, a snapshot of the real worker's hello (test_fake_worker.py
+checks it against the real one), and refuses what the real worker refuses.
+
 CPU masks (run field ``cpu_mask``): as in the real worker, ring and rustcrypto (and mock) answer
 "unsupported: <library> has no runtime CPU capability mask" for any mask but baseline; openssl
 and aws-lc check that OPENSSL_ia32cap in their environment is the mask's value (invalid
-otherwise). Every result echoes ``cpu_mask`` and reports ``capabilities.env``.
+otherwise), and with ``cpu_vector_unmasked`` that their vector equals it less the mask's bits
+(an empty OPENSSL_ia32cap clears every capability, as it does in the libraries). Every result
+echoes ``cpu_mask`` and reports ``capabilities``.
 
-The configuration and repetition are read from the run's id (``backend/label/size/config#rep``,
-see plan.Run.request_id). Backends ``mock``, ``mock:SCALE``, ``mock:crash`` and ``mock:hang``
-behave as in the real worker (latency = size_bytes × SCALE ns, or 1000 × SCALE unsized).
+The configuration and block are read from the request's id (``backend/label/size/config#block``,
+see model.Repetition.request_id). Backends ``mock``, ``mock:SCALE``, ``mock:crash`` and
+``mock:hang`` behave as in the real worker (latency = size_bytes × SCALE ns, or 1000 × SCALE
+unsized). A request's ``batch`` is honoured; without one the fake "calibrates" to
+ceil(10 µs / latency), a power of two, as the worker does.
 """
 
+import hashlib
 import json
+import math
 import os
+import random
 import sys
 import time
+from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
-DEFAULT_OPS = ["sha1", "sha256", "sha384", "sha512", "sha3-256", "hmac-sha256",
-               "aes-128-gcm-seal", "aes-128-gcm-open", "aes-256-gcm-seal", "aes-256-gcm-open",
-               "chacha20-poly1305-seal", "chacha20-poly1305-open", "rsa2048-sign", "rsa2048-verify",
-               "rsa3072-sign", "rsa3072-verify", "rsa4096-sign", "rsa4096-verify",
-               "ecdsa-p256-sign", "ecdsa-p256-verify", "ecdsa-p384-sign", "ecdsa-p384-verify",
-               "ed25519-sign", "ed25519-verify",
-               "ml-dsa-44-keygen", "ml-dsa-44-sign", "ml-dsa-44-verify",
-               "ml-dsa-65-keygen", "ml-dsa-65-sign", "ml-dsa-65-verify",
-               "ml-dsa-87-keygen", "ml-dsa-87-sign", "ml-dsa-87-verify",
-               "x25519-keygen", "x25519-derive", "ecdh-p256-derive", "ffdh-2048-derive",
-               "ml-kem-512-keygen", "ml-kem-512-encaps", "ml-kem-512-decaps",
-               "ml-kem-768-keygen", "ml-kem-768-encaps", "ml-kem-768-decaps",
-               "ml-kem-1024-keygen", "ml-kem-1024-encaps", "ml-kem-1024-decaps",
-               "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps"]
-UNSIZED_SUFFIXES = ("-derive", "-encaps", "-decaps", "-keygen")
-CPU_MASKS = [{"name": "baseline", "openssl_ia32cap": None},
-             {"name": "no-aesni", "openssl_ia32cap": "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0"},
-             {"name": "no-shani", "openssl_ia32cap": "~0x0:~0x20000000:~0x0:~0x0:~0x0"},
-             {"name": "no-avx2", "openssl_ia32cap": "~0x0:~0xc0230020:~0x0:~0x0:~0x0"},
-             {"name": "no-avx512", "openssl_ia32cap": "~0x0:~0xc0230000:~0x0:~0x0:~0x0"}]
+RULES = json.loads((Path(__file__).resolve().parent / "fixtures" / "worker-hello.json").read_text())
+CPU_MASKS = RULES["cpu_masks"]
 MASKABLE = ("openssl", "aws-lc")
+#: The fake libraries' unmasked capability vector, and what an empty OPENSSL_ia32cap leaves.
+UNMASKED_VECTOR = "0xfffa3203078bffff:0x405fc6f1bf07ab"
+EMPTY_ENV_VECTOR = "0x400:0x0"
 ENV = os.environ.get("OPENSSL_ia32cap")
 # The worker build this fake pretends to be ("fips": only FIPS_BACKENDS run, in FIPS mode).
 BUILD = os.environ.get("FAKE_WORKER_BUILD", "default")
@@ -74,7 +78,7 @@ OPENSSL_VERSION = os.environ.get("FAKE_WORKER_OPENSSL_VERSION") or "fake-1.0"
 
 SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
 BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
-OPS = SPEC.get("ops", DEFAULT_OPS)
+OPS = SPEC.get("ops", RULES["ops"])
 FIPS_BACKENDS = SPEC.get("fips_backends", ["aws-lc"])
 
 
@@ -96,20 +100,37 @@ def version_of(backend):
     return OPENSSL_VERSION if backend == "openssl" else "fake-1.0"
 
 
+def vector():
+    """The fake libraries' capability vector under this process's OPENSSL_ia32cap."""
+    if ENV == "":
+        return EMPTY_ENV_VECTOR
+    mask = next((m for m in CPU_MASKS if m["openssl_ia32cap"] == ENV), None)
+    if ENV is None or mask is None or not mask["clears"]:
+        return UNMASKED_VECTOR
+    return "0x0:0x0"  # cleared: what exactly does not matter to the orchestrator
+
+
+def capabilities(backend):
+    if backend not in MASKABLE:
+        return {"maskable": False, "env": ENV, "reason": f"{backend} has no runtime CPU capability mask"}
+    return {"maskable": True, "env": ENV, "openssl_ia32cap": vector()}
+
+
 def hello(req):
     if req.get("protocol") != 1:
         send({"type": "error", "code": "protocol_mismatch",
               "message": f"this worker speaks protocol 1, not {req.get('protocol')}"})
         sys.exit(2)
     backends = [{"backend": b, "library": b.upper(), "library_version": version_of(b), "fips": in_fips_mode(b),
-                 "capabilities": {"maskable": b in MASKABLE, "env": ENV}}
+                 "capabilities": capabilities(b)}
                 for b in BACKENDS]
     if req.get("detail"):
         for b in backends:
             b["ops"] = [{"op": op, "status": "supported", "reason": ""} for op in OPS]
     send({"type": "hello", "protocol": SPEC.get("protocol", 1), "worker_version": "0.0.0-fake", "build": BUILD,
           "cpu": {"model": "Fake CPU", "flags": ["aes"], "logical_cpus": 2, "tsc": False},
-          "cpu_masks": SPEC.get("cpu_masks", CPU_MASKS), "backends": backends, "ops": OPS})
+          "cpu_masks": SPEC.get("cpu_masks", CPU_MASKS), "backends": backends, "ops": OPS,
+          "limits": RULES["limits"], "op_params": RULES["op_params"], "param_values": RULES["param_values"]})
 
 
 def parse_id(run_id):
@@ -124,20 +145,61 @@ def matches(rules, backend, op, config, rep):
     return any(r in (f"{backend}/{op}", config, backend, f"{config}#{rep}") for r in rules)
 
 
+def refuse(rid, code, message):
+    send({"type": "error", "id": rid, "code": code, "message": message})
+
+
+def check_request(req, rid, op, params):
+    """The real worker's checks of a run request, from its announced rules; True if refused."""
+    limits = RULES["limits"]
+    rules = RULES["op_params"].get(op, {"params": []})
+    for name, value in params.items():
+        if name not in rules["params"]:
+            return refuse(rid, "bad_params", f"{op} takes no {name}") or True
+        if name in RULES["param_values"] and value not in RULES["param_values"][name]:
+            return refuse(rid, "bad_params", f"unknown {name} '{value}'") or True
+    if params.get("size_bytes", 1) > limits["max_size_bytes"] or params.get("size_bytes", 1) < 1:
+        return refuse(rid, "bad_params", f"size_bytes {params['size_bytes']} is out of range") or True
+    for field, limit in (("threads", "max_threads"), ("seconds", "max_seconds"), ("warmup_s", "max_warmup_s")):
+        if float(req.get(field, 1)) > limits[limit]:
+            return refuse(rid, "bad_params", f"{field} {req.get(field)} is above {limits[limit]}") or True
+    batch = req.get("batch")
+    if batch is not None and not 1 <= batch <= limits["max_batch"]:
+        return refuse(rid, "bad_params", f"batch must be 1..={limits['max_batch']}, got {batch}") or True
+    return False
+
+
+def steal_ticks(rid, config, rep):
+    """Steal ticks (of 200) to report: spec steal_pct for this configuration#block, the first
+    steal_times times this id runs (counted in a file under FAKE_WORKER_STATE)."""
+    pct = SPEC.get("steal_pct", {}).get(f"{config}#{rep}")
+    if pct is None:
+        return 1
+    state = os.environ.get("FAKE_WORKER_STATE")
+    if state:
+        path = Path(state) / hashlib.sha256(rid.encode()).hexdigest()
+        n = int(path.read_text()) if path.exists() else 0
+        path.write_text(str(n + 1))
+        if n >= SPEC.get("steal_times", 1):
+            return 1
+    return int(round(pct * 2))
+
+
 def run(req):
     backend, op, params = req.get("backend"), req.get("op"), dict(req.get("params") or {})
     rid = req.get("id", "")
     config, rep = parse_id(rid)
     is_mock = backend == "mock" or str(backend).startswith("mock:")
     if not is_mock and backend not in BACKENDS:
-        return send({"type": "error", "id": rid, "code": "unknown_backend",
-                     "message": f"unknown backend '{backend}'; known: {', '.join(BACKENDS)}"})
+        return refuse(rid, "unknown_backend", f"unknown backend '{backend}'; known: {', '.join(BACKENDS)}")
     if op not in OPS:
-        return send({"type": "error", "id": rid, "code": "unknown_op",
-                     "message": f"unknown operation '{op}'; known: {', '.join(OPS)}"})
-    sized = not op.endswith(UNSIZED_SUFFIXES)
+        return refuse(rid, "unknown_op", f"unknown operation '{op}'; known: {', '.join(OPS)}")
+    if check_request(req, rid, op, params):
+        return
+    rules = RULES["op_params"].get(op, {})
+    sized = rules.get("default_size_bytes") is not None
     if sized:
-        params.setdefault("size_bytes", 32 if op.endswith(("-sign", "-verify")) else 1024)
+        params.setdefault("size_bytes", rules["default_size_bytes"])
     size = params.get("size_bytes", 0)
     if backend == "mock:crash" or matches(SPEC.get("crash", []), backend, op, config, rep):
         log("crashing on purpose (mock:crash)")
@@ -150,19 +212,22 @@ def run(req):
     base = {"type": "result", "id": rid, "backend": backend, "op": op, "library": str(backend).upper(),
             "library_version": version_of(backend), "params": params,
             "fips": in_fips_mode(backend) if SPEC.get("fips_result") is None else SPEC["fips_result"],
-            "threads": req.get("threads", 1), "cpu_mask": mask,
-            "capabilities": {"maskable": backend in MASKABLE, "env": ENV}}
+            "threads": req.get("threads", 1), "cpu_mask": mask, "capabilities": capabilities(backend)}
     if mask is not None:
-        wanted = {m["name"]: m["openssl_ia32cap"] for m in CPU_MASKS}
+        wanted = {m["name"]: m for m in CPU_MASKS}
         if mask not in wanted:
-            return send({"type": "error", "id": rid, "code": "bad_params", "message": f"unknown cpu_mask '{mask}'"})
+            return refuse(rid, "bad_params", f"unknown cpu_mask '{mask}'")
         if backend not in MASKABLE:
             if mask != "baseline":
                 return send({**base, "status": "unsupported",
                              "reason": f"{str(backend).upper()} has no runtime CPU capability mask"})
-        elif ENV != wanted[mask] or (mask != "baseline" and backend in SPEC.get("mask_ignored", [])):
+        elif ENV != wanted[mask]["openssl_ia32cap"] or (mask != "baseline" and backend in SPEC.get("mask_ignored", [])):
             return send({**base, "status": "invalid",
                          "reason": f"capability mask not applied: {backend} (fake) saw OPENSSL_ia32cap={ENV!r}"})
+        elif mask == "baseline" and req.get("cpu_vector_unmasked") not in (None, vector()):
+            return send({**base, "status": "invalid",
+                         "reason": f"capability mask not applied: {backend} (fake) uses {vector()} under "
+                                   f"baseline, not {req['cpu_vector_unmasked']}"})
         else:
             base["cpu_mask_cleared"] = ["aes"] if mask == "no-aesni" else []
     if BUILD == "fips" and not is_mock and backend not in FIPS_BACKENDS:
@@ -183,7 +248,17 @@ def run(req):
     env_mask = next((m["name"] for m in CPU_MASKS if ENV is not None and m["openssl_ia32cap"] == ENV), None)
     latency *= SPEC.get("mask_factor", {}).get(env_mask, 1.0)
     factors = SPEC.get("rep_factors") or [1.0]
-    latency = max(1, int(round(latency * factors[(rep - 1) % len(factors)])))
+    latency *= factors[(rep - 1) % len(factors)]
+    cv = SPEC.get("noise_cv")
+    if cv:
+        rng = random.Random(hashlib.sha256(f"{rid}/{backend}".encode()).digest())
+        latency *= math.exp(rng.gauss(0.0, math.sqrt(math.log1p(cv * cv))))
+    latency = max(1, int(round(latency)))
+    batch = req.get("batch")
+    if batch is None:
+        batch = 1
+        while batch * latency < 10_000:
+            batch *= 2
     seconds = float(req.get("seconds", 1.0))
     threads = int(req.get("threads", 1))
     ops = max(1, int(seconds * 1e9 / latency)) * threads
@@ -191,11 +266,10 @@ def run(req):
     hist.record_value(latency, ops)
     wall_ns = ops * latency // threads
     send({**base, "status": "ok", "ops": ops, "bytes_per_op": size if sized else 0,
-          "batch": 1 if latency >= 10_000 else max(1, 10_000 // latency),
-          "timing": "individual" if latency >= 10_000 else "batched",
+          "batch": batch, "timing": "individual" if batch == 1 else "batched",
           "wall_ns": wall_ns, "cpu_ns": [wall_ns] * threads, "cpu_ns_total": wall_ns * threads,
-          "tsc_cycles": None, "steal_ticks": 1, "total_ticks": 200, "busy_ticks": 100,
-          "histogram": hist.encode().decode("ascii"), "samples": ops,
+          "tsc_cycles": None, "steal_ticks": steal_ticks(rid, config, rep), "total_ticks": 200,
+          "busy_ticks": 100, "histogram": hist.encode().decode("ascii"), "samples": ops,
           "sample_ns_stats": {"min": latency, "max": latency}})
 
 

@@ -14,10 +14,13 @@ import pytest
 from conftest import TWO_CONFIG_STUDY, fake_worker_script
 from cryptoperf.cli import main
 
-DRIFT = [1.0, 1.05, 0.97]  # repetition r runs at DRIFT[(r-1) % 3] × the scripted latency
+#: block b runs at DRIFT[(b-1) % 3] × the scripted latency; symmetric on the log scale, so the
+#: geometric mean over 3 blocks is exactly the scripted latency
+DRIFT = [1.0, 1.05, 1 / 1.05]
 
-# the reference economics example: an RSA-2048 CRT operation costs 13 ms of CPU in the old
-# library version and 3 ms in the new one (crypto-performance-notes, DESIGN.md study 3 and 7)
+# the economics example: an RSA-2048 private-key (CRT) operation costing 13 ms of CPU in an old
+# library version and 3 ms in the next (figures from a published comparison of two library
+# generations on one machine; docs/methodology.md, "Economics")
 ECON_STUDY = """\
 [study]
 name = "rsa-upgrade"

@@ -17,7 +17,7 @@ def encoded(values_counts):
 
 
 def test_latency_percentiles_mean_and_stddev_alongside():
-    # 90 % at 100 µs, 9 % at 300 µs, 1 % at 1.6 ms: a long tail (reference study 4)
+    # 90 % at 100 µs, 9 % at 300 µs, 1 % at 1.6 ms: a long tail moves the mean far above the median
     lat = stats.latency_from_histogram(encoded([(100_000, 9000), (300_000, 900), (1_600_000, 100)]))
     assert lat.count == 10000
     assert lat.p50_ns == pytest.approx(100_000, rel=1e-3)
@@ -82,76 +82,105 @@ def test_cv():
     assert stats.cv([9.0, 11.0]) == pytest.approx(math.sqrt(2) / 10)
 
 
-def test_bootstrap_is_reproducible_with_a_seeded_generator():
-    sample = [1.0, 2.0, 3.0, 4.0, 10.0]
-    a = stats.bootstrap(sample, stats.median, 1000, np.random.default_rng(7))
-    b = stats.bootstrap(sample, stats.median, 1000, np.random.default_rng(7))
-    c = stats.bootstrap(sample, stats.median, 1000, np.random.default_rng(8))
-    assert a.shape == (1000,)
-    assert np.array_equal(a, b) and not np.array_equal(a, c)
-    assert set(np.unique(a)) <= set(sample)
+def test_paired_log_ratio_is_the_t_interval_on_per_block_log_ratios():
+    """Hand computation: log ratios d = log(a/b) per block, mean ± t(0.975, n-1) × sd / sqrt(n)."""
+    b = np.array([100.0, 110.0, 95.0, 105.0, 102.0])
+    a = b * np.array([1.10, 1.12, 1.08, 1.11, 1.09])
+    d = np.log(a / b)
+    half = 2.7764451051977987 * d.std(ddof=1) / math.sqrt(5)  # t(0.975, 4)
+    ci = stats.paired_log_ratio(a, b)
+    assert ci.n == 5 and ci.df == 4 and ci.method == stats.PAIRED_T and ci.level == 0.95
+    assert ci.ratio == pytest.approx(math.exp(d.mean()))
+    assert (ci.low, ci.high) == pytest.approx((math.exp(d.mean() - half), math.exp(d.mean() + half)))
+    # the shared block factor (b varies by 16 % between blocks) cancels: only the ratios matter
+    assert stats.paired_log_ratio(a * 3, b * 3).low == pytest.approx(ci.low)
+
+
+def test_paired_needs_equal_positive_sides():
+    with pytest.raises(ValueError, match="length"):
+        stats.paired_log_ratio([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="positive"):
+        stats.paired_log_ratio([1.0, 0.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="at least 2"):
+        stats.paired_log_ratio([1.0], [1.0])
+
+
+def test_welch_matches_scipy_ttest_interval():
+    from scipy import stats as sp
+    rng = np.random.default_rng(3)
+    a, b = rng.lognormal(0.1, 0.05, 6), rng.lognormal(0.0, 0.02, 9)
+    ci = stats.welch_log_ratio(a, b)
+    ref = sp.ttest_ind(np.log(a), np.log(b), equal_var=False).confidence_interval(0.95)
+    assert (math.log(ci.low), math.log(ci.high)) == pytest.approx((ref.low, ref.high))
+    assert ci.method == stats.WELCH_T and ci.n == 6
+
+
+def test_log_mean_and_mean_interval():
+    est = stats.log_mean([10.0, 20.0, 40.0])
+    assert est.value == pytest.approx(20.0) and est.low < 20 < est.high and est.n == 3
+    assert stats.log_mean([5.0]).low is None
+    m = stats.mean_interval([1.0, 2.0, 3.0])
+    assert m.value == 2.0 and (m.low, m.high) == pytest.approx((2 - 4.302652729911275 / math.sqrt(3),
+                                                                2 + 4.302652729911275 / math.sqrt(3)))
+
+
+def test_bonferroni_level():
+    assert stats.adjusted_level(0.95, 1) == 0.95
+    assert stats.adjusted_level(0.95, 24) == pytest.approx(1 - 0.05 / 24)
+    assert stats.adjusted_level(0.95, 24, looks=3) == pytest.approx(1 - 0.05 / 72)
     with pytest.raises(ValueError):
-        stats.bootstrap([], stats.median, 10, np.random.default_rng(1))
+        stats.adjusted_level(0.95, 0)
 
 
-def test_ratio_exactly_two_with_rep_to_rep_drift():
-    # the same drift hits both configurations (interleaving): B is exactly 2x A in every rep
-    drift = np.array([1.0, 1.04, 0.97, 1.02, 0.99])
-    a, b = 1000 * drift, 2000 * drift
-    est = stats.ratio_of_medians(b, a, 10000, np.random.default_rng(1))
-    assert est.ratio == pytest.approx(2.0)
-    assert est.contains(2.0) and not est.contains(1.0)
-    assert est.delta_pct == pytest.approx(100.0)
+def interval(low_pct, high_pct, n=10):
+    """An Interval with the given bounds (in % change), its estimate halfway on the log scale."""
+    lo, hi = math.log1p(low_pct / 100), math.log1p(high_pct / 100)
+    m, half = (lo + hi) / 2, (hi - lo) / 2
+    se = half / stats.t_quantile(0.95, n - 1)
+    return stats.Interval(math.exp(m), math.exp(lo), math.exp(hi), 0.95, n, se, n - 1, stats.PAIRED_T)
 
 
-def test_equal_samples_give_no_significant_difference():
-    drift = np.array([1.0, 1.04, 0.97, 1.02, 0.99])
-    est = stats.ratio_of_medians(1000 * drift, 1000 * drift, 10000, np.random.default_rng(1))
-    assert est.contains(1.0)
-    v = stats.classify(est, noise=stats.cv(drift))
-    assert v.kind == stats.NO_DIFFERENCE and v.text == "no significant difference"
+@pytest.mark.parametrize("low,high,kind,text", [
+    (3.0, 5.1, "slower", "4.0 % slower [3.0, 5.1]"),
+    (-5.1, -3.0, "faster", "4.1 % faster [3.0, 5.1]"),
+    (0.3, 1.9, "slower", "1.1 % slower [0.3, 1.9], within the ±2 % margin"),
+    (-0.8, 1.1, "equivalent", "equivalent within ±2 % [-0.8, +1.1]"),
+    (-1.5, 3.2, "inconclusive", "inconclusive: [-1.5, +3.2] % spans the ±2 % margin"),
+    (-30.0, 40.0, "inconclusive", "inconclusive: [-30.0, +40.0] % spans the ±2 % margin"),
+])
+def test_verdicts(low, high, kind, text):
+    v = stats.decide(interval(low, high), margin_pct=2.0)
+    assert v.kind == kind and v.text.startswith(text), v.text
+    assert v.within_margin == (low >= -2.0 and high <= 2.0)
+    if kind == "inconclusive":
+        assert "would likely decide it" in v.text or "would be needed" in v.text
+    for word in ("no significant difference", "too noisy"):
+        assert word not in v.text
 
 
-def test_ci_coverage_on_lognormal_data_with_known_ratio():
-    """95 % CIs of a known ratio (1.2) should cover it most of the time (percentile bootstrap
-    of a median with 20 reps under-covers a little; we accept 85–100 %), and exclude 1."""
-    rng = np.random.default_rng(123)
-    covered = excluded_one = 0
-    trials = 200
-    for i in range(trials):
-        base = rng.lognormal(mean=np.log(1000), sigma=0.05, size=20)
-        conf = rng.lognormal(mean=np.log(1200), sigma=0.05, size=20)
-        est = stats.ratio_of_medians(conf, base, 2000, np.random.default_rng(i))
-        covered += est.contains(1.2)
-        excluded_one += not est.contains(1.0)
-    assert 0.85 * trials <= covered <= trials
-    assert excluded_one == trials
+def test_throughput_direction_flips():
+    up = interval(10.0, 20.0)  # a ratio of ops/s above 1: faster
+    assert stats.decide(up, higher_is_slower=False).kind == "faster"
+    assert stats.decide(up, higher_is_slower=True).kind == "slower"
 
 
-def test_ratio_rejects_bad_input():
-    rng = np.random.default_rng(1)
-    with pytest.raises(ValueError):
-        stats.ratio_of_medians([], [1.0], 10, rng)
-    with pytest.raises(ValueError):
-        stats.ratio_of_medians([0.0, 1.0], [1.0], 10, rng)
+def test_blocks_to_decide_is_the_first_count_that_decides():
+    ci = interval(-1.5, 3.2, n=10)
+    need = stats.blocks_to_decide(ci, 2.0)
+    assert need is not None and need > 10
+    sd = ci.se_log * math.sqrt(ci.n)
+
+    def decided(n):
+        half = stats.t_quantile(0.95, n - 1) * sd / math.sqrt(n)
+        m = math.log(ci.ratio)
+        return m - half > 0 or m + half < 0 or (m - half >= math.log(0.98) and m + half <= math.log(1.02))
+    assert decided(need) and not decided(need - 1)
+    assert stats.blocks_to_decide(interval(-50.0, 60.0, n=3), 0.0) is None or \
+        stats.blocks_to_decide(interval(-50.0, 60.0, n=3), 0.0) > 3
 
 
-def test_classify_latency_and_throughput_directions():
-    slower = stats.RatioEstimate(1.2, 1.15, 1.25, 0.95)
-    assert stats.classify(slower, 0.01).text == "20.0 % slower"
-    faster = stats.RatioEstimate(0.8, 0.75, 0.85, 0.95)
-    assert stats.classify(faster, 0.01).text == "20.0 % faster"
-    # throughput: a ratio below 1 is slower
-    assert stats.classify(faster, 0.01, higher_is_slower=False).kind == "slower"
-    assert stats.classify(slower, 0.01, higher_is_slower=False).kind == "faster"
-
-
-def test_classify_too_noisy():
-    small = stats.RatioEstimate(1.05, 1.01, 1.09, 0.95)
-    v = stats.classify(small, noise=0.2, noise_threshold=0.1)
-    assert v.kind == stats.TOO_NOISY
-    # a change far bigger than the noise is still reported
-    big = stats.RatioEstimate(2.0, 1.8, 2.2, 0.95)
-    assert stats.classify(big, noise=0.2, noise_threshold=0.1).kind == "slower"
-    # quiet data: the CI decides
-    assert stats.classify(small, noise=0.02, noise_threshold=0.1).kind == "slower"
+def test_zero_spread_decides_at_once():
+    ci = stats.paired_log_ratio([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
+    assert ci.low == ci.high == 2.0 and stats.decide(ci).text.startswith("100.0 % slower")
+    same = stats.paired_log_ratio([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
+    assert stats.decide(same).kind == "equivalent"

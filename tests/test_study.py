@@ -4,13 +4,12 @@ from pathlib import Path
 
 import pytest
 
+from conftest import BACKENDS, worker_rules
 from cryptoperf import study
 from cryptoperf.errors import StudyError
 
 ROOT = Path(__file__).resolve().parents[1]
-KNOWN_BACKENDS = ["openssl", "aws-lc", "ring", "rustcrypto"]
-KNOWN_OPS = ["sha1", "sha256", "sha512", "aes-128-gcm-seal", "chacha20-poly1305-seal", "rsa2048-sign",
-             "rsa2048-verify", "rsa4096-sign", "rsa4096-verify", "ecdsa-p256-sign", "x25519-derive"]
+RULES = worker_rules()
 
 GOOD = """\
 [study]
@@ -46,7 +45,7 @@ op = "x25519-derive"
 def err(text: str) -> StudyError:
     with pytest.raises(StudyError) as e:
         s = study.parse(text, "s.toml")
-        study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS)
+        study.check_against_worker(s, RULES)
     return e.value
 
 
@@ -57,8 +56,9 @@ def line_of(text: str, fragment: str) -> int:
 def test_good_study_parses_with_defaults():
     s = study.parse(GOOD, "s.toml")
     assert s.name == "key-size" and s.baseline == "small"
-    assert s.repetitions == 5 and s.seconds == 1.0 and s.warmup_s == 0.2 and s.threads == 1
+    assert s.repetitions == 10 and s.seconds == 1.0 and s.warmup_s == 0.2 and s.threads == 1
     assert s.timeout_s == 60.0 and s.seed == 1
+    assert s.until == "fixed" and s.max_repetitions == 10 and s.margin_pct == 2.0 and s.multiplicity
     assert [c.name for c in s.configurations] == ["small", "big"]
     assert s.configurations[0].variables == {"digest": "sha1", "rsa_bits": 2048}
     assert [o.label for o in s.operations] == ["sign", "{digest}", "x25519-derive"]
@@ -66,7 +66,7 @@ def test_good_study_parses_with_defaults():
 
 
 def test_resolve_substitutes_and_passes_digest_and_padding():
-    s = study.parse(GOOD, "s.toml")
+    s = study.check_against_worker(study.parse(GOOD, "s.toml"), RULES)
     small, big = s.configurations
     sign, digest, derive = s.operations
     assert s.resolve(small, sign) == ("rsa2048-sign", {"digest": "sha1"})
@@ -76,23 +76,47 @@ def test_resolve_substitutes_and_passes_digest_and_padding():
     assert s.resolve(big, derive) == ("x25519-derive", {})
 
 
-def test_takes_param_rules():
-    assert study.takes_param("rsa2048-sign", "digest")
-    assert study.takes_param("ecdsa-p256-verify", "digest")
-    assert not study.takes_param("ecdsa-p256-verify", "padding")
-    assert study.takes_param("rsa4096-verify", "padding")
-    assert not study.takes_param("sha256", "digest")
-    assert not study.takes_param("ed25519-sign", "digest")
-    assert study.takes_message("ed25519-sign") and not study.takes_message("ml-kem-768-encaps")
+def test_which_op_takes_which_param_comes_from_the_worker():
+    """The parser has no rules of its own: a worker that (hypothetically) gave ECDSA a padding
+    parameter would get it passed."""
+    s = study.parse(GOOD.replace('op = "rsa{rsa_bits}-sign"', 'op = "ecdsa-p{rsa_bits}-sign"')
+                    .replace("rsa_bits = 2048", "rsa_bits = 256").replace("rsa_bits = 4096", "rsa_bits = 256"),
+                    "s.toml")
+    big = s.configuration("big")
+    assert study.check_against_worker(s, RULES).resolve(big, s.operations[0]) == (
+        "ecdsa-p256-sign", {"digest": "sha256"})
+    hello = dict(conftest_hello())
+    hello["op_params"] = dict(hello["op_params"])
+    hello["op_params"]["ecdsa-p256-sign"] = {"params": ["size_bytes", "digest", "padding"], "default_size_bytes": 32}
+    from cryptoperf.run.worker import WorkerRules
+    other = study.check_against_worker(s, WorkerRules.from_hello(hello))
+    assert other.resolve(big, s.operations[0]) == ("ecdsa-p256-sign", {"digest": "sha256", "padding": "pss"})
 
 
-def test_post_quantum_operations():
-    for op in ("ml-dsa-44-sign", "ml-dsa-65-verify", "ml-dsa-87-sign"):
-        assert study.takes_message(op) and study.takes_param(op, "size_bytes")
-        assert not study.takes_param(op, "digest") and not study.takes_param(op, "padding")
-    for op in ("ml-kem-512-keygen", "ml-kem-1024-decaps", "ml-dsa-65-keygen", "x25519-keygen",
-               "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps"):
-        assert not study.takes_message(op) and not study.takes_param(op, "digest"), op
+def conftest_hello():
+    from conftest import WORKER_HELLO
+    return dict(WORKER_HELLO, backends=[{"backend": b} for b in BACKENDS])
+
+
+def test_resolve_needs_the_workers_rules():
+    s = study.parse(GOOD, "s.toml")
+    with pytest.raises(ValueError, match="check_against_worker"):
+        s.resolve(s.configurations[0], s.operations[0])
+
+
+@pytest.mark.parametrize("key,value,limit", [("warmup_s", 900, "max_warmup_s"), ("seconds", 4000, "max_seconds"),
+                                              ("threads", 2048, "max_threads")])
+def test_limits_are_the_workers(key, value, limit):
+    """warmup_s = 900 used to pass the parser and then fail every repetition in the worker."""
+    text = GOOD.replace('backends = ["openssl", "aws-lc"]', f'backends = ["openssl", "aws-lc"]\n{key} = {value}'
+                        + ("\ntimeout_s = 5000" if key != "threads" else ""))
+    e = err(text)
+    assert e.line == line_of(text, f"{key} = {value}") and f"({limit} in its hello)" in str(e)
+
+
+def test_size_above_the_workers_limit():
+    e = err(GOOD.replace("sizes = [4096]", "sizes = [4096, 67108865]"))
+    assert "67108865 bytes is above the worker's limit" in str(e)
 
 
 PQ_OPS = ["x25519-keygen", "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x25519mlkem768-decaps",
@@ -101,7 +125,7 @@ PQ_OPS = ["x25519-keygen", "x25519mlkem768-keygen", "x25519mlkem768-encaps", "x2
 
 def test_pq_migration_study():
     s = study.load(ROOT / "studies" / "pq-migration.toml")
-    s = study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS + PQ_OPS)
+    s = study.check_against_worker(s, RULES)
     assert s.baseline == "classical-ecdsa" and s.backends == ("aws-lc", "rustcrypto")
     assert [o.label for o in s.operations] == ["key share", "server", "client finish", "sign", "verify"]
     pq = s.configuration("pq-ml-dsa-65")
@@ -125,18 +149,17 @@ def test_a_size_on_a_keygen_op_is_refused():
 def test_backends_default_to_the_workers():
     s = study.parse(GOOD.replace('backends = ["openssl", "aws-lc"]\n', ""), "s.toml")
     assert s.backends is None
-    s = study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS)
-    assert s.backends == tuple(KNOWN_BACKENDS)
+    s = study.check_against_worker(s, RULES)
+    assert s.backends == BACKENDS
 
 
 def test_shipped_studies_are_valid():
-    """Every file in studies/ loads and names only operations the worker has (the fake worker's
-    list, which test_real_worker checks against the real one)."""
-    from fake_worker import DEFAULT_OPS
+    """Every file in studies/ loads and names only operations the worker has (the fixture of the
+    worker's hello, which test_fake_worker checks against the real one)."""
     shipped = sorted((ROOT / "studies").glob("*.toml"))
     assert len(shipped) >= 6, shipped
     for path in shipped:
-        s = study.check_against_worker(study.load(path), KNOWN_BACKENDS, DEFAULT_OPS)
+        s = study.check_against_worker(study.load(path), RULES)
         assert s.configurations and s.operations, path
 
 
@@ -167,9 +190,14 @@ def test_toml_syntax_error_names_line():
     ('repetitions = 5\nrepetitons = 3', "repetitons = 3", "did you mean 'repetitions'?"),
     ('seconds = 0', "seconds = 0", "out of range"),
     ('seconds = -1.5', "seconds = -1.5", "out of range"),
-    ('threads = 0', "threads = 0", "allowed: 1..1024"),
-    ('threads = 2000', "threads = 2000", "allowed: 1..1024"),
-    ('repetitions = 1', "repetitions = 1", "allowed: 2..1000"),
+    ('threads = 0', "threads = 0", "allowed: >= 1"),
+    ('threads = 2000', "threads = 2000", "above the worker's limit of 1024"),
+    ('repetitions = 2', "repetitions = 2", "allowed: 3..1000"),
+    ('until = "decide"', 'until = "decide"', "did you mean 'decided'?"),
+    ('max_repetitions = 40', "max_repetitions = 40", 'applies only with until = "decided"'),
+    ('until = "decided"\nmax_repetitions = 4', "max_repetitions = 4", "fewer than repetitions"),
+    ('margin_pct = -1', "margin_pct = -1", "allowed: 0..100"),
+    ('multiplicity = "yes"', 'multiplicity = "yes"', "must be true or false"),
     ('seconds = "fast"', 'seconds = "fast"', 'must be a number, not "fast"'),
     ('repetitions = 2.5', "repetitions = 2.5", "must be an integer"),
     ('timeout_s = 0.5', "timeout_s = 0.5", "does not exceed warmup_s + seconds"),
@@ -205,7 +233,7 @@ def test_duplicate_configuration_name():
 def test_size_out_of_range():
     text = GOOD.replace("sizes = [4096]", "sizes = [4096, 100000000]")
     e = err(text)
-    assert e.line == line_of(text, "100000000") and "allowed: 1..67108864" in str(e)
+    assert e.line == line_of(text, "100000000") and "above the worker's limit of 67108864 bytes" in str(e)
     assert "field 'sizes'" in str(e)
 
 

@@ -1,5 +1,7 @@
-"""Whole studies against the fake worker: scripted ratios give known verdicts; crashes and
-hangs fail their own cells only; every run lands in the store and the JSON document."""
+"""Whole studies against the fake worker: scripted ratios give known verdicts; the schedule is
+calibrated, blocked and randomised; crashes and hangs fail their own repetitions only; disturbed
+repetitions run again; sequential studies add blocks to undecided comparisons only; every
+repetition lands in the store and the JSON document."""
 
 import json
 import sqlite3
@@ -12,12 +14,18 @@ from cryptoperf.store import FORMAT_VERSION, Store
 DRIFT = [1.0, 1.05, 0.97, 1.02, 0.99]
 
 
-def run_study(cli, write_study, tmp_path, reps=5, timeout=5):
-    path = write_study(TWO_CONFIG_STUDY.format(reps=reps, timeout=timeout))
-    res = cli("study", path, "--out", tmp_path / "out")
+def run_study(cli, write_study, tmp_path, reps=5, timeout=5, extra="", args=()):
+    text = TWO_CONFIG_STUDY.format(reps=reps, timeout=timeout).replace('[[configuration]]', extra + '\n[[configuration]]', 1)
+    path = write_study(text)
+    res = cli("study", path, "--out", tmp_path / "out", "--no-report", *args)
     docs = sorted((tmp_path / "out").glob("t-*.json"))
     doc = json.loads(docs[-1].read_text()) if docs else None
     return res, doc
+
+
+def measured(doc):
+    """The analysed repetitions of a study document (no calibration, no superseded attempt)."""
+    return [r for r in doc["runs"] if r["block"] > 0 and not r["superseded"]]
 
 
 def test_two_x_slower_configuration(cli, write_study, fake_worker, tmp_path):
@@ -27,86 +35,182 @@ def test_two_x_slower_configuration(cli, write_study, fake_worker, tmp_path):
     (d,) = doc["deltas"]
     lat, tp = d["latency"], d["throughput"]
     assert lat["ratio"] == pytest.approx(2.0, rel=1e-3)
-    assert lat["ci_low"] <= 2.0 <= lat["ci_high"] and lat["ci_low"] > 1.0
+    assert lat["ci_low"] == pytest.approx(2.0, rel=1e-3) == lat["ci_high"]  # paired: the drift cancels
     assert tp["ratio"] == pytest.approx(0.5, rel=1e-3) and tp["ci_high"] < 1.0
-    assert d["latency_verdict"]["kind"] == "slower" and d["throughput_verdict"]["kind"] == "slower"
+    assert d["verdict"]["kind"] == "slower" and d["blocks"] == 5
     assert "performance delta vs baseline" in res.out and "100.0 % slower" in res.out
     assert "noise across repetitions" in res.out
+    assert doc["analysis"]["comparisons"] == 1 and "paired t" in doc["analysis"]["method"]
 
 
-def test_equal_configurations_no_significant_difference(cli, write_study, fake_worker, tmp_path):
+def test_block_drift_cancels_in_the_paired_comparison(cli, write_study, fake_worker, tmp_path):
+    """A 10 % swing shared by each block's repetitions, 1 % noise, a true +5 %: paired per
+    block, the interval is narrow and says slower; unpaired it would drown in the swing."""
+    fake_worker({"config_factor": {"B": 1.05}, "rep_factors": [1.0, 1.1, 0.9, 1.08, 0.93], "noise_cv": 0.01})
+    res, doc = run_study(cli, write_study, tmp_path, reps=5)
+    (d,) = doc["deltas"]
+    assert d["verdict"]["kind"] == "slower" and d["latency"]["ratio"] == pytest.approx(1.05, rel=0.02)
+    assert d["latency"]["ci_high"] - d["latency"]["ci_low"] < 0.06
+
+
+def test_equal_configurations_are_equivalent(cli, write_study, fake_worker, tmp_path):
     fake_worker({"rep_factors": DRIFT})
     res, doc = run_study(cli, write_study, tmp_path)
     assert res.code == 0, res.err
     (d,) = doc["deltas"]
     assert d["latency"]["ci_low"] <= 1.0 <= d["latency"]["ci_high"]
-    assert d["latency_verdict"]["text"] == "no significant difference"
-    assert "no significant difference" in res.out
+    assert d["verdict"]["kind"] == "equivalent" and d["verdict"]["text"].startswith("equivalent within ±2 %")
+    assert "equivalent within ±2 %" in res.out
+    for words in ("no significant difference", "too noisy"):
+        assert words not in res.out
 
 
-def test_cis_reproduce_from_the_stored_seed(cli, write_study, fake_worker, tmp_path):
-    fake_worker({"config_factor": {"B": 1.3}, "rep_factors": DRIFT})
+def test_noisy_equal_configurations_are_inconclusive_with_what_would_decide(cli, write_study, fake_worker, tmp_path):
+    fake_worker({"noise_cv": 0.05})
+    res, doc = run_study(cli, write_study, tmp_path, reps=4)
+    (d,) = doc["deltas"]
+    assert d["verdict"]["kind"] == "inconclusive", d["verdict"]
+    assert "spans the ±2 % margin" in d["verdict"]["text"] and d["verdict"]["blocks_needed"] > 4
+    assert "inconclusive" in res.out
+
+
+def test_margin_flag_overrides_the_study(cli, write_study, fake_worker, tmp_path):
+    fake_worker({"noise_cv": 0.05})
+    res, doc = run_study(cli, write_study, tmp_path, reps=4, args=("--margin", "50"))
+    (d,) = doc["deltas"]
+    assert d["verdict"]["kind"] == "equivalent" and d["verdict"]["margin_pct"] == 50
+    assert doc["analysis"]["settings"]["margin_pct"] == 50
+    with Store(tmp_path / "runs.sqlite") as st:
+        assert st.runs()[0]["analysis"]["margin_pct"] == 50
+
+
+def test_intervals_reproduce(cli, write_study, fake_worker, tmp_path):
+    fake_worker({"config_factor": {"B": 1.3}, "noise_cv": 0.02})
     _, doc1 = run_study(cli, write_study, tmp_path)
     (tmp_path / "out").rename(tmp_path / "out1")
     _, doc2 = run_study(cli, write_study, tmp_path)
     assert doc1["deltas"][0]["latency"] == doc2["deltas"][0]["latency"]
 
 
-def test_runs_are_interleaved_and_all_stored(cli, write_study, fake_worker, tmp_path):
+def test_calibration_then_randomised_blocks_all_stored(cli, write_study, fake_worker, tmp_path):
     fake_worker()
-    res, doc = run_study(cli, write_study, tmp_path, reps=3)
+    res, doc = run_study(cli, write_study, tmp_path, reps=6)
     assert res.code == 0
-    order = [(r["repetition"], r["configuration"]) for r in doc["runs"]]
-    assert order == [(1, "A"), (1, "B"), (2, "A"), (2, "B"), (3, "A"), (3, "B")]
+    cal = [r for r in doc["runs"] if r["block"] == 0]
+    assert [r["configuration"] for r in cal] == ["A", "B"]
+    runs = measured(doc)
+    assert [r["block"] for r in runs] == [b for b in range(1, 7) for _ in range(2)]
+    for b in range(1, 7):
+        block = [r for r in runs if r["block"] == b]
+        assert sorted(r["position"] for r in block) == [0, 1] and {r["configuration"] for r in block} == {"A", "B"}
+    firsts = {r["configuration"] for r in runs if r["position"] == 0}
+    assert firsts == {"A", "B"}  # the order is not fixed: each goes first in some block
+    # one batch size for both sides, the one calibration found (fake: 10 µs / 2024 ns → 8)
+    assert {r["batch"] for r in runs} == {8} and {r["result"]["batch"] for r in runs} == {8}
     assert doc["format_version"] == FORMAT_VERSION and doc["status"] == "complete"
     assert doc["study"]["name"] == "t" and "[study]" in doc["study"]["toml"]
     assert doc["host"]["libraries"]["openssl"]["library_version"] == "fake-1.0"
-    assert doc["host"]["crypto_flags"] is not None and "checks" in doc["host"]
-    assert doc["runs"][0]["result"]["histogram"].startswith("HISTF")
-    assert doc["runs"][0]["latency"]["p50_ns"] > 0
+    assert {c["name"] for c in doc["host"]["checks"]} >= {"clocksource", "steal", "other load"}
+    assert runs[0]["result"]["histogram"].startswith("HISTF") and runs[0]["latency"]["p50_ns"] > 0
     with Store(tmp_path / "runs.sqlite") as st:
         (run,) = st.runs()
         assert run["status"] == "complete" and run["seed"] == 1 and run["study_name"] == "t"
         assert run["format_version"] == FORMAT_VERSION and "cpu_model" in run["host"]
         rows = list(st.results(run["id"]))
-        assert len(rows) == 6 and all(r["status"] == "ok" for r in rows)
-        assert rows[0]["result"]["histogram"].startswith("HISTF")
-        assert rows[1]["configuration"] == "B" and rows[1]["params"] == {} and rows[1]["size_bytes"] == 1024
+        assert len(rows) == 14 and all(r["status"] == "ok" for r in rows)
+        assert [(r["block"], r["position"], r["configuration"]) for r in rows] == [
+            (r["block"], r["position"], r["configuration"]) for r in doc["runs"]]
 
 
-def test_crashing_configuration_fails_its_cells_and_the_study_goes_on(cli, write_study, fake_worker, tmp_path):
-    fake_worker({"crash": ["B"]})
-    res, doc = run_study(cli, write_study, tmp_path, reps=2)
+def test_baseline_gets_the_unmasked_vector_and_a_clear_nothing_mask(cli, write_study, fake_worker, tmp_path):
+    fake_worker()
+    res, doc = run_study(cli, write_study, tmp_path, reps=3)
+    env = {r["result"]["capabilities"]["env"] for r in doc["runs"]}
+    assert len(env) == 1 and env.pop().startswith("~0x0000000000000000:")
+
+
+def test_an_empty_mask_variable_is_caught(cli, write_study, fake_worker, tmp_path, monkeypatch):
+    """An empty OPENSSL_ia32cap clears every capability; a baseline started with it must not be
+    measured as the baseline."""
+    fake_worker()
+    from cryptoperf import cpumask
+    monkeypatch.setitem(cpumask.MASKS, "baseline", "")
+    monkeypatch.setattr(cpumask, "check_hello", lambda *a, **k: None)
+    res, doc = run_study(cli, write_study, tmp_path, reps=3)
+    assert {r["status"] for r in doc["runs"]} == {"invalid"}
+    assert "capability mask not applied" in doc["runs"][0]["reason"]
+
+
+def test_crashing_configuration_fails_its_repetitions_and_the_study_goes_on(cli, write_study, fake_worker, tmp_path):
+    fake_worker({"crash": ["B#1", "B#2", "B#3"]})
+    res, doc = run_study(cli, write_study, tmp_path, reps=3)
     assert res.code == 0, res.err
-    statuses = [(r["configuration"], r["status"]) for r in doc["runs"]]
-    assert statuses == [("A", "ok"), ("B", "failed")] * 2
-    failed = doc["runs"][1]
+    runs = measured(doc)
+    assert {(r["configuration"], r["status"]) for r in runs} == {("A", "ok"), ("B", "failed")}
+    failed = next(r for r in runs if r["status"] == "failed")
     assert "SIGABRT" in failed["reason"] and "crashing on purpose" in failed["stderr_tail"]
     (d,) = doc["deltas"]
     assert d["status"] == "n/a" and "this configuration: failed" in d["reason"]
-    assert "n/a" in res.out and "2 of 4 runs failed" in res.out
+    assert "n/a" in res.out and "3 of 6 repetitions failed" in res.out
     assert "crashing on purpose" in res.out  # the footnote with the stderr tail
 
 
 def test_hanging_configuration_times_out(cli, write_study, fake_worker, tmp_path):
-    fake_worker({"hang": ["B"]})
-    res, doc = run_study(cli, write_study, tmp_path, reps=2, timeout=1)
+    fake_worker({"hang": ["B#1", "B#2", "B#3"]})
+    res, doc = run_study(cli, write_study, tmp_path, reps=3, timeout=1)
     assert res.code == 0, res.err
-    assert [r["status"] for r in doc["runs"]] == ["ok", "failed", "ok", "failed"]
-    assert doc["runs"][1]["reason"].startswith("timeout: the worker did not answer within 1 s")
+    failed = [r for r in measured(doc) if r["status"] == "failed"]
+    assert len(failed) == 3 and failed[0]["reason"].startswith("timeout: the worker did not answer within 1 s")
 
 
-def test_unsupported_baseline_says_so(cli, write_study, fake_worker, tmp_path):
+def test_unsupported_cells_are_found_at_calibration_and_not_repeated(cli, write_study, fake_worker, tmp_path):
     fake_worker({"unsupported": {"openssl/sha256": "no SHA-256 here"}})
-    res, doc = run_study(cli, write_study, tmp_path, reps=2)
+    res, doc = run_study(cli, write_study, tmp_path, reps=3)
     assert res.code == 0
+    assert [(r["block"], r["configuration"]) for r in doc["runs"] if r["configuration"] == "A"] == [(0, "A")]
     (d,) = doc["deltas"]
     assert d["status"] == "n/a" and d["reason"] == "baseline: unsupported: no SHA-256 here"
 
 
-def test_each_run_is_committed_as_it_finishes(cli, write_study, fake_worker, tmp_path, monkeypatch):
-    """Interrupt the study after the third run: the three runs are in the store, the run is
-    marked interrupted, the JSON document is written, and the exit status is 130."""
+def test_a_disturbed_repetition_runs_again_and_is_flagged_only_if_still_disturbed(cli, write_study, fake_worker,
+                                                                                tmp_path):
+    fake_worker({"steal_pct": {"B#2": 30.0, "A#3": 40.0}, "steal_times": 1})
+    res, doc = run_study(cli, write_study, tmp_path, reps=3)
+    superseded = [r for r in doc["runs"] if r["superseded"]]
+    assert {(r["configuration"], r["block"]) for r in superseded} == {("B", 2), ("A", 3)}
+    assert sorted(r["disturbed"].split(" >")[0] for r in superseded) == ["steal 30.0 %", "steal 40.0 %"]
+    assert [r for r in measured(doc) if r["disturbed"]] == []  # the re-runs were clean
+    assert doc["deltas"][0]["blocks"] == 3
+    assert "2 repetition(s) were disturbed" in res.out
+
+
+def test_a_repetition_disturbed_twice_is_kept_and_flagged(cli, write_study, fake_worker, tmp_path):
+    fake_worker({"steal_pct": {"B#2": 30.0}, "steal_times": 5})
+    res, doc = run_study(cli, write_study, tmp_path, reps=3)
+    flagged = [r for r in measured(doc) if r["disturbed"]]
+    assert [(r["configuration"], r["block"], r["attempt"]) for r in flagged] == [("B", 2, 2)]
+    cell_b = next(c for c in doc["cells"] if c["configuration"] == "B")
+    assert cell_b["disturbed"] == 1
+
+
+def test_sequential_study_adds_blocks_to_undecided_comparisons_only(cli, write_study, fake_worker, tmp_path):
+    """Two groups: sha512 vs sha256 at 1 KiB is undecided at 3 blocks (noise), the 4 KiB one is
+    clearly slower; only the first gets more blocks."""
+    fake_worker({"noise_cv": 0.02, "config_factor": {"B": 1.005}, "latency_ns": {"sha256": 2000, "sha512": 2000}})
+    text = TWO_CONFIG_STUDY.format(reps=3, timeout=5).replace("sizes = [1024]", "sizes = [1024]")
+    text = text.replace('repetitions = 3', 'repetitions = 3\nuntil = "decided"\nmax_repetitions = 24')
+    path = write_study(text)
+    res = cli("study", path, "--out", tmp_path / "out", "--no-report")
+    doc = json.loads(next((tmp_path / "out").glob("t-*.json")).read_text())
+    (d,) = doc["deltas"]
+    assert d["blocks"] > 3 and doc["analysis"]["settings"]["looks"] == 4  # 3, 6, 12, 24
+    assert "and 4 looks" in doc["analysis"]["method"]
+    assert d["verdict"]["kind"] in ("equivalent", "slower", "inconclusive")
+
+
+def test_each_repetition_is_committed_as_it_finishes(cli, write_study, fake_worker, tmp_path, monkeypatch):
+    """Interrupt the study at the fourth repetition: the three before it are in the store, the
+    run is marked interrupted, the JSON document is written, and the exit status is 130."""
     fake_worker()
     from cryptoperf.run import local
     real = local.execute_one
@@ -121,29 +225,31 @@ def test_each_run_is_committed_as_it_finishes(cli, write_study, fake_worker, tmp
     monkeypatch.setattr(local, "execute_one", flaky)
     res, doc = run_study(cli, write_study, tmp_path, reps=3)
     assert res.code == 130 and res.err.strip().splitlines()[-1] == (
-        "cryptoperf: error: interrupted; runs finished so far are in the store")
+        "cryptoperf: error: interrupted; repetitions finished so far are in the store")
     db = sqlite3.connect(tmp_path / "runs.sqlite")
     assert db.execute("SELECT count(*) FROM results").fetchone()[0] == 3
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
     assert doc["status"] == "interrupted" and len(doc["runs"]) == 3
 
 
-def test_dry_run_lists_the_plan(cli, write_study, fake_worker):
+def test_dry_run_lists_the_schedule(cli, write_study, fake_worker):
     fake_worker()
-    path = write_study(TWO_CONFIG_STUDY.format(reps=2, timeout=5))
+    path = write_study(TWO_CONFIG_STUDY.format(reps=3, timeout=5))
     res = cli("study", path, "--dry-run")
     assert res.code == 0
     lines = res.out.splitlines()
-    assert len(lines) == 4 and "openssl/hash/1024/A" in lines[0] and "op=sha512" in lines[1]
+    assert len(lines) == 6 and all("block" in l for l in lines)
+    assert {"openssl/hash/1024/A", "openssl/hash/1024/B"} <= {l.split()[4] for l in lines[:2]}
 
 
-def test_one_failed_repetition_still_gives_a_delta_with_a_note(cli, write_study, fake_worker, tmp_path):
+def test_one_failed_repetition_drops_its_block_and_says_so(cli, write_study, fake_worker, tmp_path):
     fake_worker({"crash": ["B#2"], "config_factor": {"B": 1.5}, "rep_factors": DRIFT})
-    res, doc = run_study(cli, write_study, tmp_path, reps=3)
+    res, doc = run_study(cli, write_study, tmp_path, reps=4)
     assert res.code == 0
-    assert [r["status"] for r in doc["runs"]] == ["ok", "ok", "ok", "failed", "ok", "ok"]
+    assert [r["status"] for r in measured(doc)].count("failed") == 1
     (d,) = doc["deltas"]
-    assert d["status"] == "ok" and d["note"] == "2 of 3 repetitions (config)"
-    assert d["latency"]["ratio"] == pytest.approx(1.5, rel=0.05)
+    assert d["status"] == "ok" and d["blocks"] == 3 and d["dropped"] == 1
+    assert d["note"].startswith("3 of 4 blocks; 1 dropped") and "block 2" in d["note"]
+    assert d["latency"]["ratio"] == pytest.approx(1.5, rel=0.01)
     cell_b = next(c for c in doc["cells"] if c["configuration"] == "B")
-    assert cell_b["ok"] == 2 and cell_b["runs"] == 3 and cell_b["status"] == "failed"
+    assert cell_b["ok"] == 3 and cell_b["repetitions"] == 4 and cell_b["status"] == "failed"

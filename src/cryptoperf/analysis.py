@@ -1,76 +1,114 @@
-"""Analysis: from run outcomes to per-cell summaries and deltas vs the baseline.
+"""Analysis: from outcomes to per-cell summaries and to deltas with intervals and verdicts.
 
-This is where the study's structure meets ``stats``: runs are grouped into cells, cells into
-comparisons, and ``stats`` computes the numbers and decides the verdicts. The report code only
-formats what is computed here.
+This is where the study's structure meets ``stats``. Within a study, each configuration is
+compared with the baseline of the same group **block by block**: one log ratio per block in
+which both measured (blocks where either side did not drop out, and the delta says how many),
+a t interval on those, every interval of the study adjusted together for multiplicity
+(Bonferroni, on by default), and a verdict against the equivalence margin. Two stored runs have
+no blocks in common, so ``compare_unpaired`` uses Welch's interval on the repetitions of each
+side instead. The error rates of these rules are measured by simulation
+(``cryptoperf.simulate``, docs/methodology.md "Statistics").
+
+Everything is computed once per stored run (``analyse``) and every report is rendered from the
+resulting ``Analysis``; nothing here imports the runner.
 """
 
 from __future__ import annotations
 
-import zlib
-from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from cryptoperf import stats
-from cryptoperf.plan import Cell
-from cryptoperf.run.local import OK, RunOutcome
+from cryptoperf.model import OK, CellSummary, Delta, Outcome
 
-MIN_REPETITIONS = 2  # a confidence interval needs at least two repetitions per side
+MIN_BLOCKS = stats.MIN_BLOCKS
 
 
 @dataclass(frozen=True)
-class CellSummary:
-    """All repetitions of one cell.
+class Settings:
+    """How a stored run's comparisons are decided.
 
     Attributes:
-        cell: the cell.
-        runs: repetitions attempted; ok: repetitions measured.
-        status: ``ok`` if every repetition measured, else the status of the first that did not
-            (``unsupported``, ``invalid``, ``failed``); reason: its reason.
-        p50_ns, p99_ns, ops_per_s, bytes_per_s, cpu_ns_per_op: medians over measured
-            repetitions (None without any).
-        p50_samples_ns, ops_per_s_samples: per-repetition values, in repetition order.
-        cv_p50, cv_ops_per_s: coefficient of variation across repetitions (fractions).
-        steal_pct: mean steal % over the measured repetitions (None if unknown).
-        batch: operations per timed sample (of the first measured repetition).
-        library_version: ``library library_version`` as the worker reported it.
+        level: family-wise confidence level (0.95): with ``multiplicity``, all of a study's
+            intervals hold together with this probability; without, each one alone does.
+        margin_pct: equivalence margin m: "equivalent" means the interval lies inside ± m %.
+        multiplicity: adjust the intervals of all comparisons together (Bonferroni).
+        looks: how many times a sequential study (``until = "decided"``) may look at its
+            comparisons (1 for a fixed study); the adjustment covers every look.
+        noise_threshold_pct: CV across repetitions above which the noise table warns (it
+            does not enter any verdict).
     """
 
-    cell: Cell
-    runs: int
-    ok: int
-    status: str
-    reason: str
-    p50_ns: float | None
-    p99_ns: float | None
-    ops_per_s: float | None
-    bytes_per_s: float | None
-    cpu_ns_per_op: float | None
-    p50_samples_ns: tuple[float, ...]
-    ops_per_s_samples: tuple[float, ...]
-    cv_p50: float
-    cv_ops_per_s: float
-    steal_pct: float | None
-    batch: int | None
-    library_version: str | None
+    level: float = stats.DEFAULT_LEVEL
+    margin_pct: float = stats.DEFAULT_MARGIN_PCT
+    multiplicity: bool = True
+    looks: int = 1
+    noise_threshold_pct: float = 10.0
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (cell flattened into its fields)."""
-        d = {k: v for k, v in self.__dict__.items() if k != "cell"}
-        d.update(cell_dict(self.cell))
-        d["p50_samples_ns"] = list(self.p50_samples_ns)
-        d["ops_per_s_samples"] = list(self.ops_per_s_samples)
-        return d
+        """Field name → value."""
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any] | None) -> "Settings":
+        """Settings from ``as_dict`` output (unknown keys ignored, missing ones default)."""
+        known = {k: v for k, v in (d or {}).items() if k in cls.__dataclass_fields__}
+        return cls(**known)
 
 
-def cell_dict(cell: Cell) -> dict[str, Any]:
-    """A cell as a JSON-ready dict (``key``, configuration, backend, label, op, params, size,
-    CPU mask, worker build)."""
-    return {"cell": cell.key, "configuration": cell.configuration, "backend": cell.backend,
-            "label": cell.label, "op": cell.op, "params": dict(cell.params),
-            "size_bytes": cell.size_bytes, "cpu": cell.cpu, "build": cell.build}
+def method_text(settings: Settings, comparisons: int, level: float, paired: bool = True) -> str:
+    """How the intervals of a stored run were made, for every report: e.g. "95 % intervals,
+    paired t on per-block log ratios; Bonferroni over 24 comparisons: each interval at
+    99.79 %"."""
+    how = ("paired t interval on per-block log ratios" if paired
+           else "Welch t interval on the log values of each run's repetitions")
+    text = f"{settings.level * 100:g} % intervals, {how}"
+    if settings.multiplicity and comparisons > 1 or settings.looks > 1:
+        looks = f" and {settings.looks} looks" if settings.looks > 1 else ""
+        text += (f"; Bonferroni over {comparisons} comparison{'s' if comparisons != 1 else ''}{looks}: "
+                 f"each interval at {level * 100:.3g} % so that all hold together at {settings.level * 100:g} %")
+    elif not settings.multiplicity and comparisons > 1:
+        text += f"; no multiplicity adjustment (each of the {comparisons} intervals holds alone at {settings.level * 100:g} %)"
+    return text + f"; equivalence margin ±{settings.margin_pct:g} %"
+
+
+@dataclass
+class Analysis:
+    """Everything derived from a stored run's outcomes, computed once.
+
+    Attributes:
+        summaries: per-cell summaries, by cell key, in first-seen order.
+        deltas: every configuration against the baseline of its group.
+        settings: how they were decided.
+        comparisons: the deltas with an interval (the family the adjustment covers).
+        level: the confidence level of each interval after the adjustment.
+    """
+
+    summaries: dict[str, CellSummary]
+    deltas: list[Delta]
+    settings: Settings = field(default_factory=Settings)
+    comparisons: int = 0
+    level: float = stats.DEFAULT_LEVEL
+
+    @property
+    def method(self) -> str:
+        """How the intervals were made (``method_text``)."""
+        return method_text(self.settings, self.comparisons, self.level)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``settings``, ``comparisons``, ``level``, ``method``."""
+        return {"settings": self.settings.as_dict(), "comparisons": self.comparisons,
+                "level": self.level, "method": self.method}
+
+
+# --------------------------------------------------------------------------- summaries
+
+
+def analysed(outcomes: Iterable[Outcome]) -> list[Outcome]:
+    """The outcomes an analysis uses: neither calibration repetitions nor superseded attempts."""
+    return [o for o in outcomes if not o.repetition.calibration and not o.superseded]
 
 
 def _median(values: Iterable[float | None]) -> float | None:
@@ -78,145 +116,212 @@ def _median(values: Iterable[float | None]) -> float | None:
     return float(np.median(vals)) if vals else None
 
 
-def summarize(outcomes: Sequence[RunOutcome]) -> dict[str, CellSummary]:
-    """Summaries by cell key, in first-seen order, each over the cell's repetitions."""
-    by_cell: dict[str, list[RunOutcome]] = {}
+def summarize(outcomes: Sequence[Outcome]) -> dict[str, CellSummary]:
+    """Summaries by cell key, in first-seen order, over each cell's analysed repetitions.
+
+    A cell that has only a calibration outcome (it was unsupported or invalid there, so no
+    block ran it) gets a summary with that status and 0 repetitions.
+    """
+    by_cell: dict[str, list[Outcome]] = {}
+    calibrated: dict[str, Outcome] = {}
     for o in outcomes:
-        by_cell.setdefault(o.run.cell.key, []).append(o)
+        if o.repetition.calibration:
+            calibrated.setdefault(o.cell.key, o)
+            by_cell.setdefault(o.cell.key, [])
+        elif not o.superseded:
+            by_cell.setdefault(o.cell.key, []).append(o)
     out = {}
-    for key, runs in by_cell.items():
-        runs = sorted(runs, key=lambda o: o.run.repetition)
-        good = [o for o in runs if o.ok and o.latency and o.throughput]
-        bad = [o for o in runs if not o.ok]
-        p50s = tuple(float(o.latency.p50_ns) for o in good)
-        opss = tuple(o.throughput.ops_per_s for o in good)
-        steals = [o.throughput.steal_pct for o in good if o.throughput.steal_pct is not None]
-        lib = next((f"{o.result.get('library', '')} {o.result.get('library_version', '')}".strip()
-                    for o in runs if o.result), None)
-        out[key] = CellSummary(
-            cell=runs[0].run.cell, runs=len(runs), ok=len(good),
-            status=bad[0].status if bad else OK, reason=bad[0].reason if bad else "",
-            p50_ns=_median(p50s), p99_ns=_median(o.latency.p99_ns for o in good),
-            ops_per_s=_median(opss), bytes_per_s=_median(o.throughput.bytes_per_s for o in good),
-            cpu_ns_per_op=_median(o.throughput.cpu_ns_per_op for o in good),
-            p50_samples_ns=p50s, ops_per_s_samples=opss,
-            cv_p50=stats.cv(p50s), cv_ops_per_s=stats.cv(opss),
-            steal_pct=float(np.mean(steals)) if steals else None,
-            batch=good[0].result.get("batch") if good else None,
-            library_version=lib)
+    for key, reps in by_cell.items():
+        if not reps:
+            cal = calibrated[key]
+            out[key] = _summary(cal.cell, [], cal)
+            continue
+        out[key] = _summary(reps[0].cell, sorted(reps, key=lambda o: o.repetition.block), None)
     return out
 
 
+def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSummary:
+    good = [o for o in reps if o.ok and o.latency and o.throughput]
+    bad = [o for o in reps if not o.ok]
+    if calibration is not None and not calibration.ok:
+        bad = [calibration]
+    p50 = {o.repetition.block: float(o.latency.p50_ns) for o in good}
+    ops = {o.repetition.block: o.throughput.ops_per_s for o in good}
+    cpu = {o.repetition.block: o.throughput.cpu_ns_per_op for o in good if o.throughput.cpu_ns_per_op > 0}
+    steals = [o.throughput.steal_pct for o in good if o.throughput.steal_pct is not None]
+    source = reps or ([calibration] if calibration else [])
+    lib = next((f"{o.result.get('library', '')} {o.result.get('library_version', '')}".strip()
+                for o in source if o.result), None)
+    first = good[0].result if good else None
+    return CellSummary(
+        cell=cell, repetitions=len(reps), ok=len(good),
+        status=bad[0].status if bad else OK, reason=bad[0].reason if bad else "",
+        p50_ns=_median(p50.values()), p99_ns=_median(o.latency.p99_ns for o in good),
+        ops_per_s=_median(ops.values()), bytes_per_s=_median(o.throughput.bytes_per_s for o in good),
+        cpu_ns_per_op=_median(cpu.values()),
+        blocks_run=tuple(sorted({o.repetition.block for o in reps})),
+        p50_by_block_ns=p50, ops_per_s_by_block=ops, cpu_ns_per_op_by_block=cpu,
+        cv_p50=stats.cv(list(p50.values())), cv_ops_per_s=stats.cv(list(ops.values())),
+        steal_pct=float(np.mean(steals)) if steals else None,
+        disturbed=sum(1 for o in good if o.disturbed),
+        batch=first.get("batch") if first else None, timing=first.get("timing") if first else None,
+        library_version=lib)
+
+
+# --------------------------------------------------------------------------- deltas
+
+
 @dataclass(frozen=True)
-class Delta:
-    """One configuration against the baseline on one backend, operation label and size.
+class _Pending:
+    """A comparison before the multiplicity adjustment: its group, sides and raw intervals."""
 
-    Attributes:
-        backend, label, size_bytes: the comparison group.
-        configuration, baseline: configuration names; op, baseline_op: their worker ops.
-        status: ``ok`` when both sides have >= 2 measured repetitions, else ``n/a`` with
-            ``reason`` saying which side is unsupported/invalid/failed.
-        baseline_p50_ns, p50_ns: medians of per-repetition p50 latency (ns).
-        latency: ratio of medians of per-rep p50 (configuration / baseline) with 95 % CI.
-        throughput: ratio of medians of per-rep ops/s with 95 % CI.
-        latency_verdict, throughput_verdict: from ``stats.classify``.
-        noise: the larger CV (fraction) of the two sides (latency; throughput for its verdict).
-        note: e.g. ``4 of 5 repetitions`` when some failed but enough remain.
-        cpu: the CPU capability mask of the configuration's cells (``baseline`` = none).
-        build: the worker build of the configuration's cells (``default``, ``fips``, ...).
-    """
-
-    backend: str
-    label: str
-    size_bytes: int | None
-    configuration: str
-    baseline: str
-    op: str
-    baseline_op: str
-    status: str
-    reason: str = ""
-    baseline_p50_ns: float | None = None
-    p50_ns: float | None = None
-    latency: stats.RatioEstimate | None = None
-    throughput: stats.RatioEstimate | None = None
-    latency_verdict: stats.Verdict | None = None
-    throughput_verdict: stats.Verdict | None = None
-    noise: float | None = None
-    note: str = ""
-    cpu: str = "baseline"
-    build: str = "default"
-
-    def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict; ratios as ``{ratio, ci_low, ci_high, level, delta_pct}``."""
-        d = dict(self.__dict__)
-        for k in ("latency", "throughput", "latency_verdict", "throughput_verdict"):
-            d[k] = d[k].as_dict() if d[k] is not None else None
-        return d
+    common: dict[str, Any]
+    base: CellSummary
+    conf: CellSummary
+    blocks: int
+    dropped: int
+    latency: stats.Interval
+    throughput: stats.Interval
+    note: str
 
 
 def _side_problem(name: str, s: CellSummary | None) -> str | None:
     if s is None:
         return f"{name}: not run"
-    if s.ok >= MIN_REPETITIONS:
+    if s.ok > 0:
         return None
     if s.status != OK:
         return f"{name}: {s.status}: {s.reason}"
-    return f"{name}: only {s.ok} measured repetition(s); a CI needs {MIN_REPETITIONS}"
+    return f"{name}: no measured repetition"
 
 
-def compare(base: CellSummary | None, s: CellSummary | None, *, configuration: str, baseline: str,
-            seed: int, key: str, resamples: int = 10000, noise_threshold: float = 0.10,
-            level: float = 0.95, base_name: str = "baseline",
-            name: str = "this configuration") -> Delta:
-    """One Delta: cell summary ``s`` against ``base`` (either may be None: not run).
-
-    The comparison group (backend, label, size) is taken from whichever side exists. The CIs
-    draw from a generator seeded with (``seed``, crc32 of ``key``), so the same key and seed
-    give the same interval whatever else is compared. ``base_name``/``name`` name the sides in
-    the ``reason`` of an ``n/a`` delta. ``noise_threshold`` is a fraction. Used by ``deltas``
-    (configurations of one run) and by ``compare`` (the same cell in two stored runs).
-    """
-    cell = (s or base).cell  # type: ignore[union-attr]
-    common = dict(backend=cell.backend, label=cell.label, size_bytes=cell.size_bytes,
-                  configuration=configuration, baseline=baseline, op=s.cell.op if s else "",
-                  baseline_op=base.cell.op if base else "", cpu=cell.cpu,
-                  build=cell.build)
-    problem = _side_problem(base_name, base) or _side_problem(name, s)
-    if problem:
-        return Delta(status="n/a", reason=problem, **common)
-    assert base is not None and s is not None
-    rng = np.random.default_rng([seed, zlib.crc32(key.encode())])
-    lat = stats.ratio_of_medians(s.p50_samples_ns, base.p50_samples_ns, resamples, rng, level)
-    tp = stats.ratio_of_medians(s.ops_per_s_samples, base.ops_per_s_samples, resamples, rng, level)
-    lat_noise = max(s.cv_p50, base.cv_p50)
-    tp_noise = max(s.cv_ops_per_s, base.cv_ops_per_s)
-    short = (base_name, "config" if name == "this configuration" else name)
-    notes = [f"{x.ok} of {x.runs} repetitions ({who})" for who, x in zip(short, (base, s))
-             if x.ok < x.runs]
-    return Delta(
-        status="ok", baseline_p50_ns=base.p50_ns, p50_ns=s.p50_ns, latency=lat, throughput=tp,
-        latency_verdict=stats.classify(lat, lat_noise, noise_threshold, higher_is_slower=True),
-        throughput_verdict=stats.classify(tp, tp_noise, noise_threshold, higher_is_slower=False),
-        noise=lat_noise, note="; ".join(notes), **common)
+def _common(base: CellSummary | None, conf: CellSummary | None, configuration: str, baseline: str) -> dict[str, Any]:
+    cell = (conf or base).cell  # type: ignore[union-attr]
+    return dict(backend=cell.backend, label=cell.label, size_bytes=cell.size_bytes,
+                configuration=configuration, baseline=baseline, op=conf.cell.op if conf else "",
+                baseline_op=base.cell.op if base else "", cpu=cell.cpu, build=cell.build)
 
 
-def deltas(summaries: dict[str, CellSummary], baseline: str, seed: int,
-           resamples: int = 10000, noise_threshold: float = 0.10, level: float = 0.95) -> list[Delta]:
-    """Every configuration ≠ ``baseline`` against the baseline cell of its group.
+def _paired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names: tuple[str, str],
+            level: float) -> _Pending | Delta:
+    """The raw (unadjusted) paired intervals of ``conf`` against ``base``, or an n/a Delta."""
+    both = [b for b in base.p50_by_block_ns if b in conf.p50_by_block_ns]
+    all_blocks = sorted(set(base.blocks_run) & set(conf.blocks_run))  # blocks that ran both sides
+    dropped = [b for b in all_blocks if b not in both]
+    note = ""
+    if dropped:
+        shown = ", ".join(map(str, dropped[:8])) + (" …" if len(dropped) > 8 else "")
+        note = (f"{len(both)} of {len(all_blocks)} blocks; {len(dropped)} dropped where {names[0]} or "
+                f"{names[1]} did not measure (block {shown})")
+    if len(both) < MIN_BLOCKS:
+        why = f"only {len(both)} paired block{'s' if len(both) != 1 else ''}; an interval needs {MIN_BLOCKS}"
+        if dropped:
+            why += f" ({note})"
+        return Delta(status="n/a", reason=why, blocks=len(both), dropped=len(dropped),
+                     baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
+    lat = stats.paired_log_ratio([conf.p50_by_block_ns[b] for b in both],
+                                 [base.p50_by_block_ns[b] for b in both], level)
+    tp = stats.paired_log_ratio([conf.ops_per_s_by_block[b] for b in both],
+                                [base.ops_per_s_by_block[b] for b in both], level)
+    return _Pending(common, base, conf, len(both), len(dropped), lat, tp, note)
 
-    Each delta draws from its own generator seeded with (``seed``, crc32 of the delta's key), so
-    a delta's CI does not depend on which other deltas exist. ``noise_threshold`` is a fraction.
-    """
+
+def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names: tuple[str, str],
+              level: float) -> _Pending | Delta:
+    """The raw (unadjusted) Welch intervals of ``conf`` against ``base``, or an n/a Delta."""
+    n = min(base.ok, conf.ok)
+    if n < MIN_BLOCKS:
+        short = names[0] if base.ok < MIN_BLOCKS else names[1]
+        return Delta(status="n/a", reason=f"{short}: only {min(base.ok, conf.ok)} measured repetition(s); "
+                     f"an interval needs {MIN_BLOCKS} on each side",
+                     blocks=n, baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
+    lat = stats.welch_log_ratio(conf.p50_samples_ns, base.p50_samples_ns, level)
+    tp = stats.welch_log_ratio(conf.ops_per_s_samples, base.ops_per_s_samples, level)
+    notes = [f"{x.ok} of {x.repetitions} repetitions ({who})" for who, x in zip(names, (base, conf))
+             if x.ok < x.repetitions]
+    return _Pending(common, base, conf, n, 0, lat, tp, "; ".join(notes))
+
+
+def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[list[Delta], int, float]:
+    """Adjust the pending intervals together and decide their verdicts; returns the deltas in
+    the given order, the family size and the per-interval level."""
+    m = sum(1 for p in pending if isinstance(p, _Pending))
+    level = (stats.adjusted_level(settings.level, max(m, 1) if settings.multiplicity else 1, settings.looks))
+    out = []
+    for p in pending:
+        if isinstance(p, Delta):
+            out.append(p)
+            continue
+        lat, tp = p.latency.at_level(level), p.throughput.at_level(level)
+        batch = p.conf.batch if p.conf.batch == p.base.batch else None
+        note = p.note
+        if p.conf.batch != p.base.batch and p.conf.batch and p.base.batch:
+            note = "; ".join(x for x in (note, f"batch sizes differ ({p.base.batch} vs {p.conf.batch}): "
+                                         "the sides time different statistics") if x)
+        out.append(Delta(status="ok", blocks=p.blocks, dropped=p.dropped,
+                         baseline_p50_ns=p.base.p50_ns, p50_ns=p.conf.p50_ns, latency=lat, throughput=tp,
+                         verdict=stats.decide(lat, settings.margin_pct, higher_is_slower=True),
+                         noise=max(p.base.cv_p50, p.conf.cv_p50), note=note, batch=batch, **p.common))
+    return out, m, level
+
+
+def deltas(summaries: Mapping[str, CellSummary], baseline: str,
+           settings: Settings = Settings()) -> tuple[list[Delta], int, float]:
+    """Every configuration ≠ ``baseline`` against the baseline cell of its group, paired by
+    block, adjusted together. Returns (deltas, comparisons with an interval, per-interval
+    level)."""
     groups: dict[tuple, dict[str, CellSummary]] = {}
     for s in summaries.values():
         groups.setdefault(s.cell.group, {})[s.cell.configuration] = s
-    out = []
-    for (backend, label, size), by_config in groups.items():
+    pending: list[_Pending | Delta] = []
+    for by_config in groups.values():
         base = by_config.get(baseline)
         for name, s in by_config.items():
             if name == baseline:
                 continue
-            out.append(compare(base, s, configuration=name, baseline=baseline, seed=seed,
-                               key=f"{backend}/{label}/{size}/{name}", resamples=resamples,
-                               noise_threshold=noise_threshold, level=level))
+            common = _common(base, s, name, baseline)
+            problem = _side_problem("baseline", base) or _side_problem("this configuration", s)
+            if problem:
+                pending.append(Delta(status="n/a", reason=problem, **common))
+                continue
+            assert base is not None
+            pending.append(_paired(base, s, common, ("the baseline", "this configuration"), settings.level))
+    return _finish(pending, settings)
+
+
+def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[str]]:
+    """The comparisons a sequential study adds blocks to: by group, the configurations whose
+    verdict is inconclusive (a comparison without an interval is not added to: more blocks
+    cannot make an unsupported cell measure)."""
+    out: dict[tuple[str, str, int | None], set[str]] = {}
+    for d in deltas:
+        if d.verdict is not None and d.verdict.kind == stats.INCONCLUSIVE:
+            out.setdefault(d.group, set()).add(d.configuration)
     return out
+
+
+def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings()) -> Analysis:
+    """Summaries and (with a ``baseline``) deltas of a stored run's outcomes, computed once."""
+    summaries = summarize(outcomes)
+    if baseline is None:
+        return Analysis(summaries, [], settings, 0, settings.level)
+    ds, m, level = deltas(summaries, baseline, settings)
+    return Analysis(summaries, ds, settings, m, level)
+
+
+def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tuple[str, str],
+                     settings: Settings = Settings()) -> tuple[list[Delta], int, float]:
+    """``b`` against ``a`` for every pair (a, b) of the same cell in two stored runs, with
+    Welch intervals adjusted together; ``names`` name the two runs in reasons. Returns (deltas,
+    comparisons with an interval, per-interval level)."""
+    pending: list[_Pending | Delta] = []
+    for a, b in pairs:
+        c = a.cell
+        common = _common(a, b, c.configuration, c.configuration)
+        problem = _side_problem(names[0], a) or _side_problem(names[1], b)
+        if problem:
+            pending.append(Delta(status="n/a", reason=problem, baseline_p50_ns=a.p50_ns, p50_ns=b.p50_ns,
+                                 **common))
+            continue
+        pending.append(_unpaired(a, b, common, names, settings.level))
+    return _finish(pending, settings)

@@ -20,25 +20,19 @@ from typing import Sequence
 import click
 from rich.console import Console
 
-from cryptoperf import PROTOCOL_VERSION, __version__, analysis, builds, cpumask, economics, hostinfo, plan, study as study_mod
+from cryptoperf import PROTOCOL_VERSION, __version__, builds, cpumask, economics, engine, study as study_mod
 from cryptoperf import workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
+from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
 from cryptoperf.report.render import write_text as render_write
-from cryptoperf.run import local
-from cryptoperf.run.worker import Hello, fetch_hello
+from cryptoperf.run.worker import fetch_hello
 from cryptoperf.store import FORMAT_VERSION, Store, default_path
-from cryptoperf.study import MAX_SIZE_BYTES, MAX_THREADS, takes_message
 from cryptoperf.worker_path import find_worker
-
-DEFAULT_SPEED_OPS = ("sha256", "aes-128-gcm-seal", "chacha20-poly1305-seal", "rsa2048-sign",
-                     "rsa2048-verify", "ecdsa-p256-sign", "ecdsa-p256-verify", "ed25519-sign",
-                     "x25519-derive", "ml-kem-768-encaps")
-DEFAULT_OUT_DIR = "cryptoperf-results"
 
 
 def _stderr() -> Console:
@@ -47,44 +41,6 @@ def _stderr() -> Console:
 
 def _stdout() -> Console:
     return terminal.console_for_stdout()
-
-
-def _hello() -> tuple[Path, Hello]:
-    path = find_worker()
-    return path, fetch_hello(path)
-
-
-def _build_workers(needed: dict[str, str], setup: bool = False, missing_ok: bool = False,
-                   default: tuple[Path, Hello] | None = None) -> dict[str, tuple[Path, Hello]]:
-    """Path and hello of every worker build in ``needed`` (build name → who needs it, e.g.
-    "configuration 'fips-on'"), the default build always included (``default`` if given).
-
-    A build that ``cryptoperf setup`` makes (``openssl@3.6``) and that is missing or out of date
-    is built first when ``setup`` (``workerbuild.ensure``, with its progress on stderr). With
-    ``missing_ok`` such a build, when missing, is left out of the result (dry runs). Otherwise raises
-    BuildUnavailable naming who needs a missing build, why it is missing and how to make it;
-    SetupError when building it fails."""
-    out = {builds.DEFAULT: default or _hello()}
-    for name, who in needed.items():
-        if name in out:
-            continue
-        try:
-            out[name] = workerbuild.ensure(name, who, auto=setup and not missing_ok, console=_stderr())
-        except builds.BuildUnavailable:
-            if missing_ok and builds.get(name).setup is not None:
-                continue
-            raise
-    return out
-
-
-def _check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_mock: bool = False) -> None:
-    import difflib
-    for name in given:
-        if name in known or (allow_mock and (name == "mock" or name.startswith("mock:"))):
-            continue
-        close = difflib.get_close_matches(name, list(known), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise UsageError(f"unknown {kind} '{name}'{hint} (known: {', '.join(known)})")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -196,18 +152,17 @@ def _list_builds() -> None:
               help="Backend to measure (repeatable); default: every backend the worker has.")
 @click.option("--op", "-o", "ops", multiple=True, metavar="OP",
               help="Operation (repeatable); default: " + ", ".join(DEFAULT_SPEED_OPS) + ".")
-@click.option("--size", "-s", "sizes", multiple=True, metavar="BYTES",
-              type=click.IntRange(1, MAX_SIZE_BYTES),
+@click.option("--size", "-s", "sizes", multiple=True, metavar="BYTES", type=click.IntRange(1, None),
               help="Message size in bytes (repeatable) for operations with a message; "
-                   "default: the worker's (1024, or 32 for signatures).")
-@click.option("--seconds", type=click.FloatRange(0, 3600, min_open=True), default=0.5,
-              show_default=True, help="Measuring time per run, per thread, in seconds.")
-@click.option("--warmup", "warmup_s", type=click.FloatRange(0, 3600), default=0.2,
+                   "default: the worker's (1024, or 32 for signatures); at most the worker's limit.")
+@click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=0.5,
+              show_default=True, help="Measuring time per repetition, per thread, in seconds.")
+@click.option("--warmup", "warmup_s", type=click.FloatRange(0, None), default=0.2,
               show_default=True, help="Warm-up before measuring, in seconds.")
-@click.option("--threads", "-t", type=click.IntRange(1, MAX_THREADS), default=1,
+@click.option("--threads", "-t", type=click.IntRange(1, None), default=1,
               show_default=True, help="Threads running the operation at once.")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(0, 86400, min_open=True), default=None,
-              help="Kill a run's worker after this many seconds [default: warm-up + seconds + 60].")
+              help="Kill a repetition's worker after this many seconds [default: warm-up + seconds + 60].")
 @click.option("--cpu", "cpu", type=click.Choice(cpumask.NAMES), default=cpumask.BASELINE,
               show_default=True,
               help="CPU capability mask to run under (OPENSSL_ia32cap, verified by the worker): "
@@ -226,82 +181,42 @@ def _list_builds() -> None:
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON document (a `results` list) instead of the table.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-              help=f"SQLite store to record the runs in [default: {default_path()}].")
+              help=f"SQLite store to record the repetitions in [default: {default_path()}].")
 def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...], seconds: float,
           warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, library: str,
           no_setup: bool, as_json: bool, store_path: str | None) -> None:
     """Measure operations on backends: one row per (backend, operation, size).
 
     Each row is one fresh worker process. A backend that lacks an operation gives a row saying
-    "unsupported", not an error.
+    "unsupported", not an error. Where the worker batches k > 1 operations per timed sample,
+    the percentiles are those of k-operation batch means (the table says so).
     """
-    if timeout_s is not None and timeout_s <= warmup_s + seconds:
-        raise UsageError(f"--timeout {timeout_s:g} s does not exceed --warmup + --seconds = "
-                         f"{warmup_s + seconds:g} s; raise --timeout")
-    if fips and library != builds.SYSTEM_LIBRARY:
-        raise UsageError(f"--fips with --library {library} is not supported: the FIPS build uses the "
-                         "system OpenSSL")
-    if library != builds.SYSTEM_LIBRARY:
-        other = [b for b in backends_ if b != builds.LIBRARY_BACKEND]
-        if other:
-            raise UsageError(f"--library {library} changes only the {builds.LIBRARY_BACKEND} backend; "
-                             f"drop --backend {other[0]}")
-        backends_ = (builds.LIBRARY_BACKEND,)
-    build = builds.for_configuration(fips, library)
-    who = "--fips" if fips else f"--library {library}"
-    path, hello = _build_workers({build: who}, setup=not no_setup)[build]
-    _check_names("backend", backends_, hello.backend_names, allow_mock=True)
-    _check_names("operation", ops, hello.ops)
-    cpumask.check_hello(hello.raw.get("cpu_masks"), [cpu])
-    chosen_backends = backends_ or hello.backend_names
-    chosen_ops = ops or tuple(o for o in DEFAULT_SPEED_OPS if o in hello.ops)
-    cells = []
-    for b in chosen_backends:
-        for op in chosen_ops:
-            for size in (sizes if sizes and takes_message(op) else (None,)):
-                cells.append(plan.Cell("", b, op, op, {}, size, cpu, build))
-    settings = plan.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,
-                             timeout_s=timeout_s or warmup_s + seconds + 60)
-    runs = [plan.Run(c, 1, i) for i, c in enumerate(cells)]
-
     err = _stderr()
-    host = hostinfo.fingerprint(hello.raw)
-    host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]
-    started = local.utc_now()
-    with Store(store_path) as store:
-        run_id = store.begin_run("speed", started, host, seed=None)
-        status = "interrupted"
-        try:
-            outcomes = local.execute(
-                runs, settings, path, on_outcome=lambda o: store.add_result(run_id, report_json.outcome_dict(o)),
-                console=err, show_progress=err.is_terminal, log_lines=not err.is_terminal and not as_json)
-            status = "complete"
-        finally:
-            store.finish_run(run_id, local.utc_now(), status)
+    result = engine.speed(backends_, ops, sizes, seconds=seconds, warmup_s=warmup_s, threads=threads,
+                          timeout_s=timeout_s, cpu=cpu, fips=fips, library=library, setup=not no_setup,
+                          store=store_path, progress=terminal.ProgressBar(err) if not as_json or err.is_terminal
+                          else None, console=err)
     if as_json:
-        doc = report_json.speed_document(
-            outcomes, host, {"seconds": seconds, "warmup_s": warmup_s, "threads": threads,
-                             "cpu": cpu, "openssl_ia32cap": cpumask.MASKS[cpu], "build": build,
-                             "builds": {n: dict(zip(("available", "path_or_reason"), builds.status(n)))
-                                        for n in builds.BUILDS}},
-            started, local.utc_now())
+        doc = report_json.speed_document(result.outcomes, result.host, result.settings, result.started_at,
+                                         result.finished_at)
         click.echo(json.dumps(doc, indent=1))
-    else:
-        out = _stdout()
-        out.print(terminal.host_line(host), markup=False)
-        notes = terminal.Notes()
-        title = ("cryptoperf speed" + terminal.cpu_title(cpu) + (" [FIPS worker]" if fips else "")
-                 + (f" [{library} worker]" if library != builds.SYSTEM_LIBRARY else ""))
-        out.print(terminal.speed_table(outcomes, notes, title=title))
-        notes.print(out)
-        for line in terminal.mask_warnings(outcomes):
-            out.print(line, markup=False)
-        for name, spec in builds.BUILDS.items():
-            if spec.setup is not None and name != build:
-                continue  # made on request (`cryptoperf setup`), not a missing part of the install
-            available, why = builds.status(name)
-            if not available:
-                out.print(f"note: worker build '{name}' is unavailable: {why}", markup=False, soft_wrap=True)
+        return
+    out = _stdout()
+    out.print(terminal.host_line(result.host), markup=False)
+    notes = terminal.Notes()
+    title = ("cryptoperf speed" + terminal.cpu_title(cpu) + (" [FIPS worker]" if fips else "")
+             + (f" [{library} worker]" if library != builds.SYSTEM_LIBRARY else ""))
+    out.print(terminal.speed_table(result.outcomes, notes, title=title))
+    notes.print(out)
+    for line in terminal.mask_warnings(result.outcomes):
+        out.print(line, markup=False)
+    build = result.settings["build"]
+    for name, spec in builds.BUILDS.items():
+        if spec.setup is not None and name != build:
+            continue  # made on request (`cryptoperf setup`), not a missing part of the install
+        available, why = builds.status(name)
+        if not available:
+            out.print(f"note: worker build '{name}' is unavailable: {why}", markup=False, soft_wrap=True)
 
 
 @cli.command()
@@ -309,25 +224,35 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
               help=f"SQLite store for the results [default: {default_path()}].")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=DEFAULT_OUT_DIR,
-              show_default=True, help="Directory for the study's JSON document.")
+              show_default=True, help="Directory for the study's JSON document and reports.")
 @click.option("--options", "show_options", is_flag=True,
               help="Describe every key a study file may hold, and exit.")
-@click.option("--dry-run", is_flag=True, help="Check the study and show the plan; run nothing.")
+@click.option("--dry-run", is_flag=True, help="Check the study and show the schedule; run nothing.")
 @click.option("--no-report", is_flag=True,
               help="Write only the JSON document, not the HTML and Markdown reports beside it.")
 @click.option("--no-setup", is_flag=True,
               help="Never build a worker on the spot: when a configuration's library (e.g. "
                    "openssl@3.6) is not built yet, stop, naming the `cryptoperf setup` command.")
+@click.option("--margin", "margin_pct", type=float, default=None, metavar="PCT",
+              help="Equivalence margin in % [default: the study's margin_pct, 2]: an interval "
+                   "inside ±PCT % is 'equivalent'.")
+@click.option("--no-multiplicity", is_flag=True,
+              help="Do not adjust the study's intervals together (for a study with one planned "
+                   "comparison); by default all of them hold at 95 % at once (Bonferroni).")
 def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
-          dry_run: bool, no_report: bool, no_setup: bool) -> None:
-    """Run a study FILE (TOML): configurations against a baseline, with 95 % CIs.
+          dry_run: bool, no_report: bool, no_setup: bool, margin_pct: float | None,
+          no_multiplicity: bool) -> None:
+    """Run a study FILE (TOML): configurations against a baseline, with verdicts you can act on.
 
-    Every cell (configuration × backend × operation × size) runs `repetitions` times, each in
-    a fresh worker, with configurations interleaved (A B C A B C …). Prints the "performance
-    delta vs baseline" table and the noise table; writes the complete results as JSON under
-    --out and into the SQLite --store, each run as soon as it finishes, and beside the JSON the
-    HTML report (plots, host, study file) and a Markdown summary for a ticket (same name, .html
-    and .md). The file format is in docs/study-files.md; `--options` lists every key.
+    Every cell (configuration × backend × operation × size) is calibrated once, then runs in
+    `repetitions` randomised blocks: a block runs every configuration of a cell once, each in a
+    fresh worker, in a seeded random order. Each configuration is compared with the baseline
+    block by block, and every comparison ends in a verdict: "x % slower/faster [CI]",
+    "equivalent within ±m %", or "inconclusive" with the blocks that would likely decide it.
+    Prints the delta table and the noise table; writes the complete results as JSON under
+    --out and into the SQLite --store (each repetition as soon as it finishes), and beside the
+    JSON the HTML report and a Markdown summary. The file format is in docs/study-files.md;
+    `--options` lists every key.
 
     A configuration with `library = "openssl@3.6"` needs a worker built from source; the first
     study that needs it builds it (once, cached; see `cryptoperf setup`) unless --no-setup.
@@ -337,84 +262,56 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         return
     if file is None:
         raise UsageError("study needs a FILE (a study .toml); see `cryptoperf study --help`")
-    s = study_mod.load(file)
-    path, hello = _hello()
-    s = study_mod.check_against_worker(s, hello.backend_names, hello.ops)  # before any long build
-    needed: dict[str, str] = {}
-    for c in s.configurations:
-        needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
-    workers = _build_workers(needed, setup=not no_setup, missing_ok=dry_run, default=(path, hello))
-    for name, (_, h) in workers.items():
-        cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
-    cells = plan.expand(s)
-    runs = plan.schedule(cells, s.repetitions)
-    settings = plan.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s)
     err, out = _stderr(), _stdout()
-    est = plan.estimated_seconds(len(runs), settings)
+    plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
+                             multiplicity=False if no_multiplicity else None, console=err)
+    s = plan.study
+    est = plan.estimated_seconds()
     eta = f"{est:.0f} s" if est < 90 else f"{est / 60:.1f} min"
-    err.print(f"study {s.name}: {len(cells)} cells × {s.repetitions} repetitions = {len(runs)} runs, "
-              f"about {eta}", markup=False)
+    more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
+            f"{', '.join(map(str, plan.looks))})" if len(plan.looks) > 1 else "")
+    err.print(f"study {s.name}: {len(plan.cells)} cells, {len(plan.cells)} calibration repetitions + "
+              f"{s.repetitions} blocks = {len(plan.cells) * (s.repetitions + 1)} repetitions, about {eta}{more}",
+              markup=False)
     if dry_run:
-        for r in runs:
+        for r in plan.first_blocks:
             env = cpumask.MASKS[r.cell.cpu]
-            mask = f"  {cpumask.ENV_VAR}={env}" if env else ""
+            mask = f"  {cpumask.ENV_VAR}={env}" if r.cell.cpu != cpumask.BASELINE else ""
             if r.cell.build == builds.DEFAULT:
                 binary = ""
-            elif r.cell.build in workers:
-                binary = f"  worker={workers[r.cell.build][0]}"
+            elif r.cell.build in plan.workers:
+                binary = f"  worker={plan.workers[r.cell.build][0]}"
             else:
                 binary = f"  worker=(not built yet: `{builds.get(r.cell.build).make}`)"
-            click.echo(f"{r.index + 1:>4}  rep {r.repetition}  {r.cell.key}  op={r.cell.op} "
+            click.echo(f"{r.index + 1:>4}  block {r.block} #{r.position + 1}  {r.cell.key}  op={r.cell.op} "
                        f"params={json.dumps(r.cell.worker_params())}{binary}{mask}")
         return
 
-    host = hostinfo.fingerprint(hello.raw, {n: h.raw for n, (_, h) in workers.items() if n != builds.DEFAULT})
-    checks = hostinfo.run_checks()
-    host["checks"] = [c.as_dict() for c in checks]
-    err.print(terminal.host_line(host), markup=False)
-    terminal.host_warnings(err, checks)
+    def show_host(host: dict, checks: list) -> None:
+        err.print(terminal.host_line(host), markup=False)
+        terminal.host_warnings(err, checks)
 
-    started = local.utc_now()
-    outcomes: list[local.RunOutcome] = []
-    status = "interrupted"
-    with Store(store_path) as store:
-        run_id = store.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=s.seed)
-
-        def record(o: local.RunOutcome) -> None:
-            outcomes.append(o)
-            store.add_result(run_id, report_json.outcome_dict(o))
-
-        try:
-            local.execute(runs, settings, {n: p for n, (p, _) in workers.items()}, on_outcome=record, console=err,
-                          show_progress=err.is_terminal, description=s.name,
-                          log_lines=not err.is_terminal)
-            status = "complete"
-        finally:
-            finished = local.utc_now()
-            store.finish_run(run_id, finished, status)
-            summaries = analysis.summarize(outcomes)
-            deltas = analysis.deltas(summaries, s.baseline, s.seed, s.bootstrap_resamples,
-                                     s.noise_threshold_pct / 100.0)
-            doc = report_json.study_document(
-                s, host, outcomes, summaries.values(), deltas, status=status, started_at=started,
-                finished_at=finished, store={"path": str(store.path), "run_id": run_id})
-            json_path = report_json.write(doc, report_json.result_path(out_dir, s.name, started))
-        reports: dict[str, Path] = {}
-        if not no_report:
-            reports = report_formats.write_beside(stored.load_run(store, run_id), json_path,
-                                                  ("html", "md"), store.path)
-    failed = sum(1 for o in outcomes if o.status == local.FAILED)
+    run = engine.run_study(plan, store=store_path, out_dir=out_dir, progress=terminal.ProgressBar(err),
+                           reports=not no_report, console=err, on_host=show_host)
+    a = run.analysis
     notes = terminal.Notes()
-    out.print(terminal.delta_table(deltas, s.baseline, notes))
-    out.print(terminal.noise_table(summaries.values(), s.noise_threshold_pct, notes))
+    out.print(terminal.delta_table(run.deltas, s.baseline, notes, a.level))
+    out.print(terminal.noise_table(run.summaries.values(), s.noise_threshold_pct, notes))
     notes.print(out)
-    for line in terminal.mask_warnings(outcomes):
+    out.print(f"verdicts: {terminal.verdict_counts(run.deltas)}; {a.method}", markup=False, soft_wrap=True)
+    for line in terminal.mask_warnings(run.outcomes):
         out.print(line, markup=False)
+    analysed = [o for o in run.outcomes if not o.repetition.calibration and not o.superseded]
+    failed = sum(1 for o in analysed if o.status == "failed")
     if failed:
-        out.print(f"[red]{failed} of {len(outcomes)} runs failed[/] (reasons in the tables and the JSON)")
-    out.print(f"results: {json_path}  store: {store.path} (run {run_id})", markup=False, soft_wrap=True)
-    if reports:
-        out.print(f"report: {reports['html']}  summary: {reports['md']}", markup=False, soft_wrap=True)
+        out.print(f"[red]{failed} of {len(analysed)} repetitions failed[/] (reasons in the tables and the JSON)")
+    reruns = sum(1 for o in run.outcomes if o.superseded)
+    if reruns:
+        out.print(f"{reruns} repetition(s) were disturbed by steal or other load and run again "
+                  "(see the noise table's 'disturbed' column)", markup=False)
+    out.print(f"results: {run.json_path}  store: {run.store_path} (run {run.id})", markup=False, soft_wrap=True)
+    if run.reports:
+        out.print(f"report: {run.reports['html']}  summary: {run.reports['md']}", markup=False, soft_wrap=True)
 
 
 @cli.command()
@@ -475,29 +372,45 @@ def list_runs(store_path: str | None, as_json: bool) -> None:
     out.print(f"store: {path}", markup=False)
 
 
+FAIL_ON = ("slower", "inconclusive")
+
+
 @cli.command()
 @click.argument("run_a")
 @click.argument("run_b")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the tables.")
-def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool) -> None:
+@click.option("--margin", "margin_pct", type=click.FloatRange(0, 100), default=None, metavar="PCT",
+              help="Equivalence margin in % [default: run A's study margin_pct, 2].")
+@click.option("--no-multiplicity", is_flag=True,
+              help="Do not adjust the intervals of all matched cells together.")
+@click.option("--fail-on", "fail_on", type=click.Choice(FAIL_ON), multiple=True,
+              help="Exit with status 1 when any matched cell's verdict is 'slower' beyond the margin "
+                   "(and, with --fail-on inconclusive, when any is undecided): a regression gate for "
+                   "CI pipelines. Repeatable.")
+def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margin_pct: float | None,
+            no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
     """Compare stored run RUN_B with RUN_A (the baseline); ids from `cryptoperf list`, or `latest`.
 
     Prints the host differences first (CPU model, flags, kernel, hypervisor, library versions),
     then one row per cell measured in both runs — matched by configuration, backend, operation
-    label and size — with the latency Δ and its 95 % bootstrap CI, the throughput Δ, the
-    verdict (run B against run A, decided as in a study) and the noise; then the cells measured
-    in one run only.
+    label and size — with the latency Δ and its interval (Welch's t on the log values of each
+    run's repetitions, adjusted over all matched cells), the throughput Δ, the verdict (run B
+    against run A: "x % slower", "equivalent within ±m %" or "inconclusive") and the noise;
+    then the cells measured in one run only. With --fail-on it is a regression gate: exit 1 when
+    a verdict fails it, 0 otherwise.
     """
     with stored.open_store(store_path) as store:
         a = stored.load_run(store, run_a)
         b = stored.load_run(store, run_b)
-    c = compare_mod.compare_runs(a, b)
+    c = compare_mod.compare_runs(a, b, margin_pct=margin_pct, multiplicity=not no_multiplicity)
+    failing = c.failing(fail_on)
     if as_json:
         doc = {"format_version": FORMAT_VERSION, "kind": "compare", "cryptoperf_version": __version__,
-               **c.as_dict()}
+               **c.as_dict(), "fail_on": list(fail_on),
+               "failing": [f"{d.backend}/{d.label}/{d.size_bytes}/{d.configuration}" for d in failing]}
         click.echo(json.dumps(doc, indent=1))
-        return
+        return 1 if failing else 0
     out = _stdout()
     for r in (a, b):
         out.print(f"run {r.id}: {r.meta.get('study_name') or r.meta.get('kind')}, "
@@ -510,14 +423,23 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool) -> No
                   markup=False)
     notes = terminal.Notes()
     if c.deltas:
-        out.print(terminal.compare_table(c.deltas, a.id, b.id, c.noise_threshold * 100, notes))
+        out.print(terminal.compare_table(c.deltas, a.id, b.id, c.settings.noise_threshold_pct, notes, c.level))
     else:
         out.print("no cell was measured in both runs", markup=False)
     notes.print(out)
+    out.print(f"verdicts: {terminal.verdict_counts(c.deltas)}; {c.method}", markup=False, soft_wrap=True)
     for r, cells in ((a, c.only_a), (b, c.only_b)):
         if cells:
             out.print(f"unmatched, only in run {r.id}: " + ", ".join(f"{s.cell.key} ({s.cell.op})" for s in cells),
                       markup=False)
+    if fail_on:
+        if failing:
+            out.print(f"regression gate (--fail-on {' '.join(fail_on)}): FAILED by {len(failing)} cell(s): "
+                      + ", ".join(f"{d.backend} {d.label} {d.configuration or ''}".strip() for d in failing),
+                      markup=False, soft_wrap=True)
+        else:
+            out.print(f"regression gate (--fail-on {' '.join(fail_on)}): passed", markup=False)
+    return 1 if failing else 0
 
 
 @cli.command("plan")
@@ -603,7 +525,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except click.exceptions.Exit as e:
         return e.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
-        return _fail("interrupted; runs finished so far are in the store", 130)
+        return _fail("interrupted; repetitions finished so far are in the store", 130)
     except click.exceptions.UsageError as e:
         hint = ""
         if e.ctx is not None:

@@ -1,20 +1,22 @@
 """Compare two stored runs: what differs between their hosts, then every cell measured in both.
 
-Run A is the baseline. Cells are matched by (configuration, backend, label, size_bytes); each
-matched pair gets the very ratio, 95 % bootstrap CI and verdict a study gives a configuration
-against its baseline (``analysis.compare``), so "12 % slower" means the same in both places.
-Cells measured in only one run are listed as unmatched. Host differences come first because
-they are usually the explanation: another CPU, kernel, hypervisor or library version.
+Run A is the baseline. Cells are matched by (configuration, backend, label, size_bytes). Two
+runs share no blocks, so each matched pair gets Welch's interval on the log values of each
+run's repetitions (``analysis.compare_unpaired``) — adjusted together over all matched cells
+unless ``multiplicity`` is off — and the verdict a study would give, against the same margin:
+"x % slower [CI]", "equivalent within ±m %" or "inconclusive". ``failing`` is the regression
+gate of ``cryptoperf compare --fail-on``. Cells measured in only one run are listed as
+unmatched. Host differences come first because they are usually the explanation: another
+CPU, kernel, hypervisor or library version.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
-from cryptoperf import analysis
-from cryptoperf.analysis import CellSummary, Delta, cell_dict
+from cryptoperf import analysis, stats
+from cryptoperf.model import CellSummary, Delta
 from cryptoperf.stored import StoredRun
 
 #: host checks that read a moment (steal, other load), not a setting: two runs always differ a
@@ -110,8 +112,8 @@ class Comparison:
             the cell's configuration; ratios are B ÷ A. An ``n/a`` delta still carries both
             p50 medians when each side has a measured repetition.
         only_a, only_b: cells measured in one run only.
-        seed, resamples, noise_threshold: what the CIs and verdicts used (run A's study
-            settings, or the study defaults).
+        settings: how the verdicts were decided (margin, multiplicity).
+        comparisons: deltas with an interval; level: each interval's level after adjustment.
     """
 
     a: StoredRun
@@ -120,53 +122,64 @@ class Comparison:
     deltas: list[Delta]
     only_a: list[CellSummary]
     only_b: list[CellSummary]
-    seed: int
-    resamples: int
-    noise_threshold: float
+    settings: analysis.Settings
+    comparisons: int
+    level: float
+
+    @property
+    def method(self) -> str:
+        """How the intervals were made (``analysis.method_text``)."""
+        return analysis.method_text(self.settings, self.comparisons, self.level, paired=False)
+
+    def failing(self, fail_on: Sequence[str]) -> list[Delta]:
+        """The deltas that fail a regression gate: verdict kind in ``fail_on`` (``slower``,
+        ``inconclusive``; a delta without an interval counts as inconclusive)."""
+        out = []
+        for d in self.deltas:
+            kind = d.verdict.kind if d.verdict is not None else stats.INCONCLUSIVE
+            if kind in fail_on:
+                out.append(d)
+        return out
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict: ``baseline_run`` and ``run`` (id, kind, study, started_at, status),
-        ``host_differences``, ``deltas`` (``Delta.as_dict``), ``unmatched`` (cells with the
-        run id they are in), ``seed``, ``resamples``, ``noise_threshold``."""
+        ``host_differences``, ``deltas`` (``Delta.as_dict``, verdicts included), ``unmatched``
+        (cells with the run id they are in), ``analysis`` (settings, comparisons, level,
+        method)."""
         def run(r: StoredRun) -> dict[str, Any]:
             m = r.meta
             return {"id": r.id, "kind": m.get("kind"), "study": m.get("study_name"),
                     "started_at": m.get("started_at"), "status": m.get("status")}
-        unmatched = ([{"run_id": self.a.id, **cell_dict(s.cell)} for s in self.only_a]
-                     + [{"run_id": self.b.id, **cell_dict(s.cell)} for s in self.only_b])
+        unmatched = ([{"run_id": self.a.id, **s.cell.as_dict()} for s in self.only_a]
+                     + [{"run_id": self.b.id, **s.cell.as_dict()} for s in self.only_b])
         return {"baseline_run": run(self.a), "run": run(self.b),
                 "host_differences": [h.as_dict() for h in self.host],
                 "deltas": [d.as_dict() for d in self.deltas], "unmatched": unmatched,
-                "seed": self.seed, "resamples": self.resamples, "noise_threshold": self.noise_threshold}
+                "analysis": {"settings": self.settings.as_dict(), "comparisons": self.comparisons,
+                             "level": self.level, "method": self.method}}
 
 
-def compare_runs(a: StoredRun, b: StoredRun) -> Comparison:
+def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None,
+                 multiplicity: bool = True) -> Comparison:
     """Compare run ``b`` with run ``a`` (the baseline), cell by cell.
 
-    The bootstrap uses run A's seed, resample count and noise threshold (study defaults for a
-    ``speed`` run), and each delta its own generator keyed by the cell, so comparing A with B
-    always gives the same CIs. A cell with fewer than 2 measured repetitions on either side
-    (every ``speed`` cell) gets an ``n/a`` delta saying so.
+    ``margin_pct`` defaults to run A's study margin (the default margin for a ``speed`` run).
+    A cell with fewer than ``stats.MIN_BLOCKS`` measured repetitions on either side (every
+    ``speed`` cell) gets an ``n/a`` delta saying so, with both medians.
     """
-    seed, resamples = a.seed, int(a.option("bootstrap_resamples"))
-    threshold = float(a.option("noise_threshold_pct")) / 100.0
+    margin = float(a.option("margin_pct")) if margin_pct is None else margin_pct
+    settings = analysis.Settings(margin_pct=margin, multiplicity=multiplicity,
+                                 noise_threshold_pct=float(a.option("noise_threshold_pct")))
     in_b = {match_key(s): s for s in b.summaries.values()}
     in_a = {match_key(s) for s in a.summaries.values()}
-    deltas, only_a = [], []
+    pairs, only_a = [], []
     for s_a in a.summaries.values():
         s_b = in_b.get(match_key(s_a))
         if s_b is None:
             only_a.append(s_a)
-            continue
-        c = s_a.cell
-        d = analysis.compare(
-            s_a, s_b, configuration=c.configuration, baseline=c.configuration, seed=seed,
-            key=f"{c.backend}/{c.label}/{c.size_bytes}/{c.configuration}", resamples=resamples,
-            noise_threshold=threshold, base_name=f"run {a.id}", name=f"run {b.id}")
-        if d.status != "ok" and s_a.p50_ns is not None and s_b.p50_ns is not None:
-            # too few repetitions for a CI (every `speed` run): still show both medians
-            d = dataclasses.replace(d, baseline_p50_ns=s_a.p50_ns, p50_ns=s_b.p50_ns)
-        deltas.append(d)
+        else:
+            pairs.append((s_a, s_b))
+    deltas, m, level = analysis.compare_unpaired(pairs, (f"run {a.id}", f"run {b.id}"), settings)
     only_b = [s for s in b.summaries.values() if match_key(s) not in in_a]
     return Comparison(a=a, b=b, host=host_differences(a.host, b.host), deltas=deltas, only_a=only_a,
-                      only_b=only_b, seed=seed, resamples=resamples, noise_threshold=threshold)
+                      only_b=only_b, settings=settings, comparisons=m, level=level)

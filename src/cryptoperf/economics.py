@@ -1,5 +1,5 @@
 """Economics: what a load costs in CPU, what a change of configuration costs at that load, and
-from which load an accelerator pays for itself (DESIGN.md, reference study 7).
+from which load an accelerator pays for itself.
 
 Everything starts from the measured **on-CPU time per operation** (``cpu_ns_per_op``: the
 worker's thread CPU time over the window ÷ operations, per repetition), not from latency: an
@@ -24,15 +24,12 @@ an operation the run does not have, or an accelerator that can never pay for its
 from __future__ import annotations
 
 import math
-import zlib
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
-
-import numpy as np
+from typing import Any, Mapping
 
 from cryptoperf import stats
-from cryptoperf.analysis import CellSummary, cell_dict
 from cryptoperf.errors import EconomicsError
+from cryptoperf.model import CellSummary
 from cryptoperf.stored import StoredRun
 
 NS_PER_S = 1e9
@@ -55,51 +52,51 @@ class CpuCost:
     """The measured CPU time of one operation, over repetitions.
 
     Attributes:
-        median_ns: median over repetitions of each repetition's CPU ns per operation.
-        low_ns, high_ns: ``level`` percentile-bootstrap CI of that median (None with fewer than
-            2 repetitions).
+        estimate_ns: geometric mean over repetitions of each repetition's CPU ns per operation
+            (the statistic the study's intervals use: a t interval on the log scale).
+        low_ns, high_ns: its ``level`` t interval (None with fewer than ``stats.MIN_BLOCKS``
+            repetitions).
         min_ns, max_ns: the spread: smallest and largest repetition.
-        repetitions: measured repetitions; samples_ns: their values, in repetition order.
-        level: confidence level of the CI (0.95).
+        repetitions: measured repetitions; samples_ns: block → value, in block order.
+        level: confidence level of the interval (0.95).
     """
 
-    median_ns: float
+    estimate_ns: float
     low_ns: float | None
     high_ns: float | None
     min_ns: float
     max_ns: float
     repetitions: int
-    samples_ns: tuple[float, ...]
-    level: float = 0.95
+    samples_ns: Mapping[int, float]
+    level: float = stats.DEFAULT_LEVEL
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (units in the names)."""
-        d = asdict(self)
-        d["samples_ns"] = list(self.samples_ns)
+        """JSON-ready dict (units in the names; samples as ``blocks`` and ``samples_ns``
+        lists)."""
+        d = {k: v for k, v in self.__dict__.items() if k != "samples_ns"}
+        d["blocks"] = list(self.samples_ns)
+        d["samples_ns"] = list(self.samples_ns.values())
         return d
 
 
-def cpu_cost(samples_ns: Sequence[float], rng: np.random.Generator, resamples: int = 10000,
-             level: float = 0.95) -> CpuCost:
-    """Median CPU ns/op over repetitions with its bootstrap CI and min–max spread.
+def cpu_cost(samples_ns: Mapping[int, float], level: float = stats.DEFAULT_LEVEL) -> CpuCost:
+    """CPU ns/op over repetitions: geometric mean with its t interval, and the min–max spread.
 
     Args:
-        samples_ns: one CPU ns/op value per measured repetition (shape (n,), n >= 1).
-        rng: the seeded generator of the bootstrap (CIs reproduce from the seed).
-        resamples: bootstrap replicates; level: CI level.
+        samples_ns: block → one repetition's CPU ns/op (n >= 1 values).
+        level: confidence level of the interval.
 
     Raises EconomicsError for no samples or a value <= 0.
     """
-    a = [float(x) for x in samples_ns]
+    a = [float(x) for x in samples_ns.values()]
     if not a:
         raise EconomicsError("no measured repetition: nothing to compute a CPU cost from")
     for x in a:
         check_number("CPU time per operation", x, positive=True)
-    low = high = None
-    if len(a) >= 2:
-        low, high = stats.percentile_interval(stats.bootstrap(a, stats.median, resamples, rng), level)
-    return CpuCost(median_ns=float(np.median(a)), low_ns=low, high_ns=high, min_ns=min(a),
-                   max_ns=max(a), repetitions=len(a), samples_ns=tuple(a), level=level)
+    est = stats.log_mean(a, level)
+    low, high = (est.low, est.high) if len(a) >= stats.MIN_BLOCKS else (None, None)
+    return CpuCost(estimate_ns=est.value, low_ns=low, high_ns=high, min_ns=min(a), max_ns=max(a),
+                   repetitions=len(a), samples_ns=dict(samples_ns), level=level)
 
 
 # --------------------------------------------------------------------------- (a) cores for a rate
@@ -129,10 +126,10 @@ class CoresAtRate:
     Attributes:
         rate_per_s: the load (operations per second).
         cpu: the measured CPU time per operation.
-        cores: rate × median CPU ns/op / 1e9; cores_low, cores_high: the same with the CI's
-            bounds (None without a CI); cores_min, cores_max: with the fastest and slowest
-            repetition.
-        ops_per_s_per_core: single-thread capacity, 1e9 / median CPU ns/op.
+        cores: rate × CPU ns/op (the estimate) / 1e9; cores_low, cores_high: the same with the
+            interval's bounds (None without one); cores_min, cores_max: with the fastest and
+            slowest repetition.
+        ops_per_s_per_core: single-thread capacity, 1e9 / CPU ns/op.
     """
 
     rate_per_s: float
@@ -152,7 +149,7 @@ class CoresAtRate:
 
 
 def cores_at_rate(rate_per_s: float, cpu: CpuCost) -> CoresAtRate:
-    """Cores needed at ``rate_per_s`` for ``cpu``, with the CI and spread carried through
+    """Cores needed at ``rate_per_s`` for ``cpu``, with the interval and spread carried through
     (cores are proportional to CPU time, so the bounds map one to one).
 
     Raises EconomicsError for a negative rate.
@@ -160,10 +157,10 @@ def cores_at_rate(rate_per_s: float, cpu: CpuCost) -> CoresAtRate:
     def c(ns: float | None) -> float | None:
         return None if ns is None else cores_needed(rate_per_s, ns)
     return CoresAtRate(rate_per_s=check_number("rate", rate_per_s), cpu=cpu,
-                       cores=cores_needed(rate_per_s, cpu.median_ns), cores_low=c(cpu.low_ns),
+                       cores=cores_needed(rate_per_s, cpu.estimate_ns), cores_low=c(cpu.low_ns),
                        cores_high=c(cpu.high_ns), cores_min=cores_needed(rate_per_s, cpu.min_ns),
                        cores_max=cores_needed(rate_per_s, cpu.max_ns),
-                       ops_per_s_per_core=ops_per_s_per_core(cpu.median_ns))
+                       ops_per_s_per_core=ops_per_s_per_core(cpu.estimate_ns))
 
 
 # --------------------------------------------------------------------------- (b) a change of configuration
@@ -176,10 +173,12 @@ class Change:
         rate_per_s: the load.
         before, after: cores at that rate in each configuration.
         delta_cores: after.cores − before.cores (positive: the change costs CPU).
-        delta_low, delta_high: ``level`` bootstrap CI of delta_cores (repetitions of each side
-            resampled independently; None unless both sides have >= 2 repetitions).
-        ratio: CPU ns/op after ÷ before with its CI (``stats.ratio_of_medians``, as a study
-            computes latency ratios); None unless both sides have >= 2 repetitions.
+        delta_low, delta_high: ``level`` t interval of the change in cores, from the paired
+            per-block differences of CPU ns/op (the same blocks pair the two configurations
+            as in the study's verdicts); None with fewer than ``stats.MIN_BLOCKS`` paired blocks.
+        ratio: CPU ns/op after ÷ before with its paired interval (``stats.paired_log_ratio``,
+            as the study's verdicts); None with too few paired blocks.
+        blocks: paired blocks used.
     """
 
     rate_per_s: float
@@ -188,7 +187,8 @@ class Change:
     delta_cores: float
     delta_low: float | None
     delta_high: float | None
-    ratio: stats.RatioEstimate | None
+    ratio: stats.Interval | None
+    blocks: int = 0
 
     @property
     def delta_pct(self) -> float:
@@ -200,26 +200,26 @@ class Change:
         return {"rate_per_s": self.rate_per_s, "before": self.before.as_dict(),
                 "after": self.after.as_dict(), "delta_cores": self.delta_cores,
                 "delta_low": self.delta_low, "delta_high": self.delta_high,
-                "delta_pct": self.delta_pct,
+                "delta_pct": self.delta_pct, "blocks": self.blocks,
                 "ratio": self.ratio.as_dict() if self.ratio else None}
 
 
-def change(rate_per_s: float, before: CpuCost, after: CpuCost, rng: np.random.Generator,
-           resamples: int = 10000, level: float = 0.95) -> Change:
+def change(rate_per_s: float, before: CpuCost, after: CpuCost, level: float = stats.DEFAULT_LEVEL) -> Change:
     """Cores before and after a change of configuration at ``rate_per_s``, and the difference
-    with its bootstrap CI.
+    with its interval from the blocks both were measured in.
 
     Raises EconomicsError for a negative rate.
     """
     b, a = cores_at_rate(rate_per_s, before), cores_at_rate(rate_per_s, after)
+    blocks = [k for k in before.samples_ns if k in after.samples_ns]
     low = high = ratio = None
-    if before.repetitions >= 2 and after.repetitions >= 2:
-        ratio = stats.ratio_of_medians(after.samples_ns, before.samples_ns, resamples, rng, level)
-        reps = (stats.bootstrap(after.samples_ns, stats.median, resamples, rng)
-                - stats.bootstrap(before.samples_ns, stats.median, resamples, rng))
-        low, high = (v * rate_per_s / NS_PER_S for v in stats.percentile_interval(reps, level))
+    if len(blocks) >= stats.MIN_BLOCKS:
+        ratio = stats.paired_log_ratio([after.samples_ns[k] for k in blocks],
+                                       [before.samples_ns[k] for k in blocks], level)
+        diff = stats.mean_interval([after.samples_ns[k] - before.samples_ns[k] for k in blocks], level)
+        low, high = (v * rate_per_s / NS_PER_S for v in (diff.low, diff.high))  # type: ignore[operator]
     return Change(rate_per_s=rate_per_s, before=b, after=a, delta_cores=a.cores - b.cores,
-                  delta_low=low, delta_high=high, ratio=ratio)
+                  delta_low=low, delta_high=high, ratio=ratio, blocks=len(blocks))
 
 
 # --------------------------------------------------------------------------- (c) accelerator break-even
@@ -445,20 +445,13 @@ def _one(run: StoredRun, cells: list[CellSummary], op: str) -> CellSummary:
     return cells[0]
 
 
-def cpu_samples(run: StoredRun, cell: CellSummary) -> list[float]:
-    """CPU ns/op of each measured repetition of ``cell`` in ``run``, in repetition order."""
-    outs = sorted((o for o in run.outcomes if o.run.cell.key == cell.cell.key and o.ok and o.throughput),
-                  key=lambda o: o.run.repetition)
-    return [o.throughput.cpu_ns_per_op for o in outs]  # type: ignore[union-attr]
-
-
 @dataclass
 class PlanResult:
     """The answer of ``cryptoperf plan``.
 
     Attributes:
         run_id, op, rate_per_s: what was asked.
-        cells: the cell(s) used, as ``analysis.cell_dict``; one, or two with --from/--to
+        cells: the cell(s) used, as ``Cell.as_dict``; one, or two with --from/--to
             (before, after).
         cores: (a) cores at the rate, one per cell.
         change: (b) the change from the first cell to the second, or None.
@@ -497,14 +490,14 @@ class PlanResult:
 def plan(run: StoredRun, op: str, rate_per_s: float, *, configuration: str | None = None,
          backend: str | None = None, size_bytes: int | None = None, from_config: str | None = None,
          to_config: str | None = None, accelerator: Accelerator | None = None,
-         core_price_per_year: float | None = None, resamples: int = 10000) -> PlanResult:
+         core_price_per_year: float | None = None) -> PlanResult:
     """(a) cores for ``rate_per_s`` of ``op`` in ``run``; (b) with ``from_config`` and
     ``to_config``, the cores before and after that change; (c) with ``accelerator`` and
     ``core_price_per_year``, the break-even rate and what offloading saves at the rate.
 
     ``op`` is an operation or a study label; with ``from_config``/``to_config`` the "to" cell is
     the one with the same backend, label and size in ``to_config`` (its op may differ, e.g.
-    rsa2048-sign → rsa4096-sign). CIs use the run's seed.
+    rsa2048-sign → rsa4096-sign). Intervals are t intervals (``cpu_cost``, ``change``).
 
     Raises EconomicsError for a negative rate or price, an op/configuration/backend/size the run
     lacks, an ambiguous choice, a cell without measured repetitions, --from without --to, or an
@@ -531,26 +524,22 @@ def plan(run: StoredRun, op: str, rate_per_s: float, *, configuration: str | Non
             raise EconomicsError(f"run {run.id} has no cell {first.cell.backend}/{first.cell.label}/"
                                  f"{first.cell.size_bytes} in configuration '{to_config}'")
         chosen.append(other)
-    seed = run.seed
     costs = []
     for s in chosen:
-        samples = cpu_samples(run, s)
-        if not samples:
+        if not s.cpu_ns_per_op_by_block:
             why = f" ({s.status}: {s.reason})" if s.status != "ok" else ""
             raise EconomicsError(f"cell {s.cell.key} of run {run.id} has no measured repetition{why}")
-        rng = np.random.default_rng([seed, zlib.crc32(f"cpu/{s.cell.key}".encode())])
-        costs.append(cpu_cost(samples, rng, resamples))
-    result = PlanResult(run_id=run.id, op=op, rate_per_s=rate, cells=[cell_dict(s.cell) for s in chosen],
+        costs.append(cpu_cost(s.cpu_ns_per_op_by_block))
+    result = PlanResult(run_id=run.id, op=op, rate_per_s=rate, cells=[s.cell.as_dict() for s in chosen],
                         cores=[cores_at_rate(rate, c) for c in costs],
                         core_price_per_year=core_price_per_year)
     if len(costs) == 2:
-        rng = np.random.default_rng([seed, zlib.crc32(f"change/{chosen[0].cell.key}/{chosen[1].cell.key}".encode())])
-        result.change = change(rate, costs[0], costs[1], rng, resamples)
+        result.change = change(rate, costs[0], costs[1])
     if accelerator is not None:
         assert core_price_per_year is not None
         for c, s in zip(costs, chosen):
             try:
-                result.offload.append(offload(rate, c.median_ns, accelerator, core_price_per_year, s.p50_ns))
+                result.offload.append(offload(rate, c.estimate_ns, accelerator, core_price_per_year, s.p50_ns))
             except EconomicsError as e:
                 raise EconomicsError(f"{s.cell.key} ({s.cell.op}): {e}") from None
     return result

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from cryptoperf.errors import MissingDependency
 from cryptoperf.report.json import speed_entry
-from cryptoperf.run.local import RunOutcome
+from cryptoperf.model import Outcome
 from cryptoperf.store import Store
 from cryptoperf.stored import load_run, open_store
 
@@ -21,10 +21,11 @@ if TYPE_CHECKING:  # pragma: no cover
 #: The DataFrame's columns, in order. Units are in the names; numbers are NaN (or <NA>) for
 #: repetitions that were not measured (status unsupported, invalid or failed).
 COLUMNS = ("run_id", "study", "configuration", "backend", "library", "library_version", "label", "op",
-           "size_bytes", "repetition", "status", "reason", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
+           "size_bytes", "cpu", "build", "fips", "block", "position", "attempt", "superseded", "disturbed",
+           "status", "reason", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
            "min_ns", "max_ns", "mean_ns", "stddev_ns", "ops_per_s", "bytes_per_s", "cpu_ns_per_op",
            "steal_pct", "busy_pct", "batch", "timing", "threads", "ops", "started_at", "finished_at")
-_INT_COLUMNS = ("run_id", "size_bytes", "repetition", "batch", "threads", "ops")
+_INT_COLUMNS = ("run_id", "size_bytes", "block", "position", "attempt", "batch", "threads", "ops")
 _FLOAT_COLUMNS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns", "stddev_ns",
                   "ops_per_s", "bytes_per_s", "cpu_ns_per_op", "steal_pct", "busy_pct")
 
@@ -38,14 +39,17 @@ def _pandas():
     return pandas
 
 
-def row(run_id: int, study: str | None, o: RunOutcome) -> dict[str, Any]:
+def row(run_id: int, study: str | None, o: Outcome) -> dict[str, Any]:
     """One DataFrame row (a dict with every name in COLUMNS) for one repetition of one cell:
     the fields of a ``speed`` JSON entry (``report.json.speed_entry``) plus the run, study,
-    configuration, label, repetition, min latency, busy % and timestamps."""
+    configuration, label, CPU mask, build, block, position in the block's order, attempt,
+    superseded, disturbed, min latency, busy % and timestamps."""
     e = speed_entry(o)
     lat, tp = o.latency, o.throughput
-    extra = {"run_id": run_id, "study": study, "configuration": o.run.cell.configuration,
-             "label": o.run.cell.label, "repetition": o.run.repetition,
+    c, rep = o.cell, o.repetition
+    extra = {"run_id": run_id, "study": study, "configuration": c.configuration, "label": c.label,
+             "cpu": c.cpu, "build": c.build, "fips": c.fips, "block": rep.block, "position": rep.position,
+             "attempt": rep.attempt, "superseded": o.superseded, "disturbed": o.disturbed,
              "min_ns": lat.min_ns if lat else None, "busy_pct": tp.busy_pct if tp else None,
              "started_at": o.started_at or None, "finished_at": o.finished_at or None}
     return {c: extra[c] if c in extra else e[c] for c in COLUMNS}
@@ -54,7 +58,8 @@ def row(run_id: int, study: str | None, o: RunOutcome) -> dict[str, Any]:
 def load(run_id: int | str | Iterable[int | str] | None = None,
          store: str | Path | Store | None = None) -> "pandas.DataFrame":
     """Stored results as a pandas DataFrame: one row per configuration × backend × operation ×
-    size × repetition (every stored worker run, measured or not).
+    size × block (every stored repetition, measured or not, calibration left out; a disturbed
+    repetition that was run again has ``superseded`` True and ``disturbed`` saying why).
 
     Args:
         run_id: a run id, ``"latest"`` or None (the newest run), or several ids (their rows
@@ -94,5 +99,6 @@ def _rows(store: Store, ids: list) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for rid in ids:
         run = load_run(store, rid)
-        rows += [row(run.id, run.meta.get("study_name"), o) for o in run.outcomes]
+        rows += [row(run.id, run.meta.get("study_name"), o) for o in run.outcomes
+                 if not o.repetition.calibration]
     return rows

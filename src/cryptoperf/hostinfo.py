@@ -203,6 +203,24 @@ class SMT(Check):
         return self.result("ok", "inactive")
 
 
+class Clocksource(Check):
+    """The kernel's clocksource: ``tsc`` reads in ~20 ns through the vDSO; others (``hpet``,
+    ``acpi_pm``, ``kvm-clock`` on some hosts) cost a system call or a slow device read per
+    ``CLOCK_MONOTONIC``, which the batching then has to hide."""
+
+    name = "clocksource"
+
+    def run(self) -> CheckResult:
+        """Read /sys/devices/system/clocksource/clocksource0/current_clocksource; warn unless tsc."""
+        cs = _read("/sys/devices/system/clocksource/clocksource0/current_clocksource")
+        if cs is None:
+            return self.result("unknown", "not exposed")
+        if cs == "tsc":
+            return self.result("ok", cs)
+        return self.result("warning", cs, "clock reads are slower than with tsc; timings of operations "
+                           "under a few µs carry more clock overhead (see the batch column)")
+
+
 def _proc_stat() -> tuple[int, int, int] | None:
     """(steal, idle+iowait, total) ticks from /proc/stat's aggregate line."""
     text = _read("/proc/stat")
@@ -270,7 +288,7 @@ class OtherLoad(Check):
 
 
 #: The host checks, in the order they run and are reported.
-CHECKS: tuple[type[Check], ...] = (Governor, Turbo, SMT, Steal, OtherLoad)
+CHECKS: tuple[type[Check], ...] = (Governor, Turbo, SMT, Clocksource, Steal, OtherLoad)
 
 
 def run_checks() -> list[CheckResult]:
@@ -283,3 +301,35 @@ def run_checks() -> list[CheckResult]:
         except Exception as e:  # a check must never stop a measurement
             out.append(CheckResult(cls.name, "unknown", f"check failed: {e}"))
     return out
+
+
+# --------------------------------------------------------------------------- per repetition
+
+
+def other_load_pct(result: Mapping[str, Any], logical_cpus: int) -> float | None:
+    """Share of all CPUs (in %) that other work kept busy during a repetition's window: the
+    system-wide busy ticks beyond the worker's own threads (its CPU time over the window, spread
+    over ``logical_cpus``). None without the counters. ``result`` is a worker result."""
+    total, busy = result.get("total_ticks"), result.get("busy_ticks")
+    wall, cpu = result.get("wall_ns"), result.get("cpu_ns_total")
+    if not total or busy is None or not wall or cpu is None or logical_cpus < 1:
+        return None
+    own = 100.0 * cpu / (wall * logical_cpus)
+    return max(0.0, 100.0 * busy / total - own)
+
+
+def disturbance(result: Mapping[str, Any] | None, logical_cpus: int, max_steal_pct: float,
+                max_other_load_pct: float) -> str:
+    """Why the host disturbed a repetition, or '' if it did not: steal (CPU time the hypervisor
+    took) or other load (busy CPUs beyond the worker's threads) above the thresholds (in %),
+    read from the worker's /proc/stat counters around its window."""
+    if not result:
+        return ""
+    why = []
+    total, steal = result.get("total_ticks"), result.get("steal_ticks")
+    if total and steal is not None and 100.0 * steal / total > max_steal_pct:
+        why.append(f"steal {100.0 * steal / total:.1f} % > {max_steal_pct:g} %")
+    other = other_load_pct(result, logical_cpus)
+    if other is not None and other > max_other_load_pct:
+        why.append(f"other load {other:.0f} % of the CPUs > {max_other_load_pct:g} %")
+    return "; ".join(why)

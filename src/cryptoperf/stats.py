@@ -1,17 +1,21 @@
 """Statistics: pure functions on numbers.
 
 Nothing here knows about studies, cells or workers (that is ``analysis.py``); functions take
-numbers, arrays or a worker result's counters and return numbers. Randomness comes only from an
-explicit ``numpy.random.Generator`` the caller seeds, so every confidence interval reproduces.
+numbers, arrays or a worker result's counters and return numbers. Intervals are Student t
+intervals on the log scale (scipy's t quantiles), verdicts are decided from them against an
+equivalence margin, and multiplicity is a Bonferroni adjustment of their level; nothing here is
+random, so every interval reproduces from the stored values.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
+from scipy import stats as scipy_stats
 from hdrh.histogram import HdrHistogram
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
@@ -180,48 +184,49 @@ def cv(sample: Sequence[float]) -> float:
     return float(sd / abs(mean))
 
 
-def median(x: np.ndarray) -> np.ndarray:
-    """Median along the last axis (the statistic used for resampled repetitions)."""
-    return np.median(x, axis=-1)
+# --------------------------------------------------------------------------- intervals
+#
+# Every interval cryptoperf prints is a Student t interval on the log scale: repetition values
+# (latency, ops/s, CPU time) are positive and their noise is multiplicative, so logs make a
+# ratio a difference and its spread symmetric. Paired when both sides ran in the same blocks
+# (one log ratio per block: drift shared by a block cancels), Welch's unequal-variance t when
+# they did not (two stored runs). The coverage, false-verdict rate and power of these rules
+# are measured by simulation through these very functions (``cryptoperf.simulate``;
+# docs/methodology.md, "Statistics").
 
+DEFAULT_LEVEL = 0.95
+DEFAULT_MARGIN_PCT = 2.0
+#: Fewest paired blocks (or repetitions per side) an interval is computed from.
+MIN_BLOCKS = 3
 
-def bootstrap(sample: Sequence[float], statistic: Callable[[np.ndarray], np.ndarray], n: int,
-              rng: np.random.Generator) -> np.ndarray:
-    """``n`` bootstrap replicates of ``statistic`` over ``sample``.
-
-    Draws an (n, len(sample)) array of resamples with replacement from ``rng`` and applies
-    ``statistic``, which must reduce along the last axis (e.g. ``stats.median``); returns shape
-    (n,). Raises ValueError for an empty sample or n < 1.
-    """
-    a = np.asarray(sample, dtype=float)
-    if a.size == 0:
-        raise ValueError("cannot bootstrap an empty sample")
-    if n < 1:
-        raise ValueError("n must be >= 1")
-    idx = rng.integers(0, a.size, size=(n, a.size))
-    return np.asarray(statistic(a[idx]), dtype=float)
-
-
-def percentile_interval(replicates: Sequence[float] | np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """The ``level`` percentile-bootstrap interval of ``replicates`` (shape (n,)): their
-    (1−level)/2 and (1+level)/2 percentiles, as (low, high)."""
-    tail = (1.0 - level) / 2.0 * 100.0
-    low, high = np.percentile(np.asarray(replicates, dtype=float), [tail, 100.0 - tail])
-    return float(low), float(high)
+PAIRED_T = "paired t on log ratios"
+WELCH_T = "Welch t on log values"
 
 
 @dataclass(frozen=True)
-class RatioEstimate:
-    """A ratio (configuration / baseline) with its percentile-bootstrap confidence interval.
+class Interval:
+    """A ratio (configuration ÷ baseline) with its confidence interval, estimated on the log
+    scale.
 
-    ``ratio`` is the point estimate from the full samples; ``low``/``high`` bound the
-    ``level`` (e.g. 0.95) interval. ``delta_pct`` = (ratio − 1) × 100.
+    Attributes:
+        ratio: exp(mean log ratio): for paired blocks the geometric mean of the per-block
+            ratios; for two unpaired samples the ratio of their geometric means.
+        low, high: the interval's bounds, as ratios.
+        level: the confidence level the interval has, after any multiplicity adjustment
+            (e.g. 0.9979 for 24 comparisons at 95 % family-wise).
+        n: paired blocks (paired) or the smaller side's repetitions (Welch).
+        se_log: standard error of the mean log ratio; df: degrees of freedom of the t quantile.
+        method: ``PAIRED_T`` or ``WELCH_T``.
     """
 
     ratio: float
     low: float
     high: float
     level: float
+    n: int
+    se_log: float
+    df: float
+    method: str
 
     @property
     def delta_pct(self) -> float:
@@ -230,41 +235,156 @@ class RatioEstimate:
 
     @property
     def low_pct(self) -> float:
-        """The CI's lower bound as a change in %."""
+        """The lower bound as a change in %."""
         return (self.low - 1.0) * 100.0
 
     @property
     def high_pct(self) -> float:
-        """The CI's upper bound as a change in %."""
+        """The upper bound as a change in %."""
         return (self.high - 1.0) * 100.0
 
     def contains(self, value: float) -> bool:
-        """True if ``low <= value <= high``."""
+        """True if ``low <= value <= high`` (``value`` a ratio)."""
         return self.low <= value <= self.high
 
-    def as_dict(self) -> dict[str, float]:
-        """``ratio``, ``ci_low``, ``ci_high``, ``level``, ``delta_pct``."""
-        return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high,
-                "level": self.level, "delta_pct": self.delta_pct}
+    def at_level(self, level: float) -> "Interval":
+        """The same estimate with its interval at another confidence ``level``."""
+        return _interval(math.log(self.ratio), self.se_log, self.df, level, self.n, self.method)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``ratio``, ``ci_low``, ``ci_high``, ``level``, ``delta_pct``, ``ci_low_pct``,
+        ``ci_high_pct``, ``n``, ``se_log``, ``df``, ``method``."""
+        return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "level": self.level,
+                "delta_pct": self.delta_pct, "ci_low_pct": self.low_pct, "ci_high_pct": self.high_pct,
+                "n": self.n, "se_log": self.se_log, "df": self.df, "method": self.method}
 
 
-def ratio_of_medians(sample: Sequence[float], baseline: Sequence[float], n: int,
-                     rng: np.random.Generator, level: float = 0.95) -> RatioEstimate:
-    """median(sample) / median(baseline) with a percentile-bootstrap CI.
+@functools.lru_cache(maxsize=65536)
+def t_quantile(level: float, df: float) -> float:
+    """The two-sided Student t quantile for ``level`` (e.g. 2.262 for 0.95 and df 9)."""
+    return float(scipy_stats.t.ppf(0.5 + level / 2.0, df))
 
-    Repetitions are resampled within each side independently (``n`` replicates each) and the
-    CI is the (1−level)/2 and (1+level)/2 percentiles of the replicate ratios. Values must be
-    positive. Raises ValueError for an empty side or a non-positive value.
+
+def _interval(mean_log: float, se_log: float, df: float, level: float, n: int, method: str) -> Interval:
+    half = t_quantile(level, df) * se_log if se_log > 0 else 0.0
+    return Interval(ratio=math.exp(mean_log), low=math.exp(mean_log - half), high=math.exp(mean_log + half),
+                    level=level, n=n, se_log=se_log, df=df, method=method)
+
+
+def _positive_logs(name: str, values: Sequence[float]) -> np.ndarray:
+    a = np.asarray(values, dtype=float)
+    if a.ndim != 1:
+        raise ValueError(f"{name} must be one-dimensional")
+    if not np.all(np.isfinite(a)) or (a <= 0).any():
+        raise ValueError(f"{name} needs finite positive values")
+    return np.log(a)
+
+
+def paired_log_ratio(sample: Sequence[float], baseline: Sequence[float],
+                     level: float = DEFAULT_LEVEL) -> Interval:
+    """Ratio of ``sample`` to ``baseline`` from paired values (``sample[i]`` and
+    ``baseline[i]`` measured in the same block), with a t interval on the per-block log ratios.
+
+    Both shape (n,), n >= 2, positive. Raises ValueError otherwise.
     """
-    a = np.asarray(sample, dtype=float)
-    b = np.asarray(baseline, dtype=float)
-    if a.size == 0 or b.size == 0:
-        raise ValueError("both sides need at least one value")
-    if (a <= 0).any() or (b <= 0).any():
-        raise ValueError("ratio of medians needs positive values")
-    reps = bootstrap(a, median, n, rng) / bootstrap(b, median, n, rng)
-    low, high = percentile_interval(reps, level)
-    return RatioEstimate(ratio=float(np.median(a) / np.median(b)), low=low, high=high, level=level)
+    a, b = _positive_logs("sample", sample), _positive_logs("baseline", baseline)
+    if a.size != b.size:
+        raise ValueError(f"paired samples differ in length ({a.size} vs {b.size})")
+    if a.size < 2:
+        raise ValueError("an interval needs at least 2 paired values")
+    d = a - b
+    se = float(d.std(ddof=1) / math.sqrt(d.size))
+    return _interval(float(d.mean()), se, d.size - 1, level, int(d.size), PAIRED_T)
+
+
+def welch_log_ratio(sample: Sequence[float], baseline: Sequence[float],
+                    level: float = DEFAULT_LEVEL) -> Interval:
+    """Ratio of the geometric means of two unpaired samples (``sample`` ÷ ``baseline``) with
+    Welch's t interval on their logs (unequal variances, Welch–Satterthwaite df).
+
+    Each side shape (n,), n >= 2, positive. Raises ValueError otherwise.
+    """
+    a, b = _positive_logs("sample", sample), _positive_logs("baseline", baseline)
+    if a.size < 2 or b.size < 2:
+        raise ValueError("an interval needs at least 2 values on each side")
+    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
+    se = math.sqrt(va + vb)
+    if se > 0:
+        df = (va + vb) ** 2 / ((va ** 2 / (a.size - 1) if va else 0.0) + (vb ** 2 / (b.size - 1) if vb else 0.0))
+    else:
+        df = float(a.size + b.size - 2)
+    return _interval(float(a.mean() - b.mean()), se, df, level, int(min(a.size, b.size)), WELCH_T)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A positive quantity (e.g. CPU ns per operation) estimated from repetitions.
+
+    Attributes:
+        value: the estimate (geometric mean for ``log_mean``, mean for ``mean_interval``).
+        low, high: its ``level`` t interval (None with fewer than 2 values).
+        level: confidence level; n: values used.
+    """
+
+    value: float
+    low: float | None
+    high: float | None
+    level: float
+    n: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """``value``, ``ci_low``, ``ci_high``, ``level``, ``n``."""
+        return {"value": self.value, "ci_low": self.low, "ci_high": self.high, "level": self.level,
+                "n": self.n}
+
+
+def log_mean(values: Sequence[float], level: float = DEFAULT_LEVEL) -> Estimate:
+    """Geometric mean of positive ``values`` (shape (n,), n >= 1) with a t interval on their
+    logs (None bounds when n = 1). Raises ValueError for no or non-positive values."""
+    a = _positive_logs("values", values)
+    if a.size == 0:
+        raise ValueError("no values")
+    m = float(a.mean())
+    if a.size < 2:
+        return Estimate(math.exp(m), None, None, level, 1)
+    half = t_quantile(level, a.size - 1) * float(a.std(ddof=1)) / math.sqrt(a.size)
+    return Estimate(math.exp(m), math.exp(m - half), math.exp(m + half), level, int(a.size))
+
+
+def mean_interval(values: Sequence[float], level: float = DEFAULT_LEVEL) -> Estimate:
+    """Mean of ``values`` (shape (n,), n >= 1, any sign: e.g. paired differences) with a t
+    interval (None bounds when n = 1). Raises ValueError for no values."""
+    a = np.asarray(values, dtype=float)
+    if a.size == 0:
+        raise ValueError("no values")
+    m = float(a.mean())
+    if a.size < 2:
+        return Estimate(m, None, None, level, 1)
+    half = t_quantile(level, a.size - 1) * float(a.std(ddof=1)) / math.sqrt(a.size)
+    return Estimate(m, m - half, m + half, level, int(a.size))
+
+
+# --------------------------------------------------------------------------- multiplicity
+
+
+BONFERRONI = "Bonferroni"
+
+
+def adjusted_level(level: float, comparisons: int, looks: int = 1) -> float:
+    """The confidence level each of ``comparisons`` intervals needs so that all of them, at
+    every one of ``looks`` sequential looks, hold together with probability >= ``level``
+    (Bonferroni: 1 − (1 − level) / (comparisons × looks)). Raises ValueError for a count < 1."""
+    if comparisons < 1 or looks < 1:
+        raise ValueError("comparisons and looks must be >= 1")
+    return 1.0 - (1.0 - level) / (comparisons * looks)
+
+
+# --------------------------------------------------------------------------- verdicts
+
+SLOWER, FASTER, EQUIVALENT, INCONCLUSIVE = "slower", "faster", "equivalent", "inconclusive"
+VERDICT_KINDS = (SLOWER, FASTER, EQUIVALENT, INCONCLUSIVE)
+#: Upper limit of the "blocks that would likely decide it" projection.
+MAX_PROJECTED_BLOCKS = 10_000
 
 
 @dataclass(frozen=True)
@@ -272,45 +392,96 @@ class Verdict:
     """What a comparison says.
 
     Attributes:
-        kind: ``slower``, ``faster``, ``no significant difference`` or ``too noisy to tell``.
-        text: for people, e.g. ``12.3 % slower``.
+        kind: ``slower``, ``faster``, ``equivalent`` or ``inconclusive``.
+        text: for people, e.g. ``4.0 % slower [3.0, 5.1]`` or ``equivalent within ±2 %``.
         delta_pct: the change in the measured quantity, (ratio − 1) × 100.
+        margin_pct: the equivalence margin m (± m %).
+        within_margin: the whole interval lies inside ± m %.
+        blocks_needed: for ``inconclusive``, the paired blocks (in all) that would likely
+            decide it, None when more than ``MAX_PROJECTED_BLOCKS`` or not projectable.
     """
 
     kind: str
     text: str
     delta_pct: float
+    margin_pct: float
+    within_margin: bool
+    blocks_needed: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """``kind``, ``text``, ``delta_pct``."""
-        return {"kind": self.kind, "text": self.text, "delta_pct": self.delta_pct}
+        """``kind``, ``text``, ``delta_pct``, ``margin_pct``, ``within_margin``,
+        ``blocks_needed``."""
+        return dict(self.__dict__)
 
 
-NO_DIFFERENCE = "no significant difference"
-TOO_NOISY = "too noisy to tell"
+def _pct(x: float) -> str:
+    return f"{x:+.1f}".replace("+0.0", "0.0").replace("-0.0", "0.0")
 
 
-def classify(ci: RatioEstimate, noise: float, noise_threshold: float = 0.10,
-             higher_is_slower: bool = True) -> Verdict:
-    """Decide what a ratio with its CI says.
+def blocks_to_decide(ci: Interval, margin_pct: float) -> int | None:
+    """The number of blocks (paired) or repetitions per side (Welch) at which an interval with
+    this one's estimate, spread and level would be expected to exclude 0 or to fit inside
+    ± ``margin_pct``; None if not within ``MAX_PROJECTED_BLOCKS`` or if the spread is 0.
 
-    Args:
-        ci: configuration / baseline ratio with CI.
-        noise: the larger coefficient of variation across repetitions of the two sides
-            (fraction, e.g. 0.03).
-        noise_threshold: CV (fraction) above which the data is called noisy.
-        higher_is_slower: True for latency ratios (ratio > 1 = slower), False for throughput.
-
-    Rules, in order: when the noise exceeds the threshold and the change is no bigger than the
-    noise (|ratio − 1| <= noise) → "too noisy to tell"; when the CI contains 1 → "no
-    significant difference"; otherwise "x % slower" / "x % faster", where x is the relative
-    change in time per operation for latency and in operations per second for throughput.
+    The interval's half-width shrinks as the count grows, so whether it decides is monotone in
+    the count, and a bisection finds the first count that does.
     """
+    if ci.se_log <= 0 or ci.n < 2:
+        return None
+    sd = ci.se_log * math.sqrt(ci.n)
+    m = math.log(ci.ratio)
+    lo_margin, hi_margin = math.log1p(-margin_pct / 100.0) if margin_pct < 100 else -math.inf, math.log1p(margin_pct / 100.0)
+
+    def decides(n: int) -> bool:
+        df = n - 1 if ci.method == PAIRED_T else 2 * n - 2
+        half = t_quantile(ci.level, float(df)) * sd / math.sqrt(n)
+        return m - half > 0 or m + half < 0 or (m - half >= lo_margin and m + half <= hi_margin)
+
+    lo, hi = max(ci.n + 1, MIN_BLOCKS), MAX_PROJECTED_BLOCKS
+    if not decides(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if decides(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slower: bool = True) -> Verdict:
+    """Decide what a ratio with its interval says, against an equivalence margin of
+    ± ``margin_pct`` %.
+
+    Rules: when the interval excludes 0 (ratio 1): "x % slower [lo, hi]" or "x % faster
+    [lo, hi]" (x the change in time per operation when ``higher_is_slower``, e.g. latency; in
+    operations per second otherwise), with ", within the ±m % margin" when the whole interval
+    lies inside ± m %; when it includes 0 and lies inside ± m %: "equivalent within ±m %";
+    otherwise "inconclusive: [lo, hi] % spans the ±m % margin", with the blocks that would
+    likely decide it. Absence of evidence is never reported as "no difference".
+    """
+    if margin_pct < 0 or not math.isfinite(margin_pct):
+        raise ValueError(f"margin must be a percentage >= 0, got {margin_pct}")
+    m = margin_pct / 100.0
     delta = ci.delta_pct
-    if noise > noise_threshold and abs(ci.ratio - 1.0) <= noise:
-        return Verdict(TOO_NOISY, f"{TOO_NOISY} (CV {noise * 100:.0f} %)", delta)
-    if ci.contains(1.0):
-        return Verdict(NO_DIFFERENCE, NO_DIFFERENCE, delta)
-    slower = (ci.ratio > 1.0) == higher_is_slower
-    kind = "slower" if slower else "faster"
-    return Verdict(kind, f"{abs(delta):.1f} % {kind}", delta)
+    inside = ci.low >= 1.0 - m and ci.high <= 1.0 + m
+    margin_text = f"±{margin_pct:g} %"
+    if ci.low > 1.0 or ci.high < 1.0:
+        slower = (ci.ratio > 1.0) == higher_is_slower
+        kind = SLOWER if slower else FASTER
+        lo, hi = sorted((abs(ci.low_pct), abs(ci.high_pct)))
+        text = f"{abs(delta):.1f} % {kind} [{lo:.1f}, {hi:.1f}]"
+        if inside:
+            text += f", within the {margin_text} margin"
+        return Verdict(kind, text, delta, margin_pct, inside)
+    if inside:
+        return Verdict(EQUIVALENT, f"equivalent within {margin_text} [{_pct(ci.low_pct)}, {_pct(ci.high_pct)}]",
+                       delta, margin_pct, True)
+    needed = blocks_to_decide(ci, margin_pct)
+    unit = "blocks" if ci.method == PAIRED_T else "repetitions per side"
+    if needed is None:
+        more = f"more than {MAX_PROJECTED_BLOCKS} {unit} would be needed to decide it"
+    else:
+        more = f"about {needed} {unit} would likely decide it"
+    return Verdict(INCONCLUSIVE, f"inconclusive: [{_pct(ci.low_pct)}, {_pct(ci.high_pct)}] % spans the "
+                   f"{margin_text} margin; {more}", delta, margin_pct, False, needed)

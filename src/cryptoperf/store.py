@@ -1,14 +1,21 @@
 """The store: every run of every study, in SQLite, written as it happens.
 
 Default location: ``platformdirs.user_data_dir("cryptoperf")/runs.sqlite`` (or under
-``$CRYPTOPERF_DATA_DIR``); ``--store PATH`` overrides. One row in ``runs`` per invocation (a
-study or a ``speed``) with the study text, host fingerprint, seed and status; one row in
-``results`` per finished worker run, committed as soon as it finishes, so a crash loses nothing
-already measured.
+``$CRYPTOPERF_DATA_DIR``); ``--store PATH`` overrides. One row in ``runs`` per stored run (a
+study or a ``speed``) with the study text, host fingerprint, seed, analysis settings and status;
+one row in ``results`` per finished repetition, committed as soon as it finishes, so a crash
+loses nothing already measured.
 
 FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version``):
-  1 (cryptoperf 0.1) — first version: tables runs and results as below.
-Upgrades: one function per version step in ``_UPGRADES``; the test fixtures keep a file of
+  1 (cryptoperf 0.1) — first version: tables runs and results.
+  2 (cryptoperf 0.2) — randomised blocks: results gain ``block`` and ``position`` (the stored
+    order), ``attempt``, ``superseded`` and ``disturbed`` (re-runs of disturbed repetitions),
+    ``batch`` (the batch size requested), and ``cpu``, ``build`` and ``fips`` as columns (format 1
+    kept the CPU mask and build only as suffixes of the cell key, which a configuration named
+    ``cpu=no-aesni`` made ambiguous); runs gain ``analysis_json`` (margin, multiplicity, looks).
+    The upgrade reads cpu, build and fips of study runs from their stored study file, and
+    ``block`` = ``repetition``.
+Upgrades: one function per version step in ``_UPGRADES``; tests/fixtures keeps a store of
 every old version.
 """
 
@@ -16,13 +23,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import tomllib
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
+from cryptoperf import builds
 from cryptoperf.builds import data_dir
 from cryptoperf.errors import StoreError
+from cryptoperf.model import speed_cell_attrs
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -33,9 +43,10 @@ CREATE TABLE IF NOT EXISTS runs (
     study_name     TEXT,
     study_toml     TEXT,
     host_json      TEXT NOT NULL,            -- hostinfo.fingerprint() + checks
-    seed           INTEGER,                  -- bootstrap seed: CIs reproduce from it
+    seed           INTEGER,                  -- seed of the block order
     status         TEXT NOT NULL,            -- running, complete, interrupted, failed
-    format_version INTEGER NOT NULL
+    format_version INTEGER NOT NULL,
+    analysis_json  TEXT                      -- analysis.Settings: margin, multiplicity, looks
 );
 CREATE TABLE IF NOT EXISTS results (
     id             INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -47,18 +58,67 @@ CREATE TABLE IF NOT EXISTS results (
     op             TEXT NOT NULL,
     params_json    TEXT NOT NULL,
     size_bytes     INTEGER,
-    repetition     INTEGER NOT NULL,
+    repetition     INTEGER NOT NULL,         -- = block (format 1's name for it)
     status         TEXT NOT NULL,            -- ok, unsupported, invalid, failed
     reason         TEXT NOT NULL,
     started_at     TEXT,
     finished_at    TEXT,
-    result_json    TEXT                      -- the worker's result message, histogram included
+    result_json    TEXT,                     -- the worker's result message, histogram included
+    cpu            TEXT NOT NULL DEFAULT 'baseline',  -- CPU capability mask
+    build          TEXT NOT NULL DEFAULT 'default',   -- worker build
+    fips           INTEGER NOT NULL DEFAULT 0,
+    block          INTEGER NOT NULL DEFAULT 1,        -- 0: calibration
+    position       INTEGER NOT NULL DEFAULT 0,        -- place in the block's random order
+    attempt        INTEGER NOT NULL DEFAULT 1,        -- 2: the re-run of a disturbed repetition
+    superseded     INTEGER NOT NULL DEFAULT 0,        -- 1: re-run, not analysed
+    disturbed      TEXT NOT NULL DEFAULT '',          -- why the host disturbed it
+    batch          INTEGER                            -- batch size requested (NULL: calibrate)
 );
 CREATE INDEX IF NOT EXISTS results_run ON results(run_id);
 """
 
-# version n → n+1 upgrade steps (none yet: format 1 is the first)
-_UPGRADES: dict[int, str] = {}
+
+def _upgrade_1_to_2(db: sqlite3.Connection) -> None:
+    """Format 1 → 2: the new columns, filled from what format 1 kept (see the changelog)."""
+    for column in ("cpu TEXT NOT NULL DEFAULT 'baseline'", "build TEXT NOT NULL DEFAULT 'default'",
+                   "fips INTEGER NOT NULL DEFAULT 0", "block INTEGER NOT NULL DEFAULT 1",
+                   "position INTEGER NOT NULL DEFAULT 0", "attempt INTEGER NOT NULL DEFAULT 1",
+                   "superseded INTEGER NOT NULL DEFAULT 0", "disturbed TEXT NOT NULL DEFAULT ''",
+                   "batch INTEGER"):
+        db.execute(f"ALTER TABLE results ADD COLUMN {column}")
+    db.execute("ALTER TABLE runs ADD COLUMN analysis_json TEXT")
+    db.execute("UPDATE results SET block = repetition")
+    configs_of: dict[int, dict[str, tuple[str, str]]] = {}
+    for run_id, toml in db.execute("SELECT id, study_toml FROM runs").fetchall():
+        configs: dict[str, tuple[str, str]] = {}
+        try:
+            doc = tomllib.loads(toml) if toml else {}
+        except tomllib.TOMLDecodeError:
+            doc = {}
+        for c in doc.get("configuration") or []:
+            if isinstance(c, dict) and isinstance(c.get("name"), str):
+                build = builds.for_configuration(bool(c.get("fips", False)),
+                                                 str(c.get("library", builds.SYSTEM_LIBRARY)))
+                configs[c["name"]] = (str(c.get("cpu", "baseline")), build)
+        configs_of[run_id] = configs
+    rows = db.execute("SELECT id, run_id, cell, configuration, backend, label, size_bytes, repetition "
+                      "FROM results ORDER BY id").fetchall()
+    positions: dict[tuple, int] = {}
+    for rid, run_id, cell, configuration, backend, label, size, rep in rows:
+        if configuration in configs_of.get(run_id, {}):
+            cpu, build = configs_of[run_id][configuration]
+        else:  # a speed run (no configuration name), or a configuration the file lacks
+            attrs = speed_cell_attrs(cell) if not configuration else {"cpu": "baseline", "build": "default"}
+            cpu, build = attrs["cpu"], attrs["build"]
+        group = (run_id, rep, backend, label, size)
+        pos = positions.get(group, 0)
+        positions[group] = pos + 1
+        db.execute("UPDATE results SET cpu = ?, build = ?, fips = ?, position = ? WHERE id = ?",
+                   (cpu, build, int(build == builds.FIPS), pos, rid))
+
+
+#: version n → the function that upgrades a store of version n to n + 1
+_UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _upgrade_1_to_2}
 
 
 def default_path() -> Path:
@@ -89,12 +149,17 @@ class Store:
                 raise StoreError(f"store {self.path} has format {version}, newer than this cryptoperf "
                                  f"understands ({FORMAT_VERSION}); upgrade cryptoperf or use --store "
                                  "with another file")
-            else:
-                while version < FORMAT_VERSION:
-                    self.db.executescript(_UPGRADES[version])
-                    version += 1
-                    self.db.execute(f"PRAGMA user_version = {version}")
-                self.db.commit()
+            elif version < FORMAT_VERSION:
+                self.db.execute("BEGIN")  # one transaction, DDL included: all or nothing
+                try:
+                    while version < FORMAT_VERSION:
+                        _UPGRADES[version](self.db)
+                        version += 1
+                        self.db.execute(f"PRAGMA user_version = {version}")
+                    self.db.commit()
+                except BaseException:
+                    self.db.rollback()
+                    raise
         except sqlite3.DatabaseError as e:
             raise StoreError(f"cannot use store {self.path}: {e}; pass --store PATH to use another file") from None
         except OSError as e:
@@ -122,27 +187,33 @@ class Store:
 
     def begin_run(self, kind: str, started_at: str, host: Mapping[str, Any],
                   study_name: str | None = None, study_toml: str | None = None,
-                  seed: int | None = None) -> int:
-        """Insert a ``runs`` row with status ``running``; return its id."""
+                  seed: int | None = None, analysis: Mapping[str, Any] | None = None) -> int:
+        """Insert a ``runs`` row with status ``running``; return its id. ``analysis`` is the
+        run's ``analysis.Settings.as_dict()`` (margin, multiplicity, looks)."""
         return self._write(
             "INSERT INTO runs (kind, started_at, study_name, study_toml, host_json, seed, status, "
-            "format_version) VALUES (?, ?, ?, ?, ?, ?, 'running', ?)",
-            (kind, started_at, study_name, study_toml, json.dumps(host), seed, FORMAT_VERSION))
+            "format_version, analysis_json) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+            (kind, started_at, study_name, study_toml, json.dumps(host), seed, FORMAT_VERSION,
+             json.dumps(dict(analysis)) if analysis is not None else None))
 
     def add_result(self, run_id: int, outcome_row: Mapping[str, Any]) -> int:
         """Insert and commit one ``results`` row. ``outcome_row`` has the keys ``cell``,
-        ``configuration``, ``backend``, ``label``, ``op``, ``params``, ``size_bytes``,
-        ``repetition``, ``status``, ``reason``, ``started_at``, ``finished_at``, ``result``
-        (the worker's message or None) — as made by ``report.json.outcome_dict``."""
+        ``configuration``, ``backend``, ``label``, ``op``, ``params``, ``size_bytes``, ``cpu``,
+        ``build``, ``fips``, ``block``, ``position``, ``attempt``, ``superseded``,
+        ``disturbed``, ``batch``, ``status``, ``reason``, ``started_at``, ``finished_at``,
+        ``result`` (the worker's message or None) — as made by ``report.json.outcome_dict``."""
         r = outcome_row
         return self._write(
             "INSERT INTO results (run_id, cell, configuration, backend, label, op, params_json, "
-            "size_bytes, repetition, status, reason, started_at, finished_at, result_json) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "size_bytes, repetition, status, reason, started_at, finished_at, result_json, cpu, "
+            "build, fips, block, position, attempt, superseded, disturbed, batch) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (run_id, r["cell"], r["configuration"], r["backend"], r["label"], r["op"],
-             json.dumps(r["params"]), r["size_bytes"], r["repetition"], r["status"], r["reason"],
+             json.dumps(r["params"]), r["size_bytes"], r["block"], r["status"], r["reason"],
              r.get("started_at"), r.get("finished_at"),
-             json.dumps(r["result"]) if r.get("result") is not None else None))
+             json.dumps(r["result"]) if r.get("result") is not None else None,
+             r["cpu"], r["build"], int(bool(r["fips"])), r["block"], r.get("position", 0),
+             r.get("attempt", 1), int(bool(r.get("superseded"))), r.get("disturbed") or "", r.get("batch")))
 
     def finish_run(self, run_id: int, finished_at: str, status: str) -> None:
         """Set a run's ``finished_at`` and final ``status`` (complete, interrupted, failed)."""
@@ -156,15 +227,20 @@ class Store:
         for row in cur:
             d = dict(zip(names, row))
             d["host"] = json.loads(d.pop("host_json"))
+            aj = d.pop("analysis_json", None)
+            d["analysis"] = json.loads(aj) if aj else None
             out.append(d)
         return out
 
     def result_counts(self) -> dict[int, dict[str, int]]:
-        """Per run id: ``cells`` (distinct cells), ``results`` (worker runs) and ``ok`` (measured
-        ones), without decoding any result; runs without results are absent."""
-        cur = self.db.execute("SELECT run_id, COUNT(DISTINCT cell), COUNT(*), "
-                              "SUM(CASE WHEN status = 'ok' THEN 1 ELSE 0 END) FROM results GROUP BY run_id")
-        return {int(r): {"cells": int(c), "results": int(n), "ok": int(ok or 0)} for r, c, n, ok in cur}
+        """Per run id: ``cells`` (distinct cells), ``results`` (analysed repetitions: neither
+        calibration nor superseded) and ``ok`` (measured ones), without decoding any result;
+        runs without results are absent."""
+        cur = self.db.execute("SELECT run_id, COUNT(DISTINCT cell), "
+                              "SUM(CASE WHEN block > 0 AND superseded = 0 THEN 1 ELSE 0 END), "
+                              "SUM(CASE WHEN status = 'ok' AND block > 0 AND superseded = 0 THEN 1 ELSE 0 END) "
+                              "FROM results GROUP BY run_id")
+        return {int(r): {"cells": int(c), "results": int(n or 0), "ok": int(ok or 0)} for r, c, n, ok in cur}
 
     def results(self, run_id: int) -> Iterator[dict[str, Any]]:
         """The ``results`` rows of one run as dicts (params and result decoded), in order."""

@@ -1,9 +1,12 @@
 """A stored run, rebuilt from the store: what ``report``, ``compare``, ``plan`` and
 ``cryptoperf.load`` start from.
 
-Only raw facts are stored (the worker's result messages and the study text); everything derived
-(latency percentiles, throughput, summaries, deltas with CIs) is recomputed here with the same
-code and the run's stored seed, so a report of an old run matches what its study printed.
+Only raw facts are stored (the worker's result messages, the block and order of every
+repetition, the study text and the analysis settings); everything derived (latency
+percentiles, throughput, summaries, deltas with intervals and verdicts) is computed here, once,
+with the same code a study uses, so a report of an old run matches what its study printed. A
+study builds its ``StoredRun`` in memory the same way (``from_outcomes``) instead of reading
+its results back.
 """
 
 from __future__ import annotations
@@ -14,53 +17,92 @@ from typing import Any
 
 from cryptoperf import analysis
 from cryptoperf.errors import NoSuchRun, StoreError
-from cryptoperf.plan import Cell, Run, attrs_from_key
-from cryptoperf.run import local
+from cryptoperf.model import OK, Cell, CellSummary, Delta, Outcome, Repetition, outcome_from_result
 from cryptoperf.store import FORMAT_VERSION, Store, default_path
 from cryptoperf.study import Study, options_for, parse
 
 
 @dataclass
 class StoredRun:
-    """One run of the store with its derived figures.
+    """One stored run with everything derived from it.
 
     Attributes:
         meta: the ``runs`` row (id, kind, started_at, finished_at, study_name, status, seed,
-            format_version, host).
+            format_version, host, analysis).
         study: the parsed study (None for a ``speed`` run).
-        outcomes: one RunOutcome per stored worker run, in the order they finished.
-        summaries: per-cell summaries over repetitions (``analysis.summarize``), by cell key.
-        deltas: every configuration vs the baseline (``analysis.deltas``); empty without a study.
+        outcomes: one Outcome per stored repetition (calibration and superseded ones
+            included), in the order they finished.
+        analysis: summaries and deltas, computed once (``analysis.analyse``).
     """
 
     meta: dict[str, Any]
     study: Study | None
-    outcomes: list[local.RunOutcome]
-    summaries: dict[str, analysis.CellSummary]
-    deltas: list[analysis.Delta]
+    outcomes: list[Outcome]
+    analysis: analysis.Analysis
 
     @property
     def id(self) -> int:
+        """The run's id in its store."""
         return int(self.meta["id"])
 
     @property
     def host(self) -> dict[str, Any]:
+        """The host fingerprint (with its checks)."""
         return self.meta["host"]
 
     @property
+    def summaries(self) -> dict[str, CellSummary]:
+        """Per-cell summaries, by cell key."""
+        return self.analysis.summaries
+
+    @property
+    def deltas(self) -> list[Delta]:
+        """Every configuration against the baseline (empty without a study)."""
+        return self.analysis.deltas
+
+    @property
     def seed(self) -> int:
-        """The bootstrap seed of this run's CIs (see ``run_seed``)."""
+        """The seed of this run's block order (see ``run_seed``)."""
         return run_seed(self.meta, self.study)
 
     def option(self, name: str) -> Any:
-        """A ``[study]`` option of this run (e.g. ``bootstrap_resamples``,
-        ``noise_threshold_pct``): its study's value, or the study-file default for a run
-        without a study (``speed``). KeyError for an unknown option."""
+        """A ``[study]`` option of this run (e.g. ``noise_threshold_pct``): its study's value,
+        or the study-file default for a run without a study (``speed``). KeyError for an
+        unknown option."""
         return getattr(self.study, name) if self.study is not None else options_for("study")[name].default
+
+    @classmethod
+    def from_outcomes(cls, meta: dict[str, Any], study: Study | None, outcomes: list[Outcome],
+                      settings: analysis.Settings) -> "StoredRun":
+        """A stored run from its outcomes, analysed once with ``settings``."""
+        baseline = study.baseline if study is not None else None
+        return cls(meta, study, outcomes, analysis.analyse(outcomes, baseline, settings))
+
+
+def analysis_settings(meta: dict[str, Any], study: Study | None) -> analysis.Settings:
+    """The analysis settings of a stored run: those stored with it (format 2), else its study's
+    (format 1 runs stored none; their margin and multiplicity are the defaults)."""
+    if meta.get("analysis"):
+        return analysis.Settings.from_dict(meta["analysis"])
+    if study is None:
+        return analysis.Settings()
+    return settings_of(study)
+
+
+def settings_of(study: Study, margin_pct: float | None = None, multiplicity: bool | None = None) -> analysis.Settings:
+    """The analysis settings of ``study``, with the command line's ``--margin`` /
+    ``--no-multiplicity`` when given. A sequential study's looks come from its repetitions and
+    max_repetitions."""
+    from cryptoperf.schedule import looks
+    return analysis.Settings(
+        margin_pct=study.margin_pct if margin_pct is None else margin_pct,
+        multiplicity=study.multiplicity if multiplicity is None else multiplicity,
+        looks=len(looks(study.repetitions, study.max_repetitions if study.until == "decided" else None)),
+        noise_threshold_pct=study.noise_threshold_pct)
 
 
 def run_seed(meta: dict[str, Any], study: Study | None) -> int:
-    """The seed a run's CIs use: the stored one, else its study's, else the study-file default."""
+    """The seed of a run's block order: the stored one, else its study's, else the default."""
     if meta.get("seed") is not None:
         return int(meta["seed"])
     return study.seed if study is not None else int(options_for("study")["seed"].default)
@@ -89,7 +131,7 @@ def resolve_id(store: Store, run_id: str | int | None) -> int:
 
 
 def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
-    """Rebuild run ``run_id`` (``latest`` by default) from ``store``.
+    """Rebuild run ``run_id`` (``latest`` by default) from ``store``, analysed once.
 
     Raises StoreError for a missing run or a format version this build cannot read
     ("format version X is not supported").
@@ -99,30 +141,28 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     version = int(meta.get("format_version") or 0)
     if version > FORMAT_VERSION or version < 1:
         raise StoreError(f"run {rid} in {store.path}: format version {version} is not supported by "
-                         f"this cryptoperf (it reads format {FORMAT_VERSION}); upgrade cryptoperf")
+                         f"this cryptoperf (it reads formats 1 to {FORMAT_VERSION}); upgrade cryptoperf")
     study = None
     if meta.get("study_toml"):
-        study = parse(meta["study_toml"], f"<study of run {rid}>")
+        study = parse(meta["study_toml"], f"<study of run {rid}>", stored=True)
     outcomes = [_outcome(row, i) for i, row in enumerate(store.results(rid))]
-    summaries = analysis.summarize(outcomes)
-    deltas: list[analysis.Delta] = []
-    if study is not None:
-        deltas = analysis.deltas(summaries, study.baseline, run_seed(meta, study), study.bootstrap_resamples,
-                                 study.noise_threshold_pct / 100.0)
-    return StoredRun(meta, study, outcomes, summaries, deltas)
+    return StoredRun.from_outcomes(meta, study, outcomes, analysis_settings(meta, study))
 
 
-def _outcome(row: dict[str, Any], index: int) -> local.RunOutcome:
+def _outcome(row: dict[str, Any], index: int) -> Outcome:
     cell = Cell(configuration=row["configuration"], backend=row["backend"], label=row["label"],
                 op=row["op"], params=row["params"] or {}, size_bytes=row["size_bytes"],
-                **attrs_from_key(row["cell"]))
-    run = Run(cell=cell, repetition=int(row["repetition"]), index=index)
-    if row["status"] == local.OK and row["result"] is not None:
-        o = local.outcome_from_result(run, row["result"])
+                cpu=row["cpu"], build=row["build"])
+    rep = Repetition(cell=cell, block=int(row["block"]), position=int(row["position"]), index=index,
+                     attempt=int(row["attempt"]), batch=row["batch"])
+    if row["status"] == OK and row["result"] is not None:
+        o = outcome_from_result(rep, row["result"])
     else:
-        o = local.RunOutcome(run, row["status"], row["reason"], row["result"])
+        o = Outcome(rep, row["status"], row["reason"], row["result"])
     o.started_at = row.get("started_at") or ""
     o.finished_at = row.get("finished_at") or ""
+    o.disturbed = row.get("disturbed") or ""
+    o.superseded = bool(row.get("superseded"))
     return o
 
 

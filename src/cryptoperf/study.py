@@ -8,8 +8,11 @@ suggestions for misspelt keys, as fio's option table does.
 
 Errors are ``StudyError``s naming the file, the line of the offending key and the field.
 Validation happens in two steps, both before anything runs: ``load`` checks everything the
-file alone can tell; ``check_against_worker`` checks backends and operation names against what
-the worker announced in its ``hello``.
+file alone can tell; ``check_against_worker`` checks everything else against the rules the
+worker announced in its ``hello`` (``run.worker.WorkerRules``): backend and operation names,
+which operation takes a message size, a digest or a padding and their allowed values, and the
+worker's limits on warm-up, measuring time, threads and message size. The worker is the one
+source of those rules; nothing here repeats them.
 """
 
 from __future__ import annotations
@@ -20,47 +23,20 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from cryptoperf import builds, cpumask
 from cryptoperf.errors import StudyError
 
-MAX_SIZE_BYTES = 64 * 1024 * 1024  # the worker's limit (docs/worker-protocol.md, `size_bytes`)
-MAX_THREADS = 1024
+if TYPE_CHECKING:  # the study parser needs only the rules' interface, not the worker client
+    from cryptoperf.run.worker import WorkerRules
 
-#: Worker parameters a configuration may set, with their allowed values (worker protocol v1).
-PARAM_VALUES: dict[str, tuple[str, ...]] = {
-    "digest": ("sha1", "sha256", "sha384", "sha512", "sha3-256"),
-    "padding": ("pkcs1", "pss"),
-}
-_TAKES_PARAM = {
-    "digest": re.compile(r"^(rsa\d+|ecdsa-[a-z0-9]+)-(sign|verify)$"),
-    "padding": re.compile(r"^rsa\d+-(sign|verify)$"),
-}
-_UNSIZED_OP = re.compile(r"-(derive|encaps|decaps|keygen)$")
+#: Configuration keys that are also worker parameters (their values are checked against the
+#: worker's ``param_values``, and passed to every operation whose ``op_params`` list them).
+WORKER_PARAMS = ("digest", "padding")
+UNTIL = ("fixed", "decided")
 _TEMPLATE_VAR = re.compile(r"\{([^{}]*)\}")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def takes_param(op: str, param: str) -> bool:
-    """True if the worker operation ``op`` takes the worker parameter ``param``.
-
-    ``digest`` applies to RSA and ECDSA sign/verify (``rsa2048-sign``, ``ecdsa-p256-verify``),
-    ``padding`` to RSA sign/verify only, ``size_bytes`` to every operation with a message
-    (ML-DSA sign/verify take a message but no digest: ``ml-dsa-65-sign``).
-    """
-    if param == "size_bytes":
-        return takes_message(op)
-    rule = _TAKES_PARAM.get(param)
-    return bool(rule and rule.match(op))
-
-
-def takes_message(op: str) -> bool:
-    """True if ``op`` processes a message whose size is a parameter (digests, MACs, AEADs,
-    signatures, ML-DSA included); False for key agreement, KEM and key-generation operations
-    (``x25519-derive``, ``ml-kem-768-encaps``, ``x25519mlkem768-decaps``, ``ml-dsa-65-keygen``),
-    which have no message."""
-    return not _UNSIZED_OP.search(op)
 
 
 # --------------------------------------------------------------------------- the option table
@@ -132,25 +108,52 @@ OPTIONS: tuple[Option, ...] = (
     Option("study", "backends", "strings", None,
            "Backends every configuration runs on (deltas are vs the baseline on the same "
            "backend); default: every backend the worker has."),
-    Option("study", "repetitions", "int", 5,
-           "Runs per cell, each in a fresh worker process; a confidence interval needs >= 2.",
-           min=2, max=1000),
-    Option("study", "seconds", "float", 1.0, "Measuring time budget per run, per thread.",
-           above=0, max=3600, unit="s"),
-    Option("study", "warmup_s", "float", 0.2, "Untimed warm-up before measuring, per run.",
-           min=0, max=3600, unit="s"),
-    Option("study", "threads", "int", 1, "Threads running the operation at once.",
-           min=1, max=MAX_THREADS),
+    Option("study", "repetitions", "int", 10,
+           "Blocks: every configuration of every cell runs this many times, once per block, each "
+           "in a fresh worker process, in a seeded random order within the block; comparisons "
+           "pair the configuration with the baseline block by block. The default calls a true "
+           "5 % change at 3 % noise 'slower' 9 times in 10 in a study of one comparison "
+           "(docs/methodology.md, 'Statistics').", min=3, max=1000),
+    Option("study", "until", "string", "fixed",
+           "'fixed': run `repetitions` blocks. 'decided': after them, add blocks to the "
+           "inconclusive comparisons only (doubling, up to max_repetitions), with intervals "
+           "widened for every look so that the error rates still hold."),
+    Option("study", "max_repetitions", "int", None,
+           "With until = 'decided': the most blocks any comparison gets; default 4 × repetitions.",
+           min=3, max=10000),
+    Option("study", "margin_pct", "float", 2.0,
+           "Equivalence margin m: a comparison whose interval lies inside ± m % is 'equivalent "
+           "within ± m %'; one whose interval straddles 0 and reaches past ± m % is "
+           "'inconclusive'. `cryptoperf study --margin` overrides it.", min=0, max=100, unit="%"),
+    Option("study", "multiplicity", "bool", True,
+           "Adjust the intervals of all the study's comparisons together (Bonferroni), so that "
+           "all hold at 95 % at once; false only for a study with one planned comparison "
+           "(`--no-multiplicity` does the same)."),
+    Option("study", "seconds", "float", 1.0, "Measuring time budget per repetition, per thread "
+           "(at most the worker's max_seconds).", above=0, unit="s"),
+    Option("study", "warmup_s", "float", 0.2, "Untimed warm-up before measuring, per repetition "
+           "(at most the worker's max_warmup_s).", min=0, unit="s"),
+    Option("study", "threads", "int", 1, "Threads running the operation at once (at most the "
+           "worker's max_threads).", min=1),
     Option("study", "timeout_s", "float", 60.0,
-           "Per run: a worker still busy after this long is killed and its run marked failed; "
-           "must exceed warmup_s + seconds.", above=0, max=86400, unit="s"),
-    Option("study", "seed", "int", 1, "Seed of the bootstrap resampling (stored, so CIs reproduce).",
-           min=0, max=2**63 - 1),
-    Option("study", "bootstrap_resamples", "int", 10000, "Bootstrap resamples per confidence interval.",
-           min=100, max=1_000_000),
+           "Per repetition: a worker still busy after this long is killed and its repetition "
+           "marked failed; must exceed warmup_s + seconds.", above=0, max=86400, unit="s"),
+    Option("study", "seed", "int", 1, "Seed of the random order within blocks (stored with the "
+           "run, so the schedule reproduces).", min=0, max=2**63 - 1),
+    Option("study", "max_steal_pct", "float", 10.0,
+           "A repetition during which the hypervisor stole more than this share of the CPUs is "
+           "re-run once and, if still disturbed, kept and flagged.", min=0, max=100, unit="%"),
+    Option("study", "max_other_load_pct", "float", 25.0,
+           "A repetition during which other work kept more than this share of all CPUs busy "
+           "(busy time beyond the worker's own threads) is re-run once and, if still disturbed, "
+           "kept and flagged.", min=0, max=100, unit="%"),
     Option("study", "noise_threshold_pct", "float", 10.0,
-           "Coefficient of variation across repetitions above which a difference smaller than "
-           "the noise is reported as 'too noisy to tell'.", above=0, max=1000, unit="%"),
+           "Coefficient of variation across repetitions above which the noise table and the "
+           "report warn; verdicts do not use it (noise widens their intervals instead).",
+           above=0, max=1000, unit="%"),
+    Option("study", "bootstrap_resamples", "int", None,
+           "No longer used: intervals are t intervals, not bootstrap ones. Accepted and ignored, "
+           "so that older study files still parse.", min=1),
     Option("configuration", "name", "string", REQUIRED, "Unique name of the configuration."),
     Option("configuration", "description", "string", "", "One line describing the configuration."),
     Option("configuration", "backend", "string", None,
@@ -176,8 +179,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("operation", "op", "string", REQUIRED,
            "Worker operation name; {var} is replaced by the configuration's variable var."),
     Option("operation", "sizes", "ints", None,
-           "Message sizes; omit for operations without a message (key agreement, KEM).",
-           min=1, max=MAX_SIZE_BYTES, unit="bytes"),
+           "Message sizes (at most the worker's max_size_bytes); omit for operations without a "
+           "message (key agreement, KEM) and to let the worker use its default size.",
+           min=1, unit="bytes"),
 )
 
 SECTIONS = ("study", "configuration", "operation")
@@ -258,8 +262,10 @@ class Operation:
 class Study:
     """A parsed and validated study file; options carry their defaults when absent.
 
-    ``backends`` is None until ``check_against_worker`` fills in the worker's backends (when the
-    file did not name any). ``text`` is the file's content (stored with every run).
+    ``backends`` is None and ``rules`` None until ``check_against_worker`` fills in the worker's
+    backends (when the file did not name any) and its rules; ``resolve`` needs the rules.
+    ``text`` is the file's content (stored with every run). ``max_repetitions`` is the most
+    blocks a comparison gets (= ``repetitions`` unless ``until`` is ``decided``).
     """
 
     path: str
@@ -269,16 +275,22 @@ class Study:
     baseline: str
     backends: tuple[str, ...] | None
     repetitions: int
+    until: str
+    max_repetitions: int
+    margin_pct: float
+    multiplicity: bool
     seconds: float
     warmup_s: float
     threads: int
     timeout_s: float
     seed: int
-    bootstrap_resamples: int
+    max_steal_pct: float
+    max_other_load_pct: float
     noise_threshold_pct: float
     configurations: tuple[Configuration, ...]
     operations: tuple[Operation, ...]
     source: "SourceMap" = field(repr=False, compare=False)
+    rules: "WorkerRules | None" = field(default=None, repr=False, compare=False)
 
     def configuration(self, name: str) -> Configuration:
         """The configuration called ``name``; KeyError if none."""
@@ -299,8 +311,23 @@ class Study:
         where the op takes them (``params`` wins over a variable of the same name).
 
         Raises StudyError (at the operation's ``op`` line) for a variable the configuration
-        does not define.
+        does not define; ValueError before ``check_against_worker`` gave the study its rules.
         """
+        op = self.op_name(config, operation)
+        if self.rules is None:
+            raise ValueError("resolve needs the worker's rules: call check_against_worker first")
+        params: dict[str, str] = {}
+        for name in WORKER_PARAMS:
+            if name in config.variables and self.rules.takes(op, name):
+                params[name] = str(config.variables[name])
+        for name, value in config.params.items():
+            if self.rules.takes(op, name):
+                params[name] = value
+        return op, params
+
+    def op_name(self, config: Configuration, operation: Operation) -> str:
+        """The worker op name for one configuration and operation (``{var}`` substituted).
+        Raises StudyError at the operation's ``op`` line for an undefined variable."""
         def subst(m: re.Match) -> str:
             var = m.group(1)
             if var not in config.variables:
@@ -309,16 +336,7 @@ class Study:
                                  f"'{{{var}}}' is not defined in configuration '{config.name}' "
                                  f"(its variables: {known}); add {var} = ... to that configuration")
             return str(config.variables[var])
-
-        op = _TEMPLATE_VAR.sub(subst, operation.op)
-        params: dict[str, str] = {}
-        for name in PARAM_VALUES:
-            if name in config.variables and takes_param(op, name):
-                params[name] = str(config.variables[name])
-        for name, value in config.params.items():
-            if takes_param(op, name):
-                params[name] = value
-        return op, params
+        return _TEMPLATE_VAR.sub(subst, operation.op)
 
     def error(self, section: str, index: int, key: str | None, problem: str) -> StudyError:
         """A StudyError located at ``key`` of the ``index``-th ``section`` table (see SourceMap)."""
@@ -421,8 +439,8 @@ def _in_range(opt: Option, v: float) -> bool:
 class _Parser:
     """Turns the TOML document into a ``Study``, raising StudyError at the first problem."""
 
-    def __init__(self, path: str, text: str, doc: dict):
-        self.path, self.text, self.doc = path, text, doc
+    def __init__(self, path: str, text: str, doc: dict, stored: bool = False):
+        self.path, self.text, self.doc, self.stored = path, text, doc, stored
         names = {}
         for section in _ARRAY_SECTIONS:
             tables = doc.get(section)
@@ -454,7 +472,7 @@ class _Parser:
                 raise self.error(section, index, key,
                                  f"must be {_TYPE_WORDS[opt.type]}, not {_toml_repr(value)}")
             numbers = value if opt.type == "ints" else [value] if opt.type in ("int", "float") else []
-            for v in numbers:
+            for v in ([] if self.stored else numbers):
                 if not _in_range(opt, v):
                     unit = f" {opt.unit}" if opt.unit else ""
                     raise self.error(section, index, key,
@@ -522,12 +540,26 @@ class _Parser:
         backends = tuple(s["backends"]) if s["backends"] else None
         if backends and len(set(backends)) != len(backends):
             raise self.error("study", 0, "backends", "lists a backend twice")
+        if s["until"] not in UNTIL:
+            raise self.error("study", 0, "until", f"must be one of {', '.join(repr(u) for u in UNTIL)}, "
+                             f"not {_toml_repr(s['until'])}{_suggest(s['until'], UNTIL)}")
+        max_reps = s["repetitions"]
+        if s["until"] == "decided":
+            max_reps = s["max_repetitions"] if s["max_repetitions"] is not None else 4 * s["repetitions"]
+            if max_reps < s["repetitions"]:
+                raise self.error("study", 0, "max_repetitions",
+                                 f"{max_reps} is fewer than repetitions = {s['repetitions']}; raise it")
+        elif s["max_repetitions"] is not None:
+            raise self.error("study", 0, "max_repetitions",
+                             'applies only with until = "decided"; add that or remove max_repetitions')
 
         study = Study(
             path=self.path, text=self.text, name=s["name"], description=s["description"],
             baseline=s["baseline"], backends=backends, repetitions=s["repetitions"],
-            seconds=s["seconds"], warmup_s=s["warmup_s"], threads=s["threads"],
-            timeout_s=s["timeout_s"], seed=s["seed"], bootstrap_resamples=s["bootstrap_resamples"],
+            until=s["until"], max_repetitions=max_reps, margin_pct=s["margin_pct"],
+            multiplicity=s["multiplicity"], seconds=s["seconds"], warmup_s=s["warmup_s"],
+            threads=s["threads"], timeout_s=s["timeout_s"], seed=s["seed"],
+            max_steal_pct=s["max_steal_pct"], max_other_load_pct=s["max_other_load_pct"],
             noise_threshold_pct=s["noise_threshold_pct"], configurations=tuple(configs),
             operations=tuple(operations), source=self.source)
         _check_templates(study)
@@ -547,17 +579,17 @@ class _Parser:
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 raise self.error("configuration", index, key,
                                  f"a template variable must be a string or a number, not {_toml_repr(value)}")
-            if key in PARAM_VALUES:
-                self.check_param(index, key, value)
             variables[key] = value
         params = {}
         for key, value in (v["params"] or {}).items():
-            if key not in PARAM_VALUES:
+            if key not in WORKER_PARAMS:
                 hint = ("; message sizes go in [[operation]] sizes" if key == "size_bytes"
-                        else _suggest(key, PARAM_VALUES))
+                        else _suggest(key, WORKER_PARAMS))
                 raise self.error("configuration", index, "params",
-                                 f"unknown worker parameter '{key}'{hint} (known: {', '.join(PARAM_VALUES)})")
-            self.check_param(index, "params", value, name=key)
+                                 f"unknown worker parameter '{key}'{hint} (known: {', '.join(WORKER_PARAMS)})")
+            if not isinstance(value, str):
+                raise self.error("configuration", index, "params",
+                                 f"{key} must be a string, not {_toml_repr(value)}")
             params[key] = value
         if v["cpu"] not in cpumask.MASKS:
             raise self.error("configuration", index, "cpu",
@@ -592,15 +624,6 @@ class _Parser:
                              f"write backend = \"{builds.LIBRARY_BACKEND}\" or remove it")
         return builds.LIBRARY_BACKEND
 
-    def check_param(self, index: int, key: str, value: Any, name: str | None = None) -> None:
-        """StudyError unless ``value`` is an allowed value of worker parameter ``name or key``."""
-        name = name or key
-        allowed = PARAM_VALUES[name]
-        if value not in allowed:
-            raise self.error("configuration", index, key,
-                             f"{name} {_toml_repr(value)} is not one of {', '.join(allowed)}"
-                             f"{_suggest(str(value), allowed)}")
-
     def operation(self, index: int, table: dict) -> Operation:
         """One ``[[operation]]``, checked (template syntax, no duplicate sizes)."""
         v = self.options("operation", index, table, allow_extra=False)
@@ -615,23 +638,20 @@ class _Parser:
 
 
 def _check_templates(study: Study) -> None:
-    """Every {var} resolves in every configuration; every variable is used somewhere; sizes only
-    on operations with a message. Raises StudyError."""
+    """Every {var} resolves in every configuration; every variable is used somewhere. Raises
+    StudyError."""
     used: set[str] = set()
     for o in study.operations:
         used.update(m.group(1) for m in _TEMPLATE_VAR.finditer(o.op))
     for c in study.configurations:
         for var in c.variables:
-            if var not in used and var not in PARAM_VALUES:
+            if var not in used and var not in WORKER_PARAMS:
                 candidates = sorted(used | set(options_for("configuration")))
                 raise study.error("configuration", c.index, var,
                                   f"unknown key: not a configuration option and not used by any "
                                   f"operation's op{_suggest(var, candidates)}")
         for o in study.operations:
-            op, _ = study.resolve(c, o)
-            if o.sizes is not None and not takes_message(op):
-                raise study.error("operation", o.index, "sizes",
-                                  f"'{op}' has no message, so no size; remove sizes from this operation")
+            study.op_name(c, o)
 
 
 def _toml_repr(value: Any) -> str:
@@ -646,8 +666,12 @@ def _toml_repr(value: Any) -> str:
     return str(value)
 
 
-def parse(text: str, path: str = "<study>") -> Study:
+def parse(text: str, path: str = "<study>", stored: bool = False) -> Study:
     """Parse and validate study-file text; ``path`` is only used in messages.
+
+    ``stored``: the text of a study a stored run was made with, by this or an older cryptoperf:
+    its numbers are not range-checked (older versions allowed other ranges, e.g. 2
+    repetitions), so that every stored run still loads.
 
     Returns a Study with defaults filled in. Raises StudyError naming the file, line and field.
     """
@@ -657,7 +681,7 @@ def parse(text: str, path: str = "<study>") -> Study:
         m = re.search(r"line (\d+)", str(e))
         raise StudyError(path, int(m.group(1)) if m else None, None,
                          f"not valid TOML: {e}") from None
-    return _Parser(path, text, doc).parse()
+    return _Parser(path, text, doc, stored).parse()
 
 
 def load(path: str | Path) -> Study:
@@ -671,18 +695,23 @@ def load(path: str | Path) -> Study:
     return parse(text, str(path))
 
 
-def check_against_worker(study: Study, backends: Sequence[str], ops: Sequence[str]) -> Study:
-    """Check the study's backends and (substituted) operation names against the worker's
-    ``hello`` (``backends``: real backend names; ``ops``: every operation name it knows).
+def check_against_worker(study: Study, rules: "WorkerRules") -> Study:
+    """Check the study against the rules the worker announced in its ``hello``: backend and
+    (substituted) operation names, the worker parameters each configuration sets (known names,
+    allowed values), message sizes only on operations that take one and within the worker's
+    limit, and warm-up, measuring time and threads within the worker's limits.
 
-    Returns the study with ``backends`` filled in (the worker's, when the file named none).
-    Raises StudyError at the offending line, listing the known names. The ``mock`` backends
-    (``mock``, ``mock:SCALE``, ``mock:crash``, ``mock:hang``) are accepted for tests.
+    Returns the study with ``rules`` set and ``backends`` filled in (the worker's, when the
+    file named none). Raises StudyError at the offending line, listing the known names. The
+    ``mock`` backends (``mock``, ``mock:SCALE``, ``mock:crash``, ``mock:hang``) are accepted
+    for tests.
     """
+    backends = rules.backends
+
     def known_backend(b: str) -> bool:
         return b in backends or b == "mock" or b.startswith("mock:")
 
-    for i, b in enumerate(study.backends or ()):
+    for b in study.backends or ():
         if not known_backend(b):
             raise study.error("study", 0, "backends",
                               f"unknown backend '{b}'{_suggest(b, backends)} (known: {', '.join(backends)})")
@@ -691,15 +720,37 @@ def check_against_worker(study: Study, backends: Sequence[str], ops: Sequence[st
             raise study.error("configuration", c.index, "backend",
                               f"unknown backend '{c.backend}'{_suggest(c.backend, backends)} "
                               f"(known: {', '.join(backends)})")
-    if study.backends is None:
-        study = dataclasses.replace(study, backends=tuple(backends))
+    for key, limit_name in (("seconds", "max_seconds"), ("warmup_s", "max_warmup_s"), ("threads", "max_threads")):
+        value, limit = getattr(study, key), rules.limits[limit_name]
+        if value > limit:
+            unit = "" if key == "threads" else " s"
+            raise study.error("study", 0, key, f"{_num(value)}{unit} is above the worker's limit of "
+                              f"{_num(limit)}{unit} ({limit_name} in its hello)")
+    for c in study.configurations:
+        for name in WORKER_PARAMS:
+            for key, value in ((name, c.variables.get(name)), ("params", c.params.get(name))):
+                allowed = rules.param_values.get(name, ())
+                if value is not None and value not in allowed:
+                    raise study.error("configuration", c.index, key,
+                                      f"{name} {_toml_repr(value)} is not one of {', '.join(allowed)}"
+                                      f"{_suggest(str(value), allowed)}")
+    study = dataclasses.replace(study, rules=rules, backends=study.backends or tuple(backends))
     for c in study.configurations:
         for o in study.operations:
-            op, _ = study.resolve(c, o)
-            if op not in ops:
+            op = study.op_name(c, o)
+            if op not in rules.ops:
                 via = f" (from '{o.op}' in configuration '{c.name}')" if op != o.op else ""
                 raise study.error("operation", o.index, "op",
-                                  f"unknown operation '{op}'{via}{_suggest(op, ops)}; known: {', '.join(ops)}")
+                                  f"unknown operation '{op}'{via}{_suggest(op, rules.ops)}; known: {', '.join(rules.ops)}")
+            if o.sizes is not None:
+                if not rules.takes(op, "size_bytes"):
+                    raise study.error("operation", o.index, "sizes",
+                                      f"'{op}' has no message, so no size; remove sizes from this operation")
+                big = [n for n in o.sizes if n > rules.limits["max_size_bytes"]]
+                if big:
+                    raise study.error("operation", o.index, "sizes",
+                                      f"{big[0]} bytes is above the worker's limit of "
+                                      f"{_num(rules.limits['max_size_bytes'])} bytes (max_size_bytes in its hello)")
     base = study.configuration(study.baseline)
     base_backends = set(study.backends_of(base))
     for c in study.configurations:

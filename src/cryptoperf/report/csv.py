@@ -1,7 +1,9 @@
-"""The CSV report: one row per worker run — configuration × operation × size × repetition —
-with units in the column names (``p50_ns``, ``ops_per_s``, ``cpu_ns_per_op``, ``steal_pct``).
-Rows are grouped by cell (in first-seen order) and ordered by repetition; runs that were not
-measured keep their row, with empty figures and the reason."""
+"""The CSV report: one row per repetition — configuration × operation × size × block — with
+units in the column names (``p50_ns``, ``ops_per_s``, ``cpu_ns_per_op``, ``steal_pct``). Rows
+are grouped by cell (in first-seen order) and ordered by block; ``position`` is the place in the
+block's random order. Repetitions that were not measured keep their row, with empty figures and
+the reason; a disturbed repetition that was run again keeps its row with ``superseded`` 1
+(``disturbed`` says why). Calibration repetitions are left out."""
 
 from __future__ import annotations
 
@@ -15,7 +17,8 @@ from cryptoperf.stored import StoredRun
 
 #: The columns, in order. Durations are ns, rates per second, shares in percent.
 COLUMNS = ("run_id", "configuration", "backend", "library", "library_version", "label", "op",
-           "size_bytes", "params", "repetition", "status", "reason", "threads", "timing", "batch",
+           "size_bytes", "params", "cpu", "build", "fips", "block", "position", "attempt",
+           "superseded", "disturbed", "status", "reason", "threads", "timing", "batch",
            "ops", "wall_ns", "ops_per_s", "bytes_per_s", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
            "min_ns", "max_ns", "mean_ns", "stddev_ns", "cpu_ns_per_op", "steal_pct", "busy_pct",
            "started_at", "finished_at")
@@ -28,13 +31,15 @@ def rows(run: StoredRun) -> list[dict[str, Any]]:
         for s in g.cells:
             for o in view.outcomes_of(run, s):
                 r = o.result or {}
-                c = o.run.cell
+                c, rep = o.cell, o.repetition
                 row: dict[str, Any] = dict.fromkeys(COLUMNS)
                 row.update(run_id=run.id, configuration=c.configuration, backend=c.backend,
                            library=r.get("library"), library_version=r.get("library_version"),
                            label=c.label, op=c.op, size_bytes=c.size_bytes,
                            params=json.dumps(r.get("params") or c.worker_params(), sort_keys=True),
-                           repetition=o.run.repetition, status=o.status, reason=o.reason,
+                           cpu=c.cpu, build=c.build, fips=int(c.fips), block=rep.block,
+                           position=rep.position, attempt=rep.attempt, superseded=int(o.superseded),
+                           disturbed=o.disturbed, status=o.status, reason=o.reason,
                            threads=r.get("threads"), timing=r.get("timing"), batch=r.get("batch"),
                            started_at=o.started_at, finished_at=o.finished_at)
                 if o.ok and o.latency and o.throughput:

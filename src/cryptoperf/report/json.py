@@ -5,9 +5,11 @@ Two kinds, both ``{"format_version": 1, "kind": ..., "cryptoperf_version": ..., 
 - ``speed``: ``results`` — one entry per (backend, op, size) with at least ``backend``,
   ``library_version``, ``op``, ``size_bytes``, ``status``, ``ops_per_s``, ``bytes_per_s``,
   ``p50_ns``, ``p99_ns``, ``cpu_ns_per_op``, ``batch`` (numbers are null unless status is ok).
-- ``study``: ``study`` (options and the file's text), ``runs`` (every worker run: its
-  outcome, derived figures and the worker's full result message), ``cells`` (summaries over
-  repetitions) and ``deltas`` (vs the baseline, with CIs and verdicts).
+- ``study``: ``study`` (options and the file's text), ``runs`` (every repetition: its cell,
+  block and place in the block's order, outcome, derived figures and the worker's full result
+  message; calibration repetitions have block 0), ``cells`` (summaries over repetitions),
+  ``deltas`` (vs the baseline, with intervals and verdicts) and ``analysis`` (how the
+  intervals were made: level, multiplicity, margin).
 
 The format changelog is in ``store.py`` (the store and the documents share the version).
 """
@@ -17,24 +19,27 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from cryptoperf import __version__
-from cryptoperf.analysis import CellSummary, Delta, cell_dict
 from cryptoperf.errors import StoreError
-from cryptoperf.run.local import RunOutcome
+from cryptoperf.model import Outcome
 from cryptoperf.store import FORMAT_VERSION
 from cryptoperf.stored import StoredRun
 from cryptoperf.study import Study
 
 
-def outcome_dict(o: RunOutcome) -> dict[str, Any]:
-    """One run as a JSON-ready dict: the cell's fields, ``repetition``, ``status``, ``reason``,
-    timestamps, ``stderr_tail``, ``latency`` and ``throughput`` (derived; null unless ok) and
-    ``result`` (the worker's message, histogram included; null if there was none)."""
-    d = cell_dict(o.run.cell)
-    d.update(repetition=o.run.repetition, status=o.status, reason=o.reason,
-             fips=(o.result or {}).get("fips"),
+def outcome_dict(o: Outcome) -> dict[str, Any]:
+    """One repetition as a JSON-ready dict: the cell's fields (``fips`` is the cell's build;
+    ``fips_reported`` what the worker said), ``block``, ``position``, ``attempt``, ``batch``
+    (requested), ``superseded``, ``disturbed``, ``status``, ``reason``, timestamps,
+    ``stderr_tail``, ``latency`` and ``throughput`` (derived; null unless ok) and ``result``
+    (the worker's message, histogram included; null if there was none)."""
+    rep = o.repetition
+    d = rep.cell.as_dict()
+    d.update(block=rep.block, position=rep.position, attempt=rep.attempt, batch=rep.batch,
+             superseded=o.superseded, disturbed=o.disturbed, status=o.status, reason=o.reason,
+             fips_reported=(o.result or {}).get("fips"),
              started_at=o.started_at, finished_at=o.finished_at, stderr_tail=o.stderr_tail,
              latency=o.latency.as_dict() if o.latency else None,
              throughput=o.throughput.as_dict() if o.throughput else None,
@@ -42,15 +47,15 @@ def outcome_dict(o: RunOutcome) -> dict[str, Any]:
     return d
 
 
-def speed_entry(o: RunOutcome) -> dict[str, Any]:
+def speed_entry(o: Outcome) -> dict[str, Any]:
     """One ``speed`` result entry (flat, units in the names; see module doc)."""
     r = o.result or {}
     lat, tp = o.latency, o.throughput
-    params = r.get("params") or o.run.cell.worker_params()
+    params = r.get("params") or o.cell.worker_params()
     return {
-        "backend": o.run.cell.backend, "library": r.get("library"),
+        "backend": o.cell.backend, "library": r.get("library"),
         "library_version": r.get("library_version"), "fips": r.get("fips"),
-        "op": o.run.cell.op, "size_bytes": params.get("size_bytes", o.run.cell.size_bytes),
+        "op": o.cell.op, "size_bytes": params.get("size_bytes", o.cell.size_bytes),
         "params": params, "status": o.status, "reason": o.reason,
         "ops_per_s": tp.ops_per_s if tp else None,
         "bytes_per_s": tp.bytes_per_s if tp else None,
@@ -60,8 +65,8 @@ def speed_entry(o: RunOutcome) -> dict[str, Any]:
         "stddev_ns": lat.stddev_ns if lat else None,
         "cpu_ns_per_op": tp.cpu_ns_per_op if tp else None,
         "steal_pct": tp.steal_pct if tp else None,
-        "build": o.run.cell.build,
-        "cpu_mask": o.run.cell.cpu, "capabilities": r.get("capabilities"),
+        "build": o.cell.build,
+        "cpu_mask": o.cell.cpu, "capabilities": r.get("capabilities"),
         "cpu_mask_cleared": r.get("cpu_mask_cleared"),
         "batch": r.get("batch"), "timing": r.get("timing"), "threads": r.get("threads"),
         "ops": r.get("ops"), "wall_ns": r.get("wall_ns"), "validation": r.get("validation"),
@@ -69,7 +74,7 @@ def speed_entry(o: RunOutcome) -> dict[str, Any]:
     }
 
 
-def speed_document(outcomes: Sequence[RunOutcome], host: Mapping[str, Any], settings: Mapping[str, Any],
+def speed_document(outcomes: Sequence[Outcome], host: Mapping[str, Any], settings: Mapping[str, Any],
                    started_at: str, finished_at: str) -> dict[str, Any]:
     """The ``speed`` JSON document."""
     return {"format_version": FORMAT_VERSION, "kind": "speed", "cryptoperf_version": __version__,
@@ -82,9 +87,11 @@ def study_dict(study: Study) -> dict[str, Any]:
     return {
         "path": study.path, "name": study.name, "description": study.description,
         "baseline": study.baseline, "backends": list(study.backends or ()),
-        "repetitions": study.repetitions, "seconds": study.seconds, "warmup_s": study.warmup_s,
+        "repetitions": study.repetitions, "until": study.until,
+        "max_repetitions": study.max_repetitions, "margin_pct": study.margin_pct,
+        "multiplicity": study.multiplicity, "seconds": study.seconds, "warmup_s": study.warmup_s,
         "threads": study.threads, "timeout_s": study.timeout_s, "seed": study.seed,
-        "bootstrap_resamples": study.bootstrap_resamples,
+        "max_steal_pct": study.max_steal_pct, "max_other_load_pct": study.max_other_load_pct,
         "noise_threshold_pct": study.noise_threshold_pct,
         "configurations": [{"name": c.name, "description": c.description, "backend": c.backend,
                             "variables": dict(c.variables), "params": dict(c.params), "cpu": c.cpu,
@@ -96,30 +103,28 @@ def study_dict(study: Study) -> dict[str, Any]:
     }
 
 
-def study_document(study: Study, host: Mapping[str, Any], outcomes: Sequence[RunOutcome],
-                   summaries: Iterable[CellSummary], deltas: Iterable[Delta], *, status: str,
-                   started_at: str, finished_at: str, store: Mapping[str, Any]) -> dict[str, Any]:
-    """The complete ``study`` JSON document (see module doc)."""
+def study_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
+    """The complete ``study`` JSON document of a run (see module doc)."""
+    assert run.study is not None
+    m = run.meta
     return {"format_version": FORMAT_VERSION, "kind": "study", "cryptoperf_version": __version__,
-            "status": status, "started_at": started_at, "finished_at": finished_at,
-            "study": study_dict(study), "host": dict(host), "store": dict(store),
-            "runs": [outcome_dict(o) for o in outcomes],
-            "cells": [s.as_dict() for s in summaries],
-            "deltas": [d.as_dict() for d in deltas]}
+            "status": m.get("status") or "", "started_at": m.get("started_at") or "",
+            "finished_at": m.get("finished_at") or "", "study": study_dict(run.study),
+            "host": dict(run.host), "store": {"path": str(store_path), "run_id": run.id},
+            "analysis": run.analysis.as_dict(),
+            "runs": [outcome_dict(o) for o in run.outcomes],
+            "cells": [s.as_dict() for s in run.summaries.values()],
+            "deltas": [d.as_dict() for d in run.deltas]}
 
 
 def run_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
-    """The document of a stored run, rebuilt from the store: a ``study`` document (as the
-    study wrote it, figures recomputed with the stored seed) for a study, else a ``speed``
-    document. ``stderr_tail`` is '' (the store does not keep it)."""
+    """The document of a stored run: a ``study`` document for a study, else a ``speed``
+    document. ``stderr_tail`` is '' when rebuilt from the store (which does not keep it)."""
     m = run.meta
     if run.study is None:
         return speed_document(run.outcomes, run.host, {}, m.get("started_at") or "",
                               m.get("finished_at") or "")
-    return study_document(run.study, run.host, run.outcomes, run.summaries.values(), run.deltas,
-                          status=m.get("status") or "", started_at=m.get("started_at") or "",
-                          finished_at=m.get("finished_at") or "",
-                          store={"path": str(store_path), "run_id": run.id})
+    return study_document(run, store_path)
 
 
 def result_path(out_dir: str | Path, study_name: str, started_at: str) -> Path:

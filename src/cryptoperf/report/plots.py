@@ -9,6 +9,7 @@ Every SVG's root element carries ``class="plot <kind>"`` and a unique ``id``; th
 from __future__ import annotations
 
 import io
+import math
 import re
 from dataclasses import dataclass, field
 from html import escape
@@ -111,13 +112,14 @@ def _ns_formatter():
     return FuncFormatter(lambda v, _pos: fmt_ns(v).replace(" ", "\u2009"))
 
 
-def latency_cdf_svg(curves: Sequence[Curve], plot_id: str, title: str) -> str:
+def latency_cdf_svg(curves: Sequence[Curve], plot_id: str, title: str,
+                    xlabel: str = "latency per operation (log scale)") -> str:
     """Overlaid latency CDFs of ``curves`` as an ``<svg class="plot latency-cdf">``.
 
-    x: latency per operation (ns, log scale); y: cumulative share on a logit scale (labelled
-    as percentiles, so p90, p99 and p99.9 get room); dotted guides and markers at p50, p90,
-    p99 and p99.9 (the ``marks`` of each curve). A curve with no values is left out. Returns
-    the SVG text.
+    x: latency per operation (ns, log scale; ``xlabel`` says what a value is, e.g. the mean of
+    a batch); y: cumulative share on a logit scale (labelled as percentiles, so p90, p99 and
+    p99.9 get room); dotted guides and markers at p50, p90, p99 and p99.9 (the ``marks`` of
+    each curve). A curve with no values is left out. Returns the SVG text.
     """
     fig = _figure(7.2, 3.6)
     ax = fig.add_subplot()
@@ -150,7 +152,7 @@ def latency_cdf_svg(curves: Sequence[Curve], plot_id: str, title: str) -> str:
     ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.xaxis.set_major_formatter(_ns_formatter())
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xlabel("latency per operation (log scale)")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("share of operations at or below")
     ax.grid(True, which="major", axis="x", color="#dddddd", linewidth=0.6)
     if curves:
@@ -201,3 +203,178 @@ def throughput_cpu_svg(bars: Sequence[Bars], plot_id: str, title: str) -> str:
     fig.subplots_adjust(left=label_in / 7.2, right=0.97, wspace=0.08,
                         top=1 - 0.35 / height, bottom=0.55 / height)
     return _svg(fig, plot_id, "throughput-cpu", title)
+
+
+# ------------------------------------------------------------------------------ forest plot
+
+#: Colours of the verdict kinds (``stats.VERDICT_KINDS``), as the HTML report's CSS has them.
+VERDICT_COLOURS = {"slower": "#b3261e", "faster": "#1b7a33", "equivalent": "#1f5fa8",
+                   "inconclusive": "#c07a00"}
+_BAND_COLOUR = "#dfe9f5"
+
+#: Tick candidates of the forest plot's ratio axis, as % change, most wanted first (after 0 and
+#: the margin): the axis keeps those that fit without crowding their neighbours.
+_TICK_PCT = (100, -50, 10, -10, 1000, -90, 50, -25, 25, 5, -5, 1, -1, 200, 500, -75, 20, -20, 2, -2,
+             10000, 2000, 5000, 300, -99, -95, -80, 0.5, -0.5, 0.2, -0.2, 0.1, -0.1)
+
+
+@dataclass(frozen=True)
+class ForestRow:
+    """One comparison in a forest plot.
+
+    Attributes:
+        label: the row's text, e.g. ``aws-lc masked [cpu no-aesni]``.
+        ratio, low, high: configuration ÷ baseline and its interval's bounds (ratios > 0).
+        kind: the verdict kind (``stats.VERDICT_KINDS``), which picks the colour.
+        text: the verdict as shown right of the row.
+    """
+
+    label: str
+    ratio: float
+    low: float
+    high: float
+    kind: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ForestGroup:
+    """Rows shown under one heading (an operation and size, e.g. ``sign 4 KiB``)."""
+
+    title: str
+    rows: Sequence[ForestRow]
+
+
+def pct_label(ratio: float) -> str:
+    """A ratio as a signed % change for an axis: ``−10 %``, ``0``, ``+100 %`` (``−`` is U+2212)."""
+    pct = (ratio - 1.0) * 100.0
+    if abs(pct) < 1e-9:
+        return "0"
+    return f"{pct:+.3g} %".replace("-", "\u2212")
+
+
+def ratio_ticks(lo: float, hi: float, margin_pct: float, min_gap: float) -> list[float]:
+    """Ticks (ratios, ascending) for a log ratio axis from ``lo`` to ``hi``: 1 (0 %) always,
+    then 1 ± margin and round % changes (``_TICK_PCT``) in order of preference, each kept only
+    when its distance in log ratio from every kept tick is at least ``min_gap`` × ln(hi / lo)."""
+    span = math.log(hi / lo)
+    chosen = [1.0]
+    wanted = [margin_pct, -margin_pct] if 0 < margin_pct < 100 else []
+    for pct in [*wanted, *_TICK_PCT]:
+        r = 1.0 + pct / 100.0
+        if r <= 0 or not lo <= r <= hi:
+            continue
+        if all(abs(math.log(r / c)) >= min_gap * span for c in chosen):
+            chosen.append(r)
+    return sorted(chosen)
+
+
+def _text_in(chars: int, fontsize: float = 8.0) -> float:
+    """A generous width in inches of ``chars`` characters of sans-serif text at ``fontsize``."""
+    return chars * fontsize * 0.6 / 72.0
+
+
+def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, title: str,
+               xlabel: str) -> str:
+    """A forest plot of comparisons as an ``<svg class="plot forest">``: one row per
+    ``ForestRow`` under its group's heading, top to bottom; x = configuration ÷ baseline on a log
+    axis, ticks labelled as % change; a dot at the ratio and a bar over its interval, coloured
+    by verdict kind; the ± ``margin_pct`` % equivalence band shaded (with dashed edges, so it
+    shows however wide the axis is) and a line at 0 %; the verdict text right of each row.
+
+    SVG groups carry ids for tests and tools (prefixed with ``plot_id`` like every id):
+    ``dot-<kind>-<n>`` (n counts rows from 0), ``interval-<n>``, ``equivalence-band``,
+    ``zero-line``. Returns the SVG text.
+    """
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    from matplotlib.transforms import blended_transform_factory
+
+    rows = [r for g in groups for r in g.rows]
+    m = margin_pct / 100.0
+    lo = min([r.low for r in rows] + [1.0 - m if m < 1 else 0.5])
+    hi = max([r.high for r in rows] + [1.0 + m])
+    # at least ±3 margins (±1 % without one) around 0, and a little room beyond the extremes
+    least = max(3 * m, 0.01)
+    lo, hi = min(lo, 1.0 / (1.0 + least)), max(hi, 1.0 + least)
+    pad = 0.05 * math.log(hi / lo)
+    lo, hi = lo * math.exp(-pad), hi * math.exp(pad)
+
+    width = 10.0
+    left_in = min(3.2, 0.25 + _text_in(max([len(r.label) + 2 for r in rows] + [len(g.title) for g in groups])))
+    right_in = min(3.6, 0.2 + _text_in(max(len(r.text) for r in rows), 7.5))
+    axis_in = max(3.2, width - left_in - right_in)
+    width = left_in + axis_in + right_in
+    n_rows, n_groups = len(rows), len(groups)
+    body_in = 0.24 * n_rows + 0.3 * n_groups
+    top_in, bottom_in = 0.4, 0.95
+    height = body_in + top_in + bottom_in
+    fig = _figure(width, height)
+    ax = fig.add_axes((left_in / width, bottom_in / height, axis_in / width, body_in / height))
+
+    # y: group headings and rows top to bottom, one unit per line
+    y = 0.0
+    heading_y, row_y = [], []
+    for g in groups:
+        heading_y.append(y)
+        y -= 1.0
+        for _ in g.rows:
+            row_y.append(y)
+            y -= 0.82
+        y -= 0.25
+    ax.set_ylim(y + 0.5, 0.6)
+    ax.set_xscale("log")
+    ax.set_xlim(lo, hi)
+
+    band = ax.axvspan(1.0 - m, 1.0 + m, color=_BAND_COLOUR, zorder=0, linewidth=0)
+    band.set_gid("equivalence-band")
+    for edge in (1.0 - m, 1.0 + m):
+        ax.axvline(edge, color="#8fb0d6", linewidth=0.7, linestyle=(0, (3, 2)), zorder=1)
+    zero = ax.axvline(1.0, color="#444444", linewidth=1.0, zorder=2)
+    zero.set_gid("zero-line")
+
+    label_at = blended_transform_factory(fig.transFigure, ax.transData)
+    verdict_at = blended_transform_factory(ax.transAxes, ax.transData)
+    x0 = 0.12 / width
+    i = 0
+    for g, gy in zip(groups, heading_y):
+        fig.text(x0, gy, g.title, transform=label_at, ha="left", va="center", fontsize=8.5,
+                 fontweight="bold")
+        ax.axhline(gy + 0.55, color="#dddddd", linewidth=0.6, zorder=0)
+        for r in g.rows:
+            ry = row_y[i]
+            c = VERDICT_COLOURS.get(r.kind, "#555555")
+            bar, = ax.plot([r.low, r.high], [ry, ry], color=c, linewidth=2.2, solid_capstyle="butt",
+                           zorder=3)
+            bar.set_gid(f"interval-{i}")
+            ax.plot([r.low, r.high], [ry, ry], linestyle="none", marker="|", markersize=6,
+                    markeredgewidth=1.2, color=c, zorder=3)
+            dot, = ax.plot([r.ratio], [ry], linestyle="none", marker="o", markersize=5.5, color=c,
+                           markeredgecolor="white", markeredgewidth=0.6, zorder=4)
+            dot.set_gid(f"dot-{r.kind}-{i}")
+            fig.text(x0 + 0.14 / width, ry, r.label, transform=label_at, ha="left", va="center",
+                     fontsize=8)
+            ax.text(1.015, ry, r.text, transform=verdict_at, ha="left", va="center", fontsize=7.5,
+                    color=c)
+            i += 1
+
+    ax.xaxis.set_major_locator(FixedLocator(ratio_ticks(lo, hi, margin_pct, 0.55 / axis_in)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: pct_label(v)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set_yticks([])
+    ax.grid(True, axis="x", color="#eeeeee", linewidth=0.6, zorder=0)
+    for side in ("left", "right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_xlabel(xlabel, fontsize=8.5)
+    fig.text(x0, 1 - 0.2 / height, title, ha="left", va="center", fontsize=10)
+
+    kinds = [k for k in VERDICT_COLOURS if any(r.kind == k for r in rows)]
+    handles = [Line2D([], [], color=VERDICT_COLOURS[k], marker="o", markersize=5, linewidth=2.2, label=k)
+               for k in kinds]
+    handles.append(Patch(facecolor=_BAND_COLOUR, edgecolor="#8fb0d6", linestyle="--",
+                         label=f"±{margin_pct:g} % equivalence band"))
+    fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(left_in / width, 0.0),
+               ncol=len(handles), fontsize=7.5, frameon=False, handlelength=1.6, columnspacing=1.2)
+    return _svg(fig, plot_id, "forest", title)

@@ -3,10 +3,10 @@
 A *section builder* takes a ``StoredRun`` and returns zero or more ``Section``s (a title, an
 HTML body and, for what belongs in a ticket, a Markdown body). Builders register themselves
 with ``@register(order)``; the HTML and Markdown reports render whatever ``build`` returns, in
-``order``, without knowing any section by name. The core sections (noise warning, summary, key
-figures, latency, throughput and CPU, host, reproduction) are registered the same way in
-``core_sections.py``; a workload that needs its own section (a per-phase timeline, throughput
-vs load) registers a builder in its own module:
+``order``, without knowing any section by name. The core sections (verdicts at a glance, noise
+warning, summary, key figures, latency, throughput and CPU, host, reproduction) are registered
+the same way in ``core_sections.py``; a workload that needs its own section (a per-phase
+timeline, throughput vs load) registers a builder in its own module:
 
     from cryptoperf.report.sections import Section, register
 
@@ -15,13 +15,18 @@ vs load) registers a builder in its own module:
         if not has_phases(run):
             return []
         return [Section("phases", "Per-phase timeline", html, markdown)]
+
+An HTML body that draws plots is given as a function of no arguments instead of a string
+(``Section("latency", "Latency", lambda: draw(run))``): it is called only when the HTML report
+is rendered (``Section.body_html``), so the Markdown report, which has no plots, never runs
+matplotlib.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable, Union
 
 if TYPE_CHECKING:  # pragma: no cover
     from cryptoperf.stored import StoredRun
@@ -34,16 +39,22 @@ class Section:
     Attributes:
         id: HTML id and anchor (unique in a report), e.g. ``summary``.
         title: the heading.
-        html: the body as HTML; builders escape what they insert (``render.fragment`` does).
+        html: the body as HTML, or a function of no arguments returning it (called only by
+            the HTML report: for bodies with plots); builders escape what they insert
+            (``render.fragment`` does).
         markdown: the body as Markdown for the ticket summary; '' to leave it out of Markdown.
         css_class: extra class of the HTML ``<section>``, e.g. ``warning``.
     """
 
     id: str
     title: str
-    html: str
+    html: Union[str, Callable[[], str]]
     markdown: str = ""
     css_class: str = ""
+
+    def body_html(self) -> str:
+        """The HTML body, rendering it now if it was given as a function."""
+        return self.html() if callable(self.html) else self.html
 
 
 SectionBuilder = Callable[["StoredRun"], Iterable[Section]]
@@ -57,8 +68,8 @@ BUILTIN_MODULES = ("cryptoperf.report.core_sections",)
 
 def register(order: int, name: str | None = None) -> Callable[[SectionBuilder], SectionBuilder]:
     """Decorator: register a section builder at position ``order`` (lower first; the core
-    sections use 5–60 in steps of 10). ``name`` defaults to the function's name; registering
-    a name again replaces the earlier builder. Returns the builder unchanged."""
+    sections use 1, 5 and 10–60 in steps of 10). ``name`` defaults to the function's name;
+    registering a name again replaces the earlier builder. Returns the builder unchanged."""
     def deco(builder: SectionBuilder) -> SectionBuilder:
         key = name or builder.__name__
         _REGISTRY[:] = [r for r in _REGISTRY if r[1] != key]

@@ -5,15 +5,14 @@ from __future__ import annotations
 from typing import Iterable, Mapping, Sequence
 
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 from rich.text import Text
 
-from cryptoperf.analysis import CellSummary, Delta
+from cryptoperf import builds, cpumask, stats
 from cryptoperf.hostinfo import CheckResult
-from cryptoperf.run.local import RunOutcome
+from cryptoperf.model import CellSummary, Delta, Outcome, Repetition
 from cryptoperf.run.worker import Hello
-from cryptoperf.stats import NO_DIFFERENCE, TOO_NOISY
-from cryptoperf.study import takes_message
 
 
 def fmt_ns(ns: float | None) -> str:
@@ -104,29 +103,37 @@ def short_library(result: dict) -> str:
     return f"{result.get('library', '')} {version}".strip()
 
 
-def speed_table(outcomes: Sequence[RunOutcome], notes: Notes, title: str = "cryptoperf speed") -> Table:
+def speed_table(outcomes: Sequence[Outcome], notes: Notes, title: str = "cryptoperf speed") -> Table:
     """One row per (backend, operation, size): ops/s, MB/s, latency percentiles, CPU ns/op,
-    batch; unsupported/invalid/failed runs say so in the last column, with the reason as a
-    footnote in ``notes``."""
+    batch; unsupported/invalid/failed repetitions say so in the last column, with the reason as
+    a footnote in ``notes``. Where a batch holds k > 1 operations the percentiles are those of
+    k-operation batch means, and a footnote says so."""
     t = Table(title=title, title_justify="left")
     for name, justify in (("backend", "left"), ("library", "left"), ("operation", "left"),
                           ("size", "right"), ("ops/s", "right"), ("MB/s", "right"),
                           ("p50", "right"), ("p99", "right"), ("p99.9", "right"),
                           ("CPU/op", "right"), ("batch", "right"), ("note", "left")):
         t.add_column(name, justify=justify, overflow="fold")
+    batched_note = None
     for o in outcomes:
         r = o.result or {}
-        size = (r.get("params") or {}).get("size_bytes", o.run.cell.size_bytes)
-        size = size if takes_message(o.run.cell.op) else None
-        row: list = [Text(o.run.cell.backend), Text(short_library(r)), Text(o.run.cell.op), fmt_size(size)]
+        size = (r.get("params") or {}).get("size_bytes", o.cell.size_bytes)
+        size = size if r.get("bytes_per_op") else None
+        row: list = [Text(o.cell.backend), Text(short_library(r)), Text(o.cell.op), fmt_size(size)]
         if o.ok and o.latency and o.throughput:
             lat, tp = o.latency, o.throughput
             note = r.get("timing", "")
+            batch = str(r.get("batch", ""))
+            if (r.get("batch") or 1) > 1:
+                if batched_note is None:
+                    batched_note = notes.add("batch k > 1: p50/p99/p99.9 are percentiles of k-operation "
+                                             "batch means, not of single operations (their tail is smoothed)")
+                batch += f" [{batched_note}]"
             if tp.steal_pct:
                 note += f", steal {tp.steal_pct:.1f} %"
             row += [fmt_count(tp.ops_per_s), fmt_mb_s(tp.bytes_per_s), fmt_ns(lat.p50_ns),
                     fmt_ns(lat.p99_ns), fmt_ns(lat.p999_ns), fmt_ns(tp.cpu_ns_per_op),
-                    str(r.get("batch", "")), Text(note)]
+                    batch, Text(note)]
             t.add_row(*row)
         else:
             style = "dim" if o.status == "unsupported" else "red"
@@ -146,14 +153,14 @@ def cpu_title(cpu: str) -> str:
     return "" if cpu == "baseline" else f" — CPU mask {cpu}"
 
 
-def mask_warnings(outcomes: Iterable[RunOutcome]) -> list[str]:
+def mask_warnings(outcomes: Iterable[Outcome]) -> list[str]:
     """One line per CPU mask that took nothing away on this machine (the CPU lacks the
     extensions it clears, so its cells measured the unmasked code): judged from the worker's
     ``cpu_mask_cleared`` of measured runs on maskable libraries."""
     cleared: dict[str, bool] = {}
     for o in outcomes:
         r = o.result or {}
-        cpu = o.run.cell.cpu
+        cpu = o.cell.cpu
         if cpu == "baseline" or not o.ok or "cpu_mask_cleared" not in r:
             continue
         cleared[cpu] = cleared.get(cpu, False) or bool(r["cpu_mask_cleared"])
@@ -171,48 +178,66 @@ def _ci_text(d: Delta) -> str:
 
 
 def _verdict_style(kind: str) -> str:
-    return {"slower": "red", "faster": "green", NO_DIFFERENCE: "dim", TOO_NOISY: "yellow"}.get(kind, "")
+    return {stats.SLOWER: "red", stats.FASTER: "green", stats.EQUIVALENT: "dim",
+            stats.INCONCLUSIVE: "yellow"}.get(kind, "")
 
 
-def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes) -> Table:
+def interval_header(level: float) -> str:
+    """``95 % CI`` / ``99.79 % CI`` (the per-interval level after adjustment)."""
+    return f"{level * 100:.4g} % CI"
+
+
+def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """The "performance delta vs baseline" table: one row per (backend, operation, size,
-    configuration); latency delta with its 95 % CI, throughput delta with its CI, verdict.
-    Rows without numbers say why in a footnote in ``notes``."""
+    configuration); latency delta with its interval (at ``level``, the study's adjusted
+    level), throughput delta with its interval, blocks, verdict. Rows without numbers say why
+    in a footnote in ``notes``."""
     t = Table(title=f"performance delta vs baseline ({baseline})", title_justify="left")
+    ci = interval_header(level)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
                           ("baseline p50", "right"), ("p50", "right"), ("latency Δ", "right"),
-                          ("95 % CI", "right"), ("throughput Δ (95 % CI)", "right"),
+                          (ci, "right"), (f"throughput Δ ({ci})", "right"), ("blocks", "right"),
                           ("verdict", "left")):
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
         head = [Text(d.backend), Text(_operation(d.label, d.size_bytes)),
                 Text(configuration_text(d.configuration, d.cpu, d.build))]
         if d.status != "ok" or d.latency is None or d.throughput is None:
-            t.add_row(*head, "", "", "", "", "", notes.status("n/a", d.reason))
+            t.add_row(*head, "", "", "", "", "", "", notes.status("n/a", d.reason))
             continue
         t.add_row(*head, *_delta_cells(d))
     return t
 
 
 def _delta_cells(d: Delta) -> list:
-    """The cells of a measured delta's row: both p50s, latency Δ, its CI, throughput Δ with its
-    CI, and the verdict (with the delta's note)."""
-    assert d.latency and d.throughput and d.latency_verdict
+    """The cells of a measured delta's row: both p50s, latency Δ, its interval, throughput Δ
+    with its interval, blocks, and the verdict (with the delta's note)."""
+    assert d.latency and d.throughput and d.verdict
     tp = d.throughput
-    verdict = Text(d.latency_verdict.text, style=_verdict_style(d.latency_verdict.kind))
+    verdict = Text(d.verdict.text, style=_verdict_style(d.verdict.kind))
     if d.note:
         verdict.append(f" ({d.note})", style="dim")
     return [fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct), _ci_text(d),
-            f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]", verdict]
+            f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]", str(d.blocks), verdict]
+
+
+def verdict_counts(deltas: Iterable[Delta]) -> str:
+    """``3 slower, 1 faster, 5 equivalent, 2 inconclusive`` (kinds with a count only)."""
+    counts: dict[str, int] = {}
+    for d in deltas:
+        if d.verdict is not None:
+            counts[d.verdict.kind] = counts.get(d.verdict.kind, 0) + 1
+    return ", ".join(f"{counts[k]} {k}" for k in stats.VERDICT_KINDS if k in counts) or "no verdicts"
 
 
 def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: Notes) -> Table:
     """Noise per cell: measured repetitions, CV % of p50 and of ops/s across repetitions (over
-    ``threshold_pct`` in yellow), mean steal %; reasons of unmeasured cells in ``notes``."""
+    ``threshold_pct`` in yellow), mean steal %, repetitions flagged as disturbed, batch size;
+    reasons of unmeasured cells in ``notes``."""
     t = Table(title=f"noise across repetitions (warn above CV {threshold_pct:g} %)", title_justify="left")
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
                           ("reps ok", "right"), ("CV p50", "right"), ("CV ops/s", "right"),
-                          ("steal", "right"), ("status", "left")):
+                          ("steal", "right"), ("disturbed", "right"), ("batch", "right"), ("status", "left")):
         t.add_column(name, justify=justify, overflow="fold")
 
     def cv_text(cv: float, n: int) -> Text:
@@ -225,9 +250,10 @@ def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: N
         c = s.cell
         status = Text("ok") if s.status == "ok" else notes.status(s.status, s.reason)
         t.add_row(Text(c.backend), Text(_operation(c.label, c.size_bytes)),
-                  Text(configuration_text(c.configuration, c.cpu, c.build)), f"{s.ok}/{s.runs}",
+                  Text(configuration_text(c.configuration, c.cpu, c.build)), f"{s.ok}/{s.repetitions}",
                   cv_text(s.cv_p50, s.ok), cv_text(s.cv_ops_per_s, s.ok),
-                  fmt_pct(s.steal_pct, signed=False), status)
+                  fmt_pct(s.steal_pct, signed=False), str(s.disturbed) if s.disturbed else "",
+                  str(s.batch) if s.batch else "", status)
     return t
 
 
@@ -332,17 +358,19 @@ def host_differences_table(diffs: Sequence, run_a: int, run_b: int) -> Table:
 
 
 def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct: float,
-                  notes: Notes) -> Table:
+                  notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """``cryptoperf compare``: the delta table of run B against run A, one row per matched
-    cell — p50 in each run, latency Δ with its 95 % CI, throughput Δ with its CI, verdict (B
-    against A) and noise (the larger CV across repetitions; over ``threshold_pct`` in yellow).
-    Rows without a CI give the reason in ``notes`` (and the two p50s with their point change
-    when both runs measured the cell)."""
+    cell — p50 in each run, latency Δ with its interval (at ``level``), throughput Δ with its
+    interval, repetitions per side, verdict (B against A) and noise (the larger CV across
+    repetitions; over ``threshold_pct`` in yellow). Rows without an interval give the reason in
+    ``notes`` (and the two p50s with their point change when both runs measured the cell)."""
     t = Table(title=f"run {run_b} vs run {run_a} (baseline)", title_justify="left")
+    ci = interval_header(level)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
                           (f"p50 run {run_a}", "right"), (f"p50 run {run_b}", "right"),
-                          ("latency Δ", "right"), ("95 % CI", "right"),
-                          ("throughput Δ (95 % CI)", "right"), ("verdict", "left"), ("noise", "right")):
+                          ("latency Δ", "right"), (ci, "right"),
+                          (f"throughput Δ ({ci})", "right"), ("reps", "right"), ("verdict", "left"),
+                          ("noise", "right")):
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
         op = _operation(d.label, d.size_bytes)
@@ -353,7 +381,7 @@ def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct
             point = (fmt_pct((d.p50_ns / d.baseline_p50_ns - 1) * 100)
                      if d.p50_ns and d.baseline_p50_ns else "")
             t.add_row(*head, fmt_ns(d.baseline_p50_ns) if point else "", fmt_ns(d.p50_ns) if point else "",
-                      point, "", "", notes.status("n/a", d.reason), "")
+                      point, "", "", "", notes.status("n/a", d.reason), "")
             continue
         noise_pct = (d.noise or 0.0) * 100
         t.add_row(*head, *_delta_cells(d),
@@ -389,10 +417,10 @@ def plan_lines(result, run_meta: Mapping) -> list[str]:
         what = f"{cell['op']} {fmt_size(cell['size_bytes'])}".strip()
         conf = f", configuration {cell['configuration']}" if cell["configuration"] else ""
         ci = (f"95 % CI {fmt_ns(cpu.low_ns)} – {fmt_ns(cpu.high_ns)}, " if cpu.low_ns is not None
-              else "no CI with 1 repetition, ")
+              else f"no CI with fewer than {stats.MIN_BLOCKS} repetitions, ")
         lines += [
             f"{what} on {cell['backend']}{conf}:",
-            f"  CPU per operation  {fmt_ns(cpu.median_ns)} (median of {cpu.repetitions} "
+            f"  CPU per operation  {fmt_ns(cpu.estimate_ns)} (geometric mean of {cpu.repetitions} "
             f"repetition{'s' if cpu.repetitions != 1 else ''}; "
             f"{ci}range {fmt_ns(cpu.min_ns)} – {fmt_ns(cpu.max_ns)})",
             f"  one core sustains  {_fmt_rate(c.ops_per_s_per_core)} ops/s (single thread: 1e9 / CPU ns per op)",
@@ -406,8 +434,8 @@ def plan_lines(result, run_meta: Mapping) -> list[str]:
     ch = result.change
     if ch is not None:
         a, b = result.cells
-        ci = (f"; 95 % CI {ch.delta_low:+.3g} – {ch.delta_high:+.3g} cores" if ch.delta_low is not None
-              else "; no CI with 1 repetition")
+        ci = (f"; 95 % CI {ch.delta_low:+.3g} – {ch.delta_high:+.3g} cores, {ch.blocks} paired blocks"
+              if ch.delta_low is not None else f"; no CI with fewer than {stats.MIN_BLOCKS} paired blocks")
         ops = f" ({a['op']} → {b['op']})" if a["op"] != b["op"] else ""
         lines.append(f"change {a['configuration']} → {b['configuration']}{ops} at "
                      f"{rate} ops/s: {ch.before.cores:.3g} → {ch.after.cores:.3g} cores, "
@@ -438,3 +466,72 @@ def plan_lines(result, run_meta: Mapping) -> list[str]:
                 lines.append(f"    latency: accelerator {fmt_ns(acc.latency_ns)} vs software p50 "
                              f"{fmt_ns(o.software_latency_ns)}")
     return lines
+
+
+# --------------------------------------------------------------------------- progress
+
+
+def _describe(rep: Repetition) -> str:
+    c = rep.cell
+    size = f" {c.size_bytes} B" if c.size_bytes is not None else ""
+    conf = f" ({c.configuration})" if c.configuration else ""
+    if c.cpu != cpumask.BASELINE:
+        conf += f" [cpu {c.cpu}]"
+    if c.build != builds.DEFAULT:
+        conf += f" [{c.build}]"
+    where = "calibration" if rep.calibration else f"block {rep.block}"
+    again = " (re-run: disturbed)" if rep.attempt > 1 else ""
+    return f"{c.backend} {c.op}{size}{conf} {where}{again}"
+
+
+class ProgressBar:
+    """A ``run.local.Progress`` on stderr: a live bar with the repetition running and the time
+    left on a terminal; one line per finished repetition otherwise (logs, CI), where a live bar
+    cannot show."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+        self.live = self.console.is_terminal
+        self._progress: Progress | None = None
+        self._task = None
+        self._done = self._total = 0
+
+    def begin(self, description: str, total: int) -> None:
+        """Start a bar (or a log section) for ``total`` repetitions."""
+        self._done, self._total = 0, total
+        if self.live:
+            self._progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                                      MofNCompleteColumn(), TextColumn("{task.fields[current]}", markup=False),
+                                      TimeRemainingColumn(), console=self.console, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task(description, total=total, current="")
+        else:
+            self.console.print(f"{description}: {total} repetitions", markup=False)
+
+    def starting(self, rep: Repetition) -> None:
+        """Show what runs now."""
+        if self._progress is not None:
+            self._progress.update(self._task, current=_describe(rep))
+
+    def finished(self, outcome: Outcome) -> None:
+        """Advance (a superseded attempt does not count: its re-run follows)."""
+        if outcome.superseded:
+            if not self.live:
+                self.console.print(f"  {_describe(outcome.repetition)}: disturbed ({outcome.disturbed}); "
+                                   "running it again", markup=False)
+            return
+        self._done += 1
+        if self._progress is not None:
+            self._progress.advance(self._task)
+            return
+        what = (f"p50 {outcome.latency.p50_ns} ns" if outcome.ok and outcome.latency
+                else f"{outcome.status}: {outcome.reason.splitlines()[0] if outcome.reason else ''}")
+        flag = f" [disturbed: {outcome.disturbed}]" if outcome.disturbed else ""
+        self.console.print(f"[{self._done}/{self._total}] {_describe(outcome.repetition)}: {what}{flag}",
+                           markup=False, highlight=False)
+
+    def end(self) -> None:
+        """Remove the bar."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

@@ -12,8 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from cryptoperf.analysis import CellSummary, Delta
-from cryptoperf.run.local import RunOutcome
+from cryptoperf.model import CellSummary, Delta, Outcome
 from cryptoperf.stored import StoredRun
 from cryptoperf.study import options_for
 from cryptoperf.report.terminal import fmt_size
@@ -99,15 +98,18 @@ def groups(run: StoredRun) -> list[Group]:
             for (b, label, size), cells in keyed.items()]
 
 
-def outcomes_of(run: StoredRun, cell_summary: CellSummary) -> list[RunOutcome]:
-    """The outcomes of one cell, in repetition order."""
+def outcomes_of(run: StoredRun, cell_summary: CellSummary) -> list[Outcome]:
+    """The outcomes of one cell, calibration left out, in block order (a superseded attempt
+    before its re-run)."""
     key = cell_summary.cell.key
-    return sorted((o for o in run.outcomes if o.run.cell.key == key), key=lambda o: o.run.repetition)
+    return sorted((o for o in run.outcomes if o.cell.key == key and not o.repetition.calibration),
+                  key=lambda o: (o.repetition.block, o.repetition.attempt))
 
 
-def measured(outcomes: Sequence[RunOutcome]) -> list[RunOutcome]:
-    """The outcomes that were measured (ok, with latency and throughput figures)."""
-    return [o for o in outcomes if o.ok and o.latency and o.throughput]
+def measured(outcomes: Sequence[Outcome]) -> list[Outcome]:
+    """The outcomes that were measured and analysed (ok, with latency and throughput figures,
+    not superseded)."""
+    return [o for o in outcomes if o.ok and o.latency and o.throughput and not o.superseded]
 
 
 def delta_for(run: StoredRun, cell_summary: CellSummary) -> Delta | None:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from cryptoperf import PROTOCOL_VERSION
+from cryptoperf.cpumask import ENV_VAR as MASK_ENV_VAR
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerRequestError,
                                WorkerTimeout)
 
@@ -57,6 +58,69 @@ class Hello:
         """``{backend: "library library_version"}``, e.g. ``{"openssl": "OpenSSL 3.0.13"}``."""
         return {b["backend"]: f"{b.get('library', '?')} {b.get('library_version', '?')}"
                 for b in self.backends}
+
+    @property
+    def rules(self) -> "WorkerRules":
+        """The operation rules and limits this worker announced (``WorkerRules.from_hello``)."""
+        return WorkerRules.from_hello(self.raw)
+
+    def unmasked_vectors(self) -> dict[str, str]:
+        """``{backend: "0x<word0>:0x<word1>"}``: the capability vector each maskable library
+        reported in this (unmasked) worker process; what a baseline repetition's library must
+        report too (``cpu_vector_unmasked`` of the run request)."""
+        out = {}
+        for b in self.backends:
+            caps = b.get("capabilities") or {}
+            if caps.get("maskable") and caps.get("openssl_ia32cap"):
+                out[b["backend"]] = str(caps["openssl_ia32cap"])
+        return out
+
+
+@dataclass(frozen=True)
+class WorkerRules:
+    """What a worker accepts, as its ``hello`` announces it (docs/worker-protocol.md): the one
+    source of these rules for the study parser, ``cryptoperf speed`` and the tests' fake worker.
+
+    Attributes:
+        backends: real backend names; ops: every operation name.
+        op_params: op → the run parameters it takes (``size_bytes``, ``digest``, ``padding``).
+        default_size_bytes: op → the message size used when none is given (None: no message).
+        param_values: parameter → its allowed values (``digest``, ``padding``).
+        limits: ``max_threads``, ``max_seconds``, ``max_warmup_s``, ``max_size_bytes``.
+    """
+
+    backends: tuple[str, ...]
+    ops: tuple[str, ...]
+    op_params: Mapping[str, frozenset[str]]
+    default_size_bytes: Mapping[str, int | None]
+    param_values: Mapping[str, tuple[str, ...]]
+    limits: Mapping[str, float]
+
+    @classmethod
+    def from_hello(cls, hello: Mapping[str, Any]) -> "WorkerRules":
+        """The rules of a ``hello`` message. Raises WorkerError when it lacks them (a worker
+        older than this cryptoperf)."""
+        try:
+            op_params = {op: frozenset(r["params"]) for op, r in hello["op_params"].items()}
+            sizes = {op: r.get("default_size_bytes") for op, r in hello["op_params"].items()}
+            values = {k: tuple(v) for k, v in hello["param_values"].items()}
+            limits = {k: float(hello["limits"][k]) for k in
+                      ("max_threads", "max_seconds", "max_warmup_s", "max_size_bytes")}
+            backends = tuple(b["backend"] for b in hello["backends"])
+            ops = tuple(hello["ops"])
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise WorkerError(f"the worker's hello lacks its operation rules or limits ({e}): it is "
+                              "older than this cryptoperf; rebuild both with `pip install .`") from None
+        return cls(backends, ops, op_params, sizes, values, limits)
+
+    def takes(self, op: str, param: str) -> bool:
+        """True if ``op`` takes the run parameter ``param`` (``size_bytes``, ``digest``,
+        ``padding``)."""
+        return param in self.op_params.get(op, ())
+
+    def takes_message(self, op: str) -> bool:
+        """True if ``op`` processes a message whose size is a parameter."""
+        return self.takes(op, "size_bytes")
 
 
 class WorkerClient:
@@ -275,7 +339,17 @@ def _describe_exit(rc: int | None) -> str:
     return f"exit status {rc}"
 
 
+def unmasked_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) without ``OPENSSL_ia32cap``: the
+    environment of a worker asked for the libraries' own, unmasked capability vectors."""
+    env = dict(os.environ if base is None else base)
+    env.pop(MASK_ENV_VAR, None)
+    return env
+
+
 def fetch_hello(path: str | os.PathLike, detail: bool = False, timeout_s: float = HELLO_TIMEOUT_S) -> Hello:
-    """Start a worker, get its ``hello``, and close it. Raises WorkerError subclasses."""
-    with WorkerClient(path) as w:
+    """Start a worker without any capability mask in its environment (so the vectors its
+    hello reports are the unmasked ones), get its ``hello``, and close it. Raises WorkerError
+    subclasses."""
+    with WorkerClient(path, env=unmasked_env()) as w:
         return w.hello(detail=detail, timeout_s=timeout_s)

@@ -1,0 +1,350 @@
+"""The typed model every stage shares: cell, block, repetition, outcome, cell summary, delta.
+
+Words, one per idea:
+
+- a **cell** is one thing measured: (configuration, backend, operation label, message size),
+  with its worker operation, parameters, CPU mask and worker build resolved;
+- cells that are compared with each other (same backend, label and size) form a **group**;
+- a **block** runs every configuration of one group once, in a seeded random order; the
+  comparison of a configuration with the baseline pairs the two within each block;
+- a **repetition** is one cell's measurement in one block, in one fresh worker process
+  (block 0 holds the calibration repetitions, which fix the batch size and are not analysed);
+- an **outcome** is what came of a repetition (measured, unsupported, invalid, failed);
+- a **stored run** is one invocation of ``study`` or ``speed`` as the store keeps it (``stored.py``);
+  "run" means nothing else.
+
+``analysis`` computes summaries and deltas from outcomes; it imports this module, never the
+runner (``run/``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from cryptoperf import stats
+from cryptoperf.builds import DEFAULT as DEFAULT_BUILD, FIPS as FIPS_BUILD
+from cryptoperf.cpumask import BASELINE
+
+OK, UNSUPPORTED, INVALID, FAILED = "ok", "unsupported", "invalid", "failed"
+STATUSES = (OK, UNSUPPORTED, INVALID, FAILED)
+#: The block number of calibration repetitions (they fix each group's batch size).
+CALIBRATION_BLOCK = 0
+
+#: Cell attributes that follow the key's four parts as ``/name=value`` when not at their default.
+_KEY_ATTRS = (("cpu", BASELINE), ("build", DEFAULT_BUILD))
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One measured thing.
+
+    Attributes:
+        configuration: configuration name ('' for ``cryptoperf speed``).
+        backend: worker backend name.
+        label: row label (the operation's label in a study, the op name in ``speed``).
+        op: worker operation name after template substitution.
+        params: worker parameters other than ``size_bytes`` (``digest``, ``padding``).
+        size_bytes: message size, or None for operations without a message (or to let the
+            worker use its default size).
+        cpu: the CPU capability mask its workers run under (``cpumask.NAMES``).
+        build: the worker build its repetitions use (``builds.BUILDS``: ``default``, ``fips``, ...).
+    """
+
+    configuration: str
+    backend: str
+    label: str
+    op: str
+    params: Mapping[str, str] = field(default_factory=dict, hash=False)
+    size_bytes: int | None = None
+    cpu: str = BASELINE
+    build: str = DEFAULT_BUILD
+
+    @property
+    def fips(self) -> bool:
+        """True when the cell runs in the FIPS worker build."""
+        return self.build == FIPS_BUILD
+
+    @property
+    def group(self) -> tuple[str, str, int | None]:
+        """(backend, label, size_bytes): cells of one group are compared with each other."""
+        return (self.backend, self.label, self.size_bytes)
+
+    @property
+    def key(self) -> str:
+        """A text key unique within a stored run, ``backend/label/size/configuration`` (size
+        ``-`` when None), followed by ``/cpu=<mask>`` for a CPU mask other than baseline and
+        ``/build=<name>`` for another worker build than the default. For display and request
+        ids; the store keeps cpu and build in columns of their own and never parses keys."""
+        size = "-" if self.size_bytes is None else str(self.size_bytes)
+        key = f"{self.backend}/{self.label}/{size}/{self.configuration}"
+        for name, default in _KEY_ATTRS:
+            value = getattr(self, name)
+            if value != default:
+                key += f"/{name}={value}"
+        return key
+
+    def worker_params(self) -> dict[str, Any]:
+        """The ``params`` object of the worker's run request (with ``size_bytes`` if set)."""
+        p: dict[str, Any] = dict(self.params)
+        if self.size_bytes is not None:
+            p["size_bytes"] = self.size_bytes
+        return p
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: ``cell`` (the key), ``configuration``, ``backend``, ``label``,
+        ``op``, ``params``, ``size_bytes``, ``cpu``, ``build``, ``fips``."""
+        return {"cell": self.key, "configuration": self.configuration, "backend": self.backend,
+                "label": self.label, "op": self.op, "params": dict(self.params),
+                "size_bytes": self.size_bytes, "cpu": self.cpu, "build": self.build, "fips": self.fips}
+
+
+def speed_cell_attrs(key: str) -> dict[str, str]:
+    """``{"cpu": mask, "build": name}`` from the key of a cell without a configuration name
+    (``cryptoperf speed``), where the ``/name=value`` suffixes cannot be confused with a
+    configuration name. Used only to upgrade stores of format 1, which kept them nowhere else."""
+    out = dict(_KEY_ATTRS)
+    parts = key.split("/")
+    while len(parts) > 4:
+        name, sep, value = parts[-1].partition("=")
+        if not sep or name not in out:
+            break
+        out[name] = value
+        parts.pop()
+    return out
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """One cell measured once, in one fresh worker process.
+
+    Attributes:
+        cell: the cell.
+        block: 1-based block number (``CALIBRATION_BLOCK`` = 0 for calibration).
+        position: 0-based place of this cell in its block's random order.
+        index: 0-based place in the whole schedule.
+        attempt: 1, or 2 for the re-run of a repetition disturbed by steal or other load.
+        batch: operations per timed sample the worker is told to use (one per group, the same
+            for every configuration compared); None lets the worker calibrate.
+    """
+
+    cell: Cell
+    block: int
+    position: int = 0
+    index: int = 0
+    attempt: int = 1
+    batch: int | None = None
+
+    @property
+    def request_id(self) -> str:
+        """The run request's ``id``: ``<cell key>#<block>``."""
+        return f"{self.cell.key}#{self.block}"
+
+    @property
+    def calibration(self) -> bool:
+        """True for a calibration repetition (block 0)."""
+        return self.block == CALIBRATION_BLOCK
+
+
+@dataclass
+class Outcome:
+    """What came of one repetition.
+
+    Attributes:
+        repetition: the planned repetition.
+        status: ``ok``, ``unsupported`` (the backend lacks the operation: an answer, not an
+            error), ``invalid`` (validation failed, never timed) or ``failed`` (crash, timeout,
+            refused request, unreadable result).
+        reason: why, for every status but ok ('' for ok).
+        result: the worker's ``result`` message, or None when there is none.
+        latency: latency figures (ns) from the histogram, for ok outcomes.
+        throughput: derived figures (ops_per_s, bytes_per_s, cpu_ns_per_op, steal_pct), for ok.
+        stderr_tail: the worker's last stderr lines for failed repetitions.
+        started_at, finished_at: UTC ISO 8601 timestamps.
+        disturbed: why the host disturbed this repetition (steal or other load above the
+            study's threshold), '' if it did not.
+        superseded: True when a later attempt of the same cell and block replaces it (a
+            disturbed repetition that was re-run); superseded outcomes are stored, not analysed.
+    """
+
+    repetition: Repetition
+    status: str
+    reason: str = ""
+    result: dict[str, Any] | None = None
+    latency: stats.Latency | None = None
+    throughput: stats.Throughput | None = None
+    stderr_tail: str = ""
+    started_at: str = ""
+    finished_at: str = ""
+    disturbed: str = ""
+    superseded: bool = False
+
+    @property
+    def ok(self) -> bool:
+        """True if the repetition was measured."""
+        return self.status == OK
+
+    @property
+    def cell(self) -> Cell:
+        """The repetition's cell."""
+        return self.repetition.cell
+
+
+def outcome_from_result(rep: Repetition, result: dict[str, Any]) -> Outcome:
+    """Turn a worker ``result`` message into an Outcome, deriving latency and throughput for
+    ``ok`` results; an ok result whose histogram or counters cannot be read becomes ``failed``."""
+    status = result.get("status")
+    cell = rep.cell
+    if cell.cpu != BASELINE and result.get("cpu_mask") != cell.cpu:
+        return Outcome(rep, FAILED, f"the worker did not verify CPU mask '{cell.cpu}' "
+                       f"(its result names {result.get('cpu_mask')!r}); rebuild it with `pip install .`",
+                       result)
+    if status in (UNSUPPORTED, INVALID):
+        return Outcome(rep, status, result.get("reason") or status, result)
+    if status == OK and cell.build == FIPS_BUILD and result.get("fips") is not True:
+        return Outcome(rep, FAILED, f"the FIPS worker measured {cell.backend} without reporting "
+                       f"FIPS mode (its result says fips={result.get('fips')!r}); not counted as FIPS",
+                       result)
+    if status != OK:
+        return Outcome(rep, FAILED, f"worker returned unknown status {status!r}", result)
+    if rep.batch is not None and result.get("batch") != rep.batch:
+        return Outcome(rep, FAILED, f"the worker timed batches of {result.get('batch')} operations, not "
+                       f"the {rep.batch} asked for; rebuild it with `pip install .`", result)
+    try:
+        latency = stats.latency_from_histogram(result["histogram"])
+        tp = stats.throughput(result)
+    except (KeyError, ValueError) as e:
+        return Outcome(rep, FAILED, f"unreadable result: {e}", result)
+    return Outcome(rep, OK, "", result, latency, tp)
+
+
+
+@dataclass(frozen=True)
+class CellSummary:
+    """Every analysed repetition of one cell (calibration and superseded ones excluded).
+
+    Attributes:
+        cell: the cell.
+        repetitions: repetitions analysed; ok: those measured.
+        status: ``ok`` if every repetition measured, else the status of the first that did not
+            (``unsupported``, ``invalid``, ``failed``); reason: its reason.
+        p50_ns, p99_ns, ops_per_s, bytes_per_s, cpu_ns_per_op: medians over measured
+            repetitions (None without any).
+        blocks_run: the blocks in which the cell had a repetition, measured or not.
+        p50_by_block_ns, ops_per_s_by_block, cpu_ns_per_op_by_block: block → the measured
+            repetition's value, in block order (what paired comparisons use).
+        cv_p50, cv_ops_per_s: coefficient of variation across repetitions (fractions).
+        steal_pct: mean steal % over the measured repetitions (None if unknown).
+        disturbed: measured repetitions flagged as disturbed (after their one re-run).
+        batch: operations per timed sample (of the first measured repetition); timing:
+            ``batched`` or ``individual``.
+        library_version: ``library library_version`` as the worker reported it.
+    """
+
+    cell: Cell
+    repetitions: int
+    ok: int
+    status: str
+    reason: str
+    p50_ns: float | None
+    p99_ns: float | None
+    ops_per_s: float | None
+    bytes_per_s: float | None
+    cpu_ns_per_op: float | None
+    blocks_run: tuple[int, ...]
+    p50_by_block_ns: Mapping[int, float]
+    ops_per_s_by_block: Mapping[int, float]
+    cpu_ns_per_op_by_block: Mapping[int, float]
+    cv_p50: float
+    cv_ops_per_s: float
+    steal_pct: float | None
+    disturbed: int
+    batch: int | None
+    timing: str | None
+    library_version: str | None
+
+    @property
+    def p50_samples_ns(self) -> tuple[float, ...]:
+        """Per-repetition p50 latency (ns), in block order."""
+        return tuple(self.p50_by_block_ns.values())
+
+    @property
+    def ops_per_s_samples(self) -> tuple[float, ...]:
+        """Per-repetition ops/s, in block order."""
+        return tuple(self.ops_per_s_by_block.values())
+
+    @property
+    def cpu_ns_per_op_samples(self) -> tuple[float, ...]:
+        """Per-repetition CPU ns per operation, in block order."""
+        return tuple(self.cpu_ns_per_op_by_block.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (cell flattened into its fields, per-block values as lists in block
+        order with ``blocks`` naming their block numbers, ``blocks_run`` every block the cell
+        ran in)."""
+        d = {k: v for k, v in self.__dict__.items()
+             if k not in ("cell", "blocks_run", "p50_by_block_ns", "ops_per_s_by_block",
+                          "cpu_ns_per_op_by_block")}
+        d.update(self.cell.as_dict())
+        d["blocks_run"] = list(self.blocks_run)
+        d["blocks"] = list(self.p50_by_block_ns)
+        d["p50_samples_ns"] = list(self.p50_samples_ns)
+        d["ops_per_s_samples"] = list(self.ops_per_s_samples)
+        d["cpu_ns_per_op_samples"] = list(self.cpu_ns_per_op_samples)
+        return d
+
+
+@dataclass(frozen=True)
+class Delta:
+    """One configuration against its baseline in one group (or one cell of run B against the
+    same cell of run A, for ``cryptoperf compare``).
+
+    Attributes:
+        backend, label, size_bytes: the group.
+        configuration, baseline: configuration names; op, baseline_op: their worker ops.
+        cpu, build: the configuration's CPU mask and worker build.
+        status: ``ok`` when an interval could be computed, else ``n/a`` with ``reason``.
+        blocks: paired blocks used (or, unpaired, the smaller side's repetitions).
+        dropped: blocks left out because either side did not measure in them.
+        baseline_p50_ns, p50_ns: medians of per-repetition p50 latency (ns).
+        latency: configuration ÷ baseline of per-repetition p50 latency, with its interval at
+            the study's adjusted level; throughput: the same for ops/s.
+        verdict: decided from the latency interval (time per operation) and the margin.
+        noise: the larger coefficient of variation (fraction) of the two sides' p50.
+        note: e.g. ``8 of 10 blocks (2 dropped: ...)``.
+        batch: operations per timed sample on both sides (they are equal within a study).
+    """
+
+    backend: str
+    label: str
+    size_bytes: int | None
+    configuration: str
+    baseline: str
+    op: str
+    baseline_op: str
+    status: str
+    reason: str = ""
+    cpu: str = BASELINE
+    build: str = DEFAULT_BUILD
+    blocks: int = 0
+    dropped: int = 0
+    baseline_p50_ns: float | None = None
+    p50_ns: float | None = None
+    latency: stats.Interval | None = None
+    throughput: stats.Interval | None = None
+    verdict: stats.Verdict | None = None
+    noise: float | None = None
+    note: str = ""
+    batch: int | None = None
+
+    @property
+    def group(self) -> tuple[str, str, int | None]:
+        """(backend, label, size_bytes)."""
+        return (self.backend, self.label, self.size_bytes)
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; intervals as ``Interval.as_dict``, the verdict as ``Verdict.as_dict``."""
+        d = dict(self.__dict__)
+        for k in ("latency", "throughput", "verdict"):
+            d[k] = d[k].as_dict() if d[k] is not None else None
+        return d

@@ -1,0 +1,169 @@
+"""Schedule: expand a study into cells, and cells into randomised complete blocks.
+
+A block runs every configuration of one group (same backend, operation label and size) once,
+in an order drawn from the study's seed; the groups themselves are visited in a fresh random
+order in every round of blocks. So drift (thermal, frequency, a neighbour on the host) hits
+every configuration alike, and no configuration always goes first, which a fixed order would
+alias onto it. The order is stored with every repetition (block and position), and the
+analysis pairs each configuration with the baseline of the same block.
+
+Before the blocks, one calibration repetition per cell (block 0) measures briefly and reports
+the worker's batch size and whether the cell is supported; every repetition of a group then
+uses one batch size, the largest any of its configurations needed, so the two sides of every
+comparison time the same statistic.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from cryptoperf.model import CALIBRATION_BLOCK, Cell, Repetition
+from cryptoperf.study import Study
+
+#: Measuring budget of a calibration repetition, in s: long enough for the worker to calibrate
+#: and time a few batches, short enough to cost little next to the blocks.
+CALIBRATION_SECONDS = 0.05
+
+Group = tuple[str, str, "int | None"]
+
+
+def expand(study: Study) -> list[Cell]:
+    """Every cell of a study (whose ``backends`` are resolved, see
+    ``study.check_against_worker``), ordered backend → operation → size → configuration."""
+    cells = []
+    for backend in study.backends or ():
+        for operation in study.operations:
+            for size in operation.sizes or (None,):
+                for config in study.configurations:
+                    if backend not in study.backends_of(config):
+                        continue
+                    op, params = study.resolve(config, operation)
+                    cells.append(Cell(config.name, backend, operation.label, op, params, size,
+                                      config.cpu, config.build))
+    # configurations pinned to a backend not in [study] backends
+    extra = [c for c in study.configurations
+             if c.backend and c.backend not in (study.backends or ())]
+    for config in extra:
+        for operation in study.operations:
+            for size in operation.sizes or (None,):
+                op, params = study.resolve(config, operation)
+                cells.append(Cell(config.name, config.backend, operation.label, op, params, size,
+                                  config.cpu, config.build))
+    return cells
+
+
+def groups(cells: Iterable[Cell]) -> dict[Group, list[Cell]]:
+    """Cells by ``Cell.group``, in first-seen order, each list in the given order."""
+    out: dict[Group, list[Cell]] = {}
+    for c in cells:
+        out.setdefault(c.group, []).append(c)
+    return out
+
+
+def _rng(seed: int, *parts: Any) -> np.random.Generator:
+    """A generator for one random choice of the schedule: the study's seed with ``parts``
+    (block number, a group's text), so an order does not depend on what else is scheduled."""
+    return np.random.default_rng([seed] + [zlib.crc32(str(p).encode()) for p in parts])
+
+
+def calibration(cells: Sequence[Cell]) -> list[Repetition]:
+    """One calibration repetition per cell (block 0, in cell order)."""
+    return [Repetition(c, CALIBRATION_BLOCK, position=i, index=i) for i, c in enumerate(cells)]
+
+
+def blocks(cells: Sequence[Cell], first: int, last: int, seed: int,
+           batches: Mapping[Group, int | None] | None = None, start_index: int = 0) -> list[Repetition]:
+    """Blocks ``first`` .. ``last`` (1-based, inclusive) of every group of ``cells``.
+
+    For each block number, the groups are visited in a seeded random order, and within each
+    group its cells run in a seeded random order (``position`` records it). Only the cells
+    given are scheduled: pass a group's baseline and its undecided configurations to add
+    blocks to those comparisons only. ``batches`` gives each group's batch size (absent: the
+    worker calibrates). Returns the repetitions in execution order, ``index`` counting from
+    ``start_index``. Raises ValueError if ``first`` < 1 or ``last`` < ``first``.
+    """
+    if first < 1 or last < first:
+        raise ValueError(f"blocks must be 1 <= first <= last, got {first}..{last}")
+    grouped = groups(cells)
+    names = list(grouped)
+    out: list[Repetition] = []
+    for b in range(first, last + 1):
+        for gi in _rng(seed, "groups", b).permutation(len(names)):
+            g = names[int(gi)]
+            members = grouped[g]
+            order = _rng(seed, "block", b, "/".join(map(str, g))).permutation(len(members))
+            for pos, ci in enumerate(order):
+                out.append(Repetition(members[int(ci)], b, position=pos, index=start_index + len(out),
+                                      batch=(batches or {}).get(g)))
+    return out
+
+
+def looks(repetitions: int, max_repetitions: int | None) -> tuple[int, ...]:
+    """The block counts at which a sequential study (``until = "decided"``) looks at its
+    comparisons: ``repetitions``, then doubling, then ``max_repetitions`` (e.g. 10, 20, 40, 60
+    for 10 and 60). Without ``max_repetitions`` (a fixed study): just ``(repetitions,)``."""
+    if max_repetitions is None or max_repetitions <= repetitions:
+        return (repetitions,)
+    out = [repetitions]
+    while out[-1] * 2 < max_repetitions:
+        out.append(out[-1] * 2)
+    out.append(max_repetitions)
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Worker settings shared by every repetition (seconds, warmup_s, timeout_s in s)."""
+
+    seconds: float
+    warmup_s: float
+    threads: int
+    timeout_s: float
+
+
+def run_request(rep: Repetition, settings: Settings,
+                unmasked_vector: str | None = None) -> dict[str, Any]:
+    """The worker protocol's ``run`` request for ``rep`` (docs/worker-protocol.md).
+
+    A calibration repetition measures for ``CALIBRATION_SECONDS`` without warm-up.
+    ``unmasked_vector`` is the capability vector the cell's library reported in a process
+    started without a mask, which the worker checks its vector against (baseline: equal).
+    """
+    req = {
+        "type": "run",
+        "id": rep.request_id,
+        "backend": rep.cell.backend,
+        "op": rep.cell.op,
+        "params": rep.cell.worker_params(),
+        "threads": settings.threads,
+        "warmup_s": 0.0 if rep.calibration else settings.warmup_s,
+        "seconds": min(CALIBRATION_SECONDS, settings.seconds) if rep.calibration else settings.seconds,
+        "batch": rep.batch,
+        "cpu_mask": rep.cell.cpu,
+    }
+    if unmasked_vector is not None:
+        req["cpu_vector_unmasked"] = unmasked_vector
+    return req
+
+
+def estimated_seconds(n_repetitions: int, settings: Settings, per_repetition_overhead_s: float = 0.3) -> float:
+    """A rough wall-clock estimate for ``n_repetitions``: warm-up + budget + process start and
+    validation (``per_repetition_overhead_s``) each, in seconds."""
+    return n_repetitions * (settings.warmup_s + settings.seconds + per_repetition_overhead_s)
+
+
+def calibration_seconds(n_cells: int, settings: Settings, per_repetition_overhead_s: float = 0.3) -> float:
+    """A rough wall-clock estimate of the calibration repetitions, in seconds."""
+    return n_cells * (min(CALIBRATION_SECONDS, settings.seconds) + per_repetition_overhead_s)
+
+
+def group_batch(calibrated: Iterable[int | None]) -> int | None:
+    """The batch size a group uses: the largest its configurations calibrated to (the fastest
+    operation's, so that every sample of every configuration lasts at least the worker's
+    target), or None when none calibrated."""
+    ks = [k for k in calibrated if k]
+    return max(ks) if ks else None

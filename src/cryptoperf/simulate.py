@@ -1,0 +1,301 @@
+"""Simulated studies: how often do cryptoperf's verdicts lie?
+
+A verdict is only worth acting on if its error rates are known. This module generates
+synthetic repetition values with a known truth and feeds them through the project's own
+analysis (``analysis.deltas``, hence ``stats.paired_log_ratio``, ``stats.adjusted_level``,
+``stats.decide``) exactly as a stored run is analysed, then counts:
+
+- **false verdicts**: "x % slower/faster" when the truth is no change (A/A), per comparison
+  and per study (family-wise, at least one false verdict among all comparisons);
+- **coverage**: how often an interval contains the true ratio;
+- **power**: how often a true change is called in the right direction;
+- **equivalence**: how often a true no-change is called "equivalent within ±m %".
+
+The noise model, per repetition of configuration c in block b at position p of its block:
+
+    value = true_c × exp(drift_b + position_effect × [p == 0] + trend × p + ε),
+    ε ~ Normal(0, σ²), σ = sqrt(log(1 + cv²))  (lognormal noise with that CV)
+
+``drift_b`` ~ Normal(0, block_drift²) is shared by every repetition of a block (a host that is
+faster or slower for a while: frequency, a neighbour, thermal state); the position effect and
+the trend are what a fixed order would alias onto one configuration, and the randomised order
+turns into noise. ``outliers`` is the chance that a repetition is disturbed (×
+``outlier_factor``). ``python -m cryptoperf.simulate`` prints the figures docs/methodology.md
+quotes; ``tests/test_simulation.py`` asserts the acceptance figures on a smaller draw.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from cryptoperf import analysis, schedule, stats
+from cryptoperf.model import OK, Cell, CellSummary
+
+BASELINE = "base"
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One simulated design and truth.
+
+    Attributes:
+        name: shown in the table.
+        blocks: blocks per comparison (the study's ``repetitions``).
+        groups: groups in the study (backend × operation × size).
+        configs: configurations per group besides the baseline; comparisons = groups × configs.
+        true_ratio: configuration ÷ baseline time per operation for every comparison (1.0:
+            A/A), or per configuration of a group when a tuple.
+        cv: coefficient of variation of one repetition (fraction).
+        block_drift: standard deviation of the shared per-block log factor.
+        position_effect: log slowdown of the first repetition of each block.
+        trend: log drift per position within a block.
+        outliers, outlier_factor: probability and size of a disturbed repetition.
+        margin_pct, multiplicity: as the study's keys.
+        max_blocks: with a value > blocks, a sequential study (``until = "decided"``).
+        fixed_order: run the configurations in the same order in every block (the old design:
+            baseline first), to show what randomising the order buys.
+    """
+
+    name: str
+    blocks: int
+    groups: int = 1
+    configs: int = 1
+    true_ratio: float | tuple[float, ...] = 1.0
+    cv: float = 0.03
+    block_drift: float = 0.10
+    position_effect: float = 0.0
+    trend: float = 0.0
+    outliers: float = 0.0
+    outlier_factor: float = 1.3
+    margin_pct: float = stats.DEFAULT_MARGIN_PCT
+    multiplicity: bool = True
+    max_blocks: int | None = None
+    fixed_order: bool = False
+
+    @property
+    def comparisons(self) -> int:
+        """Comparisons per simulated study."""
+        return self.groups * self.configs
+
+    def ratios(self) -> tuple[float, ...]:
+        """The true ratio of each configuration of a group."""
+        if isinstance(self.true_ratio, tuple):
+            return self.true_ratio
+        return (self.true_ratio,) * self.configs
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What a scenario's simulated studies gave (fractions of comparisons unless noted).
+
+    Attributes:
+        scenario: the scenario; studies: simulated studies; comparisons: their comparisons.
+        slower, faster, equivalent, inconclusive: share of verdicts of each kind.
+        false_verdict: share of comparisons whose true ratio is 1 called slower or faster
+            (None if no comparison is A/A).
+        familywise: share of studies with at least one false slower/faster verdict.
+        coverage: share of intervals containing the true ratio.
+        wrong_direction: share called faster when truly slower or the reverse.
+        mean_blocks: mean paired blocks per comparison (grows in a sequential study).
+        seconds: wall time of the simulation.
+    """
+
+    scenario: Scenario
+    studies: int
+    comparisons: int
+    slower: float
+    faster: float
+    equivalent: float
+    inconclusive: float
+    false_verdict: float | None
+    familywise: float
+    coverage: float
+    wrong_direction: float
+    mean_blocks: float
+    seconds: float
+
+
+def _sigma(cv: float) -> float:
+    return math.sqrt(math.log1p(cv * cv))
+
+
+def _summary(cell: Cell, values: dict[int, float]) -> CellSummary:
+    """A CellSummary of simulated per-block latencies (ns); ops/s and CPU are their inverse
+    and themselves, as for a single-threaded closed loop."""
+    v = list(values.values())
+    ops = {b: 1e9 / x for b, x in values.items()}
+    return CellSummary(
+        cell=cell, repetitions=len(v), ok=len(v), status=OK, reason="",
+        p50_ns=float(np.median(v)), p99_ns=None, ops_per_s=float(np.median(list(ops.values()))),
+        bytes_per_s=None, cpu_ns_per_op=float(np.median(v)), blocks_run=tuple(values),
+        p50_by_block_ns=values, ops_per_s_by_block=ops, cpu_ns_per_op_by_block=values,
+        cv_p50=stats.cv(v), cv_ops_per_s=stats.cv(list(ops.values())), steal_pct=None,
+        disturbed=0, batch=1, timing="individual", library_version=None)
+
+
+class _Study:
+    """The values of one simulated study, drawn block by block as the engine would run them."""
+
+    def __init__(self, sc: Scenario, rng: np.random.Generator):
+        self.sc, self.rng = sc, rng
+        self.sigma = _sigma(sc.cv)
+        self.configs = [BASELINE] + [f"c{i}" for i in range(sc.configs)]
+        self.truth = dict(zip(self.configs, (1.0,) + sc.ratios()))
+        self.cells = {(g, c): Cell(c, "sim", f"op{g}", "sim-op") for g in range(sc.groups) for c in self.configs}
+        self.values: dict[tuple[int, str], dict[int, float]] = {k: {} for k in self.cells}
+
+    def run_block(self, block: int, group: int, configs: Sequence[str]) -> None:
+        """Draw one block of ``configs`` (the baseline included) in ``group``."""
+        sc = self.sc
+        order = list(configs) if sc.fixed_order else [configs[i] for i in self.rng.permutation(len(configs))]
+        drift = self.rng.normal(0.0, sc.block_drift) if sc.block_drift else 0.0
+        for pos, c in enumerate(order):
+            e = self.rng.normal(0.0, self.sigma)
+            if sc.outliers and self.rng.random() < sc.outliers:
+                e += math.log(sc.outlier_factor)
+            shift = drift + sc.trend * pos + (sc.position_effect if pos == 0 else 0.0)
+            self.values[(group, c)][block] = 1000.0 * self.truth[c] * math.exp(shift + e)
+
+    def analyse(self, settings: analysis.Settings) -> list:
+        summaries = {self.cells[k].key: _summary(self.cells[k], v) for k, v in self.values.items()}
+        deltas, _, _ = analysis.deltas(summaries, BASELINE, settings)
+        return deltas
+
+
+def simulate_study(sc: Scenario, rng: np.random.Generator) -> list:
+    """One simulated study of scenario ``sc``: its deltas (``model.Delta``), after the
+    sequential looks when ``sc.max_blocks`` asks for them, exactly as the engine adds blocks
+    (``analysis.undecided`` picks the comparisons that get more)."""
+    study = _Study(sc, rng)
+    looks = schedule.looks(sc.blocks, sc.max_blocks)
+    settings = analysis.Settings(margin_pct=sc.margin_pct, multiplicity=sc.multiplicity, looks=len(looks))
+    for b in range(1, sc.blocks + 1):
+        for g in range(sc.groups):
+            study.run_block(b, g, study.configs)
+    deltas = study.analyse(settings)
+    for done, nxt in zip(looks, looks[1:]):
+        open_ = analysis.undecided(deltas)
+        if not open_:
+            break
+        for (_, label, _), configs in open_.items():
+            g = int(label[2:])
+            for b in range(done + 1, nxt + 1):
+                study.run_block(b, g, [BASELINE] + sorted(configs))
+        deltas = study.analyse(settings)
+    return deltas
+
+
+def run(sc: Scenario, studies: int, seed: int = 1) -> Figures:
+    """Simulate ``studies`` studies of ``sc`` from ``seed`` and count what their verdicts said."""
+    t0 = time.perf_counter()
+    rng = np.random.default_rng(seed)
+    kinds = {k: 0 for k in stats.VERDICT_KINDS}
+    n = false = aa = covered = wrong = fw = blocks = 0
+    for _ in range(studies):
+        any_false = False
+        for d in simulate_study(sc, rng):
+            truth = _truth(sc, d.configuration)
+            n += 1
+            blocks += d.blocks
+            if d.verdict is None:
+                kinds[stats.INCONCLUSIVE] += 1
+                continue
+            kinds[d.verdict.kind] += 1
+            covered += d.latency.contains(truth)
+            called = d.verdict.kind in (stats.SLOWER, stats.FASTER)
+            if truth == 1.0:
+                aa += 1
+                false += called
+                any_false |= called
+            elif called and (d.verdict.kind == stats.SLOWER) != (truth > 1.0):
+                wrong += 1
+        fw += any_false
+    return Figures(sc, studies, n, *(kinds[k] / n for k in stats.VERDICT_KINDS),
+                   false_verdict=false / aa if aa else None, familywise=fw / studies,
+                   coverage=covered / n, wrong_direction=wrong / n, mean_blocks=blocks / n,
+                   seconds=time.perf_counter() - t0)
+
+
+def _truth(sc: Scenario, configuration: str) -> float:
+    return sc.ratios()[int(configuration[1:])]
+
+
+def binomial_tolerance(p: float, n: int, z: float = 2.576) -> float:
+    """z standard errors of a share p estimated from n draws (99 % two-sided for z = 2.576):
+    how far a simulated rate may sit above its nominal value by chance alone."""
+    return z * math.sqrt(p * (1.0 - p) / n)
+
+
+# --------------------------------------------------------------------------- the figures
+
+
+def acceptance_scenarios(default_blocks: int, min_blocks: int, max_blocks: int) -> list[Scenario]:
+    """The scenarios docs/methodology.md reports and tests/test_simulation.py asserts."""
+    out = []
+    for b in sorted({min_blocks, 4, 5, default_blocks, 20}):
+        out.append(Scenario(f"A/A, 1 comparison, {b} blocks", b, multiplicity=False, position_effect=0.02))
+    out += [
+        Scenario(f"A/A, 1 comparison, sequential {default_blocks}→{max_blocks}", default_blocks,
+                 multiplicity=False, max_blocks=max_blocks),
+        Scenario(f"A/A, 24 comparisons (8 groups × 3), {default_blocks} blocks", default_blocks,
+                 groups=8, configs=3),
+        Scenario(f"A/A, 24 comparisons, {min_blocks} blocks", min_blocks, groups=8, configs=3),
+        Scenario(f"A/A, 24 comparisons, sequential {default_blocks}→{max_blocks}", default_blocks,
+                 groups=8, configs=3, max_blocks=max_blocks),
+        Scenario(f"+5 % at CV 3 %, 1 comparison, {default_blocks} blocks", default_blocks,
+                 true_ratio=1.05, multiplicity=False),
+        Scenario(f"+5 % at CV 3 %, inside 24 comparisons, {default_blocks} blocks", default_blocks,
+                 groups=8, configs=3, true_ratio=1.05),
+        Scenario(f"0 % at CV 1 %, 1 comparison, {default_blocks} blocks", default_blocks, cv=0.01,
+                 multiplicity=False),
+        Scenario(f"0 % at CV 1 %, inside 24 comparisons, {default_blocks} blocks", default_blocks, cv=0.01,
+                 groups=8, configs=3),
+    ]
+    return out
+
+
+def format_table(figures: Sequence[Figures]) -> str:
+    """A Markdown table of ``figures``, one row per scenario."""
+    def pct(x: float | None) -> str:
+        return "—" if x is None else f"{x * 100:.1f} %"
+    rows = ["| scenario | studies × comparisons | false slower/faster (A/A) | family-wise false | "
+            "coverage | slower | equivalent | inconclusive | mean blocks |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for f in figures:
+        rows.append(f"| {f.scenario.name} | {f.studies} × {f.scenario.comparisons} | {pct(f.false_verdict)} | "
+                    f"{pct(f.familywise) if f.false_verdict is not None else '—'} | {pct(f.coverage)} | "
+                    f"{pct(f.slower)} | {pct(f.equivalent)} | {pct(f.inconclusive)} | {f.mean_blocks:.1f} |")
+    return "\n".join(rows)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m cryptoperf.simulate [--studies N] [--seed S]``: print the figures table."""
+    from cryptoperf import study as study_mod
+    p = argparse.ArgumentParser(prog="python -m cryptoperf.simulate", description=__doc__.split("\n\n")[0])
+    p.add_argument("--studies", type=int, default=20000, help="simulated studies per single-comparison "
+                   "scenario (a 24-comparison scenario runs a tenth as many) [default: 20000]")
+    p.add_argument("--seed", type=int, default=1, help="seed of the simulation [default: 1]")
+    a = p.parse_args(argv)
+    opts = study_mod.options_for("study")
+    default_blocks = int(opts["repetitions"].default)
+    min_blocks = int(opts["repetitions"].min)
+    max_blocks = 4 * default_blocks
+    figures = []
+    for sc in acceptance_scenarios(default_blocks, min_blocks, max_blocks):
+        n = a.studies if sc.comparisons == 1 else max(a.studies // 10, 100)
+        f = run(sc, n, a.seed)
+        figures.append(f)
+        print(f"{sc.name}: {f.seconds:.1f} s", file=sys.stderr)
+    print(format_table(figures))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
