@@ -30,7 +30,7 @@ import argparse
 import math
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Sequence
 
 import numpy as np
@@ -61,6 +61,8 @@ class Scenario:
         max_blocks: with a value > blocks, a sequential study (``until = "decided"``).
         fixed_order: run the configurations in the same order in every block (the old design:
             baseline first), to show what randomising the order buys.
+        paired: False analyses the same data unpaired (Welch on each side's repetitions, as
+            ``cryptoperf compare`` must for two runs), to show what pairing buys.
     """
 
     name: str
@@ -78,6 +80,7 @@ class Scenario:
     multiplicity: bool = True
     max_blocks: int | None = None
     fixed_order: bool = False
+    paired: bool = True
 
     @property
     def comparisons(self) -> int:
@@ -100,6 +103,8 @@ class Figures:
         slower, faster, equivalent, inconclusive: share of verdicts of each kind.
         false_verdict: share of comparisons whose true ratio is 1 called slower or faster
             (None if no comparison is A/A).
+        false_beyond_margin: the same, counting only verdicts whose interval reaches past the
+            margin (not "x % slower, within the ±m % margin").
         familywise: share of studies with at least one false slower/faster verdict.
         coverage: share of intervals containing the true ratio.
         wrong_direction: share called faster when truly slower or the reverse.
@@ -115,6 +120,7 @@ class Figures:
     equivalent: float
     inconclusive: float
     false_verdict: float | None
+    false_beyond_margin: float | None
     familywise: float
     coverage: float
     wrong_direction: float
@@ -165,8 +171,14 @@ class _Study:
 
     def analyse(self, settings: analysis.Settings) -> list:
         summaries = {self.cells[k].key: _summary(self.cells[k], v) for k, v in self.values.items()}
-        deltas, _, _ = analysis.deltas(summaries, BASELINE, settings)
-        return deltas
+        if self.sc.paired:
+            deltas, _, _ = analysis.deltas(summaries, BASELINE, settings)
+            return deltas
+        pairs = [(summaries[self.cells[(g, BASELINE)].key], summaries[self.cells[(g, c)].key])
+                 for g in range(self.sc.groups) for c in self.configs[1:]]
+        deltas, _, _ = analysis.compare_unpaired(pairs, ("baseline", "configuration"), settings)
+        return [replace(d, configuration=c) for d, (_, c) in
+                zip(deltas, [(g, c) for g in range(self.sc.groups) for c in self.configs[1:]])]
 
 
 def simulate_study(sc: Scenario, rng: np.random.Generator) -> list:
@@ -197,7 +209,7 @@ def run(sc: Scenario, studies: int, seed: int = 1) -> Figures:
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     kinds = {k: 0 for k in stats.VERDICT_KINDS}
-    n = false = aa = covered = wrong = fw = blocks = 0
+    n = false = beyond = aa = covered = wrong = fw = blocks = 0
     for _ in range(studies):
         any_false = False
         for d in simulate_study(sc, rng):
@@ -213,12 +225,14 @@ def run(sc: Scenario, studies: int, seed: int = 1) -> Figures:
             if truth == 1.0:
                 aa += 1
                 false += called
+                beyond += called and not d.verdict.within_margin
                 any_false |= called
             elif called and (d.verdict.kind == stats.SLOWER) != (truth > 1.0):
                 wrong += 1
         fw += any_false
     return Figures(sc, studies, n, *(kinds[k] / n for k in stats.VERDICT_KINDS),
-                   false_verdict=false / aa if aa else None, familywise=fw / studies,
+                   false_verdict=false / aa if aa else None,
+                   false_beyond_margin=beyond / aa if aa else None, familywise=fw / studies,
                    coverage=covered / n, wrong_direction=wrong / n, mean_blocks=blocks / n,
                    seconds=time.perf_counter() - t0)
 
@@ -261,17 +275,54 @@ def acceptance_scenarios(default_blocks: int, min_blocks: int, max_blocks: int) 
     return out
 
 
+def design_scenarios(default_blocks: int) -> list[Scenario]:
+    """Scenarios that show what each part of the design buys (docs/methodology.md)."""
+    n = default_blocks
+    return [
+        Scenario(f"+5 %, 10 % block drift, 2 % noise, paired, {n} blocks", n, true_ratio=1.05, cv=0.02,
+                 multiplicity=False),
+        Scenario(f"+5 %, 10 % block drift, 2 % noise, unpaired, {n} blocks", n, true_ratio=1.05, cv=0.02,
+                 multiplicity=False, paired=False),
+        Scenario(f"A/A, first-in-block 2 % slower, fixed order, {n} blocks", n, position_effect=0.02,
+                 cv=0.01, multiplicity=False, fixed_order=True),
+        Scenario(f"A/A, first-in-block 2 % slower, random order, {n} blocks", n, position_effect=0.02,
+                 cv=0.01, multiplicity=False),
+        Scenario(f"A/A, 2 % of repetitions disturbed ×1.3, {n} blocks", n, outliers=0.02, multiplicity=False),
+        Scenario(f"+10 % at CV 20 %, sequential {n}→{8 * n}", n, true_ratio=1.10, cv=0.20,
+                 multiplicity=False, max_blocks=8 * n),
+    ]
+
+
+def bca_coverage(blocks: int, studies: int, cv: float = 0.03, seed: int = 1) -> float:
+    """Coverage of a 95 % BCa bootstrap interval (scipy.stats.bootstrap) of the mean per-block
+    log ratio, on the same A/A data as the t interval: the alternative the t interval was
+    chosen over."""
+    from scipy import stats as sp
+    rng = np.random.default_rng(seed)
+    sigma = _sigma(cv)
+    hits = 0
+    for _ in range(studies):
+        d = rng.normal(0, sigma, blocks) - rng.normal(0, sigma, blocks)
+        if np.ptp(d) == 0:
+            continue
+        ci = sp.bootstrap((d,), np.mean, n_resamples=2000, method="BCa", random_state=rng).confidence_interval
+        hits += ci.low <= 0.0 <= ci.high
+    return hits / studies
+
+
 def format_table(figures: Sequence[Figures]) -> str:
     """A Markdown table of ``figures``, one row per scenario."""
     def pct(x: float | None) -> str:
         return "—" if x is None else f"{x * 100:.1f} %"
-    rows = ["| scenario | studies × comparisons | false slower/faster (A/A) | family-wise false | "
-            "coverage | slower | equivalent | inconclusive | mean blocks |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    rows = ["| scenario | studies × comparisons | false slower/faster (A/A) | … beyond the margin | "
+            "family-wise false | coverage | slower | faster | equivalent | inconclusive | mean blocks |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for f in figures:
+        aa = f.false_verdict is not None
         rows.append(f"| {f.scenario.name} | {f.studies} × {f.scenario.comparisons} | {pct(f.false_verdict)} | "
-                    f"{pct(f.familywise) if f.false_verdict is not None else '—'} | {pct(f.coverage)} | "
-                    f"{pct(f.slower)} | {pct(f.equivalent)} | {pct(f.inconclusive)} | {f.mean_blocks:.1f} |")
+                    f"{pct(f.false_beyond_margin)} | {pct(f.familywise) if aa else '—'} | {pct(f.coverage)} | "
+                    f"{pct(f.slower)} | {pct(f.faster)} | {pct(f.equivalent)} | {pct(f.inconclusive)} | "
+                    f"{f.mean_blocks:.1f} |")
     return "\n".join(rows)
 
 
@@ -287,13 +338,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     default_blocks = int(opts["repetitions"].default)
     min_blocks = int(opts["repetitions"].min)
     max_blocks = 4 * default_blocks
-    figures = []
-    for sc in acceptance_scenarios(default_blocks, min_blocks, max_blocks):
-        n = a.studies if sc.comparisons == 1 else max(a.studies // 10, 100)
-        f = run(sc, n, a.seed)
-        figures.append(f)
-        print(f"{sc.name}: {f.seconds:.1f} s", file=sys.stderr)
-    print(format_table(figures))
+    for title, scenarios in (("acceptance", acceptance_scenarios(default_blocks, min_blocks, max_blocks)),
+                             ("design", design_scenarios(default_blocks))):
+        figures = []
+        for sc in scenarios:
+            n = a.studies if sc.comparisons == 1 else max(a.studies // 10, 100)
+            if sc.max_blocks and sc.max_blocks >= 8 * sc.blocks:
+                n = max(n // 10, 100)
+            f = run(sc, n, a.seed)
+            figures.append(f)
+            print(f"{sc.name}: {f.seconds:.1f} s", file=sys.stderr)
+        print(f"\n{title}:\n")
+        print(format_table(figures))
+    print("\nBCa bootstrap (scipy) vs t interval, A/A coverage of 95 % intervals:\n")
+    print("| blocks | BCa coverage | t coverage |\n|---:|---:|---:|")
+    for b in (min_blocks, 5, default_blocks):
+        n = max(a.studies // 10, 200)
+        t = run(Scenario("t", b, multiplicity=False, block_drift=0.0), n, a.seed).coverage
+        print(f"| {b} | {bca_coverage(b, n, seed=a.seed) * 100:.1f} % | {t * 100:.1f} % |")
     return 0
 
 
