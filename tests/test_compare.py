@@ -1,6 +1,7 @@
 """`cryptoperf list` and `cryptoperf compare` on runs made with the fake worker, whose scripted
 latencies give known ratios: run 2 makes sha256 (configuration A) exactly 1.5× slower and leaves
-sha512 (B) alone (see stored_runs.two_runs)."""
+sha512 (B) alone (see stored_runs.two_runs). Two runs share no blocks, so compare uses Welch's
+interval on each run's repetitions, adjusted over the matched cells."""
 
 import json
 import shutil
@@ -8,11 +9,12 @@ import sqlite3
 
 import pytest
 
-from conftest import assert_one_line_error
+from conftest import TWO_CONFIG_STUDY, assert_one_line_error
 from cryptoperf import compare as cmp
+from cryptoperf import stats
 from cryptoperf.store import Store
 from cryptoperf.stored import load_run
-from stored_runs import two_runs
+from stored_runs import run_study, two_runs
 
 
 @pytest.fixture(scope="module")
@@ -26,29 +28,31 @@ def comparison(store):
         return cmp.compare_runs(load_run(st, 1), load_run(st, 2))
 
 
-def test_known_ratio_is_found_with_its_ci(comparison):
+def test_known_ratio_is_found_with_its_interval(comparison):
     by_conf = {d.configuration: d for d in comparison.deltas}
     a, b = by_conf["A"], by_conf["B"]
     # A: 3036 / 2024 = 1.5 on every repetition (the drift is the same in both runs)
     assert a.status == "ok" and a.latency.ratio == pytest.approx(1.5, rel=1e-3)
-    assert a.latency.low > 1 and a.latency.contains(a.latency.ratio)
+    assert a.latency.low > 1 and a.latency.contains(a.latency.ratio) and a.latency.method == stats.WELCH_T
     assert a.throughput.ratio == pytest.approx(1 / 1.5, rel=1e-3)
-    assert a.latency_verdict.kind == "slower" and a.latency_verdict.text == "50.0 % slower"
-    # B: unchanged → the CI contains 1
-    assert b.latency.contains(1.0) and b.latency_verdict.kind == "no significant difference"
+    assert a.verdict.kind == "slower" and a.verdict.text.startswith("50.0 % slower [")
+    # B: unchanged, but each run's repetitions drift by ±5 %: the interval holds 1 and is
+    # wider than the ±2 % margin, so it is undecided — never "no difference"
+    assert b.latency.contains(1.0) and b.verdict.kind == "inconclusive"
+    assert "repetitions per side would likely decide it" in b.verdict.text
     assert a.backend == "openssl" and a.label == "hash" and a.size_bytes == 1024
     assert a.baseline_p50_ns == 2024 and a.p50_ns == pytest.approx(3036, abs=2)  # HdrHistogram bucket
-    assert comparison.seed == 1 and comparison.resamples == 10000
+    assert comparison.comparisons == 2 and comparison.level == pytest.approx(1 - 0.05 / 2)
+    assert "Welch" in comparison.method and "Bonferroni over 2 comparisons" in comparison.method
 
 
 def test_same_code_as_a_study(comparison):
-    """A compare delta is analysis.compare on the two cells with the study's key and seed."""
+    """A compare delta is analysis.compare_unpaired on the two cells, with the same verdict rule."""
     from cryptoperf import analysis
     a, b = comparison.a, comparison.b
-    s_a, s_b = a.summaries["openssl/hash/1024/A"], b.summaries["openssl/hash/1024/A"]
-    d = analysis.compare(s_a, s_b, configuration="A", baseline="A", seed=1, key="openssl/hash/1024/A",
-                         base_name="run 1", name="run 2")
-    assert d == next(x for x in comparison.deltas if x.configuration == "A")
+    pairs = [(a.summaries[k], b.summaries[k]) for k in ("openssl/hash/1024/A", "openssl/hash/1024/B")]
+    deltas, m, level = analysis.compare_unpaired(pairs, ("run 1", "run 2"), comparison.settings)
+    assert deltas == comparison.deltas and m == 2
 
 
 def test_unmatched_cells_are_listed(comparison):
@@ -83,8 +87,10 @@ def test_cli_compare_host_differences_first_then_table(cli, store):
     assert out.index("host differences") < out.index("run 2 vs run 1 (baseline)")
     assert "kernel" in out and "Linux 9.9.9-test #1 SMP" in out
     assert "library openssl" in out and "OPENSSL fake-2.0" in out
-    assert "+50.0 %" in out and "50.0 % slower" in out and "no significant difference" in out
-    assert "CV 4.0 %" in out  # noise: CV of (1, 1.05, 0.97) = 0.0403
+    assert "+50.0 %" in out and "50.0 % slower" in out and "inconclusive" in out
+    assert "no significant difference" not in out
+    assert "CV 4.9 %" in out  # noise: CV of (1, 1.05, 1/1.05)
+    assert "verdicts: 1 slower, 1 inconclusive" in out
     assert "unmatched, only in run 2: openssl/hash/64/A (sha256), openssl/hash/64/B (sha512)" in out
 
 
@@ -95,7 +101,8 @@ def test_cli_compare_latest_and_json(cli, store):
     assert doc["kind"] == "compare" and doc["baseline_run"]["id"] == 1 and doc["run"]["id"] == 2
     assert [h["field"] for h in doc["host_differences"]][:2] == ["kernel", "library openssl"]
     (a,) = [d for d in doc["deltas"] if d["configuration"] == "A"]
-    assert a["latency"]["ratio"] == pytest.approx(1.5, rel=1e-3) and a["latency_verdict"]["kind"] == "slower"
+    assert a["latency"]["ratio"] == pytest.approx(1.5, rel=1e-3) and a["verdict"]["kind"] == "slower"
+    assert doc["analysis"]["comparisons"] == 2 and doc["fail_on"] == [] and doc["failing"] == []
     assert {(u["run_id"], u["size_bytes"]) for u in doc["unmatched"]} == {(2, 64)}
 
 
@@ -106,11 +113,51 @@ def test_cli_compare_a_run_with_itself(cli, store):
     assert "50.0 % slower" not in res.out
 
 
+@pytest.fixture(scope="module")
+def aa_store(tmp_path_factory):
+    """Two runs of one configuration pair with 1 % noise and no change between them (A/A)."""
+    d = tmp_path_factory.mktemp("aa-runs")
+    store = d / "runs.sqlite"
+    study = TWO_CONFIG_STUDY.format(reps=5, timeout=5)
+    for name in ("r1", "r2"):
+        run_study(d / name, store, study, {"noise_cv": 0.01})
+    return store
+
+
+def test_regression_gate_fails_a_real_regression(cli, store):
+    res = cli("compare", "1", "2", "--store", store, "--fail-on", "slower")
+    assert res.code == 1, res.err
+    assert "regression gate (--fail-on slower): FAILED by 1 cell(s): openssl hash A" in res.out
+    doc = json.loads(cli("compare", "1", "2", "--store", store, "--fail-on", "slower", "--json").out)
+    assert doc["failing"] == ["openssl/hash/1024/A"] and doc["fail_on"] == ["slower"]
+    # the reverse direction is faster, not slower: the gate passes
+    assert cli("compare", "2", "1", "--store", store, "--fail-on", "slower").code == 0
+
+
+def test_regression_gate_passes_an_aa_pair(cli, aa_store):
+    res = cli("compare", "1", "2", "--store", aa_store, "--fail-on", "slower")
+    assert res.code == 0, res.out
+    assert "regression gate (--fail-on slower): passed" in res.out
+    assert "slower" not in res.out.split("verdicts:")[1].split(";")[0]
+
+
+def test_regression_gate_on_inconclusive_and_a_wider_margin(cli, store):
+    """B is undecided against ±2 %: --fail-on inconclusive fails on it; with a ±20 % margin it
+    is equivalent and the gate passes on B (A is still slower)."""
+    assert cli("compare", "1", "2", "--store", store, "--fail-on", "inconclusive").code == 1
+    doc = json.loads(cli("compare", "1", "2", "--store", store, "--margin", "20", "--json",
+                         "--fail-on", "inconclusive").out)
+    b = next(d for d in doc["deltas"] if d["configuration"] == "B")
+    assert b["verdict"]["kind"] == "equivalent" and doc["failing"] == []
+
+
 @pytest.mark.parametrize("args, fragments, code", [
     (["1", "9"], ["no run 9 in store", "see `cryptoperf list`"], 2),
     (["one", "2"], ["run id must be a number or 'latest', got 'one'"], 2),
     (["1"], ["Missing argument 'RUN_B'"], 2),
     (["1", "2", "--bogus"], ["No such option", "--bogus"], 2),
+    (["1", "2", "--fail-on", "faster"], ["Invalid value for '--fail-on'", "'slower', 'inconclusive'"], 2),
+    (["1", "2", "--margin", "-1"], ["Invalid value for '--margin'"], 2),
 ])
 def test_cli_compare_bad_ids_and_flags(cli, store, args, fragments, code):
     assert_one_line_error(cli("compare", *args, "--store", store), *fragments, code=code)
@@ -169,7 +216,8 @@ def test_cli_list_marks_a_future_format(cli, store, tmp_path):
 
 
 def test_cli_compare_speed_runs_shows_medians_without_ci(cli, fake_worker, tmp_path):
-    """A `speed` run has one repetition per cell: no CI, but both p50s and their point change."""
+    """A `speed` run has one repetition per cell: no interval, but both p50s and their point
+    change."""
     fake_worker({"latency_ns": {"sha256": 2000}})
     for _ in range(2):
         assert cli("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01",
@@ -178,4 +226,4 @@ def test_cli_compare_speed_runs_shows_medians_without_ci(cli, fake_worker, tmp_p
     assert res.code == 0, res.err
     (row,) = [l for l in res.out.splitlines() if l.startswith("│ openssl")]
     assert "2 µs" in row and "+0.0 %" in row and "n/a [1]" in row
-    assert "[1] run 1: only 1 measured repetition(s); a CI needs 2" in res.out
+    assert "[1] run 1: only 1 measured repetition(s); an interval needs 3 on each side" in res.out

@@ -1,14 +1,15 @@
 """Economics: every figure checked against a hand computation written beside it.
 
-The reference example (crypto-performance-notes; DESIGN.md studies 3 and 7): 9.6 RSA-2048 CRT
-operations per second at 13 ms of CPU each cost 12.5 % (≈ 13 %) of a core; after the library
-upgrade to 3 ms, 2.9 % (≈ 3 %).
+The worked example of docs/methodology.md ("Economics"): 9.6 RSA-2048 CRT operations per second
+at 13 ms of CPU each cost 12.5 % (≈ 13 %) of a core; after a library upgrade to 3 ms, 2.9 %
+(≈ 3 %). Intervals are t intervals (the study's method), never the range of the repetitions.
 """
 
 import math
 
 import numpy as np
 import pytest
+from scipy import stats as sp
 
 from conftest import assert_one_line_error
 from cryptoperf import economics as econ
@@ -20,8 +21,9 @@ from stored_runs import econ_run
 MS = 1_000_000  # ns
 
 
-def rng():
-    return np.random.default_rng(1)
+def blocks(*values):
+    """block → value, blocks numbered from 1."""
+    return {i + 1: v for i, v in enumerate(values)}
 
 
 # ----------------------------------------------------------------------------- (a) cores
@@ -45,44 +47,69 @@ def test_single_core_capacity():
     assert econ.ops_per_s_per_core(800) == pytest.approx(1.25e6)
 
 
-def test_cpu_cost_median_spread_and_ci():
-    # samples 12, 13, 14 ms: median 13 ms, range 12–14 ms; the CI of a median of resamples
-    # can only take sample values, so it lies within [12, 14] ms and contains 13 ms
-    c = econ.cpu_cost([14 * MS, 12 * MS, 13 * MS], rng())
-    assert c.median_ns == 13 * MS and c.min_ns == 12 * MS and c.max_ns == 14 * MS
-    assert c.repetitions == 3 and c.samples_ns == (14 * MS, 12 * MS, 13 * MS)
-    assert 12 * MS <= c.low_ns <= 13 * MS <= c.high_ns <= 14 * MS
+def test_cpu_cost_geometric_mean_spread_and_interval():
+    # samples 12, 13, 14 ms: geometric mean (12·13·14)^(1/3) = 12.974 ms, range 12–14 ms;
+    # the interval is the t interval of the mean log (hand: scipy's t quantile, df 2)
+    c = econ.cpu_cost(blocks(14 * MS, 12 * MS, 13 * MS))
+    logs = np.log([14 * MS, 12 * MS, 13 * MS])
+    half = sp.t.ppf(0.975, 2) * logs.std(ddof=1) / math.sqrt(3)
+    assert c.estimate_ns == pytest.approx((12 * 13 * 14) ** (1 / 3) * MS)
+    assert (c.low_ns, c.high_ns) == pytest.approx((math.exp(logs.mean() - half), math.exp(logs.mean() + half)))
+    assert c.min_ns == 12 * MS and c.max_ns == 14 * MS and c.repetitions == 3
+    # three repetitions: the interval is wider than the range, not equal to it
+    assert c.low_ns < c.min_ns and c.high_ns > c.max_ns
 
 
-def test_cpu_cost_one_repetition_has_no_ci():
-    c = econ.cpu_cost([5 * MS], rng())
-    assert c.median_ns == 5 * MS and c.low_ns is None and c.high_ns is None
+def test_cpu_cost_coverage_is_not_the_ranges():
+    """At 3 repetitions a median's bootstrap interval is the range, which covers the true
+    value 75 % of the time; the t interval covers it 95 % of the time."""
+    rng = np.random.default_rng(1)
+    hits = ranges = 0
+    n = 3000
+    for _ in range(n):
+        x = rng.lognormal(math.log(13 * MS), 0.05, 3)
+        c = econ.cpu_cost(blocks(*x))
+        hits += c.low_ns <= 13 * MS <= c.high_ns
+        ranges += c.min_ns <= 13 * MS <= c.max_ns
+    assert abs(hits / n - 0.95) < 0.015 and abs(ranges / n - 0.75) < 0.03
 
 
-def test_cores_at_rate_carries_ci_and_spread():
-    # 9.6/s: median 13 ms → 0.1248; fastest 12 ms → 0.1152; slowest 14 ms → 0.1344 cores
-    r = econ.cores_at_rate(9.6, econ.cpu_cost([12 * MS, 13 * MS, 14 * MS], rng()))
-    assert r.cores == pytest.approx(0.1248)
+def test_cpu_cost_needs_three_repetitions_for_an_interval():
+    c = econ.cpu_cost(blocks(5 * MS, 6 * MS))
+    assert c.low_ns is None and c.high_ns is None and c.estimate_ns == pytest.approx(math.sqrt(30) * MS)
+    assert econ.cpu_cost(blocks(5 * MS)).low_ns is None
+
+
+def test_cores_at_rate_carries_interval_and_spread():
+    # 9.6/s: 13 ms → 0.1248; fastest 12 ms → 0.1152; slowest 14 ms → 0.1344 cores
+    r = econ.cores_at_rate(9.6, econ.cpu_cost(blocks(12 * MS, 13 * MS, 14 * MS)))
+    assert r.cores == pytest.approx(9.6 * (12 * 13 * 14) ** (1 / 3) * MS / 1e9)
     assert r.cores_min == pytest.approx(0.1152) and r.cores_max == pytest.approx(0.1344)
     assert r.cores_low <= r.cores <= r.cores_high
-    assert r.ops_per_s_per_core == pytest.approx(1e9 / 13e6)
+    assert r.ops_per_s_per_core == pytest.approx(1e9 / r.cpu.estimate_ns)
 
 
 # ----------------------------------------------------------------------------- (b) a change
 
 def test_change_13_ms_to_3_ms():
-    # before 0.1248 cores, after 0.0288 cores: difference −0.096 cores;
+    # before 13 ms, after 3 ms in every block (paired): difference −0.096 cores at 9.6/s;
     # relative 0.0288 / 0.1248 − 1 = −0.76923 → −76.9 %
-    before = econ.cpu_cost([12.5 * MS, 13 * MS, 13.5 * MS], rng())
-    after = econ.cpu_cost([2.9 * MS, 3 * MS, 3.1 * MS], rng())
-    ch = econ.change(9.6, before, after, rng())
-    assert ch.before.cores == pytest.approx(0.1248) and ch.after.cores == pytest.approx(0.0288)
-    assert ch.delta_cores == pytest.approx(-0.096)
-    assert ch.delta_pct == pytest.approx(-76.923, rel=1e-4)
-    # bounds: slowest after − fastest before = 9.6 × (3.1 − 12.5) ms = −0.09024 cores;
-    #         fastest after − slowest before = 9.6 × (2.9 − 13.5) ms = −0.10176 cores
-    assert -0.10176 - 1e-9 <= ch.delta_low <= ch.delta_cores <= ch.delta_high <= -0.09024 + 1e-9
-    assert ch.ratio.ratio == pytest.approx(3 / 13) and ch.ratio.high < 1
+    before = econ.cpu_cost(blocks(12.5 * MS, 13 * MS, 13.5 * MS))
+    after = econ.cpu_cost(blocks(2.9 * MS, 3 * MS, 3.1 * MS))
+    ch = econ.change(9.6, before, after)
+    assert ch.blocks == 3
+    assert ch.before.cores == pytest.approx(9.6 * before.estimate_ns / 1e9)
+    assert ch.delta_pct == pytest.approx((after.estimate_ns / before.estimate_ns - 1) * 100)
+    # the interval: the t interval of the paired per-block differences × rate
+    d = np.array([2.9 - 12.5, 3.0 - 13.0, 3.1 - 13.5]) * MS
+    half = sp.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
+    assert (ch.delta_low, ch.delta_high) == pytest.approx(((d.mean() - half) * 9.6e-9, (d.mean() + half) * 9.6e-9))
+    assert ch.ratio.high < 1 and ch.ratio.method == "paired t on log ratios"
+
+
+def test_change_without_common_blocks_has_no_interval():
+    ch = econ.change(9.6, econ.cpu_cost({1: 13 * MS, 2: 13 * MS}), econ.cpu_cost({3: 3 * MS, 4: 3 * MS}))
+    assert ch.blocks == 0 and ch.delta_low is None and ch.ratio is None
 
 
 # ----------------------------------------------------------------------------- (c) break-even
@@ -182,8 +209,8 @@ def test_free_cpu_never_pays():
     lambda: econ.Accelerator(460, 500, host_cpu_ns_per_op=-1),
     lambda: econ.Accelerator(460, 500, min_units=0),
     lambda: econ.break_even(13 * MS, ACC, -1000),
-    lambda: econ.cpu_cost([], rng()),
-    lambda: econ.cpu_cost([1, -1], rng()),
+    lambda: econ.cpu_cost({}),
+    lambda: econ.cpu_cost(blocks(1, -1)),
 ])
 def test_negative_or_missing_numbers_are_refused(call):
     with pytest.raises(EconomicsError):
@@ -204,12 +231,13 @@ def econ_stored(econ_store):
         return load_run(st, "latest")
 
 
-def test_plan_uses_the_median_cpu_of_the_run(econ_stored):
-    # the fake worker's CPU per op is the scripted latency × drift: 13 ms × (1, 1.05, 0.97)
+def test_plan_uses_the_cpu_of_the_run(econ_stored):
+    # the fake worker's CPU per op is the scripted latency × drift: 13 ms × (1, 1.05, 1/1.05),
+    # whose geometric mean is 13 ms exactly
     res = econ.plan(econ_stored, "rsa2048-sign", 9.6, configuration="old")
     (c,) = res.cores
-    assert c.cpu.samples_ns == pytest.approx((13 * MS, 13.65 * MS, 12.61 * MS))
-    assert c.cpu.median_ns == pytest.approx(13 * MS) and c.cores == pytest.approx(0.1248)
+    assert sorted(c.cpu.samples_ns.values()) == pytest.approx(sorted((13 * MS, 13.65 * MS, 13 / 1.05 * MS)))
+    assert c.cpu.estimate_ns == pytest.approx(13 * MS) and c.cores == pytest.approx(0.1248)
     assert res.cells[0]["configuration"] == "old" and res.change is None and res.offload == []
 
 
@@ -273,7 +301,7 @@ def test_cli_plan_json(cli, econ_store):
     doc = json.loads(res.out)
     assert doc["kind"] == "plan" and doc["rate_per_s"] == 9.6
     assert doc["cores"][0]["cores"] == pytest.approx(0.0288)
-    assert doc["cores"][0]["cpu"]["median_ns"] == pytest.approx(3 * MS)
+    assert doc["cores"][0]["cpu"]["estimate_ns"] == pytest.approx(3 * MS)
 
 
 @pytest.mark.parametrize("args, fragments", [

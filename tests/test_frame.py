@@ -1,4 +1,4 @@
-"""cryptoperf.load(): one DataFrame row per configuration × operation × repetition."""
+"""cryptoperf.load(): one DataFrame row per configuration × operation × block (calibration left out)."""
 
 import sys
 
@@ -23,9 +23,9 @@ def test_latest_run_rows_and_columns(store):
     assert list(df.columns) == list(COLUMNS) and len(df) == 12
     assert set(df["run_id"]) == {2} and set(df["status"]) == {"ok"}
     assert str(df["size_bytes"].dtype) == "Int64" and df["p50_ns"].dtype == "float64"
-    a = df[(df.configuration == "A") & (df.size_bytes == 1024)].sort_values("repetition")
+    a = df[(df.configuration == "A") & (df.size_bytes == 1024)].sort_values("block")
     # sha256 scripted at 3036 ns × drift (1, 1.05, 0.97) → 3036, 3188, 2945 ns (rounded)
-    assert list(a["repetition"]) == [1, 2, 3] and list(a["op"]) == ["sha256"] * 3
+    assert list(a["block"]) == [1, 2, 3] and set(a["superseded"]) == {False} and list(a["op"]) == ["sha256"] * 3
     assert list(a["cpu_ns_per_op"]) == [round(3036 * f) for f in DRIFT]
     assert a["ops_per_s"].iloc[0] == pytest.approx(1e9 / 3036)
     assert a["bytes_per_s"].iloc[0] == pytest.approx(1024 * 1e9 / 3036)
