@@ -154,3 +154,16 @@ label = "hash"
 op = "{{hash}}"
 sizes = [1024]
 """
+
+
+def need_real_worker(path: Path | None, why: str, require: str = "CRYPTOPERF_REQUIRE_WORKER") -> Path:
+    """``path``, a real worker binary the caller found; when it is None, skip the test saying
+    ``why`` (why it is missing) — or, when the environment variable ``require`` is 1, fail it,
+    so a run that must exercise the real worker cannot pass by skipping. .ci/run sets
+    CRYPTOPERF_REQUIRE_WORKER=1 (the default build) and CRYPTOPERF_REQUIRE_FIPS=1 (pass that as
+    ``require`` for the FIPS build)."""
+    if path is not None:
+        return path
+    if os.environ.get(require) == "1":
+        pytest.fail(f"{require}=1 but {why}", pytrace=False)
+    pytest.skip(why)
