@@ -1,46 +1,48 @@
 """The core report sections, registered in ``sections`` like any other:
 
- 5  noise warning      — only when a verdict is "too noisy to tell" or a CV is over threshold
-10  summary            — performance impact of each configuration (delta vs baseline, 95 % CI)
+ 1  verdicts at a glance — a forest plot of every comparison (HTML), a verdict list (Markdown)
+ 5  noise warning      — CV over threshold, inconclusive verdicts and what would decide them,
+                         disturbed repetitions and their re-runs
+10  summary            — performance impact of each configuration (delta vs baseline, intervals)
 20  key figures        — p50, p99, ops/s, MB/s, CPU/op per configuration
 30  latency            — CDF per operation on a log axis, every configuration overlaid
 40  throughput and CPU — per configuration, with the spread across repetitions
 50  host               — CPU, crypto flags, kernel, hypervisor, libraries, checks, noise per cell
 60  how to reproduce   — the command, the study file's text, the run's facts
 
-Formatting only: numbers and verdicts come from the StoredRun (``analysis``/``stats``).
+Sections with plots give their HTML body as a function (``Section.html``), so the Markdown
+report never draws. Formatting only: numbers and verdicts come from the StoredRun's
+``analysis`` (``analysis``/``stats``).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from markupsafe import Markup
 
 from cryptoperf import __version__, stats
-from cryptoperf.analysis import CellSummary, Delta
+from cryptoperf.model import CellSummary, Delta
 from cryptoperf.report import plots, view
 from cryptoperf.report.render import fmt_cv, fragment, md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.report.terminal import fmt_count, fmt_mb_s, fmt_ns, fmt_pct, fmt_size
-from cryptoperf.stats import NO_DIFFERENCE, TOO_NOISY
+from cryptoperf.report.terminal import (configuration_text, fmt_count, fmt_mb_s, fmt_ns, fmt_pct, fmt_size,
+                                        interval_header, verdict_counts)
 from cryptoperf.stored import StoredRun
 
-_VERDICT_CLASS = {"slower": "slower", "faster": "faster", NO_DIFFERENCE: "same", TOO_NOISY: "noisy"}
 
-
-def _ratio_text(r: stats.RatioEstimate | None) -> str:
-    """``+12.3 % [+10.1, +14.6]`` (change with its CI, in %), '—' for None."""
+def _ratio_text(r: stats.Interval | None) -> str:
+    """``+12.3 % [+10.1, +14.6]`` (change with its interval, in %), '—' for None."""
     if r is None:
         return "—"
     return f"{r.delta_pct:+.1f} % {_ci_text(r)}"
 
 
-def _ci_text(r: stats.RatioEstimate | None) -> str:
+def _ci_text(r: stats.Interval | None) -> str:
     return "" if r is None else f"[{r.low_pct:+.1f}, {r.high_pct:+.1f}]"
 
 
-def _change_text(r: stats.RatioEstimate | None) -> str:
+def _change_text(r: stats.Interval | None) -> str:
     return "—" if r is None else f"{r.delta_pct:+.1f} %"
 
 
@@ -67,38 +69,210 @@ def _operation(cell: CellSummary) -> str:
     return f"{cell.cell.label} {fmt_size(cell.cell.size_bytes)}".strip()
 
 
+def _delta_operation(d: Delta) -> str:
+    return f"{d.label} {fmt_size(d.size_bytes)}".strip()
+
+
+def _delta_where(d: Delta) -> str:
+    """``hash 4 KiB on aws-lc, masked [cpu no-aesni]``: which comparison a delta is."""
+    return f"{_delta_operation(d)} on {d.backend}, {configuration_text(d.configuration, d.cpu, d.build)}"
+
+
+def _cell_where(s: CellSummary) -> str:
+    """``hash 4 KiB on aws-lc, B``: which cell a summary is (no configuration for ``speed``)."""
+    c = s.cell
+    conf = f", {configuration_text(c.configuration, c.cpu, c.build)}" if c.configuration else ""
+    return f"{_operation(s)} on {c.backend}{conf}"
+
+
+def _batch_of(run: StoredRun, s: CellSummary) -> int | None:
+    """Operations per timed sample of a cell: its summary's, else its first measured outcome's."""
+    if s.batch:
+        return s.batch
+    return next((o.result.get("batch") for o in view.measured(view.outcomes_of(run, s))
+                 if o.result and o.result.get("batch")), None)
+
+
+def _batch_note(batches: Sequence[int | None], what: str) -> str:
+    """A sentence saying that ``what`` (e.g. ``p50 and p99``) of rows timed in batches of k > 1
+    operations are percentiles of k-operation batch means, e.g. "… of 8-operation batch means
+    …"; '' when no batch holds more than one operation."""
+    ks = sorted({k for k in batches if k and k > 1})
+    if not ks:
+        return ""
+    sizes = (f"{ks[0]}-operation" if len(ks) == 1
+             else ", ".join(f"{k}-" for k in ks[:-1]) + f" and {ks[-1]}-operation")
+    return (f"Where batch k > 1, each timed sample is k operations: {what} of those rows are "
+            f"percentiles of {sizes} batch means, not of single operations (the batch smooths the tail).")
+
+
+def _ordered_deltas(run: StoredRun) -> list[tuple[str, list[Delta]]]:
+    """The run's deltas grouped by operation (label and size, first-seen order), each group's in
+    backend order (first seen) then configuration order (``view.series_order``)."""
+    ops: dict[tuple, int] = {}
+    backends: dict[str, int] = {}
+    for s in run.summaries.values():
+        ops.setdefault((s.cell.label, s.cell.size_bytes), len(ops))
+        backends.setdefault(s.cell.backend, len(backends))
+    series = {name: i for i, name in enumerate(view.series_order(run))}
+    grouped: dict[tuple, list[Delta]] = {}
+    for d in run.deltas:
+        grouped.setdefault((d.label, d.size_bytes), []).append(d)
+    out = []
+    for key in sorted(grouped, key=lambda k: ops.get(k, len(ops))):
+        ds = sorted(grouped[key], key=lambda d: (backends.get(d.backend, len(backends)),
+                                                 series.get(d.configuration, len(series)), d.cpu, d.build))
+        out.append((_delta_operation(ds[0]), ds))
+    return out
+
+
+def _decided(d: Delta) -> bool:
+    """True when a delta has an interval and a verdict."""
+    return d.status == "ok" and d.latency is not None and d.verdict is not None
+
+
+# ----------------------------------------------------------------------- verdicts at a glance
+
+def _plot_verdict(v: stats.Verdict, ci: stats.Interval) -> str:
+    """The verdict as printed right of a forest plot row: the verdict's text, with an
+    inconclusive one cut to its interval and the blocks that would likely decide it."""
+    if v.kind != stats.INCONCLUSIVE:
+        return v.text
+    more = (f"about {v.blocks_needed} blocks to decide" if v.blocks_needed is not None
+            else f"over {stats.MAX_PROJECTED_BLOCKS} blocks to decide")
+    return f"inconclusive [{ci.low_pct:+.1f}, {ci.high_pct:+.1f}] %; {more}"
+
+
+def _na_text(d: Delta) -> str:
+    return f"n/a: {d.reason}" if d.reason else "n/a"
+
+
+def _forest_svg(run: StoredRun, groups: list[tuple[str, list[Delta]]]) -> str:
+    forest = []
+    for title, ds in groups:
+        rows = [plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}",
+                                d.latency.ratio, d.latency.low, d.latency.high, d.verdict.kind,
+                                _plot_verdict(d.verdict, d.latency))
+                for d in ds if _decided(d)]
+        if rows:
+            forest.append(plots.ForestGroup(title, rows))
+    a = run.analysis
+    xlabel = (f"latency (time per operation), configuration ÷ baseline {run.study.baseline}, log scale; "
+              f"bars: {a.level * 100:.4g} % intervals")
+    return plots.forest_svg(forest, a.settings.margin_pct, "verdict-forest",
+                            f"latency change vs baseline {run.study.baseline}", xlabel)
+
+
+@register(order=1)
+def verdicts(run: StoredRun) -> list[Section]:
+    """"Verdicts at a glance": every comparison of the study. HTML: a forest plot (dot = the
+    latency ratio, bar = its interval at the adjusted level, the ± margin band shaded, log
+    ratio axis labelled in %), captioned with the method; comparisons without an interval are
+    listed under it with their reason. Markdown: the same verdicts as a list, and the method.
+    Nothing for a run without a study or without comparisons."""
+    if run.study is None or not run.deltas:
+        return []
+    groups = _ordered_deltas(run)
+    a = run.analysis
+    baseline = run.study.baseline
+    missing = [{"where": _delta_where(d), "reason": _na_text(d)} for _, ds in groups for d in ds
+               if not _decided(d)]
+    plotted = sum(1 for _, ds in groups for d in ds if _decided(d))
+    counts = verdict_counts(run.deltas)
+    method = a.method
+
+    def html() -> str:
+        svg = Markup(_forest_svg(run, groups)) if plotted else None
+        return fragment("sections/verdicts.html.j2", svg=svg, method=method, baseline=baseline,
+                        margin=a.settings.margin_pct, level=a.level, missing=missing, counts=counts)
+
+    lines = [f"Latency (time per operation) of each configuration against the baseline **{baseline}** "
+             f"on the same backend, operation and size: {counts}.\n"]
+    for _, ds in groups:
+        for d in ds:
+            text = d.verdict.text if _decided(d) else _na_text(d)
+            lines.append(f"- {_delta_where(d)}: {text}")
+    md = "\n".join(lines) + f"\n\nMethod: {method}.\n"
+    return [Section("verdicts", "Verdicts at a glance", html, md)]
+
+
 # ----------------------------------------------------------------------------- noise warning
+
+def _disturbances(run: StoredRun) -> tuple[list[str], list[str]]:
+    """(repetitions flagged disturbed that were analysed, superseded attempts re-run), each as
+    ``<cell>, block N: <why>``."""
+    flagged, rerun = [], []
+    for g in view.groups(run):
+        for s in g.cells:
+            for o in view.outcomes_of(run, s):
+                where = f"{_cell_where(s)}, block {o.repetition.block}"
+                if o.superseded:
+                    rerun.append(f"{where}: {o.disturbed or 'disturbed'}; run again")
+                elif o.disturbed and o.ok:
+                    flagged.append(f"{where}: {o.disturbed}")
+    return flagged, rerun
+
 
 @register(order=5)
 def noise_warning(run: StoredRun) -> list[Section]:
-    """A warning when any verdict is "too noisy to tell" or any cell's CV across repetitions
-    is over the study's threshold; lists each finding and the host checks that warned."""
+    """What the reader should weigh before trusting the deltas: cells whose CV across
+    repetitions is over the study's threshold, inconclusive verdicts with the blocks that would
+    likely decide them (not an error: what it would take), repetitions flagged as disturbed
+    (steal or other load) and the disturbed attempts that were run again. The host checks that
+    warned are listed with them. Nothing when there is nothing to say."""
     threshold = view.noise_threshold_pct(run)
-    findings: list[str] = []
-    for d in run.deltas:
-        for what, v in (("latency", d.latency_verdict), ("throughput", d.throughput_verdict)):
-            if v is not None and v.kind == TOO_NOISY:
-                findings.append(f"{d.label} {fmt_size(d.size_bytes)} on {d.backend}, "
-                                f"{d.configuration}: {what} {v.text}".replace("  ", " "))
+    noisy: list[str] = []
     for s in run.summaries.values():
         over = _over(s, threshold)
         if over:
-            findings.append(f"{_operation(s)} on {s.cell.backend}"
-                            f"{', ' + s.cell.configuration if s.cell.configuration else ''}: "
-                            f"{', '.join(over)} (threshold {threshold:g} %)")
-    if not findings:
+            noisy.append(f"{_cell_where(s)}: {', '.join(over)} (threshold {threshold:g} %)")
+    undecided = []
+    for _, ds in _ordered_deltas(run):
+        for d in ds:
+            if _decided(d) and d.verdict.kind == stats.INCONCLUSIVE:
+                v = d.verdict
+                more = (f"about {v.blocks_needed} blocks would likely decide it" if v.blocks_needed is not None
+                        else f"more than {stats.MAX_PROJECTED_BLOCKS} blocks would be needed to decide it")
+                undecided.append(f"{_delta_where(d)}: [{d.latency.low_pct:+.1f}, {d.latency.high_pct:+.1f}] % "
+                                 f"over {d.blocks} blocks spans the ±{v.margin_pct:g} % margin; {more}")
+    flagged, rerun = _disturbances(run)
+    if not (noisy or undecided or flagged or rerun):
         return []
     checks = [c for c in run.host.get("checks") or [] if c.get("state") == "warning"]
-    html = fragment("sections/noise_warning.html.j2", findings=findings, checks=checks,
-                    threshold=threshold)
-    md = (f"> **Noise warning:** {len(findings)} finding(s) above the CV threshold of "
-          f"{threshold:g} % or too noisy to tell; repeat on a quieter host or with more "
-          "repetitions before relying on these deltas.\n")
-    md += "".join(f"> - {f}\n" for f in findings)
-    return [Section("noise-warning", "Noise warning", html, md, css_class="warning")]
+    lists = [("noisy", f"Variation above the CV threshold of {threshold:g} %", noisy,
+              "Some results vary across repetitions more than the study's threshold: repeat on a quieter "
+              "host or with more blocks before relying on the deltas they affect."),
+             ("inconclusive", "Inconclusive comparisons", undecided,
+              "Some comparisons are inconclusive: their interval still spans the equivalence margin. That "
+              "is not an error; more blocks would likely decide them."),
+             ("disturbed", "Disturbed repetitions, analysed", flagged,
+              "The host disturbed some analysed repetitions (steal or other load above the study's limits) "
+              "even after their re-run."),
+             ("rerun", "Repetitions run again", rerun,
+              "The host disturbed some repetitions; each was run again and only the re-run is analysed.")]
+    lists = [x for x in lists if x[2]]
+    warn = bool(noisy or flagged)
+    if warn:
+        title = "Noise warning"
+    elif undecided:
+        title = "Undecided comparisons and re-runs" if rerun else "Undecided comparisons"
+    else:
+        title = "Re-run repetitions"
+    html = fragment("sections/noise_warning.html.j2", lists=lists, checks=checks)
+    lead = " ".join(x[3] for x in lists)
+    md = f"> {'**Noise warning:**' if warn else '**Note:**'} {lead}\n"
+    for _, head, items, _ in lists:
+        md += f">\n> {head}:\n>\n" + "".join(f"> - {f}\n" for f in items)
+    if checks:
+        md += ">\n> Host checks that warned: " + "; ".join(
+            f"{c.get('name')}: {c.get('value')}" for c in checks) + "\n"
+    return [Section("noise-warning", title, html, md, css_class="warning" if warn else "notice")]
 
 
 # ----------------------------------------------------------------------------------- summary
+
+_VERDICT_CLASS = {k: k for k in stats.VERDICT_KINDS}
+
 
 def _summary_rows(run: StoredRun) -> list[dict[str, Any]]:
     threshold = view.noise_threshold_pct(run)
@@ -109,35 +283,37 @@ def _summary_rows(run: StoredRun) -> list[dict[str, Any]]:
             c = s.cell
             notes: list[str] = []
             d: Delta | None = None
+            blocks = ""
             if c.configuration == baseline:
                 verdict, kind = "baseline", "baseline"
                 if s.status != "ok":
                     notes.append(f"{s.status}: {s.reason}")
             else:
                 d = view.delta_for(run, s)
-                if d is None or d.status != "ok" or d.latency_verdict is None:
+                if d is None or not _decided(d):
                     verdict, kind = "n/a", "na"
                     notes.append(d.reason if d is not None else "no baseline to compare with")
                 else:
-                    verdict, kind = d.latency_verdict.text, _VERDICT_CLASS.get(d.latency_verdict.kind, "")
+                    verdict, kind = d.verdict.text, _VERDICT_CLASS.get(d.verdict.kind, "")
+                    blocks = str(d.blocks)
                     if d.note:
                         notes.append(d.note)
-                    tv = d.throughput_verdict
-                    if tv is not None and tv.kind != d.latency_verdict.kind:
-                        notes.append(f"throughput: {tv.text}")
             notes.append(_noisy_note(s, threshold))
+            if s.disturbed:
+                notes.append(f"{s.disturbed} disturbed repetition{'s' if s.disturbed != 1 else ''}")
             rows.append({
-                "operation": _operation(s), "backend": c.backend, "configuration": c.configuration,
+                "operation": _operation(s), "backend": c.backend,
+                "configuration": configuration_text(c.configuration, c.cpu, c.build),
                 "op": c.op if c.op != c.label else "",
                 "description": _description(run, c.configuration),
-                "p50": fmt_ns(s.p50_ns),
+                "p50": fmt_ns(s.p50_ns), "batch": _batch_of(run, s),
                 "latency": _ratio_text(d.latency) if d is not None else "—",
                 "latency_change": _change_text(d.latency if d is not None else None),
                 "latency_ci": _ci_text(d.latency if d is not None else None),
                 "throughput": _ratio_text(d.throughput) if d is not None else "—",
                 "throughput_change": _change_text(d.throughput if d is not None else None),
                 "throughput_ci": _ci_text(d.throughput if d is not None else None),
-                "verdict": verdict, "kind": kind, "note": _one_line(notes),
+                "blocks": blocks, "verdict": verdict, "kind": kind, "note": _one_line(notes),
                 "note_full": "; ".join(n for n in notes if n),
                 "first": s is g.cells[0], "group_size": len(g.cells),
             })
@@ -160,27 +336,50 @@ def _description(run: StoredRun, configuration: str) -> str:
         return ""
 
 
+def _how_text(run: StoredRun) -> str:
+    """How a summary row's change and interval are made, in one paragraph (plain text)."""
+    a = run.analysis
+    level = f"{a.level * 100:.4g} %"
+    if a.settings.multiplicity and a.comparisons > 1:
+        adjust = (f"at {level} each (Bonferroni over {a.comparisons} comparisons, so that all hold "
+                  f"together at {a.settings.level * 100:g} %)")
+    else:
+        adjust = f"at {level}"
+    return ("The study runs in randomised complete blocks: each block runs every configuration of a "
+            "backend, operation and size once, in a random order, each in a fresh worker process. "
+            "Δ latency is the geometric mean over blocks of the per-block ratio configuration ÷ baseline "
+            "of the p50 latency (Δ throughput: of operations per second), with a paired Student t "
+            f"interval on the per-block log ratios {adjust}. The verdict is decided on latency against "
+            f"the ±{a.settings.margin_pct:g} % equivalence margin: slower or faster when the interval "
+            "excludes 0 %, equivalent when it lies within the margin, inconclusive otherwise.")
+
+
 @register(order=10)
 def summary(run: StoredRun) -> list[Section]:
     """"Performance impact of each configuration": per operation and configuration, the p50,
-    the latency and throughput change vs the baseline with 95 % CIs, the verdict and a note.
-    Nothing for a run without a study (no baseline)."""
+    the latency and throughput change vs the baseline with their intervals (at the adjusted
+    level), the blocks used, the verdict and notes. Nothing for a run without a study (no
+    baseline)."""
     if run.study is None:
         return []
     rows = _summary_rows(run)
     if not rows:
         return []
     s = run.study
-    html = fragment("sections/summary.html.j2", rows=rows, baseline=s.baseline,
-                    repetitions=s.repetitions, resamples=s.bootstrap_resamples,
-                    threshold=s.noise_threshold_pct)
-    md = (f"Change vs baseline **{s.baseline}** (same backend, operation and size): ratio of "
-          f"medians over {s.repetitions} repetitions, 95 % bootstrap CI in brackets.\n\n")
-    md += md_table(["Operation", "Backend", "Configuration", "p50", "Δ latency (95 % CI)",
-                    "Δ throughput (95 % CI)", "Verdict", "Note"],
+    ci = interval_header(run.analysis.level)
+    batch_note = _batch_note([r["batch"] for r in rows], "the p50 values")
+    html = fragment("sections/summary.html.j2", rows=rows, baseline=s.baseline, how=_how_text(run),
+                    ci=ci, method=run.analysis.method, batch_note=batch_note)
+    md = (f"Change vs baseline **{s.baseline}** (same backend, operation and size): per-block paired "
+          f"ratio, geometric mean over blocks, paired t interval in brackets ({run.analysis.method}).\n\n")
+    md += md_table(["Operation", "Backend", "Configuration", "p50", f"Δ latency ({ci})",
+                    f"Δ throughput ({ci})", "Blocks", "Verdict", "Note"],
                    [[r["operation"], r["backend"],
                      r["configuration"] + (f" ({r['op']})" if r["op"] else ""), r["p50"], r["latency"],
-                     r["throughput"], r["verdict"], r["note"]] for r in rows], align="lllrrrll")
+                     r["throughput"], r["blocks"], r["verdict"], r["note"]] for r in rows],
+                   align="lllrrrrll")
+    if batch_note:
+        md += f"\n{batch_note}\n"
     return [Section("summary", "Performance impact of each configuration", html, md)]
 
 
@@ -189,7 +388,8 @@ def summary(run: StoredRun) -> list[Section]:
 @register(order=20)
 def key_figures(run: StoredRun) -> list[Section]:
     """Per cell: p50, p99 (medians over repetitions), ops/s, MB/s, CPU time per operation,
-    measured repetitions and the library version."""
+    operations per timed sample (batch; where k > 1 the percentiles are of k-operation batch
+    means, and a note says so), measured repetitions and the library version."""
     rows = []
     for g in view.groups(run):
         for s in g.cells:
@@ -198,20 +398,25 @@ def key_figures(run: StoredRun) -> list[Section]:
                 "series": view.series_name(run, s), "library": s.library_version or "",
                 "p50": fmt_ns(s.p50_ns), "p99": fmt_ns(s.p99_ns), "ops": fmt_count(s.ops_per_s),
                 "mb": fmt_mb_s(s.bytes_per_s), "cpu": fmt_ns(s.cpu_ns_per_op),
-                "reps": f"{s.ok}/{s.runs}", "status": s.status, "reason": s.reason,
+                "batch": _batch_of(run, s),
+                "reps": f"{s.ok}/{s.repetitions}", "status": s.status, "reason": s.reason,
                 "first": s is g.cells[0], "group_size": len(g.cells)})
     if not rows:
         return []
     per_config = view.by_configuration(run)
     series = "Configuration" if per_config else "Backend"
-    html = fragment("sections/key_figures.html.j2", rows=rows, series=series, per_config=per_config)
+    batch_note = _batch_note([r["batch"] for r in rows], "p50 and p99")
+    html = fragment("sections/key_figures.html.j2", rows=rows, series=series, per_config=per_config,
+                    batch_note=batch_note)
     head = ["Operation"] + (["Backend"] if per_config else []) + [
-        series, "p50", "p99", "ops/s", "MB/s", "CPU/op", "reps ok"]
+        series, "p50", "p99", "ops/s", "MB/s", "CPU/op", "batch", "reps ok"]
     body = [[r["operation"]] + ([r["backend"]] if per_config else []) + [
-        r["series"], r["p50"], r["p99"], r["ops"], r["mb"], r["cpu"],
+        r["series"], r["p50"], r["p99"], r["ops"], r["mb"], r["cpu"], r["batch"] or "",
         r["reps"] if r["status"] == "ok" else f"{r['reps']} ({r['status']})"] for r in rows]
     md = ("Medians over repetitions; CPU/op is on-CPU time per operation, MB/s is 10⁶ bytes/s.\n\n"
-          + md_table(head, body, align="l" * (len(head) - 6) + "rrrrrr"))
+          + md_table(head, body, align="l" * (len(head) - 7) + "rrrrrrr"))
+    if batch_note:
+        md += f"\n{batch_note}\n"
     return [Section("key-figures", "Key figures", html, md)]
 
 
@@ -221,9 +426,10 @@ def _latency_curve(run: StoredRun, s: CellSummary) -> tuple[plots.Curve | None, 
     name = view.series_name(run, s)
     ok = view.measured(view.outcomes_of(run, s))
     hists = [o.result["histogram"] for o in ok if o.result and o.result.get("histogram")]
+    batch = _batch_of(run, s)
     row: dict[str, Any] = {"series": name, "reps": len(hists), "status": s.status, "reason": s.reason,
                            "timing": next((o.result.get("timing") for o in ok if o.result), "") or "",
-                           "batch": s.batch}
+                           "batch": batch}
     if not hists:
         return None, row
     merged = stats.merge_histograms(hists)
@@ -232,27 +438,37 @@ def _latency_curve(run: StoredRun, s: CellSummary) -> tuple[plots.Curve | None, 
     marks = {"p50": lat.p50_ns, "p90": lat.p90_ns, "p99": lat.p99_ns, "p99.9": lat.p999_ns}
     row.update(count=lat.count, p50=lat.p50_ns, p90=lat.p90_ns, p99=lat.p99_ns, p999=lat.p999_ns,
                max=lat.max_ns, mean=lat.mean_ns)
-    return plots.Curve(name, values, fraction, marks, view.colour_of(run, name)), row
+    label = f"{name} ({batch}-op batch means)" if batch and batch > 1 else name
+    return plots.Curve(label, values, fraction, marks, view.colour_of(run, name)), row
 
 
 @register(order=30)
 def latency(run: StoredRun) -> list[Section]:
     """Per group, the latency CDF of every series (repetitions' histograms merged) on a log
-    axis with p50/p90/p99/p99.9 marked, and a table of those percentiles."""
-    figures = []
-    for g in view.groups(run):
-        curves, rows = [], []
-        for s in g.cells:
-            curve, row = _latency_curve(run, s)
-            rows.append(row)
-            if curve is not None:
-                curves.append(curve)
-        svg = plots.latency_cdf_svg(curves, f"latency-cdf-{g.slug}", f"latency: {g.title}")
-        figures.append({"group": g, "svg": Markup(svg), "rows": rows,
-                        "batched": any(r["batch"] and r["batch"] > 1 for r in rows)})
-    if not figures:
+    axis with p50/p90/p99/p99.9 marked, and a table of those percentiles; series timed in
+    batches of k > 1 operations are labelled as k-operation batch means (legend, axis, table)."""
+    groups = view.groups(run)
+    if not groups:
         return []
-    html = fragment("sections/latency.html.j2", figures=figures)
+
+    def html() -> str:
+        figures = []
+        for g in groups:
+            curves, rows = [], []
+            for s in g.cells:
+                curve, row = _latency_curve(run, s)
+                rows.append(row)
+                if curve is not None:
+                    curves.append(curve)
+            batched = any(r["batch"] and r["batch"] > 1 for r in rows)
+            xlabel = ("latency per operation; for batched series, each k-operation batch's mean "
+                      "(log scale)" if batched else "latency per operation (log scale)")
+            svg = plots.latency_cdf_svg(curves, f"latency-cdf-{g.slug}", f"latency: {g.title}", xlabel)
+            figures.append({"group": g, "svg": Markup(svg), "rows": rows,
+                            "batch_note": _batch_note([r["batch"] for r in rows if r["reps"]],
+                                                      "p50, p90, p99, p99.9, max and mean")})
+        return fragment("sections/latency.html.j2", figures=figures)
+
     return [Section("latency", "Latency distribution", html)]
 
 
@@ -262,19 +478,23 @@ def latency(run: StoredRun) -> list[Section]:
 def throughput_cpu(run: StoredRun) -> list[Section]:
     """Per group, operations per second and CPU time per operation of every series: median
     of the repetitions with their min–max and each repetition shown."""
-    figures = []
-    for g in view.groups(run):
-        bars = []
-        for s in g.cells:
-            ok = view.measured(view.outcomes_of(run, s))
-            name = view.series_name(run, s)
-            bars.append(plots.Bars(name, [o.throughput.ops_per_s for o in ok],
-                                   [o.throughput.cpu_ns_per_op for o in ok], view.colour_of(run, name)))
-        svg = plots.throughput_cpu_svg(bars, f"throughput-cpu-{g.slug}", f"throughput and CPU: {g.title}")
-        figures.append({"group": g, "svg": Markup(svg)})
-    if not figures:
+    groups = view.groups(run)
+    if not groups:
         return []
-    html = fragment("sections/throughput_cpu.html.j2", figures=figures)
+
+    def html() -> str:
+        figures = []
+        for g in groups:
+            bars = []
+            for s in g.cells:
+                ok = view.measured(view.outcomes_of(run, s))
+                name = view.series_name(run, s)
+                bars.append(plots.Bars(name, [o.throughput.ops_per_s for o in ok],
+                                       [o.throughput.cpu_ns_per_op for o in ok], view.colour_of(run, name)))
+            svg = plots.throughput_cpu_svg(bars, f"throughput-cpu-{g.slug}", f"throughput and CPU: {g.title}")
+            figures.append({"group": g, "svg": Markup(svg)})
+        return fragment("sections/throughput_cpu.html.j2", figures=figures)
+
     return [Section("throughput-cpu", "Throughput and CPU time per operation", html)]
 
 
@@ -296,10 +516,22 @@ def _hypervisor_text(hv: dict[str, Any]) -> str:
     return text
 
 
+def _check_text(c: dict[str, Any] | None) -> str:
+    """A host check's value, with its state when it is not ok: ``hpet (warning: …)``."""
+    if not c:
+        return "not checked"
+    value = str(c.get("value") or "")
+    if c.get("state") == "ok":
+        return value
+    advice = f": {c['advice']}" if c.get("advice") else ""
+    return f"{value} ({c.get('state')}{advice})"
+
+
 @register(order=50)
 def host(run: StoredRun) -> list[Section]:
-    """The host the numbers belong to: CPU model and crypto flags, kernel, hypervisor, library
-    versions, host checks, and noise per cell (CV across repetitions, steal %)."""
+    """The host the numbers belong to: CPU model and crypto flags, kernel, clocksource,
+    hypervisor, library versions, host checks, and noise per cell (CV across repetitions, steal
+    %, disturbed repetitions, batch)."""
     h = run.host
     threshold = view.noise_threshold_pct(run)
     used = {s.cell.backend for s in run.summaries.values()}
@@ -311,10 +543,13 @@ def host(run: StoredRun) -> list[Section]:
         libraries += [{"backend": backend, "build": name, **(v or {})}
                       for backend, v in (b.get("libraries") or {}).items() if (name, backend) in in_build]
     steals = [s.steal_pct for s in run.summaries.values() if s.steal_pct is not None]
+    checks = [c for c in h.get("checks") or [] if isinstance(c, dict)]
+    clocksource = next((c for c in checks if c.get("name") == "clocksource"), None)
     facts = [
         ("CPU", f"{h.get('cpu_model') or 'unknown'} × {h.get('logical_cpus') or '?'} logical CPUs"),
         ("crypto flags", " ".join(h.get("crypto_flags") or []) or "none detected"),
         ("kernel", h.get("kernel") or "unknown"),
+        ("clocksource", _check_text(clocksource)),
         ("machine / OS", f"{h.get('machine') or '?'} / {h.get('os') or '?'}"),
         ("hypervisor", _hypervisor_text(h.get("hypervisor") or {})),
         ("worker", h.get("worker_version") or "unknown"),
@@ -326,39 +561,73 @@ def host(run: StoredRun) -> list[Section]:
     for g in view.groups(run):
         for s in g.cells:
             noise.append({"operation": _operation(s), "backend": s.cell.backend,
-                          "series": view.series_name(run, s), "reps": f"{s.ok}/{s.runs}",
+                          "series": view.series_name(run, s), "reps": f"{s.ok}/{s.repetitions}",
                           "cv_p50": fmt_cv(s.cv_p50, s.ok), "cv_ops": fmt_cv(s.cv_ops_per_s, s.ok),
                           "over_p50": s.ok >= 2 and s.cv_p50 * 100 > threshold,
                           "over_ops": s.ok >= 2 and s.cv_ops_per_s * 100 > threshold,
-                          "steal": fmt_pct(s.steal_pct, signed=False)})
+                          "steal": fmt_pct(s.steal_pct, signed=False),
+                          "disturbed": s.disturbed or "", "batch": _batch_of(run, s) or ""})
     html = fragment("sections/host.html.j2", facts=facts, libraries=libraries,
-                    checks=h.get("checks") or [], noise=noise, threshold=threshold,
+                    checks=checks, noise=noise, threshold=threshold,
                     series="Configuration" if view.by_configuration(run) else "Backend")
     lib_text = ", ".join(f"{x['backend']}{' [' + x['build'] + ']' if x.get('build') else ''}: "
                          f"{x.get('library') or ''} {x.get('library_version') or ''}"
                          f"{' (FIPS)' if x.get('fips') else ''}".strip() for x in libraries)
-    md = "".join(f"- {k}: {v}\n" for k, v in facts[:5]) + (f"- libraries: {lib_text}\n" if lib_text else "")
+    md = "".join(f"- {k}: {v}\n" for k, v in facts[:6]) + (f"- libraries: {lib_text}\n" if lib_text else "")
+    warned = [c for c in checks if c.get("state") == "warning" and c.get("name") != "clocksource"]
+    md += "".join(f"- host check {c.get('name')}: {_check_text(c)}\n" for c in warned)
     return [Section("host", "Host", html, md)]
 
 
 # -------------------------------------------------------------------------- how to reproduce
 
+def _analysis_flags(run: StoredRun) -> tuple[list[str], list[str]]:
+    """(command-line flags, sentences) for the stored analysis settings that differ from the
+    study file's: ``--margin PCT`` and ``--no-multiplicity``."""
+    stored = run.meta.get("analysis") or {}
+    study = run.study
+    flags: list[str] = []
+    said: list[str] = []
+    if study is None or not stored:
+        return flags, said
+    margin = stored.get("margin_pct")
+    if margin is not None and float(margin) != float(study.margin_pct):
+        flags.append(f"--margin {float(margin):g}")
+        said.append(f"equivalence margin ±{float(margin):g} % (the study file says ±{study.margin_pct:g} %)")
+    multiplicity = stored.get("multiplicity")
+    if multiplicity is not None and bool(multiplicity) != bool(study.multiplicity):
+        if not multiplicity:
+            flags.append("--no-multiplicity")
+        said.append("no multiplicity adjustment (the study file asks for one)" if not multiplicity
+                    else "a multiplicity adjustment (the study file turns it off)")
+    return flags, said
+
+
 @register(order=60)
 def reproduce(run: StoredRun) -> list[Section]:
-    """How to reproduce: the command and the study file's text (for a study), and the run's
-    facts (id, kind, status, times, seed, format version)."""
+    """How to reproduce: the command (with ``--margin``/``--no-multiplicity`` when the run was
+    analysed with other settings than its study file's) and the study file's text (for a
+    study), and the run's facts (id, kind, status, times, seed, how intervals were made, format
+    version)."""
     m = run.meta
     facts = [("run", f"{run.id} ({m.get('kind')}, {m.get('status')})"),
              ("started", m.get("started_at") or "?"), ("finished", m.get("finished_at") or "—"),
-             ("bootstrap seed", "—" if m.get("seed") is None else str(m.get("seed"))),
-             ("format version", str(m.get("format_version"))),
-             ("report made by", f"cryptoperf {__version__}")]
+             ("block order seed", "—" if m.get("seed") is None else str(m.get("seed")))]
+    if run.study is not None:
+        facts.append(("intervals", run.analysis.method))
+    facts += [("format version", str(m.get("format_version"))),
+              ("report made by", f"cryptoperf {__version__}")]
     study = run.study
     filename = f"{study.name}.toml" if study else ""
-    command = f"cryptoperf study {filename}" if study else "cryptoperf speed …"
+    flags, said = _analysis_flags(run)
+    command = (f"cryptoperf study {filename}" + "".join(f" {f}" for f in flags)) if study else "cryptoperf speed …"
+    settings_note = ("This run was analysed with " + " and ".join(said) + ", as the command above "
+                     "asks.") if said else ""
     html = fragment("sections/reproduce.html.j2", facts=facts, study=study, filename=filename,
-                    command=command, run_id=run.id)
+                    command=command, run_id=run.id, settings_note=settings_note)
     md = (f"Reproduce: save the study file (in the HTML report) as `{filename}` and run "
           f"`{command}`; this is run {run.id}, started {m.get('started_at')}.\n" if study else
           f"Run {run.id} ({m.get('kind')}), started {m.get('started_at')}.\n")
+    if settings_note:
+        md += f"\n{settings_note}\n"
     return [Section("study", "How to reproduce", html, md)]

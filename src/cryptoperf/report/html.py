@@ -21,8 +21,8 @@ def title_of(run: StoredRun) -> str:
 def render(run: StoredRun) -> str:
     """The HTML report of ``run`` as text (UTF-8, one file).
 
-    Renders every registered section (plots with matplotlib, a few tenths of a second per
-    operation); raises ValueError if two sections share an id.
+    Renders every registered section's HTML body (plots with matplotlib, a few tenths of a
+    second per operation); raises ValueError if two sections share an id.
     """
     secs = sections_mod.build(run)
     m = run.meta

@@ -1,7 +1,9 @@
-"""The Markdown report: what to paste into a ticket — the summary table (delta vs baseline
-with 95 % CIs and verdicts), key figures (p50, ops/s, CPU/op per configuration), the host in
-a few lines, and how to reproduce. Sections come from the registry (``sections.build``); those
-with Markdown bodies are included, in order."""
+"""The Markdown report: what to paste into a ticket — the verdicts as a list with the method
+that made their intervals, the summary table (delta vs baseline with intervals, blocks and
+verdicts), key figures (p50, ops/s, CPU/op per configuration), the host in a few lines, and how
+to reproduce. Sections come from the registry (``sections.build``); those with Markdown bodies
+are included, in order. It has no plots and draws none: a section's HTML body, where the plots
+are, is left unrendered (``Section.body_html`` is never called)."""
 
 from __future__ import annotations
 

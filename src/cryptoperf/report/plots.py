@@ -250,7 +250,8 @@ def pct_label(ratio: float) -> str:
     pct = (ratio - 1.0) * 100.0
     if abs(pct) < 1e-9:
         return "0"
-    return f"{pct:+.3g} %".replace("-", "\u2212")
+    text = f"{pct:+.0f}" if abs(pct) >= 10 else f"{pct:+.2g}"
+    return f"{text} %".replace("-", "\u2212")
 
 
 def ratio_ticks(lo: float, hi: float, margin_pct: float, min_gap: float) -> list[float]:
@@ -301,7 +302,7 @@ def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, t
     pad = 0.05 * math.log(hi / lo)
     lo, hi = lo * math.exp(-pad), hi * math.exp(pad)
 
-    width = 10.0
+    width = 10.8
     left_in = min(3.2, 0.25 + _text_in(max([len(r.label) + 2 for r in rows] + [len(g.title) for g in groups])))
     right_in = min(3.6, 0.2 + _text_in(max(len(r.text) for r in rows), 7.5))
     axis_in = max(3.2, width - left_in - right_in)
