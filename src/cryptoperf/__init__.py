@@ -3,25 +3,38 @@
 The package is the orchestrator; the measuring happens in the Rust worker
 ``cryptoperf-worker``. The pipeline, one module each:
 
-    study (study.py) → plan (plan.py) → run (run/) → stats (stats.py, analysis.py)
-    → store (store.py) → report (report/)
+    study (study.py) → schedule (schedule.py) → run (run/) → stats (stats.py, analysis.py)
+    → store (store.py, stored.py) → report (report/)
+
+``model.py`` holds the types every stage shares; ``engine.py`` drives the pipeline and is the
+Python API:
+
+    import cryptoperf
+    run = cryptoperf.run_study("studies/quick.toml")     # a stored run, analysed
+    for d in run.deltas:
+        print(d.label, d.configuration, d.verdict.text if d.verdict else d.reason)
+    cryptoperf.speed(ops=["sha256"], backends=["openssl"])
 
 On stored runs: ``compare.py`` (run against run), ``economics.py`` (cores, cost of a change,
 accelerator break-even) and ``cryptoperf.load()`` (``frame.py``: a pandas DataFrame; needs the
 ``data`` extra).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 #: Version of the worker protocol this orchestrator speaks (docs/worker-protocol.md).
 PROTOCOL_VERSION = 1
 
-__all__ = ["PROTOCOL_VERSION", "__version__", "load"]
+__all__ = ["PROTOCOL_VERSION", "__version__", "load", "run_study", "speed"]
 
 
 def __getattr__(name: str):
-    """``cryptoperf.load`` is imported on first use, so ``import cryptoperf`` stays light."""
+    """``load``, ``run_study`` and ``speed`` are imported on first use, so ``import cryptoperf``
+    stays light."""
     if name == "load":
         from cryptoperf.frame import load
         return load
+    if name in ("run_study", "speed"):
+        from cryptoperf import engine
+        return getattr(engine, name)
     raise AttributeError(f"module 'cryptoperf' has no attribute {name!r}")
