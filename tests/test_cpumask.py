@@ -3,19 +3,29 @@ the worker's environment, and whole studies against the fake worker (which reads
 its own environment, as the libraries do). Real libraries: test_real_worker.py."""
 
 import json
+import re
 
 import pytest
 
-from conftest import TWO_CONFIG_STUDY, assert_one_line_error
-from cryptoperf import cpumask, plan, study
+from conftest import TWO_CONFIG_STUDY, assert_one_line_error, worker_rules
+from cryptoperf import cpumask, schedule, study
 from cryptoperf.errors import StudyError, WorkerError
+from cryptoperf.model import Cell, speed_cell_attrs
+
+#: One word that clears nothing, as every mask spells it (``~0x`` and 16 hex digits).
+ZERO = "~0x" + "0" * 16
+BASELINE_VALUE = ":".join([ZERO] * 5)
+NO_AESNI_VALUE = "~0x0200000200000000:~0x0000060000000000:" + ":".join([ZERO] * 3)
+NO_SHANI_VALUE = f"{ZERO}:~0x0000000020000000:" + ":".join([ZERO] * 3)
+#: A capability vector as a library reports it (what hello's unmasked process saw).
+VECTOR = "0xfffa3203078bffff:0x405fc6f1bf07ab"
 
 MASKED = """\
 [study]
 name = "accel"
 baseline = "base"
 backends = ["openssl"]
-repetitions = 2
+repetitions = 3
 
 [[configuration]]
 name = "base"
@@ -69,28 +79,63 @@ def test_options_help_lists_cpu():
 
 
 def test_cells_carry_the_mask_in_key_and_request():
-    s = study.check_against_worker(study.parse(MASKED, "s.toml"), ["openssl"], ["aes-128-gcm-seal"])
-    base, masked = plan.expand(s)
+    s = study.check_against_worker(study.parse(MASKED, "s.toml"), worker_rules(["openssl"]))
+    base, masked = schedule.expand(s)
     assert (base.cpu, masked.cpu) == ("baseline", "no-aesni")
     assert base.key == "openssl/aes-128-gcm-seal/16384/base"  # unchanged for unmasked cells
     assert masked.key == "openssl/aes-128-gcm-seal/16384/aes-off/cpu=no-aesni"
     assert base.group == masked.group  # still compared with each other
-    assert plan.attrs_from_key(masked.key)["cpu"] == "no-aesni" and plan.attrs_from_key(base.key)["cpu"] == "baseline"
-    settings = plan.Settings(seconds=0.1, warmup_s=0, threads=1, timeout_s=5)
-    runs = plan.schedule([base, masked], 1)
-    assert [plan.run_request(r, settings)["cpu_mask"] for r in runs] == ["baseline", "no-aesni"]
+    # the store keeps the mask in a column of its own (Cell.as_dict), never parsed from the key
+    assert (base.as_dict()["cpu"], masked.as_dict()["cpu"]) == ("baseline", "no-aesni")
+    # ... except for format-1 stores' speed cells, whose keys have no configuration name
+    speed_cell = Cell("", "openssl", "sha256", "sha256", {}, None, "no-shani")
+    assert speed_cell.key == "openssl/sha256/-//cpu=no-shani"
+    assert speed_cell_attrs(speed_cell.key) == {"cpu": "no-shani", "build": "default"}
+    assert speed_cell_attrs("openssl/sha256/-/") == {"cpu": "baseline", "build": "default"}
+    settings = schedule.Settings(seconds=0.1, warmup_s=0, threads=1, timeout_s=5)
+    reps = schedule.blocks([base, masked], 1, 1, seed=1)
+    assert sorted(r.position for r in reps) == [0, 1] and {r.block for r in reps} == {1}
+    requests = {r.cell.configuration: schedule.run_request(r, settings, VECTOR) for r in reps}
+    assert {c: q["cpu_mask"] for c, q in requests.items()} == {"base": "baseline", "aes-off": "no-aesni"}
+    # the unmasked vector the worker checks its library's against (baseline: equal to it;
+    # a mask: it less the mask's bits), and no such field without one
+    assert {q["cpu_vector_unmasked"] for q in requests.values()} == {VECTOR}
+    assert "cpu_vector_unmasked" not in schedule.run_request(reps[0], settings)
 
 
-def test_worker_env_sets_or_removes_the_variable():
+def test_worker_env_always_sets_the_variable():
     inherited = {"PATH": "/bin", "OPENSSL_ia32cap": "~0x0"}  # e.g. left in the user's shell
-    assert cpumask.worker_env("baseline", inherited) == {"PATH": "/bin"}
-    assert cpumask.worker_env("no-aesni", inherited) == {
-        "PATH": "/bin", "OPENSSL_ia32cap": "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0"}
-    assert cpumask.worker_env("no-shani", {})["OPENSSL_ia32cap"] == "~0x0:~0x20000000:~0x0:~0x0:~0x0"
-    # every mask spells all five words: OpenSSL 3.0 zeroes the second one otherwise, OpenSSL 3.6
-    # the third to fifth, which no mask clears anything of
-    assert all(v is None or (v.count(":") == 4 and v.endswith(":~0x0:~0x0:~0x0"))
-               for v in cpumask.MASKS.values())
+    # baseline replaces a stray value with its clear-nothing value (it does not remove it: an
+    # unset variable would give baseline's worker a smaller environment than a masked one's)
+    assert cpumask.worker_env("baseline", inherited) == {"PATH": "/bin", "OPENSSL_ia32cap": BASELINE_VALUE}
+    assert cpumask.worker_env("baseline", {}) == {"OPENSSL_ia32cap": BASELINE_VALUE}
+    assert cpumask.worker_env("no-aesni", inherited) == {"PATH": "/bin", "OPENSSL_ia32cap": NO_AESNI_VALUE}
+    assert cpumask.worker_env("no-shani", {})["OPENSSL_ia32cap"] == NO_SHANI_VALUE
+    assert cpumask.worker_env("no-avx2", {})["OPENSSL_ia32cap"] == f"{ZERO}:~0x00000000c0230020:" + ":".join([ZERO] * 3)
+    assert cpumask.worker_env("no-avx512", {})["OPENSSL_ia32cap"] == f"{ZERO}:~0x00000000c0230000:" + ":".join([ZERO] * 3)
+    with pytest.raises(KeyError):
+        cpumask.worker_env("no-sha", {})
+
+
+def test_worker_env_defaults_to_this_process_environment(monkeypatch):
+    monkeypatch.setenv("OPENSSL_ia32cap", "~0x0:~0x0")
+    monkeypatch.setenv("CRYPTOPERF_TEST_MARKER", "kept")
+    env = cpumask.worker_env("baseline")
+    assert env["OPENSSL_ia32cap"] == BASELINE_VALUE and env["CRYPTOPERF_TEST_MARKER"] == "kept"
+
+
+def test_every_mask_value_has_one_fixed_width():
+    """Every mask, baseline's included, spells all five words (OpenSSL 3.0 zeroes the second
+    when it is missing, OpenSSL 3.6 the third to fifth, which no mask clears anything of), each
+    as ``~0x`` and 16 hex digits: one length for every value, so every configuration's worker
+    starts with an environment of the same size. Never empty (that clears every capability)."""
+    word = r"~0x[0-9a-f]{16}"
+    for name, value in cpumask.MASKS.items():
+        assert re.fullmatch(":".join([word] * 5), value), (name, value)
+        assert value.endswith(":" + ":".join([ZERO] * 3)), (name, value)
+    assert {len(v) for v in cpumask.MASKS.values()} == {99}
+    assert cpumask.MASKS["baseline"] == BASELINE_VALUE
+    assert cpumask.NAMES == ("baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512")
 
 
 def test_check_hello_refuses_a_worker_that_disagrees():
@@ -100,8 +145,16 @@ def test_check_hello_refuses_a_worker_that_disagrees():
         with pytest.raises(WorkerError, match="cannot verify CPU capability masks"):
             cpumask.check_hello(None, wanted)
     bad = [dict(m, openssl_ia32cap="~0x200000000000000") if m["name"] == "no-aesni" else m for m in good]
-    with pytest.raises(WorkerError, match="CPU mask 'no-aesni' is OPENSSL_ia32cap=~0x200000200000000"):
+    with pytest.raises(WorkerError, match=re.escape(f"CPU mask 'no-aesni' is OPENSSL_ia32cap={NO_AESNI_VALUE} "
+                                                    "here but ~0x200000000000000 in the worker")):
         cpumask.check_hello(bad, ["no-aesni"])
+    # the old, short spelling of a value is a different value: refused, not read as equal
+    short = [dict(m, openssl_ia32cap="~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0")
+             if m["name"] == "no-aesni" else m for m in good]
+    with pytest.raises(WorkerError, match="CPU mask 'no-aesni' is OPENSSL_ia32cap="):
+        cpumask.check_hello(short, ["no-aesni"])
+    with pytest.raises(WorkerError, match="does not know CPU mask 'no-avx512'"):
+        cpumask.check_hello([m for m in good if m["name"] != "no-avx512"], ["no-avx512"])
 
 
 def run_json(cli, write_study, tmp_path, text):
@@ -113,15 +166,26 @@ def run_json(cli, write_study, tmp_path, text):
 def test_masked_configuration_runs_in_a_masked_worker(cli, write_study, fake_worker, tmp_path, monkeypatch):
     """The fake worker is 3x slower only when it was started with no-aesni's OPENSSL_ia32cap, so
     a delta of exactly 3 shows the orchestrator set the variable for the masked cells and for
-    them only — even with a stray value inherited from the shell."""
+    them only — even with a stray value inherited from the shell, which baseline's workers see
+    replaced by baseline's own value. Every request carries the unmasked vector from hello,
+    which the fake checks baseline's against (it would answer invalid otherwise)."""
     monkeypatch.setenv("OPENSSL_ia32cap", "~0x0:~0x0")
     fake_worker({"mask_factor": {"no-aesni": 3.0}})
     res, doc = run_json(cli, write_study, tmp_path, MASKED)
     assert res.code == 0, res.err
     envs = {(r["configuration"], r["result"]["capabilities"]["env"]) for r in doc["runs"]}
-    assert envs == {("base", None), ("aes-off", "~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0")}
-    assert all(r["status"] == "ok" for r in doc["runs"])
-    assert [r["result"]["cpu_mask"] for r in doc["runs"]] == ["baseline", "no-aesni"] * 2
+    assert envs == {("base", BASELINE_VALUE), ("aes-off", NO_AESNI_VALUE)}
+    assert all(r["status"] == "ok" for r in doc["runs"]), [r["reason"] for r in doc["runs"]]
+    assert all(r["result"]["cpu_mask"] == r["cpu"] for r in doc["runs"])
+    # one calibration repetition per cell (block 0, in cell order), then 3 blocks of both
+    assert [(r["block"], r["configuration"]) for r in doc["runs"][:2]] == [(0, "base"), (0, "aes-off")]
+    blocks = {}
+    for r in doc["runs"][2:]:
+        blocks.setdefault(r["block"], []).append(r)
+    assert sorted(blocks) == [1, 2, 3]
+    for b, rs in blocks.items():
+        assert sorted(r["configuration"] for r in rs) == ["aes-off", "base"]
+        assert [r["position"] for r in rs] == [0, 1]  # stored in the order they ran
     (d,) = doc["deltas"]
     assert d["latency"]["ratio"] == pytest.approx(3.0, rel=1e-3) and d["cpu"] == "no-aesni"
     assert {c["name"]: c["cpu"] for c in doc["study"]["configurations"]} == {"base": "baseline", "aes-off": "no-aesni"}
@@ -143,6 +207,12 @@ def test_unmaskable_and_ignored_masks_are_reported_not_measured(cli, write_study
     assert masked["aws-lc"]["status"] == "invalid"
     assert masked["aws-lc"]["reason"].startswith("capability mask not applied: ")
     assert all(masked[b]["latency"] is None for b in ("ring", "rustcrypto", "aws-lc"))
+    # an unsupported or invalid answer at calibration is final: no blocks are run for that cell
+    blocks = {}
+    for r in doc["runs"]:
+        if r["configuration"] == "aes-off":
+            blocks.setdefault(r["backend"], set()).add(r["block"])
+    assert blocks == {"openssl": {0, 1, 2, 3}, "aws-lc": {0}, "ring": {0}, "rustcrypto": {0}}
     deltas = {d["backend"]: d for d in doc["deltas"]}
     assert deltas["openssl"]["status"] == "ok"
     assert deltas["ring"]["status"] == "n/a" and "no runtime CPU capability mask" in deltas["ring"]["reason"]
@@ -161,8 +231,12 @@ def test_dry_run_shows_the_variable(cli, write_study, fake_worker):
     res = cli("study", write_study(MASKED), "--dry-run")
     assert res.code == 0, res.err
     lines = res.out.splitlines()
-    assert "OPENSSL_ia32cap" not in lines[0]
-    assert lines[1].endswith("OPENSSL_ia32cap=~0x200000200000000:~0x60000000000:~0x0:~0x0:~0x0")
+    assert len(lines) == 6  # 3 blocks of both configurations, in each block's random order
+    base = [l for l in lines if "/aes-off" not in l]
+    masked = [l for l in lines if "/aes-off/cpu=no-aesni" in l]
+    assert len(base) == len(masked) == 3
+    assert all("OPENSSL_ia32cap" not in l for l in base)
+    assert all(l.endswith(f"OPENSSL_ia32cap={NO_AESNI_VALUE}") for l in masked)
 
 
 def test_speed_cpu_option(cli, fake_worker, tmp_path):
@@ -170,10 +244,10 @@ def test_speed_cpu_option(cli, fake_worker, tmp_path):
     res = cli("speed", "-b", "openssl", "-b", "ring", "-o", "sha256", "--cpu", "no-shani", "--json")
     assert res.code == 0, res.err
     doc = json.loads(res.out)
-    assert doc["settings"]["cpu"] == "no-shani" and doc["settings"]["openssl_ia32cap"] == "~0x0:~0x20000000:~0x0:~0x0:~0x0"
+    assert doc["settings"]["cpu"] == "no-shani" and doc["settings"]["openssl_ia32cap"] == NO_SHANI_VALUE
     by = {r["backend"]: r for r in doc["results"]}
     assert by["openssl"]["status"] == "ok" and by["openssl"]["cpu_mask"] == "no-shani"
-    assert by["openssl"]["capabilities"]["env"] == "~0x0:~0x20000000:~0x0:~0x0:~0x0"
+    assert by["openssl"]["capabilities"]["env"] == NO_SHANI_VALUE
     assert by["ring"]["status"] == "unsupported"
     table = cli("speed", "-b", "openssl", "-o", "sha256", "--cpu", "no-shani")
     assert table.code == 0 and "CPU mask no-shani" in table.out
@@ -183,11 +257,11 @@ def test_speed_cpu_option(cli, fake_worker, tmp_path):
 
 def test_a_worker_too_old_for_masks_is_refused_up_front(cli, write_study, fake_worker):
     fake_worker({"cpu_masks": []})
-    res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=2, timeout=5)))
+    res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=3, timeout=5)))
     assert_one_line_error(res, "cannot verify CPU capability masks", "pip install .", code=1)
 
 
 def test_existing_studies_are_unchanged_by_the_mask_axis(cli, write_study, fake_worker, tmp_path):
     fake_worker()
-    res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=2, timeout=5)), "--dry-run")
+    res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=3, timeout=5)), "--dry-run")
     assert res.code == 0 and "cpu=" not in res.out and "OPENSSL_ia32cap" not in res.out
