@@ -1,14 +1,14 @@
 """The FIPS axis on the orchestrator side: the study key ``fips``, cells in the FIPS worker
 build, results that must report FIPS mode, and a missing or wrong FIPS build — against the fake
 worker, whose FIPS build is the same script saying build "fips". The real FIPS worker:
-test_real_worker.py."""
+test_real_fips_worker.py."""
 
 import json
 
 import pytest
 
-from conftest import assert_one_line_error
-from cryptoperf import builds, plan, stored, study, worker_path
+from conftest import assert_one_line_error, worker_rules
+from cryptoperf import builds, schedule, stored, study, worker_path
 from cryptoperf.errors import StudyError
 from cryptoperf.store import Store
 
@@ -37,11 +37,13 @@ sizes = [1024]
 def test_fips_key_picks_the_fips_build():
     s = study.parse(FIPS_STUDY, "s.toml")
     assert [(c.fips, c.build) for c in s.configurations] == [(False, "default"), (True, "fips")]
-    cells = plan.expand(study.check_against_worker(s, ["aws-lc", "ring"], ["sha256"]))
+    cells = schedule.expand(study.check_against_worker(s, worker_rules(["aws-lc", "ring"], ["sha256"])))
     on = [c for c in cells if c.configuration == "on"]
+    off = [c for c in cells if c.configuration == "off"]
     assert {c.build for c in on} == {"fips"} and all(c.key.endswith("/build=fips") for c in on)
-    assert plan.attrs_from_key(on[0].key) == {"cpu": "baseline", "build": "fips"}
-    assert plan.attrs_from_key("aws-lc/sha256/1024/off") == {"cpu": "baseline", "build": "default"}
+    assert all(c.fips and c.as_dict()["build"] == "fips" and c.as_dict()["fips"] is True for c in on)
+    assert {c.build for c in off} == {"default"} and not any(c.fips for c in off)
+    assert "aws-lc/sha256/1024/off" in [c.key for c in off]
 
 
 def test_fips_must_be_a_boolean():
@@ -60,19 +62,25 @@ def test_study_runs_fips_cells_in_the_fips_worker(cli, write_study, fake_worker,
     assert res.code == 0, res.err
     assert "on [fips]" in res.out  # the tables say which configuration ran in the FIPS build
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
-    by = {(r["configuration"], r["backend"]): r for r in doc["runs"]}
+    by = {}
+    for r in doc["runs"]:
+        by.setdefault((r["configuration"], r["backend"]), []).append(r)
     on = by[("on", "aws-lc")]
-    assert on["status"] == "ok" and on["fips"] is True and on["build"] == "fips"
-    assert by[("off", "aws-lc")]["fips"] is False and by[("off", "aws-lc")]["build"] == "default"
-    ring = by[("on", "ring")]
-    assert ring["status"] == "unsupported" and "no FIPS mode" in ring["reason"]
+    assert [r["block"] for r in on] == [0, 1, 2, 3]  # calibration, then 3 blocks
+    for r in on:
+        assert r["status"] == "ok" and r["fips"] is True and r["build"] == "fips" and r["fips_reported"] is True
+    for r in by[("off", "aws-lc")]:
+        assert r["fips"] is False and r["build"] == "default" and r["fips_reported"] is False
+    (ring,) = by[("on", "ring")]  # unsupported at calibration: no blocks
+    assert ring["block"] == 0 and ring["status"] == "unsupported" and "no FIPS mode" in ring["reason"]
     assert doc["host"]["builds"]["fips"]["libraries"]["aws-lc"]["fips"] is True
     d = next(d for d in doc["deltas"] if d["backend"] == "aws-lc")
     assert d["status"] == "ok" and d["latency"]["ratio"] == pytest.approx(1.08, rel=0.01)
     # the stored run rebuilds the same cells (build from the key)
     with Store(tmp_path / "runs.sqlite") as st:
         run = stored.load_run(st, "latest")
-    assert {o.run.cell.build for o in run.outcomes if o.run.cell.configuration == "on"} == {"fips"}
+    assert {o.cell.build for o in run.outcomes if o.cell.configuration == "on"} == {"fips"}
+    assert {o.cell.build for o in run.outcomes if o.cell.configuration == "off"} == {"default"}
 
 
 def test_a_fips_result_without_fips_mode_is_not_counted(cli, write_study, fake_worker, tmp_path):
@@ -80,9 +88,11 @@ def test_a_fips_result_without_fips_mode_is_not_counted(cli, write_study, fake_w
     fake_worker.fips()
     res = cli("study", write_study(FIPS_STUDY), "--no-report", "--out", tmp_path / "out")
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
-    on = next(r for r in doc["runs"] if r["configuration"] == "on" and r["backend"] == "aws-lc")
-    assert on["status"] == "failed" and "without reporting FIPS mode" in on["reason"], on
-    assert on["throughput"] is None
+    on = [r for r in doc["runs"] if r["configuration"] == "on" and r["backend"] == "aws-lc"]
+    assert on and all(r["status"] == "failed" and "without reporting FIPS mode" in r["reason"] for r in on), on
+    assert all(r["throughput"] is None and r["fips_reported"] is False for r in on)
+    d = next(d for d in doc["deltas"] if d["backend"] == "aws-lc")
+    assert d["status"] == "n/a" and d["verdict"] is None
     assert res.code == 0
 
 
