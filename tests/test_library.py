@@ -12,14 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_WORKER, ROOT, assert_one_line_error, fake_worker_script
-from cryptoperf import builds, store, study, worker_path, workerbuild
+from conftest import FAKE_WORKER, ROOT, assert_one_line_error, fake_worker_script, worker_rules
+from cryptoperf import builds, schedule, store, study, worker_path, workerbuild
 from cryptoperf.errors import StudyError, UsageError
 
-KNOWN_BACKENDS = ["openssl", "aws-lc", "ring", "rustcrypto"]
-KNOWN_OPS = ["sha256", "sha512", "rsa2048-sign", "rsa2048-verify", "rsa3072-sign", "rsa3072-verify",
-             "rsa4096-sign", "rsa4096-verify", "ecdsa-p256-sign", "ecdsa-p256-verify",
-             "x25519-derive", "aes-128-gcm-seal"]
+#: The real worker's rules (tests/fixtures/worker-hello.json) with its four backends.
+RULES = worker_rules()
 V36 = "3.6.3 1 Jul 2026"
 
 STUDY = """\
@@ -27,7 +25,7 @@ STUDY = """\
 name = "lib"
 baseline = "system"
 backends = ["openssl"]
-repetitions = 2
+repetitions = 3
 seconds = 0.01
 warmup_s = 0
 timeout_s = 20
@@ -47,7 +45,7 @@ sizes = [1024]
 
 def parse(text: str) -> study.Study:
     s = study.parse(text, "s.toml")
-    return study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS)
+    return study.check_against_worker(s, RULES)
 
 
 def study_error(text: str) -> StudyError:
@@ -115,15 +113,19 @@ def test_a_library_where_the_baseline_has_no_openssl():
 
 def test_library_upgrade_study_is_valid():
     s = study.load(ROOT / "studies" / "library-upgrade.toml")
-    s = study.check_against_worker(s, KNOWN_BACKENDS, KNOWN_OPS)
+    s = study.check_against_worker(s, RULES)
     assert s.baseline == "system" and s.backends == ("openssl",)
     assert {c.name: c.build for c in s.configurations} == {"system": "default", "openssl-3.6": "openssl@3.6"}
     assert [o.op for o in s.operations] == [
         "rsa2048-sign", "rsa2048-verify", "rsa3072-sign", "rsa3072-verify", "rsa4096-sign",
         "rsa4096-verify", "ecdsa-p256-sign", "ecdsa-p256-verify", "x25519-derive",
         "aes-128-gcm-seal", "sha256"]
-    runs = len(s.operations) * len(s.configurations) * s.repetitions
-    assert 100 <= runs * (s.seconds + s.warmup_s + 0.3) <= 200  # "about 2-3 minutes"
+    cells = schedule.expand(s)
+    assert len(cells) == len(s.operations) * len(s.configurations)
+    settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s)
+    eta = (schedule.calibration_seconds(len(cells), settings)
+           + schedule.estimated_seconds(len(cells) * s.repetitions, settings))
+    assert 100 <= eta <= 200  # "about 2-3 minutes", as its comment says
 
 
 def test_options_help_describes_library():
@@ -361,6 +363,7 @@ def test_study_builds_on_first_use_and_records_the_library(cli, write_study, fak
     (delta,) = doc["deltas"]
     assert delta["configuration"] == "new" and delta["latency"]["ratio"] == pytest.approx(0.5, rel=1e-3)
     assert delta["latency"]["ci_low"] is not None and delta["latency"]["ci_high"] is not None
+    assert delta["verdict"]["kind"] == "faster" and delta["blocks"] == 3
     # the report names both OpenSSL versions
     md = cli("report", "--format", "md", "--output", "-", "--store", tmp_path / "runs.sqlite")
     assert md.code == 0 and f"openssl [openssl@3.6]: OPENSSL {V36}" in md.out and "openssl: OPENSSL fake-1.0" in md.out
