@@ -4,11 +4,19 @@ import time
 
 import pytest
 
-from cryptoperf import plan, worker_path
+from conftest import WORKER_HELLO
+from cryptoperf import cpumask, worker_path
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
+from cryptoperf.model import Cell, Repetition, outcome_from_result
 from cryptoperf.run import local
-from cryptoperf.run.worker import WorkerClient, fetch_hello
+from cryptoperf.run.worker import WorkerClient, WorkerRules, fetch_hello, unmasked_env
+from cryptoperf.schedule import Settings
+
+
+def rep(backend, op="sha256", size=None, config="A", block=1, label="h", **kw):
+    """A repetition of one cell (the old ``plan.Run(plan.Cell(...), 1, 0)``)."""
+    return Repetition(Cell(config, backend, label, op, {}, size, **kw), block)
 
 
 def req(backend="openssl", op="sha256", size=1024, rid="openssl/sha256/1024/A#1", seconds=0.01):
@@ -24,8 +32,44 @@ def test_hello_and_run(fake_worker):
         assert hello.library_versions()["openssl"] == "OPENSSL fake-1.0"
         result = w.run(req(), timeout_s=10)
     assert result["status"] == "ok" and result["id"] == "openssl/sha256/1024/A#1"
-    out = local.outcome_from_result(plan.Run(plan.Cell("A", "openssl", "h", "sha256"), 1, 0), result)
+    out = outcome_from_result(rep("openssl"), result)
     assert out.ok and out.latency.p50_ns == 500 and out.throughput.ops_per_s == pytest.approx(2e6)
+    assert out.cell.backend == "openssl" and out.repetition.block == 1
+
+
+def test_hello_announces_the_real_workers_rules(fake_worker):
+    """The fake's hello carries the real worker's rules (its fixture), which WorkerRules reads."""
+    hello = fetch_hello(fake_worker())
+    for key in ("ops", "op_params", "param_values", "limits", "cpu_masks"):
+        assert hello.raw[key] == WORKER_HELLO[key], key
+    rules = hello.rules
+    assert rules.backends == ("openssl", "aws-lc", "ring", "rustcrypto") and rules.ops == tuple(WORKER_HELLO["ops"])
+    assert rules.takes_message("sha256") and not rules.takes_message("x25519-derive")
+    assert rules.takes("rsa2048-sign", "digest") and not rules.takes("sha256", "digest")
+    assert rules.default_size_bytes["sha256"] == 1024 and rules.default_size_bytes["x25519-derive"] is None
+    assert rules.param_values["padding"] == ("pkcs1", "pss")
+    assert rules.limits == {k: float(WORKER_HELLO["limits"][k])
+                            for k in ("max_threads", "max_seconds", "max_warmup_s", "max_size_bytes")}
+
+
+def test_rules_of_a_worker_too_old_to_announce_them():
+    old = {k: v for k, v in WORKER_HELLO.items() if k != "limits"}
+    with pytest.raises(WorkerError, match="lacks its operation rules or limits .*pip install ."):
+        WorkerRules.from_hello(dict(old, backends=[{"backend": "openssl"}]))
+
+
+def test_fetch_hello_starts_the_worker_without_a_mask(fake_worker, monkeypatch):
+    """hello's capability vectors must be the unmasked ones (what baseline's are checked
+    against), so fetch_hello removes a stray OPENSSL_ia32cap; repetitions set one (every mask,
+    baseline included)."""
+    monkeypatch.setenv("OPENSSL_ia32cap", "~0x0:~0x0")
+    assert "OPENSSL_ia32cap" not in unmasked_env()
+    assert unmasked_env({"PATH": "/bin", "OPENSSL_ia32cap": "~0x0"}) == {"PATH": "/bin"}
+    hello = fetch_hello(fake_worker())
+    by = {b["backend"]: b["capabilities"] for b in hello.backends}
+    assert by["openssl"]["env"] is None and by["ring"]["env"] is None
+    assert hello.unmasked_vectors() == {"openssl": by["openssl"]["openssl_ia32cap"],
+                                        "aws-lc": by["aws-lc"]["openssl_ia32cap"]}  # ring: not maskable
 
 
 def test_error_answer_raises_request_error(fake_worker):
@@ -83,24 +127,52 @@ def test_worker_that_exits_at_once(tmp_path):
 
 def test_execute_one_turns_failures_into_failed_outcomes(fake_worker):
     path = fake_worker()
-    settings = plan.Settings(seconds=0.01, warmup_s=0, threads=1, timeout_s=1.0)
-    crash = local.execute_one(path, plan.Run(plan.Cell("A", "mock:crash", "h", "sha256", {}, 64), 1, 0), settings)
+    settings = Settings(seconds=0.01, warmup_s=0, threads=1, timeout_s=1.0)
+    crash = local.execute_one(path, rep("mock:crash", size=64), settings)
     assert crash.status == "failed" and "worker crashed" in crash.reason and "crashing" in crash.stderr_tail
-    hang = local.execute_one(path, plan.Run(plan.Cell("A", "mock:hang", "h", "sha256", {}, 64), 1, 0), settings)
+    hang = local.execute_one(path, rep("mock:hang", size=64), settings)
     assert hang.status == "failed" and hang.reason.startswith("timeout:")
-    refused = local.execute_one(path, plan.Run(plan.Cell("A", "nope", "h", "sha256"), 1, 0), settings)
+    refused = local.execute_one(path, rep("nope"), settings)
     assert refused.status == "failed" and "unknown_backend" in refused.reason
-    ok = local.execute_one(path, plan.Run(plan.Cell("A", "openssl", "h", "sha256"), 1, 0), settings)
-    assert ok.ok and ok.started_at.endswith("Z")
+    ok = local.execute_one(path, rep("openssl"), settings)
+    assert ok.ok and ok.started_at.endswith("Z") and ok.finished_at >= ok.started_at
+
+
+def test_execute_one_starts_the_worker_under_the_cells_mask(fake_worker, monkeypatch):
+    """Every repetition's worker starts with OPENSSL_ia32cap = its mask's value, baseline's
+    included (a stray value in this process's environment is replaced), and the request carries
+    the unmasked vector for the worker to check its library's against."""
+    monkeypatch.setenv("OPENSSL_ia32cap", "~0x0:~0x0")
+    path = fake_worker()
+    settings = Settings(seconds=0.01, warmup_s=0, threads=1, timeout_s=5)
+    vectors = fetch_hello(path).unmasked_vectors()
+    unmasked = {("default", b): v for b, v in vectors.items()}
+    for mask in cpumask.NAMES:
+        o = local.execute_one(path, rep("openssl", cpu=mask), settings, unmasked)
+        assert o.ok, (mask, o.reason)
+        assert o.result["cpu_mask"] == mask and o.result["capabilities"]["env"] == cpumask.MASKS[mask]
+    # a baseline whose library reports another vector than the unmasked one is not measured
+    wrong = {("default", "openssl"): "0x1:0x0"}
+    o = local.execute_one(path, rep("openssl"), settings, wrong)
+    assert o.status == "invalid" and o.reason.startswith("capability mask not applied: "), o.reason
+
+
+def test_execute_asks_for_the_groups_batch(fake_worker):
+    path = fake_worker({"latency_ns": {"sha256": 100}})
+    settings = Settings(seconds=0.01, warmup_s=0, threads=1, timeout_s=5)
+    calibrated, batched = local.execute([rep("openssl", block=0), Repetition(rep("openssl").cell, 1, batch=7)],
+                                        settings, path)
+    assert calibrated.ok and calibrated.result["batch"] == 128  # the worker's choice: ≥ 10 µs per sample
+    assert batched.ok and batched.result["batch"] == 7 and batched.repetition.batch == 7
 
 
 def test_unsupported_and_invalid_are_answers(fake_worker):
     path = fake_worker({"unsupported": {"ring/sha1": "ring has no SHA-1 digest"},
                         "invalid": {"openssl/sha1": "KAT failed"}})
-    settings = plan.Settings(seconds=0.01, warmup_s=0, threads=1, timeout_s=5)
-    u = local.execute_one(path, plan.Run(plan.Cell("", "ring", "sha1", "sha1"), 1, 0), settings)
+    settings = Settings(seconds=0.01, warmup_s=0, threads=1, timeout_s=5)
+    u = local.execute_one(path, rep("ring", "sha1", config="", label="sha1"), settings)
     assert (u.status, u.reason) == ("unsupported", "ring has no SHA-1 digest")
-    i = local.execute_one(path, plan.Run(plan.Cell("", "openssl", "sha1", "sha1"), 1, 0), settings)
+    i = local.execute_one(path, rep("openssl", "sha1", config="", label="sha1"), settings)
     assert (i.status, i.reason) == ("invalid", "KAT failed")
 
 
