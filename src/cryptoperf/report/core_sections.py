@@ -93,17 +93,18 @@ def _batch_of(run: StoredRun, s: CellSummary) -> int | None:
                  if o.result and o.result.get("batch")), None)
 
 
-def _batch_note(batches: Sequence[int | None], what: str) -> str:
+def _batch_note(batches: Sequence[int | None], what: str, also: str = "") -> str:
     """A sentence saying that ``what`` (e.g. ``p50 and p99``) of rows timed in batches of k > 1
     operations are percentiles of k-operation batch means, e.g. "… of 8-operation batch means
-    …"; '' when no batch holds more than one operation."""
+    …", followed by ``also`` (another sentence); '' when no batch holds more than one operation."""
     ks = sorted({k for k in batches if k and k > 1})
     if not ks:
         return ""
     sizes = (f"{ks[0]}-operation" if len(ks) == 1
              else ", ".join(f"{k}-" for k in ks[:-1]) + f" and {ks[-1]}-operation")
     return (f"Where batch k > 1, each timed sample is k operations: {what} of those rows are "
-            f"percentiles of {sizes} batch means, not of single operations (the batch smooths the tail).")
+            f"percentiles of {sizes} batch means, not of single operations (the batch smooths the tail)."
+            + (f" {also}" if also else ""))
 
 
 def _ordered_deltas(run: StoredRun) -> list[tuple[str, list[Delta]]]:
@@ -466,7 +467,8 @@ def latency(run: StoredRun) -> list[Section]:
             svg = plots.latency_cdf_svg(curves, f"latency-cdf-{g.slug}", f"latency: {g.title}", xlabel)
             figures.append({"group": g, "svg": Markup(svg), "rows": rows,
                             "batch_note": _batch_note([r["batch"] for r in rows if r["reps"]],
-                                                      "p50, p90, p99, p99.9, max and mean")})
+                                                      "p50, p90, p99 and p99.9",
+                                                      "Their max and mean are of batch means too.")})
         return fragment("sections/latency.html.j2", figures=figures)
 
     return [Section("latency", "Latency distribution", html)]

@@ -214,7 +214,7 @@ _BAND_COLOUR = "#dfe9f5"
 
 #: Tick candidates of the forest plot's ratio axis, as % change, most wanted first (after 0 and
 #: the margin): the axis keeps those that fit without crowding their neighbours.
-_TICK_PCT = (100, -50, 10, -10, 1000, -90, 50, -25, 25, 5, -5, 1, -1, 200, 500, -75, 20, -20, 2, -2,
+_TICK_PCT = (100, -50, 10, -10, 1000, -90, 50, -25, 25, 5, -5, 1, -1, 200, 500, -75, 75, 20, -20, 2, -2,
              10000, 2000, 5000, 300, -99, -95, -80, 0.5, -0.5, 0.2, -0.2, 0.1, -0.1)
 
 
@@ -272,7 +272,7 @@ def ratio_ticks(lo: float, hi: float, margin_pct: float, min_gap: float) -> list
 
 def _text_in(chars: int, fontsize: float = 8.0) -> float:
     """A generous width in inches of ``chars`` characters of sans-serif text at ``fontsize``."""
-    return chars * fontsize * 0.6 / 72.0
+    return chars * fontsize * 0.52 / 72.0
 
 
 def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, title: str,
