@@ -1,6 +1,7 @@
 """`cryptoperf report` and the reports `cryptoperf study` writes, on stored runs made with the
-fake worker: what each format holds, that the HTML is one self-contained file, and that
-mistakes give one-line errors."""
+fake worker: what each format holds (the forest plot of verdicts first in the HTML, the verdict
+list in the Markdown, intervals at the adjusted level, batch-mean labels), that the HTML is one
+self-contained file, that the Markdown draws no plot, and that mistakes give one-line errors."""
 
 from __future__ import annotations
 
@@ -38,7 +39,10 @@ class Made:
     md: Path
 
 
-def _run_study(tmp: Path, spec: dict, reps: int = REPS) -> Made:
+def _run_study(tmp: Path, spec: dict, reps: int = REPS, args: tuple[str, ...] = (),
+               env: dict[str, str] | None = None) -> Made:
+    """Run STUDY with the fake worker scripted by ``spec`` (extra command-line ``args``, extra
+    environment ``env``) in ``tmp``; its reports are written to tmp/out."""
     wrapper = fake_worker_script(tmp / "fake-cryptoperf-worker")
     study = tmp / "t.toml"
     study.write_text(STUDY.format(reps=reps, timeout=5))
@@ -47,8 +51,10 @@ def _run_study(tmp: Path, spec: dict, reps: int = REPS) -> Made:
     with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(buf):
         mp.setenv("CRYPTOPERF_WORKER", str(wrapper))
         mp.setenv("FAKE_WORKER_SPEC", json.dumps(spec))
+        for k, v in (env or {}).items():
+            mp.setenv(k, v)
         mp.chdir(tmp)
-        code = main(["study", str(study), "--store", str(store), "--out", str(tmp / "out")])
+        code = main(["study", str(study), "--store", str(store), "--out", str(tmp / "out"), *args])
     assert code == 0, buf.getvalue()
     (doc,) = (tmp / "out").glob("t-*.json")
     return Made(tmp, store, buf.getvalue(), doc, doc.with_suffix(".html"), doc.with_suffix(".md"))
@@ -66,12 +72,35 @@ def html(made) -> str:
     return made.html.read_text()
 
 
+@pytest.fixture(scope="module")
+def run(made):
+    """The made study's StoredRun, loaded from its store."""
+    from cryptoperf import stored
+    from cryptoperf.store import Store
+    with Store(made.store) as st:
+        return stored.load_run(st)
+
+
+def _section(page: str, section_id: str) -> str:
+    """The HTML of ``<section id=...>`` up to its end."""
+    part = page[page.index(f'<section id="{section_id}"'):]
+    return part[:part.index("</section>")]
+
+
+def _md_section(md: str, title: str) -> str:
+    """A Markdown section's body, from its ``## title`` to the next ``## ``."""
+    part = md[md.index(f"## {title}\n"):]
+    end = part.find("\n## ", 3)
+    return part if end < 0 else part[:end]
+
+
 def test_study_writes_html_and_markdown_beside_its_json_and_says_where(made):
     assert made.html.is_file() and made.md.is_file()
     assert f"report: {made.html}  summary: {made.md}\n" in made.out  # one line, never wrapped
 
 
-def test_html_has_the_summary_table_with_deltas_cis_and_verdicts(html):
+def test_html_has_the_summary_table_with_deltas_intervals_blocks_and_verdicts(html, run):
+    from cryptoperf.report.terminal import interval_header
     table = html[html.index('<table class="summary"'):]
     table = table[:table.index("</table>")]
     assert "Performance impact of each configuration" in html
@@ -79,6 +108,131 @@ def test_html_has_the_summary_table_with_deltas_cis_and_verdicts(html):
     assert table.count(">baseline<") == OPERATIONS
     assert table.count("100.0 % slower") == OPERATIONS
     assert re.search(r"\+100\.0 %<div class=\"ci\">\[\+\d+\.\d, \+\d+\.\d\]</div>", table)
+    # the header states the per-interval level after the adjustment (2 comparisons: 97.5 %)
+    assert run.analysis.comparisons == OPERATIONS * (CONFIGS - 1)
+    assert run.analysis.level == pytest.approx(0.975)
+    assert table.count(f'<div class="sub">{interval_header(run.analysis.level)}</div>') == 2
+    assert interval_header(run.analysis.level) == "97.5 % CI"
+    assert ">Blocks</th>" in table and table.count(f'<td class="num blocks">{REPS}</td>') == OPERATIONS
+    # the method is described as it is: per-block paired ratios, geometric mean, t interval
+    summary = _section(html, "summary")
+    for text in ("randomised complete blocks", "geometric mean over blocks", "paired Student t interval",
+                 "Bonferroni over 2 comparisons", "±2 % equivalence margin"):
+        assert text in summary, text
+    assert "bootstrap" not in summary and "ratio of medians" not in summary
+
+
+def test_html_opens_with_the_forest_plot_of_every_comparison(html, run):
+    sections = re.findall(r'<section id="([^"]+)"', html)
+    assert sections[0] == "verdicts"
+    assert ">Verdicts at a glance</h2>" in html
+    assert html.count('<svg class="plot forest"') == 1
+    assert html.index('<svg class="plot forest"') < html.index('<table class="summary"')
+    forest = html[html.index('<svg class="plot forest"'):]
+    forest = forest[:forest.index("</svg>")]
+    # one dot (and one interval bar) per delta with an interval, coloured by its verdict
+    with_interval = [d for d in run.deltas if d.latency is not None]
+    assert len(with_interval) == OPERATIONS
+    dots = re.findall(r'id="verdict-forest-dot-(\w+)-(\d+)"', forest)
+    assert dots == [("slower", "0"), ("slower", "1")]
+    assert len(re.findall(r'id="verdict-forest-interval-\d+"', forest)) == OPERATIONS
+    # the equivalence band and the line at 0 are drawn; the axis is labelled in % change
+    assert 'id="verdict-forest-equivalence-band"' in forest and 'id="verdict-forest-zero-line"' in forest
+    assert ">0<" in forest and "+100 %" in forest and "log scale" in forest
+    assert "±2 % equivalence band" in forest
+    # rows grouped by operation, labelled "backend configuration", the verdict on the right
+    for text in (">hash 1 KiB<", ">kem<", ">openssl B<", ">100.0 % slower ["):
+        assert text in forest, text
+    # the caption states the method: the level after adjustment and the multiplicity method
+    caption = _section(html, "verdicts")
+    assert f'<p class="method">{run.analysis.method}.</p>' in caption
+    assert "each interval at 97.5 %" in run.analysis.method
+
+
+def test_forest_plot_keeps_the_band_and_zero_line_over_a_huge_range():
+    """A +1100 % row next to ±1 % rows: the log axis spans both, the ±2 % band and the 0 line
+    are still drawn, and the ticks read as % changes without crowding."""
+    from cryptoperf.report import plots
+    rows = [plots.ForestRow("aws-lc masked [cpu no-aesni]", 12.0, 11.4, 12.7, "slower",
+                            "1100.0 % slower [1040.0, 1170.0]"),
+            plots.ForestRow("aws-lc B", 1.004, 0.995, 1.013, "equivalent", "equivalent within ±2 % [-0.5, +1.3]"),
+            plots.ForestRow("openssl B", 0.97, 0.955, 0.985, "faster", "3.0 % faster [1.5, 4.5]"),
+            plots.ForestRow("openssl C", 1.01, 0.96, 1.07, "inconclusive", "inconclusive [-4.0, +7.0] %")]
+    svg = plots.forest_svg([plots.ForestGroup("sign 4 KiB", rows[:2]), plots.ForestGroup("hash 1 KiB", rows[2:])],
+                           2.0, "f", "latency change vs baseline A", "ratio (log scale)")
+    assert svg.startswith('<svg class="plot forest" id="f"')
+    assert 'id="f-equivalence-band"' in svg and 'id="f-zero-line"' in svg
+    assert re.findall(r'id="f-dot-(\w+)-\d+"', svg) == ["slower", "equivalent", "faster", "inconclusive"]
+    assert "+1000 %" in svg and ">0<" in svg
+    ticks = plots.ratio_ticks(0.9, 13.0, 2.0, 0.1)
+    assert 1.0 in ticks and ticks == sorted(ticks)
+    assert [plots.pct_label(r) for r in (1.0, 0.9, 2.0, 11.0, 1.005)] == ["0", "\u221210 %", "+100 %",
+                                                                         "+1000 %", "+0.5 %"]
+
+
+def test_batch_means_are_labelled_when_batch_is_over_one(made, html):
+    # the fake worker calibrates to ceil(10 µs / latency) rounded up to a power of two:
+    # hash 1 KiB (2024 ns) to 8, kem (1000 ns) to 16
+    key = _section(html, "key-figures")
+    assert ">batch</th>" in key
+    assert "percentiles of 8- and 16-operation batch means" in key
+    latency = _section(html, "latency")
+    assert "8-operation batch means" in latency and "16-operation batch means" in latency
+    assert ">A (8-op batch means)<" in latency and ">B (16-op batch means)<" in latency
+    assert "8-op batch means" in _section(html, "summary")
+    md = made.md.read_text()
+    assert "p50 and p99 of those rows are percentiles of 8- and 16-operation batch means" in md
+
+
+def test_no_batch_mean_labels_when_each_sample_is_one_operation(tmp_path):
+    slow = {"sha256": 40_000, "sha512": 40_000, "ml-kem-768-encaps": 40_000}
+    m = _run_study(tmp_path, {"latency_ns": slow, "config_factor": {"B": 1.5}})
+    doc = json.loads(m.json.read_text())
+    assert {c["batch"] for c in doc["cells"]} == {1}
+    html, md = m.html.read_text(), m.md.read_text()
+    assert "batch means" not in html and "batch means" not in md
+
+
+def test_host_section_shows_the_clocksource_and_its_warning(made, run):
+    import dataclasses
+    from cryptoperf.report import html as report_html, markdown
+    host = dict(run.host)
+    host["checks"] = [c for c in host.get("checks") or [] if c.get("name") != "clocksource"] + [
+        {"name": "clocksource", "state": "warning", "value": "hpet",
+         "advice": "clock reads are slower than with tsc"}]
+    other = dataclasses.replace(run, meta={**run.meta, "host": host})
+    page = report_html.render(other)
+    section = _section(page, "host")
+    assert "<dt>clocksource</dt><dd>hpet (warning: clock reads are slower than with tsc)</dd>" in section
+    assert '<tr class="state-warning"><td>clocksource</td><td>warning</td><td>hpet</td>' in section
+    assert "- clocksource: hpet (warning: clock reads are slower than with tsc)" in markdown.render(other)
+    # the real host's check is in the made run, whatever its state
+    assert any(c.get("name") == "clocksource" for c in run.host["checks"])
+    assert "<dt>clocksource</dt>" in _section(made.html.read_text(), "host")
+
+
+def test_reproduce_names_the_margin_and_multiplicity_the_run_was_analysed_with(tmp_path, made):
+    assert "--margin" not in _section(made.html.read_text(), "study")
+    m = _run_study(tmp_path, {"config_factor": {"B": 2.0}}, args=("--margin", "5", "--no-multiplicity"))
+    html, md = m.html.read_text(), m.md.read_text()
+    section = _section(html, "study")
+    assert "cryptoperf study t.toml --margin 5 --no-multiplicity" in section
+    assert "equivalence margin ±5 % (the study file says ±2 %)" in section
+    assert "no multiplicity adjustment (the study file asks for one)" in section
+    assert "`cryptoperf study t.toml --margin 5 --no-multiplicity`" in md
+    assert "equivalence margin ±5 %" in _md_section(md, "Verdicts at a glance")
+
+
+def test_reports_use_the_current_verdict_words_only(made, html):
+    md = made.md.read_text()
+    for gone in ("no significant difference", "too noisy to tell", "bootstrap"):
+        assert gone not in html.lower() and gone not in md.lower(), gone
+    root = Path(__file__).resolve().parents[1] / "src" / "cryptoperf" / "report"
+    for path in sorted(root.rglob("*")):
+        if path.suffix in (".py", ".j2"):
+            text = path.read_text().lower()
+            for gone in ("no significant difference", "too noisy to tell", "design.md", "reference study"):
+                assert gone not in text, (path.name, gone)
 
 
 def test_html_has_one_latency_cdf_and_one_throughput_cpu_plot_per_operation(html):
@@ -89,7 +243,7 @@ def test_html_has_one_latency_cdf_and_one_throughput_cpu_plot_per_operation(html
     # the percentiles are marked and the configurations named in each latency plot
     cdf = html[html.index('<svg class="plot latency-cdf"'):]
     cdf = cdf[:cdf.index("</svg>")]
-    for text in ("p50", "p90", "p99", "p99.9", ">A<", ">B<", "log scale"):
+    for text in ("p50", "p90", "p99", "p99.9", ">A (", ">B (", "log scale"):
         assert text in cdf, text
 
 
@@ -117,11 +271,37 @@ def test_markdown_has_the_summary_table_and_key_figures(made):
     md = made.md.read_text()
     assert md.startswith("# cryptoperf study report: t")
     assert "## Performance impact of each configuration" in md and "## Key figures" in md
-    assert "| Operation | Backend | Configuration | p50 | Δ latency (95 % CI) |" in md
-    assert md.count("100.0 % slower") == OPERATIONS
-    assert "| ops/s |" in md and "| CPU/op |" in md
+    assert ("| Operation | Backend | Configuration | p50 | Δ latency (97.5 % CI) | "
+            "Δ throughput (97.5 % CI) | Blocks | Verdict | Note |") in md
+    assert md.count("100.0 % slower") == 2 * OPERATIONS  # the verdict list and the table
+    assert "| ops/s |" in md and "| CPU/op |" in md and "| batch |" in md
     assert "cryptoperf study t.toml" in md
     assert "<svg" not in md
+
+
+def test_markdown_opens_with_the_verdict_list_and_the_method(made, run):
+    md = made.md.read_text()
+    titles = re.findall(r"^## (.+)$", md, flags=re.M)
+    assert titles[0] == "Verdicts at a glance"
+    verdicts = _md_section(md, "Verdicts at a glance")
+    items = re.findall(r"^- (.+)$", verdicts, flags=re.M)
+    assert len(items) == OPERATIONS, items
+    for item, op in zip(items, ("hash 1 KiB", "kem")):
+        assert re.fullmatch(rf"{op} on openssl, B: 100\.0 % slower \[\d+\.\d, \d+\.\d\]", item), item
+    assert "1 slower" not in verdicts and "2 slower" in verdicts
+    assert f"Method: {run.analysis.method}." in verdicts
+    assert "Bonferroni over 2 comparisons" in run.analysis.method
+
+
+def test_markdown_is_rendered_without_drawing_a_plot(made, run, monkeypatch):
+    from cryptoperf.report import markdown, plots
+
+    def no_plot(*args, **kwargs):
+        raise AssertionError("the Markdown report drew a plot")
+
+    for name in ("_figure", "forest_svg", "latency_cdf_svg", "throughput_cpu_svg"):
+        monkeypatch.setattr(plots, name, no_plot)
+    assert markdown.render(run) == made.md.read_text()
 
 
 def _report(made: Made, *args: str) -> tuple[int, str, str]:
@@ -139,7 +319,8 @@ def test_csv_has_one_row_per_configuration_operation_and_repetition(made, tmp_pa
     rows = list(csv.DictReader((tmp_path / "r.csv").open()))
     assert len(rows) == OPERATIONS * CONFIGS * REPS
     for col in ("p50_ns", "p99_ns", "p999_ns", "ops_per_s", "bytes_per_s", "cpu_ns_per_op",
-                "steal_pct", "wall_ns", "configuration", "op", "size_bytes", "repetition"):
+                "steal_pct", "wall_ns", "configuration", "op", "size_bytes", "block", "position",
+                "superseded", "disturbed"):
         assert col in rows[0], col
     assert {r["status"] for r in rows} == {"ok"}
     assert Counter((r["configuration"], r["label"]) for r in rows) == {
@@ -154,7 +335,8 @@ def test_json_is_the_study_document_rebuilt_from_the_store(made):
     doc = json.loads(out)
     original = json.loads(made.json.read_text())
     assert doc["kind"] == "study" and doc["format_version"] == original["format_version"]
-    assert len(doc["runs"]) == OPERATIONS * CONFIGS * REPS
+    assert len([r for r in doc["runs"] if r["block"] > 0]) == OPERATIONS * CONFIGS * REPS
+    assert doc["analysis"] == original["analysis"]
     assert [d["latency"] for d in doc["deltas"]] == [d["latency"] for d in original["deltas"]]
     assert doc["store"]["run_id"] == 1
 
@@ -173,20 +355,72 @@ def test_markdown_report_to_stdout(made):
 
 
 def test_noisy_study_shows_a_noise_warning(tmp_path):
+    # every block drifts by its own factor: each cell's CV is far over 10 %, yet the drift is
+    # shared by both configurations of a block, so the paired comparison still decides
     m = _run_study(tmp_path, {"rep_factors": [1.0, 1.6, 0.6]})
     html, md = m.html.read_text(), m.md.read_text()
     assert '<section id="noise-warning" class="warning">' in html
-    assert html.index('id="noise-warning"') < html.index('id="summary"')
-    assert re.search(r'<td class="verdict">too noisy to tell \(CV \d+ %\)</td>', html)
+    assert html.index('id="verdicts"') < html.index('id="noise-warning"') < html.index('id="summary"')
+    warning = _section(html, "noise-warning")
+    assert "Variation above the CV threshold of 10 %" in warning
+    assert re.search(r"hash 1 KiB on openssl, A: CV of p50 \d+\.\d %, CV of ops/s \d+\.\d % "
+                     r"\(threshold 10 %\)", warning)
+    assert re.search(r'<td class="note">noisy: CV \d+ %</td>', html)
     assert "> **Noise warning:**" in md
+    assert "equivalent within ±2 %" in _md_section(md, "Verdicts at a glance")
+
+
+def test_inconclusive_verdicts_say_how_many_blocks_would_decide_them(tmp_path):
+    m = _run_study(tmp_path, {"config_factor": {"B": 1.01}, "noise_cv": 0.05})
+    html, md = m.html.read_text(), m.md.read_text()
+    doc = json.loads(m.json.read_text())
+    kinds = [d["verdict"]["kind"] for d in doc["deltas"]]
+    assert kinds == ["inconclusive"] * OPERATIONS, kinds
+    # an inconclusive verdict is not a noise problem: a notice, not a warning
+    assert '<section id="noise-warning" class="notice">' in html
+    notice = _section(html, "noise-warning")
+    assert "Undecided comparisons" in notice and "not an error" in notice
+    found = re.findall(r"about (\d+) blocks would likely decide it|more than 10000 blocks would be needed",
+                       notice)
+    assert len(found) == OPERATIONS
+    for d in doc["deltas"]:
+        needed = d["verdict"]["blocks_needed"]
+        if needed is not None:
+            assert f"about {needed} blocks would likely decide it" in notice
+    assert "## Undecided comparisons" in md and "would likely decide it" in md
+    # and the forest plot colours them as inconclusive
+    assert len(re.findall(r'id="verdict-forest-dot-inconclusive-\d+"', html)) == OPERATIONS
+
+
+def test_disturbed_repetitions_and_their_re_runs_are_listed(tmp_path):
+    state = tmp_path / "state"
+    state.mkdir()
+    # B's block 2 reports 30 % steal twice: the first attempt is superseded by a re-run, which
+    # is disturbed too and is analysed, flagged
+    m = _run_study(tmp_path, {"config_factor": {"B": 2.0}, "steal_pct": {"B#2": 30}, "steal_times": 2},
+                   env={"FAKE_WORKER_STATE": str(state)})
+    html, md = m.html.read_text(), m.md.read_text()
+    warning = _section(html, "noise-warning")
+    assert "Repetitions run again" in warning and "Disturbed repetitions, analysed" in warning
+    for op in ("hash 1 KiB", "kem"):
+        assert f"{op} on openssl, B, block 2: steal 30.0 % &gt; 10 %; run again" in warning
+        assert f"{op} on openssl, B, block 2: steal 30.0 % &gt; 10 %</li>" in warning
+    assert "> **Noise warning:**" in md
+    assert "1 disturbed repetition" in _section(html, "summary")
 
 
 def test_failed_configuration_is_reported_not_fatal(tmp_path):
-    m = _run_study(tmp_path, {"crash": ["B"]}, reps=2)
-    html = m.html.read_text()
+    m = _run_study(tmp_path, {"crash": ["B"]})
+    html, md = m.html.read_text(), m.md.read_text()
     assert "n/a" in html and "this configuration: failed" in html
     assert "not measured: failed" in html
     assert html.count('<svg class="plot latency-cdf"') == OPERATIONS
+    # no comparison has an interval: no forest plot, the comparisons listed with their reason
+    verdicts = _section(html, "verdicts")
+    assert '<svg class="plot forest"' not in verdicts and "Not plotted (no interval)" in verdicts
+    assert verdicts.count("<li>") == OPERATIONS
+    assert re.search(r"<li>hash 1 KiB on openssl, B: n/a: this configuration: failed", verdicts)
+    assert re.search(r"^- kem on openssl, B: n/a: this configuration: failed", md, flags=re.M)
 
 
 def test_report_of_a_speed_run(cli, fake_worker, tmp_path):
@@ -219,6 +453,23 @@ def test_sections_come_from_the_registry(made, monkeypatch):
     assert page.index('id="latency"') < page.index('id="extra"') < page.index('id="throughput-cpu"')
     assert "Extra &lt;workload&gt;" in page and "<p>phase timeline</p>" in page
     assert "## Extra <workload>\n\nextra md" in markdown.render(run)
+
+
+def test_a_section_body_given_as_a_function_is_rendered_only_for_html(made, monkeypatch):
+    from cryptoperf import stored
+    from cryptoperf.report import html as report_html, markdown, sections
+    from cryptoperf.store import Store
+    monkeypatch.setattr(sections, "_REGISTRY", [r for r in sections.builders()])
+    calls = []
+
+    @sections.register(order=35)
+    def lazy(run):
+        return [sections.Section("lazy", "Lazy", lambda: calls.append(1) or "<p>drawn</p>", "lazy md")]
+
+    with Store(made.store) as st:
+        run = stored.load_run(st)
+    assert "lazy md" in markdown.render(run) and calls == []
+    assert "<p>drawn</p>" in report_html.render(run) and calls == [1]
 
 
 # ------------------------------------------------------------------------------------- errors
@@ -261,7 +512,7 @@ def test_report_to_an_unwritable_path_is_a_one_line_error(cli, made, tmp_path):
 
 def test_study_no_report_writes_only_json(cli, fake_worker, write_study, tmp_path):
     fake_worker()
-    res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=2, timeout=5)), "--out",
+    res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=3, timeout=5)), "--out",
               tmp_path / "o", "--no-report")
     assert res.code == 0, res.err
     assert [p.suffix for p in (tmp_path / "o").iterdir()] == [".json"]
@@ -308,7 +559,8 @@ def test_html_renders_offline_in_headless_chromium(made):
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
             page.goto(made.html.resolve().as_uri(), wait_until="load")
             plots = page.locator("svg.plot")
-            assert plots.count() == 2 * OPERATIONS
+            assert plots.count() == 2 * OPERATIONS + 1
+            assert page.locator("figure[data-plot=forest] > svg.plot.forest").count() == 1
             for kind in ("latency-cdf", "throughput-cpu"):
                 assert page.locator(f"figure[data-plot={kind}] > svg.plot.{kind}").count() == OPERATIONS
             for i in range(plots.count()):
@@ -316,6 +568,9 @@ def test_html_renders_offline_in_headless_chromium(made):
                 assert box and box["width"] > 100 and box["height"] > 50, (i, box)
             # the plots draw: each has visible curves/bars, not an empty frame
             assert page.locator("svg.latency-cdf path").count() > 10
+            # the forest plot comes before the summary table on the page
+            forest = page.locator("svg.plot.forest").bounding_box()
+            assert forest and forest["y"] < page.locator("#summary-table").bounding_box()["y"]
             summary = page.locator("#summary-table").bounding_box()
             assert summary and summary["width"] > 0 and summary["height"] > 0
         finally:
