@@ -1,6 +1,6 @@
 """Worker builds: which binary a cell runs in.
 
-A worker owns one build of its libraries (DESIGN.md): libraries that cannot share a process —
+A worker owns one build of its libraries: libraries that cannot share a process —
 AWS-LC and the AWS-LC FIPS module, two OpenSSL versions — live in different binaries, and a
 configuration chooses its binary by naming a build. The builds:
 

@@ -1,4 +1,4 @@
-//! The measurement method (DESIGN.md, "Measurement method"): calibrated batching, warm-up, a
+//! The measurement method (docs/methodology.md): calibrated batching, warm-up, a
 //! fixed time budget, wall and on-CPU clocks, steal and system load around the window, and an
 //! HdrHistogram of per-operation latency. This module knows nothing about crypto: it times a
 //! closure that performs one operation.
