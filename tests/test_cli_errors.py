@@ -4,9 +4,9 @@ traceback."""
 import pytest
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error, run_subprocess
-from cryptoperf import worker_path
+from cryptoperf import engine, worker_path
 
-STUDY = TWO_CONFIG_STUDY.format(reps=2, timeout=5)
+STUDY = TWO_CONFIG_STUDY.format(reps=3, timeout=5)
 
 
 def test_malformed_study_file(cli, write_study, fake_worker):
@@ -37,11 +37,19 @@ def test_study_unknown_backend_lists_known(cli, write_study, fake_worker):
 
 
 @pytest.mark.parametrize("old, new, fragment", [
-    ("sizes = [1024]", "sizes = [0]", "out of range; allowed: 1..67108864 bytes"),
-    ("sizes = [1024]", "sizes = [67108865]", "out of range"),
-    ("warmup_s = 0", "warmup_s = 0\nthreads = 0", "allowed: 1..1024"),
-    ("warmup_s = 0", "warmup_s = 0\nthreads = 1025", "allowed: 1..1024"),
-    ("repetitions = 2", "repetitions = 1", "a confidence interval needs"),
+    # what the file alone can tell ...
+    ("sizes = [1024]", "sizes = [0]", "field 'sizes': 0 bytes is out of range; allowed: >= 1 bytes"),
+    ("warmup_s = 0", "warmup_s = 0\nthreads = 0", "field 'threads': 0 is out of range; allowed: >= 1"),
+    ("repetitions = 3", "repetitions = 2", "field 'repetitions': 2 is out of range; allowed: 3..1000"),
+    # ... and the limits the worker announces in its hello
+    ("sizes = [1024]", "sizes = [67108865]",
+     "67108865 bytes is above the worker's limit of 67108864 bytes (max_size_bytes in its hello)"),
+    ("warmup_s = 0", "warmup_s = 0\nthreads = 1025",
+     "field 'threads': 1025 is above the worker's limit of 1024 (max_threads in its hello)"),
+    ("warmup_s = 0\ntimeout_s = 5", "warmup_s = 601\ntimeout_s = 700",
+     "field 'warmup_s': 601 s is above the worker's limit of 600 s (max_warmup_s in its hello)"),
+    ("seconds = 0.01\nwarmup_s = 0\ntimeout_s = 5", "seconds = 3601\nwarmup_s = 0\ntimeout_s = 4000",
+     "field 'seconds': 3601 s is above the worker's limit of 3600 s (max_seconds in its hello)"),
 ])
 def test_study_out_of_range(cli, write_study, fake_worker, old, new, fragment):
     fake_worker()
@@ -60,11 +68,13 @@ def test_study_without_file(cli):
 @pytest.mark.parametrize("args, fragments", [
     (["speed", "--backend", "boringssl"], ["unknown backend 'boringssl'", "known: openssl, aws-lc, ring, rustcrypto"]),
     (["speed", "--op", "sha257"], ["unknown operation 'sha257'", "did you mean", "known: sha1"]),
-    (["speed", "--size", "0"], ["Invalid value for '--size'", "1<=x<=67108864"]),
-    (["speed", "--size", "67108865"], ["Invalid value for '--size'"]),
-    (["speed", "--threads", "0"], ["Invalid value for '--threads'", "1<=x<=1024"]),
-    (["speed", "--threads", "5000"], ["Invalid value for '--threads'"]),
+    (["speed", "--size", "0"], ["Invalid value for '--size'", "x>=1"]),
+    (["speed", "--size", "67108865"], ["--size 67108865 is above the worker's limit of 67108864 bytes"]),
+    (["speed", "--threads", "0"], ["Invalid value for '--threads'", "x>=1"]),
+    (["speed", "--threads", "5000"], ["--threads 5000 is above the worker's limit of 1024"]),
     (["speed", "--seconds", "0"], ["Invalid value for '--seconds'"]),
+    (["speed", "--seconds", "3601", "--timeout", "4000"], ["--seconds 3601 is above the worker's limit of 3600"]),
+    (["speed", "--warmup", "601", "--timeout", "4000"], ["--warmup 601 is above the worker's limit of 600"]),
     (["speed", "--bogus"], ["No such option", "--bogus"]),
     (["speed", "--timeout", "0.5"], ["--timeout 0.5 s does not exceed --warmup + --seconds = 0.7 s"]),
     (["frobnicate"], ["No such command 'frobnicate'"]),
@@ -102,6 +112,18 @@ def test_unwritable_store(cli, write_study, fake_worker, tmp_path):
     line = res.err.strip().splitlines()[-1]
     assert res.code == 1 and line.startswith("cryptoperf: error: cannot create store") and "--store" in line
     assert "Traceback" not in res.err
+
+
+def test_ctrl_c_is_one_line_with_status_130(cli, fake_worker, monkeypatch):
+    """Ctrl-C during speed (study: test_study_fake.py) says what was kept, without a traceback."""
+    fake_worker()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(engine, "speed", interrupted)
+    assert_one_line_error(cli("speed", "-o", "sha256"),
+                          "interrupted; repetitions finished so far are in the store", code=130)
 
 
 def test_errors_in_a_real_process(tmp_path, fake_worker):

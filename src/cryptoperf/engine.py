@@ -305,7 +305,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
             raise UsageError(f"{name} {value:g} is above the worker's limit of {rules.limits[limit]:g}")
     for size in sizes:
         if size > rules.limits["max_size_bytes"]:
-            raise UsageError(f"--size {size} is above the worker's limit of {rules.limits['max_size_bytes']:g} bytes")
+            raise UsageError(f"--size {size} is above the worker's limit of {int(rules.limits['max_size_bytes'])} bytes")
     cpumask.check_hello(hello.raw.get("cpu_masks"), [cpu])
     chosen_ops = tuple(ops) or tuple(o for o in DEFAULT_SPEED_OPS if o in hello.ops)
     cells = [Cell("", b, op, op, {}, size, cpu, build)
