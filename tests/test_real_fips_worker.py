@@ -1,41 +1,27 @@
 """End to end against the real FIPS worker, cryptoperf-worker-fips (the AWS-LC FIPS module).
 
 Skipped, with the reason, where the FIPS build is not installed — except when
-CRYPTOPERF_REQUIRE_FIPS=1 (set by .ci/run, which installs it), where its absence fails.
-Sub-second budgets; nothing here asserts on how fast anything is.
+CRYPTOPERF_REQUIRE_FIPS=1 (set by .ci/run, which installs it), where its absence fails; the
+tests that also need the default worker likewise under CRYPTOPERF_REQUIRE_WORKER=1
+(conftest.need_real_worker). Sub-second budgets; nothing here asserts on how fast anything is.
 """
 
 import json
-import os
-from pathlib import Path
 
 import pytest
 
-from conftest import run_subprocess
-from cryptoperf import builds, worker_path
-from cryptoperf.errors import WorkerError, WorkerNotFound
+from conftest import need_real_worker, run_subprocess
+from cryptoperf import builds, cpumask
 from cryptoperf.run.worker import fetch_hello
+from real_workers import find
 
-
-def _worker(build: str) -> tuple[Path | None, str]:
-    try:
-        path = worker_path.find_worker(build)
-        fetch_hello(path, timeout_s=30)
-        return path, ""
-    except (WorkerNotFound, WorkerError) as e:
-        return None, str(e)
-
-
-FIPS, WHY = _worker(builds.FIPS)
-DEFAULT, _ = _worker(builds.DEFAULT)
+FIPS, WHY = find(builds.FIPS)
+DEFAULT, WHY_DEFAULT = find(builds.DEFAULT)
 
 
 @pytest.fixture(autouse=True)
 def _need_the_fips_worker():
-    if FIPS is None:
-        if os.environ.get("CRYPTOPERF_REQUIRE_FIPS") == "1":
-            pytest.fail(f"CRYPTOPERF_REQUIRE_FIPS=1 but the FIPS worker is unavailable: {WHY}")
-        pytest.skip(f"the FIPS worker is unavailable: {WHY}")
+    need_real_worker(FIPS, WHY, require="CRYPTOPERF_REQUIRE_FIPS")
 
 
 @pytest.fixture
@@ -62,8 +48,7 @@ def test_the_fips_worker_reports_fips_mode_on():
 
 
 def test_the_default_worker_reports_fips_mode_off():
-    if DEFAULT is None:
-        pytest.skip("no default worker")
+    need_real_worker(DEFAULT, WHY_DEFAULT)
     hello = fetch_hello(DEFAULT)
     assert hello.raw["build"] == "default"
     assert all(b["fips"] is False for b in hello.backends)
@@ -86,14 +71,13 @@ def test_speed_fips_measures_the_fips_module_after_its_known_answer_tests(tmp_pa
 
 
 def test_a_fips_study_compares_the_two_builds(tmp_path, env, write_study):
-    if DEFAULT is None:
-        pytest.skip("no default worker")
+    need_real_worker(DEFAULT, WHY_DEFAULT)
     path = write_study("""\
 [study]
 name = "fips-small"
 baseline = "off"
 backends = ["aws-lc"]
-repetitions = 2
+repetitions = 3
 seconds = 0.05
 warmup_s = 0.01
 
@@ -112,8 +96,20 @@ sizes = [1024]
                          "--store", tmp_path / "s.sqlite", env=env)
     assert res.code == 0, res.err
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
-    fips = {r["configuration"]: r["result"]["fips"] for r in doc["runs"] if r["status"] == "ok"}
-    assert fips == {"off": False, "on": True}
+    assert all(r["status"] == "ok" for r in doc["runs"]), [r["reason"] for r in doc["runs"]]
+    fips = {(r["configuration"], r["result"]["fips"], r["build"]) for r in doc["runs"]}
+    assert fips == {("off", False, "default"), ("on", True, "fips")}
+    for name in ("off", "on"):  # calibration, then 3 blocks (besides re-runs of disturbed ones)
+        assert sorted(r["block"] for r in doc["runs"] if r["configuration"] == name and not r["superseded"]) == [0, 1, 2, 3]
+    # both builds' workers run under baseline's fixed-width value, and each build's library
+    # reports the vector its own unmasked hello did (the worker checks cpu_vector_unmasked)
+    vectors = {"default": fetch_hello(DEFAULT).unmasked_vectors(), "fips": fetch_hello(FIPS).unmasked_vectors()}
+    for r in doc["runs"]:
+        caps = r["result"]["capabilities"]
+        assert caps["env"] == cpumask.MASKS["baseline"], caps
+        assert caps["maskable"] is True and caps["openssl_ia32cap"] == vectors[r["build"]]["aws-lc"], caps
     assert "aws-lc-fips-sys" in doc["host"]["builds"]["fips"]["libraries"]["aws-lc"]["library_version"]
     (delta,) = doc["deltas"]
-    assert delta["status"] == "ok" and delta["latency"]["ci_low"] <= delta["latency"]["ratio"]
+    assert delta["status"] == "ok" and delta["build"] == "fips" and delta["blocks"] == 3
+    assert delta["latency"]["ci_low"] <= delta["latency"]["ratio"] <= delta["latency"]["ci_high"]
+    assert delta["verdict"]["kind"] in ("slower", "faster", "equivalent", "inconclusive")
