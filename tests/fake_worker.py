@@ -59,6 +59,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -160,12 +161,24 @@ def check_request(req, rid, op, params):
             return refuse(rid, "bad_params", f"unknown {name} '{value}'") or True
     if params.get("size_bytes", 1) > limits["max_size_bytes"] or params.get("size_bytes", 1) < 1:
         return refuse(rid, "bad_params", f"size_bytes {params['size_bytes']} is out of range") or True
-    for field, limit in (("threads", "max_threads"), ("seconds", "max_seconds"), ("warmup_s", "max_warmup_s")):
-        if float(req.get(field, 1)) > limits[limit]:
-            return refuse(rid, "bad_params", f"{field} {req.get(field)} is above {limits[limit]}") or True
+    threads, seconds, warmup = req.get("threads", 1), req.get("seconds", 1.0), req.get("warmup_s", 0.2)
+    if not 1 <= threads <= limits["max_threads"]:
+        return refuse(rid, "bad_params", f"threads must be 1..={limits['max_threads']}, got {threads}") or True
+    if not 0 < seconds <= limits["max_seconds"]:
+        return refuse(rid, "bad_params", f"seconds must be in (0, {limits['max_seconds']}], got {seconds}") or True
+    if not 0 <= warmup <= limits["max_warmup_s"]:
+        return refuse(rid, "bad_params", f"warmup_s must be in [0, {limits['max_warmup_s']}], got {warmup}") or True
     batch = req.get("batch")
     if batch is not None and not 1 <= batch <= limits["max_batch"]:
         return refuse(rid, "bad_params", f"batch must be 1..={limits['max_batch']}, got {batch}") or True
+    vector = req.get("cpu_vector_unmasked")
+    if vector is not None:
+        if req.get("cpu_mask") is None:
+            return refuse(rid, "bad_params", "cpu_vector_unmasked is checked against a cpu_mask's vector; "
+                          "give cpu_mask too") or True
+        if not re.fullmatch(r"0x[0-9a-fA-F]{1,16}:0x[0-9a-fA-F]{1,16}", str(vector)):
+            return refuse(rid, "bad_params", "cpu_vector_unmasked must be '0x<word0>:0x<word1>' (hex, as "
+                          f"hello's backends[].capabilities.openssl_ia32cap), got '{vector}'") or True
     return False
 
 
