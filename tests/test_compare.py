@@ -227,3 +227,16 @@ def test_cli_compare_speed_runs_shows_medians_without_ci(cli, fake_worker, tmp_p
     (row,) = [l for l in res.out.splitlines() if l.startswith("│ openssl")]
     assert "2 µs" in row and "+0.0 %" in row and "n/a [1]" in row
     assert "[1] run 1: only 1 measured repetition(s); an interval needs 3 on each side" in res.out
+
+
+def test_a_slowdown_inside_the_margin_does_not_fail_the_gate(comparison):
+    import dataclasses
+    a = next(d for d in comparison.deltas if d.configuration == "A")
+    small = dataclasses.replace(a, verdict=stats.Verdict("slower", "1.1 % slower [0.3, 1.9], within the ±2 % margin",
+                                                         1.1, 2.0, True))
+    c = dataclasses.replace(comparison, deltas=[small])
+    assert c.failing(["slower"]) == [] and c.failing(["inconclusive"]) == []
+    big = dataclasses.replace(small, verdict=stats.Verdict("slower", "4.0 % slower [3.0, 5.1]", 4.0, 2.0, False))
+    assert dataclasses.replace(comparison, deltas=[big]).failing(["slower"]) == [big]
+    na = dataclasses.replace(a, status="n/a", verdict=None, latency=None)
+    assert dataclasses.replace(comparison, deltas=[na]).failing(["inconclusive"]) == [na]

@@ -68,7 +68,7 @@ def method_text(settings: Settings, comparisons: int, level: float, paired: bool
     if settings.multiplicity and comparisons > 1 or settings.looks > 1:
         looks = f" and {settings.looks} looks" if settings.looks > 1 else ""
         text += (f"; Bonferroni over {comparisons} comparison{'s' if comparisons != 1 else ''}{looks}: "
-                 f"each interval at {level * 100:.3g} % so that all hold together at {settings.level * 100:g} %")
+                 f"each interval at {level * 100:.4g} % so that all hold together at {settings.level * 100:g} %")
     elif not settings.multiplicity and comparisons > 1:
         text += f"; no multiplicity adjustment (each of the {comparisons} intervals holds alone at {settings.level * 100:g} %)"
     return text + f"; equivalence margin ±{settings.margin_pct:g} %"

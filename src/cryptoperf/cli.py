@@ -386,8 +386,8 @@ FAIL_ON = ("slower", "inconclusive")
               help="Do not adjust the intervals of all matched cells together.")
 @click.option("--fail-on", "fail_on", type=click.Choice(FAIL_ON), multiple=True,
               help="Exit with status 1 when any matched cell's verdict is 'slower' beyond the margin "
-                   "(and, with --fail-on inconclusive, when any is undecided): a regression gate for "
-                   "CI pipelines. Repeatable.")
+                   "(a slowdown whose interval lies inside ±margin does not fail) and, with --fail-on "
+                   "inconclusive, when any is undecided: a regression gate for CI pipelines. Repeatable.")
 def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margin_pct: float | None,
             no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
     """Compare stored run RUN_B with RUN_A (the baseline); ids from `cryptoperf list`, or `latest`.

@@ -132,12 +132,19 @@ class Comparison:
         return analysis.method_text(self.settings, self.comparisons, self.level, paired=False)
 
     def failing(self, fail_on: Sequence[str]) -> list[Delta]:
-        """The deltas that fail a regression gate: verdict kind in ``fail_on`` (``slower``,
-        ``inconclusive``; a delta without an interval counts as inconclusive)."""
+        """The deltas that fail a regression gate: with ``slower`` in ``fail_on``, those
+        "slower" beyond the margin (not "x % slower, within the ±m % margin"); with
+        ``inconclusive``, the undecided ones (a delta without an interval counts as undecided)."""
         out = []
         for d in self.deltas:
-            kind = d.verdict.kind if d.verdict is not None else stats.INCONCLUSIVE
-            if kind in fail_on:
+            v = d.verdict
+            if v is None:
+                bad = stats.INCONCLUSIVE in fail_on
+            elif v.kind == stats.SLOWER:
+                bad = stats.SLOWER in fail_on and not v.within_margin
+            else:
+                bad = v.kind in fail_on
+            if bad:
                 out.append(d)
         return out
 
