@@ -49,8 +49,9 @@ def _stdout() -> Console:
 def cli() -> None:
     """What does this cryptographic configuration cost, and what will a change cost?
 
-    Measurements run in the Rust worker `cryptoperf-worker`, one fresh process per run; this
-    program plans, runs, compares (bootstrap CIs), stores (SQLite) and reports.
+    Measurements run in the Rust worker `cryptoperf-worker`, one fresh process per repetition;
+    this program schedules randomised blocks, compares (paired t intervals, verdicts against an
+    equivalence margin, adjusted for multiplicity), stores (SQLite) and reports.
 
     \b
     cryptoperf backends                  which backends and operations the worker has
@@ -60,6 +61,7 @@ def cli() -> None:
     cryptoperf setup openssl@3.6         build the worker with OpenSSL 3.6 (once, cached)
     cryptoperf list                      the stored runs
     cryptoperf compare 3 4               run 4 against run 3: host differences, deltas
+    cryptoperf compare 3 4 --fail-on slower   the same as a regression gate (exit 1)
     cryptoperf plan --op rsa2048-sign --rate 9.6   cores, cost of a change, accelerator break-even
     """
 
@@ -245,7 +247,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     """Run a study FILE (TOML): configurations against a baseline, with verdicts you can act on.
 
     Every cell (configuration × backend × operation × size) is calibrated once, then runs in
-    `repetitions` randomised blocks: a block runs every configuration of a cell once, each in a
+    `repetitions` randomised blocks: a block runs every configuration of a group once, each in a
     fresh worker, in a seeded random order. Each configuration is compared with the baseline
     block by block, and every comparison ends in a verdict: "x % slower/faster [CI]",
     "equivalent within ±m %", or "inconclusive" with the blocks that would likely decide it.
