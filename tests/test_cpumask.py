@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import TWO_CONFIG_STUDY, assert_one_line_error, worker_rules
+from conftest import TWO_CONFIG_STUDY, WORKER_HELLO, assert_one_line_error, worker_rules
 from cryptoperf import cpumask, schedule, study
 from cryptoperf.errors import StudyError, WorkerError
 from cryptoperf.model import Cell, speed_cell_attrs
@@ -155,6 +155,20 @@ def test_check_hello_refuses_a_worker_that_disagrees():
         cpumask.check_hello(short, ["no-aesni"])
     with pytest.raises(WorkerError, match="does not know CPU mask 'no-avx512'"):
         cpumask.check_hello([m for m in good if m["name"] != "no-avx512"], ["no-avx512"])
+    # baseline's value is checked too: the worker requires exactly the value it announces
+    older = [dict(m, openssl_ia32cap="") if m["name"] == "baseline" else m for m in good]
+    with pytest.raises(WorkerError, match=re.escape(f"CPU mask 'baseline' is OPENSSL_ia32cap={BASELINE_VALUE} here")):
+        cpumask.check_hello(older, ["baseline"])
+
+
+def test_a_worker_with_another_baseline_value_is_refused_up_front(cli, write_study, fake_worker):
+    """Rather than every baseline repetition coming back invalid."""
+    masks = [dict(m, openssl_ia32cap="~0x0") if m["name"] == "baseline" else m
+             for m in json.loads(json.dumps(WORKER_HELLO["cpu_masks"]))]
+    fake_worker({"cpu_masks": masks})
+    res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=3, timeout=5)))
+    assert_one_line_error(res, "CPU mask 'baseline' is OPENSSL_ia32cap=", "but ~0x0 in the worker", code=1)
+    assert_one_line_error(cli("speed", "-o", "sha256"), "CPU mask 'baseline'", code=1)
 
 
 def run_json(cli, write_study, tmp_path, text):

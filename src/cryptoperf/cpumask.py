@@ -68,14 +68,16 @@ def worker_env(mask: str, base: Mapping[str, str] | None = None) -> dict[str, st
 
 def check_hello(hello_masks: Sequence[Mapping[str, Any]] | None, wanted: Sequence[str]) -> None:
     """Check that the worker's ``cpu_masks`` (from its hello) give every mask in ``wanted`` the
-    value this orchestrator sets. Raises WorkerError naming the difference. A worker without
-    ``cpu_masks`` is too old to take the ``cpu_mask`` field every run request carries (even
-    for baseline), so it is refused up front rather than failing every run."""
+    value this orchestrator sets — baseline's too, which the worker requires exactly (a worker
+    that expects another value would find every baseline repetition invalid). Raises
+    WorkerError naming the difference. A worker without ``cpu_masks`` is too old to take the
+    ``cpu_mask`` field every run request carries (even for baseline), so it is refused up front
+    rather than failing every run."""
     if not hello_masks:
         raise WorkerError("this worker cannot verify CPU capability masks (its hello lists no "
                           "cpu_masks): it is older than this cryptoperf; rebuild both with "
                           "`pip install .` or point CRYPTOPERF_WORKER at a matching build")
-    needed = [m for m in dict.fromkeys(wanted) if m != BASELINE]
+    needed = list(dict.fromkeys(wanted))
     theirs = {m.get("name"): m.get("openssl_ia32cap") for m in hello_masks}
     for name in needed:
         if name not in theirs:
