@@ -195,3 +195,27 @@ def test_candidates_order():
     import sysconfig
     assert c[0].parent == __import__("pathlib").Path(sysconfig.get_path("scripts"))
     assert {p.parent.name for p in c[-2:]} == {"release", "debug"}
+
+
+def test_need_real_worker_skips_or_fails(monkeypatch, tmp_path):
+    """A real-worker test skips when its worker is missing, or fails under the build's
+    CRYPTOPERF_REQUIRE_* variable (.ci/run sets both), saying why it is missing."""
+    from conftest import need_real_worker
+    from real_workers import find
+    assert need_real_worker(tmp_path, "unused") == tmp_path
+    for var in ("CRYPTOPERF_REQUIRE_WORKER", "CRYPTOPERF_REQUIRE_FIPS"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(pytest.skip.Exception, match="no worker here"):
+        need_real_worker(None, "no worker here")
+    monkeypatch.setenv("CRYPTOPERF_REQUIRE_WORKER", "1")
+    with pytest.raises(pytest.fail.Exception, match="CRYPTOPERF_REQUIRE_WORKER=1 but no worker here"):
+        need_real_worker(None, "no worker here")
+    with pytest.raises(pytest.skip.Exception):  # each build has its own variable
+        need_real_worker(None, "no FIPS worker", require="CRYPTOPERF_REQUIRE_FIPS")
+    monkeypatch.setenv("CRYPTOPERF_REQUIRE_FIPS", "1")
+    with pytest.raises(pytest.fail.Exception, match="CRYPTOPERF_REQUIRE_FIPS=1 but no FIPS worker"):
+        need_real_worker(None, "no FIPS worker", require="CRYPTOPERF_REQUIRE_FIPS")
+    # what find says when the variable points nowhere (uncached: find caches per build)
+    monkeypatch.setenv("CRYPTOPERF_WORKER", str(tmp_path / "none"))
+    assert find.__wrapped__() == (None, f"the real default worker is unavailable: CRYPTOPERF_WORKER="
+                                        f"{tmp_path / 'none'} is not an executable file")
