@@ -1034,7 +1034,7 @@ fn aeads_conform() {
 #[test]
 fn aeads_interoperate() {
     let l = run("aead interop", aead_interop, |n| AEADS.iter().map(|&a| peers_with(n, Cap::Aead(a))).sum());
-    assert!(!l.pairs.is_empty() || subjects().len() + partners().len() < 2);
+    assert!(!l.pairs.is_empty(), "no two backends were compared");
 }
 
 #[test]
