@@ -528,12 +528,13 @@ fn kem_kat(backend: &dyn Backend, op: Op, alg: KemAlg) -> Result<(String, Check)
 /// public key`, the server's `c || Bob's public key`, and the secret `k || K`.
 fn hybrid_kat(backend: &dyn Backend, op: Op) -> Result<(String, Check), BackendError> {
     // Say what is missing before anything else fails for lack of it.
-    for missing in [
+    if let Some(missing) = [
         backend.kem_keypair(KemAlg::MlKem768).err(),
         backend.agreement(KxAlg::X25519, None).err(),
     ]
     .into_iter()
     .flatten()
+    .next()
     {
         return Err(match missing {
             BackendError::Unsupported(why) => {
