@@ -187,14 +187,14 @@ def test_masked_configuration_runs_in_a_masked_worker(cli, write_study, fake_wor
     fake_worker({"mask_factor": {"no-aesni": 3.0}})
     res, doc = run_json(cli, write_study, tmp_path, MASKED)
     assert res.code == 0, res.err
-    envs = {(r["configuration"], r["result"]["capabilities"]["env"]) for r in doc["runs"]}
+    envs = {(r["configuration"], r["result"]["capabilities"]["env"]) for r in doc["repetitions"]}
     assert envs == {("base", BASELINE_VALUE), ("aes-off", NO_AESNI_VALUE)}
-    assert all(r["status"] == "ok" for r in doc["runs"]), [r["reason"] for r in doc["runs"]]
-    assert all(r["result"]["cpu_mask"] == r["cpu"] for r in doc["runs"])
+    assert all(r["status"] == "ok" for r in doc["repetitions"]), [r["reason"] for r in doc["repetitions"]]
+    assert all(r["result"]["cpu_mask"] == r["cpu"] for r in doc["repetitions"])
     # one calibration repetition per cell (block 0, in cell order), then 3 blocks of both
-    assert [(r["block"], r["configuration"]) for r in doc["runs"][:2]] == [(0, "base"), (0, "aes-off")]
+    assert [(r["block"], r["configuration"]) for r in doc["repetitions"][:2]] == [(0, "base"), (0, "aes-off")]
     blocks = {}
-    for r in doc["runs"][2:]:
+    for r in doc["repetitions"][2:]:
         blocks.setdefault(r["block"], []).append(r)
     assert sorted(blocks) == [1, 2, 3]
     for b, rs in blocks.items():
@@ -213,7 +213,7 @@ def test_unmaskable_and_ignored_masks_are_reported_not_measured(cli, write_study
     text = MASKED.replace('backends = ["openssl"]', 'backends = ["openssl", "aws-lc", "ring", "rustcrypto"]')
     res, doc = run_json(cli, write_study, tmp_path, text)
     assert res.code == 0, res.err
-    masked = {r["backend"]: r for r in doc["runs"] if r["configuration"] == "aes-off"}
+    masked = {r["backend"]: r for r in doc["repetitions"] if r["configuration"] == "aes-off"}
     assert masked["openssl"]["status"] == "ok"
     assert masked["ring"]["status"] == "unsupported"
     assert masked["ring"]["reason"] == "RING has no runtime CPU capability mask"
@@ -223,7 +223,7 @@ def test_unmaskable_and_ignored_masks_are_reported_not_measured(cli, write_study
     assert all(masked[b]["latency"] is None for b in ("ring", "rustcrypto", "aws-lc"))
     # an unsupported or invalid answer at calibration is final: no blocks are run for that cell
     blocks = {}
-    for r in doc["runs"]:
+    for r in doc["repetitions"]:
         if r["configuration"] == "aes-off":
             blocks.setdefault(r["backend"], set()).add(r["block"])
     assert blocks == {"openssl": {0, 1, 2, 3}, "aws-lc": {0}, "ring": {0}, "rustcrypto": {0}}

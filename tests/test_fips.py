@@ -63,7 +63,7 @@ def test_study_runs_fips_cells_in_the_fips_worker(cli, write_study, fake_worker,
     assert "on [fips]" in res.out  # the tables say which configuration ran in the FIPS build
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
     by = {}
-    for r in doc["runs"]:
+    for r in doc["repetitions"]:
         by.setdefault((r["configuration"], r["backend"]), []).append(r)
     on = by[("on", "aws-lc")]
     assert [r["block"] for r in on] == [0, 1, 2, 3]  # calibration, then 3 blocks
@@ -88,7 +88,7 @@ def test_a_fips_result_without_fips_mode_is_not_counted(cli, write_study, fake_w
     fake_worker.fips()
     res = cli("study", write_study(FIPS_STUDY), "--no-report", "--out", tmp_path / "out")
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
-    on = [r for r in doc["runs"] if r["configuration"] == "on" and r["backend"] == "aws-lc"]
+    on = [r for r in doc["repetitions"] if r["configuration"] == "on" and r["backend"] == "aws-lc"]
     assert on and all(r["status"] == "failed" and "without reporting FIPS mode" in r["reason"] for r in on), on
     assert all(r["throughput"] is None and r["fips_reported"] is False for r in on)
     d = next(d for d in doc["deltas"] if d["backend"] == "aws-lc")

@@ -356,7 +356,7 @@ def test_study_builds_on_first_use_and_records_the_library(cli, write_study, fak
     assert "a one-time build of about" in res.err and str(data_dir / "workers" / "openssl-3.6") in res.err
     assert fake_cargo.exists()
     doc = json.loads(next((tmp_path / "cryptoperf-results").glob("lib-*.json")).read_text())
-    versions = {(r["configuration"], r["result"]["library_version"], r["build"]) for r in doc["runs"]}
+    versions = {(r["configuration"], r["result"]["library_version"], r["build"]) for r in doc["repetitions"]}
     assert versions == {("system", "fake-1.0", "default"), ("new", V36, "openssl@3.6")}
     assert doc["host"]["builds"]["openssl@3.6"]["libraries"]["openssl"]["library_version"] == V36
     assert [c["library"] for c in doc["study"]["configurations"]] == ["openssl@system", "openssl@3.6"]

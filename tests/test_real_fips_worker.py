@@ -96,15 +96,15 @@ sizes = [1024]
                          "--store", tmp_path / "s.sqlite", env=env)
     assert res.code == 0, res.err
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
-    assert all(r["status"] == "ok" for r in doc["runs"]), [r["reason"] for r in doc["runs"]]
-    fips = {(r["configuration"], r["result"]["fips"], r["build"]) for r in doc["runs"]}
+    assert all(r["status"] == "ok" for r in doc["repetitions"]), [r["reason"] for r in doc["repetitions"]]
+    fips = {(r["configuration"], r["result"]["fips"], r["build"]) for r in doc["repetitions"]}
     assert fips == {("off", False, "default"), ("on", True, "fips")}
     for name in ("off", "on"):  # calibration, then 3 blocks (besides re-runs of disturbed ones)
-        assert sorted(r["block"] for r in doc["runs"] if r["configuration"] == name and not r["superseded"]) == [0, 1, 2, 3]
+        assert sorted(r["block"] for r in doc["repetitions"] if r["configuration"] == name and not r["superseded"]) == [0, 1, 2, 3]
     # both builds' workers run under baseline's fixed-width value, and each build's library
     # reports the vector its own unmasked hello did (the worker checks cpu_vector_unmasked)
     vectors = {"default": fetch_hello(DEFAULT).unmasked_vectors(), "fips": fetch_hello(FIPS).unmasked_vectors()}
-    for r in doc["runs"]:
+    for r in doc["repetitions"]:
         caps = r["result"]["capabilities"]
         assert caps["env"] == cpumask.MASKS["baseline"], caps
         assert caps["maskable"] is True and caps["openssl_ia32cap"] == vectors[r["build"]]["aws-lc"], caps

@@ -77,11 +77,11 @@ def test_speed_table(tmp_path, real_env):
 def analysed(doc):
     """A study document's repetitions that count: all but those superseded by their re-run
     (a repetition disturbed by steal or other load runs again at once, attempt 2)."""
-    superseded = [r for r in doc["runs"] if r["superseded"]]
+    superseded = [r for r in doc["repetitions"] if r["superseded"]]
     for r in superseded:
         assert r["disturbed"] and any(a["cell"] == r["cell"] and a["block"] == r["block"]
-                                      and a["attempt"] == r["attempt"] + 1 for a in doc["runs"]), r
-    return [r for r in doc["runs"] if not r["superseded"]]
+                                      and a["attempt"] == r["attempt"] + 1 for a in doc["repetitions"]), r
+    return [r for r in doc["repetitions"] if not r["superseded"]]
 
 
 SUBSECOND = """\
@@ -123,7 +123,7 @@ def test_subsecond_study_on_openssl(tmp_path, real_env):
     assert doc["status"] == "complete"
     runs = analysed(doc)
     assert sorted(r["block"] for r in runs) == [b for b in range(4) for _ in range(4)]
-    assert all(r["status"] == "ok" for r in doc["runs"]), [r["reason"] for r in doc["runs"]]
+    assert all(r["status"] == "ok" for r in doc["repetitions"]), [r["reason"] for r in doc["repetitions"]]
     # every repetition of a group timed batches of one size, the one its calibration chose
     for size in (1024, 16384):
         blocks = [r for r in runs if r["size_bytes"] == size and r["block"] > 0]
@@ -167,12 +167,12 @@ def test_crashing_and_hanging_real_worker(tmp_path, real_env):
     (path,) = (tmp_path / "out").glob("mock-*.json")
     doc = json.loads(path.read_text())
     by_backend = {}
-    for r in doc["runs"]:
+    for r in doc["repetitions"]:
         by_backend.setdefault(r["backend"], set()).add(r["status"])
     assert by_backend == {"mock:2": {"ok"}, "mock:crash": {"failed"}, "mock:hang": {"failed"}}
-    crash = next(r for r in doc["runs"] if r["backend"] == "mock:crash")
+    crash = next(r for r in doc["repetitions"] if r["backend"] == "mock:crash")
     assert "worker crashed" in crash["reason"] and crash["stderr_tail"]
-    hang = next(r for r in doc["runs"] if r["backend"] == "mock:hang")
+    hang = next(r for r in doc["repetitions"] if r["backend"] == "mock:hang")
     assert hang["reason"].startswith("timeout:")
     deltas = {d["backend"]: d for d in doc["deltas"]}
     assert deltas["mock:2"]["status"] == "ok" and deltas["mock:crash"]["status"] == "n/a"
@@ -334,9 +334,9 @@ def test_a_study_with_a_baseline_and_a_masked_configuration(tmp_path, real_env):
     doc = json.loads(path.read_text())
     assert doc["status"] == "complete"
     assert not list((tmp_path / "out").glob("*.html")) and not list((tmp_path / "out").glob("*.md"))
-    assert all(r["status"] == "ok" for r in doc["runs"]), [r["reason"] for r in doc["runs"]]
+    assert all(r["status"] == "ok" for r in doc["repetitions"]), [r["reason"] for r in doc["repetitions"]]
     by = {"base": [], "sha-off": []}
-    for r in doc["runs"]:  # superseded ones too: they ran under the same mask
+    for r in doc["repetitions"]:  # superseded ones too: they ran under the same mask
         by[r["configuration"]].append(r)
     unmasked = fetch_hello(REAL).unmasked_vectors()["openssl"]
     for r in by["base"]:

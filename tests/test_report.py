@@ -335,7 +335,7 @@ def test_json_is_the_study_document_rebuilt_from_the_store(made):
     doc = json.loads(out)
     original = json.loads(made.json.read_text())
     assert doc["kind"] == "study" and doc["format_version"] == original["format_version"]
-    assert len([r for r in doc["runs"] if r["block"] > 0]) == OPERATIONS * CONFIGS * REPS
+    assert len([r for r in doc["repetitions"] if r["block"] > 0]) == OPERATIONS * CONFIGS * REPS
     assert doc["analysis"] == original["analysis"]
     assert [d["latency"] for d in doc["deltas"]] == [d["latency"] for d in original["deltas"]]
     assert doc["store"]["run_id"] == 1

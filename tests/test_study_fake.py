@@ -25,7 +25,7 @@ def run_study(cli, write_study, tmp_path, reps=5, timeout=5, extra="", args=()):
 
 def measured(doc):
     """The analysed repetitions of a study document (no calibration, no superseded attempt)."""
-    return [r for r in doc["runs"] if r["block"] > 0 and not r["superseded"]]
+    return [r for r in doc["repetitions"] if r["block"] > 0 and not r["superseded"]]
 
 
 def test_two_x_slower_configuration(cli, write_study, fake_worker, tmp_path):
@@ -96,7 +96,7 @@ def test_calibration_then_randomised_blocks_all_stored(cli, write_study, fake_wo
     fake_worker()
     res, doc = run_study(cli, write_study, tmp_path, reps=6)
     assert res.code == 0
-    cal = [r for r in doc["runs"] if r["block"] == 0]
+    cal = [r for r in doc["repetitions"] if r["block"] == 0]
     assert [r["configuration"] for r in cal] == ["A", "B"]
     runs = measured(doc)
     assert [r["block"] for r in runs] == [b for b in range(1, 7) for _ in range(2)]
@@ -119,13 +119,13 @@ def test_calibration_then_randomised_blocks_all_stored(cli, write_study, fake_wo
         rows = list(st.results(run["id"]))
         assert len(rows) == 14 and all(r["status"] == "ok" for r in rows)
         assert [(r["block"], r["position"], r["configuration"]) for r in rows] == [
-            (r["block"], r["position"], r["configuration"]) for r in doc["runs"]]
+            (r["block"], r["position"], r["configuration"]) for r in doc["repetitions"]]
 
 
 def test_baseline_gets_the_unmasked_vector_and_a_clear_nothing_mask(cli, write_study, fake_worker, tmp_path):
     fake_worker()
     res, doc = run_study(cli, write_study, tmp_path, reps=3)
-    env = {r["result"]["capabilities"]["env"] for r in doc["runs"]}
+    env = {r["result"]["capabilities"]["env"] for r in doc["repetitions"]}
     assert len(env) == 1 and env.pop().startswith("~0x0000000000000000:")
 
 
@@ -137,8 +137,8 @@ def test_an_empty_mask_variable_is_caught(cli, write_study, fake_worker, tmp_pat
     monkeypatch.setitem(cpumask.MASKS, "baseline", "")
     monkeypatch.setattr(cpumask, "check_hello", lambda *a, **k: None)
     res, doc = run_study(cli, write_study, tmp_path, reps=3)
-    assert {r["status"] for r in doc["runs"]} == {"invalid"}
-    assert "capability mask not applied" in doc["runs"][0]["reason"]
+    assert {r["status"] for r in doc["repetitions"]} == {"invalid"}
+    assert "capability mask not applied" in doc["repetitions"][0]["reason"]
 
 
 def test_crashing_configuration_fails_its_repetitions_and_the_study_goes_on(cli, write_study, fake_worker, tmp_path):
@@ -167,7 +167,7 @@ def test_unsupported_cells_are_found_at_calibration_and_not_repeated(cli, write_
     fake_worker({"unsupported": {"openssl/sha256": "no SHA-256 here"}})
     res, doc = run_study(cli, write_study, tmp_path, reps=3)
     assert res.code == 0
-    assert [(r["block"], r["configuration"]) for r in doc["runs"] if r["configuration"] == "A"] == [(0, "A")]
+    assert [(r["block"], r["configuration"]) for r in doc["repetitions"] if r["configuration"] == "A"] == [(0, "A")]
     (d,) = doc["deltas"]
     assert d["status"] == "n/a" and d["reason"] == "baseline: unsupported: no SHA-256 here"
 
@@ -176,7 +176,7 @@ def test_a_disturbed_repetition_runs_again_and_is_flagged_only_if_still_disturbe
                                                                                 tmp_path):
     fake_worker({"steal_pct": {"B#2": 30.0, "A#3": 40.0}, "steal_times": 1})
     res, doc = run_study(cli, write_study, tmp_path, reps=3)
-    superseded = [r for r in doc["runs"] if r["superseded"]]
+    superseded = [r for r in doc["repetitions"] if r["superseded"]]
     assert {(r["configuration"], r["block"]) for r in superseded} == {("B", 2), ("A", 3)}
     assert sorted(r["disturbed"].split(" >")[0] for r in superseded) == ["steal 30.0 %", "steal 40.0 %"]
     assert [r for r in measured(doc) if r["disturbed"]] == []  # the re-runs were clean
@@ -229,7 +229,7 @@ def test_each_repetition_is_committed_as_it_finishes(cli, write_study, fake_work
     db = sqlite3.connect(tmp_path / "runs.sqlite")
     assert db.execute("SELECT count(*) FROM results").fetchone()[0] == 3
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"
-    assert doc["status"] == "interrupted" and len(doc["runs"]) == 3
+    assert doc["status"] == "interrupted" and len(doc["repetitions"]) == 3
 
 
 def test_dry_run_lists_the_schedule(cli, write_study, fake_worker):

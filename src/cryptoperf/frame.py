@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from cryptoperf.errors import MissingDependency
+from cryptoperf.hostinfo import other_load_pct
 from cryptoperf.report.json import speed_entry
 from cryptoperf.model import Outcome
 from cryptoperf.store import Store
@@ -24,10 +25,11 @@ COLUMNS = ("run_id", "study", "configuration", "backend", "library", "library_ve
            "size_bytes", "cpu", "build", "fips", "block", "position", "attempt", "superseded", "disturbed",
            "status", "reason", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
            "min_ns", "max_ns", "mean_ns", "stddev_ns", "ops_per_s", "bytes_per_s", "cpu_ns_per_op",
-           "steal_pct", "busy_pct", "batch", "timing", "threads", "ops", "started_at", "finished_at")
+           "steal_pct", "busy_pct", "other_load_pct", "batch", "timing", "threads", "ops", "started_at",
+           "finished_at")
 _INT_COLUMNS = ("run_id", "size_bytes", "block", "position", "attempt", "batch", "threads", "ops")
 _FLOAT_COLUMNS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns", "stddev_ns",
-                  "ops_per_s", "bytes_per_s", "cpu_ns_per_op", "steal_pct", "busy_pct")
+                  "ops_per_s", "bytes_per_s", "cpu_ns_per_op", "steal_pct", "busy_pct", "other_load_pct")
 
 
 def _pandas():
@@ -39,11 +41,12 @@ def _pandas():
     return pandas
 
 
-def row(run_id: int, study: str | None, o: Outcome) -> dict[str, Any]:
+def row(run_id: int, study: str | None, o: Outcome, logical_cpus: int = 1) -> dict[str, Any]:
     """One DataFrame row (a dict with every name in COLUMNS) for one repetition of one cell:
     the fields of a ``speed`` JSON entry (``report.json.speed_entry``) plus the run, study,
     configuration, label, CPU mask, build, block, position in the block's order, attempt,
-    superseded, disturbed, min latency, busy % and timestamps."""
+    superseded, disturbed, min latency, busy %, other load (% of ``logical_cpus`` busy beyond
+    the worker's own threads) and timestamps."""
     e = speed_entry(o)
     lat, tp = o.latency, o.throughput
     c, rep = o.cell, o.repetition
@@ -51,6 +54,7 @@ def row(run_id: int, study: str | None, o: Outcome) -> dict[str, Any]:
              "cpu": c.cpu, "build": c.build, "fips": c.fips, "block": rep.block, "position": rep.position,
              "attempt": rep.attempt, "superseded": o.superseded, "disturbed": o.disturbed,
              "min_ns": lat.min_ns if lat else None, "busy_pct": tp.busy_pct if tp else None,
+             "other_load_pct": other_load_pct(o.result, logical_cpus) if tp and o.result else None,
              "started_at": o.started_at or None, "finished_at": o.finished_at or None}
     return {c: extra[c] if c in extra else e[c] for c in COLUMNS}
 
@@ -99,6 +103,7 @@ def _rows(store: Store, ids: list) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for rid in ids:
         run = load_run(store, rid)
-        rows += [row(run.id, run.meta.get("study_name"), o) for o in run.outcomes
+        cpus = int(run.host.get("logical_cpus") or 1)
+        rows += [row(run.id, run.meta.get("study_name"), o, cpus) for o in run.outcomes
                  if not o.repetition.calibration]
     return rows

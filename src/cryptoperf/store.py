@@ -14,7 +14,9 @@ FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version`
     kept the CPU mask and build only as suffixes of the cell key, which a configuration named
     ``cpu=no-aesni`` made ambiguous); runs gain ``analysis_json`` (margin, multiplicity, looks).
     The upgrade reads cpu, build and fips of study runs from their stored study file, and
-    ``block`` = ``repetition``.
+    ``block`` = ``repetition``. In the JSON study document, the list of repetitions is called
+    ``repetitions`` (format 1: ``runs``), each entry with ``block`` and ``position``, and each
+    delta has one ``verdict`` (format 1: ``latency_verdict`` and ``throughput_verdict``).
 Upgrades: one function per version step in ``_UPGRADES``; tests/fixtures keeps a store of
 every old version.
 """

@@ -12,6 +12,7 @@ import io
 import json
 from typing import Any
 
+from cryptoperf.hostinfo import other_load_pct
 from cryptoperf.report import view
 from cryptoperf.stored import StoredRun
 
@@ -21,6 +22,7 @@ COLUMNS = ("run_id", "configuration", "backend", "library", "library_version", "
            "superseded", "disturbed", "status", "reason", "threads", "timing", "batch",
            "ops", "wall_ns", "ops_per_s", "bytes_per_s", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
            "min_ns", "max_ns", "mean_ns", "stddev_ns", "cpu_ns_per_op", "steal_pct", "busy_pct",
+           "other_load_pct",
            "started_at", "finished_at")
 
 
@@ -49,7 +51,8 @@ def rows(run: StoredRun) -> list[dict[str, Any]]:
                                p99_ns=lat.p99_ns, p999_ns=lat.p999_ns, min_ns=lat.min_ns,
                                max_ns=lat.max_ns, mean_ns=lat.mean_ns, stddev_ns=lat.stddev_ns,
                                cpu_ns_per_op=tp.cpu_ns_per_op, steal_pct=tp.steal_pct,
-                               busy_pct=tp.busy_pct)
+                               busy_pct=tp.busy_pct,
+                               other_load_pct=other_load_pct(r, int(run.host.get("logical_cpus") or 1)))
                 out.append(row)
     return out
 

@@ -5,7 +5,7 @@ Two kinds, both ``{"format_version": 1, "kind": ..., "cryptoperf_version": ..., 
 - ``speed``: ``results`` — one entry per (backend, op, size) with at least ``backend``,
   ``library_version``, ``op``, ``size_bytes``, ``status``, ``ops_per_s``, ``bytes_per_s``,
   ``p50_ns``, ``p99_ns``, ``cpu_ns_per_op``, ``batch`` (numbers are null unless status is ok).
-- ``study``: ``study`` (options and the file's text), ``runs`` (every repetition: its cell,
+- ``study``: ``study`` (options and the file's text), ``repetitions`` (every repetition: its cell,
   block and place in the block's order, outcome, derived figures and the worker's full result
   message; calibration repetitions have block 0), ``cells`` (summaries over repetitions),
   ``deltas`` (vs the baseline, with intervals and verdicts) and ``analysis`` (how the
@@ -112,7 +112,7 @@ def study_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
             "finished_at": m.get("finished_at") or "", "study": study_dict(run.study),
             "host": dict(run.host), "store": {"path": str(store_path), "run_id": run.id},
             "analysis": run.analysis.as_dict(),
-            "runs": [outcome_dict(o) for o in run.outcomes],
+            "repetitions": [outcome_dict(o) for o in run.outcomes],
             "cells": [s.as_dict() for s in run.summaries.values()],
             "deltas": [d.as_dict() for d in run.deltas]}
 
