@@ -193,19 +193,59 @@ def test_a_repetition_disturbed_twice_is_kept_and_flagged(cli, write_study, fake
     assert cell_b["disturbed"] == 1
 
 
+SEQUENTIAL_STUDY = """\
+[study]
+name = "t"
+baseline = "A"
+backends = ["openssl"]
+repetitions = 3
+until = "decided"
+max_repetitions = 24
+seconds = 0.01
+warmup_s = 0
+timeout_s = 5
+
+[[configuration]]
+name = "A"
+hash = "sha256"
+bits = 2048
+
+[[configuration]]
+name = "B"
+hash = "sha512"
+bits = 4096
+
+[[operation]]
+label = "hash"
+op = "{hash}"
+sizes = [1024]
+
+[[operation]]
+label = "sign"
+op = "rsa{bits}-sign"
+"""
+
+
 def test_sequential_study_adds_blocks_to_undecided_comparisons_only(cli, write_study, fake_worker, tmp_path):
-    """Two groups: sha512 vs sha256 at 1 KiB is undecided at 3 blocks (noise), the 4 KiB one is
-    clearly slower; only the first gets more blocks."""
-    fake_worker({"noise_cv": 0.02, "config_factor": {"B": 1.005}, "latency_ns": {"sha256": 2000, "sha512": 2000}})
-    text = TWO_CONFIG_STUDY.format(reps=3, timeout=5).replace("sizes = [1024]", "sizes = [1024]")
-    text = text.replace('repetitions = 3', 'repetitions = 3\nuntil = "decided"\nmax_repetitions = 24')
-    path = write_study(text)
-    res = cli("study", path, "--out", tmp_path / "out", "--no-report")
+    """Two groups: "sign" is 10× slower in B and decided at the first look (3 blocks); "hash"
+    is the same in A and B (2 % noise), undecided at 3 blocks, so only its two cells get more
+    blocks, at the looks 6, 12, 24, until it is decided or the blocks run out."""
+    fake_worker({"noise_cv": 0.02, "latency_ns": {"sha256": 2000, "sha512": 2000, "rsa2048-sign": 100_000,
+                                                  "rsa4096-sign": 1_000_000}})
+    res = cli("study", write_study(SEQUENTIAL_STUDY), "--out", tmp_path / "out", "--no-report")
+    assert res.code == 0, res.err
     doc = json.loads(next((tmp_path / "out").glob("t-*.json")).read_text())
-    (d,) = doc["deltas"]
-    assert d["blocks"] > 3 and doc["analysis"]["settings"]["looks"] == 4  # 3, 6, 12, 24
-    assert "and 4 looks" in doc["analysis"]["method"]
-    assert d["verdict"]["kind"] in ("equivalent", "slower", "inconclusive")
+    by_label = {d["label"]: d for d in doc["deltas"]}
+    assert by_label["sign"]["blocks"] == 3 and by_label["sign"]["verdict"]["kind"] == "slower"
+    assert by_label["hash"]["blocks"] > 3
+    blocks = {(r["label"], r["configuration"]): {x["block"] for x in measured(doc)
+                                                 if (x["label"], x["configuration"]) == (r["label"], r["configuration"])}
+              for r in measured(doc)}
+    assert blocks[("sign", "A")] == blocks[("sign", "B")] == {1, 2, 3}
+    assert blocks[("hash", "A")] == blocks[("hash", "B")] == set(range(1, by_label["hash"]["blocks"] + 1))
+    assert by_label["hash"]["blocks"] in (6, 12, 24)  # only at a planned look
+    assert doc["analysis"]["settings"]["looks"] == 4 and "and 4 looks" in doc["analysis"]["method"]
+    assert by_label["hash"]["verdict"]["kind"] != "slower" or by_label["hash"]["verdict"]["within_margin"]
 
 
 def test_each_repetition_is_committed_as_it_finishes(cli, write_study, fake_worker, tmp_path, monkeypatch):

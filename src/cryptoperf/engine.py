@@ -23,6 +23,10 @@ from typing import Any, Callable, Mapping, Sequence
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
 from cryptoperf.errors import UsageError
 from cryptoperf.model import CALIBRATION_BLOCK, OK, Cell, Outcome, Repetition
+from cryptoperf.report import formats as report_formats
+from cryptoperf.report import json as report_json
+from cryptoperf.report.json import outcome_dict
+from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import local
 from cryptoperf.run.worker import Hello, fetch_hello
 from cryptoperf.store import Store
@@ -164,7 +168,6 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     plan = source if isinstance(source, StudyPlan) else plan_study(
         source, setup=setup, margin_pct=margin_pct, multiplicity=multiplicity, console=console)
     if progress is True:
-        from cryptoperf.report.terminal import ProgressBar
         progress = ProgressBar()
     bar = progress or local.NoProgress()
     s = plan.study
@@ -183,7 +186,6 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     with Store(store) as st:
         run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=s.seed,
                               analysis=plan.analysis.as_dict())
-        from cryptoperf.report.json import outcome_dict
 
         def record(o: Outcome) -> None:
             outcomes.append(o)
@@ -218,12 +220,10 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             run = StudyRun.from_outcomes(meta, s, outcomes, plan.analysis)
             run.store_path = st.path
             if out_dir is not None:
-                from cryptoperf.report import json as report_json
                 run.json_path = report_json.write(report_json.study_document(run, st.path),
                                                   report_json.result_path(out_dir, s.name, started))
         if reports and out_dir is not None and run.json_path is not None:
-            from cryptoperf.report import formats
-            run.reports = formats.write_beside(run, run.json_path, ("html", "md"), st.path)
+            run.reports = report_formats.write_beside(run, run.json_path, ("html", "md"), st.path)
     return run
 
 
@@ -317,13 +317,11 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     host = hostinfo.fingerprint(hello.raw)
     host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]
     if progress is True:
-        from cryptoperf.report.terminal import ProgressBar
         progress = ProgressBar()
     started = local.utc_now()
     with Store(store) as st:
         run_id = st.begin_run("speed", started, host, seed=None)
         status = "interrupted"
-        from cryptoperf.report.json import outcome_dict
         try:
             outcomes = local.execute(reps, settings, path, progress=progress or None,
                                      on_outcome=lambda o: st.add_result(run_id, outcome_dict(o)),

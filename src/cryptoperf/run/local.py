@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import os
-from typing import Any, Callable, Mapping, Protocol, Sequence, Union
+from typing import Callable, Mapping, Protocol, Sequence, Union
 
 from cryptoperf import builds, cpumask
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
