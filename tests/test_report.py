@@ -106,8 +106,8 @@ def test_html_has_the_summary_table_with_deltas_intervals_blocks_and_verdicts(ht
     assert "Performance impact of each configuration" in html
     assert table.count('class="verdict"') == OPERATIONS * CONFIGS
     assert table.count(">baseline<") == OPERATIONS
-    assert table.count("100.0 % slower") == OPERATIONS
-    assert re.search(r"\+100\.0 %<div class=\"ci\">\[\+\d+\.\d, \+\d+\.\d\]</div>", table)
+    assert table.count("2.0× slower") == OPERATIONS  # a 2× change reads as a factor
+    assert re.search(r"2\.0×<div class=\"ci\">\[\d+\.\d, \d+\.\d\]×</div>", table)
     # the header states the per-interval level after the adjustment (2 comparisons: 97.5 %)
     assert run.analysis.comparisons == OPERATIONS * (CONFIGS - 1)
     assert run.analysis.level == pytest.approx(0.975)
@@ -141,7 +141,7 @@ def test_html_opens_with_the_forest_plot_of_every_comparison(html, run):
     assert ">0<" in forest and "+100 %" in forest and "log scale" in forest
     assert "±2 % equivalence band" in forest
     # rows grouped by operation, labelled "backend configuration", the verdict on the right
-    for text in (">hash 1 KiB<", ">kem<", ">openssl B<", ">100.0 % slower ["):
+    for text in (">hash 1 KiB<", ">kem<", ">openssl B<", ">2.0× slower ["):
         assert text in forest, text
     # the caption states the method: the level after adjustment and the multiplicity method
     caption = _section(html, "verdicts")
@@ -273,7 +273,7 @@ def test_markdown_has_the_summary_table_and_key_figures(made):
     assert "## Performance impact of each configuration" in md and "## Key figures" in md
     assert ("| Operation | Backend | Configuration | p50 | Δ latency (97.5 % CI) | "
             "Δ throughput (97.5 % CI) | Blocks | Verdict | Note |") in md
-    assert md.count("100.0 % slower") == 2 * OPERATIONS  # the verdict list and the table
+    assert md.count("2.0× slower") == 2 * OPERATIONS  # the verdict list and the table
     assert "| ops/s |" in md and "| CPU/op |" in md and "| batch |" in md
     assert "cryptoperf study t.toml" in md
     assert "<svg" not in md
@@ -287,7 +287,7 @@ def test_markdown_opens_with_the_verdict_list_and_the_method(made, run):
     items = re.findall(r"^- (.+)$", verdicts, flags=re.M)
     assert len(items) == OPERATIONS, items
     for item, op in zip(items, ("hash 1 KiB", "kem")):
-        assert re.fullmatch(rf"{op} on openssl, B: 100\.0 % slower \[\d+\.\d, \d+\.\d\]", item), item
+        assert re.fullmatch(rf"{op} on openssl, B: 2\.0× slower \[\d+\.\d, \d+\.\d\]", item), item
     assert "1 slower" not in verdicts and "2 slower" in verdicts
     assert f"Method: {run.analysis.method}." in verdicts
     assert "Bonferroni over 2 comparisons" in run.analysis.method
@@ -577,3 +577,8 @@ def test_html_renders_offline_in_headless_chromium(made):
             browser.close()
     assert attempted == [], f"the report tried to load from the network: {attempted}"
     assert errors == []
+
+
+def test_markdown_carries_the_study_file(made, run):
+    """A summary pasted into a ticket must be enough to rerun the study: the file is in it."""
+    assert "```toml\n" + run.study.text.rstrip() + "\n```" in made.md.read_text()

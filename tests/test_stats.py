@@ -181,6 +181,28 @@ def test_blocks_to_decide_is_the_first_count_that_decides():
 
 def test_zero_spread_decides_at_once():
     ci = stats.paired_log_ratio([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
-    assert ci.low == ci.high == 2.0 and stats.decide(ci).text.startswith("100.0 % slower")
+    assert ci.low == ci.high == 2.0 and stats.decide(ci).text == "2.0× slower [2.0, 2.0]"
     same = stats.paired_log_ratio([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
     assert stats.decide(same).kind == "equivalent"
+
+
+@pytest.mark.parametrize("low,high,text,change", [
+    (12.5, 14.6, "13.5× slower [12.5, 14.6]", "13.5× [12.5, 14.6]"),
+    (0.24, 0.26, "4.0× faster [3.8, 4.2]", "0.25× [0.24, 0.26]"),
+    (1.95, 2.15, "2.0× slower [1.9, 2.1]", "2.0× [1.9, 2.1]"),
+    (1.9, 2.1, "99.7 % slower [90.0, 110.0]", "+99.7 % [+90.0, +110.0]"),
+    (1.4, 1.6, "49.7 % slower [40.0, 60.0]", "+49.7 % [+40.0, +60.0]"),
+])
+def test_large_changes_read_as_ratios(low, high, text, change):
+    """From 2× on a change reads as a factor ("13.5× slower"), below it as a percentage."""
+    lo, hi = math.log(low), math.log(high)
+    se = (hi - lo) / 2 / stats.t_quantile(0.95, 9)
+    ci = stats.Interval(math.exp((lo + hi) / 2), low, high, 0.95, 10, se, 9, stats.PAIRED_T)
+    assert stats.decide(ci).text == text
+    assert stats.change_text(ci) == change
+
+
+def test_a_verdict_names_its_metric():
+    ci = interval(3.0, 5.1)
+    assert stats.decide(ci).metric == "p50 latency"
+    assert stats.decide(ci, metric="CPU time per operation").as_dict()["metric"] == "CPU time per operation"

@@ -38,7 +38,7 @@ def test_two_x_slower_configuration(cli, write_study, fake_worker, tmp_path):
     assert lat["ci_low"] == pytest.approx(2.0, rel=1e-3) == lat["ci_high"]  # paired: the drift cancels
     assert tp["ratio"] == pytest.approx(0.5, rel=1e-3) and tp["ci_high"] < 1.0
     assert d["verdict"]["kind"] == "slower" and d["blocks"] == 5
-    assert "performance delta vs baseline" in res.out and "100.0 % slower" in res.out
+    assert "performance delta vs baseline" in res.out and "2.0× slower" in res.out
     assert "noise across repetitions" in res.out
     assert doc["analysis"]["comparisons"] == 1 and "paired t" in doc["analysis"]["method"]
 
@@ -293,3 +293,16 @@ def test_one_failed_repetition_drops_its_block_and_says_so(cli, write_study, fak
     assert d["latency"]["ratio"] == pytest.approx(1.5, rel=0.01)
     cell_b = next(c for c in doc["cells"] if c["configuration"] == "B")
     assert cell_b["ok"] == 3 and cell_b["repetitions"] == 4 and cell_b["status"] == "failed"
+
+
+def test_verdicts_can_be_decided_on_cpu_per_op(cli, write_study, fake_worker, tmp_path):
+    """verdict_on = "cpu_per_op": the verdict is about CPU time per operation, says so, and the
+    other metrics keep their intervals."""
+    fake_worker({"config_factor": {"B": 1.3}, "noise_cv": 0.01})
+    res, doc = run_study(cli, write_study, tmp_path, reps=4, extra='verdict_on = "cpu_per_op"\n')
+    assert res.code == 0, res.err
+    (d,) = doc["deltas"]
+    assert d["verdict"]["metric"] == "CPU time per operation" and d["verdict"]["kind"] == "slower"
+    assert d["cpu_per_op"]["ratio"] == pytest.approx(1.3, rel=0.03) and d["latency"] is not None
+    assert "verdicts on CPU time per operation" in doc["analysis"]["method"]
+    assert "verdict (CPU time per operation)" in " ".join(res.out.split()) or "CPU time per" in res.out

@@ -39,6 +39,8 @@ class Settings:
             comparisons (1 for a fixed study); the adjustment covers every look.
         noise_threshold_pct: CV across repetitions above which the noise table warns (it
             does not enter any verdict).
+        verdict_on: the metric verdicts are decided on (``stats.METRICS``: ``latency``, the
+            per-repetition p50; ``throughput``, ops/s; ``cpu_per_op``, CPU ns per operation).
     """
 
     level: float = stats.DEFAULT_LEVEL
@@ -46,6 +48,12 @@ class Settings:
     multiplicity: bool = True
     looks: int = 1
     noise_threshold_pct: float = 10.0
+    verdict_on: str = "latency"
+
+    @property
+    def metric(self) -> str:
+        """The verdicts' metric for people, e.g. ``p50 latency``."""
+        return stats.METRICS[self.verdict_on][0]
 
     def as_dict(self) -> dict[str, Any]:
         """Field name → value."""
@@ -71,7 +79,7 @@ def method_text(settings: Settings, comparisons: int, level: float, paired: bool
                  f"each interval at {level * 100:.4g} % so that all hold together at {settings.level * 100:g} %")
     elif not settings.multiplicity and comparisons > 1:
         text += f"; no multiplicity adjustment (each of the {comparisons} intervals holds alone at {settings.level * 100:g} %)"
-    return text + f"; equivalence margin ±{settings.margin_pct:g} %"
+    return text + f"; equivalence margin ±{settings.margin_pct:g} %; verdicts on {settings.metric}"
 
 
 @dataclass
@@ -182,6 +190,7 @@ class _Pending:
     dropped: int
     latency: stats.Interval
     throughput: stats.Interval
+    cpu: stats.Interval | None
     note: str
 
 
@@ -223,7 +232,11 @@ def _paired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names:
                                  [base.p50_by_block_ns[b] for b in both], level)
     tp = stats.paired_log_ratio([conf.ops_per_s_by_block[b] for b in both],
                                 [base.ops_per_s_by_block[b] for b in both], level)
-    return _Pending(common, base, conf, len(both), len(dropped), lat, tp, note)
+    cpu_blocks = [b for b in both if b in conf.cpu_ns_per_op_by_block and b in base.cpu_ns_per_op_by_block]
+    cpu = (stats.paired_log_ratio([conf.cpu_ns_per_op_by_block[b] for b in cpu_blocks],
+                                  [base.cpu_ns_per_op_by_block[b] for b in cpu_blocks], level)
+           if len(cpu_blocks) >= MIN_BLOCKS else None)
+    return _Pending(common, base, conf, len(both), len(dropped), lat, tp, cpu, note)
 
 
 def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names: tuple[str, str],
@@ -237,15 +250,24 @@ def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], name
                      blocks=n, baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
     lat = stats.welch_log_ratio(conf.p50_samples_ns, base.p50_samples_ns, level)
     tp = stats.welch_log_ratio(conf.ops_per_s_samples, base.ops_per_s_samples, level)
+    cpu = (stats.welch_log_ratio(conf.cpu_ns_per_op_samples, base.cpu_ns_per_op_samples, level)
+           if min(len(conf.cpu_ns_per_op_samples), len(base.cpu_ns_per_op_samples)) >= MIN_BLOCKS else None)
     notes = [f"{x.ok} of {x.repetitions} repetitions ({who})" for who, x in zip(names, (base, conf))
              if x.ok < x.repetitions]
-    return _Pending(common, base, conf, n, 0, lat, tp, "; ".join(notes))
+    return _Pending(common, base, conf, n, 0, lat, tp, cpu, "; ".join(notes))
 
 
 def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[list[Delta], int, float]:
-    """Adjust the pending intervals together and decide their verdicts; returns the deltas in
-    the given order, the family size and the per-interval level."""
-    m = sum(1 for p in pending if isinstance(p, _Pending))
+    """Adjust the pending intervals together and decide their verdicts on
+    ``settings.verdict_on``; returns the deltas in the given order, the family size and the
+    per-interval level. A comparison without an interval of that metric (no CPU time in
+    enough blocks) is ``n/a`` and not in the family."""
+    name, higher_is_slower = stats.METRICS[settings.verdict_on]
+
+    def decided_on(p: _Pending) -> stats.Interval | None:
+        return {"latency": p.latency, "throughput": p.throughput, "cpu_per_op": p.cpu}[settings.verdict_on]
+
+    m = sum(1 for p in pending if isinstance(p, _Pending) and decided_on(p) is not None)
     level = (stats.adjusted_level(settings.level, max(m, 1) if settings.multiplicity else 1, settings.looks))
     out = []
     for p in pending:
@@ -253,15 +275,25 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[li
             out.append(p)
             continue
         lat, tp = p.latency.at_level(level), p.throughput.at_level(level)
+        cpu = p.cpu.at_level(level) if p.cpu is not None else None
         batch = p.conf.batch if p.conf.batch == p.base.batch else None
         note = p.note
         if p.conf.batch != p.base.batch and p.conf.batch and p.base.batch:
             note = "; ".join(x for x in (note, f"batch sizes differ ({p.base.batch} vs {p.conf.batch}): "
                                          "the sides time different statistics") if x)
+        chosen = decided_on(p)
+        libs = dict(library_version=p.conf.library_version, baseline_library_version=p.base.library_version)
+        if chosen is None:
+            out.append(Delta(status="n/a", reason=f"no {name} in {MIN_BLOCKS} paired blocks to decide on",
+                             blocks=p.blocks, dropped=p.dropped, baseline_p50_ns=p.base.p50_ns,
+                             p50_ns=p.conf.p50_ns, **libs, **p.common))
+            continue
+        chosen = chosen.at_level(level)
         out.append(Delta(status="ok", blocks=p.blocks, dropped=p.dropped,
                          baseline_p50_ns=p.base.p50_ns, p50_ns=p.conf.p50_ns, latency=lat, throughput=tp,
-                         verdict=stats.decide(lat, settings.margin_pct, higher_is_slower=True),
-                         noise=max(p.base.cv_p50, p.conf.cv_p50), note=note, batch=batch, **p.common))
+                         cpu_per_op=cpu,
+                         verdict=stats.decide(chosen, settings.margin_pct, higher_is_slower, metric=name),
+                         noise=max(p.base.cv_p50, p.conf.cv_p50), note=note, batch=batch, **libs, **p.common))
     return out, m, level
 
 

@@ -308,11 +308,16 @@ class Delta:
         dropped: blocks left out because either side did not measure in them.
         baseline_p50_ns, p50_ns: medians of per-repetition p50 latency (ns).
         latency: configuration ÷ baseline of per-repetition p50 latency, with its interval at
-            the study's adjusted level; throughput: the same for ops/s.
-        verdict: decided from the latency interval (time per operation) and the margin.
+            the study's adjusted level; throughput: the same for ops/s; cpu_per_op: for CPU ns
+            per operation (None without CPU times in enough blocks).
+        verdict: decided from the interval of the study's ``verdict_on`` metric (latency by
+            default) and the margin; ``verdict.metric`` names it.
         noise: the larger coefficient of variation (fraction) of the two sides' p50.
         note: e.g. ``8 of 10 blocks (2 dropped: ...)``.
         batch: operations per timed sample on both sides (they are equal within a study).
+        library_version, baseline_library_version: the library release each side ran
+            (``library library_version`` as the workers reported it), which differ when a
+            configuration changes the build (FIPS module, another OpenSSL).
     """
 
     backend: str
@@ -332,10 +337,29 @@ class Delta:
     p50_ns: float | None = None
     latency: stats.Interval | None = None
     throughput: stats.Interval | None = None
+    cpu_per_op: stats.Interval | None = None
     verdict: stats.Verdict | None = None
     noise: float | None = None
     note: str = ""
     batch: int | None = None
+    library_version: str | None = None
+    baseline_library_version: str | None = None
+
+    @property
+    def decisive(self) -> "stats.Interval | None":
+        """The interval the verdict was decided on (``verdict.metric``: latency, throughput or
+        CPU time per operation), None without a verdict."""
+        if self.verdict is None:
+            return None
+        key = next((k for k, (name, _) in stats.METRICS.items() if name == self.verdict.metric), "latency")
+        return {"latency": self.latency, "throughput": self.throughput, "cpu_per_op": self.cpu_per_op}[key]
+
+    @property
+    def library_change(self) -> str:
+        """``AWS-LC 5.12.0 → AWS-LC-FIPS 4.2.0`` when the two sides ran different library
+        releases, else ''."""
+        a, b = self.baseline_library_version, self.library_version
+        return f"{a} → {b}" if a and b and a != b else ""
 
     @property
     def group(self) -> tuple[str, str, int | None]:
@@ -345,6 +369,6 @@ class Delta:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict; intervals as ``Interval.as_dict``, the verdict as ``Verdict.as_dict``."""
         d = dict(self.__dict__)
-        for k in ("latency", "throughput", "verdict"):
+        for k in ("latency", "throughput", "cpu_per_op", "verdict"):
             d[k] = d[k].as_dict() if d[k] is not None else None
         return d

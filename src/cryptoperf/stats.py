@@ -399,6 +399,7 @@ class Verdict:
         within_margin: the whole interval lies inside ± m %.
         blocks_needed: for ``inconclusive``, the paired blocks (in all) that would likely
             decide it, None when more than ``MAX_PROJECTED_BLOCKS`` or not projectable.
+        metric: what the verdict is about (``METRICS``' values, e.g. ``p50 latency``).
     """
 
     kind: str
@@ -407,11 +408,54 @@ class Verdict:
     margin_pct: float
     within_margin: bool
     blocks_needed: int | None = None
+    metric: str = "p50 latency"
 
     def as_dict(self) -> dict[str, Any]:
         """``kind``, ``text``, ``delta_pct``, ``margin_pct``, ``within_margin``,
-        ``blocks_needed``."""
+        ``blocks_needed``, ``metric``."""
         return dict(self.__dict__)
+
+
+#: What a study's verdicts may be decided on (``verdict_on``): key → (name for people,
+#: whether a higher value is slower).
+METRICS: dict[str, tuple[str, bool]] = {
+    "latency": ("p50 latency", True),
+    "throughput": ("throughput", False),
+    "cpu_per_op": ("CPU time per operation", True),
+}
+
+#: A change at or beyond this factor (or its inverse) reads as a ratio, "13.5× slower", rather
+#: than as a percentage ("+1250 %").
+RATIO_FORM_AT = 2.0
+
+
+def _factor_form(ci: "Interval") -> bool:
+    return ci.ratio >= RATIO_FORM_AT or ci.ratio <= 1.0 / RATIO_FORM_AT
+
+
+def _f(x: float) -> str:
+    """A factor as text: 2 decimals below 1, 1 up to 100, none above (0.25, 13.5, 150)."""
+    return f"{x:.2f}" if x < 1 else f"{x:.1f}" if x < 100 else f"{x:.0f}"
+
+
+def change_text(ci: "Interval") -> str:
+    """A change with its interval as people read it: ``+4.0 % [+3.0, +5.1]`` below 2×,
+    ``13.5× [13.3, 13.7]`` from 2× up, ``0.25× [0.24, 0.26]`` from 2× down."""
+    if _factor_form(ci):
+        return f"{_f(ci.ratio)}× [{_f(ci.low)}, {_f(ci.high)}]"
+    return f"{ci.delta_pct:+.1f} % [{ci.low_pct:+.1f}, {ci.high_pct:+.1f}]"
+
+
+def change_point_text(ci: "Interval") -> str:
+    """The point change alone: ``+4.0 %`` below 2×, ``13.5×`` / ``0.25×`` beyond."""
+    return f"{_f(ci.ratio)}×" if _factor_form(ci) else f"{ci.delta_pct:+.1f} %"
+
+
+def interval_text(ci: "Interval") -> str:
+    """The interval alone: ``[+3.0, +5.1] %`` below 2×, ``[13.3, 13.7]×`` beyond."""
+    if _factor_form(ci):
+        return f"[{_f(ci.low)}, {_f(ci.high)}]×"
+    return f"[{ci.low_pct:+.1f}, {ci.high_pct:+.1f}] %"
 
 
 def _pct(x: float) -> str:
@@ -449,16 +493,18 @@ def blocks_to_decide(ci: Interval, margin_pct: float) -> int | None:
     return lo
 
 
-def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slower: bool = True) -> Verdict:
+def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slower: bool = True,
+           metric: str = "p50 latency") -> Verdict:
     """Decide what a ratio with its interval says, against an equivalence margin of
-    ± ``margin_pct`` %.
+    ± ``margin_pct`` %. ``metric`` names what the ratio is of (kept in the verdict).
 
     Rules: when the interval excludes 0 (ratio 1): "x % slower [lo, hi]" or "x % faster
     [lo, hi]" (x the change in time per operation when ``higher_is_slower``, e.g. latency; in
-    operations per second otherwise), with ", within the ±m % margin" when the whole interval
-    lies inside ± m %; when it includes 0 and lies inside ± m %: "equivalent within ±m %";
-    otherwise "inconclusive: [lo, hi] % spans the ±m % margin", with the blocks that would
-    likely decide it. Absence of evidence is never reported as "no difference".
+    operations per second otherwise) — "k× slower [lo, hi]" / "k× faster [lo, hi]" once the
+    change is 2× or more (``RATIO_FORM_AT``) — with ", within the ±m % margin" when the whole
+    interval lies inside ± m %; when it includes 0 and lies inside ± m %: "equivalent within
+    ±m %"; otherwise "inconclusive: [lo, hi] % spans the ±m % margin", with the blocks that
+    would likely decide it. Absence of evidence is never reported as "no difference".
     """
     if margin_pct < 0 or not math.isfinite(margin_pct):
         raise ValueError(f"margin must be a percentage >= 0, got {margin_pct}")
@@ -469,14 +515,19 @@ def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slowe
     if ci.low > 1.0 or ci.high < 1.0:
         slower = (ci.ratio > 1.0) == higher_is_slower
         kind = SLOWER if slower else FASTER
-        lo, hi = sorted((abs(ci.low_pct), abs(ci.high_pct)))
-        text = f"{abs(delta):.1f} % {kind} [{lo:.1f}, {hi:.1f}]"
+        if _factor_form(ci):
+            up = ci.ratio > 1.0
+            factor, flo, fhi = (ci.ratio, ci.low, ci.high) if up else (1 / ci.ratio, 1 / ci.high, 1 / ci.low)
+            text = f"{_f(factor)}× {kind} [{_f(flo)}, {_f(fhi)}]"
+        else:
+            lo, hi = sorted((abs(ci.low_pct), abs(ci.high_pct)))
+            text = f"{abs(delta):.1f} % {kind} [{lo:.1f}, {hi:.1f}]"
         if inside:
             text += f", within the {margin_text} margin"
-        return Verdict(kind, text, delta, margin_pct, inside)
+        return Verdict(kind, text, delta, margin_pct, inside, metric=metric)
     if inside:
         return Verdict(EQUIVALENT, f"equivalent within {margin_text} [{_pct(ci.low_pct)}, {_pct(ci.high_pct)}]",
-                       delta, margin_pct, True)
+                       delta, margin_pct, True, metric=metric)
     needed = blocks_to_decide(ci, margin_pct)
     unit = "blocks" if ci.method == PAIRED_T else "repetitions per side"
     if needed is None:
@@ -484,4 +535,4 @@ def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slowe
     else:
         more = f"about {needed} {unit} would likely decide it"
     return Verdict(INCONCLUSIVE, f"inconclusive: [{_pct(ci.low_pct)}, {_pct(ci.high_pct)}] % spans the "
-                   f"{margin_text} margin; {more}", delta, margin_pct, False, needed)
+                   f"{margin_text} margin; {more}", delta, margin_pct, False, needed, metric=metric)

@@ -98,7 +98,7 @@ def settings_of(study: Study, margin_pct: float | None = None, multiplicity: boo
         margin_pct=study.margin_pct if margin_pct is None else margin_pct,
         multiplicity=study.multiplicity if multiplicity is None else multiplicity,
         looks=len(looks(study.repetitions, study.max_repetitions if study.until == "decided" else None)),
-        noise_threshold_pct=study.noise_threshold_pct)
+        noise_threshold_pct=study.noise_threshold_pct, verdict_on=study.verdict_on)
 
 
 def run_seed(meta: dict[str, Any], study: Study | None) -> int:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from cryptoperf import builds, cpumask
+from cryptoperf import builds, cpumask, stats
 from cryptoperf.errors import StudyError
 
 if TYPE_CHECKING:  # the study parser needs only the rules' interface, not the worker client
@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the study parser needs only the rules' interface, not the w
 #: worker's ``param_values``, and passed to every operation whose ``op_params`` list them).
 WORKER_PARAMS = ("digest", "padding")
 UNTIL = ("fixed", "decided")
+VERDICT_ON = tuple(stats.METRICS)  # latency, throughput, cpu_per_op
 _TEMPLATE_VAR = re.compile(r"\{([^{}]*)\}")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -125,6 +126,10 @@ OPTIONS: tuple[Option, ...] = (
            "Equivalence margin m: a comparison whose interval lies inside ± m % is 'equivalent "
            "within ± m %'; one whose interval straddles 0 and reaches past ± m % is "
            "'inconclusive'. `cryptoperf study --margin` overrides it.", min=0, max=100, unit="%"),
+    Option("study", "verdict_on", "string", "latency",
+           "The metric every verdict is decided on: 'latency' (the per-repetition p50), "
+           "'throughput' (ops/s) or 'cpu_per_op' (CPU time per operation, what capacity and "
+           "cost depend on). The others are still reported with their intervals."),
     Option("study", "multiplicity", "bool", True,
            "Adjust the intervals of all the study's comparisons together (Bonferroni), so that "
            "all hold at 95 % at once; false only for a study with one planned comparison "
@@ -278,6 +283,7 @@ class Study:
     until: str
     max_repetitions: int
     margin_pct: float
+    verdict_on: str
     multiplicity: bool
     seconds: float
     warmup_s: float
@@ -540,6 +546,10 @@ class _Parser:
         backends = tuple(s["backends"]) if s["backends"] else None
         if backends and len(set(backends)) != len(backends):
             raise self.error("study", 0, "backends", "lists a backend twice")
+        if s["verdict_on"] not in VERDICT_ON:
+            raise self.error("study", 0, "verdict_on",
+                             f"must be one of {', '.join(repr(v) for v in VERDICT_ON)}, not "
+                             f"{_toml_repr(s['verdict_on'])}{_suggest(s['verdict_on'], VERDICT_ON)}")
         if s["until"] not in UNTIL:
             raise self.error("study", 0, "until", f"must be one of {', '.join(repr(u) for u in UNTIL)}, "
                              f"not {_toml_repr(s['until'])}{_suggest(s['until'], UNTIL)}")
@@ -557,6 +567,7 @@ class _Parser:
             path=self.path, text=self.text, name=s["name"], description=s["description"],
             baseline=s["baseline"], backends=backends, repetitions=s["repetitions"],
             until=s["until"], max_repetitions=max_reps, margin_pct=s["margin_pct"],
+            verdict_on=s["verdict_on"],
             multiplicity=s["multiplicity"], seconds=s["seconds"], warmup_s=s["warmup_s"],
             threads=s["threads"], timeout_s=s["timeout_s"], seed=s["seed"],
             max_steal_pct=s["max_steal_pct"], max_other_load_pct=s["max_other_load_pct"],

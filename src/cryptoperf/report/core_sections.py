@@ -32,18 +32,19 @@ from cryptoperf.stored import StoredRun
 
 
 def _ratio_text(r: stats.Interval | None) -> str:
-    """``+12.3 % [+10.1, +14.6]`` (change with its interval, in %), '—' for None."""
-    if r is None:
-        return "—"
-    return f"{r.delta_pct:+.1f} % {_ci_text(r)}"
+    """``+12.3 % [+10.1, +14.6]`` below 2×, ``13.5× [13.3, 13.7]`` from 2× on
+    (``stats.change_text``), '—' for None."""
+    return "—" if r is None else stats.change_text(r)
 
 
 def _ci_text(r: stats.Interval | None) -> str:
-    return "" if r is None else f"[{r.low_pct:+.1f}, {r.high_pct:+.1f}]"
+    """The interval alone (``stats.interval_text``), '' for None."""
+    return "" if r is None else stats.interval_text(r)
 
 
 def _change_text(r: stats.Interval | None) -> str:
-    return "—" if r is None else f"{r.delta_pct:+.1f} %"
+    """The point change alone (``stats.change_point_text``), '—' for None."""
+    return "—" if r is None else stats.change_point_text(r)
 
 
 def _over(cell: CellSummary, threshold_pct: float) -> list[str]:
@@ -129,7 +130,7 @@ def _ordered_deltas(run: StoredRun) -> list[tuple[str, list[Delta]]]:
 
 def _decided(d: Delta) -> bool:
     """True when a delta has an interval and a verdict."""
-    return d.status == "ok" and d.latency is not None and d.verdict is not None
+    return d.status == "ok" and d.decisive is not None
 
 
 # ----------------------------------------------------------------------- verdicts at a glance
@@ -152,16 +153,17 @@ def _forest_svg(run: StoredRun, groups: list[tuple[str, list[Delta]]]) -> str:
     forest = []
     for title, ds in groups:
         rows = [plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}",
-                                d.latency.ratio, d.latency.low, d.latency.high, d.verdict.kind,
-                                _plot_verdict(d.verdict, d.latency))
+                                d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
+                                _plot_verdict(d.verdict, d.decisive))
                 for d in ds if _decided(d)]
         if rows:
             forest.append(plots.ForestGroup(title, rows))
     a = run.analysis
-    xlabel = (f"latency (time per operation), configuration ÷ baseline {run.study.baseline}, log scale; "
+    metric = a.settings.metric
+    xlabel = (f"{metric}, configuration ÷ baseline {run.study.baseline}, log scale; "
               f"bars: {a.level * 100:.4g} % intervals")
     return plots.forest_svg(forest, a.settings.margin_pct, "verdict-forest",
-                            f"latency change vs baseline {run.study.baseline}", xlabel)
+                            f"{metric} change vs baseline {run.study.baseline}", xlabel)
 
 
 @register(order=1)
@@ -182,12 +184,14 @@ def verdicts(run: StoredRun) -> list[Section]:
     counts = verdict_counts(run.deltas)
     method = a.method
 
+    what = a.settings.metric[0].upper() + a.settings.metric[1:]
+
     def html() -> str:
         svg = Markup(_forest_svg(run, groups)) if plotted else None
-        return fragment("sections/verdicts.html.j2", svg=svg, method=method, baseline=baseline,
+        return fragment("sections/verdicts.html.j2", svg=svg, method=method, baseline=baseline, metric=what,
                         margin=a.settings.margin_pct, level=a.level, missing=missing, counts=counts)
 
-    lines = [f"Latency (time per operation) of each configuration against the baseline **{baseline}** "
+    lines = [f"{what} of each configuration against the baseline **{baseline}** "
              f"on the same backend, operation and size: {counts}.\n"]
     for _, ds in groups:
         for d in ds:
@@ -234,7 +238,7 @@ def noise_warning(run: StoredRun) -> list[Section]:
                 v = d.verdict
                 more = (f"about {v.blocks_needed} blocks would likely decide it" if v.blocks_needed is not None
                         else f"more than {stats.MAX_PROJECTED_BLOCKS} blocks would be needed to decide it")
-                undecided.append(f"{_delta_where(d)}: [{d.latency.low_pct:+.1f}, {d.latency.high_pct:+.1f}] % "
+                undecided.append(f"{_delta_where(d)}: [{d.decisive.low_pct:+.1f}, {d.decisive.high_pct:+.1f}] % "
                                  f"over {d.blocks} blocks spans the ±{v.margin_pct:g} % margin; {more}")
     flagged, rerun = _disturbances(run)
     if not (noisy or undecided or flagged or rerun):
@@ -627,9 +631,12 @@ def reproduce(run: StoredRun) -> list[Section]:
                      "asks.") if said else ""
     html = fragment("sections/reproduce.html.j2", facts=facts, study=study, filename=filename,
                     command=command, run_id=run.id, settings_note=settings_note)
-    md = (f"Reproduce: save the study file (in the HTML report) as `{filename}` and run "
-          f"`{command}`; this is run {run.id}, started {m.get('started_at')}.\n" if study else
+    md = (f"Reproduce: save the study file below as `{filename}` and run `{command}`; this is "
+          f"run {run.id}, started {m.get('started_at')}.\n" if study else
           f"Run {run.id} ({m.get('kind')}), started {m.get('started_at')}.\n")
     if settings_note:
         md += f"\n{settings_note}\n"
+    if study:
+        fence = "````" if "```" in study.text else "```"
+        md += f"\n{fence}toml\n{study.text.rstrip()}\n{fence}\n"
     return [Section("study", "How to reproduce", html, md)]

@@ -89,6 +89,7 @@ def study_dict(study: Study) -> dict[str, Any]:
         "baseline": study.baseline, "backends": list(study.backends or ()),
         "repetitions": study.repetitions, "until": study.until,
         "max_repetitions": study.max_repetitions, "margin_pct": study.margin_pct,
+        "verdict_on": study.verdict_on,
         "multiplicity": study.multiplicity, "seconds": study.seconds, "warmup_s": study.warmup_s,
         "threads": study.threads, "timeout_s": study.timeout_s, "seed": study.seed,
         "max_steal_pct": study.max_steal_pct, "max_other_load_pct": study.max_other_load_pct,

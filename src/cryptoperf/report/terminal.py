@@ -174,7 +174,7 @@ def _operation(d_label: str, size: int | None) -> str:
 
 def _ci_text(d: Delta) -> str:
     assert d.latency
-    return f"[{d.latency.low_pct:+.1f}, {d.latency.high_pct:+.1f}] %"
+    return stats.interval_text(d.latency)
 
 
 def _verdict_style(kind: str) -> str:
@@ -187,17 +187,26 @@ def interval_header(level: float) -> str:
     return f"{level * 100:.4g} % CI"
 
 
+def verdict_header(deltas: Iterable[Delta]) -> str:
+    """``verdict (p50 latency)``: the column header naming the metric the verdicts are on."""
+    metrics = {d.verdict.metric for d in deltas if d.verdict is not None}
+    return f"verdict ({metrics.pop()})" if len(metrics) == 1 else "verdict"
+
+
 def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """The "performance delta vs baseline" table: one row per (backend, operation, size,
-    configuration); latency delta with its interval (at ``level``, the study's adjusted
-    level), throughput delta with its interval, blocks, verdict. Rows without numbers say why
-    in a footnote in ``notes``."""
+    configuration); latency change with its interval (at ``level``, the study's adjusted
+    level; a percentage below 2×, a factor from 2× on), throughput change with its interval,
+    blocks, the verdict (the header names its metric) and, when the configuration ran another
+    library release than the baseline, both releases beside it. Rows without numbers say why in
+    a footnote in ``notes``."""
+    deltas = list(deltas)
     t = Table(title=f"performance delta vs baseline ({baseline})", title_justify="left")
     ci = interval_header(level)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
                           ("baseline p50", "right"), ("p50", "right"), ("latency Δ", "right"),
                           (ci, "right"), (f"throughput Δ ({ci})", "right"), ("blocks", "right"),
-                          ("verdict", "left")):
+                          (verdict_header(deltas), "left")):
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
         head = [Text(d.backend), Text(_operation(d.label, d.size_bytes)),
@@ -213,12 +222,13 @@ def _delta_cells(d: Delta) -> list:
     """The cells of a measured delta's row: both p50s, latency Δ, its interval, throughput Δ
     with its interval, blocks, and the verdict (with the delta's note)."""
     assert d.latency and d.throughput and d.verdict
-    tp = d.throughput
     verdict = Text(d.verdict.text, style=_verdict_style(d.verdict.kind))
+    if d.library_change:
+        verdict.append(f" ({d.library_change})", style="bold")
     if d.note:
         verdict.append(f" ({d.note})", style="dim")
-    return [fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), fmt_pct(d.latency.delta_pct), _ci_text(d),
-            f"{tp.delta_pct:+.1f} % [{tp.low_pct:+.1f}, {tp.high_pct:+.1f}]", str(d.blocks), verdict]
+    return [fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), stats.change_point_text(d.latency), _ci_text(d),
+            stats.change_text(d.throughput), str(d.blocks), verdict]
 
 
 def verdict_counts(deltas: Iterable[Delta]) -> str:
@@ -364,12 +374,13 @@ def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct
     interval, repetitions per side, verdict (B against A) and noise (the larger CV across
     repetitions; over ``threshold_pct`` in yellow). Rows without an interval give the reason in
     ``notes`` (and the two p50s with their point change when both runs measured the cell)."""
+    deltas = list(deltas)
     t = Table(title=f"run {run_b} vs run {run_a} (baseline)", title_justify="left")
     ci = interval_header(level)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
                           (f"p50 run {run_a}", "right"), (f"p50 run {run_b}", "right"),
                           ("latency Δ", "right"), (ci, "right"),
-                          (f"throughput Δ ({ci})", "right"), ("reps", "right"), ("verdict", "left"),
+                          (f"throughput Δ ({ci})", "right"), ("reps", "right"), (verdict_header(deltas), "left"),
                           ("noise", "right")):
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
