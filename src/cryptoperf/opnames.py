@@ -155,12 +155,13 @@ def suggest_ops(name: str, known_ops: Iterable[str]) -> list[str]:
     if family:
         return family
     # a mistyped verb: "rsa2048-sgin" → the verbs of rsa2048 that look like "sgin"
-    *head, last = normalise(name).split("-") if "-" in normalise(name) else ("", "")
-    if not head or not last.isalpha() or last in VERBS:
+    tokens = normalise(name).split("-")
+    head, last = tokens[:-1], tokens[-1]
+    if not head or not last.isalpha() or op_key(last) in VERBS:
         return []
     family = [op for op in _family(op_key("-".join(head)), known) if _split(op_key(op))[1]]
     verbs = {_split(op_key(op))[1]: op for op in family}
-    close = difflib.get_close_matches(op_key(last), list(verbs), n=2, cutoff=0.6)
+    close = difflib.get_close_matches(op_key(last), list(verbs), n=1, cutoff=0.6)
     return [verbs[v] for v in close] or family
 
 
@@ -224,10 +225,9 @@ def parse_size(text: str | int) -> int:
         raise ValueError(f"'{text}' is not a size; write bytes or a size such as {SIZE_FORMS}")
     number, unit = m.group(1).replace("_", ""), m.group(2).lower()
     if unit in AMBIGUOUS_UNITS:
-        n = number
-        raise ValueError(f"'{text}' is ambiguous (1000 or 1024 bytes per {unit[0]}?); write "
-                         f"{n}{AMBIGUOUS_UNITS[unit]} or {n}{AMBIGUOUS_UNITS[unit]}iB for binary units "
-                         f"(k = 1024), or the number of bytes")
+        short = AMBIGUOUS_UNITS[unit]
+        raise ValueError(f"'{text}' is ambiguous ({m.group(2)}: powers of 1000 or of 1024?); write "
+                         f"{number}{short} or {number}{short.upper()}iB (k = 1024), or the number of bytes")
     if unit not in SIZE_UNITS:
         raise ValueError(f"'{text}' has an unknown unit '{m.group(2)}'; write bytes or a size such "
                          f"as {SIZE_FORMS}")
