@@ -336,3 +336,63 @@ def test_options_table_drives_help_and_docs():
     for o in study.OPTIONS:
         assert o.name in text
         assert f"`{o.name}`" in doc, f"docs/study-files.md does not describe {o.section}.{o.name}"
+
+
+# --------------------------------------------------------------------------- sizes with suffixes, op spellings
+
+
+def test_sizes_take_binary_suffixes():
+    text = GOOD.replace("sizes = [4096, 1048576]", 'sizes = [4096, "16KiB", "1MiB", "64k", "2 M"]')
+    s = study.parse(text, "s.toml")
+    assert s.operations[0].sizes == (4096, 16384, 1 << 20, 65536, 2 << 20)
+    s = study.check_against_worker(s, RULES)
+    from cryptoperf import schedule
+    assert {c.size_bytes for c in schedule.expand(s) if c.label == "sign"} == {4096, 16384, 1 << 20, 65536, 2 << 20}
+
+
+@pytest.mark.parametrize("element, fragment", [
+    ('"16KB"', "element 2 (\"16KB\") is not a size: '16KB' is ambiguous"),
+    ('"16x"', "element 2 (\"16x\") is not a size: '16x' has an unknown unit 'x'"),
+    ('"lots"', "element 2 (\"lots\") is not a size: 'lots' is not a size"),
+    ("1.5", "element 2 (1.5) is not a size: write bytes as an integer (4096) or a string with a binary suffix"),
+    ("true", "element 2 (true) is not a size"),
+    ('"1.3k"', "element 2 (\"1.3k\") is not a size: '1.3k' is not a whole number of bytes"),
+])
+def test_a_bad_size_element_is_named(element, fragment):
+    text = GOOD.replace("sizes = [4096, 1048576]", f"sizes = [4096, {element}]")
+    e = err(text)
+    assert "operation 'sign', field 'sizes'" in str(e) and fragment in str(e), str(e)
+    assert e.line == line_of(text, "sizes = [4096, ")
+    assert "1024" in str(e)  # what k means
+
+
+def test_sizes_are_checked_as_bytes():
+    assert "lists a size twice" in str(err(GOOD.replace("sizes = [4096]", 'sizes = [4096, "4k"]')))
+    assert "0 bytes is out of range" in str(err(GOOD.replace("sizes = [4096]", 'sizes = ["0k"]')))
+    e = err(GOOD.replace("sizes = [4096]", 'sizes = ["65MiB"]'))
+    assert "68157440 bytes is above the worker's limit of 67108864 bytes" in str(e)
+    assert "has no message" in str(err(GOOD.replace('op = "x25519-derive"', 'op = "x25519-derive"\nsizes = ["1k"]')))
+
+
+def test_operation_spellings_resolve_to_the_canonical_op():
+    text = (GOOD.replace('op = "rsa{rsa_bits}-sign"', 'op = "RSA-{rsa_bits}_sign"')
+                .replace('op = "x25519-derive"', 'op = "ECDSA-secp256r1-SIGN"')
+                .replace('digest = "sha1"', 'digest = "SHA-1"').replace('digest = "sha256"', 'digest = "SHA2-256"'))
+    s = study.check_against_worker(study.parse(text, "s.toml"), RULES)
+    from cryptoperf import schedule
+    cells = schedule.expand(s)
+    assert {c.op for c in cells} == {"rsa2048-sign", "rsa4096-sign", "sha1", "sha256", "ecdsa-p256-sign"}
+    big_sign = next(c for c in cells if c.configuration == "big" and c.op == "rsa4096-sign")
+    assert big_sign.params == {"digest": "sha256", "padding": "pss"}  # the digest as the worker spells it
+    assert {c.label for c in cells} == {"sign", "{digest}", "ECDSA-secp256r1-SIGN"}  # labels as written
+
+
+def test_an_unknown_operation_gets_no_suggestion_of_another_algorithm():
+    e = err(GOOD.replace('op = "x25519-derive"', 'op = "sha257"'))
+    assert "unknown operation 'sha257'; known: sha1, sha256" in str(e) and "did you mean" not in str(e)
+    e = err(GOOD.replace('op = "x25519-derive"', 'op = "aes-128-gcm"'))
+    assert ("unknown operation 'aes-128-gcm'; it names several operations: 'aes-128-gcm-seal', "
+            "'aes-128-gcm-open' (give one); known: sha1") in str(e)
+    e = err(GOOD.replace('digest = "sha1"', 'digest = "sha257"'))
+    assert 'digest "sha257" is not one of sha1, sha256, sha384, sha512, sha3-256' in str(e)
+    assert "did you mean" not in str(e)

@@ -238,5 +238,6 @@ def parse_size(text: str | int) -> int:
     numerator = int(whole + frac) * scale
     denominator = 10 ** len(frac)
     if numerator % denominator:
-        raise ValueError(f"'{text}' is not a whole number of bytes")
+        raise ValueError(f"'{text}' is not a whole number of bytes ({numerator / denominator:g} "
+                         f"bytes, with k = 1024)")
     return numerator // denominator

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from cryptoperf import builds, cpumask, stats
+from cryptoperf import builds, cpumask, opnames, stats
 from cryptoperf.errors import StudyError
 
 if TYPE_CHECKING:  # the study parser needs only the rules' interface, not the worker client
@@ -58,7 +58,8 @@ class Option:
         section: ``study``, ``configuration`` or ``operation`` (the TOML table it lives in).
         name: the key.
         type: ``string``, ``int``, ``float``, ``bool``, ``strings`` (list of strings), ``ints``
-            (list of ints) or ``table``.
+            (list of ints), ``sizes`` (list of byte counts: ints or size strings such as
+            ``"16KiB"``, read by ``opnames.parse_size``) or ``table``.
         default: the value when the key is absent; ``REQUIRED`` if it must be given; None if
             absence has a meaning described in ``help``.
         min, max: inclusive bounds for numbers and for every element of ``ints``.
@@ -183,9 +184,10 @@ OPTIONS: tuple[Option, ...] = (
            "Row label in the delta table; default: the op template."),
     Option("operation", "op", "string", REQUIRED,
            "Worker operation name; {var} is replaced by the configuration's variable var."),
-    Option("operation", "sizes", "ints", None,
-           "Message sizes (at most the worker's max_size_bytes); omit for operations without a "
-           "message (key agreement, KEM) and to let the worker use its default size.",
+    Option("operation", "sizes", "sizes", None,
+           "Message sizes: integers (bytes) or strings with a binary suffix, \"16KiB\", \"16k\", "
+           "\"1MiB\", \"1M\" (k = 1024); at most the worker's max_size_bytes. Omit for operations "
+           "without a message (key agreement, KEM) and to let the worker use its default size.",
            min=1, unit="bytes"),
 )
 
@@ -313,22 +315,25 @@ class Study:
 
     def resolve(self, config: Configuration, operation: Operation) -> tuple[str, dict[str, str]]:
         """The worker op name and parameters (without ``size_bytes``) for one configuration and
-        operation: ``{var}`` substituted; ``digest``/``padding`` variables and ``params`` applied
-        where the op takes them (``params`` wins over a variable of the same name).
+        operation: ``{var}`` substituted and the name as the worker spells it
+        (``opnames.canonical_op``: ``SHA-256`` → ``sha256``); ``digest``/``padding`` variables
+        and ``params`` applied where the op takes them (``params`` wins over a variable of the
+        same name), their values spelt as the worker does too.
 
         Raises StudyError (at the operation's ``op`` line) for a variable the configuration
         does not define; ValueError before ``check_against_worker`` gave the study its rules.
         """
-        op = self.op_name(config, operation)
         if self.rules is None:
             raise ValueError("resolve needs the worker's rules: call check_against_worker first")
+        op = self.op_name(config, operation)
+        op = opnames.canonical_op(op, self.rules.ops) or op
         params: dict[str, str] = {}
         for name in WORKER_PARAMS:
             if name in config.variables and self.rules.takes(op, name):
-                params[name] = str(config.variables[name])
+                params[name] = _param_value(name, str(config.variables[name]), self.rules)
         for name, value in config.params.items():
             if self.rules.takes(op, name):
-                params[name] = value
+                params[name] = _param_value(name, value, self.rules)
         return op, params
 
     def op_name(self, config: Configuration, operation: Operation) -> str:
@@ -425,6 +430,8 @@ def _type_ok(opt: Option, value: Any) -> bool:
         return isinstance(value, list) and all(isinstance(v, str) for v in value)
     if opt.type == "ints":
         return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    if opt.type == "sizes":  # each element is checked by _Parser.sizes
+        return isinstance(value, list)
     if opt.type == "table":
         return isinstance(value, dict)
     if opt.type == "bool":
@@ -433,7 +440,8 @@ def _type_ok(opt: Option, value: Any) -> bool:
 
 
 _TYPE_WORDS = {"string": "a string", "int": "an integer", "float": "a number",
-               "strings": "a list of strings", "ints": "a list of integers", "table": "a table",
+               "strings": "a list of strings", "ints": "a list of integers",
+               "sizes": 'a list of sizes (bytes, or strings such as "16KiB")', "table": "a table",
                "bool": "true or false"}
 
 
@@ -477,14 +485,16 @@ class _Parser:
             if not _type_ok(opt, value):
                 raise self.error(section, index, key,
                                  f"must be {_TYPE_WORDS[opt.type]}, not {_toml_repr(value)}")
-            numbers = value if opt.type == "ints" else [value] if opt.type in ("int", "float") else []
+            if opt.type == "sizes":
+                value = self.sizes(section, index, key, value)
+            numbers = value if opt.type in ("ints", "sizes") else [value] if opt.type in ("int", "float") else []
             for v in ([] if self.stored else numbers):
                 if not _in_range(opt, v):
                     unit = f" {opt.unit}" if opt.unit else ""
                     raise self.error(section, index, key,
                                      f"{v}{unit} is out of range; allowed: {opt.range_text()}{unit} "
                                      f"({opt.help.rstrip('.')})")
-            if opt.type in ("strings", "ints") and not value:
+            if opt.type in ("strings", "ints", "sizes") and not value:
                 raise self.error(section, index, key, "must not be empty (omit the key for the default)")
             values[key] = float(value) if opt.type == "float" else value
         for opt in known.values():
@@ -493,6 +503,25 @@ class _Parser:
                     raise self.error(section, index, None, f"missing required key '{opt.name}' ({opt.help})")
                 values[opt.name] = opt.default
         return values
+
+    def sizes(self, section: str, index: int, key: str, value: list) -> list[int]:
+        """A ``sizes`` list as bytes: each element an int or a size string (``opnames.parse_size``:
+        ``"16KiB"``, ``"16k"``, ``"1MiB"``; k = 1024). Raises StudyError naming the element (its
+        1-based position and value) that is neither, and what is accepted."""
+        out = []
+        for i, v in enumerate(value, start=1):
+            if isinstance(v, int) and not isinstance(v, bool):
+                out.append(v)
+                continue
+            try:
+                if not isinstance(v, str):
+                    raise ValueError("write bytes as an integer (4096) or a string with a binary suffix "
+                                     "(\"16KiB\", \"16k\", \"1MiB\"; k = 1024)")
+                out.append(opnames.parse_size(v))
+            except ValueError as e:
+                raise self.error(section, index, key,
+                                 f"element {i} ({_toml_repr(v)}) is not a size: {e}") from None
+        return out
 
     def tables(self, section: str) -> list[dict]:
         """The ``[[section]]`` array of tables; StudyError if absent or not an array of tables."""
@@ -665,6 +694,21 @@ def _check_templates(study: Study) -> None:
             study.op_name(c, o)
 
 
+def _param_value(name: str, value: str, rules: "WorkerRules") -> str:
+    """A worker parameter's value as the worker spells it: ``SHA-256`` → ``sha256``, ``PSS`` →
+    ``pss`` (``opnames.canonical_op`` against the allowed values); the value itself when it
+    matches none (the caller refuses it)."""
+    allowed = rules.param_values.get(name, ())
+    return value if value in allowed else opnames.canonical_op(value, allowed) or value
+
+
+def _param_hint(name: str, value: str, allowed: Iterable[str]) -> str:
+    """"Did you mean" for a worker parameter's value: for a digest only the same hash
+    (``opnames.unknown_op_hint``: ``sha257`` suggests nothing, never ``sha256``), for others
+    the closest spelling."""
+    return opnames.unknown_op_hint(value, allowed) if name == "digest" else _suggest(value, allowed)
+
+
 def _toml_repr(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -741,18 +785,20 @@ def check_against_worker(study: Study, rules: "WorkerRules") -> Study:
         for name in WORKER_PARAMS:
             for key, value in ((name, c.variables.get(name)), ("params", c.params.get(name))):
                 allowed = rules.param_values.get(name, ())
-                if value is not None and value not in allowed:
+                if value is not None and _param_value(name, str(value), rules) not in allowed:
                     raise study.error("configuration", c.index, key,
                                       f"{name} {_toml_repr(value)} is not one of {', '.join(allowed)}"
-                                      f"{_suggest(str(value), allowed)}")
+                                      f"{_param_hint(name, str(value), allowed)}")
     study = dataclasses.replace(study, rules=rules, backends=study.backends or tuple(backends))
     for c in study.configurations:
         for o in study.operations:
-            op = study.op_name(c, o)
-            if op not in rules.ops:
-                via = f" (from '{o.op}' in configuration '{c.name}')" if op != o.op else ""
+            written = study.op_name(c, o)
+            op = opnames.canonical_op(written, rules.ops)
+            if op is None:
+                via = f" (from '{o.op}' in configuration '{c.name}')" if written != o.op else ""
                 raise study.error("operation", o.index, "op",
-                                  f"unknown operation '{op}'{via}{_suggest(op, rules.ops)}; known: {', '.join(rules.ops)}")
+                                  f"unknown operation '{written}'{via}{opnames.unknown_op_hint(written, rules.ops)}; "
+                                  f"known: {', '.join(rules.ops)}")
             if o.sizes is not None:
                 if not rules.takes(op, "size_bytes"):
                     raise study.error("operation", o.index, "sizes",
