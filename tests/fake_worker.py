@@ -127,7 +127,9 @@ def hello(req):
                 for b in BACKENDS]
     if req.get("detail"):
         for b in backends:
-            b["ops"] = [{"op": op, "status": "supported", "reason": ""} for op in OPS]
+            gone = SPEC.get("unsupported", {})
+            b["ops"] = [{"op": op, "status": "unsupported" if f"{b['backend']}/{op}" in gone else "supported",
+                         "reason": gone.get(f"{b['backend']}/{op}", "")} for op in OPS]
     send({"type": "hello", "protocol": SPEC.get("protocol", 1), "worker_version": "0.0.0-fake", "build": BUILD,
           "cpu": {"model": "Fake CPU", "flags": ["aes"], "logical_cpus": 2, "tsc": False},
           "cpu_masks": SPEC.get("cpu_masks", CPU_MASKS), "backends": backends, "ops": OPS,

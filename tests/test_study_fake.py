@@ -144,7 +144,7 @@ def test_an_empty_mask_variable_is_caught(cli, write_study, fake_worker, tmp_pat
 def test_crashing_configuration_fails_its_repetitions_and_the_study_goes_on(cli, write_study, fake_worker, tmp_path):
     fake_worker({"crash": ["B#1", "B#2", "B#3"]})
     res, doc = run_study(cli, write_study, tmp_path, reps=3)
-    assert res.code == 0, res.err
+    assert res.code == 1 and "compared nothing" in res.err  # every B repetition failed
     runs = measured(doc)
     assert {(r["configuration"], r["status"]) for r in runs} == {("A", "ok"), ("B", "failed")}
     failed = next(r for r in runs if r["status"] == "failed")
@@ -158,7 +158,7 @@ def test_crashing_configuration_fails_its_repetitions_and_the_study_goes_on(cli,
 def test_hanging_configuration_times_out(cli, write_study, fake_worker, tmp_path):
     fake_worker({"hang": ["B#1", "B#2", "B#3"]})
     res, doc = run_study(cli, write_study, tmp_path, reps=3, timeout=1)
-    assert res.code == 0, res.err
+    assert res.code == 1 and "compared nothing" in res.err  # every B repetition failed
     failed = [r for r in measured(doc) if r["status"] == "failed"]
     assert len(failed) == 3 and failed[0]["reason"].startswith("timeout: the worker did not answer within 1 s")
 
@@ -166,7 +166,7 @@ def test_hanging_configuration_times_out(cli, write_study, fake_worker, tmp_path
 def test_unsupported_cells_are_found_at_calibration_and_not_repeated(cli, write_study, fake_worker, tmp_path):
     fake_worker({"unsupported": {"openssl/sha256": "no SHA-256 here"}})
     res, doc = run_study(cli, write_study, tmp_path, reps=3)
-    assert res.code == 0
+    assert res.code == 1 and "compared nothing" in res.err
     assert [(r["block"], r["configuration"]) for r in doc["repetitions"] if r["configuration"] == "A"] == [(0, "A")]
     (d,) = doc["deltas"]
     assert d["status"] == "n/a" and d["reason"] == "baseline: unsupported: no SHA-256 here"

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from cryptoperf import stats
-from cryptoperf.model import OK, CellSummary, Delta, Outcome
+from cryptoperf.model import INVALID, OK, UNSUPPORTED, CellSummary, Delta, Outcome
 
 MIN_BLOCKS = stats.MIN_BLOCKS
 
@@ -312,7 +312,10 @@ def deltas(summaries: Mapping[str, CellSummary], baseline: str,
             if name == baseline:
                 continue
             common = _common(base, s, name, baseline)
-            problem = _side_problem("baseline", base) or _side_problem("this configuration", s)
+            # the configuration's own answer (unsupported, invalid) first: it is why no block
+            # ran either side, and more useful than "the baseline has no repetition"
+            own = _side_problem("this configuration", s) if s.status in (UNSUPPORTED, INVALID) else None
+            problem = own or _side_problem("baseline", base) or _side_problem("this configuration", s)
             if problem:
                 pending.append(Delta(status="n/a", reason=problem, **common))
                 continue

@@ -25,7 +25,7 @@ from cryptoperf import workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
-from cryptoperf.errors import CryptoperfError, StoreError, UsageError
+from cryptoperf.errors import CryptoperfError, NoComparison, StoreError, UsageError
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
@@ -276,17 +276,33 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
               f"{s.repetitions} blocks = {len(plan.cells) * (s.repetitions + 1)} repetitions, about {eta}{more}",
               markup=False)
     if dry_run:
+        unsupported = plan.unsupported()
         for r in plan.first_blocks:
-            env = cpumask.MASKS[r.cell.cpu]
-            mask = f"  {cpumask.ENV_VAR}={env}" if r.cell.cpu != cpumask.BASELINE else ""
-            if r.cell.build == builds.DEFAULT:
+            c = r.cell
+            env = cpumask.MASKS[c.cpu]
+            mask = f"  {cpumask.ENV_VAR}={env}" if c.cpu != cpumask.BASELINE else ""
+            if c.build == builds.DEFAULT:
                 binary = ""
-            elif r.cell.build in plan.workers:
-                binary = f"  worker={plan.workers[r.cell.build][0]}"
+            elif c.build in plan.workers:
+                binary = f"  worker={plan.workers[c.build][0]}"
             else:
-                binary = f"  worker=(not built yet: `{builds.get(r.cell.build).make}`)"
-            click.echo(f"{r.index + 1:>4}  block {r.block} #{r.position + 1}  {r.cell.key}  op={r.cell.op} "
-                       f"params={json.dumps(r.cell.worker_params())}{binary}{mask}")
+                binary = f"  worker=(not built yet: `{builds.get(c.build).make}`)"
+            params = c.worker_params()
+            size = plan.default_size(c)
+            if c.size_bytes is None and size is not None:
+                params["size_bytes"] = size
+            note = f"  UNSUPPORTED ({unsupported[c.key]}): calibration only" if c.key in unsupported else ""
+            default = "  (the worker's default size)" if c.size_bytes is None and size is not None else ""
+            click.echo(f"{r.index + 1:>4}  block {r.block} #{r.position + 1}  {c.key}  op={c.op} "
+                       f"params={json.dumps(params)}{default}{binary}{mask}{note}")
+        if unsupported:
+            err.print(f"{len(unsupported)} of {len(plan.cells)} cells are unsupported by the worker and will "
+                      "not be repeated: " + "; ".join(f"{k}: {v}" for k, v in list(unsupported.items())[:3])
+                      + (" …" if len(unsupported) > 3 else ""), markup=False, soft_wrap=True)
+            left = engine.comparable([c for c in plan.cells if c.key not in unsupported], s.baseline)
+            if not left:
+                raise NoComparison(f"{s.path}: no configuration other than the baseline can run beside it "
+                                   "(every such cell is unsupported), so the study would compare nothing")
         return
 
     def show_host(host: dict, checks: list) -> None:
@@ -314,6 +330,9 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     out.print(f"results: {run.json_path}  store: {run.store_path} (run {run.id})", markup=False, soft_wrap=True)
     if run.reports:
         out.print(f"report: {run.reports['html']}  summary: {run.reports['md']}", markup=False, soft_wrap=True)
+    why = engine.no_comparison_reason(run)
+    if why:
+        raise NoComparison(why)
 
 
 @cli.command()
@@ -323,28 +342,42 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
               help="html: one self-contained file with plots; md: tables for a ticket; json: the "
                    "complete document; csv: one row per configuration × operation × repetition.")
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-              help=f"File to write; '-' for stdout [default: {DEFAULT_OUT_DIR}/<study>-<UTC start>.<ext>].")
+              help=f"File to write (never overwritten: an existing file is an error); '-' for stdout "
+                   f"[default: {DEFAULT_OUT_DIR}/<study>-<UTC start>-run<id>.<ext>, with -2, -3 … "
+                   "added if taken].")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
               help=f"SQLite store to read [default: {default_path()}].")
 def report(run_id: str, fmt: str, output: str | None, store_path: str | None) -> None:
-    """Write the report of a stored run (the newest by default) and print its path.
+    """Write the report of a stored run (the newest study run by default) and print its path.
 
-    Every figure is recomputed from the store (the run's worker results, study file and
-    bootstrap seed), so the report matches what the study printed. RUN_ID is a number from
-    the store or `latest`.
+    Every figure is recomputed from the store (the run's worker results, blocks, study file
+    and analysis settings), so the report matches what the study printed. RUN_ID is a number
+    from the store or `latest` (the newest study run). The run used is named on stderr.
     """
     path = Path(store_path) if store_path else default_path()
     if not path.exists():
         raise StoreError(f"no store at {path}; run `cryptoperf study FILE` first, or pass --store PATH")
+    if output not in (None, "-") and Path(output).exists():
+        raise StoreError(f"{output} exists and cryptoperf never overwrites a file; remove it or pass "
+                         "another -o PATH")
     with Store(path) as store:
         run = stored.load_run(store, run_id)
         text = report_formats.render(run, fmt, store.path)
     if output == "-":
+        _using(run)
         click.echo(text, nl=False)
         return
-    target = Path(output) if output else report_formats.default_path(DEFAULT_OUT_DIR, run, fmt)
-    written = render_write(text, target)
+    if output:
+        written = render_write(text, Path(output), fix="pass another -o PATH")
+    else:
+        written = render_write(text, report_formats.default_path(DEFAULT_OUT_DIR, run, fmt), unique=True)
+    _using(run)
     click.echo(str(written))
+
+
+def _using(run: stored.StoredRun) -> None:
+    """Say on stderr which stored run a command works on."""
+    _stderr().print(f"using {stored.describe(run)}", markup=False)
 
 
 STORE_HELP = f"SQLite store to read [default: {default_path()}]."
@@ -357,7 +390,8 @@ def list_runs(store_path: str | None, as_json: bool) -> None:
     """List the stored runs: id, date, study, host (CPU model, kernel), cells, status.
 
     The ids are what `cryptoperf compare`, `cryptoperf plan` and `cryptoperf.load()` take
-    (`latest` names the newest).
+    (`latest` names the newest study run). A run whose process ended without finishing it
+    (killed, or the machine stopped) shows as interrupted, with the repetitions it kept.
     """
     with stored.open_store(store_path) as store:
         runs = stored.list_runs(store)
@@ -405,6 +439,8 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
     with stored.open_store(store_path) as store:
         a = stored.load_run(store, run_a)
         b = stored.load_run(store, run_b)
+    for r in (a, b):
+        _using(r)
     c = compare_mod.compare_runs(a, b, margin_pct=margin_pct, multiplicity=not no_multiplicity)
     failing = c.failing(fail_on)
     if as_json:
@@ -447,7 +483,12 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
 @cli.command("plan")
 @click.argument("run_id", required=False, default="latest")
 @click.option("--op", "op", metavar="OP", help="Operation (or study label) to plan for, e.g. rsa2048-sign.")
-@click.option("--rate", "rate", type=float, metavar="N", help="Operations per second to sustain.")
+@click.option("--per-request", "request", metavar="'OP + OP …'",
+              help="A request made of several operations, e.g. 'ecdsa-p256-sign + x25519-keygen + "
+                   "x25519-derive' (a TLS 1.3 server's full handshake); a term may have a count, "
+                   "2*OP or OP*2. --rate is then requests per second. Not with --op.")
+@click.option("--rate", "rate", metavar="N", help="Operations (or requests) per second to sustain: "
+              "9.6, 2000, 2k, 2.5k/s, 1M.")
 @click.option("--configuration", "configuration", metavar="C", help="Configuration of the run to use.")
 @click.option("--backend", "backend", metavar="B", help="Backend of the run to use.")
 @click.option("--size", "size", type=int, metavar="BYTES", help="Message size of the cell to use.")
@@ -464,29 +505,52 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
 @click.option("--accel-min-units", type=int, default=1, show_default=True, metavar="M",
               help="Accelerator units bought whatever the load (2 for redundancy).")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
-def plan_cmd(run_id: str, op: str | None, rate: float | None, configuration: str | None,
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "md", "html"]), default=None,
+              help="text (the default), json (one document), md (a short answer to share), html (one "
+                   "self-contained page).")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help=f"File to write ('-' for stdout; an existing file is never replaced: a numeric suffix is "
+                   f"added) [default: stdout; for html {DEFAULT_OUT_DIR}/plan-run<id>.html].")
+def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None, configuration: str | None,
              backend: str | None, size: int | None, from_config: str | None, to_config: str | None,
              core_price_per_year: float | None, accel_ops_per_s: float | None,
              accel_price_per_year: float | None, accel_host_cpu_us_per_op: float,
              accel_latency_us: float | None, accel_min_units: int, store_path: str | None,
-             as_json: bool) -> None:
-    """Economics of an operation measured in stored run RUN_ID (default: latest).
+             fmt: str | None, as_json: bool, output: str | None) -> None:
+    """Economics of an operation, or of a request made of several, measured in stored run
+    RUN_ID (default: latest).
 
     \b
-    (a) cores needed for --rate: rate × CPU ns per op / 1e9, from the median CPU time per
-        operation over repetitions (with its 95 % CI and range), and one core's capacity;
+    (a) cores needed for --rate: rate × CPU ns per op (or per request) / 1e9, from the
+        geometric mean CPU time over repetitions (with its 95 % CI and range), and one
+        core's capacity;
     (b) with --from C1 --to C2: cores before and after that change of configuration;
-    (c) with --accel-ops-per-s, --accel-price-per-year and --core-price-per-year: the rate
-        above which offloading to the accelerator saves money, and what it saves at --rate.
+    (c) with --accel-ops-per-s, --accel-price-per-year and --core-price-per-year (with --op
+        only): the rate above which offloading to the accelerator saves money, and what it
+        saves at --rate.
+
+    \b
+    cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
+    cryptoperf plan --op rsa --from old --to new --rate 9.6 --format md -o plan.md
 
     Method and a worked example: docs/methodology.md, "Economics".
     """
-    if not op:
-        raise UsageError("plan needs --op OP, the operation (or study label) to plan for; "
-                         "see `cryptoperf list` and `cryptoperf plan --help`")
+    from cryptoperf.report import plan as report_plan
+
+    if op and request:
+        raise UsageError("give either --op OP (one operation) or --per-request 'OP + OP …' "
+                         "(the operations of one request), not both")
+    if not op and request is None:
+        raise UsageError("plan needs --op OP, the operation (or study label) to plan for, or --per-request "
+                         "'OP + OP …' for a request of several; see `cryptoperf list` and `cryptoperf plan --help`")
     if rate is None:
-        raise UsageError("plan needs --rate N, the operations per second to sustain (e.g. --rate 9.6)")
+        raise UsageError("plan needs --rate N, the operations (or requests) per second to sustain "
+                         "(e.g. --rate 9.6, --rate 2k)")
+    if as_json and fmt not in (None, "json"):
+        raise UsageError(f"--json is --format json; it cannot go with --format {fmt}")
+    fmt = "json" if as_json else (fmt or "text")
+    rate_per_s = economics.parse_rate(rate)
     for name, value in (("--accel-host-cpu-us-per-op", accel_host_cpu_us_per_op),
                         ("--accel-latency-us", accel_latency_us)):
         if value is not None:
@@ -503,16 +567,15 @@ def plan_cmd(run_id: str, op: str | None, rate: float | None, configuration: str
             min_units=accel_min_units)
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
-    result = economics.plan(run, op, rate, configuration=configuration, backend=backend,
-                            size_bytes=size, from_config=from_config, to_config=to_config,
+    result = economics.plan(run, op or None, rate_per_s, request=request, configuration=configuration,
+                            backend=backend, size_bytes=size, from_config=from_config, to_config=to_config,
                             accelerator=accel, core_price_per_year=core_price_per_year)
-    if as_json:
-        doc = {"format_version": FORMAT_VERSION, "kind": "plan", "cryptoperf_version": __version__,
-               **result.as_dict()}
-        click.echo(json.dumps(doc, indent=1))
+    text = report_plan.render(result, run, fmt)
+    if output == "-" or (output is None and fmt != "html"):
+        click.echo(text, nl=False)
         return
-    for line in terminal.plan_lines(result, run.meta):
-        click.echo(line)
+    target = Path(output) if output else report_plan.default_path(DEFAULT_OUT_DIR, run, fmt)
+    click.echo(str(report_plan.write_new(text, target)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

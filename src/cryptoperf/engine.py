@@ -112,6 +112,26 @@ class StudyPlan:
         """The repetitions of the first look's blocks (batch sizes not yet calibrated)."""
         return schedule.blocks(self.cells, 1, self.looks[0], self.study.seed)
 
+    def unsupported(self) -> dict[str, str]:
+        """Cell key → why it will not run, as far as the workers' hellos tell before anything
+        is measured (a dry run asks the default build for every operation's support; other
+        builds and non-default parameters are only known at calibration)."""
+        out = {}
+        for name, (_, h) in self.workers.items():
+            support = {(b["backend"], o["op"]): o for b in h.backends for o in b.get("ops") or []}
+            for c in self.cells:
+                o = support.get((c.backend, c.op))
+                if c.build == name and o is not None and o.get("status") != "supported":
+                    out[c.key] = f"{o.get('status')}: {o.get('reason') or ''}".strip(": ")
+        return out
+
+    def default_size(self, cell: Cell) -> int | None:
+        """The message size the worker uses for ``cell`` when the study gives none (None for an
+        operation without a message)."""
+        if cell.size_bytes is not None:
+            return cell.size_bytes
+        return self.study.rules.default_size_bytes.get(cell.op) if self.study.rules else None
+
     def estimated_seconds(self) -> float:
         """A rough wall-clock estimate: calibration plus the first look's blocks, in s."""
         return (schedule.calibration_seconds(len(self.cells), self.settings)
@@ -128,9 +148,15 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     ``dry_run`` tolerates them missing. Raises StudyError, UsageError, WorkerError subclasses.
     """
     s = source if isinstance(source, Study) else study_mod.load(source)
+    if len(s.configurations) < 2:
+        raise s.error("study", 0, "baseline",
+                      f"the study has only its baseline configuration '{s.baseline}', so it compares "
+                      "nothing; add a [[configuration]] to compare with it (or measure it alone with "
+                      "`cryptoperf speed`)")
     if margin_pct is not None and not 0 <= margin_pct <= 100:
         raise UsageError(f"--margin {margin_pct:g} is out of range; give a percentage from 0 to 100")
-    path, hello = default_worker()
+    path = find_worker()
+    hello = fetch_hello(path, detail=dry_run)
     s = study_mod.check_against_worker(s, hello.rules)
     needed: dict[str, str] = {}
     for c in s.configurations:
@@ -185,7 +211,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     status = "interrupted"
     with Store(store) as st:
         run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=s.seed,
-                              analysis=plan.analysis.as_dict())
+                              analysis=plan.analysis.as_dict(), process=hostinfo.process_identity())
 
         def record(o: Outcome) -> None:
             outcomes.append(o)
@@ -198,8 +224,9 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         try:
             execute(schedule.calibration(plan.cells), f"{s.name}: calibrating")
             batches, runnable = calibrated(plan.cells, outcomes)
+            runnable = comparable(runnable, s.baseline)
             done = 0
-            for look in plan.looks:
+            for look in plan.looks if runnable else ():
                 if done == 0:
                     cells = runnable
                 else:
@@ -221,10 +248,32 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             run.store_path = st.path
             if out_dir is not None:
                 run.json_path = report_json.write(report_json.study_document(run, st.path),
-                                                  report_json.result_path(out_dir, s.name, started))
+                                                  report_json.result_path(out_dir, s.name, started, run_id))
         if reports and out_dir is not None and run.json_path is not None:
             run.reports = report_formats.write_beside(run, run.json_path, ("html", "md"), st.path)
     return run
+
+
+def comparable(cells: Sequence[Cell], baseline: str) -> list[Cell]:
+    """The cells of the groups that can answer something: the group's baseline and at least one
+    other configuration are among ``cells``. The others would measure without comparing."""
+    out = []
+    for members in schedule.groups(cells).values():
+        names = {c.configuration for c in members}
+        if baseline in names and len(names) > 1:
+            out += members
+    return out
+
+
+def no_comparison_reason(run: StoredRun) -> str | None:
+    """Why a study run compared nothing (one line), or None if it decided at least one
+    comparison."""
+    if any(d.status == "ok" for d in run.deltas):
+        return None
+    first = next((d for d in run.deltas if d.reason), None)
+    example = f" (e.g. {first.label} on {first.backend}, {first.configuration}: {first.reason})" if first else ""
+    return (f"study {run.study.name if run.study else '?'} compared nothing: no configuration was measured "
+            f"beside the baseline in enough blocks{example}; its results are stored as run {run.id}")
 
 
 def calibrated(cells: Sequence[Cell], outcomes: Sequence[Outcome]) -> tuple[dict, list[Cell]]:
@@ -320,7 +369,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
         progress = ProgressBar()
     started = local.utc_now()
     with Store(store) as st:
-        run_id = st.begin_run("speed", started, host, seed=None)
+        run_id = st.begin_run("speed", started, host, seed=None, process=hostinfo.process_identity())
         status = "interrupted"
         try:
             outcomes = local.execute(reps, settings, path, progress=progress or None,

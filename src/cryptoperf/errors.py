@@ -103,6 +103,12 @@ class EconomicsError(UsageError):
     pays for itself at its price and capacity."""
 
 
+class NoComparison(CryptoperfError):
+    """A study that ran but could compare nothing (every configuration but the baseline
+    unsupported, invalid or failed where the baseline ran): its results are stored, but it
+    answers no question, so it does not end as a success."""
+
+
 class MissingDependency(CryptoperfError, ImportError):
     """An optional dependency is not installed (e.g. pandas for ``cryptoperf.load``); the
     message names the ``pip install`` that fixes it."""

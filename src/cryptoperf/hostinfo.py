@@ -333,3 +333,44 @@ def disturbance(result: Mapping[str, Any] | None, logical_cpus: int, max_steal_p
     if other is not None and other > max_other_load_pct:
         why.append(f"other load {other:.0f} % of the CPUs > {max_other_load_pct:g} %")
     return "; ".join(why)
+
+
+# --------------------------------------------------------------------------- this process
+
+
+def _start_ticks(pid: int) -> int | None:
+    """The start time of process ``pid`` in clock ticks since boot (/proc/<pid>/stat field 22),
+    None if there is no such process."""
+    text = _read(f"/proc/{pid}/stat")
+    if not text or ")" not in text:
+        return None
+    fields = text.rsplit(")", 1)[1].split()
+    try:
+        return int(fields[19])  # field 22 overall: the 20th after "pid (comm)"
+    except (IndexError, ValueError):
+        return None
+
+
+def process_identity() -> dict[str, Any]:
+    """Who is running this study, so that a later reader can tell whether it is still alive:
+    ``pid``, ``start_ticks`` (its start time since boot), ``boot_id`` (this boot of this
+    machine) and ``hostname``."""
+    return {"pid": os.getpid(), "start_ticks": _start_ticks(os.getpid()),
+            "boot_id": _read("/proc/sys/kernel/random/boot_id"), "hostname": platform.node()}
+
+
+def process_alive(identity: Mapping[str, Any] | None) -> bool | None:
+    """Whether the process ``process_identity()`` described is still running: False when this
+    machine rebooted since or the pid is gone or now names another process (another start
+    time), True when it runs, None when it cannot be told (another machine, or no /proc)."""
+    if not identity or not identity.get("pid"):
+        return None
+    if identity.get("hostname") != platform.node():
+        return None
+    boot = _read("/proc/sys/kernel/random/boot_id")
+    if boot is None or identity.get("boot_id") is None:
+        return None
+    if boot != identity["boot_id"]:
+        return False
+    ticks = _start_ticks(int(identity["pid"]))
+    return ticks is not None and ticks == identity.get("start_ticks")

@@ -12,7 +12,9 @@ FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version`
     order), ``attempt``, ``superseded`` and ``disturbed`` (re-runs of disturbed repetitions),
     ``batch`` (the batch size requested), and ``cpu``, ``build`` and ``fips`` as columns (format 1
     kept the CPU mask and build only as suffixes of the cell key, which a configuration named
-    ``cpu=no-aesni`` made ambiguous); runs gain ``analysis_json`` (margin, multiplicity, looks).
+    ``cpu=no-aesni`` made ambiguous); runs gain ``analysis_json`` (margin, multiplicity, looks)
+    and ``process_json`` (the orchestrator's pid, start time and boot id, so a run left
+    "running" by a killed process reads as interrupted).
     The upgrade reads cpu, build and fips of study runs from their stored study file, and
     ``block`` = ``repetition``. In the JSON study document, the list of repetitions is called
     ``repetitions`` (format 1: ``runs``), each entry with ``block`` and ``position``, and each
@@ -48,7 +50,8 @@ CREATE TABLE IF NOT EXISTS runs (
     seed           INTEGER,                  -- seed of the block order
     status         TEXT NOT NULL,            -- running, complete, interrupted, failed
     format_version INTEGER NOT NULL,
-    analysis_json  TEXT                      -- analysis.Settings: margin, multiplicity, looks
+    analysis_json  TEXT,                     -- analysis.Settings: margin, multiplicity, looks
+    process_json   TEXT                      -- hostinfo.process_identity() of the orchestrator
 );
 CREATE TABLE IF NOT EXISTS results (
     id             INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -89,6 +92,7 @@ def _upgrade_1_to_2(db: sqlite3.Connection) -> None:
                    "batch INTEGER"):
         db.execute(f"ALTER TABLE results ADD COLUMN {column}")
     db.execute("ALTER TABLE runs ADD COLUMN analysis_json TEXT")
+    db.execute("ALTER TABLE runs ADD COLUMN process_json TEXT")
     db.execute("UPDATE results SET block = repetition")
     configs_of: dict[int, dict[str, tuple[str, str]]] = {}
     for run_id, toml in db.execute("SELECT id, study_toml FROM runs").fetchall():
@@ -189,14 +193,17 @@ class Store:
 
     def begin_run(self, kind: str, started_at: str, host: Mapping[str, Any],
                   study_name: str | None = None, study_toml: str | None = None,
-                  seed: int | None = None, analysis: Mapping[str, Any] | None = None) -> int:
+                  seed: int | None = None, analysis: Mapping[str, Any] | None = None,
+                  process: Mapping[str, Any] | None = None) -> int:
         """Insert a ``runs`` row with status ``running``; return its id. ``analysis`` is the
-        run's ``analysis.Settings.as_dict()`` (margin, multiplicity, looks)."""
+        run's ``analysis.Settings.as_dict()`` (margin, multiplicity, looks); ``process`` the
+        orchestrator's ``hostinfo.process_identity()``."""
         return self._write(
             "INSERT INTO runs (kind, started_at, study_name, study_toml, host_json, seed, status, "
-            "format_version, analysis_json) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?)",
+            "format_version, analysis_json, process_json) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
             (kind, started_at, study_name, study_toml, json.dumps(host), seed, FORMAT_VERSION,
-             json.dumps(dict(analysis)) if analysis is not None else None))
+             json.dumps(dict(analysis)) if analysis is not None else None,
+             json.dumps(dict(process)) if process is not None else None))
 
     def add_result(self, run_id: int, outcome_row: Mapping[str, Any]) -> int:
         """Insert and commit one ``results`` row. ``outcome_row`` has the keys ``cell``,
@@ -231,6 +238,8 @@ class Store:
             d["host"] = json.loads(d.pop("host_json"))
             aj = d.pop("analysis_json", None)
             d["analysis"] = json.loads(aj) if aj else None
+            pj = d.pop("process_json", None)
+            d["process"] = json.loads(pj) if pj else None
             out.append(d)
         return out
 

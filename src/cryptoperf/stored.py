@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cryptoperf import analysis
+from cryptoperf import analysis, hostinfo
 from cryptoperf.errors import NoSuchRun, StoreError
 from cryptoperf.model import OK, Cell, CellSummary, Delta, Outcome, Repetition, outcome_from_result
 from cryptoperf.store import FORMAT_VERSION, Store, default_path
@@ -109,7 +109,9 @@ def run_seed(meta: dict[str, Any], study: Study | None) -> int:
 
 
 def resolve_id(store: Store, run_id: str | int | None) -> int:
-    """The id of ``run_id`` (an integer, or ``latest``/None for the newest run).
+    """The id of ``run_id``: an integer, or ``latest``/None for the newest **study** run (a
+    ``speed`` call is stored too, but is rarely what a report, a comparison or a plan means;
+    the newest run of any kind when the store holds no study).
 
     Raises StoreError when the store is empty, NoSuchRun (a StoreError, exit code 2) when
     ``run_id`` is malformed or not in the store.
@@ -119,7 +121,8 @@ def resolve_id(store: Store, run_id: str | int | None) -> int:
         raise StoreError(f"store {store.path} holds no runs; run `cryptoperf study FILE` first "
                          "(or pass --store PATH)")
     if run_id is None or str(run_id) == "latest":
-        return int(runs[-1]["id"])
+        studies = [r for r in runs if r.get("kind") == "study"]
+        return int((studies or runs)[-1]["id"])
     try:
         wanted = int(run_id)
     except ValueError:
@@ -130,6 +133,24 @@ def resolve_id(store: Store, run_id: str | int | None) -> int:
     return wanted
 
 
+def effective_status(meta: dict[str, Any]) -> str:
+    """A run's status as it stands: the stored one, except that a run still marked
+    ``running`` whose process is gone (killed, or the machine stopped) is ``interrupted``."""
+    status = str(meta.get("status"))
+    if status == "running" and hostinfo.process_alive(meta.get("process")) is False:
+        return "interrupted"
+    return status
+
+
+def describe(run: "StoredRun") -> str:
+    """One line naming a stored run, for "using …" messages: ``run 7 (study key-size, started
+    2026-11-23 20:07 UTC, complete)``."""
+    m = run.meta
+    what = f"study {m.get('study_name')}" if m.get("kind") == "study" else str(m.get("kind"))
+    started = str(m.get("started_at") or "?").replace("T", " ")[:16]
+    return f"run {run.id} ({what}, started {started} UTC, {effective_status(m)})"
+
+
 def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     """Rebuild run ``run_id`` (``latest`` by default) from ``store``, analysed once.
 
@@ -138,6 +159,7 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     """
     rid = resolve_id(store, run_id)
     meta = next(r for r in store.runs() if int(r["id"]) == rid)
+    meta["status"] = effective_status(meta)
     version = int(meta.get("format_version") or 0)
     if version > FORMAT_VERSION or version < 1:
         raise StoreError(f"run {rid} in {store.path}: format version {version} is not supported by "
@@ -186,7 +208,8 @@ def list_runs(store: Store) -> list[dict[str, Any]]:
     """Every run of ``store``, oldest first, as JSON-ready dicts for ``cryptoperf list``.
 
     Keys: ``id``, ``started_at``, ``finished_at`` (UTC ISO 8601), ``kind`` (study/speed),
-    ``study`` (the study's name, None for speed), ``status``, ``format_version``,
+    ``study`` (the study's name, None for speed), ``status`` (``effective_status``: a
+    ``running`` run whose process is gone is ``interrupted``), ``format_version``,
     ``supported`` (False when this cryptoperf cannot read the run's format), ``cpu_model``,
     ``kernel`` (release), ``logical_cpus``, ``cells`` (distinct cells), ``results`` (worker
     runs) and ``ok`` (measured ones). Reads no result bodies, so it is fast on a large store.
@@ -198,7 +221,7 @@ def list_runs(store: Store) -> list[dict[str, Any]]:
         version = int(r.get("format_version") or 0)
         c = counts.get(int(r["id"]), {"cells": 0, "results": 0, "ok": 0})
         out.append({"id": int(r["id"]), "started_at": r["started_at"], "finished_at": r["finished_at"],
-                    "kind": r["kind"], "study": r.get("study_name"), "status": r["status"],
+                    "kind": r["kind"], "study": r.get("study_name"), "status": effective_status(r),
                     "format_version": version, "supported": 1 <= version <= FORMAT_VERSION,
                     "cpu_model": host.get("cpu_model"), "kernel": kernel_release(host),
                     "logical_cpus": host.get("logical_cpus"), **c})

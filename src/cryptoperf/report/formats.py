@@ -35,18 +35,19 @@ def render(run: StoredRun, fmt: str, store_path: str | Path) -> str:
 
 
 def default_path(out_dir: str | Path, run: StoredRun, fmt: str) -> Path:
-    """``<out_dir>/<study>-<UTC start>.<ext>`` — the name the study gave its JSON document
-    (``speed-…`` for a speed run)."""
+    """``<out_dir>/<study>-<UTC start>-run<id>.<ext>`` — the name the study gave its JSON
+    document (``speed-…`` for a speed run)."""
     from cryptoperf.report.json import result_path
     name = run.study.name if run.study else (run.meta.get("study_name") or run.meta.get("kind") or "run")
-    return result_path(out_dir, name, run.meta.get("started_at") or "").with_suffix(FORMATS[fmt])
+    return result_path(out_dir, name, run.meta.get("started_at") or "", run.id).with_suffix(FORMATS[fmt])
 
 
 def write_beside(run: StoredRun, json_path: str | Path, formats: Iterable[str],
                  store_path: str | Path) -> dict[str, Path]:
     """Write ``run``'s reports in ``formats`` next to its JSON document (same basename, the
-    format's extension); returns format → path. Raises StoreError if a file cannot be written."""
+    format's extension; a suffix ``-2`` … where a name is taken: nothing is overwritten);
+    returns format → path. Raises StoreError if a file cannot be written."""
     base = Path(json_path)
     return {fmt: write_text(render(run, fmt, store_path), base.with_suffix(FORMATS[fmt]),
-                            fix="pass --out DIR, or --no-report")
+                            fix="pass --out DIR, or --no-report", unique=True)
             for fmt in formats}

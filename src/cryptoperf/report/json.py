@@ -4,7 +4,9 @@ Two kinds, both ``{"format_version": 1, "kind": ..., "cryptoperf_version": ..., 
 
 - ``speed``: ``results`` — one entry per (backend, op, size) with at least ``backend``,
   ``library_version``, ``op``, ``size_bytes``, ``status``, ``ops_per_s``, ``bytes_per_s``,
-  ``p50_ns``, ``p99_ns``, ``cpu_ns_per_op``, ``batch`` (numbers are null unless status is ok).
+  ``p50_ns``, ``p99_ns``, ``cpu_ns_per_op``, ``batch`` (numbers are null unless status is ok;
+  geometric means over the row's repetitions, with ``intervals`` and ``per_repetition``), and
+  with ``--baseline`` a ``baseline`` section (each backend's ops/s against the baseline's).
 - ``study``: ``study`` (options and the file's text), ``repetitions`` (every repetition: its cell,
   block and place in the block's order, outcome, derived figures and the worker's full result
   message; calibration repetitions have block 0), ``cells`` (summaries over repetitions),
@@ -21,9 +23,9 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from cryptoperf import __version__
-from cryptoperf.errors import StoreError
-from cryptoperf.model import Outcome
+from cryptoperf import __version__, speedstats, stats
+from cryptoperf.model import Cell, Outcome
+from cryptoperf.report.render import write_text
 from cryptoperf.store import FORMAT_VERSION
 from cryptoperf.stored import StoredRun
 from cryptoperf.study import Study
@@ -74,12 +76,53 @@ def speed_entry(o: Outcome) -> dict[str, Any]:
     }
 
 
+def speed_row_entry(row: speedstats.SpeedRow) -> dict[str, Any]:
+    """One ``speed`` result entry for a (backend, op, size) row over its repetitions: the
+    fields of ``speed_entry`` (of its first measured repetition) with ``ops_per_s``,
+    ``bytes_per_s``, ``p50_ns``, ``p99_ns``, ``p999_ns`` and ``cpu_ns_per_op`` the geometric
+    means over the measured repetitions (the values themselves for one), plus
+    ``repetitions`` and ``repetitions_ok`` (counts), ``intervals`` (``ops_per_s``,
+    ``bytes_per_s``, ``p50_ns``, ``cpu_ns_per_op`` → ``{value, ci_low, ci_high, level, n}``,
+    bounds null below 3 repetitions; null without a measurement) and ``per_repetition`` (one
+    ``speed_entry`` per repetition with its ``block`` and ``position``). With more than one
+    measured repetition ``histogram`` holds them all (merged), and ``p90_ns``, ``max_ns``,
+    ``mean_ns``, ``stddev_ns`` are the merged histogram's."""
+    first = row.measured[0] if row.measured else row.outcomes[0]
+    entry = speed_entry(first)
+    entry.update(status=row.status, reason=row.reason, size_bytes=entry["size_bytes"],
+                 repetitions=len(row.outcomes), repetitions_ok=len(row.measured))
+    estimates = {"ops_per_s": row.ops_per_s, "bytes_per_s": row.bytes_per_s, "p50_ns": row.p50_ns,
+                 "cpu_ns_per_op": row.cpu_ns_per_op}
+    if row.measured:
+        entry.update({k: e.value if e is not None else None for k, e in estimates.items()})
+        entry.update(p99_ns=row.p99_ns, p999_ns=row.p999_ns, steal_pct=row.steal_pct)
+    entry["intervals"] = {k: e.as_dict() if e is not None else None for k, e in estimates.items()}
+    if len(row.measured) > 1:
+        merged = stats.merge_histograms([o.result["histogram"] for o in row.measured])
+        lat = stats.latency_of(merged)
+        entry.update(histogram=merged.encode().decode("ascii"), p90_ns=lat.p90_ns, max_ns=lat.max_ns,
+                     mean_ns=lat.mean_ns, stddev_ns=lat.stddev_ns)
+    entry["per_repetition"] = [dict(speed_entry(o), block=o.repetition.block, position=o.repetition.position)
+                               for o in row.outcomes]
+    return entry
+
+
 def speed_document(outcomes: Sequence[Outcome], host: Mapping[str, Any], settings: Mapping[str, Any],
-                   started_at: str, finished_at: str) -> dict[str, Any]:
-    """The ``speed`` JSON document."""
-    return {"format_version": FORMAT_VERSION, "kind": "speed", "cryptoperf_version": __version__,
-            "started_at": started_at, "finished_at": finished_at, "settings": dict(settings),
-            "host": dict(host), "results": [speed_entry(o) for o in outcomes]}
+                   started_at: str, finished_at: str, baseline: str | None = None,
+                   order: Sequence[Cell] = ()) -> dict[str, Any]:
+    """The ``speed`` JSON document: ``results`` one ``speed_row_entry`` per (backend, op, size)
+    row (in the order of the cells ``order``, else first seen); with ``baseline`` (a backend),
+    ``baseline``: ``{backend, metric, level, comparisons}``, each comparison a
+    ``speedstats.BaselineRatio.as_dict`` (another backend's ops/s ÷ the baseline's, with its
+    interval)."""
+    rows = speedstats.rows(outcomes, order)
+    doc = {"format_version": FORMAT_VERSION, "kind": "speed", "cryptoperf_version": __version__,
+           "started_at": started_at, "finished_at": finished_at, "settings": dict(settings),
+           "host": dict(host), "results": [speed_row_entry(r) for r in rows]}
+    if baseline is not None:
+        doc["baseline"] = {"backend": baseline, "metric": "ops_per_s", "level": speedstats.LEVEL,
+                           "comparisons": [c.as_dict() for c in speedstats.compare_to_baseline(rows, baseline)]}
+    return doc
 
 
 def study_dict(study: Study) -> dict[str, Any]:
@@ -128,22 +171,18 @@ def run_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
     return study_document(run, store_path)
 
 
-def result_path(out_dir: str | Path, study_name: str, started_at: str) -> Path:
-    """``<out_dir>/<study>-<UTC timestamp>.json``, e.g. ``key-size-20250101T120000Z.json``."""
+def result_path(out_dir: str | Path, study_name: str, started_at: str, run_id: int | None = None) -> Path:
+    """``<out_dir>/<study>-<UTC timestamp>-run<id>.json``, e.g.
+    ``key-size-20250101T120000Z-run7.json``: the run id keeps two studies of one name started
+    in the same second apart (and ``write`` never overwrites a file in any case)."""
     stamp = re.sub(r"[^0-9TZ]", "", started_at.split(".")[0]) + "Z"
     safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", study_name) or "study"
-    return Path(out_dir) / f"{safe}-{stamp}.json"
+    tail = f"-run{run_id}" if run_id is not None else ""
+    return Path(out_dir) / f"{safe}-{stamp}{tail}.json"
 
 
 def write(document: Mapping[str, Any], path: str | Path) -> Path:
-    """Write ``document`` as indented JSON to ``path`` (creating directories); return the path.
+    """Write ``document`` as indented JSON to a new file at ``path`` (creating directories;
+    ``<stem>-2.json`` … if the name is taken: nothing is overwritten); return the path written.
     Raises StoreError if it cannot be written."""
-    p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_suffix(p.suffix + ".tmp")
-        tmp.write_text(json.dumps(document, indent=1) + "\n", encoding="utf-8")
-        tmp.replace(p)
-    except OSError as e:
-        raise StoreError(f"cannot write results to {p}: {e.strerror or e}; pass --out DIR") from None
-    return p
+    return write_text(json.dumps(document, indent=1) + "\n", path, fix="pass --out DIR", unique=True)

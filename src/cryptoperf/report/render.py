@@ -7,6 +7,7 @@ Formatting only: every number and verdict comes from ``analysis``/``stats``.
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -62,17 +63,35 @@ def md_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], align: str =
     return "\n".join(lines) + "\n"
 
 
-def write_text(text: str, path: str | Path, fix: str = "pass -o PATH") -> Path:
-    """Write ``text`` (UTF-8) to ``path`` atomically, creating directories; return the path.
+def write_text(text: str, path: str | Path, fix: str = "pass -o PATH", unique: bool = False) -> Path:
+    """Write ``text`` (UTF-8) to a new file at ``path``, creating directories; return the path
+    written. Nothing is ever overwritten: the file appears whole or not at all (written aside,
+    then hard-linked into place, which fails if the name is taken).
 
-    Raises StoreError naming the path and ``fix`` if it cannot be written.
+    With ``unique``, a taken name is replaced by the first free ``<stem>-2<suffix>``,
+    ``<stem>-3<suffix>``, … (for names cryptoperf chose itself); without, a taken name is a
+    StoreError naming it (for a name the user gave). Raises StoreError naming the path and
+    ``fix`` if it cannot be written.
     """
     p = Path(path)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
         tmp.write_text(text, encoding="utf-8")
-        tmp.replace(p)
+        for n in range(1, 10_000):
+            target = p if n == 1 else p.with_name(f"{p.stem}-{n}{p.suffix}")
+            try:
+                os.link(tmp, target)
+                return target
+            except FileExistsError:
+                if not unique:
+                    raise StoreError(f"{target} exists and cryptoperf never overwrites a file; "
+                                     f"remove it or {fix}") from None
+        raise StoreError(f"no free name beside {p}; {fix}")
     except OSError as e:
-        raise StoreError(f"cannot write the report to {p}: {e.strerror or e}; {fix}") from None
-    return p
+        raise StoreError(f"cannot write {p}: {e.strerror or e}; {fix}") from None
+    finally:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
