@@ -61,3 +61,15 @@ def test_clear_error_without_pandas(store, monkeypatch):
         cryptoperf.load(store=store)
     assert isinstance(e.value, MissingDependency)
     assert "pip install 'cryptoperf[data]'" in str(e.value)
+
+
+def test_load_says_which_run_latest_was(tmp_path, capsys):
+    pytest.importorskip("pandas")
+    import cryptoperf
+    from stored_runs import two_runs
+    store = two_runs(tmp_path)
+    capsys.readouterr()
+    cryptoperf.load(store=store)
+    assert "cryptoperf.load: using run 2 (study t, started" in capsys.readouterr().err
+    cryptoperf.load(1, store=store)
+    assert capsys.readouterr().err == ""

@@ -6,6 +6,7 @@ without it, so it is imported only when ``load`` is called.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
@@ -14,7 +15,7 @@ from cryptoperf.hostinfo import other_load_pct
 from cryptoperf.report.json import speed_entry
 from cryptoperf.model import Outcome
 from cryptoperf.store import Store
-from cryptoperf.stored import load_run, open_store
+from cryptoperf.stored import describe, load_run, open_store
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
@@ -66,8 +67,9 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
     repetition that was run again has ``superseded`` True and ``disturbed`` saying why).
 
     Args:
-        run_id: a run id, ``"latest"`` or None (the newest run), or several ids (their rows
-            concatenated, in the order given). Ids are those of ``cryptoperf list``.
+        run_id: a run id, ``"latest"`` or None (the newest study run, named on stderr), or
+            several ids (their rows concatenated, in the order given). Ids are those of
+            ``cryptoperf list``.
         store: the SQLite store's path or an open ``Store``; None for the default store.
 
     Returns:
@@ -103,6 +105,8 @@ def _rows(store: Store, ids: list) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for rid in ids:
         run = load_run(store, rid)
+        if rid is None or str(rid) == "latest":  # say which run "the newest study run" was
+            print(f"cryptoperf.load: using {describe(run)}", file=sys.stderr)
         cpus = int(run.host.get("logical_cpus") or 1)
         rows += [row(run.id, run.meta.get("study_name"), o, cpus) for o in run.outcomes
                  if not o.repetition.calibration]
