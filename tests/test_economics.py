@@ -5,7 +5,11 @@ at 13 ms of CPU each cost 12.5 % (≈ 13 %) of a core; after a library upgrade t
 (≈ 3 %). Intervals are t intervals (the study's method), never the range of the repetitions.
 """
 
+import dataclasses
+import json
 import math
+import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +20,7 @@ from cryptoperf import economics as econ
 from cryptoperf.errors import EconomicsError, UsageError
 from cryptoperf.store import Store
 from cryptoperf.stored import load_run
-from stored_runs import econ_run
+from stored_runs import DRIFT, TLS_CPU_NS, econ_run, tls_run
 
 MS = 1_000_000  # ns
 
@@ -321,9 +325,418 @@ def test_cli_plan_json(cli, econ_store):
      ["break-even impossible", "never pays at any rate"]),
     (["--op", "rsa", "--configuration", "old", "--rate", "1", "--accel-host-cpu-us-per-op", "-1"],
      ["--accel-host-cpu-us-per-op must be a number >= 0"]),
-    (["--op", "rsa", "--configuration", "old", "--rate", "abc"], ["'abc' is not a valid float"]),
+    (["--op", "rsa", "--configuration", "old", "--rate", "abc"], ["--rate 'abc' is not a rate"]),
     (["7", "--op", "rsa", "--configuration", "old", "--rate", "1"], ["no run 7 in store"]),
     (["seven", "--op", "rsa", "--configuration", "old", "--rate", "1"], ["run id must be a number or 'latest'"]),
 ])
 def test_cli_plan_errors_are_one_line(cli, econ_store, args, fragments):
     assert_one_line_error(cli("plan", *args, "--store", econ_store), *fragments)
+
+
+# ----------------------------------------------------------------------------- --rate 2k
+
+@pytest.mark.parametrize("text, rate", [
+    ("9.6", 9.6), ("2000", 2000), ("2k", 2000), ("2K", 2000), ("2.5k", 2500), (".5k", 500),
+    ("1M", 1e6), ("1m", 1e6), ("5000/s", 5000), ("2k/s", 2000), ("2.5K/S", 2500), (" 2 k / s ", 2000),
+    ("1e3", 1000), ("1.5e3/s", 1500), (9.6, 9.6), (2000, 2000),
+])
+def test_parse_rate_accepts_suffixes(text, rate):
+    assert econ.parse_rate(text) == pytest.approx(rate)
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("2x", "--rate '2x' is not a rate"), ("k", "--rate 'k' is not a rate"), ("", "--rate '' is not a rate"),
+    ("2kk", "'2kk' is not a rate"), ("2k/ms", "'2k/ms' is not a rate"), ("2 kHz", "'2 kHz' is not a rate"),
+    ("1,000", "'1,000' is not a rate"), ("inf", "'inf' is not a rate"), ("nan", "'nan' is not a rate"),
+    ("2k ops/s", "'2k ops/s' is not a rate"), ("/s", "'/s' is not a rate"), ("2G", "'2G' is not a rate"),
+    ("0", "--rate must be a positive number, got 0"), ("-2k", "--rate must be a positive number, got -2000"),
+])
+def test_parse_rate_refuses_anything_else(text, fragment):
+    with pytest.raises(EconomicsError) as e:
+        econ.parse_rate(text)
+    assert fragment in str(e.value) and "\n" not in str(e.value)
+
+
+# ----------------------------------------------------------------------------- composite requests: pure
+
+@pytest.mark.parametrize("text, terms", [
+    ("ecdsa-p256-sign + x25519-keygen + x25519-derive",
+     [("ecdsa-p256-sign", 1), ("x25519-keygen", 1), ("x25519-derive", 1)]),
+    ("ecdsa-p256-sign+2*x25519-derive", [("ecdsa-p256-sign", 1), ("x25519-derive", 2)]),
+    ("x25519-derive*2", [("x25519-derive", 2)]),
+    ("2 * x25519-derive + x25519-derive", [("x25519-derive", 3)]),  # a name given twice: counts added
+    ("0.3*rsa2048-sign", [("rsa2048-sign", 0.3)]),
+])
+def test_parse_request(text, terms):
+    assert econ.parse_request(text) == terms
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("", "--per-request is empty"), ("  ", "--per-request is empty"),
+    ("a +", "term '' is not OP, N*OP or OP*N"), ("2*3", "term '2*3'"), ("a*b", "term 'a*b'"),
+    ("2*a*3", "term '2*a*3'"), ("0*a", "the count of '0*a' must be a positive number"),
+    ("a b", "term 'a b'"),
+])
+def test_parse_request_refuses(text, fragment):
+    with pytest.raises(EconomicsError) as e:
+        econ.parse_request(text)
+    assert fragment in str(e.value)
+
+
+def _t(values, level=0.95):
+    """t interval of the mean log of ``values`` (by hand: scipy's quantile)."""
+    logs = np.log(values)
+    half = sp.t.ppf(0.5 + level / 2, len(values) - 1) * logs.std(ddof=1) / math.sqrt(len(values))
+    return math.exp(logs.mean()), math.exp(logs.mean() - half), math.exp(logs.mean() + half)
+
+
+def test_request_cpu_uses_the_per_block_totals():
+    # x at 10, 12, 11 µs and 2 × y at 5, 4, 6 µs in blocks 1-3: totals 20, 20, 23 µs per block;
+    # the request's CPU is their geometric mean (20·20·23)^(1/3) = 20.95 µs with the t interval of
+    # their logs, not the sum of the terms' means or intervals
+    us = 1000
+    r = econ.request_cpu([("x", 1, {}, blocks(10 * us, 12 * us, 11 * us)), ("y", 2, {}, blocks(5 * us, 4 * us, 6 * us))])
+    assert r.method == econ.PER_BLOCK_TOTALS
+    assert dict(r.cpu.samples_ns) == {1: 20 * us, 2: 20 * us, 3: 23 * us}
+    est, low, high = _t([20 * us, 20 * us, 23 * us])
+    assert r.cpu.estimate_ns == pytest.approx(est) == pytest.approx((20 * 20 * 23) ** (1 / 3) * us)
+    assert (r.cpu.low_ns, r.cpu.high_ns) == pytest.approx((low, high))
+    assert (r.cpu.min_ns, r.cpu.max_ns) == (20 * us, 23 * us)
+    # the terms keep their own figures; the per-block total is narrower than the summed intervals
+    x, y = r.terms
+    assert x.cpu.estimate_ns == pytest.approx((10 * 12 * 11) ** (1 / 3) * us) and y.count == 2
+    assert high - low < (x.cpu.high_ns - x.cpu.low_ns) + 2 * (y.cpu.high_ns - y.cpu.low_ns)
+    assert "per-block totals" in r.method_text
+
+
+def test_request_cpu_sums_bonferroni_intervals_when_blocks_differ():
+    # y lacks block 3 and has block 4: no per-block total for every block. Each term's t interval
+    # is taken at 1 − 0.05/2 = 97.5 % and the bounds summed × count; the estimate is
+    # Σ count × geometric mean: (10·12·11)^(1/3) + 2·(5·4·6)^(1/3) = 10.9696 + 2·4.9324 = 20.8345 µs
+    us = 1000
+    x, y = blocks(10 * us, 12 * us, 11 * us), {1: 5 * us, 2: 4 * us, 4: 6 * us}
+    r = econ.request_cpu([("x", 1, {}, x), ("y", 2, {}, y)])
+    assert r.method == econ.SUMMED_INTERVALS and r.term_level == pytest.approx(0.975)
+    ex, lx, hx = _t(list(x.values()), 0.975)
+    ey, ly, hy = _t(list(y.values()), 0.975)
+    assert r.cpu.estimate_ns == pytest.approx(ex + 2 * ey) == pytest.approx(20.8345 * us, rel=1e-5)
+    assert (r.cpu.low_ns, r.cpu.high_ns) == pytest.approx((lx + 2 * ly, hx + 2 * hy))
+    assert (r.cpu.min_ns, r.cpu.max_ns) == (10 * us + 2 * 4 * us, 12 * us + 2 * 6 * us)
+    assert r.cpu.samples_ns == {} and r.cpu.repetitions == 3
+    assert "Bonferroni over 2 terms" in r.method_text and "conservative" in r.method_text
+    # the terms' own intervals stay at 95 %
+    assert (r.terms[0].cpu.low_ns, r.terms[0].cpu.high_ns) == pytest.approx(_t(list(x.values()))[1:])
+
+
+def test_request_cpu_without_enough_repetitions_has_no_interval():
+    r = econ.request_cpu([("x", 1, {}, {1: 10.0, 2: 11.0}), ("y", 1, {}, {1: 1.0, 3: 2.0, 4: 3.0})])
+    assert r.method == econ.SUMMED_INTERVALS and r.cpu.low_ns is None and r.cpu.high_ns is None
+
+
+def test_request_change_pairs_the_per_block_totals():
+    # before: totals 20, 20, 23 µs; after: 10, 11, 12 µs; at 1000 requests/s the change in cores
+    # is the t interval of the per-block differences −10, −9, −11 µs × 1000 / 1e9
+    us = 1000
+    before = econ.request_cpu([("x", 1, {}, blocks(10 * us, 12 * us, 11 * us)), ("y", 2, {}, blocks(5 * us, 4 * us, 6 * us))])
+    after = econ.request_cpu([("x", 1, {}, blocks(6 * us, 7 * us, 8 * us)), ("y", 2, {}, blocks(2 * us, 2 * us, 2 * us))])
+    ch = econ.request_change(1000, before, after)
+    d = np.array([-10, -9, -11]) * us
+    half = sp.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
+    assert (ch.delta_low, ch.delta_high) == pytest.approx(((d.mean() - half) * 1e-6, (d.mean() + half) * 1e-6))
+    assert ch.blocks == 3 and ch.method == econ.PAIRED_DIFFERENCES and ch.ratio is not None
+
+
+def test_request_change_sums_term_intervals_when_blocks_differ():
+    # y's blocks are 1, 2, 4: each term's paired differences get a 97.5 % t interval, summed × count
+    us = 1000
+    before = econ.request_cpu([("x", 1, {}, blocks(10 * us, 12 * us, 11 * us)), ("y", 2, {}, {1: 5 * us, 2: 4 * us, 4: 6 * us})])
+    after = econ.request_cpu([("x", 1, {}, blocks(6 * us, 7 * us, 8 * us)), ("y", 2, {}, {1: 2 * us, 2: 3 * us, 4: 3 * us})])
+    ch = econ.request_change(1000, before, after)
+    dx, dy = np.array([-4, -5, -3]) * us, np.array([-3, -1, -3]) * us
+
+    def bounds(d):
+        half = sp.t.ppf(1 - 0.025 / 2, 2) * d.std(ddof=1) / math.sqrt(3)
+        return d.mean() - half, d.mean() + half
+    (lx, hx), (ly, hy) = bounds(dx), bounds(dy)
+    assert (ch.delta_low, ch.delta_high) == pytest.approx(((lx + 2 * ly) * 1e-6, (hx + 2 * hy) * 1e-6))
+    assert ch.method == econ.SUMMED_INTERVALS and ch.ratio is None and ch.blocks == 3
+    assert ch.delta_cores == pytest.approx(after.cpu.estimate_ns * 1e-6 - before.cpu.estimate_ns * 1e-6)
+
+
+# ----------------------------------------------------------------------------- composite requests: a stored run
+
+REQUEST = "sign + x25519-keygen + x25519-derive"
+
+
+@pytest.fixture(scope="module")
+def tls_store(tmp_path_factory):
+    return tls_run(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture(scope="module")
+def tls_stored(tls_store):
+    with Store(tls_store) as st:
+        return load_run(st, "latest")
+
+
+def _drift_interval(value):
+    """value × the t interval of the blocks' drift (×1, ×1.05, ×1/1.05): geometric mean 1."""
+    return tuple(value * x for x in _t(DRIFT)[1:])
+
+
+def test_plan_request_sums_the_terms(tls_stored):
+    # a full TLS 1.3 handshake on the server with an RSA-2048 certificate: 1 ms (sign) + 30 µs
+    # (x25519-keygen) + 40 µs (x25519-derive) = 1.07 ms of CPU; 2,000 handshakes/s × 1.07 ms =
+    # 2.14 cores; one core sustains 1 / 1.07 ms = 934.6 handshakes/s
+    res = econ.plan(tls_stored, None, "2k", request=REQUEST, configuration="rsa")
+    assert res.request == REQUEST and res.op is None and res.unit == "requests/s" and res.rate_per_s == 2000
+    (req,) = res.requests
+    assert [(t.name, t.count, t.cell["op"]) for t in req.terms] == [
+        ("sign", 1, "rsa2048-sign"), ("x25519-keygen", 1, "x25519-keygen"), ("x25519-derive", 1, "x25519-derive")]
+    # (the store keeps whole ns per repetition: 28,571 ns for 30 µs / 1.05, hence rel=1e-5)
+    assert [t.cpu.estimate_ns for t in req.terms] == pytest.approx([1_000_000, 30_000, 40_000], rel=1e-5)
+    assert req.method == econ.PER_BLOCK_TOTALS
+    # the per-block totals: 1.07 ms × the block's drift
+    assert list(req.cpu.samples_ns.values()) == pytest.approx([1_070_000 * f for f in DRIFT], rel=1e-5)
+    (c,) = res.cores
+    assert c.cpu.estimate_ns == pytest.approx(1_070_000, rel=1e-5) and c.cores == pytest.approx(2.14, rel=1e-5)
+    assert c.ops_per_s_per_core == pytest.approx(934.579, rel=1e-5)
+    assert (c.cpu.low_ns, c.cpu.high_ns) == pytest.approx(_drift_interval(1_070_000), rel=1e-5)
+    assert (c.cores_low, c.cores_high) == pytest.approx(_drift_interval(2.14), rel=1e-5)
+    assert res.change is None and res.offload == [] and len(res.cells) == 3
+
+
+@pytest.mark.parametrize("request_text", ["ecdsa-p256-sign + x25519-keygen + 2*x25519-derive",
+                                          "sign + x25519-keygen + x25519-derive*2",
+                                          "x25519-derive + sign + x25519-keygen + x25519-derive"])
+def test_plan_request_counts(tls_stored, request_text):
+    # with an ECDSA P-256 certificate and two derivations: 25 + 30 + 2 × 40 = 135 µs per request;
+    # at 2,000/s: 0.27 cores
+    res = econ.plan(tls_stored, None, 2000, request=request_text, configuration="ecdsa")
+    assert res.cores[0].cpu.estimate_ns == pytest.approx(135_000, rel=1e-5)
+    assert res.cores[0].cores == pytest.approx(0.27, rel=1e-5)
+    assert sum(t.count for t in res.requests[0].terms) == 4
+
+
+def test_plan_request_terms_of_one_cell_fix_the_configuration(tls_stored):
+    # ecdsa-p256-sign is measured in configuration ecdsa only, so its request's x25519-keygen and
+    # x25519-derive are ecdsa's (both configurations have them): 25 + 30 + 40 = 95 µs
+    res = econ.plan(tls_stored, None, 2000, request="ecdsa-p256-sign + x25519-keygen + x25519-derive")
+    assert {t.cell["configuration"] for t in res.requests[0].terms} == {"ecdsa"}
+    assert res.cores[0].cpu.estimate_ns == pytest.approx(95_000, rel=1e-5)
+    assert res.cores[0].cores == pytest.approx(0.19, rel=1e-5)
+
+
+def test_plan_request_label_and_op_are_one_cell(tls_stored):
+    # 'sign' (the label) and 'rsa2048-sign' (its op in configuration rsa) are the same cell: 2 ms
+    res = econ.plan(tls_stored, None, 1000, request="sign + rsa2048-sign", configuration="rsa")
+    (t,) = res.requests[0].terms
+    assert t.count == 2 and res.cores[0].cpu.estimate_ns == pytest.approx(2_000_000)
+
+
+def test_plan_request_change(tls_stored):
+    # moving the certificate from RSA-2048 to ECDSA P-256: 1.07 ms → 95 µs per handshake; at
+    # 2,000/s 2.14 → 0.19 cores, −1.95 cores; the interval is the paired t interval of the
+    # per-block differences of the totals, (95 µs − 1.07 ms) × drift × 2000 / 1e9
+    res = econ.plan(tls_stored, None, "2k/s", request=REQUEST, from_config="rsa", to_config="ecdsa",
+                    core_price_per_year=1000)
+    before, after = res.requests
+    assert [t.cell["op"] for t in after.terms] == ["ecdsa-p256-sign", "x25519-keygen", "x25519-derive"]
+    ch = res.change
+    assert ch.before.cores == pytest.approx(2.14) and ch.after.cores == pytest.approx(0.19)
+    assert ch.delta_cores == pytest.approx(-1.95) and ch.blocks == 3 and ch.method == econ.PAIRED_DIFFERENCES
+    d = np.array([-975_000 * f * 2000 / 1e9 for f in DRIFT])
+    half = sp.t.ppf(0.975, 2) * d.std(ddof=1) / math.sqrt(3)
+    assert (ch.delta_low, ch.delta_high) == pytest.approx((d.mean() - half, d.mean() + half), rel=1e-5)
+    assert ch.ratio.ratio == pytest.approx(95 / 1070, rel=1e-6)
+    doc = res.as_dict()
+    assert doc["change"]["delta_cost_per_year"] == pytest.approx(-1950)
+    assert doc["requests"][1]["terms"][0]["cell"]["op"] == "ecdsa-p256-sign"
+
+
+def test_plan_request_with_different_blocks_says_so(tls_stored, tls_store, cli):
+    # drop block 3 of x25519-derive: the terms' blocks differ, so the intervals are summed
+    with Store(tls_store) as st:
+        run = load_run(st, "latest")
+    key = next(k for k, s in run.summaries.items() if s.cell.op == "x25519-derive" and s.cell.configuration == "rsa")
+    s = run.summaries[key]
+    run.summaries[key] = dataclasses.replace(s, cpu_ns_per_op_by_block={1: s.cpu_ns_per_op_by_block[1],
+                                                                        2: s.cpu_ns_per_op_by_block[2]})
+    res = econ.plan(run, None, 2000, request=REQUEST, configuration="rsa")
+    (req,) = res.requests
+    assert req.method == econ.SUMMED_INTERVALS
+    assert req.cpu.low_ns is None  # x25519-derive has 2 repetitions left: no interval at all
+    from cryptoperf.report.terminal import plan_lines
+    text = "\n".join(plan_lines(res, run.meta))
+    assert "sum of the terms' 98.33 % intervals" in text and "no CI with fewer than 3 repetitions" in text
+
+
+@pytest.mark.parametrize("kwargs, fragment", [
+    (dict(request="x25519-keygen"), "'x25519-keygen' in --per-request matches 2 cells of run 1"),
+    (dict(request="sign + rsa4096-sign", configuration="rsa"),
+     "run 1 has no operation 'rsa4096-sign' (it has: ecdsa-p256-sign, rsa2048-sign, sign, x25519-derive, "
+     "x25519-keygen); use those names in --per-request"),
+    (dict(request="ecdsa-p256-sign", configuration="rsa"), "no 'ecdsa-p256-sign' cell with configuration rsa"),
+    (dict(request=REQUEST, configuration="rsa", backend="ring"), "no 'sign' cell with backend ring"),
+    (dict(request=REQUEST, from_config="rsa"), "--from and --to go together"),
+    (dict(request=REQUEST, configuration="rsa", accelerator=ACC, core_price_per_year=1000),
+     "an accelerator's capacity and break-even are per operation of one kind"),
+    (dict(request=REQUEST, op="sign", configuration="rsa"), "not both"),
+    (dict(request="sign + 2*", configuration="rsa"), "term '2*' is not OP, N*OP or OP*N"),
+])
+def test_plan_request_refuses_what_the_run_lacks(tls_stored, kwargs, fragment):
+    op = kwargs.pop("op", None)
+    with pytest.raises(EconomicsError) as e:
+        econ.plan(tls_stored, op, 2000, **kwargs)
+    assert fragment in str(e.value)
+
+
+# ----------------------------------------------------------------------------- cryptoperf plan --per-request
+
+def test_cli_plan_per_request(cli, tls_store):
+    res = cli("plan", "--per-request", REQUEST, "--configuration", "rsa", "--rate", "2k", "--store", tls_store)
+    assert res.code == 0, res.err
+    lines = res.out.splitlines()
+    assert lines[0].startswith("run 1 (tls-server, ") and lines[0].endswith(f"at 2,000 requests/s of {REQUEST}:")
+    assert "request on openssl, configuration rsa:" in res.out
+    assert re.search(r"sign \(rsa2048-sign\)\s+1 ms per op \(95 % CI", res.out)
+    assert "CPU per request    1.07 ms (geometric mean of the per-block totals over 3 blocks" in res.out
+    assert "t interval of the per-block totals (every term was measured in the same 3 blocks)" in res.out
+    assert "one core sustains  935 requests/s" in res.out
+    assert "cores needed       2.14 cores (214 % of a core); 95 % CI 1.9 – 2.42" in res.out
+    assert lines[-1] == f"caveat: {econ.CAVEAT}"
+
+
+def test_cli_plan_per_request_change(cli, tls_store):
+    res = cli("plan", "--per-request", REQUEST, "--from", "rsa", "--to", "ecdsa", "--rate", "2000/s",
+              "--store", tls_store)
+    assert res.code == 0, res.err
+    assert "change rsa → ecdsa at 2,000 requests/s: 2.14 → 0.19 cores, -1.95 cores (-91.1 %; 95 % CI" in res.out
+    assert "3 paired blocks" in res.out
+
+
+@pytest.mark.parametrize("rate", ["2k", "2K/s", "2000/s", "2.0k", "2e3"])
+def test_cli_rate_suffixes_mean_the_same(cli, tls_store, rate):
+    res = cli("plan", "--per-request", REQUEST, "--configuration", "ecdsa", "--rate", rate, "--json",
+              "--store", tls_store)
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert doc["rate_per_s"] == 2000 and doc["cores"][0]["cores"] == pytest.approx(0.19)
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--op", "sign", "--per-request", REQUEST, "--rate", "2k"], ["give either --op OP", "not both"]),
+    (["--per-request", REQUEST, "--rate", "2k"], ["'sign' in --per-request matches 2 cells"]),
+    (["--per-request", "sign + rsa4096-sign", "--configuration", "rsa", "--rate", "2k"],
+     ["run 1 has no operation 'rsa4096-sign'"]),
+    (["--per-request", "", "--rate", "2k"], ["--per-request is empty"]),
+    (["--per-request", REQUEST, "--configuration", "rsa", "--rate", "2x"], ["--rate '2x' is not a rate"]),
+    (["--per-request", REQUEST, "--configuration", "rsa", "--rate", "2k/h"], ["--rate '2k/h' is not a rate"]),
+    (["--per-request", REQUEST, "--configuration", "rsa", "--rate", "0k"], ["--rate must be a positive number"]),
+    (["--per-request", REQUEST, "--configuration", "rsa", "--rate", "2k", "--core-price-per-year", "1000",
+      "--accel-ops-per-s", "460", "--accel-price-per-year", "500"], ["per operation of one kind", "--op OP"]),
+    (["--per-request", REQUEST, "--configuration", "rsa", "--rate", "2k", "--json", "--format", "md"],
+     ["--json is --format json; it cannot go with --format md"]),
+    (["--per-request", REQUEST, "--configuration", "rsa", "--rate", "2k", "--format", "pdf"], ["pdf"]),
+])
+def test_cli_plan_request_errors_are_one_line(cli, tls_store, args, fragments):
+    assert_one_line_error(cli("plan", *args, "--store", tls_store), *fragments, code=2)
+
+
+# ----------------------------------------------------------------------------- formats and the caveat
+
+def _md_caveat(text):
+    return f"**Not covered.** {econ.CAVEAT}" in text
+
+
+@pytest.mark.parametrize("args", [
+    ["--op", "rsa", "--from", "old", "--to", "new", "--rate", "9.6"],
+    ["--op", "rsa2048-sign", "--configuration", "old", "--rate", "9.6", "--core-price-per-year", "1000",
+     "--accel-ops-per-s", "460", "--accel-price-per-year", "500"],
+])
+@pytest.mark.parametrize("fmt", ["text", "json", "md", "html"])
+def test_every_format_ends_with_the_caveat(cli, econ_store, args, fmt):
+    res = cli("plan", *args, "--format", fmt, "-o", "-", "--store", econ_store)
+    assert res.code == 0, res.err
+    out = res.out.rstrip()
+    if fmt == "text":
+        assert out.splitlines()[-1] == f"caveat: {econ.CAVEAT}"
+    elif fmt == "json":
+        doc = json.loads(out)
+        assert list(doc)[-1] == "caveat" and doc["caveat"] == econ.CAVEAT
+    elif fmt == "md":
+        assert out.endswith(f"**Not covered.** {econ.CAVEAT}")
+    else:
+        caveat = out.index('<section id="caveat"')
+        assert econ.CAVEAT in out[caveat:] and "<section" not in out[caveat + 1:]
+
+
+def test_caveat_says_what_the_interval_does_not_cover():
+    for part in ("repetitions on the measured host only", "other hosts or CPU generations",
+                 "full and resumed handshakes", "network, TLS record layer, application",
+                 "queueing at high utilisation"):
+        assert part in econ.CAVEAT
+
+
+def test_cli_plan_markdown(cli, tls_store, tmp_path):
+    res = cli("plan", "--per-request", REQUEST, "--from", "rsa", "--to", "ecdsa", "--rate", "2k",
+              "--core-price-per-year", "1000", "--format", "md", "--store", tls_store)
+    assert res.code == 0, res.err
+    md = res.out
+    assert md.startswith(f"# CPU for 2,000 requests/s of {REQUEST}, and the change from rsa to ecdsa\n")
+    assert f"`cryptoperf plan 1 --per-request '{REQUEST}' --rate 2000 --from rsa --to ecdsa " \
+           "--core-price-per-year 1000`" in md
+    assert "Measured in run 1 (tls-server, " in md and "on fake" not in md and " × " in md  # the host line
+    assert "| rsa | 1.07 ms | 948 µs – 1.21 ms | 935 | 2.14 | 1.9 – 2.42 | 2,140.00 |" in md
+    assert "| ecdsa | 95 µs |" in md
+    assert "| sign (ecdsa-p256-sign) | openssl | ecdsa | 25 µs |" in md
+    assert "Interval: t interval of the per-block totals" in md
+    assert "**Change** rsa → ecdsa at 2,000 requests/s: 2.14 → 0.19 cores, -1.95 cores" in md
+    assert _md_caveat(md)
+    # written with -o: a file, its path printed; a file the user named is never replaced (one-line
+    # error, as `cryptoperf report -o`), nor one cryptoperf named (a numeric suffix)
+    target = tmp_path / "answer.md"
+    first = cli("plan", "--per-request", REQUEST, "--from", "rsa", "--to", "ecdsa", "--rate", "2k",
+                "--core-price-per-year", "1000", "--format", "md", "-o", target, "--store", tls_store)
+    assert first.code == 0 and first.out.strip() == str(target) and target.read_text() == md
+    second = cli("plan", "--per-request", REQUEST, "--configuration", "rsa", "--rate", "1k", "--format", "md",
+                 "-o", target, "--store", tls_store)
+    assert_one_line_error(second, f"{target} exists and cryptoperf never overwrites a file",
+                          "pass another -o PATH, or -o - for stdout")
+    assert target.read_text() == md and sorted(p.name for p in tmp_path.iterdir() if p.suffix == ".md") == ["answer.md"]
+
+
+def test_cli_plan_html_is_a_self_contained_file_never_overwritten(cli, tls_store, tmp_path):
+    def args(rate="2k"):
+        return ["plan", "--per-request", REQUEST, "--configuration", "ecdsa", "--rate", rate, "--format", "html",
+                "--store", tls_store]
+    res = cli(*args())  # the cli fixture runs in tmp_path
+    assert res.code == 0, res.err
+    first = tmp_path / "cryptoperf-results" / "plan-run1.html"
+    assert res.out.strip() == str(Path("cryptoperf-results") / "plan-run1.html") and first.exists()
+    page = first.read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert "<script" not in page.lower() and "http://" not in page and "https://" not in page
+    assert "<link" not in page and "@import" not in page
+    from cryptoperf.report.plan import report_css
+    assert report_css() and report_css() in page  # the report's own CSS, inline
+    assert f"CPU for 2,000 requests/s of {REQUEST} (configuration ecdsa)" in page
+    assert "sign (ecdsa-p256-sign)" in page and "95 µs" in page and "0.19" in page
+    assert econ.CAVEAT in page
+    again = cli(*args("4k"))
+    assert again.code == 0, again.err
+    assert again.out.strip() == str(Path("cryptoperf-results") / "plan-run1-2.html")
+    assert first.read_text() == page and "4,000 requests/s" in (tmp_path / "cryptoperf-results" / "plan-run1-2.html").read_text()
+    # '-' is stdout
+    out = cli(*args(), "-o", "-")
+    assert out.code == 0 and out.out.startswith("<!DOCTYPE html>")
+    assert sorted(p.name for p in (tmp_path / "cryptoperf-results").iterdir()) == ["plan-run1-2.html", "plan-run1.html"]
+
+
+def test_cli_plan_json_alias_and_format_json_agree(cli, econ_store):
+    args = ["plan", "--op", "rsa2048-sign", "--configuration", "new", "--rate", "9.6", "--store", econ_store]
+    a, b = cli(*args, "--json"), cli(*args, "--format", "json")
+    assert a.code == b.code == 0 and json.loads(a.out) == json.loads(b.out)
+    doc = json.loads(a.out)
+    assert doc["request"] is None and doc["unit"] == "ops/s" and doc["study_name"] == "rsa-upgrade"
+    assert doc["command"] == "cryptoperf plan 1 --op rsa2048-sign --rate 9.6 --configuration new"

@@ -510,8 +510,8 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
                    "self-contained page).")
 @click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
-              help=f"File to write ('-' for stdout; an existing file is never replaced: a numeric suffix is "
-                   f"added) [default: stdout; for html {DEFAULT_OUT_DIR}/plan-run<id>.html].")
+              help=f"File to write, '-' for stdout [default: stdout; for html {DEFAULT_OUT_DIR}/plan-run<id>.html, "
+                   "or plan-run<id>-2.html … if taken]. An existing file is never replaced.")
 def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None, configuration: str | None,
              backend: str | None, size: int | None, from_config: str | None, to_config: str | None,
              core_price_per_year: float | None, accel_ops_per_s: float | None,
@@ -575,7 +575,8 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
         click.echo(text, nl=False)
         return
     target = Path(output) if output else report_plan.default_path(DEFAULT_OUT_DIR, run, fmt)
-    click.echo(str(report_plan.write_new(text, target)))
+    click.echo(str(render_write(text, target, fix="pass another -o PATH, or -o - for stdout",
+                                unique=output is None)))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

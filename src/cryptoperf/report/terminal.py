@@ -416,40 +416,95 @@ def _fmt_rate(x: float) -> str:
     return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
 
 
+def _ci_ns(cpu) -> str:
+    return (f"95 % CI {fmt_ns(cpu.low_ns)} – {fmt_ns(cpu.high_ns)}" if cpu.low_ns is not None
+            else f"no CI with fewer than {stats.MIN_BLOCKS} repetitions")
+
+
+def _cores_line(c) -> str:
+    return (f"  cores needed       {fmt_cores(c.cores)}"
+            + (f"; 95 % CI {c.cores_low:.3g} – {c.cores_high:.3g}" if c.cores_low is not None else "")
+            + f"; range {c.cores_min:.3g} – {c.cores_max:.3g}")
+
+
+def _where(cell: Mapping) -> str:
+    conf = f", configuration {cell['configuration']}" if cell["configuration"] else ""
+    return f"on {cell['backend']}{conf}"
+
+
+def term_name(term) -> str:
+    """A term of a composite request (``economics.Term``) as shown: ``2 × x25519-derive``,
+    ``sign (rsa2048-sign)`` when it was named by a study label."""
+    count = f"{term.count:g} × " if term.count != 1 else ""
+    op = f" ({term.cell['op']})" if term.cell["op"] != term.name else ""
+    return f"{count}{term.name}{op}"
+
+
 def plan_lines(result, run_meta: Mapping) -> list[str]:
     """``cryptoperf plan`` as text lines, from an ``economics.PlanResult``: (a) CPU per
-    operation with its CI and spread, single-core capacity, cores at the rate; (b) the change
-    with --from/--to; (c) the accelerator break-even and what offloading saves at the rate."""
+    operation (or per composite request, term by term) with its CI and spread, single-core
+    capacity, cores at the rate; (b) the change with --from/--to; (c) the accelerator
+    break-even and what offloading saves at the rate; last, what the intervals do not cover."""
     rate = format(result.rate_per_s, ",.10g")  # 9.6, 1,000,000
+    unit = result.unit
+    asked = f" of {result.request}" if result.request is not None else ""
     lines = [f"run {result.run_id} ({run_meta.get('study_name') or run_meta.get('kind')}, "
-             f"{fmt_date(run_meta.get('started_at'))}), at {rate} ops/s:"]
-    for cell, c in zip(result.cells, result.cores):
-        cpu = c.cpu
-        what = f"{cell['op']} {fmt_size(cell['size_bytes'])}".strip()
-        conf = f", configuration {cell['configuration']}" if cell["configuration"] else ""
-        ci = (f"95 % CI {fmt_ns(cpu.low_ns)} – {fmt_ns(cpu.high_ns)}, " if cpu.low_ns is not None
-              else f"no CI with fewer than {stats.MIN_BLOCKS} repetitions, ")
-        lines += [
-            f"{what} on {cell['backend']}{conf}:",
-            f"  CPU per operation  {fmt_ns(cpu.estimate_ns)} (geometric mean of {cpu.repetitions} "
-            f"repetition{'s' if cpu.repetitions != 1 else ''}; "
-            f"{ci}range {fmt_ns(cpu.min_ns)} – {fmt_ns(cpu.max_ns)})",
-            f"  one core sustains  {_fmt_rate(c.ops_per_s_per_core)} ops/s (single thread: 1e9 / CPU ns per op)",
-            f"  cores needed       {fmt_cores(c.cores)}" + (
-                f"; 95 % CI {c.cores_low:.3g} – {c.cores_high:.3g}" if c.cores_low is not None else "")
-            + f"; range {c.cores_min:.3g} – {c.cores_max:.3g}",
-        ]
-        if result.core_price_per_year is not None:
-            lines.append(f"  CPU cost           {fmt_money(result.cost_per_year(c.cores))} per year "
-                         f"(at {fmt_money(result.core_price_per_year)} per core-year)")
+             f"{fmt_date(run_meta.get('started_at'))}), at {rate} {unit}{asked}:"]
+    if result.requests:
+        for req, c in zip(result.requests, result.cores):
+            cpu = req.cpu
+            cells = [t.cell for t in req.terms]
+            common = {_where(x) for x in cells}
+            lines.append(f"request {_where(cells[0])}:" if len(common) == 1 else "request:")
+            names = [term_name(t) for t in req.terms]
+            width = max(map(len, names))
+            for t, name in zip(req.terms, names):
+                where = "" if len(common) == 1 else f" {_where(t.cell)}"
+                share = t.cpu_ns_per_request / cpu.estimate_ns * 100 if cpu.estimate_ns else 0.0
+                lines.append(f"  {name:<{width}}  {fmt_ns(t.cpu.estimate_ns)} per op "
+                             f"({_ci_ns(t.cpu)}){where}, {share:.3g} % of the request")
+            how = (f"geometric mean of the per-block totals over {cpu.repetitions} blocks"
+                   if req.method == "per-block totals" else "sum of the terms' geometric means")
+            lines += [
+                f"  CPU per request    {fmt_ns(cpu.estimate_ns)} ({how}; {_ci_ns(cpu)}, "
+                f"range {fmt_ns(cpu.min_ns)} – {fmt_ns(cpu.max_ns)})",
+                f"  interval           {req.method_text}",
+                f"  one core sustains  {_fmt_rate(c.ops_per_s_per_core)} requests/s (single thread: "
+                "1e9 / CPU ns per request)",
+                _cores_line(c),
+            ]
+            if result.core_price_per_year is not None:
+                lines.append(f"  CPU cost           {fmt_money(result.cost_per_year(c.cores))} per year "
+                             f"(at {fmt_money(result.core_price_per_year)} per core-year)")
+    else:
+        for cell, c in zip(result.cells, result.cores):
+            cpu = c.cpu
+            what = f"{cell['op']} {fmt_size(cell['size_bytes'])}".strip()
+            lines += [
+                f"{what} {_where(cell)}:",
+                f"  CPU per operation  {fmt_ns(cpu.estimate_ns)} (geometric mean of {cpu.repetitions} "
+                f"repetition{'s' if cpu.repetitions != 1 else ''}; "
+                f"{_ci_ns(cpu)}, range {fmt_ns(cpu.min_ns)} – {fmt_ns(cpu.max_ns)})",
+                f"  one core sustains  {_fmt_rate(c.ops_per_s_per_core)} ops/s (single thread: 1e9 / CPU ns per op)",
+                _cores_line(c),
+            ]
+            if result.core_price_per_year is not None:
+                lines.append(f"  CPU cost           {fmt_money(result.cost_per_year(c.cores))} per year "
+                             f"(at {fmt_money(result.core_price_per_year)} per core-year)")
     ch = result.change
     if ch is not None:
-        a, b = result.cells
-        ci = (f"; 95 % CI {ch.delta_low:+.3g} – {ch.delta_high:+.3g} cores, {ch.blocks} paired blocks"
-              if ch.delta_low is not None else f"; no CI with fewer than {stats.MIN_BLOCKS} paired blocks")
-        ops = f" ({a['op']} → {b['op']})" if a["op"] != b["op"] else ""
-        lines.append(f"change {a['configuration']} → {b['configuration']}{ops} at "
-                     f"{rate} ops/s: {ch.before.cores:.3g} → {ch.after.cores:.3g} cores, "
+        if ch.delta_low is None:
+            ci = f"; no CI with fewer than {stats.MIN_BLOCKS} paired blocks"
+        elif ch.method == "summed intervals":
+            ci = (f"; 95 % CI {ch.delta_low:+.3g} – {ch.delta_high:+.3g} cores, the terms' paired intervals "
+                  "summed (their blocks differ: conservative)")
+        else:
+            ci = f"; 95 % CI {ch.delta_low:+.3g} – {ch.delta_high:+.3g} cores, {ch.blocks} paired blocks"
+        ops = ""
+        if not result.requests and result.cells[0]["op"] != result.cells[1]["op"]:
+            ops = f" ({result.cells[0]['op']} → {result.cells[1]['op']})"
+        lines.append(f"change {result.side_name(0)} → {result.side_name(1)}{ops} at "
+                     f"{rate} {unit}: {ch.before.cores:.3g} → {ch.after.cores:.3g} cores, "
                      f"{ch.delta_cores:+.3g} cores ({ch.delta_pct:+.1f} %{ci})")
         if result.core_price_per_year is not None:
             lines.append(f"  = {result.cost_per_year(ch.delta_cores):+,.2f} per year of CPU")
@@ -476,6 +531,7 @@ def plan_lines(result, run_meta: Mapping) -> list[str]:
             if acc.latency_ns is not None:
                 lines.append(f"    latency: accelerator {fmt_ns(acc.latency_ns)} vs software p50 "
                              f"{fmt_ns(o.software_latency_ns)}")
+    lines.append(f"caveat: {result.caveat}")
     return lines
 
 
