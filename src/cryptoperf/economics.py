@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
 from cryptoperf import stats
