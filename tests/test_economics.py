@@ -775,3 +775,49 @@ def test_plan_html_renders_offline_in_headless_chromium(cli, tls_store, tmp_path
         finally:
             browser.close()
     assert attempted == [] and errors == []
+
+
+SIZED_STUDY = """\
+[study]
+name = "sized"
+baseline = "a"
+backends = ["openssl"]
+repetitions = 3
+seconds = 0.01
+warmup_s = 0
+timeout_s = 5
+
+[[configuration]]
+name = "a"
+
+[[configuration]]
+name = "b"
+
+[[operation]]
+op = "sha256"
+sizes = [64, 1024]
+
+[[operation]]
+op = "x25519-keygen"
+"""
+
+
+def test_plan_request_size_narrows_only_the_terms_with_a_message(cli, tmp_path):
+    # the fake worker's default CPU per op is 1000 + size ns: sha256 of 1 KiB 2,024 ns,
+    # x25519-keygen (no message) 1,000 ns; 4 hashes and a key: 1,000 + 4 × 2,024 = 9,096 ns
+    from stored_runs import run_study
+    store = tmp_path / "sized.sqlite"
+    run_study(tmp_path / "sized", store, SIZED_STUDY, {"rep_factors": DRIFT})
+    with Store(store) as st:
+        run = load_run(st, "latest")
+    res = econ.plan(run, None, 1000, request="x25519-keygen + 4*sha256", size_bytes=1024, configuration="a")
+    assert [t.cell["size_bytes"] for t in res.requests[0].terms] == [None, 1024]
+    assert res.cores[0].cpu.estimate_ns == pytest.approx(9096, rel=1e-4)  # whole ns per repetition
+    with pytest.raises(EconomicsError, match="matches 2 cells"):  # which sha256?
+        econ.plan(run, None, 1000, request="x25519-keygen + 4*sha256", configuration="a")
+    with pytest.raises(EconomicsError, match="no 'x25519-keygen' cell with size 1024"):  # --op stays strict
+        econ.plan(run, "x25519-keygen", 1000, size_bytes=1024, configuration="a")
+    out = cli("plan", "--per-request", "x25519-keygen + 4*sha256", "--size", "1024", "--configuration", "a",
+              "--rate", "1k", "--store", store)
+    assert out.code == 0, out.err
+    assert "4 × sha256 1 KiB" in out.out and "CPU per request    9.1 µs" in out.out

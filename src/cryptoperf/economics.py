@@ -814,7 +814,8 @@ def plan(run: StoredRun, op: str | None, rate_per_s: float | str, *, request: st
 
     ``op`` (and each term of ``request``) is an operation or a study label, resolved to one
     cell (in a request, terms matching one cell fix the configuration and backend of terms that
-    match several, if they all agree on it); with ``from_config``/``to_config`` the "to" cell is the one with the same backend,
+    match several, if they all agree on it, and ``size_bytes`` narrows only the terms measured
+    with a message size); with ``from_config``/``to_config`` the "to" cell is the one with the same backend,
     label and size in ``to_config`` (its op may differ, e.g. rsa2048-sign → rsa4096-sign).
     ``rate_per_s`` may be text (``parse_rate``: ``2k``, ``1M/s``). Intervals are t intervals
     (``cpu_cost``, ``change``, ``request_cpu``, ``request_change``).
@@ -852,8 +853,13 @@ def plan(run: StoredRun, op: str | None, rate_per_s: float | str, *, request: st
     names = [(str(op), 1.0)] if request is None else parse_request(request)
     # sides[0]: before (or the only side); sides[1]: after; one (name, count, summary) per term
     sides: list[list[tuple[str, float, CellSummary]]] = [[], []] if to_config is not None else [[]]
-    found = {name: find_cells(run, name, from_config or configuration, backend, size_bytes, flag)
-             for name, _ in names}
+    found = {}
+    for name, _ in names:
+        cells = find_cells(run, name, from_config or configuration, backend, None, flag)
+        # --size narrows the terms that take a message; in a request, others (x25519-keygen) keep theirs
+        if size_bytes is not None and (request is None or any(s.cell.size_bytes is not None for s in cells)):
+            cells = find_cells(run, name, from_config or configuration, backend, size_bytes, flag)
+        found[name] = cells
     # in a request, the terms that match one cell fix the configuration and backend of the others
     # (ecdsa-p256-sign is measured in one configuration: its x25519-keygen is that one's)
     for attr in ("configuration", "backend"):

@@ -434,10 +434,12 @@ def _where(cell: Mapping) -> str:
 
 def term_name(term) -> str:
     """A term of a composite request (``economics.Term``) as shown: ``2 × x25519-derive``,
-    ``sign (rsa2048-sign)`` when it was named by a study label."""
+    ``sign (rsa2048-sign)`` when it was named by a study label, ``4 × sha256 1 KiB`` with a
+    message size."""
     count = f"{term.count:g} × " if term.count != 1 else ""
     op = f" ({term.cell['op']})" if term.cell["op"] != term.name else ""
-    return f"{count}{term.name}{op}"
+    size = f" {fmt_size(term.cell['size_bytes'])}" if term.cell.get("size_bytes") is not None else ""
+    return f"{count}{term.name}{op}{size}"
 
 
 def plan_lines(result, run_meta: Mapping) -> list[str]:
