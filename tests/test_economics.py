@@ -821,3 +821,19 @@ def test_plan_request_size_narrows_only_the_terms_with_a_message(cli, tmp_path):
               "--rate", "1k", "--store", store)
     assert out.code == 0, out.err
     assert "4 × sha256 1 KiB" in out.out and "CPU per request    9.1 µs" in out.out
+
+
+def test_cli_plan_markdown_of_one_operation(cli, econ_store):
+    # the worked example of docs/methodology.md as a note to share: 13 ms → 3 ms at 9.6 ops/s
+    res = cli("plan", "--op", "rsa", "--from", "old", "--to", "new", "--rate", "9.6", "--core-price-per-year",
+              "1000", "--accel-ops-per-s", "460", "--accel-price-per-year", "500", "--accel-host-cpu-us-per-op",
+              "100", "--format", "md", "--store", econ_store)
+    assert res.code == 0, res.err
+    md = res.out
+    assert md.startswith("# CPU for 9.6 ops/s of rsa, the change from old to new and when an accelerator "
+                         "pays for itself\n")
+    assert "| old (rsa2048-sign, openssl) | 13 ms | 11.5 ms – 14.7 ms | 76.9 | 0.125 | 0.111 – 0.141 | 124.80 |" in md
+    assert "| new (rsa2048-sign, openssl) | 3 ms |" in md
+    assert "**Change** old → new at 9.6 ops/s: 0.125 → 0.0288 cores, -0.096 cores (-76.9 %" in md
+    assert "| old (rsa2048-sign, openssl) | 38.76 ops/s | 1 | -376.16 | does not pay |" in md
+    assert _md_caveat(md)

@@ -66,11 +66,28 @@ def question(result: PlanResult) -> str:
     if o.get("size_bytes") is not None:
         narrow.append(f"size {fmt_size(o['size_bytes'])}")
     text = f"CPU for {_rate(result)} of {what}" + (f" ({', '.join(narrow)})" if narrow else "")
+    more = []
     if result.change is not None:
-        text += f", and the change from {o.get('from_config')} to {o.get('to_config')}"
+        more.append(f"the change from {o.get('from_config')} to {o.get('to_config')}")
     if result.offload:
-        text += ", and when an accelerator pays for itself"
+        more.append("when an accelerator pays for itself")
+    if more:
+        text += ", " + (f"{more[0]} and {more[1]}" if len(more) == 2 else more[0])
     return text
+
+
+def side_label(result: PlanResult, i: int) -> str:
+    """Side ``i`` as a table row names it: ``old (rsa2048-sign)`` for one operation (with its
+    size, and its backend when that is not the side's name), ``ecdsa`` for a request (its terms
+    have tables of their own)."""
+    name = result.side_name(i)
+    if result.requests:
+        return name
+    c = result.cells[i]
+    parts = [" ".join(x for x in (c["op"], fmt_size(c["size_bytes"])) if x)]
+    if c["backend"] != name:
+        parts.append(c["backend"])
+    return f"{name} ({', '.join(parts)})"
 
 
 def _ci(low: float | None, high: float | None, f) -> str:
@@ -91,7 +108,7 @@ def figures(result: PlanResult) -> list[dict[str, str]]:
     rows = []
     for i, c in enumerate(result.cores):
         cost = result.cost_per_year(c.cores)
-        rows.append({"side": result.side_name(i), "cpu": fmt_ns(c.cpu.estimate_ns),
+        rows.append({"side": side_label(result, i), "cpu": fmt_ns(c.cpu.estimate_ns),
                      "cpu_ci": _ci(c.cpu.low_ns, c.cpu.high_ns, fmt_ns), "per_core": _per_core(c.ops_per_s_per_core),
                      "cores": _cores(c.cores), "cores_ci": _ci(c.cores_low, c.cores_high, _cores),
                      "cost": "—" if cost is None else fmt_money(cost)})
@@ -133,7 +150,7 @@ def offload_rows(result: PlanResult) -> list[dict[str, str]]:
     ``verdict``."""
     rows = []
     for i, o in enumerate(result.offload):
-        rows.append({"side": result.side_name(i), "break_even": f"{o.break_even.rate_per_s:.4g} ops/s",
+        rows.append({"side": side_label(result, i), "break_even": f"{o.break_even.rate_per_s:.4g} ops/s",
                      "units": str(o.units), "net": fmt_money(o.saving_per_year),
                      "verdict": "pays" if o.pays else "does not pay"})
     return rows
