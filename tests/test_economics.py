@@ -683,7 +683,7 @@ def test_cli_plan_markdown(cli, tls_store, tmp_path):
               "--core-price-per-year", "1000", "--format", "md", "--store", tls_store)
     assert res.code == 0, res.err
     md = res.out
-    assert md.startswith(f"# CPU for 2,000 requests/s of {REQUEST}, and the change from rsa to ecdsa\n")
+    assert md.startswith(f"# CPU for 2,000 requests/s of {REQUEST}, the change from rsa to ecdsa\n")
     assert f"`cryptoperf plan 1 --per-request '{REQUEST}' --rate 2000 --from rsa --to ecdsa " \
            "--core-price-per-year 1000`" in md
     assert "Measured in run 1 (tls-server, " in md and "on fake" not in md and " × " in md  # the host line
