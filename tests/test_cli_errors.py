@@ -67,8 +67,12 @@ def test_study_without_file(cli):
 
 @pytest.mark.parametrize("args, fragments", [
     (["speed", "--backend", "boringssl"], ["unknown backend 'boringssl'", "known: openssl, aws-lc, ring, rustcrypto"]),
-    (["speed", "--op", "sha257"], ["unknown operation 'sha257'", "did you mean", "known: sha1"]),
-    (["speed", "--size", "0"], ["Invalid value for '--size'", "x>=1"]),
+    (["speed", "--op", "sha257"], ["unknown operation 'sha257' (known: sha1"]),  # no guess at another hash
+    (["speed", "--op", "sha2566"], ["unknown operation 'sha2566' (known: sha1"]),
+    (["speed", "--op", "rsa2048-sgin"], ["unknown operation 'rsa2048-sgin'; did you mean 'rsa2048-sign'?"]),
+    (["speed", "--size", "0"], ["Invalid value for '--size'", "0 is not a message size: give at least 1 byte"]),
+    (["speed", "--size", "16KB"], ["Invalid value for '--size'", "'16KB' is ambiguous", "16k or 16KiB"]),
+    (["speed", "--size", "64MiB", "--size", "65MiB"], ["--size 68157440 is above the worker's limit of 67108864"]),
     (["speed", "--size", "67108865"], ["--size 67108865 is above the worker's limit of 67108864 bytes"]),
     (["speed", "--threads", "0"], ["Invalid value for '--threads'", "x>=1"]),
     (["speed", "--threads", "5000"], ["--threads 5000 is above the worker's limit of 1024"]),

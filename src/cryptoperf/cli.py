@@ -21,7 +21,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, builds, cpumask, economics, engine, study as study_mod
-from cryptoperf import workerbuild
+from cryptoperf import opnames, workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
@@ -149,14 +149,65 @@ def _list_builds() -> None:
         out.print(f"  {'':<26} {'':<8} {where}", markup=False, soft_wrap=True)
 
 
+class SizeType(click.ParamType):
+    """A message size on the command line: bytes, or a binary suffix (``16k`` = ``16KiB`` =
+    16384, ``1M`` = ``1MiB``; ``opnames.parse_size``), at least 1 byte."""
+
+    name = "size"
+
+    def convert(self, value, param, ctx) -> int:
+        """The size in bytes; click's one-line usage error for anything else."""
+        if isinstance(value, int):
+            n = value
+        else:
+            try:
+                n = opnames.parse_size(value)
+            except ValueError as e:
+                self.fail(str(e), param, ctx)
+        if n < 1:
+            self.fail(f"{value} is not a message size: give at least 1 byte", param, ctx)
+        return n
+
+
+def _speed_params(values: Sequence[str]) -> dict[str, str]:
+    """``--param NAME=VALUE`` values as a dict. Raises UsageError for one without ``=`` or a
+    name given twice."""
+    out: dict[str, str] = {}
+    for v in values:
+        name, sep, value = v.partition("=")
+        name, value = name.strip().lower(), value.strip()
+        if not sep or not name or not value:
+            raise UsageError(f"--param {v!r} is not NAME=VALUE; write e.g. --param digest=sha384")
+        if name in out and out[name] != value:
+            raise UsageError(f"--param {name} is given twice ({out[name]}, {value}); give one value")
+        out[name] = value
+    return out
+
+
 @cli.command()
 @click.option("--backend", "-b", "backends_", multiple=True, metavar="B",
               help="Backend to measure (repeatable); default: every backend the worker has.")
 @click.option("--op", "-o", "ops", multiple=True, metavar="OP",
-              help="Operation (repeatable); default: " + ", ".join(DEFAULT_SPEED_OPS) + ".")
-@click.option("--size", "-s", "sizes", multiple=True, metavar="BYTES", type=click.IntRange(1, None),
-              help="Message size in bytes (repeatable) for operations with a message; "
-                   "default: the worker's (1024, or 32 for signatures); at most the worker's limit.")
+              help="Operation (repeatable); default: " + ", ".join(DEFAULT_SPEED_OPS) + ". Case, "
+                   "punctuation and common aliases do not matter: SHA-256, SHA2-256 = sha256; "
+                   "ecdsa-secp256r1-sign = ecdsa-p256-sign; ML-KEM-768-encaps = ml-kem-768-encaps.")
+@click.option("--size", "-s", "sizes", multiple=True, metavar="SIZE", type=SizeType(),
+              help="Message size (repeatable): bytes, or with a binary suffix, 16k = 16K = 16KiB = "
+                   "16384 bytes, 1M = 1MiB (k means 1024, as in openssl speed); for the operations "
+                   "with a message (a note names the others; none having one is an error); default: "
+                   "the worker's (1024, or 32 for signatures); at most the worker's limit.")
+@click.option("--param", "-p", "param_values", multiple=True, metavar="NAME=VALUE",
+              help="Worker parameter (repeatable): digest=sha1|sha256|sha384|sha512|sha3-256 (RSA and "
+                   "ECDSA sign/verify), padding=pkcs1|pss (RSA); applied to the operations that take "
+                   "it (a note names the others; none taking it is an error).")
+@click.option("--repetitions", "-r", type=click.IntRange(1, engine.MAX_SPEED_REPETITIONS), default=1,
+              show_default=True,
+              help="Run each row this many times, each in a fresh worker, in randomised blocks; 3 or "
+                   "more give ops/s, p50 and CPU/op a 95 % interval (geometric means over repetitions).")
+@click.option("--baseline", metavar="BACKEND", default=None,
+              help="After the table, each other backend against this one on ops/s, per operation and "
+                   "size (\"aws-lc: 1.32× faster [1.28, 1.36] than openssl\"); intervals paired by "
+                   "block with --repetitions 3 or more, point ratios otherwise.")
 @click.option("--seconds", type=click.FloatRange(0, None, min_open=True), default=0.5,
               show_default=True, help="Measuring time per repetition, per thread, in seconds.")
 @click.option("--warmup", "warmup_s", type=click.FloatRange(0, None), default=0.2,
@@ -181,26 +232,37 @@ def _list_builds() -> None:
 @click.option("--no-setup", is_flag=True,
               help="Never build a worker on the spot: stop, naming the `cryptoperf setup` command.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print one JSON document (a `results` list) instead of the table.")
+              help="Print one JSON document (a `results` list, one entry per row with its intervals; "
+                   "with --baseline a `baseline` section) instead of the table.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
               help=f"SQLite store to record the repetitions in [default: {default_path()}].")
-def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...], seconds: float,
+def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...],
+          param_values: tuple[str, ...], repetitions: int, baseline: str | None, seconds: float,
           warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, library: str,
           no_setup: bool, as_json: bool, store_path: str | None) -> None:
     """Measure operations on backends: one row per (backend, operation, size).
 
-    Each row is one fresh worker process. A backend that lacks an operation gives a row saying
-    "unsupported", not an error. Where the worker batches k > 1 operations per timed sample,
-    the percentiles are those of k-operation batch means (the table says so).
+    Each repetition is one fresh worker process; with --repetitions N every row runs N times in
+    randomised blocks (a block runs every row once, in a seeded random order), and with N >= 3
+    ops/s, p50 and CPU/op carry their 95 % interval. A backend that lacks an operation gives a
+    row saying "unsupported", not an error. Where the worker batches k > 1 operations per timed
+    sample, the percentiles are those of k-operation batch means (the table says so). Every
+    `speed` call is stored as a run (see `cryptoperf list`) unless --no-store.
+
+    \b
+    cryptoperf speed --op SHA-256 --size 16k --repetitions 3 --baseline openssl
+    cryptoperf speed --op rsa2048-sign --param padding=pss --param digest=sha384
     """
     err = _stderr()
     result = engine.speed(backends_, ops, sizes, seconds=seconds, warmup_s=warmup_s, threads=threads,
-                          timeout_s=timeout_s, cpu=cpu, fips=fips, library=library, setup=not no_setup,
+                          timeout_s=timeout_s, cpu=cpu, fips=fips, library=library,
+                          params=_speed_params(param_values), repetitions=repetitions, baseline=baseline,
+                          setup=not no_setup,
                           store=store_path, progress=terminal.ProgressBar(err) if not as_json or err.is_terminal
                           else None, console=err)
     if as_json:
         doc = report_json.speed_document(result.outcomes, result.host, result.settings, result.started_at,
-                                         result.finished_at)
+                                         result.finished_at, baseline=result.baseline, order=result.cells)
         click.echo(json.dumps(doc, indent=1))
         return
     out = _stdout()
@@ -208,8 +270,13 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
     notes = terminal.Notes()
     title = ("cryptoperf speed" + terminal.cpu_title(cpu) + (" [FIPS worker]" if fips else "")
              + (f" [{library} worker]" if library != builds.SYSTEM_LIBRARY else ""))
-    out.print(terminal.speed_table(result.outcomes, notes, title=title))
+    out.print(terminal.speed_table(result.rows(), notes, title=title))
     notes.print(out)
+    out.print(terminal.speed_interval_note(repetitions), markup=False, soft_wrap=True)
+    for line in result.notes:
+        out.print(f"note: {line}", markup=False, soft_wrap=True)
+    for line in terminal.baseline_lines(result.baseline_ratios(), result.baseline or "", repetitions):
+        out.print(line, markup=False, soft_wrap=True)
     for line in terminal.mask_warnings(result.outcomes):
         out.print(line, markup=False)
     build = result.settings["build"]

@@ -15,12 +15,14 @@ from that one ``StoredRun``. Every repetition is committed to the store as it fi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
+from cryptoperf import opnames, speedstats
 from cryptoperf.errors import UsageError
 from cryptoperf.model import CALIBRATION_BLOCK, OK, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
@@ -305,8 +307,13 @@ class StudyRun(StoredRun):
 
 @dataclass
 class SpeedRun:
-    """What ``speed`` measured: the outcomes (one per backend × operation × size), the host, the
-    worker settings and the stored run's id (None when not stored)."""
+    """What ``speed`` measured: the outcomes (every repetition of every backend × operation ×
+    size, in the order they ran), the host, the worker settings and the stored run's id (None
+    when not stored).
+
+    Also: cells (the rows, in table order: backend, operation, size), repetitions (blocks
+    asked for), baseline (the backend the others are compared with, or None), notes (lines
+    saying how options were applied, e.g. which operations took ``--size``)."""
 
     outcomes: list[Outcome]
     host: dict[str, Any]
@@ -315,20 +322,60 @@ class SpeedRun:
     finished_at: str
     run_id: int | None
     store_path: Path | None
+    cells: list[Cell] = field(default_factory=list)
+    repetitions: int = 1
+    baseline: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+    def rows(self) -> list[speedstats.SpeedRow]:
+        """One row per (backend, operation, size) over its repetitions (``speedstats.rows``)."""
+        return speedstats.rows(self.outcomes, self.cells)
+
+    def baseline_ratios(self) -> list[speedstats.BaselineRatio]:
+        """Every other backend's ops/s against the baseline backend's, per operation and size
+        (``speedstats.compare_to_baseline``); [] without a baseline."""
+        if self.baseline is None:
+            return []
+        return speedstats.compare_to_baseline(self.rows(), self.baseline)
 
 
-def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence[int] = (), *,
+#: Most repetitions (blocks) ``speed`` runs.
+MAX_SPEED_REPETITIONS = 1000
+
+
+def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence[int | str] = (), *,
           seconds: float = 0.5, warmup_s: float = 0.2, threads: int = 1, timeout_s: float | None = None,
           cpu: str = cpumask.BASELINE, fips: bool = False, library: str = builds.SYSTEM_LIBRARY,
-          setup: bool = True, store: str | os.PathLike | None = None,
+          params: Mapping[str, str] | None = None, repetitions: int = 1, baseline: str | None = None,
+          seed: int = 1, setup: bool = True, store: str | os.PathLike | None = None,
           progress: local.Progress | bool | None = None, console: Any = None) -> SpeedRun:
-    """Measure operations on backends: one repetition per (backend, operation, size), each in a
-    fresh worker process; stored as a ``speed`` run.
+    """Measure operations on backends: each (backend, operation, size) ``repetitions`` times,
+    each in a fresh worker process, in randomised blocks (a block runs every row once, in an
+    order drawn from ``seed``; blocks after the first use the batch size the first measured for
+    each row); stored as a ``speed`` run.
 
-    Defaults: every backend of the worker build, ``DEFAULT_SPEED_OPS``, the worker's default
-    size. Raises UsageError (bad names or values, checked against the worker's rules),
-    WorkerError subclasses, StoreError.
+    Args:
+        backends, ops: names as people write them: operations match ignoring case and
+            punctuation, with the common aliases (``opnames.canonical_op``: ``SHA-256`` →
+            ``sha256``), backends ignoring case and punctuation. Defaults: every backend of the
+            worker build, ``DEFAULT_SPEED_OPS``.
+        sizes: message sizes, bytes as ints or strings with a binary suffix (``"16k"``,
+            ``"1MiB"``: ``opnames.parse_size``, k = 1024); applied to the operations that take
+            a message (a note names the others); none of them taking one is an error. Default:
+            the worker's size.
+        params: worker parameters (``digest``, ``padding``) → value, checked against the
+            worker's allowed values; applied to the operations that take them (a note names
+            the others); none of them taking one is an error.
+        repetitions: blocks, 1..``MAX_SPEED_REPETITIONS``; 3 or more give every figure a 95 %
+            interval (``speedstats``).
+        baseline: a backend among those measured, the others are compared with
+            (``SpeedRun.baseline_ratios``).
+
+    Raises UsageError (bad names or values, checked against the worker's rules), WorkerError
+    subclasses, StoreError.
     """
+    if not 1 <= repetitions <= MAX_SPEED_REPETITIONS:
+        raise UsageError(f"--repetitions {repetitions} is out of range; give 1 to {MAX_SPEED_REPETITIONS}")
     if timeout_s is not None and timeout_s <= warmup_s + seconds:
         raise UsageError(f"--timeout {timeout_s:g} s does not exceed --warmup + --seconds = "
                          f"{warmup_s + seconds:g} s; raise --timeout")
@@ -346,52 +393,205 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     workers = worker_builds({build: who}, setup=setup, console=console)
     path, hello = workers[build]
     rules = hello.rules
-    check_names("backend", backends, hello.backend_names, allow_mock=True)
-    check_names("operation", ops, hello.ops)
+    backends = check_names("backend", backends, hello.backend_names, allow_mock=True)
+    ops = check_names("operation", ops, hello.ops)
     for name, value, limit in (("--seconds", seconds, "max_seconds"), ("--warmup", warmup_s, "max_warmup_s"),
                                ("--threads", threads, "max_threads")):
         if value > rules.limits[limit]:
             raise UsageError(f"{name} {value:g} is above the worker's limit of {rules.limits[limit]:g}")
-    for size in sizes:
-        if size > rules.limits["max_size_bytes"]:
-            raise UsageError(f"--size {size} is above the worker's limit of {int(rules.limits['max_size_bytes'])} bytes")
+    sizes = speed_sizes(sizes, rules.limits["max_size_bytes"])
     cpumask.check_hello(hello.raw.get("cpu_masks"), [cpu])
     chosen_ops = tuple(ops) or tuple(o for o in DEFAULT_SPEED_OPS if o in hello.ops)
-    cells = [Cell("", b, op, op, {}, size, cpu, build)
-             for b in (tuple(backends) or hello.backend_names) for op in chosen_ops
+    notes = sizes_note(sizes, chosen_ops, rules)
+    op_params, more = speed_params(params or {}, chosen_ops, rules)
+    notes += more
+    chosen_backends = tuple(backends) or hello.backend_names
+    if baseline is not None:
+        baseline = speed_baseline(baseline, chosen_backends)
+    cells = [Cell("", b, op, op, op_params[op], size, cpu, build)
+             for b in chosen_backends for op in chosen_ops
              for size in (sizes if sizes and rules.takes_message(op) else (None,))]
     settings = schedule.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,
                                  timeout_s=timeout_s or warmup_s + seconds + 60)
-    reps = [Repetition(c, 1, position=0, index=i) for i, c in enumerate(cells)]
     host = hostinfo.fingerprint(hello.raw)
     host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]
     if progress is True:
         progress = ProgressBar()
     started = local.utc_now()
     with Store(store) as st:
-        run_id = st.begin_run("speed", started, host, seed=None, process=hostinfo.process_identity())
+        run_id = st.begin_run("speed", started, host, seed=seed, process=hostinfo.process_identity())
         status = "interrupted"
         try:
-            outcomes = local.execute(reps, settings, path, progress=progress or None,
-                                     on_outcome=lambda o: st.add_result(run_id, outcome_dict(o)),
-                                     unmasked=unmasked_vectors({build: workers[build]}))
+            outcomes = speed_blocks(cells, repetitions, seed, settings, path, progress=progress or None,
+                                    on_outcome=lambda o: st.add_result(run_id, outcome_dict(o)),
+                                    unmasked=unmasked_vectors({build: workers[build]}))
             status = "complete"
         finally:
             st.finish_run(run_id, local.utc_now(), status)
         store_path = st.path
     info = {"seconds": seconds, "warmup_s": warmup_s, "threads": threads, "cpu": cpu,
-            "openssl_ia32cap": cpumask.MASKS[cpu], "build": build,
+            "openssl_ia32cap": cpumask.MASKS[cpu], "build": build, "repetitions": repetitions, "seed": seed,
+            "params": {k: v for p in op_params.values() for k, v in p.items()}, "baseline": baseline,
+            "notes": notes,
             "builds": {n: dict(zip(("available", "path_or_reason"), builds.status(n))) for n in builds.BUILDS}}
-    return SpeedRun(outcomes, host, info, started, local.utc_now(), run_id, store_path)
+    return SpeedRun(outcomes, host, info, started, local.utc_now(), run_id, store_path, cells=cells,
+                    repetitions=repetitions, baseline=baseline, notes=notes)
 
 
-def check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_mock: bool = False) -> None:
-    """UsageError for the first name in ``given`` not in ``known``, with "did you mean" and the
-    known names (``mock`` backends pass with ``allow_mock``)."""
+def check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_mock: bool = False) -> list[str]:
+    """The names in ``given`` as ``known`` spells them, in order, each once: an ``operation``
+    through ``opnames.canonical_op`` (case, punctuation and aliases: ``SHA-256`` → ``sha256``,
+    ``ecdsa-secp256r1-sign`` → ``ecdsa-p256-sign``), any other kind ignoring case and
+    punctuation (``AWS-LC`` → ``aws-lc``); ``mock`` backends pass as given with
+    ``allow_mock``.
+
+    Raises UsageError for the first unknown name, listing the known ones; "did you mean" only
+    proposes, for an operation, one of the same algorithm and parameters
+    (``opnames.unknown_op_hint``: ``sha257`` gets none), for other kinds the closest spelling.
+    """
     import difflib
+    out: list[str] = []
     for name in given:
-        if name in known or (allow_mock and (name == "mock" or name.startswith("mock:"))):
-            continue
-        close = difflib.get_close_matches(name, list(known), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        raise UsageError(f"unknown {kind} '{name}'{hint} (known: {', '.join(known)})")
+        if allow_mock and (name == "mock" or name.startswith("mock:")):
+            found: str | None = name
+        elif kind == "operation":
+            found = opnames.canonical_op(name, known)
+        else:
+            found = opnames.canonical_name(name, known)
+        if found is None:
+            if kind == "operation":
+                hint = opnames.unknown_op_hint(name, known)
+            else:
+                close = difflib.get_close_matches(name, list(known), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise UsageError(f"unknown {kind} '{name}'{hint} (known: {', '.join(known)})")
+        if found not in out:
+            out.append(found)
+    return out
+
+
+def speed_sizes(sizes: Sequence[int | str], max_size_bytes: float) -> tuple[int, ...]:
+    """``--size`` values as bytes (ints, or strings read by ``opnames.parse_size``: ``16k`` =
+    16384), each once, in order. Raises UsageError for one that is not a size, below 1 byte or
+    above the worker's ``max_size_bytes``."""
+    out: list[int] = []
+    for s in sizes:
+        try:
+            n = opnames.parse_size(s)
+        except ValueError as e:
+            raise UsageError(f"--size {s}: {e}") from None
+        if n < 1:
+            raise UsageError(f"--size {s} is not a message size: give at least 1 byte")
+        if n > max_size_bytes:
+            raise UsageError(f"--size {n} is above the worker's limit of {int(max_size_bytes)} bytes")
+        if n not in out:
+            out.append(n)
+    return tuple(out)
+
+
+def _listing(names: Sequence[str]) -> str:
+    return ", ".join(names)
+
+
+def sizes_note(sizes: Sequence[int], ops: Sequence[str], rules: Any) -> list[str]:
+    """Check ``--size`` against the operations (``rules``: ``WorkerRules``): no note when every
+    operation takes a message; one note line naming those that take none (sizes apply to the
+    others). Raises UsageError when none takes one: an operation without a message has no size
+    (as a study refuses ``sizes`` on it)."""
+    if not sizes:
+        return []
+    unsized = [op for op in ops if not rules.takes_message(op)]
+    if len(unsized) == len(ops):
+        verb = "has" if len(unsized) == 1 else "have"
+        raise UsageError(f"--size: {_listing(unsized)} {verb} no message, so no size; remove --size "
+                         "(sizes apply to operations with a message: digests, MACs, AEADs, signatures)")
+    if not unsized:
+        return []
+    sized = [op for op in ops if rules.takes_message(op)]
+    verb = "has" if len(unsized) == 1 else "have"
+    return [f"--size applies to {_listing(sized)}; {_listing(unsized)} {verb} no message, so no size"]
+
+
+def speed_params(params: Mapping[str, str], ops: Sequence[str], rules: Any) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """``--param`` name → value checked against the worker's rules (``rules``: ``WorkerRules``;
+    known names, allowed values — spelt as the worker does: ``SHA-384`` → ``sha384``) and
+    applied to the operations that take each: (op → its params, note lines naming the
+    operations a parameter does not apply to). Raises UsageError for an unknown name or value,
+    or a parameter none of ``ops`` takes."""
+    import difflib
+    per_op: dict[str, dict[str, str]] = {op: {} for op in ops}
+    notes: list[str] = []
+    known = tuple(rules.param_values)
+    for name, value in params.items():
+        if name not in rules.param_values:
+            if name in ("size_bytes", "size"):
+                raise UsageError(f"--param {name}: give message sizes with --size")
+            close = difflib.get_close_matches(name, list(known), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise UsageError(f"--param {name}: unknown worker parameter{hint} (known: {_listing(known)})")
+        allowed = rules.param_values[name]
+        canonical = value if value in allowed else opnames.canonical_op(str(value), allowed)
+        if canonical is None:
+            if name == "digest":
+                hint = opnames.unknown_op_hint(str(value), allowed)
+            else:
+                close = difflib.get_close_matches(str(value), list(allowed), n=1)
+                hint = f"; did you mean '{close[0]}'?" if close else ""
+            raise UsageError(f"--param {name}={value}: not one of {_listing(allowed)}{hint}")
+        takers = [op for op in ops if rules.takes(op, name)]
+        if not takers:
+            every = [op for op in rules.ops if rules.takes(op, name)]
+            raise UsageError(f"--param {name}={canonical}: no operation measured takes a {name} "
+                             f"({_listing(ops)}); {name} applies to {_listing(every)}")
+        for op in takers:
+            per_op[op][name] = canonical
+        others = [op for op in ops if op not in takers]
+        if others:
+            notes.append(f"--param {name}={canonical} applies to {_listing(takers)}; "
+                         f"{_listing(others)} take{'s' if len(others) == 1 else ''} no {name}")
+    return per_op, notes
+
+
+def speed_baseline(baseline: str, backends: Sequence[str]) -> str:
+    """``--baseline``: the backend among ``backends`` (the measured ones) it names, ignoring
+    case and punctuation. Raises UsageError when it is none of them, or the only one."""
+    found = opnames.canonical_name(baseline, backends)
+    if found is None:
+        raise UsageError(f"--baseline {baseline} is not among the backends measured "
+                         f"({_listing(backends)}); name one of them, or add --backend {baseline}")
+    if len(backends) < 2:
+        raise UsageError(f"--baseline {found} needs another backend to compare with; measure two or "
+                         "more (--backend, or none for every backend)")
+    return found
+
+
+def speed_blocks(cells: Sequence[Cell], repetitions: int, seed: int, settings: schedule.Settings,
+                 workers: local.Workers, progress: local.Progress | None = None,
+                 on_outcome: Callable[[Outcome], None] | None = None,
+                 unmasked: Mapping[tuple[str, str], str] | None = None) -> list[Outcome]:
+    """Run ``repetitions`` blocks of ``cells`` (``schedule.blocks``: a block runs every cell
+    once, in an order drawn from ``seed`` and the block number; ``position`` is the place in
+    the block), each repetition in a fresh worker. Blocks after the first use the batch size
+    the first measured for each cell, so that every repetition of a row times the same
+    statistic, and skip the cells the first found unsupported or invalid (more repetitions
+    cannot change that answer). Returns the outcomes in execution order."""
+    def numbered(reps: list[Repetition]) -> list[Repetition]:
+        at: dict[int, int] = {}
+        out = []
+        for r in reps:
+            out.append(dataclasses.replace(r, position=at.get(r.block, 0)))
+            at[r.block] = at.get(r.block, 0) + 1
+        return out
+
+    what = "speed" if repetitions == 1 else "speed: block 1"
+    outcomes = local.execute(numbered(schedule.blocks(cells, 1, 1, seed)), settings, workers,
+                             on_outcome=on_outcome, progress=progress, description=what, unmasked=unmasked)
+    if repetitions > 1:
+        first = {o.cell.key: o for o in outcomes}
+        batches = {o.cell.group: (o.result or {}).get("batch") for o in outcomes if o.ok}
+        later = [c for c in cells if c.key not in first or first[c.key].status in (OK, "failed")]
+        if later:
+            reps = numbered(schedule.blocks(later, 2, repetitions, seed, batches, start_index=len(outcomes)))
+            outcomes += local.execute(reps, settings, workers, on_outcome=on_outcome, progress=progress,
+                                      description=f"speed: blocks 2-{repetitions}", unmasked=unmasked)
+    return outcomes

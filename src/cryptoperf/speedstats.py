@@ -192,6 +192,11 @@ class BaselineRatio:
         same direction), ``ring: 1.10× slower [1.05, 1.15] than openssl``; ``... (the interval
         includes 1×: not told apart)``; without an interval, the point ratio and why; without a
         ratio, why."""
+        return self.describe()
+
+    def describe(self, why_no_interval: bool = True) -> str:
+        """``text``; without ``why_no_interval`` a point ratio is not followed by why it has no
+        interval (for a summary that says so once)."""
         who = f"{self.backend}:"
         if self.ratio is None:
             return f"{who} no comparison ({self.reason})"
@@ -206,7 +211,7 @@ class BaselineRatio:
         text += f" than {self.baseline}"
         if ci is not None and ci.low <= 1.0 <= ci.high:
             text += " (the interval includes 1×: not told apart at these repetitions)"
-        elif ci is None and self.reason:
+        elif ci is None and self.reason and why_no_interval:
             text += f" ({self.reason})"
         return text
 

@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from cryptoperf import builds, cpumask, stats
+from cryptoperf import builds, cpumask, speedstats, stats
 from cryptoperf.hostinfo import CheckResult
 from cryptoperf.model import CellSummary, Delta, Outcome, Repetition
 from cryptoperf.run.worker import Hello
@@ -103,42 +103,114 @@ def short_library(result: dict) -> str:
     return f"{result.get('library', '')} {version}".strip()
 
 
-def speed_table(outcomes: Sequence[Outcome], notes: Notes, title: str = "cryptoperf speed") -> Table:
-    """One row per (backend, operation, size): ops/s, MB/s, latency percentiles, CPU ns/op,
-    batch; unsupported/invalid/failed repetitions say so in the last column, with the reason as
-    a footnote in ``notes``. Where a batch holds k > 1 operations the percentiles are those of
-    k-operation batch means, and a footnote says so."""
+def _with_interval(text: str, e: stats.Estimate | None) -> str:
+    """``1.23 M ±1.2%``: a figure with the half-width of its 95 % interval relative to it (the
+    larger side); the figure alone without an interval."""
+    half = speedstats.relative_half_width_pct(e)
+    if half is None:
+        return text
+    return f"{text} ±{half:.1f}%" if half >= 0.1 else f"{text} ±{half:.2f}%"
+
+
+def operation_text(cell) -> str:
+    """A speed row's operation with the worker parameters it was given:
+    ``rsa2048-sign digest=sha384 padding=pss``."""
+    extra = " ".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
+    return f"{cell.op} {extra}".strip()
+
+
+def speed_table(rows: Sequence[speedstats.SpeedRow] | Sequence[Outcome], notes: Notes,
+                title: str = "cryptoperf speed") -> Table:
+    """One row per (backend, operation, size) (``speedstats.rows``; a list of outcomes is
+    turned into rows): ops/s, MB/s (blank for operations without a message), latency p50 /
+    p99 / p99.9, CPU ns/op, batch, repetitions measured; with 3 or more repetitions ops/s, p50
+    and CPU/op carry ``±x%``, the half-width of their 95 % t interval (geometric means over
+    repetitions; ``speed_interval_note`` says so under the table). Unsupported / invalid /
+    failed rows say so in the last column, the reason as a footnote in ``notes``. Where a batch
+    holds k > 1 operations the percentiles are those of k-operation batch means, and a
+    footnote says so."""
+    if rows and isinstance(rows[0], Outcome):
+        rows = speedstats.rows(rows)
+    reps = max((len(r.outcomes) for r in rows), default=1)
     t = Table(title=title, title_justify="left")
-    for name, justify in (("backend", "left"), ("library", "left"), ("operation", "left"),
-                          ("size", "right"), ("ops/s", "right"), ("MB/s", "right"),
-                          ("p50", "right"), ("p99", "right"), ("p99.9", "right"),
-                          ("CPU/op", "right"), ("batch", "right"), ("note", "left")):
+    columns = [("backend", "left"), ("library", "left"), ("operation", "left"), ("size", "right"),
+               ("ops/s", "right"), ("MB/s", "right"), ("p50", "right"), ("p99", "right"),
+               ("p99.9", "right"), ("CPU/op", "right"), ("batch", "right")]
+    if reps > 1:
+        columns.append(("reps", "right"))
+    for name, justify in columns + [("note", "left")]:
         t.add_column(name, justify=justify, overflow="fold")
     batched_note = None
-    for o in outcomes:
-        r = o.result or {}
-        size = (r.get("params") or {}).get("size_bytes", o.cell.size_bytes)
-        size = size if r.get("bytes_per_op") else None
-        row: list = [Text(o.cell.backend), Text(short_library(r)), Text(o.cell.op), fmt_size(size)]
-        if o.ok and o.latency and o.throughput:
-            lat, tp = o.latency, o.throughput
-            note = r.get("timing", "")
-            batch = str(r.get("batch", ""))
-            if (r.get("batch") or 1) > 1:
-                if batched_note is None:
-                    batched_note = notes.add("batch k > 1: p50/p99/p99.9 are percentiles of k-operation "
-                                             "batch means, not of single operations (their tail is smoothed)")
-                batch += f" [{batched_note}]"
-            if tp.steal_pct:
-                note += f", steal {tp.steal_pct:.1f} %"
-            row += [fmt_count(tp.ops_per_s), fmt_mb_s(tp.bytes_per_s), fmt_ns(lat.p50_ns),
-                    fmt_ns(lat.p99_ns), fmt_ns(lat.p999_ns), fmt_ns(tp.cpu_ns_per_op),
-                    batch, Text(note)]
-            t.add_row(*row)
-        else:
-            style = "dim" if o.status == "unsupported" else "red"
-            t.add_row(*row, *([""] * 7), notes.status(o.status, o.reason, style))
+    for row in rows:
+        r = row.result
+        head: list = [Text(row.cell.backend), Text(short_library(dict(r))), Text(operation_text(row.cell)),
+                      fmt_size(row.size_bytes)]
+        count = [f"{len(row.measured)}/{len(row.outcomes)}"] if reps > 1 else []
+        if row.status != "ok" or row.ops_per_s is None or row.p50_ns is None:
+            style = "dim" if row.status == "unsupported" else "red"
+            t.add_row(*head, *([""] * 7), *count, notes.status(row.status, row.reason, style))
+            continue
+        note = Text(str(r.get("timing", "")))
+        batch = str(r.get("batch", ""))
+        if (r.get("batch") or 1) > 1:
+            if batched_note is None:
+                batched_note = notes.add("batch k > 1: p50/p99/p99.9 are percentiles of k-operation "
+                                         "batch means, not of single operations (their tail is smoothed)")
+            batch += f" [{batched_note}]"
+        if row.steal_pct:
+            note.append(f", steal {row.steal_pct:.1f} %")
+        if row.reason:
+            note.append(", ")
+            note.append(notes.status("some failed", row.reason, "yellow", inline_max=0))
+        mb = fmt_mb_s(row.bytes_per_s.value) if row.bytes_per_s is not None else ""
+        t.add_row(*head, _with_interval(fmt_count(row.ops_per_s.value), row.ops_per_s), mb,
+                  _with_interval(fmt_ns(row.p50_ns.value), row.p50_ns), fmt_ns(row.p99_ns),
+                  fmt_ns(row.p999_ns),
+                  _with_interval(fmt_ns(row.cpu_ns_per_op.value), row.cpu_ns_per_op)
+                  if row.cpu_ns_per_op is not None else "—",
+                  batch, *count, note)
     return t
+
+
+def speed_interval_note(repetitions: int) -> str:
+    """The line under the speed table saying what its figures are: with 3 or more
+    repetitions, geometric means with ``±`` the 95 % interval; with fewer, that there is none."""
+    if repetitions >= speedstats.MIN_REPETITIONS:
+        return (f"{repetitions} repetitions per row, each in a fresh worker process, in randomised "
+                "blocks: ops/s, MB/s, p50, p99, p99.9 and CPU/op are geometric means over them; ± is "
+                "the half-width of the 95 % t interval (log scale, the larger side)")
+    what = "1 repetition per row" if repetitions == 1 else f"{repetitions} repetitions per row (geometric means)"
+    return (f"{what}: no intervals; --repetitions {speedstats.MIN_REPETITIONS} or more gives a 95 % "
+            "interval for ops/s, p50 and CPU/op")
+
+
+def baseline_lines(ratios: Sequence[speedstats.BaselineRatio], baseline: str, repetitions: int) -> list[str]:
+    """The ``speed --baseline`` summary as lines: a header saying what is compared and how,
+    then per operation and size each other backend against the baseline
+    (``aws-lc: 1.32× faster [1.28, 1.36] than openssl``), as hyperfine's summary does."""
+    if not ratios:
+        return []
+    if repetitions >= speedstats.MIN_REPETITIONS:
+        how = (f"ratio of ops/s with its 95 % interval, paired by block over {repetitions} repetitions; "
+               "each interval holds on its own, none is adjusted for multiplicity")
+    else:
+        how = (f"ratio of ops/s, point estimates only ({repetitions} repetition"
+               f"{'s' if repetitions != 1 else ''} per row; --repetitions {speedstats.MIN_REPETITIONS} "
+               "or more gives intervals)")
+    lines = [f"against {baseline} — {how}:"]
+    groups: dict[tuple, list[speedstats.BaselineRatio]] = {}
+    for r in ratios:
+        groups.setdefault(r.row.key, []).append(r)
+    for members in groups.values():
+        row = members[0].baseline_row or members[0].row
+        size = fmt_size(row.size_bytes)
+        lines.append(f"  {operation_text(row.cell)}{' ' + size if size else ''}:")
+        width = max(len(m.backend) for m in members) + 1
+        for m in members:
+            text = m.describe(why_no_interval=False)
+            who = f"{m.backend}:"
+            lines.append(f"    {who:<{width}}{text[len(who):]}")
+    return lines
 
 
 def configuration_text(name: str, cpu: str, build: str = "default") -> str:
