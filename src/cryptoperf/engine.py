@@ -30,7 +30,7 @@ from cryptoperf.report import json as report_json
 from cryptoperf.report.json import outcome_dict
 from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import local
-from cryptoperf.run.worker import Hello, fetch_hello
+from cryptoperf.run.worker import Hello, WorkerRules, fetch_hello
 from cryptoperf.store import Store
 from cryptoperf.stored import StoredRun, settings_of
 from cryptoperf.study import Study
@@ -493,8 +493,8 @@ def _listing(names: Sequence[str]) -> str:
     return ", ".join(names)
 
 
-def sizes_note(sizes: Sequence[int], ops: Sequence[str], rules: Any) -> list[str]:
-    """Check ``--size`` against the operations (``rules``: ``WorkerRules``): no note when every
+def sizes_note(sizes: Sequence[int], ops: Sequence[str], rules: WorkerRules) -> list[str]:
+    """Check ``--size`` against the operations and the worker's ``rules``: no note when every
     operation takes a message; one note line naming those that take none (sizes apply to the
     others). Raises UsageError when none takes one: an operation without a message has no size
     (as a study refuses ``sizes`` on it)."""
@@ -512,7 +512,8 @@ def sizes_note(sizes: Sequence[int], ops: Sequence[str], rules: Any) -> list[str
     return [f"--size applies to {_listing(sized)}; {_listing(unsized)} {verb} no message, so no size"]
 
 
-def speed_params(params: Mapping[str, str], ops: Sequence[str], rules: Any) -> tuple[dict[str, dict[str, str]], list[str]]:
+def speed_params(params: Mapping[str, str], ops: Sequence[str],
+                 rules: WorkerRules) -> tuple[dict[str, dict[str, str]], list[str]]:
     """``--param`` name → value checked against the worker's rules (``rules``: ``WorkerRules``;
     known names, allowed values — spelt as the worker does: ``SHA-384`` → ``sha384``) and
     applied to the operations that take each: (op → its params, note lines naming the
