@@ -3,6 +3,8 @@
 The worked example of docs/methodology.md ("Economics"): 9.6 RSA-2048 CRT operations per second
 at 13 ms of CPU each cost 12.5 % (≈ 13 %) of a core; after a library upgrade to 3 ms, 2.9 %
 (≈ 3 %). Intervals are t intervals (the study's method), never the range of the repetitions.
+Composite requests (--per-request) on a TLS 1.3 server's run: 1 ms + 30 µs + 40 µs = 1.07 ms per
+full handshake with an RSA-2048 certificate, 95 µs with ECDSA P-256 (tests/stored_runs.py).
 """
 
 import dataclasses
