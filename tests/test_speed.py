@@ -324,3 +324,12 @@ def test_api_accepts_size_strings_and_params(fake_worker, tmp_path):
     assert o.ok and o.cell.op == "rsa2048-sign" and o.cell.size_bytes == 1024 and o.cell.params == {"digest": "sha512"}
     assert o.result["params"]["digest"] == "sha512"
     assert math.isclose(run.rows()[0].ops_per_s.value, o.throughput.ops_per_s)
+
+
+def test_no_store_measures_and_stores_nothing(cli, fake_worker, tmp_path):
+    fake_worker()
+    res = cli("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01", "--warmup", "0", "--no-store")
+    assert res.code == 0 and "sha256" in res.out
+    assert not (tmp_path / "runs.sqlite").exists()
+    assert cli("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01", "--warmup", "0").code == 0
+    assert (tmp_path / "runs.sqlite").exists()

@@ -235,11 +235,13 @@ def _speed_params(values: Sequence[str]) -> dict[str, str]:
               help="Print one JSON document (a `results` list, one entry per row with its intervals; "
                    "with --baseline a `baseline` section) instead of the table.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-              help=f"SQLite store to record the repetitions in [default: {default_path()}].")
+              help=f"SQLite store to record the run in [default: {default_path()}]; every speed "
+                   "call is stored (it becomes a run `cryptoperf list` shows) unless --no-store.")
+@click.option("--no-store", is_flag=True, help="Measure and print only: store nothing.")
 def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...],
           param_values: tuple[str, ...], repetitions: int, baseline: str | None, seconds: float,
           warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, library: str,
-          no_setup: bool, as_json: bool, store_path: str | None) -> None:
+          no_setup: bool, as_json: bool, store_path: str | None, no_store: bool) -> None:
     """Measure operations on backends: one row per (backend, operation, size).
 
     Each repetition is one fresh worker process; with --repetitions N every row runs N times in
@@ -258,7 +260,7 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
                           timeout_s=timeout_s, cpu=cpu, fips=fips, library=library,
                           params=_speed_params(param_values), repetitions=repetitions, baseline=baseline,
                           setup=not no_setup,
-                          store=store_path, progress=terminal.ProgressBar(err) if not as_json or err.is_terminal
+                          store=store_path, store_results=not no_store, progress=terminal.ProgressBar(err) if not as_json or err.is_terminal
                           else None, console=err)
     if as_json:
         doc = report_json.speed_document(result.outcomes, result.host, result.settings, result.started_at,

@@ -348,7 +348,8 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
           cpu: str = cpumask.BASELINE, fips: bool = False, library: str = builds.SYSTEM_LIBRARY,
           params: Mapping[str, str] | None = None, repetitions: int = 1, baseline: str | None = None,
           seed: int = 1, setup: bool = True, store: str | os.PathLike | None = None,
-          progress: local.Progress | bool | None = None, console: Any = None) -> SpeedRun:
+          store_results: bool = True, progress: local.Progress | bool | None = None,
+          console: Any = None) -> SpeedRun:
     """Measure operations on backends: each (backend, operation, size) ``repetitions`` times,
     each in a fresh worker process, in randomised blocks (a block runs every row once, in an
     order drawn from ``seed``; blocks after the first use the batch size the first measured for
@@ -370,6 +371,8 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
             interval (``speedstats``).
         baseline: a backend among those measured, the others are compared with
             (``SpeedRun.baseline_ratios``).
+        store, store_results: the SQLite store the run is recorded in (default: the user's);
+            with ``store_results`` False nothing is stored (``run_id`` is None).
 
     Raises UsageError (bad names or values, checked against the worker's rules), WorkerError
     subclasses, StoreError.
@@ -418,17 +421,23 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     if progress is True:
         progress = ProgressBar()
     started = local.utc_now()
-    with Store(store) as st:
-        run_id = st.begin_run("speed", started, host, seed=seed, process=hostinfo.process_identity())
-        status = "interrupted"
-        try:
-            outcomes = speed_blocks(cells, repetitions, seed, settings, path, progress=progress or None,
-                                    on_outcome=lambda o: st.add_result(run_id, outcome_dict(o)),
-                                    unmasked=unmasked_vectors({build: workers[build]}))
-            status = "complete"
-        finally:
-            st.finish_run(run_id, local.utc_now(), status)
-        store_path = st.path
+    unmasked = unmasked_vectors({build: workers[build]})
+    if not store_results:
+        outcomes = speed_blocks(cells, repetitions, seed, settings, path, progress=progress or None,
+                                unmasked=unmasked)
+        run_id, store_path = None, None
+    else:
+        with Store(store) as st:
+            run_id = st.begin_run("speed", started, host, seed=seed, process=hostinfo.process_identity())
+            status = "interrupted"
+            try:
+                outcomes = speed_blocks(cells, repetitions, seed, settings, path, progress=progress or None,
+                                        on_outcome=lambda o: st.add_result(run_id, outcome_dict(o)),
+                                        unmasked=unmasked)
+                status = "complete"
+            finally:
+                st.finish_run(run_id, local.utc_now(), status)
+            store_path = st.path
     info = {"seconds": seconds, "warmup_s": warmup_s, "threads": threads, "cpu": cpu,
             "openssl_ia32cap": cpumask.MASKS[cpu], "build": build, "repetitions": repetitions, "seed": seed,
             "params": {k: v for p in op_params.values() for k, v in p.items()}, "baseline": baseline,
