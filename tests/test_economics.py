@@ -839,3 +839,19 @@ def test_cli_plan_markdown_of_one_operation(cli, econ_store):
     assert "**Change** old → new at 9.6 ops/s: 0.125 → 0.0288 cores, -0.096 cores (-76.9 %" in md
     assert "| old (rsa2048-sign, openssl) | 38.76 ops/s | 1 | -376.16 | does not pay |" in md
     assert _md_caveat(md)
+
+
+def test_plan_takes_other_spellings_and_size_suffixes(cli, tls_store, tmp_path):
+    # operation names as `cryptoperf speed` and study files take them (opnames): any case and
+    # punctuation; --size with a binary suffix (k = 1024)
+    res = cli("plan", "--per-request", "ECDSA-P256-sign + X25519_keygen + x25519-derive", "--rate", "2k",
+              "--json", "--store", tls_store)
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert [t["cell"]["op"] for t in doc["requests"][0]["terms"]] == ["ecdsa-p256-sign", "x25519-keygen",
+                                                                      "x25519-derive"]
+    assert doc["cores"][0]["cores"] == pytest.approx(0.19, rel=1e-5)
+    assert_one_line_error(cli("plan", "--op", "sign", "--configuration", "rsa", "--size", "16KB", "--rate", "1",
+                              "--store", tls_store), "--size: '16KB' is ambiguous", code=2)
+    assert_one_line_error(cli("plan", "--op", "sign", "--configuration", "rsa", "--size", "1k", "--rate", "1",
+                              "--store", tls_store), "no 'sign' cell with size 1024", code=2)

@@ -560,7 +560,7 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
               "9.6, 2000, 2k, 2.5k/s, 1M.")
 @click.option("--configuration", "configuration", metavar="C", help="Configuration of the run to use.")
 @click.option("--backend", "backend", metavar="B", help="Backend of the run to use.")
-@click.option("--size", "size", type=int, metavar="BYTES", help="Message size of the cell to use.")
+@click.option("--size", "size", metavar="BYTES", help="Message size of the cell to use: 1024, 16k, 1MiB (k = 1024).")
 @click.option("--from", "from_config", metavar="CONFIG", help="Cost of a change: from this configuration …")
 @click.option("--to", "to_config", metavar="CONFIG", help="… to this one (same backend, label and size).")
 @click.option("--core-price-per-year", type=float, metavar="Q",
@@ -582,7 +582,7 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
               help=f"File to write, '-' for stdout [default: stdout; for html {DEFAULT_OUT_DIR}/plan-run<id>.html, "
                    "or plan-run<id>-2.html … if taken]. An existing file is never replaced.")
 def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None, configuration: str | None,
-             backend: str | None, size: int | None, from_config: str | None, to_config: str | None,
+             backend: str | None, size: str | None, from_config: str | None, to_config: str | None,
              core_price_per_year: float | None, accel_ops_per_s: float | None,
              accel_price_per_year: float | None, accel_host_cpu_us_per_op: float,
              accel_latency_us: float | None, accel_min_units: int, store_path: str | None,
@@ -620,6 +620,10 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
         raise UsageError(f"--json is --format json; it cannot go with --format {fmt}")
     fmt = "json" if as_json else (fmt or "text")
     rate_per_s = economics.parse_rate(rate)
+    try:
+        size_bytes = opnames.parse_size(size) if size is not None else None
+    except ValueError as e:
+        raise UsageError(f"--size: {e}") from None
     for name, value in (("--accel-host-cpu-us-per-op", accel_host_cpu_us_per_op),
                         ("--accel-latency-us", accel_latency_us)):
         if value is not None:
@@ -637,7 +641,7 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
     result = economics.plan(run, op or None, rate_per_s, request=request, configuration=configuration,
-                            backend=backend, size_bytes=size, from_config=from_config, to_config=to_config,
+                            backend=backend, size_bytes=size_bytes, from_config=from_config, to_config=to_config,
                             accelerator=accel, core_price_per_year=core_price_per_year)
     text = report_plan.render(result, run, fmt)
     if output == "-" or (output is None and fmt != "html"):

@@ -34,7 +34,7 @@ import shlex
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Sequence
 
-from cryptoperf import stats
+from cryptoperf import opnames, stats
 from cryptoperf.errors import EconomicsError
 from cryptoperf.model import CellSummary
 from cryptoperf.stored import StoredRun
@@ -645,7 +645,8 @@ def request_change(rate_per_s: float, before: RequestCpu, after: RequestCpu,
 
 def find_cells(run: StoredRun, op: str, configuration: str | None = None, backend: str | None = None,
                size_bytes: int | None = None, flag: str = "--op") -> list[CellSummary]:
-    """The cells of ``run`` whose operation or label is ``op``, narrowed by the other arguments
+    """The cells of ``run`` whose operation or label is ``op`` (or whose operation ``op``
+    names in another spelling: ``opnames.canonical_op``), narrowed by the other arguments
     (None: any), in the run's order. ``flag`` is the option ``op`` came from, for the messages.
 
     Raises EconomicsError when the run has no such operation, or nothing is left after
@@ -655,6 +656,10 @@ def find_cells(run: StoredRun, op: str, configuration: str | None = None, backen
     if not cells:
         raise EconomicsError(f"run {run.id} has no results")
     chosen = [s for s in cells if op in (s.cell.op, s.cell.label)]
+    if not chosen:  # another spelling of an operation of the run: ECDSA-P256-sign, SHA-256
+        known = sorted({s.cell.op for s in cells})
+        spelt = opnames.canonical_op(op, known)
+        chosen = [s for s in cells if s.cell.op == spelt]
     if not chosen:
         ops = sorted({s.cell.op for s in cells} | {s.cell.label for s in cells})
         fix = "pick one with --op" if flag == "--op" else "use those names in --per-request"
