@@ -557,20 +557,25 @@ def test_plan_request_change(tls_stored):
 
 
 def test_plan_request_with_different_blocks_says_so(tls_stored, tls_store, cli):
-    # drop block 3 of x25519-derive: the terms' blocks differ, so the intervals are summed
+    # x25519-derive's block 3 measured as block 4 instead: the terms' blocks differ, so the
+    # terms' intervals are summed (each at 1 − 0.05/3)
     with Store(tls_store) as st:
         run = load_run(st, "latest")
     key = next(k for k, s in run.summaries.items() if s.cell.op == "x25519-derive" and s.cell.configuration == "rsa")
     s = run.summaries[key]
-    run.summaries[key] = dataclasses.replace(s, cpu_ns_per_op_by_block={1: s.cpu_ns_per_op_by_block[1],
-                                                                        2: s.cpu_ns_per_op_by_block[2]})
+    b = s.cpu_ns_per_op_by_block
+    run.summaries[key] = dataclasses.replace(s, cpu_ns_per_op_by_block={1: b[1], 2: b[2], 4: b[3]})
     res = econ.plan(run, None, 2000, request=REQUEST, configuration="rsa")
     (req,) = res.requests
     assert req.method == econ.SUMMED_INTERVALS
-    assert req.cpu.low_ns is None  # x25519-derive has 2 repetitions left: no interval at all
+    assert req.cpu.low_ns is not None and req.cpu.low_ns < req.cpu.estimate_ns < req.cpu.high_ns
     from cryptoperf.report.terminal import plan_lines
     text = "\n".join(plan_lines(res, run.meta))
-    assert "sum of the terms' 98.33 % intervals" in text and "no CI with fewer than 3 repetitions" in text
+    assert "sum of the terms' 98.33 % intervals" in text
+    # with only 2 repetitions of a term left, there is no cost to plan with: refused
+    run.summaries[key] = dataclasses.replace(s, cpu_ns_per_op_by_block={1: b[1], 2: b[2]})
+    with pytest.raises(EconomicsError, match="2 measured repetitions of .*needs 3"):
+        econ.plan(run, None, 2000, request=REQUEST, configuration="rsa")
 
 
 @pytest.mark.parametrize("kwargs, fragment", [
@@ -855,3 +860,20 @@ def test_plan_takes_other_spellings_and_size_suffixes(cli, tls_store, tmp_path):
                               "--store", tls_store), "--size: '16KB' is ambiguous", code=2)
     assert_one_line_error(cli("plan", "--op", "sign", "--configuration", "rsa", "--size", "1k", "--rate", "1",
                               "--store", tls_store), "no 'sign' cell with size 1024", code=2)
+
+
+def test_plan_refuses_a_run_without_enough_repetitions_and_says_which_run(cli, fake_worker, tmp_path):
+    """After a study, a throw-away `speed` call must not be what `plan` prices: latest is the
+    newest study run, named on stderr; and a one-repetition speed run asked for by id is
+    refused in one line (a cost to plan with needs an interval)."""
+    from stored_runs import ECON_STUDY
+    fake_worker({"latency_ns": {"rsa2048-sign": 13_000_000}})
+    study = tmp_path / "econ.toml"
+    study.write_text(ECON_STUDY)
+    assert cli("study", study, "--no-report").code == 0
+    assert cli("speed", "--op", "rsa2048-sign", "--backend", "openssl", "--seconds", "0.01", "--warmup", "0").code == 0
+    store = tmp_path / "runs.sqlite"
+    res = cli("plan", "--op", "rsa2048-sign", "--configuration", "old", "--rate", "9.6", "--store", store)
+    assert res.code == 0 and "using run 1 (study rsa-upgrade" in res.err, res.err
+    assert_one_line_error(cli("plan", "2", "--op", "rsa2048-sign", "--rate", "9.6", "--store", store),
+                          "run 2 has 1 measured repetition", "needs 3", code=2)

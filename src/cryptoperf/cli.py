@@ -63,6 +63,7 @@ def cli() -> None:
     cryptoperf compare 3 4               run 4 against run 3: host differences, deltas
     cryptoperf compare 3 4 --fail-on slower   the same as a regression gate (exit 1)
     cryptoperf plan --op rsa2048-sign --rate 9.6   cores, cost of a change, accelerator break-even
+    cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
     """
 
 
@@ -645,11 +646,13 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
                             accelerator=accel, core_price_per_year=core_price_per_year)
     text = report_plan.render(result, run, fmt)
     if output == "-" or (output is None and fmt != "html"):
+        _using(run)
         click.echo(text, nl=False)
         return
     target = Path(output) if output else report_plan.default_path(DEFAULT_OUT_DIR, run, fmt)
-    click.echo(str(render_write(text, target, fix="pass another -o PATH, or -o - for stdout",
-                                unique=output is None)))
+    written = render_write(text, target, fix="pass another -o PATH, or -o - for stdout", unique=output is None)
+    _using(run)
+    click.echo(str(written))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

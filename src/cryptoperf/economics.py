@@ -882,6 +882,15 @@ def plan(run: StoredRun, op: str | None, rate_per_s: float | str, *, request: st
                 side.append((name, count, s))
             else:  # e.g. a label and its op: one cell, counts added
                 side[same] = (side[same][0], side[same][1] + count, s)
+    for side in sides:
+        for _, _, s in side:
+            n = len(_samples(run, s))
+            if 0 < n < stats.MIN_BLOCKS:
+                raise EconomicsError(
+                    f"run {run.id} has {n} measured repetition{'s' if n != 1 else ''} of {s.cell.key} "
+                    f"({s.cell.op}); a cost to plan with needs an interval, which needs "
+                    f"{stats.MIN_BLOCKS}: plan on a study run, or on `cryptoperf speed --repetitions "
+                    f"{stats.MIN_BLOCKS}`")
     if request is None:
         chosen = [side[0][2] for side in sides]
         costs = [cpu_cost(_samples(run, s)) for s in chosen]
