@@ -64,6 +64,11 @@ def cli() -> None:
     cryptoperf compare 3 4 --fail-on slower   the same as a regression gate (exit 1)
     cryptoperf plan --op rsa2048-sign --rate 9.6   cores, cost of a change, accelerator break-even
     cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
+
+    Runs are stored in runs.sqlite in cryptoperf's data directory, beside the worker builds
+    `cryptoperf setup` caches: ~/.local/share/cryptoperf (platformdirs' user data directory), or
+    $CRYPTOPERF_DATA_DIR when set; --store PATH picks another store for one command. A worked
+    first hour: docs/first-hour.md.
     """
 
 
