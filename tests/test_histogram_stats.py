@@ -30,7 +30,7 @@ def test_identical_to_hdrh(seed):
 
 
 def test_long_tail_mean_far_from_median():
-    # reference study 4: median ~103 µs, a long tail pulls the mean up
+    # a published server measurement: median ~103 µs, a long tail pulls the mean up (docs/methodology.md)
     h = HdrHistogram(1, 3_600_000_000_000, 3)
     h.record_value(103_000, 800)
     h.record_value(300_000, 150)
