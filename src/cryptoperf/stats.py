@@ -253,10 +253,12 @@ class Interval:
 
     def as_dict(self) -> dict[str, Any]:
         """``ratio``, ``ci_low``, ``ci_high``, ``level``, ``delta_pct``, ``ci_low_pct``,
-        ``ci_high_pct``, ``n``, ``se_log``, ``df``, ``method``."""
+        ``ci_high_pct``, ``text`` (``change_text``: a percentage below 2×, a factor from 2× on,
+        as the tables print it), ``n``, ``se_log``, ``df``, ``method``."""
         return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "level": self.level,
                 "delta_pct": self.delta_pct, "ci_low_pct": self.low_pct, "ci_high_pct": self.high_pct,
-                "n": self.n, "se_log": self.se_log, "df": self.df, "method": self.method}
+                "text": change_text(self), "n": self.n, "se_log": self.se_log, "df": self.df,
+                "method": self.method}
 
 
 @functools.lru_cache(maxsize=65536)
