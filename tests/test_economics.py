@@ -750,37 +750,20 @@ def test_cli_plan_json_alias_and_format_json_agree(cli, econ_store):
 
 
 def test_plan_html_renders_offline_in_headless_chromium(cli, tls_store, tmp_path):
-    sync_api = pytest.importorskip(
-        "playwright.sync_api",
-        reason="playwright is not installed (pip install playwright, then "
-               "python -m playwright install --with-deps chromium)")
-    from test_report import _chromium
+    from test_report import offline_page
     page_path = tmp_path / "plan.html"
     res = cli("plan", "--per-request", REQUEST, "--from", "rsa", "--to", "ecdsa", "--rate", "2k",
               "--format", "html", "-o", page_path, "--store", tls_store)
     assert res.code == 0, res.err
-    attempted: list[str] = []
-    errors: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = _chromium(p)
-        try:
-            context = browser.new_context(offline=True, java_script_enabled=False)
-            context.route(re.compile(r"^(https?|wss?|ftp)://"),
-                          lambda route: (attempted.append(route.request.url), route.abort()))
-            page = context.new_page()
-            page.on("request", lambda r: None if r.url.startswith("file:") else attempted.append(r.url))
-            page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(page_path.resolve().as_uri(), wait_until="load")
-            assert page.locator("table.plan tbody tr").count() == 2
-            assert page.locator("table.terms").count() == 2
-            for sel in ("table.plan", "#change", "#caveat"):
-                box = page.locator(sel).bounding_box()
-                assert box and box["width"] > 100 and box["height"] > 10, (sel, box)
-            assert econ.CAVEAT in page.locator("#caveat").inner_text()
-            # the report's CSS applies: numbers right-aligned
-            assert page.locator("table.plan td.num").first.evaluate("e => getComputedStyle(e).textAlign") == "right"
-        finally:
-            browser.close()
+    with offline_page(page_path) as (page, attempted, errors):
+        assert page.locator("table.plan tbody tr").count() == 2
+        assert page.locator("table.terms").count() == 2
+        for sel in ("table.plan", "#change", "#caveat"):
+            box = page.locator(sel).bounding_box()
+            assert box and box["width"] > 100 and box["height"] > 10, (sel, box)
+        assert econ.CAVEAT in page.locator("#caveat").inner_text()
+        # the report's CSS applies: numbers right-aligned
+        assert page.locator("table.plan td.num").first.evaluate("e => getComputedStyle(e).textAlign") == "right"
     assert attempted == [] and errors == []
 
 

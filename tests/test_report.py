@@ -542,7 +542,12 @@ def _chromium(p):
                 "`python -m playwright install --with-deps chromium`")
 
 
-def test_html_renders_offline_in_headless_chromium(made):
+@contextlib.contextmanager
+def offline_page(path: Path):
+    """A page of headless Chromium with JavaScript off and the network refused, opened on the
+    file ``path``; yields (page, attempted, errors): the network addresses the page tried to
+    reach and its console errors, both to be asserted empty after the ``with``. Skips, saying
+    why, without playwright or a Chromium."""
     sync_api = pytest.importorskip(
         "playwright.sync_api",
         reason="playwright is not installed (pip install playwright, then "
@@ -558,24 +563,29 @@ def test_html_renders_offline_in_headless_chromium(made):
             page = context.new_page()
             page.on("request", lambda r: None if r.url.startswith("file:") else attempted.append(r.url))
             page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-            page.goto(made.html.resolve().as_uri(), wait_until="load")
-            plots = page.locator("svg.plot")
-            assert plots.count() == 2 * OPERATIONS + 1
-            assert page.locator("figure[data-plot=forest] > svg.plot.forest").count() == 1
-            for kind in ("latency-cdf", "throughput-cpu"):
-                assert page.locator(f"figure[data-plot={kind}] > svg.plot.{kind}").count() == OPERATIONS
-            for i in range(plots.count()):
-                box = plots.nth(i).bounding_box()
-                assert box and box["width"] > 100 and box["height"] > 50, (i, box)
-            # the plots draw: each has visible curves/bars, not an empty frame
-            assert page.locator("svg.latency-cdf path").count() > 10
-            # the forest plot comes before the summary table on the page
-            forest = page.locator("svg.plot.forest").bounding_box()
-            assert forest and forest["y"] < page.locator("#summary-table").bounding_box()["y"]
-            summary = page.locator("#summary-table").bounding_box()
-            assert summary and summary["width"] > 0 and summary["height"] > 0
+            page.goto(Path(path).resolve().as_uri(), wait_until="load")
+            yield page, attempted, errors
         finally:
             browser.close()
+
+
+def test_html_renders_offline_in_headless_chromium(made):
+    with offline_page(made.html) as (page, attempted, errors):
+        plots = page.locator("svg.plot")
+        assert plots.count() == 2 * OPERATIONS + 1
+        assert page.locator("figure[data-plot=forest] > svg.plot.forest").count() == 1
+        for kind in ("latency-cdf", "throughput-cpu"):
+            assert page.locator(f"figure[data-plot={kind}] > svg.plot.{kind}").count() == OPERATIONS
+        for i in range(plots.count()):
+            box = plots.nth(i).bounding_box()
+            assert box and box["width"] > 100 and box["height"] > 50, (i, box)
+        # the plots draw: each has visible curves/bars, not an empty frame
+        assert page.locator("svg.latency-cdf path").count() > 10
+        # the forest plot comes before the summary table on the page
+        forest = page.locator("svg.plot.forest").bounding_box()
+        assert forest and forest["y"] < page.locator("#summary-table").bounding_box()["y"]
+        summary = page.locator("#summary-table").bounding_box()
+        assert summary and summary["width"] > 0 and summary["height"] > 0
     assert attempted == [], f"the report tried to load from the network: {attempted}"
     assert errors == []
 
