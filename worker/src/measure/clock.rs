@@ -17,8 +17,10 @@ pub fn monotonic_ns() -> u64 {
 }
 
 /// On-CPU time of the calling thread in ns (`CLOCK_THREAD_CPUTIME_ID`). Unlike
-/// `CLOCK_PROCESS_CPUTIME_ID` it is per thread; like it, it counts time a hypervisor stole from a
-/// running vCPU as on-CPU time, which is why steal is reported beside it.
+/// `CLOCK_PROCESS_CPUTIME_ID` it is per thread. Time a hypervisor stole from a running vCPU is
+/// left out where the guest kernel has paravirt steal accounting (most KVM and Xen guests) and
+/// counted as on-CPU time where it has not (docs/methodology.md, "Stolen time and the CPU
+/// clocks"), which is why steal is reported beside it.
 #[inline]
 pub fn thread_cpu_ns() -> u64 {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
