@@ -128,9 +128,8 @@ def cpu_cost(samples_ns: Mapping[int, float], level: float = stats.DEFAULT_LEVEL
         raise EconomicsError("no measured repetition: nothing to compute a CPU cost from")
     for x in a:
         check_number("CPU time per operation", x, positive=True)
-    est = stats.log_mean(a, level)
-    low, high = (est.low, est.high) if len(a) >= stats.MIN_BLOCKS else (None, None)
-    return CpuCost(estimate_ns=est.value, low_ns=low, high_ns=high, min_ns=min(a), max_ns=max(a),
+    est = stats.log_mean(a, level, min_n=stats.MIN_BLOCKS)
+    return CpuCost(estimate_ns=est.value, low_ns=est.low, high_ns=est.high, min_ns=min(a), max_ns=max(a),
                    repetitions=len(a), samples_ns=dict(samples_ns), level=level)
 
 

@@ -32,14 +32,7 @@ def _estimate(values: Sequence[float | None]) -> stats.Estimate | None:
     """Geometric mean of the positive values with its t interval (bounds None below
     ``MIN_REPETITIONS`` values); None without positive values."""
     vals = [float(v) for v in values if v is not None and v > 0 and math.isfinite(v)]
-    if not vals:
-        return None
-    if len(vals) == 1:  # the value itself (exp(log(x)) may differ from x in its last bit)
-        return stats.Estimate(vals[0], None, None, LEVEL, 1)
-    e = stats.log_mean(vals, LEVEL)
-    if e.n < MIN_REPETITIONS:
-        return stats.Estimate(e.value, None, None, LEVEL, e.n)
-    return e
+    return stats.log_mean(vals, LEVEL, min_n=MIN_REPETITIONS) if vals else None
 
 
 def relative_half_width_pct(e: stats.Estimate | None) -> float | None:

@@ -340,17 +340,20 @@ class Estimate:
                 "n": self.n}
 
 
-def log_mean(values: Sequence[float], level: float = DEFAULT_LEVEL) -> Estimate:
-    """Geometric mean of positive ``values`` (shape (n,), n >= 1) with a t interval on their
-    logs (None bounds when n = 1). Raises ValueError for no or non-positive values."""
+def log_mean(values: Sequence[float], level: float = DEFAULT_LEVEL, min_n: int = 2) -> Estimate:
+    """Geometric mean of positive ``values`` (shape (n,), n >= 1) with the t interval of the
+    mean of their logs (``mean_interval`` on the log scale); None bounds with fewer than
+    ``min_n`` values (2 at least: one value has no spread). One value is its own mean, exactly.
+    Raises ValueError for no or non-positive values."""
     a = _positive_logs("values", values)
     if a.size == 0:
         raise ValueError("no values")
-    m = float(a.mean())
-    if a.size < 2:
-        return Estimate(math.exp(m), None, None, level, 1)
-    half = t_quantile(level, a.size - 1) * float(a.std(ddof=1)) / math.sqrt(a.size)
-    return Estimate(math.exp(m), math.exp(m - half), math.exp(m + half), level, int(a.size))
+    if a.size == 1:
+        return Estimate(float(np.asarray(values, dtype=float)[0]), None, None, level, 1)
+    e = mean_interval(a, level)
+    if a.size < min_n:
+        return Estimate(math.exp(e.value), None, None, level, e.n)
+    return Estimate(math.exp(e.value), math.exp(e.low), math.exp(e.high), level, e.n)  # type: ignore[arg-type]
 
 
 def mean_interval(values: Sequence[float], level: float = DEFAULT_LEVEL) -> Estimate:

@@ -17,6 +17,7 @@ from typing import Any
 
 from cryptoperf import analysis, hostinfo
 from cryptoperf.errors import NoSuchRun, StoreError
+from cryptoperf.schedule import looks
 from cryptoperf.model import OK, Cell, CellSummary, Delta, Outcome, Repetition, outcome_from_result
 from cryptoperf.store import FORMAT_VERSION, Store, default_path
 from cryptoperf.study import Study, options_for, parse
@@ -93,7 +94,6 @@ def settings_of(study: Study, margin_pct: float | None = None, multiplicity: boo
     """The analysis settings of ``study``, with the command line's ``--margin`` /
     ``--no-multiplicity`` when given. A sequential study's looks come from its repetitions and
     max_repetitions."""
-    from cryptoperf.schedule import looks
     return analysis.Settings(
         margin_pct=study.margin_pct if margin_pct is None else margin_pct,
         multiplicity=study.multiplicity if multiplicity is None else multiplicity,
