@@ -38,7 +38,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 
 use super::{by_name, Aead, Backend, BackendError, KemDecapsulator, Result, NAMES};
-use crate::kat::vectors;
+use crate::kat::{same, unhex, vectors};
 use crate::ops::keys::{self, KeyPair};
 use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg, SigFamily};
 
@@ -260,26 +260,6 @@ impl Ledger {
     }
 }
 
-/// `Ok` when equal, else what differs (short hex).
-fn same(what: &str, got: &[u8], want: &[u8]) -> std::result::Result<(), String> {
-    if got == want {
-        Ok(())
-    } else {
-        Err(format!("{what}: got {}, expected {}", short(got), short(want)))
-    }
-}
-
-fn short(b: &[u8]) -> String {
-    if b.len() <= 24 {
-        hex::encode(b)
-    } else {
-        format!("{}… ({} bytes)", hex::encode(&b[..24]), b.len())
-    }
-}
-
-fn unhex(h: &str) -> Vec<u8> {
-    hex::decode(h).expect("vectors are hex")
-}
 
 fn ensure(cond: bool, why: impl Display) -> std::result::Result<(), String> {
     if cond {

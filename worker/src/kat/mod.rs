@@ -125,7 +125,8 @@ pub fn validate_against(
 /// A check's verdict: `Err` carries what went wrong, in words.
 type Check = std::result::Result<(), String>;
 
-fn same(what: &str, got: &[u8], want: &[u8]) -> Check {
+/// `Ok` when equal, else what differs (short hex); the conformance suite uses it too.
+pub(crate) fn same(what: &str, got: &[u8], want: &[u8]) -> Check {
     if got == want {
         Ok(())
     } else {
@@ -142,7 +143,8 @@ fn short_hex(b: &[u8]) -> String {
     }
 }
 
-fn unhex(h: &str) -> Vec<u8> {
+/// Bytes of a hex literal from the vectors (which are hex by construction).
+pub(crate) fn unhex(h: &str) -> Vec<u8> {
     hex::decode(h).expect("vectors are valid hex")
 }
 
