@@ -31,6 +31,25 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   mask_ignored    ["<backend>"]: a masked run on that backend answers invalid, "capability mask
                   not applied: ..." (what the real worker says when a library ignores the mask)
 
+Workloads (ops whose hello entry says ``"workload": true``; tls-handshake, tls-bulk and
+ike-phase1 if the hello snapshot has none) answer like the real worker (docs/worker-protocol.md,
+"Workloads"), from the same script: ``latency_ns`` (default WORKLOAD_LATENCY_NS; tls-bulk adds
+size_bytes), ``config_factor``, ``rep_factors``, ``noise_cv``, masks and ``steal_pct`` give the
+base latency B of one transaction alone, and then, with
+
+  contention      the share of B each extra closed-loop connection adds (default 0.25), so
+                  capacity C = 1e9 / (B × contention) transactions/s
+  client_cpu_share  the client's share of B that is CPU time (default 0.4); the server's is
+                  server_cpu_share (default 0.6)
+
+a level ``closed:N`` has latency B × (1 + contention × (N − 1)) and N × 1e9 / latency
+transactions/s (paced ``closed:N@R``: at most R); ``open:R`` runs min(R, C) transactions/s at
+latency B / (1 − u), u = min(R / C, 0.95), with ``late`` growing from u = 0.8. Every histogram
+has the same shape around that latency L: 90 % at L, 9 % at 1.5 L, 0.9 % at 3 L, the rest at
+6 L (so p99 = 1.5 L, p99.9 = 3 L when ops ≥ 1000). The window is ``seconds`` (nothing sleeps).
+``tls-handshake``/``tls-bulk`` with group x25519mlkem768 on ring answer unsupported, "ring has
+no ML-KEM".
+
 The environment variable FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
 builds can differ under one spec) sets the openssl backend's ``library_version`` in hello and
 results (default "fake-1.0"), e.g. "3.6.3 1 Jul 2026" for a fake openssl@3.6 build.
@@ -81,6 +100,28 @@ SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
 BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
 OPS = SPEC.get("ops", RULES["ops"])
 FIPS_BACKENDS = SPEC.get("fips_backends", ["aws-lc"])
+
+#: Workloads when the hello snapshot marks none (before the real worker announced them).
+FALLBACK_WORKLOADS = ("tls-handshake", "tls-bulk", "ike-phase1")
+#: A workload transaction's scripted latency alone (ns) without latency_ns (tls-bulk: + size).
+WORKLOAD_LATENCY_NS = {"tls-handshake": 500_000, "tls-bulk": 200_000, "ike-phase1": 1_500_000}
+#: The latency histogram's shape around a level's latency L: (share of transactions, × L).
+WORKLOAD_SHAPE = ((0.9, 1.0), (0.09, 1.5), (0.009, 3.0), (0.001, 6.0))
+TLS_VERSIONS = {"1.3": "TLSv1.3", "1.2": "TLSv1.2"}
+TLS13_SUITES = {"aes-128-gcm": "TLS_AES_128_GCM_SHA256", "aes-256-gcm": "TLS_AES_256_GCM_SHA384",
+                "chacha20-poly1305": "TLS_CHACHA20_POLY1305_SHA256"}
+TLS12_BULK = {"aes-128-gcm": "AES_128_GCM_SHA256", "aes-256-gcm": "AES_256_GCM_SHA384",
+              "chacha20-poly1305": "CHACHA20_POLY1305_SHA256"}
+GROUPS = {"x25519": "X25519", "p256": "secp256r1", "x25519mlkem768": "X25519MLKEM768"}
+SIGNATURE_SCHEMES = {"rsa2048": "rsa_pss_rsae_sha256", "rsa4096": "rsa_pss_rsae_sha256",
+                     "ecdsa-p256": "ecdsa_secp256r1_sha256", "ed25519": "ed25519"}
+
+
+def is_workload(op):
+    """True for a workload op: the hello snapshot says so, or (none marked yet) it is one of
+    FALLBACK_WORKLOADS."""
+    marked = {name for name, r in RULES["op_params"].items() if r.get("workload")}
+    return op in marked if marked else op in FALLBACK_WORKLOADS
 
 
 def in_fips_mode(backend):
@@ -139,8 +180,10 @@ def hello(req):
 def parse_id(run_id):
     key, _, rep = run_id.rpartition("#")
     key = key.split("/cpu=")[0].split("/build=")[0]
-    parts = key.split("/", 3)
-    config = parts[3] if len(parts) == 4 else ""
+    # backend/label/size/config: the label may hold a "/" (a workload's "@ 500/s"), the
+    # configuration name does not
+    parts = key.rsplit("/", 2)
+    config = parts[2] if len(parts) == 3 and "/" in parts[0] else ""
     return config, int(rep) if rep.isdigit() else 1
 
 
@@ -164,6 +207,12 @@ def check_request(req, rid, op, params):
     if params.get("size_bytes", 1) > limits["max_size_bytes"] or params.get("size_bytes", 1) < 1:
         return refuse(rid, "bad_params", f"size_bytes {params['size_bytes']} is out of range") or True
     threads, seconds, warmup = req.get("threads", 1), req.get("seconds", 1.0), req.get("warmup_s", 0.2)
+    if is_workload(op) and (threads != 1 or req.get("batch") is not None):
+        return refuse(rid, "bad_params", f"{op}: a workload takes its concurrency from params.load "
+                      "(closed:N, open:RATE), not threads or batch") or True
+    if is_workload(op) and "load" in params and parse_load(str(params["load"])) is None:
+        return refuse(rid, "bad_params", f"load '{params['load']}' is not one of closed:N, closed:N@RATE, "
+                      "open:RATE or open:RATE/THREADS") or True
     if not 1 <= threads <= limits["max_threads"]:
         return refuse(rid, "bad_params", f"threads must be 1..={limits['max_threads']}, got {threads}") or True
     if not 0 < seconds <= limits["max_seconds"]:
@@ -248,6 +297,14 @@ def run(req):
     if BUILD == "fips" and not is_mock and backend not in FIPS_BACKENDS:
         return send({**base, "status": "unsupported", "reason": f"{str(backend).upper()} has no FIPS mode (fake)"})
     base["validation"] = {"kat": "not applicable (fake)", "kat_source": "", "cross_checks": []}
+    if is_workload(op):
+        defaults = RULES["op_params"].get(op, {}).get("defaults") or {}
+        params = {**{k: v for k, v in defaults.items() if k != "size_bytes" or sized}, **params}
+        base["params"] = params
+        if backend == "ring" and params.get("group") == "x25519mlkem768":
+            return send({**base, "status": "unsupported", "reason": "ring has no ML-KEM"})
+        if op != "ike-phase1" and backend == "rustcrypto":
+            return send({**base, "status": "unsupported", "reason": "rustcrypto has no TLS stack here"})
     for status in ("unsupported", "invalid"):
         reason = SPEC.get(status, {}).get(f"{backend}/{op}")
         if reason:
@@ -255,6 +312,9 @@ def run(req):
     if is_mock:
         scale = float(backend.split(":", 1)[1]) if ":" in backend else 1.0
         latency = (size if sized else 1000) * scale
+    elif is_workload(op):
+        default = WORKLOAD_LATENCY_NS.get(op, 500_000) + (size if op == "tls-bulk" else 0)
+        latency = SPEC.get("latency_ns", {}).get(op, default)
     else:
         latency = SPEC.get("latency_ns", {}).get(op, 1000 + size)
     latency *= SPEC.get("config_factor", {}).get(config, 1.0)
@@ -268,6 +328,8 @@ def run(req):
     if cv:
         rng = random.Random(hashlib.sha256(f"{rid}/{backend}".encode()).digest())
         latency *= math.exp(rng.gauss(0.0, math.sqrt(math.log1p(cv * cv))))
+    if is_workload(op):
+        return send(workload_result(req, base, op, params, max(1.0, latency), config, rep))
     latency = max(1, int(round(latency)))
     batch = req.get("batch")
     if batch is None:
@@ -286,6 +348,122 @@ def run(req):
           "tsc_cycles": None, "steal_ticks": steal_ticks(rid, config, rep), "total_ticks": 200,
           "busy_ticks": 100, "histogram": hist.encode().decode("ascii"), "samples": ops,
           "sample_ns_stats": {"min": latency, "max": latency}})
+
+
+def parse_load(text):
+    """``closed:N``, ``closed:N@R``, ``open:R``, ``open:R/T`` as the worker's ``load`` object
+    (kind, concurrency or threads, rate_per_s, corrected), or None when malformed."""
+    m = re.fullmatch(r"closed:(\d+)(?:@(\d+(?:\.\d+)?))?", text.strip())
+    if m and 1 <= int(m.group(1)) <= 1024:
+        return {"kind": "closed", "concurrency": int(m.group(1)),
+                "rate_per_s": float(m.group(2)) if m.group(2) else None, "corrected": False}
+    m = re.fullmatch(r"open:(\d+(?:\.\d+)?)(?:/(\d+))?", text.strip())
+    if m and float(m.group(1)) > 0 and 1 <= int(m.group(2) or 32) <= 1024:
+        return {"kind": "open", "threads": int(m.group(2) or 32), "rate_per_s": float(m.group(1)),
+                "corrected": True}
+    return None
+
+
+def negotiated(op, params):
+    """What the fake negotiated: exactly what ``params`` asked for (IANA names), None for
+    ike-phase1."""
+    if op == "ike-phase1":
+        return None
+    version = TLS_VERSIONS[str(params.get("tls_version", "1.3"))]
+    suite, cert = params.get("suite", "aes-128-gcm"), params.get("cert", "ecdsa-p256")
+    if version == "TLSv1.3":
+        cipher = TLS13_SUITES[suite]
+    else:
+        cipher = f"TLS_ECDHE_{'RSA' if cert.startswith('rsa') else 'ECDSA'}_WITH_{TLS12_BULK[suite]}"
+    return {"version": version, "cipher_suite": cipher, "group": GROUPS[params.get("group", "x25519")],
+            "signature_scheme": SIGNATURE_SCHEMES[cert], "resumed": params.get("session") == "resumed"}
+
+
+def timeline(seconds, cpu_pct, steal_pct, samples_max=60):
+    """CPU samples every 100 ms over ``seconds``: ``t_ms``, ``user_pct``, ``system_pct`` (of
+    one CPU; 70/30 of ``cpu_pct``, the first sample at half while threads start) and
+    ``steal_pct``."""
+    n = max(3, min(samples_max, math.ceil(seconds / 0.1)))
+    out = []
+    for i in range(n):
+        pct = cpu_pct * (0.5 if i == 0 else 1.0 + 0.02 * ((i % 3) - 1))
+        out.append({"t_ms": 100 * (i + 1), "user_pct": round(0.7 * pct, 3), "system_pct": round(0.3 * pct, 3),
+                    "steal_pct": steal_pct})
+    return out
+
+
+def workload_result(req, base, op, params, alone_ns, config, rep):
+    """A workload's ``result`` message (status ok): ``alone_ns`` is one transaction's scripted
+    latency with nothing else running; the load level sets latency and throughput (see the
+    module's docstring)."""
+    load = parse_load(str(params.get("load", "closed:1")))
+    contention = SPEC.get("contention", 0.25)
+    capacity = 1e9 / (alone_ns * contention)
+    if load["kind"] == "closed":
+        n = load["concurrency"]
+        latency = alone_ns * (1 + contention * (n - 1))
+        rate = n * 1e9 / latency
+        if load["rate_per_s"]:
+            rate = min(rate, load["rate_per_s"])
+        threads, late = n, 0
+    else:
+        u = min(load["rate_per_s"] / capacity, 0.95)
+        latency = alone_ns / (1 - u)
+        rate = min(load["rate_per_s"], capacity)
+        threads = load["threads"]
+    seconds = float(req.get("seconds", 1.0))
+    wall_ns = int(seconds * 1e9)
+    ops = max(1, int(round(rate * seconds)))
+    if load["kind"] == "open":
+        late = int(ops * min(1.0, max(0.0, (load["rate_per_s"] / capacity - 0.8) / 0.2)))
+    hist = HdrHistogram(1, 3_600_000_000_000, 3)
+    left = ops
+    for i, (share, factor) in enumerate(WORKLOAD_SHAPE):
+        count = left if i == len(WORKLOAD_SHAPE) - 1 else min(left, int(ops * share + 0.5))
+        if count:
+            hist.record_value(max(1, int(latency * factor)), count)
+        left -= count
+    memory = op == "ike-phase1" or params.get("mode") == "memory"
+    client_ns = int(ops * alone_ns * SPEC.get("client_cpu_share", 0.4))
+    server_ns = int(ops * alone_ns * SPEC.get("server_cpu_share", 0.6))
+    cpu_total = client_ns + server_ns if memory else client_ns
+    per_thread = [cpu_total // threads] * threads
+    per_thread[0] += cpu_total - sum(per_thread)
+    ticks = steal_ticks(req.get("id", ""), config, rep)
+    steal_pct = round(100.0 * ticks / 200, 3)
+    size = params.get("size_bytes", 0) if op == "tls-bulk" else 0
+    # the host's busy ticks (of 200, over the fake's 2 CPUs): the two sides' own CPU and 1 % more,
+    # so the orchestrator sees no other load
+    own_ns = cpu_total + (0 if memory else server_ns)
+    busy = min(200, int(round(200 * (100.0 * own_ns / (wall_ns * 2) + 1.0) / 100)))
+    out = {**base, "status": "ok", "ops": ops, "bytes_per_op": size, "batch": 1, "timing": "individual",
+           "wall_ns": wall_ns, "cpu_ns": per_thread, "cpu_ns_total": cpu_total, "tsc_cycles": None,
+           "steal_ticks": ticks, "total_ticks": 200, "busy_ticks": busy,
+           "histogram": hist.encode().decode("ascii"), "samples": ops,
+           "sample_ns_stats": {"min": int(latency), "max": int(latency * 6)},
+           "workload": op, "mode": "memory" if memory else "socket",
+           "load": {k: v for k, v in load.items()}, "late": late,
+           "client_timeline": timeline(seconds, 100.0 * cpu_total / wall_ns, steal_pct),
+           "placement": ("memory mode: client and server sides in the same thread" if memory
+                         else "client threads on CPU 0, server process on CPU 1")}
+    n = negotiated(op, params)
+    out["validation"] = {"kat": "not applicable (a protocol workload)",
+                         "negotiated": "pass" if n is not None else "not applicable",
+                         "cross_checks": [] if op == "ike-phase1" else [
+                             {"client": b, "server": base["backend"], "status": "pass"}
+                             for b in ("aws-lc", "ring", "openssl") if b != base["backend"]]}
+    if n is not None:
+        out["negotiated"] = n
+        if op == "tls-handshake":
+            out["negotiated_counts"] = [{**n, "count": ops}]
+    if op != "ike-phase1":
+        port = int(params.get("port") or 0) or 40000 + int(hashlib.sha256(str(req.get("id")).encode()).hexdigest(), 16) % 20000
+        out["server"] = {"cpu_ns": server_ns, "transactions": ops,
+                         "address": None if memory else f"{params.get('address', '127.0.0.1')}:{port}",
+                         "timeline": [] if memory else timeline(seconds, 100.0 * server_ns / wall_ns, steal_pct)}
+        if memory:
+            out["client_side_cpu_ns"] = client_ns
+    return out
 
 
 def main():
