@@ -64,7 +64,7 @@ def test_unknown_cpu_mask_is_one_line_naming_file_line_and_field(value, fragment
     assert msg.startswith(f"s.toml:{line}: configuration 'aes-off', field 'cpu': "), msg
     assert fragment in msg and "\n" not in msg
     if "unknown" in fragment:
-        assert "(known: baseline, no-aesni, no-shani, no-avx2, no-avx512)" in msg
+        assert "(known: baseline, no-aesni, no-shani, no-avx2, no-avx512, no-bignum)" in msg
 
 
 def test_cpu_error_through_the_cli(cli, write_study, fake_worker):
@@ -113,6 +113,8 @@ def test_worker_env_always_sets_the_variable():
     assert cpumask.worker_env("no-shani", {})["OPENSSL_ia32cap"] == NO_SHANI_VALUE
     assert cpumask.worker_env("no-avx2", {})["OPENSSL_ia32cap"] == f"{ZERO}:~0x00000000c0230020:" + ":".join([ZERO] * 3)
     assert cpumask.worker_env("no-avx512", {})["OPENSSL_ia32cap"] == f"{ZERO}:~0x00000000c0230000:" + ":".join([ZERO] * 3)
+    # BMI2 (#64+8), ADX (#64+19), AVX512IFMA (#64+21)
+    assert cpumask.worker_env("no-bignum", {})["OPENSSL_ia32cap"] == f"{ZERO}:~0x0000000000280100:" + ":".join([ZERO] * 3)
     with pytest.raises(KeyError):
         cpumask.worker_env("no-sha", {})
 
@@ -135,7 +137,7 @@ def test_every_mask_value_has_one_fixed_width():
         assert value.endswith(":" + ":".join([ZERO] * 3)), (name, value)
     assert {len(v) for v in cpumask.MASKS.values()} == {99}
     assert cpumask.MASKS["baseline"] == BASELINE_VALUE
-    assert cpumask.NAMES == ("baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512")
+    assert cpumask.NAMES == ("baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512", "no-bignum")
 
 
 def test_check_hello_refuses_a_worker_that_disagrees():

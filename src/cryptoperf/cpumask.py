@@ -40,6 +40,8 @@ MASKS: dict[str, str] = {
     "no-avx2": "~0x0000000000000000:~0x00000000c0230020:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
     # bits #64+16 AVX512F, #64+17 AVX512DQ, #64+21 AVX512IFMA, #64+30 AVX512BW, #64+31 AVX512VL
     "no-avx512": "~0x0000000000000000:~0x00000000c0230000:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
+    # bits #64+8 BMI2, #64+19 ADX, #64+21 AVX512IFMA: the big-number extensions of RSA and DH
+    "no-bignum": "~0x0000000000000000:~0x0000000000280100:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
 }
 NAMES: tuple[str, ...] = tuple(MASKS)
 
@@ -49,6 +51,7 @@ DESCRIPTIONS: dict[str, str] = {
     "no-shani": "SHA extensions off",
     "no-avx2": "AVX2 and AVX-512 off",
     "no-avx512": "AVX-512 off",
+    "no-bignum": "BMI2, ADX and AVX-512 IFMA off: RSA and DH without their big-number extensions",
 }
 
 

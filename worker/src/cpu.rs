@@ -163,6 +163,8 @@ pub struct CpuMask {
 }
 
 const AVX512: &[&str] = &["avx512f", "avx512dq", "avx512ifma", "avx512bw", "avx512vl"];
+/// `no-bignum`: OPENSSL_ia32cap(3) #64+8 BMI2, #64+19 ADX, #64+21 AVX512IFMA.
+const BIGNUM: &[&str] = &["bmi2", "adx", "avx512ifma"];
 
 /// Every mask a study may name. `baseline` clears nothing: its variable's value leaves every
 /// bit as the CPU reports it (see [`CpuMask::env_value`]).
@@ -193,6 +195,16 @@ pub const CPU_MASKS: &[CpuMask] = &[
         flags: AVX512,
         clears: bits(AVX512),
         description: "AVX-512 (F, DQ, IFMA, BW, VL)",
+    },
+    CpuMask {
+        name: "no-bignum",
+        flags: BIGNUM,
+        clears: bits(BIGNUM),
+        description: "the big-number extensions RSA and DH use: BMI2 and ADX (MULX/ADCX/ADOX \
+                      Montgomery multiplication) and AVX-512 IFMA (52-bit-limb RSA \
+                      exponentiation); the x86 analogue of taking the crypto accelerator away \
+                      from RSA and DH. Other code gated on them (P-256, X25519, SHA-2's AVX2 \
+                      path) loses them too",
     },
 ];
 
@@ -486,6 +498,9 @@ mod tests {
         assert_eq!(m("no-avx2").clears[1] & (1 << 5 | 1 << 16), 1 << 5 | 1 << 16);
         assert_eq!(m("no-avx512").clears, [0, 1 << 16 | 1 << 17 | 1 << 21 | 1 << 30 | 1 << 31]);
         assert_eq!(m("baseline").clears, [0, 0]);
+        // #64+8 BMI2, #64+19 ADX, #64+21 AVX512IFMA, and nothing else (BMI1 #64+3 stays).
+        assert_eq!(m("no-bignum").clears, [0, 1 << 8 | 1 << 19 | 1 << 21]);
+        assert_eq!(m("no-bignum").clears[1] & 1 << 3, 0);
     }
 
     const ZERO: &str = "~0x0000000000000000";
@@ -499,6 +514,7 @@ mod tests {
         assert_eq!(env("no-shani"), format!("{ZERO}:~0x0000000020000000:{zeros3}"));
         assert_eq!(env("no-avx2"), format!("{ZERO}:~0x00000000c0230020:{zeros3}"));
         assert_eq!(env("no-avx512"), format!("{ZERO}:~0x00000000c0230000:{zeros3}"));
+        assert_eq!(env("no-bignum"), format!("{ZERO}:~0x0000000000280100:{zeros3}"));
         // One length for every mask, baseline's included: the environment's size is the same
         // for every configuration's worker.
         for m in CPU_MASKS {
@@ -506,7 +522,7 @@ mod tests {
         }
         assert!(CpuMask::by_name("no-aes").is_none());
         let names: Vec<_> = CPU_MASKS.iter().map(|m| m.name).collect();
-        assert_eq!(names, ["baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512"]);
+        assert_eq!(names, ["baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512", "no-bignum"]);
     }
 
     #[test]
@@ -658,16 +674,18 @@ mod tests {
             let env = mask.env_value();
             let want = unmasked.without(mask.clears);
             assert_eq!(check_mask(mask, "OpenSSL", &vector(want.0), Some(&env), Some(&unmasked)), Ok(()), "{}", mask.name);
-            // One more bit gone than the mask clears (BMI2 is in none of them): not applied.
-            let more = [want.0[0], want.0[1] & !(1 << 8)];
+            // One more bit gone than the mask clears (BMI1 is in none of them): not applied.
+            let more = [want.0[0], want.0[1] & !(1 << 3)];
             let why = not_applied(check_mask(mask, "OpenSSL", &vector(more), Some(&env), Some(&unmasked)));
-            assert!(why.contains(&format!("less {}'s bits", mask.name)) && why.ends_with(": bmi2"), "{why}");
+            assert!(why.contains(&format!("less {}'s bits", mask.name)) && why.ends_with(": bmi1"), "{why}");
         }
         // The vectors OpenSSL 3.0.19 and AWS-LC reported here under no-aesni and no-avx2.
         let m = |n| CpuMask::by_name(n).unwrap();
         let check = |name, vec: [u64; 2]| check_mask(m(name), "OpenSSL", &vector(vec), Some(&m(name).env_value()), Some(&unmasked));
         assert_eq!(check("no-aesni", [0xfdfa3201078bffff, 0x4059c6f1bf07ab]), Ok(()));
         assert_eq!(check("no-avx2", [0xfffa3203078bffff, 0x405fc6319c078b]), Ok(()));
+        // and what both reported under no-bignum (release worker, 2026-11-23): 0x280100 less.
+        assert_eq!(check("no-bignum", [0xfffa3203078bffff, 0x405fc6f19706ab]), Ok(()));
     }
 
     #[test]

@@ -13,6 +13,7 @@ mod kat;
 mod measure;
 mod ops;
 mod protocol;
+mod workloads;
 
 use std::io::Write;
 
@@ -42,6 +43,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 1
             }
         },
+        [workloads::server::FLAG] => workloads::server::child_main(),
         ["--hello"] => {
             let request = br#"{"type":"hello","protocol":1,"detail":true}"#;
             let mut out = Vec::new();

@@ -5,6 +5,7 @@ use crate::backends::{self, Backend, BackendError};
 use crate::cpu::{self, CapVector, CpuInfo, CpuMask, MaskProblem, CPU_MASKS};
 use crate::kat;
 use crate::measure::{self, Measurement, Plan};
+use crate::workloads;
 use crate::ops::prepare::{bytes_per_op, prepare};
 use crate::ops::{self, DigestAlg, Op, Params, RawParams, RsaPadding, ALL_OPS};
 use base64::Engine as _;
@@ -45,8 +46,9 @@ struct RunRequest {
     id: String,
     backend: String,
     op: String,
+    /// Checked against the operation ([`RawParams`]) or the workload (`workloads::parse`).
     #[serde(default)]
-    params: RawParams,
+    params: Map<String, Value>,
     #[serde(default = "one")]
     threads: usize,
     #[serde(default = "default_warmup_s")]
@@ -73,14 +75,30 @@ fn default_seconds() -> f64 {
     1.0
 }
 
+/// What a `run` request measures: a primitive operation or a workload.
+enum What {
+    Op { op: Op, params: Params },
+    Workload(Box<workloads::WorkloadCase>),
+}
+
+impl Case {
+    /// The resolved parameters of a primitive operation (tests).
+    #[cfg(test)]
+    fn op_params(self) -> Params {
+        match self.what {
+            What::Op { params, .. } => params,
+            What::Workload(_) => panic!("a workload has no operation parameters"),
+        }
+    }
+}
+
 /// A `run` request after every check: ready to execute.
 struct Case {
     id: String,
     backend_name: String,
     backend: Box<dyn Backend>,
     op_name: String,
-    op: Op,
-    params: Params,
+    what: What,
     plan: Plan,
     /// The CPU capability mask the orchestrator started this worker with, to verify.
     cpu_mask: Option<&'static CpuMask>,
@@ -183,10 +201,14 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
             let info = b.info();
             // In the FIPS worker, a library without FIPS mode here supports nothing.
             let refused = crate::fips::unavailable(info.backend);
-            let mut entry = serde_json::to_value(info).expect("LibraryInfo serialises");
+            let mut entry = serde_json::to_value(&info).expect("LibraryInfo serialises");
             entry["capabilities"] = b.capabilities().to_json();
             if detail {
-                entry["ops"] = ALL_OPS.iter().map(|name| support(&*b, name, refused.as_deref())).collect();
+                entry["ops"] = ALL_OPS
+                    .iter()
+                    .map(|name| support(&*b, name, refused.as_deref()))
+                    .chain(workloads::NAMES.iter().map(|name| workload_support(info.backend, name, refused.as_deref())))
+                    .collect();
             }
             entry
         })
@@ -207,7 +229,7 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
             }))
             .collect::<Vec<_>>(),
         "backends": backends,
-        "ops": ALL_OPS,
+        "ops": ALL_OPS.iter().chain(workloads::NAMES.iter()).collect::<Vec<_>>(),
         "limits": limits(),
         "op_params": op_params(),
         "param_values": param_values(),
@@ -240,15 +262,32 @@ fn op_params() -> Value {
         }
         (name.to_string(), entry)
     });
-    Value::Object(entries.collect())
+    let workloads = workloads::NAMES.iter().map(|name| (name.to_string(), workloads::op_params(name)));
+    Value::Object(entries.chain(workloads).collect())
 }
 
 /// `hello`'s `param_values`: the values `digest` and `padding` may take.
 fn param_values() -> Value {
-    json!({
+    let mut v = json!({
         "digest": DigestAlg::ALL.map(DigestAlg::name),
         "padding": RsaPadding::ALL.map(RsaPadding::name),
-    })
+    });
+    if let Value::Object(m) = &mut v {
+        m.extend(workloads::param_values());
+    }
+    v
+}
+
+/// Whether `backend` runs the workload `name` at all (which combinations of its parameters it
+/// lacks is said per request, as `unsupported` with the reason).
+fn workload_support(backend: &str, name: &str, refused: Option<&str>) -> Value {
+    if let Some(r) = refused {
+        return json!({"op": name, "status": "unsupported", "reason": r});
+    }
+    match workloads::parse(name, backend, &Map::new()) {
+        Ok(_) => json!({"op": name, "status": "supported"}),
+        Err(r) => json!({"op": name, "status": "unsupported", "reason": r}),
+    }
 }
 
 /// Whether `backend` can prepare the operation `name` with default parameters; `refused`, the
@@ -276,11 +315,26 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
             format!("unknown backend '{}'; known: {}", req.backend, backends::NAMES.join(", ")),
         )
     })?;
-    let op = Op::parse(&req.op).ok_or_else(|| {
-        refuse("unknown_op", format!("unknown operation '{}'; known: {}", req.op, ALL_OPS.join(", ")))
-    })?;
-    let params = Params::resolve(op, &req.params)
-        .map_err(|e| refuse("bad_params", format!("{}: {e}", req.op)))?;
+    let what = if workloads::is_workload(&req.op) {
+        if req.threads != 1 || req.batch.is_some() {
+            return Err(refuse(
+                "bad_params",
+                format!("{}: a workload takes its concurrency from params.load (closed:N, open:RATE), not threads or batch", req.op),
+            ));
+        }
+        let case = workloads::parse(&req.op, &req.backend, &req.params)
+            .map_err(|e| refuse("bad_params", format!("{}: {e}", req.op)))?;
+        What::Workload(Box::new(case))
+    } else {
+        let op = Op::parse(&req.op).ok_or_else(|| {
+            let known: Vec<&str> = ALL_OPS.iter().chain(workloads::NAMES.iter()).copied().collect();
+            refuse("unknown_op", format!("unknown operation '{}'; known: {}", req.op, known.join(", ")))
+        })?;
+        let raw: RawParams = serde_json::from_value(Value::Object(req.params.clone()))
+            .map_err(|e| refuse("bad_params", format!("{}: params: {e}", req.op)))?;
+        let params = Params::resolve(op, &raw).map_err(|e| refuse("bad_params", format!("{}: {e}", req.op)))?;
+        What::Op { op, params }
+    };
     if !(1..=MAX_THREADS).contains(&req.threads) {
         return Err(refuse("bad_params", format!("threads must be 1..={MAX_THREADS}, got {}", req.threads)));
     }
@@ -327,8 +381,7 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
         backend_name: req.backend,
         backend,
         op_name: req.op,
-        op,
-        params,
+        what,
         plan: Plan {
             warmup: Duration::from_secs_f64(req.warmup_s),
             budget: Duration::from_secs_f64(req.seconds),
@@ -350,7 +403,10 @@ fn run(case: Case) -> Value {
         "library": info.library,
         "library_version": info.library_version,
         "fips": info.fips,
-        "params": case.params,
+        "params": match &case.what {
+            What::Op { params, .. } => serde_json::to_value(params).expect("Params serialise"),
+            What::Workload(w) => Value::Object(w.raw.clone()),
+        },
         "threads": case.plan.threads,
     });
     let outcome = |status: &str, reason: String| (status.to_string(), reason);
@@ -374,7 +430,27 @@ fn run(case: Case) -> Value {
             Err(MaskProblem::NotApplied(r)) => return finish(result, outcome("invalid", r)),
         }
     }
-    let validation = match kat::validate(&*case.backend, case.op, &case.params) {
+    let (op, params) = match &case.what {
+        What::Op { op, params } => (*op, params),
+        What::Workload(w) => {
+            return match workloads::run(w, &*case.backend, case.plan.warmup, case.plan.budget) {
+                workloads::Finish::Ok(fields) => {
+                    merge(&mut result, fields);
+                    result["status"] = "ok".into();
+                    result
+                }
+                workloads::Finish::Unsupported(r, fields) => {
+                    merge(&mut result, fields);
+                    finish(result, outcome("unsupported", r))
+                }
+                workloads::Finish::Invalid(r, fields) => {
+                    merge(&mut result, fields);
+                    finish(result, outcome("invalid", r))
+                }
+            };
+        }
+    };
+    let validation = match kat::validate(&*case.backend, op, params) {
         Ok(v) => v,
         Err(BackendError::Unsupported(r)) => return finish(result, outcome("unsupported", r)),
         Err(BackendError::Failed(e)) => {
@@ -385,7 +461,7 @@ fn run(case: Case) -> Value {
     if let Some(why) = validation.failure() {
         return finish(result, outcome("invalid", why));
     }
-    let (backend, op, params) = (&*case.backend, case.op, &case.params);
+    let backend = &*case.backend;
     match measure::measure(|| prepare(backend, op, params), case.plan) {
         Ok(m) => {
             merge(&mut result, measurement_fields(&m, bytes_per_op(op, params)));
@@ -419,7 +495,7 @@ fn merge(into: &mut Value, from: Value) {
 }
 
 /// The measured fields of a `result`, histogram encoded as HdrHistogram V2 compressed + base64.
-fn measurement_fields(m: &Measurement, bytes_per_op: usize) -> Value {
+pub(crate) fn measurement_fields(m: &Measurement, bytes_per_op: usize) -> Value {
     let mut encoded = Vec::new();
     V2DeflateSerializer::new()
         .serialize(&m.histogram, &mut encoded)
@@ -510,7 +586,7 @@ mod tests {
         let (_, out) = converse(&[HELLO]);
         let masks = out[0]["cpu_masks"].as_array().unwrap();
         let names: Vec<_> = masks.iter().map(|m| m["name"].as_str().unwrap()).collect();
-        assert_eq!(names, ["baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512"]);
+        assert_eq!(names, ["baseline", "no-aesni", "no-shani", "no-avx2", "no-avx512", "no-bignum"]);
         let zero = "~0x0000000000000000";
         assert_eq!(masks[0]["openssl_ia32cap"], [zero; 5].join(":"));
         assert_eq!(
@@ -518,6 +594,8 @@ mod tests {
             format!("~0x0200000200000000:~0x0000060000000000:{zero}:{zero}:{zero}")
         );
         assert_eq!(masks[1]["clears"], json!(["aes", "pclmulqdq", "vaes", "vpclmulqdq"]));
+        assert_eq!(masks[5]["openssl_ia32cap"], format!("{zero}:~0x0000000000280100:{zero}:{zero}:{zero}"));
+        assert_eq!(masks[5]["clears"], json!(["bmi2", "adx", "avx512ifma"]));
         let caps: std::collections::HashMap<_, _> = out[0]["backends"]
             .as_array()
             .unwrap()
@@ -546,7 +624,7 @@ mod tests {
             r#"{"type":"run","id":"d","backend":"ring","op":"sha256","cpu_mask":"no-shani","seconds":0.01,"warmup_s":0}"#,
         ]);
         assert_eq!(out[1]["code"], "bad_params");
-        assert!(out[1]["message"].as_str().unwrap().contains("known: baseline, no-aesni, no-shani, no-avx2, no-avx512"));
+        assert!(out[1]["message"].as_str().unwrap().contains("known: baseline, no-aesni, no-shani, no-avx2, no-avx512, no-bignum"));
         assert_eq!(out[2]["status"], "unsupported");
         assert_eq!(out[2]["reason"], "mock has no runtime CPU capability mask");
         assert_eq!(out[2]["cpu_mask"], "no-aesni");
@@ -653,7 +731,7 @@ mod tests {
             assert!(e.message.starts_with(field), "{}", e.message);
         }
         let sized = |v: Value| with("params", json!({"size_bytes": v}));
-        let case = parse(sized(max("max_size_bytes"))).map(|c| c.params).unwrap();
+        let case = parse(sized(max("max_size_bytes"))).map(|c| c.op_params()).unwrap();
         assert_eq!(json!(case.size_bytes), max("max_size_bytes"));
         let e = refusal(sized(plus_one("max_size_bytes")));
         assert_eq!(e.code, "bad_params");
@@ -682,9 +760,31 @@ mod tests {
             let name = op.as_str().unwrap();
             let entry = &op_params[name];
             let params: Vec<&str> = entry["params"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+            if entry["workload"] == json!(true) {
+                // A workload: every announced value of every enumerated parameter is accepted,
+                // a parameter it does not list is refused, and so is a value outside the list.
+                let request = |params: Value| json!({"backend": "aws-lc", "op": name, "params": params});
+                for param in &params {
+                    for value in values.get(*param).and_then(Value::as_array).cloned().unwrap_or_default() {
+                        match parse(request(json!({*param: value.clone()}))) {
+                            Ok(_) => {}
+                            // ike-phase1 has no server, tls-bulk no memory mode: refused with the reason
+                            Err(e) if *param == "mode" && e.message.contains("mode must be") => {}
+                            Err(e) => panic!("{name} refused its announced {param} {value}: {}", e.message),
+                        }
+                    }
+                    if values.get(*param).is_some() {
+                        let e = refusal(request(json!({*param: "no-such-value"})));
+                        assert_eq!(e.code, "bad_params", "{name} {param}");
+                    }
+                }
+                let e = refusal(request(json!({"padding": "pss"})));
+                assert!(e.message.contains("unknown parameter 'padding'"), "{}", e.message);
+                continue;
+            }
             let request = |params: Value| json!({"backend": "mock", "op": name, "params": params});
             // defaults
-            let resolved = parse(request(json!({}))).map(|c| c.params).unwrap();
+            let resolved = parse(request(json!({}))).map(|c| c.op_params()).unwrap();
             let size = &entry["default_size_bytes"];
             assert_eq!(params.contains(&"size_bytes"), !size.is_null(), "{name}");
             assert_eq!(json!(resolved.size_bytes), if size.is_null() { json!(0) } else { size.clone() }, "{name}");
@@ -697,7 +797,7 @@ mod tests {
                 for value in samples(param) {
                     let result = parse(request(json!({param: value})));
                     if params.contains(&param) {
-                        let p = serde_json::to_value(result.map(|c| c.params).unwrap()).unwrap();
+                        let p = serde_json::to_value(result.map(|c| c.op_params()).unwrap()).unwrap();
                         assert_eq!(p[param], value, "{name} {param}");
                     } else {
                         let e = result.err().unwrap_or_else(|| panic!("{name} accepted {param}"));

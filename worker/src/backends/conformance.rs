@@ -56,6 +56,8 @@ pub(crate) enum Cap {
     Agree(KxAlg),
     /// `agreement(X25519, None)`: a generated, reusable X25519 key pair.
     GenerateX25519,
+    /// `agreement(EcdhP256, None)`: a generated, reusable P-256 key pair (an ephemeral share).
+    GenerateP256,
     /// `kem_keypair` and `kem_encapsulator`.
     Kem(KemAlg),
     /// `kem_decapsulator`: import a FIPS 203 decapsulation key.
@@ -83,12 +85,12 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
         "openssl" => match cap {
             Cap::Digest(_) | Cap::Hmac(_) | Cap::Aead(_) => true,
             Cap::Sign(alg) | Cap::Verify(alg) => !matches!(alg, SigAlg::MlDsa(_)),
-            Cap::Agree(_) | Cap::GenerateX25519 => true,
+            Cap::Agree(_) | Cap::GenerateX25519 | Cap::GenerateP256 => true,
             Cap::Kem(_) | Cap::KemImport(_) | Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
             Cap::SigKeygen(_) | Cap::SigKeygenSeeded(_) => false,
         },
-        // aws-lc-rs (plus AWS-LC's C API for RSA with SHA-1): no SHA-3 HMAC or RSA, ECDSA
-        // signing only P-256/SHA-256 and P-384/SHA-384, no FFDH, no seeded ML-KEM.
+        // aws-lc-rs (plus AWS-LC's C API for RSA with SHA-1 and for FFDH): no SHA-3 HMAC or
+        // RSA, ECDSA signing only P-256/SHA-256 and P-384/SHA-384, no seeded ML-KEM.
         "aws-lc" => match cap {
             Cap::Digest(_) | Cap::Aead(_) => true,
             Cap::Hmac(d) => d != Sha3_256,
@@ -100,8 +102,8 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
             Cap::Verify(SigAlg::EcdsaP256 { digest }) => digest != Sha3_256,
             Cap::Verify(SigAlg::EcdsaP384 { digest }) => sha2(digest),
             Cap::Sign(_) | Cap::Verify(_) => true, // Ed25519, ML-DSA
-            Cap::Agree(alg) => alg != KxAlg::Ffdh2048,
-            Cap::GenerateX25519 | Cap::Kem(_) => true,
+            Cap::Agree(_) => true,
+            Cap::GenerateX25519 | Cap::GenerateP256 | Cap::Kem(_) => true,
             Cap::KemImport(k) => is_ml_kem(k),
             Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
             Cap::SigKeygen(_) | Cap::SigKeygenSeeded(_) => true,
@@ -123,7 +125,7 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
             }
             Cap::Sign(SigAlg::Ed25519) | Cap::Verify(SigAlg::Ed25519) => true,
             Cap::Sign(SigAlg::MlDsa(_)) | Cap::Verify(SigAlg::MlDsa(_)) => false,
-            Cap::Agree(_) | Cap::GenerateX25519 => false,
+            Cap::Agree(_) | Cap::GenerateX25519 | Cap::GenerateP256 => false,
             Cap::Kem(_) | Cap::KemImport(_) | Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
             Cap::SigKeygen(_) | Cap::SigKeygenSeeded(_) => false,
         },
@@ -765,11 +767,31 @@ pub(crate) fn agreements(subjects: &[&dyn Backend], l: &mut Ledger) {
                 })();
                 l.check(who, "ECDH P-256 fixed keys", r);
             }
-            let r = match b.agreement(KxAlg::EcdhP256, None) {
-                Err(_) => Ok(()),
-                Ok(_) => Err("ECDH P-256 without our key pair was accepted".into()),
+            // Generated P-256 key pairs (ephemeral shares, e.g. the ike-phase1 workload).
+            let ga = l.have(b, Cap::GenerateP256, b.agreement(KxAlg::EcdhP256, None));
+            let gb = l.have(b, Cap::GenerateP256, b.agreement(KxAlg::EcdhP256, None));
+            if let (Some(mut ga), Some(mut gb), Ok(mut c)) = (ga, gb, b.agreement(KxAlg::EcdhP256, Some(&peer))) {
+                let r = (|| {
+                    let pa = ga.public_key();
+                    ensure(pa.len() == 65 && pa[0] == 4, format!("public key is {} bytes, not an uncompressed point", pa.len()))?;
+                    ensure(pa != gb.public_key(), "two generated key pairs are the same")?;
+                    ensure(pa != ours.public, "the generated key is the fixed key")?;
+                    let ab = ga.derive(&gb.public_key()).map_err(|e| e.to_string())?;
+                    ensure(ab.len() == 32, format!("secret is {} bytes", ab.len()))?;
+                    same("A·B vs B·A", &ab, &gb.derive(&pa).map_err(|e| e.to_string())?)?;
+                    let with_peer = ga.derive(peer.public).map_err(|e| e.to_string())?;
+                    same("with the fixed peer, both sides", &with_peer, &c.derive(&pa).map_err(|e| e.to_string())?)
+                })();
+                l.check(who, "ECDH P-256 generated key pairs", r);
+            }
+            // Where the library has no such key pair, it says so, with a reason, and fails nothing.
+            let r = match (supports(who, Cap::GenerateP256), b.agreement(KxAlg::EcdhP256, None)) {
+                (Some(false), Err(BackendError::Unsupported(why))) => ensure(!why.is_empty(), "no reason given"),
+                (Some(false), Err(e)) => Err(format!("failed instead of unsupported: {e}")),
+                (Some(false), Ok(_)) => Err("generated a key pair it is documented not to have".into()),
+                _ => Ok(()),
             };
-            l.check(who, "ECDH P-256 needs our key", r);
+            l.check(who, "ECDH P-256 key generation: had, or unsupported with a reason", r);
         }
         // FFDH-2048 (RFC 3526 group 14): generated key pairs.
         let fa = l.have(b, Cap::Agree(KxAlg::Ffdh2048), b.agreement(KxAlg::Ffdh2048, None));
@@ -1115,8 +1137,8 @@ fn every_operation_prepares_or_is_unsupported() {
     }
     for b in &s {
         // Of the 49 operations: OpenSSL lacks the 21 post-quantum ones (ML-DSA, ML-KEM, the
-        // hybrid); ring those and SHA3-256 and the 4 key agreements; AWS-LC and RustCrypto FFDH.
-        let want = match name(&**b) { "ring" => 23, "openssl" => 28, _ => 48 };
+        // hybrid); ring those and SHA3-256 and the 4 key agreements; RustCrypto FFDH.
+        let want = match name(&**b) { "ring" => 23, "openssl" => 28, "aws-lc" => 49, _ => 48 };
         assert_eq!(ran.get(name(&**b)).copied().unwrap_or(0), want, "{}: operations that ran", name(&**b));
     }
 }

@@ -166,7 +166,11 @@ pub trait Backend: Send + Sync {
     fn verifier(&self, alg: SigAlg, _public: &[u8]) -> Result<Box<dyn Verifier>> {
         unsupported(format!("{} cannot verify {alg:?}", self.info().library))
     }
-    /// `ours` is `None` for FFDH, where the backend generates the key pair.
+    /// `ours` = `Some`: import that key pair (X25519, ECDH P-256). `ours` = `None`: the backend
+    /// generates a fresh key pair from its random generator: always for FFDH-2048 (a key
+    /// passed in is not used), and for ephemeral X25519 and P-256 shares (`x25519-keygen`, the
+    /// hybrid's shares, the `ike-phase1` workload). Errors: `Unsupported` where the library
+    /// lacks the agreement (or a reusable key pair for it), `Failed` on a bad key.
     fn agreement(&self, alg: KxAlg, _ours: Option<&KeyPair>) -> Result<Box<dyn Agreement>> {
         unsupported(format!("{} has no reusable {alg:?} key agreement", self.info().library))
     }

@@ -188,7 +188,6 @@ impl Backend for OpenSsl {
     }
 
     fn agreement(&self, alg: KxAlg, ours: Option<&KeyPair>) -> Result<Box<dyn Agreement>> {
-        let need_ours = || BackendError::Failed(format!("{alg:?} needs our key pair (got none)"));
         match alg {
             KxAlg::X25519 => {
                 let pkey = match ours {
@@ -201,8 +200,14 @@ impl Backend for OpenSsl {
                 Ok(Box::new(OsslAgreement::new(pkey, public, PeerKind::X25519)))
             }
             KxAlg::EcdhP256 => {
-                let ours = ours.ok_or_else(need_ours)?;
-                let pkey = private_key_from_der(ours.private_pkcs8)?;
+                let pkey = match ours {
+                    Some(ours) => private_key_from_der(ours.private_pkcs8)?,
+                    // A fresh key pair (an ephemeral ECDH share, e.g. IKE's KE payload).
+                    None => {
+                        let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).map_err(failed)?;
+                        PKey::from_ec_key(EcKey::generate(&group).map_err(failed)?).map_err(failed)?
+                    }
+                };
                 let ec = pkey.ec_key().map_err(failed)?;
                 check_curve(
                     ec.group(),

@@ -234,7 +234,6 @@ impl Backend for RustCrypto {
     }
 
     fn agreement(&self, alg: KxAlg, ours: Option<&KeyPair>) -> Result<Box<dyn Agreement>> {
-        let need_ours = || BackendError::Failed(format!("{alg:?} needs our key pair (got none)"));
         match alg {
             KxAlg::X25519 => {
                 let secret = match ours {
@@ -254,8 +253,11 @@ impl Backend for RustCrypto {
                 Ok(Box::new(X25519Agreement { secret, public }))
             }
             KxAlg::EcdhP256 => {
-                let ours = ours.ok_or_else(need_ours)?;
-                let secret = ec_secret_p256(ours.private_pkcs8)?;
+                let secret = match ours {
+                    Some(ours) => ec_secret_p256(ours.private_pkcs8)?,
+                    // A fresh key pair (an ephemeral ECDH share, e.g. IKE's KE payload).
+                    None => p256::SecretKey::random(&mut OsRng),
+                };
                 Ok(Box::new(EcdhP256Agreement { secret, peer: None }))
             }
             KxAlg::Ffdh2048 => unsupported("RustCrypto has no FFDH (finite-field Diffie-Hellman)"),

@@ -4,7 +4,9 @@
 //! closure that performs one operation.
 
 pub mod clock;
+pub mod load;
 pub mod procstat;
+pub mod sampler;
 
 use crate::backends::BackendError;
 use hdrhistogram::Histogram;

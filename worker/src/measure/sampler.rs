@@ -1,0 +1,98 @@
+//! CPU over time: a thread that samples this process's CPU use (user and system, from
+//! `getrusage(RUSAGE_SELF)`, all threads) and the host's steal (from `/proc/stat`) every
+//! [`INTERVAL`] while a workload runs, so a report can plot the process's CPU % over the cell's
+//! lifetime beside the hypervisor's steal.
+
+use super::clock;
+use super::procstat::CpuTicks;
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Time between samples: 100 ms.
+pub const INTERVAL: Duration = Duration::from_millis(100);
+
+/// One interval's CPU use.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct CpuSample {
+    /// End of the interval, ms since the sampler started.
+    pub t_ms: f64,
+    /// This process's user and system CPU time over the interval, % of one CPU (two busy
+    /// threads on two CPUs show 200).
+    pub user_pct: f64,
+    pub system_pct: f64,
+    /// The host's stolen time over the interval, % of all its CPUs (`/proc/stat`).
+    pub steal_pct: f64,
+}
+
+/// A running sampler; [`Sampler::stop`] ends it and returns the samples.
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<Vec<CpuSample>>,
+}
+
+/// This process's (user, system) CPU time in ns, all threads.
+pub fn process_cpu_ns() -> (u64, u64) {
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is always valid.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    (ns(ru.ru_utime), ns(ru.ru_stime))
+}
+
+impl Sampler {
+    /// Start sampling in a thread of its own (its own CPU use is a few µs per sample).
+    pub fn start() -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let t0 = clock::monotonic_ns();
+            let (mut t, mut cpu, mut ticks) = (t0, process_cpu_ns(), CpuTicks::now());
+            let mut out = Vec::new();
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(INTERVAL);
+                let (t1, cpu1, ticks1) = (clock::monotonic_ns(), process_cpu_ns(), CpuTicks::now());
+                let dt = (t1 - t) as f64;
+                let d = ticks1.since(ticks);
+                out.push(CpuSample {
+                    t_ms: (t1 - t0) as f64 / 1e6,
+                    user_pct: round1(100.0 * cpu1.0.saturating_sub(cpu.0) as f64 / dt),
+                    system_pct: round1(100.0 * cpu1.1.saturating_sub(cpu.1) as f64 / dt),
+                    steal_pct: if d.total == 0 { 0.0 } else { round1(100.0 * d.steal as f64 / d.total as f64) },
+                });
+                (t, cpu, ticks) = (t1, cpu1, ticks1);
+            }
+            out
+        });
+        Sampler { stop, handle }
+    }
+
+    /// Stop after the current interval and return every sample taken.
+    pub fn stop(self) -> Vec<CpuSample> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
+}
+
+fn round1(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_busy_thread_shows_as_about_one_cpu() {
+        let s = Sampler::start();
+        let end = clock::monotonic_ns() + 450_000_000;
+        while clock::monotonic_ns() < end {}
+        let samples = s.stop();
+        assert!(samples.len() >= 4, "{samples:?}");
+        // The spinning thread: ~100 % of one CPU in the full intervals (user + system).
+        let busy: Vec<f64> = samples[..3].iter().map(|s| s.user_pct + s.system_pct).collect();
+        assert!(busy.iter().all(|b| *b > 60.0 && *b < 140.0), "{busy:?}");
+        assert!(samples.windows(2).all(|w| w[1].t_ms > w[0].t_ms));
+    }
+}

@@ -1,0 +1,352 @@
+//! Workloads: what production runs, rather than one primitive — a TLS handshake, a TLS bulk
+//! transfer, an IKE-style phase 1 — measured at a load level (`crate::measure::load`) and
+//! reported through the same `run` request and `result` as the primitives
+//! (docs/worker-protocol.md, "Workloads").
+//!
+//! One file per workload ([`tls_handshake`], [`tls_bulk`], [`ike_phase1`]); a workload with a
+//! server side runs that side in a second worker process ([`server`]), pinned to its own CPU
+//! where the host has two, so each side's CPU time is measured apart. The TLS implementations
+//! live in [`tls`].
+
+pub mod ike_phase1;
+pub mod server;
+pub mod tls;
+pub mod tls_bulk;
+pub mod tls_handshake;
+
+use crate::backends::{Backend, BackendError};
+use crate::measure::load::Load;
+use serde_json::{json, Map, Value};
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// Every workload name a `run` request may give as its `op`.
+pub const NAMES: [&str; 3] = [tls_handshake::NAME, tls_bulk::NAME, ike_phase1::NAME];
+
+/// Parameters every workload takes, beside its own: the load level, the mode, where the server
+/// listens, and a stall to inject into the server (for testing the latency method).
+pub const COMMON_PARAMS: [&str; 6] = ["load", "mode", "address", "port", "stall_ms", "stall_every_ms"];
+
+/// Whether `name` is a workload (and not a primitive operation).
+pub fn is_workload(name: &str) -> bool {
+    NAMES.contains(&name)
+}
+
+/// Where the two sides run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Server in its own worker process, clients in this one, over loopback TCP.
+    Socket,
+    /// Both sides in one thread exchanging records through memory: no sockets, no kernel; the
+    /// protocol's own CPU cost, the floor under the socket figure.
+    Memory,
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Socket => "socket",
+            Mode::Memory => "memory",
+        }
+    }
+}
+
+/// A pause injected into the server: `pause_ms` at the start of every `every_ms`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    pub pause_ms: u64,
+    pub every_ms: u64,
+}
+
+/// The parameters every workload shares, checked.
+#[derive(Clone, Debug)]
+pub struct Common {
+    pub load: Load,
+    pub mode: Mode,
+    /// Listening address: loopback unless the request names another explicitly.
+    pub address: IpAddr,
+    /// Listening port; 0 = one the kernel picks.
+    pub port: u16,
+    pub stall: Option<Stall>,
+}
+
+/// A workload request's own parameters, checked.
+pub enum Spec {
+    TlsHandshake(tls_handshake::Spec),
+    TlsBulk(tls_bulk::Spec),
+    IkePhase1(ike_phase1::IkeParams),
+}
+
+/// A checked workload request.
+pub struct WorkloadCase {
+    pub name: &'static str,
+    pub spec: Spec,
+    pub common: Common,
+    /// The request's `params` as given (the server process parses them again).
+    pub raw: Map<String, Value>,
+    pub backend_name: String,
+}
+
+/// How a workload run ended: `ok` with the result's measured fields, or `unsupported` /
+/// `invalid` with the reason (and whatever fields were learnt before, e.g. `validation`).
+pub enum Finish {
+    Ok(Value),
+    Unsupported(String, Value),
+    Invalid(String, Value),
+}
+
+/// The parameters `name` accepts, in the order `hello` lists them (its own, then the common
+/// ones).
+pub fn param_names(name: &str) -> Vec<&'static str> {
+    let own: &[&str] = match name {
+        tls_handshake::NAME => &tls_handshake::PARAMS,
+        tls_bulk::NAME => &tls_bulk::PARAMS,
+        ike_phase1::NAME => &ike_phase1::PARAMS,
+        _ => &[],
+    };
+    own.iter().chain(COMMON_PARAMS.iter()).copied().collect()
+}
+
+/// The values each enumerated workload parameter accepts (merged into `hello`'s
+/// `param_values`).
+pub fn param_values() -> Map<String, Value> {
+    let mut m = Map::new();
+    let names = |v: Vec<&'static str>| Value::from(v);
+    m.insert("tls_version".into(), tls::TlsVersion::NAMES.into());
+    m.insert("cert".into(), tls::CertKind::NAMES.into());
+    m.insert("group".into(), tls::Group::NAMES.into());
+    m.insert("server_group".into(), tls::Group::NAMES.into());
+    m.insert("suite".into(), tls::Suite::NAMES.into());
+    m.insert("session".into(), names(vec!["full", "resumed"]));
+    m.insert("mode".into(), names(vec!["socket", "memory"]));
+    m.insert("dh_group".into(), names(ike_phase1::IkeGroup::ALL.iter().map(|g| g.name()).collect()));
+    m
+}
+
+/// `hello`'s `op_params` entry of a workload: `params`, `workload: true`, `defaults` (the value
+/// each parameter takes when not given) and `default_size_bytes` (null, or the bytes per
+/// transaction of a bulk transfer).
+pub fn op_params(name: &str) -> Value {
+    let defaults = match name {
+        tls_handshake::NAME => tls_handshake::defaults(),
+        tls_bulk::NAME => tls_bulk::defaults(),
+        _ => ike_phase1::defaults(),
+    };
+    let size = defaults.get("size_bytes").cloned().unwrap_or(Value::Null);
+    json!({"params": param_names(name), "workload": true, "defaults": defaults, "default_size_bytes": size})
+}
+
+/// Read a string parameter (numbers accepted and spelt as text), or `default`.
+pub(crate) fn text(params: &Map<String, Value>, key: &str, default: &str) -> Result<String, String> {
+    match params.get(key) {
+        None | Some(Value::Null) => Ok(default.to_string()),
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(Value::Number(n)) => Ok(n.to_string()),
+        Some(Value::Bool(b)) => Ok(b.to_string()),
+        Some(other) => Err(format!("{key} must be a string, got {other}")),
+    }
+}
+
+/// Read a whole-number parameter (a number or its decimal text) within `range`, or `default`.
+pub(crate) fn number(params: &Map<String, Value>, key: &str, default: u64, range: std::ops::RangeInclusive<u64>) -> Result<u64, String> {
+    let v = match params.get(key) {
+        None | Some(Value::Null) => return Ok(default),
+        Some(Value::Number(n)) => n.as_u64(),
+        Some(Value::String(s)) => s.trim().parse().ok(),
+        _ => None,
+    };
+    v.filter(|n| range.contains(n)).ok_or_else(|| {
+        format!("{key} must be a whole number in {}..={}, got {}", range.start(), range.end(), params[key])
+    })
+}
+
+/// Parse one enumerated value with `parse`, naming the known ones when it fails.
+pub(crate) fn choice<T>(key: &str, value: &str, parse: impl Fn(&str) -> Option<T>, known: &[&str]) -> Result<T, String> {
+    parse(value).ok_or_else(|| format!("unknown {key} '{value}'; known: {}", known.join(", ")))
+}
+
+/// Check a workload request's `params` (every key known, every value valid).
+///
+/// Errors: one line naming the parameter and what it accepts.
+pub fn parse(name: &str, backend_name: &str, params: &Map<String, Value>) -> Result<WorkloadCase, String> {
+    let name: &'static str = NAMES.iter().copied().find(|n| *n == name).ok_or_else(|| format!("unknown workload '{name}'"))?;
+    let accepted = param_names(name);
+    if let Some(k) = params.keys().find(|k| !accepted.contains(&k.as_str())) {
+        return Err(format!("unknown parameter '{k}' for {name}; it takes: {}", accepted.join(", ")));
+    }
+    let default_mode = if name == ike_phase1::NAME { "memory" } else { "socket" };
+    let mode = match text(params, "mode", default_mode)?.as_str() {
+        "socket" => Mode::Socket,
+        "memory" => Mode::Memory,
+        other => return Err(format!("unknown mode '{other}'; known: socket, memory")),
+    };
+    let load = Load::parse(&text(params, "load", "closed:1")?)?;
+    let address: IpAddr = text(params, "address", "127.0.0.1")?
+        .parse()
+        .map_err(|_| format!("address must be an IP address, got {}", params["address"]))?;
+    let port = number(params, "port", 0, 0..=65535)? as u16;
+    let pause_ms = number(params, "stall_ms", 0, 0..=60_000)?;
+    let every_ms = number(params, "stall_every_ms", 1000, 1..=3_600_000)?;
+    if pause_ms >= every_ms {
+        return Err(format!("stall_ms ({pause_ms}) must be shorter than stall_every_ms ({every_ms})"));
+    }
+    let stall = (pause_ms > 0).then_some(Stall { pause_ms, every_ms });
+    let spec = match name {
+        tls_handshake::NAME => Spec::TlsHandshake(tls_handshake::parse(backend_name, params)?),
+        tls_bulk::NAME => Spec::TlsBulk(tls_bulk::parse(backend_name, params)?),
+        _ => {
+            if mode == Mode::Socket {
+                return Err("ike-phase1 runs both sides' crypto in one process: mode must be memory".into());
+            }
+            Spec::IkePhase1(ike_phase1::parse_params(params)?)
+        }
+    };
+    if mode == Mode::Memory && (stall.is_some() || params.contains_key("port") || params.contains_key("address")) {
+        return Err("port, address and stall_ms apply to mode = socket only (memory mode has no server process)".into());
+    }
+    if name == tls_bulk::NAME && mode == Mode::Memory {
+        return Err("tls-bulk runs over sockets only: mode must be socket".into());
+    }
+    let common = Common { load, mode, address, port, stall };
+    Ok(WorkloadCase { name, spec, common, raw: params.clone(), backend_name: backend_name.to_string() })
+}
+
+/// Run a checked workload case on `backend` (its library's capability checks already done):
+/// validate, then measure at the case's load for `warmup` + `budget`.
+pub fn run(case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
+    let finish = match &case.spec {
+        Spec::TlsHandshake(spec) => tls_handshake::run(case, spec, warmup, budget),
+        Spec::TlsBulk(spec) => tls_bulk::run(case, spec, warmup, budget),
+        Spec::IkePhase1(p) => ike_phase1_run(backend, p, &case.common, warmup, budget),
+    };
+    match finish {
+        Finish::Ok(mut v) => {
+            v["workload"] = case.name.into();
+            v["load"] = case.common.load.to_json();
+            v["mode"] = case.common.mode.name().into();
+            Finish::Ok(v)
+        }
+        other => other,
+    }
+}
+
+/// `ike-phase1`: validate the transaction's parts, then run it at the load level in this
+/// process (both sides' crypto: there is no server process).
+fn ike_phase1_run(backend: &dyn Backend, p: &ike_phase1::IkeParams, common: &Common, warmup: Duration, budget: Duration) -> Finish {
+    let validation = match ike_phase1::validate(backend, p) {
+        Ok(v) => v,
+        Err(BackendError::Unsupported(r)) => return Finish::Unsupported(r, json!({})),
+        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("validation could not run: {e}"), json!({})),
+    };
+    let fields = json!({"validation": serde_json::to_value(&validation).unwrap_or_default()});
+    if let Some(why) = validation.failure() {
+        return Finish::Invalid(why, fields);
+    }
+    let timeline = crate::measure::sampler::Sampler::start();
+    let measured = crate::measure::load::run_load(
+        || ike_phase1::prepare(backend, p).map(|f| f as crate::measure::load::TxnFn),
+        common.load,
+        warmup,
+        budget,
+    );
+    let samples = timeline.stop();
+    match measured {
+        Ok(lm) => {
+            let mut v = measured_fields(&lm, 0);
+            v["validation"] = fields["validation"].clone();
+            v["client_timeline"] = serde_json::to_value(samples).unwrap_or_default();
+            Finish::Ok(v)
+        }
+        Err(BackendError::Unsupported(r)) => Finish::Unsupported(r, fields),
+        Err(BackendError::Failed(e)) => Finish::Invalid(format!("transaction failed while measured: {e}"), fields),
+    }
+}
+
+/// The `result` fields of a load measurement (as a primitive's, plus `late`), with
+/// `bytes_per_op` bytes per transaction.
+pub fn measured_fields(lm: &crate::measure::load::LoadMeasurement, bytes_per_op: usize) -> Value {
+    let mut v = crate::protocol::measurement_fields(&lm.m, bytes_per_op);
+    v["late"] = lm.late.into();
+    v
+}
+
+/// Pin the calling thread (and the threads it starts afterwards) to one CPU. Returns the CPU,
+/// or `None` where it cannot (a host with one CPU, or the call failed).
+pub fn pin_to(cpu: usize) -> Option<usize> {
+    // SAFETY: cpu_set_t is plain data; CPU_SET only writes inside it; sched_setaffinity(0, …)
+    // applies to the calling thread.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        (libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) == 0).then_some(cpu)
+    }
+}
+
+/// The CPUs this process may run on (its affinity mask), in order.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: as in pin_to; sched_getaffinity fills the set.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return vec![];
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap()
+    }
+
+    #[test]
+    fn bad_workload_params_get_one_line_each() {
+        let cases = [
+            (json!({"load": "closed:0"}), "load 'closed:0'"),
+            (json!({"mode": "carrier-pigeon"}), "unknown mode"),
+            (json!({"port": 70000}), "port must be"),
+            (json!({"stall_ms": 1000, "stall_every_ms": 500}), "stall_ms (1000) must be shorter"),
+            (json!({"colour": "blue"}), "unknown parameter 'colour'"),
+            (json!({"address": "localhost:1"}), "address must be an IP address"),
+            (json!({"mode": "memory", "stall_ms": 10}), "mode = socket only"),
+        ];
+        for (p, want) in cases {
+            let e = parse(tls_handshake::NAME, "aws-lc", &params(p.clone())).err().unwrap_or_default();
+            assert!(e.contains(want), "{p}: {e}");
+            assert!(!e.contains('\n'));
+        }
+        let e = parse(ike_phase1::NAME, "aws-lc", &params(json!({"mode": "socket"}))).err().unwrap();
+        assert!(e.contains("mode must be memory"), "{e}");
+    }
+
+    #[test]
+    fn defaults_are_loopback_and_one_closed_connection() {
+        let c = parse(tls_handshake::NAME, "aws-lc", &Map::new()).unwrap();
+        assert!(c.common.address.is_loopback());
+        assert_eq!(c.common.port, 0);
+        assert_eq!(c.common.load, Load::Closed { concurrency: 1, pace_per_s: None });
+        assert_eq!(c.common.mode, Mode::Socket);
+    }
+
+    #[test]
+    fn every_workload_announces_its_params_and_defaults() {
+        for name in NAMES {
+            let v = op_params(name);
+            let listed: Vec<&str> = v["params"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+            assert_eq!(listed, param_names(name));
+            for (k, _) in v["defaults"].as_object().unwrap() {
+                assert!(listed.contains(&k.as_str()), "{name}: default for unlisted {k}");
+            }
+            // Every default is accepted by the parser.
+            let defaults = v["defaults"].as_object().unwrap().clone();
+            let mut p = defaults.clone();
+            p.remove("size_bytes");
+            if name != tls_bulk::NAME {
+                assert!(parse(name, "aws-lc", &defaults).is_ok(), "{name}: {:?}", parse(name, "aws-lc", &defaults).err());
+            }
+        }
+    }
+}

@@ -1,0 +1,487 @@
+//! `tls-handshake`: one transaction = connect, a full or resumed TLS handshake, a one-byte
+//! request and a one-byte response, close — so both sides have finished (a TLS 1.3 server
+//! completes on the client's Finished) and the client has its session tickets.
+//!
+//! Socket mode: the server in its own worker process ([`super::server`]), the client threads in
+//! this one, each pinned to its own CPU where the host has two. Memory mode: both sides in one
+//! thread through buffers ([`tls::transaction_in_memory`]), each side's CPU time read around
+//! its own calls.
+//!
+//! Correct before timed: before the window, the server side checks that its implementation
+//! interoperates with every other one (both directions, in memory: the cross-check), and the
+//! client's first transactions must negotiate exactly what was asked (version, suite, group,
+//! signature scheme's key type, resumed or not); otherwise the cell is `invalid` and never
+//! timed. During the window every transaction's negotiated parameters are tallied, and one that
+//! differs makes the cell invalid too.
+
+use super::server::{ServerProcess, ServerSide, StartError};
+use super::tls::{self, CertKind, ClientStack, Group, Identity, Negotiated, ServerStack, Stack, Suite, TlsParams, TlsVersion};
+use super::{choice, measured_fields, text, Finish, Mode, WorkloadCase};
+use crate::backends::BackendError;
+use crate::measure::load::{run_load, TxnFn};
+use crate::measure::sampler::Sampler;
+use base64::Engine as _;
+use serde_json::{json, Map, Value};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub const NAME: &str = "tls-handshake";
+/// This workload's own parameters (`hello`'s `op_params`).
+pub const PARAMS: [&str; 8] = ["tls_version", "cert", "group", "suite", "session", "server_group", "connect", "ca_file"];
+
+/// The values a parameter takes when not given.
+pub fn defaults() -> Map<String, Value> {
+    let v = json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
+                   "session": "full", "load": "closed:1", "mode": "socket"});
+    v.as_object().cloned().unwrap_or_default()
+}
+
+/// A checked `tls-handshake` (and `tls-bulk`) request: the implementation and what to negotiate.
+#[derive(Clone, Debug)]
+pub struct Spec {
+    pub stack: Stack,
+    pub p: TlsParams,
+    /// `connect` + `ca_file`: measure only the client, against a server that is already
+    /// listening there (e.g. `openssl s_server`, for bench/handshake_driver), trusting the CA
+    /// certificate in that PEM file. A transaction is then connect, handshake, close.
+    pub external: Option<(std::net::SocketAddr, std::path::PathBuf)>,
+    /// `server_group`: the one group the server offers, when it is to differ from `group` (a
+    /// server without the group asked for). The client then offers it too, after `group`, as
+    /// real clients offer several, so what such a server negotiates can be seen — and, being
+    /// not what was asked, makes the cell invalid.
+    pub server_group: Option<Group>,
+}
+
+/// Parse the TLS parameters shared by `tls-handshake` and `tls-bulk`.
+pub fn parse(backend: &str, params: &Map<String, Value>) -> Result<Spec, String> {
+    let stack = Stack::for_backend(backend).ok_or_else(|| {
+        format!("backend '{backend}' has no TLS implementation here; TLS workloads run on aws-lc (rustls + aws-lc-rs), ring (rustls + ring) and openssl")
+    })?;
+    let version = choice("tls_version", &text(params, "tls_version", "1.3")?, TlsVersion::parse,
+                         TlsVersion::NAMES)?;
+    let cert = choice("cert", &text(params, "cert", "ecdsa-p256")?, CertKind::parse,
+                      CertKind::NAMES)?;
+    let group = choice("group", &text(params, "group", "x25519")?, Group::parse,
+                       Group::NAMES)?;
+    let suite = choice("suite", &text(params, "suite", "aes-128-gcm")?, Suite::parse,
+                       Suite::NAMES)?;
+    let resume = match text(params, "session", "full")?.as_str() {
+        "full" => false,
+        "resumed" => true,
+        other => return Err(format!("unknown session '{other}'; known: full, resumed")),
+    };
+    let external = match (params.get("connect"), params.get("ca_file")) {
+        (None, None) => None,
+        (Some(_), Some(_)) => {
+            let addr = text(params, "connect", "")?;
+            let addr = addr.parse().map_err(|_| format!("connect must be IP:PORT, got '{addr}'"))?;
+            Some((addr, std::path::PathBuf::from(text(params, "ca_file", "")?)))
+        }
+        _ => return Err("connect and ca_file go together: the server to measure against, and the CA certificate (PEM) to trust".into()),
+    };
+    let server_group = match params.get("server_group") {
+        None => None,
+        Some(_) => Some(choice("server_group", &text(params, "server_group", "")?, Group::parse,
+                               Group::NAMES)?),
+    };
+    let p = TlsParams { version, cert, group, suite, resume, record_bytes: None, fallback_group: server_group.filter(|g| *g != group) };
+    Ok(Spec { stack, p, external, server_group })
+}
+
+/// Both directions of interoperation between `ours` and every other implementation, in memory,
+/// with `id` (full handshakes): `[{with, status: pass|fail|skipped, detail}]`.
+pub fn cross_checks(ours: Stack, id: &Identity, p: &TlsParams) -> Vec<Value> {
+    let full = TlsParams { resume: false, ..p.clone() };
+    let mut out = Vec::new();
+    for other in Stack::ALL.iter().copied().filter(|s| *s != ours) {
+        for (client_stack, server_stack) in [(other, ours), (ours, other)] {
+            let with = format!("{} client → {} server", client_stack.name(), server_stack.name());
+            let pair = tls::server(server_stack, id, &full).and_then(|s| tls::client(client_stack, id, &full).map(|c| (c, s)));
+            let (status, detail) = match pair {
+                Err(BackendError::Unsupported(r)) => ("skipped", r),
+                Err(BackendError::Failed(e)) => ("fail", e),
+                Ok((c, s)) => match tls::transaction_in_memory(&*c, &*s) {
+                    Ok(o) => match o.negotiated.mismatch(&full) {
+                        None => ("pass", format!("{} {} {}", o.negotiated.version, o.negotiated.cipher_suite, o.negotiated.group)),
+                        Some(why) => ("fail", why),
+                    },
+                    Err(e) => ("fail", e),
+                },
+            };
+            out.push(json!({"with": with, "status": status, "detail": detail}));
+        }
+    }
+    out
+}
+
+/// The first failed cross-check as one line, if any.
+fn cross_check_failure(checks: &[Value]) -> Option<String> {
+    checks.iter().find(|c| c["status"] == "fail").map(|c| {
+        format!("cross-check failed: {}: {}", c["with"].as_str().unwrap_or(""), c["detail"].as_str().unwrap_or(""))
+    })
+}
+
+fn validation(checks: Vec<Value>, negotiated: &str) -> Value {
+    json!({
+        "kat": "not applicable (a protocol workload: its primitives have their own known-answer tests; here the negotiated parameters are checked)",
+        "negotiated": negotiated,
+        "cross_checks": checks,
+    })
+}
+
+/// Why a stack's configuration is not measured in the FIPS build: its library runs in FIPS mode
+/// here, yet the TLS configuration is not FIPS by the stack's own account (rustls's
+/// `fips()`, OpenSSL's provider); `None` outside the FIPS build or when it is.
+pub fn fips_problem(stack: Stack, side: &str, fips: bool) -> Option<String> {
+    (crate::fips::mode(stack.backend()) && !fips).then(|| {
+        format!("the {side}'s TLS configuration on {} is not FIPS-approved by the library's own account", stack.name())
+    })
+}
+
+/// Build an implementation's server with a fresh identity, or why not.
+pub fn make_server(spec: &Spec) -> Result<(Identity, Arc<dyn ServerStack>), StartError> {
+    let id = Identity::generate(spec.p.cert).map_err(|e| StartError { code: "failed".into(), message: format!("cannot make the certificate: {e}"), fields: json!({}) })?;
+    // The server offers only its group: the one asked for, or `server_group`.
+    let offered = TlsParams { group: spec.server_group.unwrap_or(spec.p.group), fallback_group: None, ..spec.p.clone() };
+    let server = tls::server(spec.stack, &id, &offered).map_err(|e| match e {
+        BackendError::Unsupported(r) => StartError { code: "unsupported".into(), message: r, fields: json!({}) },
+        BackendError::Failed(r) => StartError { code: "failed".into(), message: r, fields: json!({}) },
+    })?;
+    if let Some(why) = fips_problem(spec.stack, "server", server.fips()) {
+        return Err(StartError { code: "unsupported".into(), message: why, fields: json!({}) });
+    }
+    Ok((id, server))
+}
+
+/// The server side in its own process: a fresh identity (the private key never leaves this
+/// process), the cross-checks, and the handler serving one transaction per connection. `setup`
+/// carries the CA certificate (DER, base64) and the cross-checks.
+pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
+    let (id, server) = make_server(spec)?;
+    let setup = server_setup(spec, &id)?;
+    let handler = Arc::new(move |stream| tls::transaction_server(&*server, stream).map(|_| 1u64));
+    Ok(ServerSide { handler, setup })
+}
+
+/// The server process's checks and the `setup` it hands the client: the cross-checks with
+/// every other implementation (a failed one stops the cell: `invalid`) and the CA certificate
+/// (DER, base64) the client trusts. The private key is not in it.
+pub fn server_setup(spec: &Spec, id: &Identity) -> Result<Value, StartError> {
+    let checks = cross_checks(spec.stack, id, &spec.p);
+    if let Some(why) = cross_check_failure(&checks) {
+        return Err(StartError { code: "invalid".into(), message: why, fields: json!({"validation": validation(checks, "not checked")}) });
+    }
+    Ok(json!({"ca_der": base64::engine::general_purpose::STANDARD.encode(&id.ca_der), "cross_checks": checks}))
+}
+
+/// Negotiated parameters of the timed transactions, counted.
+#[derive(Default)]
+pub struct Tally(Mutex<HashMap<Negotiated, u64>>);
+
+impl Tally {
+    pub fn add(&self, n: Negotiated) {
+        *self.0.lock().unwrap().entry(n).or_default() += 1;
+    }
+    /// `[{…negotiated, count}]`, most frequent first.
+    pub fn to_json(&self) -> Value {
+        let map = self.0.lock().unwrap();
+        let mut v: Vec<_> = map.iter().collect();
+        v.sort_by(|a, b| b.1.cmp(a.1));
+        v.into_iter()
+            .map(|(n, c)| {
+                let mut j = serde_json::to_value(n).unwrap_or_default();
+                j["count"] = (*c).into();
+                j
+            })
+            .collect()
+    }
+    /// The first tallied negotiation that is not what `p` asked for, with its count.
+    pub fn mismatch(&self, p: &TlsParams) -> Option<String> {
+        let map = self.0.lock().unwrap();
+        map.iter().find_map(|(n, c)| n.mismatch(p).map(|why| format!("{c} timed handshake(s): {why}")))
+    }
+}
+
+/// Client's CA-only identity, from the server's setup.
+fn trust_from(setup: &Value, kind: CertKind) -> Result<Identity, String> {
+    let ca = setup["ca_der"].as_str().ok_or("the server sent no CA certificate")?;
+    let ca_der = base64::engine::general_purpose::STANDARD.decode(ca).map_err(|e| format!("bad CA certificate: {e}"))?;
+    Ok(Identity { cert_chain_der: vec![], key_pkcs8_der: vec![], ca_der, kind })
+}
+
+/// Where the client threads and the server run: (client CPU, server CPU, a note), pinned
+/// apart on a host with two or more CPUs.
+pub fn placement() -> (Option<usize>, Option<usize>, String) {
+    let cpus = super::allowed_cpus();
+    if cpus.len() >= 2 {
+        (Some(cpus[0]), Some(cpus[1]), format!("client threads on CPU {}, server process on CPU {}", cpus[0], cpus[1]))
+    } else {
+        (None, None, format!("not pinned: this process may use {} CPU(s), so client and server share it", cpus.len()))
+    }
+}
+
+/// Start the server process and prime/validate a client of it: the common part of the TLS
+/// workloads in socket mode. Returns the server, the client stack, the validation fields and the
+/// placement note; `Err(Finish)` when the cell cannot be measured.
+pub fn start_socket(case: &WorkloadCase, spec: &Spec, threads: usize) -> Result<(ServerProcess, Arc<dyn ClientStack>, Value, String), Finish> {
+    let (client_cpu, server_cpu, note) = placement();
+    let server = ServerProcess::start(case.name, &case.backend_name, &case.raw, threads, server_cpu).map_err(|e| {
+        let fields = e.fields;
+        match e.code.as_str() {
+            "unsupported" => Finish::Unsupported(e.message, fields),
+            "invalid" => Finish::Invalid(e.message, fields),
+            _ => Finish::Invalid(format!("server: {}", e.message), fields),
+        }
+    })?;
+    let client_pinned = client_cpu.and_then(super::pin_to);
+    let note = match (client_pinned, server.pinned_cpu) {
+        (Some(c), Some(s)) => format!("client threads on CPU {c}, server process on CPU {s}"),
+        (None, None) if client_cpu.is_none() => note,
+        (c, s) => format!("pinning failed (client CPU {c:?}, server CPU {s:?}): the sides may share CPUs"),
+    };
+    let checks: Vec<Value> = server.setup["cross_checks"].as_array().cloned().unwrap_or_default();
+    let id = trust_from(&server.setup, spec.p.cert).map_err(|e| Finish::Invalid(e, json!({})))?;
+    let client = tls::client(spec.stack, &id, &spec.p).map_err(|e| match e {
+        BackendError::Unsupported(r) => Finish::Unsupported(r, json!({})),
+        BackendError::Failed(r) => Finish::Invalid(format!("client: {r}"), json!({})),
+    })?;
+    if let Some(why) = fips_problem(spec.stack, "client", client.fips()) {
+        return Err(Finish::Unsupported(why, json!({})));
+    }
+    Ok((server, client, Value::Array(checks), note))
+}
+
+/// Run `tls-handshake` (validation, then the load level).
+pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
+    if let Some((addr, ca_file)) = &spec.external {
+        return run_external(case, spec, *addr, ca_file, warmup, budget);
+    }
+    match case.common.mode {
+        Mode::Memory => run_memory(case, spec, warmup, budget),
+        Mode::Socket => run_socket(case, spec, warmup, budget),
+    }
+}
+
+fn invalid(why: String, checks: Value, negotiated: &str) -> Finish {
+    let checks = checks.as_array().cloned().unwrap_or_default();
+    Finish::Invalid(why, json!({"validation": validation(checks, negotiated)}))
+}
+
+fn run_socket(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
+    let load = case.common.load;
+    let (mut server, client, checks, placement) = match start_socket(case, spec, load.threads()) {
+        Ok(s) => s,
+        Err(f) => return f,
+    };
+    let addr = server.addr;
+    // Validation: the first transaction (primes the session cache when resuming), then one
+    // that must negotiate exactly what was asked.
+    let first = tls::transaction_client(&*client, addr).and_then(|_| tls::transaction_client(&*client, addr));
+    let negotiated = match first {
+        Ok(n) => n,
+        Err(e) => return invalid(format!("handshake failed: {e}"), checks, "handshake failed"),
+    };
+    if let Some(why) = negotiated.mismatch(&spec.p) {
+        return invalid(format!("negotiated differs from the request: {why}"), checks, &why);
+    }
+    let tally = Arc::new(Tally::default());
+    let before = match server.stats() {
+        Ok(s) => s,
+        Err(e) => return Finish::Invalid(e, json!({})),
+    };
+    let sampler = Sampler::start();
+    let measured = run_load(
+        || {
+            let (client, tally) = (client.clone(), tally.clone());
+            Ok(Box::new(move || {
+                let n = tls::transaction_client(&*client, addr).map_err(BackendError::Failed)?;
+                tally.add(n);
+                Ok(())
+            }) as TxnFn)
+        },
+        load,
+        warmup,
+        budget,
+    );
+    let client_timeline = sampler.stop();
+    let after = server.stats();
+    let stopped = server.stop();
+    let lm = match measured {
+        Ok(lm) => lm,
+        Err(e) => return Finish::Invalid(format!("transaction failed while measured: {e}"), json!({})),
+    };
+    let (after, stopped) = match (after, stopped) {
+        (Ok(a), Ok(s)) => (a, s),
+        (Err(e), _) | (_, Err(e)) => return Finish::Invalid(format!("server: {e}"), json!({})),
+    };
+    if let Some(why) = tally.mismatch(&spec.p) {
+        return invalid(format!("negotiated differs from the request: {why}"), checks, &why);
+    }
+    if let Some(e) = stopped.first_error {
+        return Finish::Invalid(format!("the server failed {} transaction(s): {e}", stopped.errors), json!({}));
+    }
+    let mut v = measured_fields(&lm, 0);
+    v["validation"] = validation(checks.as_array().cloned().unwrap_or_default(), "pass");
+    v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
+    v["negotiated_counts"] = tally.to_json();
+    v["server"] = json!({
+        "cpu_ns": after.cpu_ns.saturating_sub(before.cpu_ns),
+        "transactions": after.transactions.saturating_sub(before.transactions),
+        "address": addr.to_string(),
+        "timeline": stopped.timeline,
+    });
+    v["client_timeline"] = serde_json::to_value(client_timeline).unwrap_or_default();
+    v["placement"] = placement.into();
+    Finish::Ok(v)
+}
+
+fn run_memory(_case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
+    let (id, server) = match make_server(spec) {
+        Ok(s) => s,
+        Err(e) if e.code == "unsupported" => return Finish::Unsupported(e.message, json!({})),
+        Err(e) => return Finish::Invalid(e.message, json!({})),
+    };
+    let client = match tls::client(spec.stack, &id, &spec.p) {
+        Ok(c) => c,
+        Err(BackendError::Unsupported(r)) => return Finish::Unsupported(r, json!({})),
+        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("client: {e}"), json!({})),
+    };
+    if let Some(why) = fips_problem(spec.stack, "client", client.fips()) {
+        return Finish::Unsupported(why, json!({}));
+    }
+    let checks = cross_checks(spec.stack, &id, &spec.p);
+    if let Some(why) = cross_check_failure(&checks) {
+        return invalid(why, Value::Array(checks), "not checked");
+    }
+    let first = tls::transaction_in_memory(&*client, &*server).and_then(|_| tls::transaction_in_memory(&*client, &*server));
+    let negotiated = match first {
+        Ok(o) => o.negotiated,
+        Err(e) => return invalid(format!("handshake failed: {e}"), Value::Array(checks), "handshake failed"),
+    };
+    if let Some(why) = negotiated.mismatch(&spec.p) {
+        return invalid(format!("negotiated differs from the request: {why}"), Value::Array(checks), &why);
+    }
+    let tally = Arc::new(Tally::default());
+    // Each side's CPU per transaction, over every transaction run (warm-up included).
+    let (client_ns, server_ns, count) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
+    let sampler = Sampler::start();
+    let measured = run_load(
+        || {
+            let (client, server, tally) = (client.clone(), server.clone(), tally.clone());
+            let (client_ns, server_ns, count) = (client_ns.clone(), server_ns.clone(), count.clone());
+            Ok(Box::new(move || {
+                let o = tls::transaction_in_memory(&*client, &*server).map_err(BackendError::Failed)?;
+                client_ns.fetch_add(o.client_cpu_ns, Ordering::Relaxed);
+                server_ns.fetch_add(o.server_cpu_ns, Ordering::Relaxed);
+                count.fetch_add(1, Ordering::Relaxed);
+                tally.add(o.negotiated);
+                Ok(())
+            }) as TxnFn)
+        },
+        case_load(_case),
+        warmup,
+        budget,
+    );
+    let timeline = sampler.stop();
+    let lm = match measured {
+        Ok(lm) => lm,
+        Err(e) => return Finish::Invalid(format!("transaction failed while measured: {e}"), json!({})),
+    };
+    if let Some(why) = tally.mismatch(&spec.p) {
+        return invalid(format!("negotiated differs from the request: {why}"), Value::Array(checks), &why);
+    }
+    let n = count.load(Ordering::Relaxed).max(1) as f64;
+    let per_side = |total: &AtomicU64| (total.load(Ordering::Relaxed) as f64 / n * lm.m.ops as f64) as u64;
+    let mut v = measured_fields(&lm, 0);
+    v["validation"] = validation(checks, "pass");
+    v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
+    v["negotiated_counts"] = tally.to_json();
+    // Both sides ran in the client's threads: `cpu_ns` is theirs together; these split it.
+    v["client_side_cpu_ns"] = per_side(&client_ns).into();
+    v["server"] = json!({"cpu_ns": per_side(&server_ns), "transactions": lm.m.ops, "address": null, "timeline": null});
+    v["client_timeline"] = serde_json::to_value(timeline).unwrap_or_default();
+    v["placement"] = "memory mode: client and server sides in the same thread".into();
+    Finish::Ok(v)
+}
+
+fn case_load(case: &WorkloadCase) -> crate::measure::load::Load {
+    case.common.load
+}
+
+/// One handshake-only transaction against `addr`: connect, handshake, close (what `openssl
+/// s_time -new` does without `-www`). Returns the client's view of the negotiation.
+pub fn handshake_only(client: &dyn ClientStack, addr: std::net::SocketAddr) -> Result<Negotiated, String> {
+    let stream = std::net::TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    let mut session = client.connect(Box::new(stream))?;
+    while !session.handshake()? {}
+    let n = session.negotiated();
+    session.close();
+    Ok(n)
+}
+
+/// The client alone against an external server (`connect`, `ca_file`).
+fn run_external(case: &WorkloadCase, spec: &Spec, addr: std::net::SocketAddr, ca_file: &std::path::Path, warmup: Duration, budget: Duration) -> Finish {
+    let pem = match std::fs::read(ca_file) {
+        Ok(p) => p,
+        Err(e) => return Finish::Invalid(format!("cannot read ca_file {}: {e}", ca_file.display()), json!({})),
+    };
+    let ca_der = match openssl::x509::X509::from_pem(&pem).and_then(|c| c.to_der()) {
+        Ok(d) => d,
+        Err(e) => return Finish::Invalid(format!("ca_file {} is not a PEM certificate: {e}", ca_file.display()), json!({})),
+    };
+    let id = Identity { cert_chain_der: vec![], key_pkcs8_der: vec![], ca_der, kind: spec.p.cert };
+    let client = match tls::client(spec.stack, &id, &spec.p) {
+        Ok(c) => c,
+        Err(BackendError::Unsupported(r)) => return Finish::Unsupported(r, json!({})),
+        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("client: {e}"), json!({})),
+    };
+    if let Some(why) = fips_problem(spec.stack, "client", client.fips()) {
+        return Finish::Unsupported(why, json!({}));
+    }
+    let negotiated = match handshake_only(&*client, addr).and_then(|_| handshake_only(&*client, addr)) {
+        Ok(n) => n,
+        Err(e) => return Finish::Invalid(format!("handshake with {addr} failed: {e}"), json!({})),
+    };
+    if let Some(why) = negotiated.mismatch(&spec.p) {
+        return Finish::Invalid(format!("negotiated differs from the request: {why}"), json!({}));
+    }
+    let (client_cpu, _, _) = placement();
+    let pinned = client_cpu.and_then(super::pin_to);
+    let tally = Arc::new(Tally::default());
+    let sampler = Sampler::start();
+    let measured = run_load(
+        || {
+            let (client, tally) = (client.clone(), tally.clone());
+            Ok(Box::new(move || {
+                tally.add(handshake_only(&*client, addr).map_err(BackendError::Failed)?);
+                Ok(())
+            }) as TxnFn)
+        },
+        case.common.load,
+        warmup,
+        budget,
+    );
+    let timeline = sampler.stop();
+    let lm = match measured {
+        Ok(lm) => lm,
+        Err(e) => return Finish::Invalid(format!("transaction failed while measured: {e}"), json!({})),
+    };
+    if let Some(why) = tally.mismatch(&spec.p) {
+        return Finish::Invalid(format!("negotiated differs from the request: {why}"), json!({}));
+    }
+    let mut v = measured_fields(&lm, 0);
+    v["validation"] = validation(vec![], "pass");
+    v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
+    v["negotiated_counts"] = tally.to_json();
+    v["server"] = json!({"cpu_ns": null, "transactions": null, "address": addr.to_string(), "timeline": null, "external": true});
+    v["client_timeline"] = serde_json::to_value(timeline).unwrap_or_default();
+    v["placement"] = match pinned {
+        Some(c) => format!("client threads on CPU {c}; the external server placed by whoever started it"),
+        None => "not pinned".to_string(),
+    }
+    .into();
+    Finish::Ok(v)
+}
