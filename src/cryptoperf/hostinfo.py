@@ -309,11 +309,16 @@ def run_checks() -> list[CheckResult]:
 def other_load_pct(result: Mapping[str, Any], logical_cpus: int) -> float | None:
     """Share of all CPUs (in %) that other work kept busy during a repetition's window: the
     system-wide busy ticks beyond the worker's own threads (its CPU time over the window, spread
-    over ``logical_cpus``). None without the counters. ``result`` is a worker result."""
+    over ``logical_cpus``). None without the counters. ``result`` is a worker result; a socket
+    workload's server process counts as the worker's own (``server.cpu_ns`` when it listened
+    on an address; in memory mode the server side is already inside ``cpu_ns_total``)."""
     total, busy = result.get("total_ticks"), result.get("busy_ticks")
     wall, cpu = result.get("wall_ns"), result.get("cpu_ns_total")
     if not total or busy is None or not wall or cpu is None or logical_cpus < 1:
         return None
+    server = result.get("server") or {}
+    if server.get("address") and server.get("cpu_ns"):
+        cpu += server["cpu_ns"]
     own = 100.0 * cpu / (wall * logical_cpus)
     return max(0.0, 100.0 * busy / total - own)
 

@@ -66,6 +66,18 @@ class Cell:
         return self.build == FIPS_BUILD
 
     @property
+    def load(self) -> str | None:
+        """The load level of a workload cell (``closed:10``, ``open:500``; ``workload``), or
+        None for a primitive operation."""
+        return self.params.get("load")
+
+    @property
+    def is_workload(self) -> bool:
+        """True for a workload cell (a TLS handshake, a transfer, an IKE phase 1 at a load
+        level) rather than one primitive operation."""
+        return self.load is not None
+
+    @property
     def group(self) -> tuple[str, str, int | None]:
         """(backend, label, size_bytes): cells of one group are compared with each other."""
         return (self.backend, self.label, self.size_bytes)

@@ -21,6 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from cryptoperf import workload
 from cryptoperf.model import CALIBRATION_BLOCK, Cell, Repetition
 from cryptoperf.study import Study
 
@@ -35,24 +36,28 @@ def expand(study: Study) -> list[Cell]:
     """Every cell of a study (whose ``backends`` are resolved, see
     ``study.check_against_worker``), ordered backend → operation → size → configuration."""
     cells = []
+
+    def add(backend: str, operation, configs) -> None:
+        resolved = {c.name: study.resolve(c, operation) for c in configs}
+        workloads = any(study.is_workload(op) for op, _ in resolved.values())
+        loads = operation.loads or ((workload.DEFAULT_LOAD,) if workloads else (None,))
+        for size in operation.sizes or (None,):
+            for load in loads:
+                for config in configs:
+                    op, params = resolved[config.name]
+                    p = dict(params) if load is None else {**params, "load": load}
+                    cells.append(Cell(config.name, backend, workload.row_label(operation.label, load),
+                                      op, p, size, config.cpu, config.build))
+
     for backend in study.backends or ():
         for operation in study.operations:
-            for size in operation.sizes or (None,):
-                for config in study.configurations:
-                    if backend not in study.backends_of(config):
-                        continue
-                    op, params = study.resolve(config, operation)
-                    cells.append(Cell(config.name, backend, operation.label, op, params, size,
-                                      config.cpu, config.build))
+            add(backend, operation, [c for c in study.configurations if backend in study.backends_of(c)])
     # configurations pinned to a backend not in [study] backends
     extra = [c for c in study.configurations
              if c.backend and c.backend not in (study.backends or ())]
     for config in extra:
         for operation in study.operations:
-            for size in operation.sizes or (None,):
-                op, params = study.resolve(config, operation)
-                cells.append(Cell(config.name, config.backend, operation.label, op, params, size,
-                                  config.cpu, config.build))
+            add(config.backend, operation, [config])
     return cells
 
 
@@ -139,10 +144,11 @@ def run_request(rep: Repetition, settings: Settings,
         "backend": rep.cell.backend,
         "op": rep.cell.op,
         "params": rep.cell.worker_params(),
-        "threads": settings.threads,
+        # A workload takes its concurrency from its load level, and times every transaction.
+        "threads": 1 if rep.cell.is_workload else settings.threads,
         "warmup_s": 0.0 if rep.calibration else settings.warmup_s,
         "seconds": min(CALIBRATION_SECONDS, settings.seconds) if rep.calibration else settings.seconds,
-        "batch": rep.batch,
+        "batch": None if rep.cell.is_workload else rep.batch,
         "cpu_mask": rep.cell.cpu,
     }
     if unmasked_vector is not None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from cryptoperf import builds, cpumask, opnames, stats
+from cryptoperf import builds, cpumask, opnames, stats, workload
 from cryptoperf.errors import StudyError
 
 if TYPE_CHECKING:  # the study parser needs only the rules' interface, not the worker client
@@ -189,6 +189,21 @@ OPTIONS: tuple[Option, ...] = (
            "\"1MiB\", \"1M\" (k = 1024); at most the worker's max_size_bytes. Omit for operations "
            "without a message (key agreement, KEM) and to let the worker use its default size.",
            min=1, unit="bytes"),
+    Option("operation", "params", "table", None,
+           "A workload's parameters (tls-handshake: tls_version, cert, group, suite, session; "
+           "tls-bulk: the same without session, and record_bytes; ike-phase1: dh_group, "
+           "rsa_bits, digest; every workload: mode = socket|memory, address, port); values are "
+           "strings or integers and may use {var}. The worker's hello lists each workload's "
+           "parameters and values (docs/worker-protocol.md, \"Workloads\")."),
+    Option("operation", "loads", "strings", None,
+           "A workload's load levels, each its own row: " + workload.SYNTAX + ", or a rate sweep "
+           "open:LOW..HIGH (LOW, 2·LOW, 4·LOW, … HIGH). closed = N "
+           "connections back to back; open = transactions due at RATE whatever happened before, "
+           "latency from when each was due (corrected for coordinated omission). Default closed:1."),
+    Option("operation", "p99_bound_ms", "float", None,
+           "A latency objective for a workload's open loads: the report names, per configuration, "
+           "the highest measured rate whose p99 stays under it (and the first that does not).",
+           above=0, unit="ms"),
 )
 
 SECTIONS = ("study", "configuration", "operation")
@@ -257,12 +272,17 @@ class Configuration:
 
 @dataclass(frozen=True)
 class Operation:
-    """One ``[[operation]]``: ``op`` is a template, ``sizes`` None for unsized operations."""
+    """One ``[[operation]]``: ``op`` is a template, ``sizes`` None for unsized operations;
+    ``params`` a workload's parameters (values may hold ``{var}``), ``loads`` its load levels
+    (``workload.parse_load`` syntax) or None."""
 
     label: str
     op: str
     sizes: tuple[int, ...] | None
     index: int
+    params: Mapping[str, Any] = field(default_factory=dict)
+    loads: tuple[str, ...] | None = None
+    p99_bound_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -328,6 +348,8 @@ class Study:
         op = self.op_name(config, operation)
         op = opnames.canonical_op(op, self.rules.ops) or op
         params: dict[str, str] = {}
+        for name, value in operation.params.items():
+            params[name] = self.substitute(config, operation, "params", str(value))
         for name in WORKER_PARAMS:
             if name in config.variables and self.rules.takes(op, name):
                 params[name] = _param_value(name, str(config.variables[name]), self.rules)
@@ -336,18 +358,28 @@ class Study:
                 params[name] = _param_value(name, value, self.rules)
         return op, params
 
+    def is_workload(self, op: str) -> bool:
+        """True if the worker op ``op`` is a workload (its hello says so); False before
+        ``check_against_worker`` gave the study its rules."""
+        return self.rules is not None and op in self.rules.workloads
+
     def op_name(self, config: Configuration, operation: Operation) -> str:
         """The worker op name for one configuration and operation (``{var}`` substituted).
         Raises StudyError at the operation's ``op`` line for an undefined variable."""
+        return self.substitute(config, operation, "op", operation.op)
+
+    def substitute(self, config: Configuration, operation: Operation, key: str, template: str) -> str:
+        """``template`` (the operation's ``key``) with every ``{var}`` replaced by the
+        configuration's variable. Raises StudyError at that key for an undefined variable."""
         def subst(m: re.Match) -> str:
             var = m.group(1)
             if var not in config.variables:
                 known = ", ".join(sorted(config.variables)) or "none"
-                raise self.error("operation", operation.index, "op",
+                raise self.error("operation", operation.index, key,
                                  f"'{{{var}}}' is not defined in configuration '{config.name}' "
                                  f"(its variables: {known}); add {var} = ... to that configuration")
             return str(config.variables[var])
-        return _TEMPLATE_VAR.sub(subst, operation.op)
+        return _TEMPLATE_VAR.sub(subst, template)
 
     def error(self, section: str, index: int, key: str | None, problem: str) -> StudyError:
         """A StudyError located at ``key`` of the ``index``-th ``section`` table (see SourceMap)."""
@@ -673,8 +705,34 @@ class _Parser:
                                  f"'{m.group(0)}' is not a template variable; write {{name}} with a variable name")
         if v["sizes"] is not None and len(set(v["sizes"])) != len(v["sizes"]):
             raise self.error("operation", index, "sizes", "lists a size twice")
+        params = v["params"] or {}
+        for key, value in params.items():
+            if not _IDENT.match(key):
+                raise self.error("operation", index, "params", f"'{key}' is not a parameter name")
+            if isinstance(value, bool) or not isinstance(value, (str, int)):
+                raise self.error("operation", index, "params",
+                                 f"{key} must be a string or an integer, not {_toml_repr(value)}")
+            for m in _TEMPLATE_VAR.finditer(str(value)):
+                if not _IDENT.match(m.group(1)):
+                    raise self.error("operation", index, "params",
+                                     f"'{m.group(0)}' in {key} is not a template variable; write {{name}}")
+        loads = v["loads"]
+        if loads is not None:
+            try:
+                loads = workload.expand_loads(loads)
+            except ValueError as e:
+                raise self.error("operation", index, "loads", str(e)) from None
+            for text in loads:
+                try:
+                    workload.parse_load(text)
+                except ValueError as e:
+                    raise self.error("operation", index, "loads", str(e)) from None
+            if len({workload.parse_load(t).label for t in loads}) != len(loads):
+                raise self.error("operation", index, "loads", "lists a load level twice")
         return Operation(label=v["label"] or v["op"], op=v["op"],
-                         sizes=tuple(v["sizes"]) if v["sizes"] is not None else None, index=index)
+                         sizes=tuple(v["sizes"]) if v["sizes"] is not None else None, index=index,
+                         params=dict(params), loads=tuple(loads) if loads is not None else None,
+                         p99_bound_ms=v["p99_bound_ms"])
 
 
 def _check_templates(study: Study) -> None:
@@ -683,6 +741,8 @@ def _check_templates(study: Study) -> None:
     used: set[str] = set()
     for o in study.operations:
         used.update(m.group(1) for m in _TEMPLATE_VAR.finditer(o.op))
+        for value in o.params.values():
+            used.update(m.group(1) for m in _TEMPLATE_VAR.finditer(str(value)))
     for c in study.configurations:
         for var in c.variables:
             if var not in used and var not in WORKER_PARAMS:
@@ -692,6 +752,51 @@ def _check_templates(study: Study) -> None:
                                   f"operation's op{_suggest(var, candidates)}")
         for o in study.operations:
             study.op_name(c, o)
+            for value in o.params.values():
+                study.substitute(c, o, "params", str(value))
+
+
+def _check_workload(study: Study, config: Configuration, o: Operation, op: str, rules: "WorkerRules") -> None:
+    """A workload operation's ``params`` (each one the workload takes, enumerated values among
+    the allowed ones, after ``{var}``) and ``loads`` (file descriptors enough for each level; a
+    named port free); ``params`` and ``loads`` on a primitive operation are errors. Raises
+    StudyError at the key."""
+    if op not in rules.workloads:
+        for key in ("params", "loads"):
+            if getattr(o, key):
+                names = ", ".join(sorted(rules.workloads)) or "none"
+                raise study.error("operation", o.index, key,
+                                  f"'{op}' is a primitive operation; {key} applies to workloads ({names})")
+        return
+    takes = sorted(rules.op_params.get(op, ()))
+    for name, raw in o.params.items():
+        if name == "load":
+            raise study.error("operation", o.index, "params", "the load level goes in loads = [...], not params")
+        if name == "size_bytes":
+            raise study.error("operation", o.index, "params", "bytes per transaction go in sizes = [...], not params")
+        if name not in takes:
+            raise study.error("operation", o.index, "params",
+                              f"'{op}' has no parameter '{name}'{_suggest(name, takes)} (it takes: {', '.join(takes)})")
+        value = study.substitute(config, o, "params", str(raw))
+        allowed = rules.param_values.get(name)
+        if allowed and value not in allowed:
+            via = f" (from '{raw}' in configuration '{config.name}')" if value != str(raw) else ""
+            raise study.error("operation", o.index, "params",
+                              f"{name} '{value}'{via} is not one of {', '.join(allowed)}{_suggest(value, allowed)}")
+    mode = study.substitute(config, o, "params", str(o.params.get("mode", "socket")))
+    for text in o.loads or ():
+        problem = workload.descriptor_problem(workload.parse_load(text), mode)
+        if problem:
+            raise study.error("operation", o.index, "loads", problem)
+    if "port" in o.params:
+        address = study.substitute(config, o, "params", str(o.params.get("address", "127.0.0.1")))
+        try:
+            port = int(study.substitute(config, o, "params", str(o.params["port"])))
+        except ValueError:
+            raise study.error("operation", o.index, "params", "port must be a whole number") from None
+        problem = workload.port_problem(address, port)
+        if problem:
+            raise study.error("operation", o.index, "params", problem)
 
 
 def _param_value(name: str, value: str, rules: "WorkerRules") -> str:
@@ -799,6 +904,7 @@ def check_against_worker(study: Study, rules: "WorkerRules") -> Study:
                 raise study.error("operation", o.index, "op",
                                   f"unknown operation '{written}'{via}{opnames.unknown_op_hint(written, rules.ops)}; "
                                   f"known: {', '.join(rules.ops)}")
+            _check_workload(study, c, o, op, rules)
             if o.sizes is not None:
                 if not rules.takes(op, "size_bytes"):
                     raise study.error("operation", o.index, "sizes",

@@ -87,6 +87,8 @@ class WorkerRules:
         default_size_bytes: op → the message size used when none is given (None: no message).
         param_values: parameter → its allowed values (``digest``, ``padding``).
         limits: ``max_threads``, ``max_seconds``, ``max_warmup_s``, ``max_size_bytes``.
+        workloads: the ops that are workloads (``op_params`` says ``workload: true``): they take
+            the parameters ``op_params`` lists plus a load level.
     """
 
     backends: tuple[str, ...]
@@ -95,6 +97,7 @@ class WorkerRules:
     default_size_bytes: Mapping[str, int | None]
     param_values: Mapping[str, tuple[str, ...]]
     limits: Mapping[str, float]
+    workloads: frozenset[str] = frozenset()
 
     @classmethod
     def from_hello(cls, hello: Mapping[str, Any]) -> "WorkerRules":
@@ -108,10 +111,11 @@ class WorkerRules:
                       ("max_threads", "max_seconds", "max_warmup_s", "max_size_bytes")}
             backends = tuple(b["backend"] for b in hello["backends"])
             ops = tuple(hello["ops"])
+            workloads = frozenset(op for op, r in hello["op_params"].items() if r.get("workload"))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise WorkerError(f"the worker's hello lacks its operation rules or limits ({e}): it is "
                               "older than this cryptoperf; rebuild both with `pip install .`") from None
-        return cls(backends, ops, op_params, sizes, values, limits)
+        return cls(backends, ops, op_params, sizes, values, limits, workloads)
 
     def takes(self, op: str, param: str) -> bool:
         """True if ``op`` takes the run parameter ``param`` (``size_bytes``, ``digest``,

@@ -1,0 +1,163 @@
+"""Workloads in a study: load levels, and the checks a workload needs before anything runs.
+
+A workload (``tls-handshake``, ``tls-bulk``, ``ike-phase1``) is measured at **load levels**,
+written as the worker reads them (docs/worker-protocol.md, "Workloads"):
+
+- ``closed:N`` — N client connections, each starting its next transaction when its last one
+  ended (a closed loop);
+- ``closed:N@RATE`` — the same, paced to RATE transactions per second overall, latency timed
+  from each transaction's actual start: what most load generators do, and it hides stalls
+  (coordinated omission);
+- ``open:RATE`` or ``open:RATE/THREADS`` — transactions due at RATE per second whatever happened
+  before, latency measured from when each was due (corrected for coordinated omission, as wrk2
+  does), taken by THREADS client threads (default 32);
+- ``open:LOW..HIGH`` — a rate sweep: the open levels LOW, 2·LOW, 4·LOW, … up to HIGH
+  (``expand_loads``), for finding the highest rate whose p99 stays under a bound.
+
+Each level is its own row: the cell's label is the operation's label with the level
+(``full handshake @ c=10``, ``@ 500/s``), so verdicts compare configurations at each level.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+import resource
+import socket
+from dataclasses import dataclass
+
+#: The level of a workload operation that gives none.
+DEFAULT_LOAD = "closed:1"
+#: Client threads of ``open:RATE`` (the worker's OPEN_THREADS).
+OPEN_THREADS = 32
+#: Most connections one level may use (the worker's MAX_CONCURRENCY).
+MAX_CONCURRENCY = 1024
+SYNTAX = "closed:N, closed:N@RATE, open:RATE or open:RATE/THREADS (N, THREADS 1..1024; RATE per second)"
+_NUM = r"(\d+(?:\.\d+)?)"
+_CLOSED = re.compile(r"^closed:(\d+)(?:@" + _NUM + r")?$")
+_OPEN = re.compile(r"^open:" + _NUM + r"(?:/(\d+))?$")
+#: File descriptors a process keeps beside its connections (stdio, pipes, the listener, the
+#: libraries' files), counted generously.
+FD_RESERVE = 64
+
+
+@dataclass(frozen=True)
+class Load:
+    """A parsed load level.
+
+    Attributes:
+        text: as written (``closed:10``).
+        kind: ``closed`` or ``open``.
+        connections: client threads, each holding one connection at a time.
+        rate_per_s: the pace (closed) or arrival rate (open); None for an unpaced closed loop.
+    """
+
+    text: str
+    kind: str
+    connections: int
+    rate_per_s: float | None
+
+    @property
+    def label(self) -> str:
+        """Short text for a row label: ``c=10``, ``c=1 @ 200/s`` (paced), ``500/s`` (open)."""
+        rate = None if self.rate_per_s is None else f"{self.rate_per_s:g}/s"
+        if self.kind == "open":
+            return rate or ""
+        return f"c={self.connections}" + (f" paced {rate}" if rate else "")
+
+    @property
+    def level(self) -> float:
+        """The number a throughput-vs-load plot puts on its x axis: connections for a closed
+        loop, the rate for an open one."""
+        return float(self.connections if self.kind == "closed" else self.rate_per_s or 0.0)
+
+
+def parse_load(text: str) -> Load:
+    """Parse a load level. Raises ValueError with one line naming the syntax."""
+    t = text.strip()
+    m = _CLOSED.match(t)
+    if m:
+        n = int(m.group(1))
+        rate = float(m.group(2)) if m.group(2) else None
+        if 1 <= n <= MAX_CONCURRENCY and (rate is None or rate > 0):
+            return Load(t, "closed", n, rate)
+    m = _OPEN.match(t)
+    if m:
+        rate = float(m.group(1))
+        threads = int(m.group(2)) if m.group(2) else OPEN_THREADS
+        if rate > 0 and 1 <= threads <= MAX_CONCURRENCY:
+            return Load(t, "open", threads, rate)
+    raise ValueError(f"load '{text}' is not one of {SYNTAX}")
+
+
+_SWEEP = re.compile(r"^open:" + _NUM + r"\.\." + _NUM + r"(?:/(\d+))?$")
+#: Most levels one sweep may expand to.
+MAX_SWEEP_LEVELS = 16
+
+
+def expand_loads(texts: list[str] | tuple[str, ...]) -> list[str]:
+    """The load levels a study's ``loads`` list stands for: each level as written, and each
+    rate sweep ``open:LOW..HIGH`` (or ``open:LOW..HIGH/THREADS``) as the open levels LOW, 2·LOW,
+    4·LOW, … up to HIGH (HIGH itself included), so a report can name the highest rate whose p99
+    stays under a bound. Raises ValueError (one line) for a malformed sweep or one of more than
+    ``MAX_SWEEP_LEVELS`` levels."""
+    out: list[str] = []
+    for text in texts:
+        m = _SWEEP.match(text.strip())
+        if not m:
+            out.append(text)
+            continue
+        low, high = float(m.group(1)), float(m.group(2))
+        suffix = f"/{m.group(3)}" if m.group(3) else ""
+        if not 0 < low < high:
+            raise ValueError(f"rate sweep '{text}' needs 0 < LOW < HIGH")
+        rates = []
+        r = low
+        while r < high and len(rates) <= MAX_SWEEP_LEVELS:
+            rates.append(r)
+            r *= 2
+        rates.append(high)
+        if len(rates) > MAX_SWEEP_LEVELS:
+            raise ValueError(f"rate sweep '{text}' doubles into {len(rates)} levels; at most "
+                             f"{MAX_SWEEP_LEVELS}: narrow it")
+        out += [f"open:{x:g}{suffix}" for x in rates]
+    return out
+
+
+def row_label(label: str, load: str | None) -> str:
+    """A cell's row label: the operation's label, with the load level when there is one."""
+    return label if load is None else f"{label} @ {parse_load(load).label}"
+
+
+def descriptor_problem(load: Load, mode: str) -> str | None:
+    """Why this host cannot serve the level, or None: in socket mode each connection holds a
+    descriptor in the client process and one in the server process, beside ``FD_RESERVE``;
+    the soft RLIMIT_NOFILE must cover that."""
+    if mode != "socket":
+        return None
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = load.connections + FD_RESERVE
+    if soft != resource.RLIM_INFINITY and need > soft:
+        return (f"load '{load.text}' needs about {need} file descriptors per process "
+                f"({load.connections} connections + {FD_RESERVE}), but the limit is {soft} "
+                f"(ulimit -n); raise it or use fewer connections")
+    return None
+
+
+def port_problem(address: str, port: int) -> str | None:
+    """Why ``address:port`` cannot be listened on, or None (port 0 is always free: the kernel
+    picks one). Tries to bind it and lets go at once."""
+    if port == 0:
+        return None
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        # As the worker's listener (Rust's TcpListener sets it): a port whose last connections
+        # linger in TIME_WAIT is free to listen on.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"port {port} on {address} is in use; choose another port or leave it out (any free port)"
+            return f"cannot listen on {address}:{port}: {e.strerror}"
+    return None

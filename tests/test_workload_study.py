@@ -1,0 +1,156 @@
+"""Workload operations in study files: params, load levels, the cells they expand to, and the
+checks made before anything runs (bad level, unknown parameter or value, port in use, more
+connections than file descriptors)."""
+
+from __future__ import annotations
+
+import resource
+import socket
+
+import pytest
+
+from conftest import worker_rules
+from cryptoperf import schedule, study, workload
+from cryptoperf.errors import StudyError
+
+RULES = worker_rules()
+
+STUDY = """\
+[study]
+name = "tls"
+baseline = "rsa"
+backends = ["aws-lc"]
+repetitions = 3
+
+[[configuration]]
+name = "rsa"
+cert = "rsa2048"
+
+[[configuration]]
+name = "ec"
+cert = "ecdsa-p256"
+
+[[operation]]
+label = "full handshake"
+op = "tls-handshake"
+params = { cert = "{cert}", group = "x25519", session = "full" }
+loads = ["closed:1", "closed:4", "open:200"]
+"""
+
+
+def checked(text: str) -> study.Study:
+    return study.check_against_worker(study.parse(text, "s.toml"), RULES)
+
+
+def error(text: str) -> str:
+    with pytest.raises(StudyError) as e:
+        checked(text)
+    msg = str(e.value)
+    assert "\n" not in msg
+    return msg
+
+
+def test_the_hello_lists_the_workloads_and_their_params():
+    assert {"tls-handshake", "tls-bulk", "ike-phase1"} <= RULES.workloads
+    assert {"cert", "group", "session", "load", "mode", "port"} <= RULES.op_params["tls-handshake"]
+    assert "x25519mlkem768" in RULES.param_values["group"]
+    assert "modp2048" in RULES.param_values["dh_group"]
+
+
+def test_each_load_level_is_its_own_row_with_params_substituted():
+    cells = schedule.expand(checked(STUDY))
+    assert len(cells) == 2 * 3
+    labels = sorted({c.label for c in cells})
+    assert labels == ["full handshake @ 200/s", "full handshake @ c=1", "full handshake @ c=4"]
+    rsa = [c for c in cells if c.configuration == "rsa"]
+    assert all(c.params["cert"] == "rsa2048" and c.params["group"] == "x25519" for c in rsa)
+    assert {c.load for c in rsa} == {"closed:1", "closed:4", "open:200"}
+    assert all(c.is_workload for c in cells)
+    # A workload's run request has one thread and no batch: its level sets the concurrency.
+    rep = schedule.blocks(cells, 1, 1, seed=1, batches={c.group: 64 for c in cells})[0]
+    req = schedule.run_request(rep, schedule.Settings(seconds=0.5, warmup_s=0.1, threads=8, timeout_s=60))
+    assert req["threads"] == 1 and req["batch"] is None and req["params"]["load"] in ("closed:1", "closed:4", "open:200")
+
+
+def test_a_workload_without_loads_runs_one_closed_connection():
+    text = STUDY.replace('loads = ["closed:1", "closed:4", "open:200"]\n', "")
+    cells = schedule.expand(checked(text))
+    assert {c.load for c in cells} == {"closed:1"}
+    assert {c.label for c in cells} == {"full handshake @ c=1"}
+
+
+@pytest.mark.parametrize("loads, fragment", [
+    ('["closed:0"]', "load 'closed:0' is not one of closed:N"),
+    ('["half-open:3"]', "is not one of"),
+    ('["open:-5"]', "is not one of"),
+    ('["closed:2", "closed:2"]', "lists a load level twice"),
+])
+def test_bad_load_levels_are_one_line_at_the_key(loads, fragment):
+    text = STUDY.replace('["closed:1", "closed:4", "open:200"]', loads)
+    msg = error(text)
+    assert fragment in msg and "loads" in msg and "s.toml:" in msg
+
+
+@pytest.mark.parametrize("params, fragment", [
+    ('{ cert = "{cert}", grup = "x25519" }', "has no parameter 'grup'; did you mean 'group'?"),
+    ('{ cert = "{cert}", group = "x448" }', "group 'x448' is not one of"),
+    ('{ cert = "{cert}", load = "closed:2" }', "goes in loads"),
+    ('{ cert = "{cert}", group = "{undefined}" }', "'{undefined}' is not defined"),
+    ('{ cert = true }', "must be a string or an integer"),
+])
+def test_bad_workload_params_are_one_line(params, fragment):
+    text = STUDY.replace('{ cert = "{cert}", group = "x25519", session = "full" }', params)
+    assert fragment in error(text)
+
+
+def test_params_and_loads_on_a_primitive_are_errors():
+    text = STUDY.replace('op = "tls-handshake"', 'op = "rsa2048-sign"')
+    assert "is a primitive operation; params applies to workloads" in error(text)
+
+
+def test_a_port_in_use_is_refused_before_anything_runs():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        text = STUDY.replace('session = "full" }', f'session = "full", port = {port} }}')
+        msg = error(text)
+    assert f"port {port} on 127.0.0.1 is in use" in msg
+
+
+def test_more_connections_than_descriptors_is_refused(monkeypatch):
+    monkeypatch.setattr(resource, "getrlimit", lambda _what: (256, 4096))
+    text = STUDY.replace('"open:200"]', '"closed:1000"]')
+    msg = error(text)
+    assert "needs about 1064 file descriptors" in msg and "ulimit -n" in msg
+    # memory mode holds no sockets
+    text = text.replace('session = "full" }', 'session = "full", mode = "memory" }')
+    checked(text)
+
+
+def test_a_rate_sweep_doubles_up_to_its_top():
+    assert workload.expand_loads(["closed:1", "open:100..700"]) == [
+        "closed:1", "open:100", "open:200", "open:400", "open:700"]
+    assert workload.expand_loads(["open:50..200/4"]) == ["open:50/4", "open:100/4", "open:200/4"]
+    text = STUDY.replace('["closed:1", "closed:4", "open:200"]', '["open:100..400"]')
+    assert {c.label for c in schedule.expand(checked(text))} == {
+        "full handshake @ 100/s", "full handshake @ 200/s", "full handshake @ 400/s"}
+    assert "doubles into" in error(STUDY.replace('["closed:1", "closed:4", "open:200"]', '["open:1..1000000"]'))
+
+
+def test_load_labels_and_levels():
+    assert workload.parse_load("closed:10").label == "c=10"
+    assert workload.parse_load("closed:1@200").label == "c=1 paced 200/s"
+    assert workload.parse_load("open:500").label == "500/s"
+    assert workload.parse_load("open:500/4").connections == 4
+    assert workload.parse_load("open:500").level == 500.0
+    assert workload.parse_load("closed:16").level == 16.0
+    with pytest.raises(ValueError):
+        workload.parse_load("closed:1025")
+
+
+def test_shipped_workload_studies_expand():
+    from conftest import ROOT
+    for name, n in (("tls-handshake.toml", 32), ("ike-phase1.toml", 32)):
+        s = study.check_against_worker(study.load(ROOT / "studies" / name), RULES)
+        assert len(schedule.expand(s)) == n, name
