@@ -154,3 +154,25 @@ def test_shipped_workload_studies_expand():
     for name, n in (("tls-handshake.toml", 32), ("ike-phase1.toml", 32)):
         s = study.check_against_worker(study.load(ROOT / "studies" / name), RULES)
         assert len(schedule.expand(s)) == n, name
+
+
+def test_the_cli_refuses_a_port_in_use_and_a_bad_level_with_one_line(fake_worker, write_study, cli):
+    from conftest import assert_one_line_error
+    fake_worker()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        path = write_study(STUDY.replace('session = "full" }', f'session = "full", port = {port} }}'))
+        res = cli("study", path)
+        assert_one_line_error(res, f"port {port} on 127.0.0.1 is in use", "params", code=2)
+    path = write_study(STUDY.replace('"open:200"]', '"open:fast"]'))
+    assert_one_line_error(cli("study", path), "load 'open:fast' is not one of", code=2)
+    # a level the host cannot serve: more connections than file descriptors
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, hard))
+        path = write_study(STUDY.replace('"open:200"]', '"closed:1000"]'))
+        assert_one_line_error(cli("study", path), "needs about 1064 file descriptors", code=2)
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

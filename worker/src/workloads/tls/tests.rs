@@ -196,6 +196,26 @@ fn different_stacks_interoperate_in_memory() {
     }
 }
 
+/// X25519MLKEM768 between every pair of stacks that have it (rustls with aws-lc-rs; OpenSSL
+/// from 3.5, i.e. with the vendored-openssl feature), full and resumed.
+#[test]
+fn x25519mlkem768_interoperates_where_both_stacks_have_it() {
+    let mut ran = 0;
+    for cs in Stack::ALL {
+        for ss in Stack::ALL {
+            for resume in [false, true] {
+                let p = params(TlsVersion::Tls13, CertKind::EcdsaP256, Group::X25519MlKem768, Suite::Aes128Gcm, resume);
+                if let Ok(n) = run(*cs, *ss, &p) {
+                    assert_eq!(n.group, "x25519mlkem768", "{cs:?} -> {ss:?}");
+                    ran += 1;
+                }
+            }
+        }
+    }
+    let stacks_with_it = 1 + usize::from(openssl_has_mlkem());
+    assert_eq!(ran, 2 * stacks_with_it * stacks_with_it);
+}
+
 /// One transaction over TCP on 127.0.0.1: client and server in two threads; both sides see the
 /// same Negotiated, and it is what was asked for.
 fn tcp_transaction(cs: Stack, ss: Stack, p: &TlsParams) -> (Negotiated, Negotiated) {
@@ -504,7 +524,7 @@ fn fips_is_reported_for_the_aws_lc_stack_exactly_in_the_fips_build() {
 #[test]
 #[ignore]
 fn rate() {
-    for (cert, group) in [(CertKind::EcdsaP256, Group::X25519), (CertKind::EcdsaP256, Group::P256), (CertKind::Rsa2048, Group::X25519)] {
+    for (cert, group) in [(CertKind::EcdsaP256, Group::X25519), (CertKind::EcdsaP256, Group::P256), (CertKind::Rsa2048, Group::X25519), (CertKind::EcdsaP256, Group::X25519MlKem768)] {
         for stack in Stack::ALL {
             let p = params(TlsVersion::Tls13, cert, group, Suite::Aes128Gcm, false);
             let Ok((c, s)) = stacks(*stack, *stack, &p) else { continue };
