@@ -30,6 +30,7 @@ def fmt_count(x: float | None) -> str:
     """A rate with an SI prefix, 3 significant digits: ``1.23 M``, ``845 k``, ``12.0``."""
     if x is None:
         return "—"
+    x = float(f"{x:.3g}")  # round first, so 999.9999 reads "1 k", not "1e+03"
     for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if x >= scale:
             return f"{x / scale:.3g} {prefix}"
