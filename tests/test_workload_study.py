@@ -176,3 +176,21 @@ def test_the_cli_refuses_a_port_in_use_and_a_bad_level_with_one_line(fake_worker
         assert_one_line_error(cli("study", path), "needs about 1064 file descriptors", code=2)
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_by_load_decides_closed_levels_on_throughput_and_open_ones_on_latency(fake_worker, write_study, cli, tmp_path):
+    import json
+    from cryptoperf import stats
+    assert stats.metric_for("by_load", "closed:4") == "throughput"
+    assert stats.metric_for("by_load", "open:200") == "latency"
+    assert stats.metric_for("by_load", None) == "latency"
+    assert stats.metric_for("cpu_per_op", "closed:4") == "cpu_per_op"
+    fake_worker({"config_factor": {"ec": 0.5}})
+    text = STUDY.replace('repetitions = 3', 'repetitions = 3\nseconds = 0.01\nwarmup_s = 0\nverdict_on = "by_load"')
+    res = cli("study", write_study(text), "--out", tmp_path / "out", "--no-report")
+    assert res.code == 0, res.err
+    doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    metrics = {d["label"]: d["verdict"]["metric"] for d in doc["deltas"] if d.get("verdict")}
+    assert metrics == {"full handshake @ c=1": "throughput", "full handshake @ c=4": "throughput",
+                       "full handshake @ 200/s": "p50 latency"}, metrics
+    assert "throughput for closed loads, p50 latency for open loads" in res.out

@@ -53,6 +53,8 @@ class Settings:
     @property
     def metric(self) -> str:
         """The verdicts' metric for people, e.g. ``p50 latency``."""
+        if self.verdict_on == stats.BY_LOAD:
+            return "throughput for closed loads, p50 latency for open loads and primitives"
         return stats.METRICS[self.verdict_on][0]
 
     def as_dict(self) -> dict[str, Any]:
@@ -262,10 +264,11 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[li
     ``settings.verdict_on``; returns the deltas in the given order, the family size and the
     per-interval level. A comparison without an interval of that metric (no CPU time in
     enough blocks) is ``n/a`` and not in the family."""
-    name, higher_is_slower = stats.METRICS[settings.verdict_on]
+    def key(p: _Pending) -> str:
+        return stats.metric_for(settings.verdict_on, p.conf.cell.load)
 
     def decided_on(p: _Pending) -> stats.Interval | None:
-        return {"latency": p.latency, "throughput": p.throughput, "cpu_per_op": p.cpu}[settings.verdict_on]
+        return {"latency": p.latency, "throughput": p.throughput, "cpu_per_op": p.cpu}[key(p)]
 
     m = sum(1 for p in pending if isinstance(p, _Pending) and decided_on(p) is not None)
     level = (stats.adjusted_level(settings.level, max(m, 1) if settings.multiplicity else 1, settings.looks))
@@ -282,6 +285,7 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[li
             note = "; ".join(x for x in (note, f"batch sizes differ ({p.base.batch} vs {p.conf.batch}): "
                                          "the sides time different statistics") if x)
         chosen = decided_on(p)
+        name, higher_is_slower = stats.METRICS[key(p)]
         libs = dict(library_version=p.conf.library_version, baseline_library_version=p.base.library_version)
         if chosen is None:
             out.append(Delta(status="n/a", reason=f"no {name} in {MIN_BLOCKS} paired blocks to decide on",

@@ -135,9 +135,15 @@ class StudyPlan:
         return self.study.rules.default_size_bytes.get(cell.op) if self.study.rules else None
 
     def estimated_seconds(self) -> float:
-        """A rough wall-clock estimate: calibration plus the first look's blocks, in s."""
-        return (schedule.calibration_seconds(len(self.cells), self.settings)
-                + schedule.estimated_seconds(len(self.cells) * self.looks[0], self.settings))
+        """A rough wall-clock estimate: calibration plus the first look's blocks, in s. A
+        workload's repetition also starts its server process, makes its certificates and runs
+        its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``)."""
+        total = 0.0
+        for cells, overhead in ((sum(not c.is_workload for c in self.cells), 0.05),
+                                (sum(c.is_workload for c in self.cells), schedule.WORKLOAD_OVERHEAD_S)):
+            total += (schedule.calibration_seconds(cells, self.settings, overhead)
+                      + schedule.estimated_seconds(cells * self.looks[0], self.settings, overhead))
+        return total
 
 
 def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run: bool = False,

@@ -429,6 +429,22 @@ METRICS: dict[str, tuple[str, bool]] = {
     "cpu_per_op": ("CPU time per operation", True),
 }
 
+#: ``verdict_on`` value deciding each workload level on what it measures: throughput for a
+#: closed loop (its latency is concurrency ÷ throughput, and scheduler-dominated once the
+#: connections outnumber the CPUs), p50 latency for an open loop (its throughput is the offered
+#: rate) and for primitive operations.
+BY_LOAD = "by_load"
+
+
+def metric_for(verdict_on: str, load: str | None) -> str:
+    """The ``METRICS`` key a comparison is decided on: ``verdict_on`` itself, or for
+    ``BY_LOAD`` ``throughput`` when ``load`` is a closed loop (``closed:…``) and ``latency``
+    otherwise."""
+    if verdict_on != BY_LOAD:
+        return verdict_on
+    return "throughput" if load is not None and load.startswith("closed") else "latency"
+
+
 #: A change at or beyond this factor (or its inverse) reads as a ratio, "13.5× slower", rather
 #: than as a percentage ("+1250 %").
 RATIO_FORM_AT = 2.0

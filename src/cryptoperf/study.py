@@ -35,7 +35,7 @@ if TYPE_CHECKING:  # the study parser needs only the rules' interface, not the w
 #: worker's ``param_values``, and passed to every operation whose ``op_params`` list them).
 WORKER_PARAMS = ("digest", "padding")
 UNTIL = ("fixed", "decided")
-VERDICT_ON = tuple(stats.METRICS)  # latency, throughput, cpu_per_op
+VERDICT_ON = tuple(stats.METRICS) + (stats.BY_LOAD,)  # latency, throughput, cpu_per_op, by_load
 _TEMPLATE_VAR = re.compile(r"\{([^{}]*)\}")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -129,8 +129,11 @@ OPTIONS: tuple[Option, ...] = (
            "'inconclusive'. `cryptoperf study --margin` overrides it.", min=0, max=100, unit="%"),
     Option("study", "verdict_on", "string", "latency",
            "The metric every verdict is decided on: 'latency' (the per-repetition p50), "
-           "'throughput' (ops/s) or 'cpu_per_op' (CPU time per operation, what capacity and "
-           "cost depend on). The others are still reported with their intervals."),
+           "'throughput' (ops/s), 'cpu_per_op' (CPU time per operation, what capacity and "
+           "cost depend on) or 'by_load' (workloads: throughput at a closed load level, whose "
+           "latency is concurrency ÷ throughput and scheduler-bound past the CPU count; p50 "
+           "latency at an open level, whose throughput is the offered rate; primitives: p50 "
+           "latency). The others are still reported with their intervals."),
     Option("study", "multiplicity", "bool", True,
            "Adjust the intervals of all the study's comparisons together (Bonferroni), so that "
            "all hold at 95 % at once; false only for a study with one planned comparison "

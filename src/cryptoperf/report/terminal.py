@@ -623,7 +623,8 @@ def _describe(rep: Repetition) -> str:
         conf += f" [{c.build}]"
     where = "calibration" if rep.calibration else f"block {rep.block}"
     again = " (re-run: disturbed)" if rep.attempt > 1 else ""
-    return f"{c.backend} {c.op}{size}{conf} {where}{again}"
+    what = f"{c.op} {c.label}" if c.is_workload else c.op  # the label names the load level
+    return f"{c.backend} {what}{size}{conf} {where}{again}"
 
 
 class ProgressBar:

@@ -214,11 +214,18 @@ pub fn parse(name: &str, backend_name: &str, params: &Map<String, Value>) -> Res
 /// Run a checked workload case on `backend` (its library's capability checks already done):
 /// validate, then measure at the case's load for `warmup` + `budget`.
 pub fn run(case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
+    // A socket workload pins this thread (and the load threads it starts) to one CPU; the
+    // next request in this process starts from the affinity it had before.
+    let saved = affinity();
     let finish = match &case.spec {
         Spec::TlsHandshake(spec) => tls_handshake::run(case, spec, warmup, budget),
         Spec::TlsBulk(spec) => tls_bulk::run(case, spec, warmup, budget),
         Spec::IkePhase1(p) => ike_phase1_run(backend, p, &case.common, warmup, budget),
     };
+    if let Some(set) = saved {
+        // SAFETY: restoring a set sched_getaffinity filled, on the calling thread.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    }
     match finish {
         Finish::Ok(mut v) => {
             v["workload"] = case.name.into();
@@ -282,15 +289,21 @@ pub fn pin_to(cpu: usize) -> Option<usize> {
     }
 }
 
-/// The CPUs this process may run on (its affinity mask), in order.
-pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: as in pin_to; sched_getaffinity fills the set.
+/// The calling thread's affinity mask, or None where it cannot be read.
+fn affinity() -> Option<libc::cpu_set_t> {
+    // SAFETY: cpu_set_t is plain data; sched_getaffinity fills it.
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return vec![];
-        }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+        (libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) == 0).then_some(set)
+    }
+}
+
+/// The CPUs this thread may run on (its affinity mask), in order.
+pub fn allowed_cpus() -> Vec<usize> {
+    match affinity() {
+        // SAFETY: CPU_ISSET only reads inside the set.
+        Some(set) => (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect(),
+        None => vec![],
     }
 }
 

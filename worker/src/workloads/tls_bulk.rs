@@ -98,7 +98,7 @@ pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
 /// Run `tls-bulk`: one connection per client thread, `size_bytes` per transaction.
 pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
     let load = case.common.load;
-    let (mut server, client, checks, placement) = match tls_handshake::start_socket(case, &spec.tls, load.threads()) {
+    let (mut server, client, checks, placement, _trust) = match tls_handshake::start_socket(case, &spec.tls, load.threads()) {
         Ok(s) => s,
         Err(f) => return f,
     };

@@ -225,7 +225,7 @@ pub fn placement() -> (Option<usize>, Option<usize>, String) {
 /// Start the server process and prime/validate a client of it: the common part of the TLS
 /// workloads in socket mode. Returns the server, the client stack, the validation fields and the
 /// placement note; `Err(Finish)` when the cell cannot be measured.
-pub fn start_socket(case: &WorkloadCase, spec: &Spec, threads: usize) -> Result<(ServerProcess, Arc<dyn ClientStack>, Value, String), Finish> {
+pub fn start_socket(case: &WorkloadCase, spec: &Spec, threads: usize) -> Result<(ServerProcess, Arc<dyn ClientStack>, Value, String, Identity), Finish> {
     let (client_cpu, server_cpu, note) = placement();
     let server = ServerProcess::start(case.name, &case.backend_name, &case.raw, threads, server_cpu).map_err(|e| {
         let fields = e.fields;
@@ -250,7 +250,25 @@ pub fn start_socket(case: &WorkloadCase, spec: &Spec, threads: usize) -> Result<
     if let Some(why) = fips_problem(spec.stack, "client", client.fips()) {
         return Err(Finish::Unsupported(why, json!({})));
     }
-    Ok((server, client, Value::Array(checks), note))
+    Ok((server, client, Value::Array(checks), note, id))
+}
+
+/// The client a load thread uses: the shared one, or — when sessions are resumed — one of its
+/// own, primed with one (untimed) transaction, so each thread resumes its own session as an
+/// independent client would (threads sharing one client would race for its tickets, which
+/// TLS 1.3 allows to be used once, and fall back to full handshakes).
+pub fn thread_client(
+    shared: &Arc<dyn ClientStack>,
+    spec: &Spec,
+    trust: &Identity,
+    prime: impl Fn(&dyn ClientStack) -> Result<(), String>,
+) -> Result<Arc<dyn ClientStack>, BackendError> {
+    if !spec.p.resume {
+        return Ok(shared.clone());
+    }
+    let own = tls::client(spec.stack, trust, &spec.p)?;
+    prime(&*own).map_err(|e| BackendError::Failed(format!("priming a client's session: {e}")))?;
+    Ok(own)
 }
 
 /// Run `tls-handshake` (validation, then the load level).
@@ -271,7 +289,7 @@ fn invalid(why: String, checks: Value, negotiated: &str) -> Finish {
 
 fn run_socket(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
     let load = case.common.load;
-    let (mut server, client, checks, placement) = match start_socket(case, spec, load.threads()) {
+    let (mut server, client, checks, placement, trust) = match start_socket(case, spec, load.threads()) {
         Ok(s) => s,
         Err(f) => return f,
     };
@@ -294,7 +312,8 @@ fn run_socket(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Durati
     let sampler = Sampler::start();
     let measured = run_load(
         || {
-            let (client, tally) = (client.clone(), tally.clone());
+            let client = thread_client(&client, spec, &trust, |c| tls::transaction_client(c, addr).map(|_| ()))?;
+            let tally = tally.clone();
             Ok(Box::new(move || {
                 let n = tls::transaction_client(&*client, addr).map_err(BackendError::Failed)?;
                 tally.add(n);
@@ -369,7 +388,8 @@ fn run_memory(_case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Durat
     let sampler = Sampler::start();
     let measured = run_load(
         || {
-            let (client, server, tally) = (client.clone(), server.clone(), tally.clone());
+            let client = thread_client(&client, spec, &id, |c| tls::transaction_in_memory(c, &*server).map(|_| ()))?;
+            let (server, tally) = (server.clone(), tally.clone());
             let (client_ns, server_ns, count) = (client_ns.clone(), server_ns.clone(), count.clone());
             Ok(Box::new(move || {
                 let o = tls::transaction_in_memory(&*client, &*server).map_err(BackendError::Failed)?;
@@ -454,7 +474,8 @@ fn run_external(case: &WorkloadCase, spec: &Spec, addr: std::net::SocketAddr, ca
     let sampler = Sampler::start();
     let measured = run_load(
         || {
-            let (client, tally) = (client.clone(), tally.clone());
+            let client = thread_client(&client, spec, &id, |c| handshake_only(c, addr).map(|_| ()))?;
+            let tally = tally.clone();
             Ok(Box::new(move || {
                 tally.add(handshake_only(&*client, addr).map_err(BackendError::Failed)?);
                 Ok(())
