@@ -158,8 +158,8 @@ def run_request(rep: Repetition, settings: Settings,
 
 #: Start-up of a workload's repetition beyond a primitive's, in s: the server process, its
 #: certificates (RSA-4096 key generation is the slow part) and the cross-checks; measured about
-#: 0.4 s on average over studies/tls-handshake.toml on a 2-vCPU VM (2026-11-23).
-WORKLOAD_OVERHEAD_S = 0.4
+#: 0.65 s on average over studies/tls-handshake.toml on a 2-vCPU VM (2026-11-23).
+WORKLOAD_OVERHEAD_S = 0.65
 
 
 def estimated_seconds(n_repetitions: int, settings: Settings, per_repetition_overhead_s: float = 0.05) -> float:
