@@ -204,3 +204,30 @@ loads = ["closed:2"]
                 assert m.encode() not in data and m.lower().encode() not in data, (p, m)
     doc = json.loads(next((tmp_path / "out").rglob("*.json")).read_text())
     assert "ca_der" not in json.dumps(doc)
+
+
+def test_tls_bulk_moves_the_bytes_and_reports_both_sides_cpu():
+    r = run("aws-lc", "tls-bulk", {"load": "closed:2", "size_bytes": 262144, "suite": "aes-256-gcm", "record_bytes": 4096})
+    assert r["status"] == "ok", r.get("reason")
+    assert r["bytes_per_op"] == 262144 and r["ops"] > 0
+    assert r["negotiated"]["cipher_suite"] == "TLS_AES_256_GCM_SHA384"
+    # the receiver acknowledged every transfer the sender counted
+    assert r["server"]["transactions"] >= r["ops"]
+    assert r["cpu_ns_total"] > 0 and r["server"]["cpu_ns"] > 0
+
+
+def test_the_fips_worker_runs_tls_on_the_fips_module_and_refuses_what_it_does_not_approve():
+    fips, why = find("fips")
+    need_real_worker(fips, why, require="CRYPTOPERF_REQUIRE_FIPS")
+    with WorkerClient(fips) as w:
+        w.hello()
+        ok = w.run({"type": "run", "id": "a", "backend": "aws-lc", "op": "tls-handshake",
+                    "params": {"group": "p256"}, "seconds": 0.2, "warmup_s": 0.0}, timeout_s=60)
+        refused = w.run({"type": "run", "id": "b", "backend": "aws-lc", "op": "tls-handshake",
+                         "params": {"group": "x25519"}, "seconds": 0.2, "warmup_s": 0.0}, timeout_s=60)
+        ring = w.run({"type": "run", "id": "c", "backend": "ring", "op": "tls-handshake",
+                      "params": {"group": "p256"}, "seconds": 0.2, "warmup_s": 0.0}, timeout_s=60)
+    assert ok["status"] == "ok" and ok["fips"] is True, ok.get("reason")
+    assert ok["negotiated"]["group"] == "p256"
+    assert refused["status"] == "unsupported" and "not FIPS-approved" in refused["reason"]
+    assert ring["status"] == "unsupported"

@@ -194,3 +194,18 @@ def test_by_load_decides_closed_levels_on_throughput_and_open_ones_on_latency(fa
     assert metrics == {"full handshake @ c=1": "throughput", "full handshake @ c=4": "throughput",
                        "full handshake @ 200/s": "p50 latency"}, metrics
     assert "throughput for closed loads, p50 latency for open loads" in res.out
+
+
+def test_speed_runs_a_workload_with_threads_as_connections(fake_worker, cli):
+    import json
+    from conftest import assert_one_line_error
+    fake_worker()
+    res = cli("speed", "--op", "tls-handshake", "--backend", "aws-lc", "--threads", "3", "--seconds", "0.01",
+              "--warmup", "0", "--json", "--no-store")
+    assert res.code == 0, res.err
+    (row,) = json.loads(res.out)["results"]
+    assert row["status"] == "ok" and row["params"]["load"] == "closed:3"
+    assert_one_line_error(cli("speed", "--op", "tls-handshake", "--param", "load=warp:9", "--no-store"),
+                          "--param load: load 'warp:9' is not one of", code=2)
+    assert_one_line_error(cli("speed", "--op", "tls-handshake", "--param", "size_bytes=9", "--no-store"),
+                          "give message sizes with --size", code=2)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
-from cryptoperf import opnames, speedstats
+from cryptoperf import opnames, speedstats, workload
 from cryptoperf.errors import UsageError
 from cryptoperf.model import CALIBRATION_BLOCK, OK, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
@@ -414,6 +414,10 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     notes = sizes_note(sizes, chosen_ops, rules)
     op_params, more = speed_params(params or {}, chosen_ops, rules)
     notes += more
+    for op in chosen_ops:
+        if op in rules.workloads and "load" not in op_params[op]:
+            # A workload's concurrency is its load level: --threads N is N connections.
+            op_params[op]["load"] = f"closed:{threads}"
     chosen_backends = tuple(backends) or hello.backend_names
     if baseline is not None:
         baseline = speed_baseline(baseline, chosen_backends)
@@ -537,16 +541,24 @@ def speed_params(params: Mapping[str, str], ops: Sequence[str],
     import difflib
     per_op: dict[str, dict[str, str]] = {op: {} for op in ops}
     notes: list[str] = []
-    known = tuple(rules.param_values)
+    known = tuple(sorted(set(rules.param_values).union(*rules.op_params.values()) - {"size_bytes"}))
     for name, value in params.items():
-        if name not in rules.param_values:
-            if name in ("size_bytes", "size"):
-                raise UsageError(f"--param {name}: give message sizes with --size")
+        if name in ("size_bytes", "size"):
+            raise UsageError(f"--param {name}: give message sizes with --size")
+        if name not in known:
             close = difflib.get_close_matches(name, list(known), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             raise UsageError(f"--param {name}: unknown worker parameter{hint} (known: {_listing(known)})")
-        allowed = rules.param_values[name]
-        canonical = value if value in allowed else opnames.canonical_op(str(value), allowed)
+        if name == "load":
+            try:
+                workload.parse_load(str(value))
+            except ValueError as e:
+                raise UsageError(f"--param load: {e}") from None
+        allowed = rules.param_values.get(name)
+        if allowed is None:  # a free-form value (load, rsa_bits, port): the worker checks it
+            canonical = str(value)
+        else:
+            canonical = value if value in allowed else opnames.canonical_op(str(value), allowed)
         if canonical is None:
             if name == "digest":
                 hint = opnames.unknown_op_hint(str(value), allowed)
