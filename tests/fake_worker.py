@@ -483,10 +483,28 @@ def main():
             hello(req)
         elif kind == "run":
             run(req)
+        elif kind == "check":
+            check(req)
         elif kind == "bye":
             return
         else:
             send({"type": "error", "code": "bad_request", "message": f"unknown type {kind!r}"})
+
+
+def check(req: dict) -> None:
+    """The worker's ``check`` (a combination, nothing run): unsupported where ``run`` would say
+    so for a workload — ring with x25519mlkem768, rustcrypto's missing TLS stack — and for a
+    script's ``unsupported`` entry; else supported."""
+    backend, op, params = req.get("backend"), req.get("op"), req.get("params") or {}
+    out = {"type": "checked", "id": req.get("id"), "backend": backend, "op": op, "status": "supported"}
+    reason = SPEC.get("unsupported", {}).get(f"{backend}/{op}")
+    if is_workload(op) and backend == "ring" and params.get("group") == "x25519mlkem768":
+        reason = "ring has no ML-KEM"
+    elif is_workload(op) and op != "ike-phase1" and backend == "rustcrypto":
+        reason = "rustcrypto has no TLS stack here"
+    if reason:
+        out.update(status="unsupported", reason=reason)
+    send(out)
 
 
 if __name__ == "__main__":

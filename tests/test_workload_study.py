@@ -209,3 +209,19 @@ def test_speed_runs_a_workload_with_threads_as_connections(fake_worker, cli):
                           "--param load: load 'warp:9' is not one of", code=2)
     assert_one_line_error(cli("speed", "--op", "tls-handshake", "--param", "size_bytes=9", "--no-store"),
                           "give message sizes with --size", code=2)
+
+
+def test_a_combination_a_library_lacks_stops_the_study_before_it_measures(fake_worker, write_study, cli, tmp_path):
+    from conftest import assert_one_line_error
+    fake_worker()
+    text = (STUDY.replace('backends = ["aws-lc"]', 'backends = ["aws-lc", "ring"]')
+            .replace('group = "x25519"', 'group = "{group}"')
+            .replace('cert = "rsa2048"', 'cert = "rsa2048"\ngroup = "x25519"')
+            .replace('cert = "ecdsa-p256"', 'cert = "ecdsa-p256"\ngroup = "x25519mlkem768"'))
+    store = tmp_path / "never.sqlite"
+    res = cli("study", write_study(text), "--store", store)
+    line = assert_one_line_error(res, "configuration 'ec' on ring: ring has no ML-KEM", code=2)
+    assert "s.toml" in line or "study.toml" in line
+    assert not store.exists() or "repetition" not in store.read_bytes().decode("latin-1")
+    # the same check in a dry run
+    assert_one_line_error(cli("study", write_study(text), "--dry-run"), "ring has no ML-KEM", code=2)

@@ -30,7 +30,7 @@ from cryptoperf.report import json as report_json
 from cryptoperf.report.json import outcome_dict
 from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import local
-from cryptoperf.run.worker import Hello, WorkerRules, fetch_hello
+from cryptoperf.run.worker import Hello, WorkerClient, WorkerRules, fetch_hello
 from cryptoperf.store import Store
 from cryptoperf.stored import StoredRun, settings_of
 from cryptoperf.study import Study
@@ -174,7 +174,42 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
         cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
     settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s)
     looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
-    return StudyPlan(s, schedule.expand(s), settings, workers, settings_of(s, margin_pct, multiplicity), looks)
+    cells = schedule.expand(s)
+    check_workloads(s, cells, workers)
+    return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks)
+
+
+#: Time a worker may take to answer one ``check`` (an RSA-4096 identity is made once per process).
+CHECK_TIMEOUT_S = 60.0
+
+
+def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> None:
+    """Ask each worker build whether it can run the study's workload combinations at all (the
+    worker's ``check``: its TLS implementations configured as asked, nothing measured), before
+    the first repetition. Raises StudyError, one line at the operation, for the first
+    combination a library lacks (X25519MLKEM768 on ring or on OpenSSL 3.0, ...): a study that
+    asks for it would measure nothing there. Builds missing in a dry run are skipped."""
+    seen: set[tuple] = set()
+    by_build: dict[str, list[Cell]] = {}
+    for c in cells:
+        if not c.is_workload:
+            continue
+        key = (c.build, c.backend, c.op, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
+        if key not in seen and c.build in workers and not c.backend.startswith("mock"):
+            seen.add(key)
+            by_build.setdefault(c.build, []).append(c)
+    for build, todo in by_build.items():
+        path, _ = workers[build]
+        with WorkerClient(path) as w:
+            w.hello()
+            for c in todo:
+                answer = w.check({"id": c.key, "backend": c.backend, "op": c.op, "params": c.worker_params()},
+                                 timeout_s=CHECK_TIMEOUT_S)
+                if answer.get("status") == "unsupported":
+                    o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
+                    raise s.error("operation", o.index, "params",
+                                  f"configuration '{c.configuration}' on {c.backend}: {answer.get('reason')}; "
+                                  "remove that combination, or pin the configuration to a backend that has it")
 
 
 def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.PathLike | None = None,

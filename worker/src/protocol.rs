@@ -154,11 +154,20 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<i32
                 };
                 send(&mut output, response)?;
             }
+            ("check", true) => {
+                // A workload's combination, checked without measuring (docs/worker-protocol.md,
+                // "check"): the orchestrator asks before a study's first repetition.
+                let response = match parse_run(body, cpu.tsc) {
+                    Ok(case) => check(case),
+                    Err(e) => error_message(id.as_deref(), &e),
+                };
+                send(&mut output, response)?;
+            }
             ("bye", true) => return Ok(0),
             (other, true) => {
                 let e = refuse(
                     "bad_request",
-                    format!("unknown request type '{other}'; known: hello, run, bye"),
+                    format!("unknown request type '{other}'; known: hello, run, check, bye"),
                 );
                 send(&mut output, error_message(id.as_deref(), &e))?;
             }
@@ -475,6 +484,33 @@ fn run(case: Case) -> Value {
     }
 }
 
+/// The `check` answer: `{"type":"checked", id, backend, op, status, reason}` — `supported`, or
+/// `unsupported` with the reason, for a workload's combination (its implementations configured
+/// as asked, nothing run); a primitive operation is `supported` when its backend prepares it.
+fn check(case: Case) -> Value {
+    let mut answer = json!({"type": "checked", "id": case.id, "backend": case.backend_name, "op": case.op_name});
+    let info = case.backend.info();
+    let verdict = if let Some(r) = crate::fips::unavailable(info.backend) {
+        Err(r)
+    } else {
+        match &case.what {
+            What::Workload(w) => workloads::check(w, &*case.backend),
+            What::Op { op, params } => match prepare(&*case.backend, *op, params) {
+                Err(BackendError::Unsupported(r)) => Err(r),
+                _ => Ok(()),
+            },
+        }
+    };
+    match verdict {
+        Ok(()) => answer["status"] = "supported".into(),
+        Err(r) => {
+            answer["status"] = "unsupported".into();
+            answer["reason"] = r.into();
+        }
+    }
+    answer
+}
+
 /// The flags `mask` took away here: present in the CPU (CPUID) and absent from the vector the
 /// library uses. Empty for a mask whose extensions this CPU lacks anyway.
 fn mask_cleared(mask: &CpuMask, library: &CapVector) -> Vec<&'static str> {
@@ -555,6 +591,25 @@ mod tests {
         assert_eq!(out.len(), 1);
         assert_eq!(out[0]["code"], "protocol_mismatch");
         assert!(out[0]["message"].as_str().unwrap().contains("protocol 1"));
+    }
+
+    #[test]
+    fn check_says_whether_a_workload_combination_is_supported_without_running_it() {
+        let (code, out) = converse(&[
+            r#"{"type":"hello","protocol":1}"#,
+            r#"{"type":"check","id":"a","backend":"aws-lc","op":"tls-handshake","params":{"group":"x25519mlkem768"}}"#,
+            r#"{"type":"check","id":"b","backend":"ring","op":"tls-handshake","params":{"group":"x25519mlkem768"}}"#,
+            r#"{"type":"check","id":"c","backend":"ring","op":"ike-phase1","params":{"dh_group":"modp2048"}}"#,
+            r#"{"type":"check","id":"d","backend":"aws-lc","op":"tls-handshake","params":{"group":"x448"}}"#,
+        ]);
+        assert_eq!(code, 0);
+        assert_eq!((out[1]["type"].as_str(), out[1]["status"].as_str()), (Some("checked"), Some("supported")));
+        assert_eq!(out[2]["status"], "unsupported");
+        assert!(out[2]["reason"].as_str().unwrap().contains("ML-KEM"), "{}", out[2]);
+        assert_eq!(out[3]["status"], "unsupported");
+        assert!(out[3]["reason"].as_str().unwrap().contains("FFDH"), "{}", out[3]);
+        assert_eq!((out[4]["type"].as_str(), out[4]["code"].as_str()), (Some("error"), Some("bad_params")));
+        assert!(out[1..].iter().all(|m| m.get("ops").is_none()), "a check measures nothing");
     }
 
     #[test]

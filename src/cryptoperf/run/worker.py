@@ -331,6 +331,19 @@ class WorkerClient:
         return msg
 
 
+    def check(self, request: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+        """Send a ``check`` (a ``run`` request's fields, ``type`` check): whether the worker can
+        run that combination at all, nothing measured. Returns the ``checked`` message
+        (``status`` supported or unsupported, ``reason``). Raises as ``run``."""
+        self._send({**request, "type": "check"})
+        msg = self._receive(timeout_s)
+        if msg["type"] == "error":
+            raise WorkerRequestError(msg.get("code", "?"), msg.get("message", "(no message)"))
+        if msg["type"] != "checked":
+            raise WorkerError(f"worker answered check with a '{msg['type']}' message")
+        return msg
+
+
 def _describe_exit(rc: int | None) -> str:
     if rc is None:
         return "still running, killed"

@@ -237,6 +237,21 @@ pub fn run(case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget:
     }
 }
 
+/// Whether this worker can run `case` at all, without running it: the TLS implementations
+/// configured as asked (client and server, with an identity of the certificate's kind made once
+/// per process and kind), or the IKE transaction prepared. `Err(reason)` for a combination a
+/// library lacks.
+pub fn check(case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
+    match &case.spec {
+        Spec::TlsHandshake(spec) => tls_handshake::check(spec),
+        Spec::TlsBulk(spec) => tls_handshake::check(&spec.tls),
+        Spec::IkePhase1(p) => match ike_phase1::prepare(backend, p) {
+            Err(BackendError::Unsupported(r)) => Err(r),
+            _ => Ok(()),
+        },
+    }
+}
+
 /// `ike-phase1`: validate the transaction's parts, then run it at the load level in this
 /// process (both sides' crypto: there is no server process).
 fn ike_phase1_run(backend: &dyn Backend, p: &ike_phase1::IkeParams, common: &Common, warmup: Duration, budget: Duration) -> Finish {

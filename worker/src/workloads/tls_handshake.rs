@@ -140,6 +140,47 @@ pub fn fips_problem(stack: Stack, side: &str, fips: bool) -> Option<String> {
     })
 }
 
+/// Whether `spec`'s client and server can be configured (see `workloads::check`). Identities
+/// are made once per certificate kind in this process: a check never needs a fresh key.
+pub fn check(spec: &Spec) -> Result<(), String> {
+    use std::collections::HashMap;
+    use std::sync::OnceLock;
+    static IDS: OnceLock<Mutex<HashMap<CertKind, Arc<Identity>>>> = OnceLock::new();
+    let id = {
+        let mut ids = IDS.get_or_init(Default::default).lock().unwrap();
+        match ids.get(&spec.p.cert) {
+            Some(id) => id.clone(),
+            None => {
+                let id = Arc::new(Identity::generate(spec.p.cert)?);
+                ids.insert(spec.p.cert, id.clone());
+                id
+            }
+        }
+    };
+    let offered = TlsParams { group: spec.server_group.unwrap_or(spec.p.group), fallback_group: None, ..spec.p };
+    let unsupported = |e: BackendError| match e {
+        BackendError::Unsupported(r) => Err(r),
+        BackendError::Failed(_) => Ok(()), // not a missing combination: the run says what failed
+    };
+    if spec.external.is_none() {
+        match tls::server(spec.stack, &id, &offered) {
+            Ok(s) => {
+                if let Some(why) = fips_problem(spec.stack, "server", s.fips()) {
+                    return Err(why);
+                }
+            }
+            Err(e) => unsupported(e)?,
+        }
+    }
+    match tls::client(spec.stack, &id, &spec.p) {
+        Ok(c) => match fips_problem(spec.stack, "client", c.fips()) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        },
+        Err(e) => unsupported(e),
+    }
+}
+
 /// Build an implementation's server with a fresh identity, or why not.
 pub fn make_server(spec: &Spec) -> Result<(Identity, Arc<dyn ServerStack>), StartError> {
     let id = Identity::generate(spec.p.cert).map_err(|e| StartError { code: "failed".into(), message: format!("cannot make the certificate: {e}"), fields: json!({}) })?;

@@ -83,8 +83,8 @@ fn configure(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), BackendErro
     if let Err(e) = b.set_groups_list(groups) {
         return Err(BackendError::Unsupported(match p.group {
             Group::X25519MlKem768 => format!(
-                "{} has no X25519MLKEM768 (OpenSSL 3.5 and later have it; the worker's vendored-openssl \
-                 feature builds 3.6)",
+                "{} has no X25519MLKEM768 (OpenSSL 3.5 and later have it: a configuration with \
+                 library = \"openssl@3.6\" runs OpenSSL 3.6)",
                 version_text()
             ),
             _ => format!("{} has no group {groups}: {e}", version_text()),
