@@ -225,3 +225,14 @@ def test_a_combination_a_library_lacks_stops_the_study_before_it_measures(fake_w
     assert not store.exists() or "repetition" not in store.read_bytes().decode("latin-1")
     # the same check in a dry run
     assert_one_line_error(cli("study", write_study(text), "--dry-run"), "ring has no ML-KEM", code=2)
+
+
+def test_a_transfer_reports_mb_per_s_and_cpu_per_byte_on_each_side(fake_worker, write_study, cli, tmp_path):
+    fake_worker()
+    text = (STUDY.replace('op = "tls-handshake"', 'op = "tls-bulk"\nsizes = ["1MiB"]')
+            .replace(', session = "full" }', ' }').replace('repetitions = 3', 'repetitions = 3\nseconds = 0.01\nwarmup_s = 0'))
+    res = cli("study", write_study(text), "--out", tmp_path / "out")
+    assert res.code == 0, res.err
+    md = next((tmp_path / "out").glob("*.md")).read_text()
+    section = md[md.index("## Throughput vs load"):]
+    assert "MB/s" in section and "ns/B" in section

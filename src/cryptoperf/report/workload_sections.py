@@ -308,6 +308,26 @@ def _us(ns: float | None) -> str:
     return "—" if ns is None else _num(ns / 1e3)
 
 
+def bytes_per_tx(point: Point) -> int:
+    """Bytes each transaction carries (``tls-bulk``'s ``size_bytes``; 0 for handshakes)."""
+    return next((int((o.result or {}).get("bytes_per_op") or 0) for o in point.outcomes), 0)
+
+
+def _cpu(ns: float | None, nbytes: int) -> str:
+    """CPU per transaction in µs, and per byte in ns where a transaction carries bytes
+    (``212 µs · 0.21 ns/B``): what a transfer's sender and receiver each spend per byte."""
+    if ns is None or not nbytes:
+        return _us(ns)
+    return f"{_us(ns)} · {ns / nbytes:.3g} ns/B"
+
+
+def _mb_s(e: stats.Estimate | None, nbytes: int) -> str:
+    """`` · 4592 MB/s`` (10⁶ bytes/s at the estimate's transactions/s) for a transfer; ''."""
+    if e is None or not nbytes:
+        return ""
+    return f" · {e.value * nbytes / 1e6:.4g} MB/s"
+
+
 def _tps(e: stats.Estimate | None) -> str:
     """``412 [398, 427]`` (transactions/s with the band), ``412`` without bounds, '—'."""
     if e is None:
@@ -413,7 +433,8 @@ def _count_formatter():
 def level_rows(run: StoredRun, family: Family) -> list[dict[str, Any]]:
     """One row per level × configuration of a family (display strings): ``level`` (the load's
     text and label), ``configuration``, ``tps`` (transactions/s [95 % CI]), ``p50``/``p99``
-    (ms, medians over repetitions), ``client_cpu``/``server_cpu`` (µs per transaction),
+    (ms, medians over repetitions), ``client_cpu``/``server_cpu`` (µs per transaction; for a
+    transfer also ns per byte, and MB/s beside the transactions/s),
     ``late`` (open levels), ``verdict``, ``kind`` (the verdict kind or baseline/na, for CSS),
     ``status`` and ``reason`` (a cell not measured), ``reps`` (measured/analysed) and
     ``measured`` (any repetition measured)."""
@@ -425,8 +446,10 @@ def level_rows(run: StoredRun, family: Family) -> list[dict[str, Any]]:
         kind = ("baseline" if v == "baseline" else
                 d.verdict.kind if d is not None and d.verdict is not None and d.status == "ok" else "na")
         rows.append({"level": f"{p.load.label} ({p.load.text})", "configuration": p.configuration,
-                     "tps": _tps(throughput_estimate(p)), "p50": _ms(s.p50_ns), "p99": _ms(s.p99_ns),
-                     "client_cpu": _us(client_cpu_ns_per_tx(p)), "server_cpu": _us(server_cpu_ns_per_tx(p)),
+                     "tps": _tps(throughput_estimate(p)) + _mb_s(throughput_estimate(p), bytes_per_tx(p)),
+                     "p50": _ms(s.p50_ns), "p99": _ms(s.p99_ns),
+                     "client_cpu": _cpu(client_cpu_ns_per_tx(p), bytes_per_tx(p)),
+                     "server_cpu": _cpu(server_cpu_ns_per_tx(p), bytes_per_tx(p)),
                      "late": late_text(p), "verdict": v, "kind": kind, "status": s.status,
                      "reason": s.reason, "reps": f"{len(p.outcomes)}/{s.repetitions}",
                      "measured": bool(p.outcomes)})
