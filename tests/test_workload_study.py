@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import resource
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -236,3 +237,45 @@ def test_a_transfer_reports_mb_per_s_and_cpu_per_byte_on_each_side(fake_worker, 
     md = next((tmp_path / "out").glob("*.md")).read_text()
     section = md[md.index("## Throughput vs load"):]
     assert "MB/s" in section and "ns/B" in section
+
+
+def test_a_file_workload_repetition_dir_is_private_and_always_removed(tmp_path):
+    import os
+    import stat
+    with workload.repetition_dir("storage", str(tmp_path)) as d:
+        assert stat.S_IMODE(os.stat(d).st_mode) == 0o700 and d.startswith(str(tmp_path))
+        (Path(d) / "data").write_bytes(b"x" * 4096)
+    assert not Path(d).exists()
+    with pytest.raises(RuntimeError):
+        with workload.repetition_dir("storage", str(tmp_path)) as d:
+            raise RuntimeError("the worker was killed")
+    assert not Path(d).exists()
+    with workload.repetition_dir("tls-handshake", str(tmp_path)) as none:
+        assert none is None
+
+
+def test_an_unwritable_work_dir_is_one_line(tmp_path):
+    import os
+    # A path under a regular file can never be a directory, whoever runs the test (root can
+    # write a 0500 directory, so that is tried only when it can fail).
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    msg = workload.writable_problem(blocker / "work", 0)
+    assert msg and msg.startswith(f"work directory {blocker / 'work'} is not writable") and "\n" not in msg
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(0o500)
+    try:
+        if not os.access(ro, os.W_OK):
+            assert "is not writable" in (workload.writable_problem(ro, 0) or "")
+    finally:
+        ro.chmod(0o700)
+
+
+def test_a_work_dir_without_room_for_the_files_is_one_line(tmp_path, monkeypatch):
+    import shutil as sh
+    usage = sh.disk_usage(tmp_path)
+    monkeypatch.setattr(sh, "disk_usage", lambda p: usage._replace(free=10 << 20))
+    msg = workload.writable_problem(tmp_path, 128 << 20)
+    assert msg == (f"work directory {tmp_path} has 10 MiB free, the study's files need 128 MiB; "
+                   "free space or choose a smaller file_bytes")

@@ -172,11 +172,34 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     workers = worker_builds(needed, setup=setup, missing_ok=dry_run, default=(path, hello), console=console)
     for name, (_, h) in workers.items():
         cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
-    settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s)
-    looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
     cells = schedule.expand(s)
+    work_dir = check_work_dir(s, cells)
+    settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
+                                 work_dir=work_dir)
+    looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
     check_workloads(s, cells, workers)
     return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks)
+
+
+def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
+    """The directory a study's file workloads write under (``work_dir``, default
+    ``<data dir>/work``), checked before anything runs: writable, and with room for the
+    largest file a cell asks for (its ``file_bytes``, or the worker's default) twice over.
+    None when the study has no file workload. Raises StudyError (one line) otherwise."""
+    files = [c for c in cells if c.op in workload.FILE_WORKLOADS]
+    if not files:
+        return None
+    root = s.work_dir or str(builds.data_dir() / "work")
+    sizes = []
+    for c in files:
+        try:
+            sizes.append(int(c.params.get("file_bytes") or workload.DEFAULT_FILE_BYTES))
+        except ValueError:
+            raise s.error("study", 0, None, f"file_bytes {c.params.get('file_bytes')!r} is not a whole number") from None
+    problem = workload.writable_problem(root, 2 * max(sizes))
+    if problem:
+        raise s.error("study", 0, "work_dir" if s.work_dir else None, problem)
+    return root
 
 
 #: Time a worker may take to answer one ``check`` (an RSA-4096 identity is made once per process).

@@ -122,12 +122,15 @@ def looks(repetitions: int, max_repetitions: int | None) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class Settings:
-    """Worker settings shared by every repetition (seconds, warmup_s, timeout_s in s)."""
+    """Worker settings shared by every repetition (seconds, warmup_s, timeout_s in s;
+    ``work_dir``: where a file workload's repetitions get their private directories, None for
+    the system's temporary directory)."""
 
     seconds: float
     warmup_s: float
     threads: int
     timeout_s: float
+    work_dir: str | None = None
 
 
 def run_request(rep: Repetition, settings: Settings,

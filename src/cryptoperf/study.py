@@ -147,6 +147,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("study", "timeout_s", "float", 60.0,
            "Per repetition: a worker still busy after this long is killed and its repetition "
            "marked failed; must exceed warmup_s + seconds.", above=0, max=86400, unit="s"),
+    Option("study", "work_dir", "string", None,
+           "Where a file workload (storage) writes its files: each repetition gets a private "
+           "directory there, removed when it ends, also when its worker was killed; default: "
+           "a 'work' directory beside the default store. Checked up front: writable, with the "
+           "free space the files need."),
     Option("study", "seed", "int", 1, "Seed of the random order within blocks (stored with the "
            "run, so the schedule reproduces).", min=0, max=2**63 - 1),
     Option("study", "max_steal_pct", "float", 10.0,
@@ -322,6 +327,7 @@ class Study:
     operations: tuple[Operation, ...]
     source: "SourceMap" = field(repr=False, compare=False)
     rules: "WorkerRules | None" = field(default=None, repr=False, compare=False)
+    work_dir: str | None = None
 
     def configuration(self, name: str) -> Configuration:
         """The configuration called ``name``; KeyError if none."""
@@ -636,7 +642,7 @@ class _Parser:
             threads=s["threads"], timeout_s=s["timeout_s"], seed=s["seed"],
             max_steal_pct=s["max_steal_pct"], max_other_load_pct=s["max_other_load_pct"],
             noise_threshold_pct=s["noise_threshold_pct"], configurations=tuple(configs),
-            operations=tuple(operations), source=self.source)
+            operations=tuple(operations), source=self.source, work_dir=s["work_dir"])
         _check_templates(study)
         return study
 

@@ -20,11 +20,15 @@ Each level is its own row: the cell's label is the operation's label with the le
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import re
 import resource
+import shutil
 import socket
+import tempfile
 from dataclasses import dataclass
+from pathlib import Path
 
 #: The level of a workload operation that gives none.
 DEFAULT_LOAD = "closed:1"
@@ -122,6 +126,46 @@ def expand_loads(texts: list[str] | tuple[str, ...]) -> list[str]:
                              f"{MAX_SWEEP_LEVELS}: narrow it")
         out += [f"open:{x:g}{suffix}" for x in rates]
     return out
+
+
+#: Workloads that read and write files: each repetition gets a private directory
+#: (``repetition_dir``) that the orchestrator removes afterwards, even when the worker was
+#: killed and could not.
+FILE_WORKLOADS = ("storage",)
+#: The storage workload's file size when a study gives none (the worker's default: 64 MiB).
+DEFAULT_FILE_BYTES = 64 << 20
+
+
+def writable_problem(root: str | Path, need_bytes: int = 0) -> str | None:
+    """Why a file workload cannot use ``root``, or None: it must exist (or be creatable), be a
+    writable directory and have ``need_bytes`` free (``shutil.disk_usage``)."""
+    p = Path(root)
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=".cryptoperf-check-", dir=p) as d:
+            (Path(d) / "probe").write_bytes(b"x")
+    except OSError as e:
+        return f"work directory {p} is not writable: {e.strerror or e}"
+    free = shutil.disk_usage(p).free
+    if need_bytes > free:
+        return (f"work directory {p} has {free / 2**20:.0f} MiB free, the study's files need "
+                f"{need_bytes / 2**20:.0f} MiB; free space or choose a smaller file_bytes")
+    return None
+
+
+@contextlib.contextmanager
+def repetition_dir(op: str, root: str | None):
+    """A private (0700) directory for one repetition of a file workload under ``root`` (the
+    system's temporary directory when None), removed when the block ends — also after a crash
+    or a kill of the worker; yields None for other operations."""
+    if op not in FILE_WORKLOADS:
+        yield None
+        return
+    d = tempfile.mkdtemp(prefix="cryptoperf-io-", dir=root)
+    try:
+        yield d
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def row_label(label: str, load: str | None) -> str:

@@ -17,7 +17,7 @@ import datetime as _dt
 import os
 from typing import Callable, Mapping, Protocol, Sequence, Union
 
-from cryptoperf import builds, cpumask
+from cryptoperf import builds, cpumask, workload
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
 from cryptoperf.model import Cell, FAILED, Outcome, Repetition, outcome_from_result
@@ -59,9 +59,13 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
     started = utc_now()
     vector = (unmasked or {}).get((rep.cell.build, rep.cell.backend))
     try:
-        with WorkerClient(worker_for(workers, rep.cell), env=cpumask.worker_env(rep.cell.cpu)) as w:
+        with workload.repetition_dir(rep.cell.op, settings.work_dir) as work, \
+                WorkerClient(worker_for(workers, rep.cell), env=cpumask.worker_env(rep.cell.cpu)) as w:
             w.hello()
-            result = w.run(run_request(rep, settings, vector), timeout_s=settings.timeout_s)
+            request = run_request(rep, settings, vector)
+            if work is not None:
+                request["params"] = {**request["params"], "dir": work}
+            result = w.run(request, timeout_s=settings.timeout_s)
         outcome = outcome_from_result(rep, result)
     except (WorkerNotFound, ProtocolMismatch):
         raise
