@@ -24,6 +24,9 @@ usage: cryptoperf-worker            serve protocol v1 on stdin/stdout (docs/work
        cryptoperf-worker --hello    print the capabilities (backends, library versions,
                                     supported operations) as JSON and exit
        cryptoperf-worker --version  print the version and protocol version
+       cryptoperf-worker --serve-workload
+                                    the server side of a socket workload (started by a
+                                    worker for its own run, not by hand; docs/worker-protocol.md)
 ";
 
 /// The worker's command line (`args` without the program name); returns the exit status.
