@@ -11,8 +11,7 @@ use super::tls::{self, Session, Transport};
 use super::tls_handshake::{self, Spec as TlsSpec};
 use super::{measured_fields, number, Finish, WorkloadCase};
 use crate::backends::BackendError;
-use crate::measure::load::{run_load, TxnFn};
-use crate::measure::sampler::Sampler;
+use crate::measure::load::TxnFn;
 use serde_json::{json, Map, Value};
 use std::net::TcpStream;
 use std::sync::Arc;
@@ -98,7 +97,7 @@ pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
 /// Run `tls-bulk`: one connection per client thread, `size_bytes` per transaction.
 pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
     let load = case.common.load;
-    let (mut server, client, checks, placement, _trust) = match tls_handshake::start_socket(case, &spec.tls, load.threads()) {
+    let (server, client, checks, placement, _trust) = match tls_handshake::start_socket(case, &spec.tls, load.threads()) {
         Ok(s) => s,
         Err(f) => return f,
     };
@@ -124,42 +123,20 @@ pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration)
     if let Some(why) = negotiated.mismatch(&spec.tls.p) {
         return Finish::Invalid(format!("negotiated differs from the request: {why}"), json!({}));
     }
-    let before = match server.stats() {
-        Ok(s) => s,
-        Err(e) => return Finish::Invalid(e, json!({})),
+    let make = || {
+        let mut session = connect(&client).map_err(BackendError::Failed)?;
+        Ok(Box::new(move || send_one(&mut *session, size).map_err(BackendError::Failed)) as TxnFn)
     };
-    let sampler = Sampler::start();
-    let measured = run_load(
-        || {
-            let mut session = connect(&client).map_err(BackendError::Failed)?;
-            Ok(Box::new(move || send_one(&mut *session, size).map_err(BackendError::Failed)) as TxnFn)
-        },
-        load,
-        warmup,
-        budget,
-    );
-    let client_timeline = sampler.stop();
-    let after = server.stats();
-    let stopped = server.stop();
-    let lm = match measured {
-        Ok(lm) => lm,
-        Err(e) => return Finish::Invalid(format!("transfer failed while measured: {e}"), json!({})),
+    let w = match tls_handshake::socket_window(server, make, load, warmup, budget, "transfer") {
+        Ok(w) => w,
+        Err(f) => return f,
     };
-    let (after, stopped) = match (after, stopped) {
-        (Ok(a), Ok(s)) => (a, s),
-        (Err(e), _) | (_, Err(e)) => return Finish::Invalid(format!("server: {e}"), json!({})),
-    };
-    let mut v = measured_fields(&lm, size as usize);
+    let mut v = measured_fields(&w.lm, size as usize);
     v["validation"] = json!({"kat": "not applicable (a protocol workload)", "negotiated": "pass", "cross_checks": checks});
     v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
-    v["server"] = json!({
-        "cpu_ns": after.cpu_ns.saturating_sub(before.cpu_ns),
-        "transactions": after.transactions.saturating_sub(before.transactions),
-        "address": addr.to_string(),
-        "timeline": stopped.timeline,
-        "errors": stopped.errors,
-    });
-    v["client_timeline"] = serde_json::to_value(client_timeline).unwrap_or_default();
+    v["server"] = w.server;
+    v["server"]["errors"] = w.errors.into();
+    v["client_timeline"] = w.client_timeline;
     v["placement"] = placement.into();
     Finish::Ok(v)
 }

@@ -330,7 +330,7 @@ fn invalid(why: String, checks: Value, negotiated: &str) -> Finish {
 
 fn run_socket(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
     let load = case.common.load;
-    let (mut server, client, checks, placement, trust) = match start_socket(case, spec, load.threads()) {
+    let (server, client, checks, placement, trust) = match start_socket(case, spec, load.threads()) {
         Ok(s) => s,
         Err(f) => return f,
     };
@@ -346,58 +346,85 @@ fn run_socket(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Durati
         return invalid(format!("negotiated differs from the request: {why}"), checks, &why);
     }
     let tally = Arc::new(Tally::default());
-    let before = match server.stats() {
-        Ok(s) => s,
-        Err(e) => return Finish::Invalid(e, json!({})),
+    let make = || {
+        let client = thread_client(&client, spec, &trust, |c| tls::transaction_client(c, addr).map(|_| ()))?;
+        let tally = tally.clone();
+        Ok(Box::new(move || {
+            let n = tls::transaction_client(&*client, addr).map_err(BackendError::Failed)?;
+            tally.add(n);
+            Ok(())
+        }) as TxnFn)
     };
-    let sampler = Sampler::start();
-    let measured = run_load(
-        || {
-            let client = thread_client(&client, spec, &trust, |c| tls::transaction_client(c, addr).map(|_| ()))?;
-            let tally = tally.clone();
-            Ok(Box::new(move || {
-                let n = tls::transaction_client(&*client, addr).map_err(BackendError::Failed)?;
-                tally.add(n);
-                Ok(())
-            }) as TxnFn)
-        },
-        load,
-        warmup,
-        budget,
-    );
-    let client_timeline = sampler.stop();
-    let after = server.stats();
-    let stopped = server.stop();
-    let lm = match measured {
-        Ok(lm) => lm,
-        Err(e) => return Finish::Invalid(format!("transaction failed while measured: {e}"), json!({})),
-    };
-    let (after, stopped) = match (after, stopped) {
-        (Ok(a), Ok(s)) => (a, s),
-        (Err(e), _) | (_, Err(e)) => return Finish::Invalid(format!("server: {e}"), json!({})),
+    let w = match socket_window(server, make, load, warmup, budget, "transaction") {
+        Ok(w) => w,
+        Err(f) => return f,
     };
     if let Some(why) = tally.mismatch(&spec.p) {
         return invalid(format!("negotiated differs from the request: {why}"), checks, &why);
     }
-    if let Some(e) = stopped.first_error {
-        return Finish::Invalid(format!("the server failed {} transaction(s): {e}", stopped.errors), json!({}));
+    if let Some(e) = w.first_error {
+        return Finish::Invalid(format!("the server failed {} transaction(s): {e}", w.errors), json!({}));
     }
-    let mut v = measured_fields(&lm, 0);
+    let mut v = measured_fields(&w.lm, 0);
     v["validation"] = validation(checks.as_array().cloned().unwrap_or_default(), "pass");
     v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
     v["negotiated_counts"] = tally.to_json();
-    v["server"] = json!({
-        "cpu_ns": after.cpu_ns.saturating_sub(before.cpu_ns),
-        "transactions": after.transactions.saturating_sub(before.transactions),
-        "address": addr.to_string(),
-        "timeline": stopped.timeline,
-    });
-    v["client_timeline"] = serde_json::to_value(client_timeline).unwrap_or_default();
+    v["server"] = w.server;
+    v["client_timeline"] = w.client_timeline;
     v["placement"] = placement.into();
     Finish::Ok(v)
 }
 
-fn run_memory(_case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
+/// What a socket workload's window measured on both sides (`socket_window`).
+pub struct SocketWindow {
+    /// The client side's measurement.
+    pub lm: crate::measure::load::LoadMeasurement,
+    /// The client process's CPU timeline, as JSON.
+    pub client_timeline: Value,
+    /// The result's `server` object: `cpu_ns` and `transactions` over the window, `address`,
+    /// `timeline`.
+    pub server: Value,
+    /// Connections the server failed, and the first failure's text.
+    pub errors: u64,
+    pub first_error: Option<String>,
+}
+
+/// Run `make`'s transactions at `load` against the running `server` for `warmup` + `budget`:
+/// the server's counters read before and after the window, both sides' CPU sampled, the server
+/// stopped. `what` names a transaction in the error (`transaction`, `transfer`). `Err` is the
+/// cell's `invalid` answer when the window or the server failed.
+pub fn socket_window<F>(mut server: ServerProcess, make: F, load: crate::measure::load::Load, warmup: Duration,
+                        budget: Duration, what: &str) -> Result<SocketWindow, Finish>
+where
+    F: Fn() -> Result<TxnFn, BackendError> + Sync,
+{
+    let addr = server.addr;
+    let before = server.stats().map_err(|e| Finish::Invalid(e, json!({})))?;
+    let sampler = Sampler::start();
+    let measured = run_load(make, load, warmup, budget);
+    let client_timeline = sampler.stop();
+    let after = server.stats();
+    let stopped = server.stop();
+    let lm = measured.map_err(|e| Finish::Invalid(format!("{what} failed while measured: {e}"), json!({})))?;
+    let (after, stopped) = match (after, stopped) {
+        (Ok(a), Ok(s)) => (a, s),
+        (Err(e), _) | (_, Err(e)) => return Err(Finish::Invalid(format!("server: {e}"), json!({}))),
+    };
+    Ok(SocketWindow {
+        lm,
+        client_timeline: serde_json::to_value(client_timeline).unwrap_or_default(),
+        server: json!({
+            "cpu_ns": after.cpu_ns.saturating_sub(before.cpu_ns),
+            "transactions": after.transactions.saturating_sub(before.transactions),
+            "address": addr.to_string(),
+            "timeline": stopped.timeline,
+        }),
+        errors: stopped.errors,
+        first_error: stopped.first_error,
+    })
+}
+
+fn run_memory(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
     let (id, server) = match make_server(spec) {
         Ok(s) => s,
         Err(e) if e.code == "unsupported" => return Finish::Unsupported(e.message, json!({})),
@@ -441,7 +468,7 @@ fn run_memory(_case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Durat
                 Ok(())
             }) as TxnFn)
         },
-        case_load(_case),
+        case.common.load,
         warmup,
         budget,
     );
@@ -465,10 +492,6 @@ fn run_memory(_case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Durat
     v["client_timeline"] = serde_json::to_value(timeline).unwrap_or_default();
     v["placement"] = "memory mode: client and server sides in the same thread".into();
     Finish::Ok(v)
-}
-
-fn case_load(case: &WorkloadCase) -> crate::measure::load::Load {
-    case.common.load
 }
 
 /// One handshake-only transaction against `addr`: connect, handshake, close (what `openssl
