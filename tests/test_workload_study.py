@@ -85,6 +85,7 @@ def test_a_workload_without_loads_runs_one_closed_connection():
     ('["half-open:3"]', "is not one of"),
     ('["open:-5"]', "is not one of"),
     ('["closed:2", "closed:2"]', "lists a load level twice"),
+    ('["open:100MB/s"]', "is a byte rate; only storage takes one"),
 ])
 def test_bad_load_levels_are_one_line_at_the_key(loads, fragment):
     text = STUDY.replace('["closed:1", "closed:4", "open:200"]', loads)
@@ -97,7 +98,8 @@ def test_bad_load_levels_are_one_line_at_the_key(loads, fragment):
     ('{ cert = "{cert}", group = "x448" }', "group 'x448' is not one of"),
     ('{ cert = "{cert}", load = "closed:2" }', "goes in loads"),
     ('{ cert = "{cert}", group = "{undefined}" }', "'{undefined}' is not defined"),
-    ('{ cert = true }', "must be a string or an integer"),
+    ('{ cert = 1.5 }', "must be a string, an integer or a boolean"),
+    ('{ cert = "{cert}", session = true }', "session 'true' is not one of"),
 ])
 def test_bad_workload_params_are_one_line(params, fragment):
     text = STUDY.replace('{ cert = "{cert}", group = "x25519", session = "full" }', params)
@@ -194,7 +196,7 @@ def test_by_load_decides_closed_levels_on_throughput_and_open_ones_on_latency(fa
     metrics = {d["label"]: d["verdict"]["metric"] for d in doc["deltas"] if d.get("verdict")}
     assert metrics == {"full handshake @ c=1": "throughput", "full handshake @ c=4": "throughput",
                        "full handshake @ 200/s": "p50 latency"}, metrics
-    assert "throughput for closed loads, p50 latency for open loads" in res.out
+    assert "throughput for closed loads, CPU time per operation for byte-rate loads, p50 latency for other open loads" in res.out
 
 
 def test_speed_runs_a_workload_with_threads_as_connections(fake_worker, cli):

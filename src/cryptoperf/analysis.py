@@ -54,7 +54,8 @@ class Settings:
     def metric(self) -> str:
         """The verdicts' metric for people, e.g. ``p50 latency``."""
         if self.verdict_on == stats.BY_LOAD:
-            return "throughput for closed loads, p50 latency for open loads and primitives"
+            return ("throughput for closed loads, CPU time per operation for byte-rate loads, "
+                    "p50 latency for other open loads and primitives")
         return stats.METRICS[self.verdict_on][0]
 
     def as_dict(self) -> dict[str, Any]:

@@ -343,6 +343,8 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err)
     s = plan.study
+    for label, why in plan.skipped.items():
+        err.print(f"skipped: operation '{label}' (optional): {why}", markup=False, soft_wrap=True)
     est = plan.estimated_seconds()
     eta = f"{est:.0f} s" if est < 90 else f"{est / 60:.1f} min"
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "

@@ -100,6 +100,7 @@ class StudyPlan:
             absent in a dry run).
         analysis: how its comparisons will be decided.
         looks: block counts at which a sequential study looks ((repetitions,) if fixed).
+        skipped: ``optional`` operations left out, operation label → why (one line each).
     """
 
     study: Study
@@ -108,6 +109,7 @@ class StudyPlan:
     workers: Workers
     analysis: analysis.Settings
     looks: tuple[int, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def first_blocks(self) -> list[Repetition]:
@@ -177,8 +179,11 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
                                  work_dir=work_dir)
     looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
-    check_workloads(s, cells, workers)
-    return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks)
+    skipped = check_workloads(s, cells, workers)
+    if skipped:
+        cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
+    return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
+                     skipped=skipped)
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
@@ -206,12 +211,16 @@ def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
 CHECK_TIMEOUT_S = 60.0
 
 
-def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> None:
+def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[str, str]:
     """Ask each worker build whether it can run the study's workload combinations at all (the
-    worker's ``check``: its TLS implementations configured as asked, nothing measured), before
-    the first repetition. Raises StudyError, one line at the operation, for the first
-    combination a library lacks (X25519MLKEM768 on ring or on OpenSSL 3.0, ...): a study that
-    asks for it would measure nothing there. Builds missing in a dry run are skipped."""
+    worker's ``check``: its TLS implementations configured as asked, a storage scheme and
+    layer available, nothing measured), before the first repetition. Raises StudyError, one
+    line at the operation, for the first combination a library or the host lacks
+    (X25519MLKEM768 on ring or on OpenSSL 3.0, ...): a study that asks for it would measure
+    nothing there — unless the operation is ``optional``: then it is returned, operation label →
+    why (the first combination refused), for the caller to skip whole (a dm-crypt layer on a
+    kernel without device-mapper). Builds missing in a dry run are skipped."""
+    skipped: dict[str, str] = {}
     seen: set[tuple] = set()
     by_build: dict[str, list[Cell]] = {}
     for c in cells:
@@ -230,9 +239,14 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> None:
                                  timeout_s=CHECK_TIMEOUT_S)
                 if answer.get("status") == "unsupported":
                     o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
+                    if o.optional:
+                        skipped.setdefault(o.label, f"configuration '{c.configuration}' on {c.backend}: "
+                                                    f"{answer.get('reason')}")
+                        continue
                     raise s.error("operation", o.index, "params",
                                   f"configuration '{c.configuration}' on {c.backend}: {answer.get('reason')}; "
                                   "remove that combination, or pin the configuration to a backend that has it")
+    return skipped
 
 
 def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.PathLike | None = None,

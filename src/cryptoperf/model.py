@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from cryptoperf import stats
+from cryptoperf import stats, workload
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD, FIPS as FIPS_BUILD
 from cryptoperf.cpumask import BASELINE
 
@@ -97,8 +97,12 @@ class Cell:
         return key
 
     def worker_params(self) -> dict[str, Any]:
-        """The ``params`` object of the worker's run request (with ``size_bytes`` if set)."""
+        """The ``params`` object of the worker's run request (with ``size_bytes`` if set, and a
+        byte-rate load level as the I/Os per second the worker reads, ``workload.worker_load``).
+        Raises ValueError for a byte rate whose bytes per transaction are not a number."""
         p: dict[str, Any] = dict(self.params)
+        if self.load is not None:
+            p["load"] = workload.worker_load(self.load, workload.bytes_per_tx(self.op, p))
         if self.size_bytes is not None:
             p["size_bytes"] = self.size_bytes
         return p

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -431,18 +432,23 @@ METRICS: dict[str, tuple[str, bool]] = {
 
 #: ``verdict_on`` value deciding each workload level on what it measures: throughput for a
 #: closed loop (its latency is concurrency ÷ throughput, and scheduler-dominated once the
-#: connections outnumber the CPUs), p50 latency for an open loop (its throughput is the offered
-#: rate) and for primitive operations.
+#: connections outnumber the CPUs), CPU time per operation for an open loop offered as a byte
+#: rate (``open:100MB/s``: the throughput is fixed, and what it costs to sustain is the
+#: question), p50 latency for any other open loop (its throughput is the offered rate) and for
+#: primitive operations.
 BY_LOAD = "by_load"
+_BYTE_RATE = re.compile(r"^open:[\d.]+\s*[KMG]i?B/s", re.IGNORECASE)
 
 
 def metric_for(verdict_on: str, load: str | None) -> str:
     """The ``METRICS`` key a comparison is decided on: ``verdict_on`` itself, or for
-    ``BY_LOAD`` ``throughput`` when ``load`` is a closed loop (``closed:…``) and ``latency``
-    otherwise."""
+    ``BY_LOAD`` ``throughput`` when ``load`` is a closed loop (``closed:…``), ``cpu_per_op``
+    when it is an open loop at a byte rate (``open:100MB/s``) and ``latency`` otherwise."""
     if verdict_on != BY_LOAD:
         return verdict_on
-    return "throughput" if load is not None and load.startswith("closed") else "latency"
+    if load is not None and load.startswith("closed"):
+        return "throughput"
+    return "cpu_per_op" if load is not None and _BYTE_RATE.match(load) else "latency"
 
 
 #: A change at or beyond this factor (or its inverse) reads as a ratio, "13.5× slower", rather

@@ -131,9 +131,11 @@ OPTIONS: tuple[Option, ...] = (
            "The metric every verdict is decided on: 'latency' (the per-repetition p50), "
            "'throughput' (ops/s), 'cpu_per_op' (CPU time per operation, what capacity and "
            "cost depend on) or 'by_load' (workloads: throughput at a closed load level, whose "
-           "latency is concurrency ÷ throughput and scheduler-bound past the CPU count; p50 "
-           "latency at an open level, whose throughput is the offered rate; primitives: p50 "
-           "latency). The others are still reported with their intervals."),
+           "latency is concurrency ÷ throughput and scheduler-bound past the CPU count; CPU time "
+           "per operation at a byte-rate level such as open:100MB/s, whose throughput is fixed and "
+           "whose cost is the question; p50 latency at any other open level, whose throughput is "
+           "the offered rate; primitives: p50 latency). The others are still reported with their "
+           "intervals."),
     Option("study", "multiplicity", "bool", True,
            "Adjust the intervals of all the study's comparisons together (Bonferroni), so that "
            "all hold at 95 % at once; false only for a study with one planned comparison "
@@ -208,6 +210,10 @@ OPTIONS: tuple[Option, ...] = (
            "open:LOW..HIGH (LOW, 2·LOW, 4·LOW, … HIGH). closed = N "
            "connections back to back; open = transactions due at RATE whatever happened before, "
            "latency from when each was due (corrected for coordinated omission). Default closed:1."),
+    Option("operation", "optional", "bool", False,
+           "Skip this operation, with one line saying why, where the host or a library cannot run "
+           "it (the worker's check before the first repetition, e.g. storage's layer = "
+           "\"dm-crypt\" without device-mapper), instead of stopping the study."),
     Option("operation", "p99_bound_ms", "float", None,
            "A latency objective for a workload's open loads: the report names, per configuration, "
            "the highest measured rate whose p99 stays under it (and the first that does not).",
@@ -282,7 +288,8 @@ class Configuration:
 class Operation:
     """One ``[[operation]]``: ``op`` is a template, ``sizes`` None for unsized operations;
     ``params`` a workload's parameters (values may hold ``{var}``), ``loads`` its load levels
-    (``workload.parse_load`` syntax) or None."""
+    (``workload.parse_load`` syntax) or None; ``optional`` operations are skipped, with the
+    reason, where the worker's check says they cannot run, instead of stopping the study."""
 
     label: str
     op: str
@@ -291,6 +298,7 @@ class Operation:
     params: Mapping[str, Any] = field(default_factory=dict)
     loads: tuple[str, ...] | None = None
     p99_bound_ms: float | None = None
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -718,9 +726,17 @@ class _Parser:
         for key, value in params.items():
             if not _IDENT.match(key):
                 raise self.error("operation", index, "params", f"'{key}' is not a parameter name")
-            if isinstance(value, bool) or not isinstance(value, (str, int)):
+            if isinstance(value, bool):
+                # as the worker spells a switch (storage's direct = true)
+                value = params[key] = "true" if value else "false"
+            if not isinstance(value, (str, int)):
                 raise self.error("operation", index, "params",
-                                 f"{key} must be a string or an integer, not {_toml_repr(value)}")
+                                 f"{key} must be a string, an integer or a boolean, not {_toml_repr(value)}")
+            if key.endswith("_bytes") and isinstance(value, str) and not _TEMPLATE_VAR.search(value):
+                try:  # file_bytes = "64MiB": bytes, as sizes = [...] reads them
+                    params[key] = opnames.parse_size(value)
+                except ValueError as e:
+                    raise self.error("operation", index, "params", f"{key}: {e}") from None
             for m in _TEMPLATE_VAR.finditer(str(value)):
                 if not _IDENT.match(m.group(1)):
                     raise self.error("operation", index, "params",
@@ -741,7 +757,7 @@ class _Parser:
         return Operation(label=v["label"] or v["op"], op=v["op"],
                          sizes=tuple(v["sizes"]) if v["sizes"] is not None else None, index=index,
                          params=dict(params), loads=tuple(loads) if loads is not None else None,
-                         p99_bound_ms=v["p99_bound_ms"])
+                         p99_bound_ms=v["p99_bound_ms"], optional=v["optional"])
 
 
 def _check_templates(study: Study) -> None:
@@ -794,7 +810,18 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
                               f"{name} '{value}'{via} is not one of {', '.join(allowed)}{_suggest(value, allowed)}")
     mode = study.substitute(config, o, "params", str(o.params.get("mode", "socket")))
     for text in o.loads or ():
-        problem = workload.descriptor_problem(workload.parse_load(text), mode)
+        load = workload.parse_load(text)
+        if load.bytes_per_s is not None:
+            if op not in workload.BYTE_RATE_WORKLOADS:
+                raise study.error("operation", o.index, "loads",
+                                  f"load '{text}' is a byte rate; only {', '.join(workload.BYTE_RATE_WORKLOADS)} "
+                                  f"takes one ('{op}' takes transactions per second, open:RATE)")
+            params = {k: study.substitute(config, o, "params", str(v)) for k, v in o.params.items()}
+            try:
+                load.per_s(workload.bytes_per_tx(op, params))
+            except ValueError as e:
+                raise study.error("operation", o.index, "params", str(e)) from None
+        problem = workload.descriptor_problem(load, mode)
         if problem:
             raise study.error("operation", o.index, "loads", problem)
     if "port" in o.params:

@@ -12,7 +12,11 @@ written as the worker reads them (docs/worker-protocol.md, "Workloads"):
   before, latency measured from when each was due (corrected for coordinated omission, as wrk2
   does), taken by THREADS client threads (default 32);
 - ``open:LOW..HIGH`` — a rate sweep: the open levels LOW, 2·LOW, 4·LOW, … up to HIGH
-  (``expand_loads``), for finding the highest rate whose p99 stays under a bound.
+  (``expand_loads``), for finding the highest rate whose p99 stays under a bound;
+- ``open:100MB/s`` (or ``open:100MB/s/THREADS``) — an open level given as a byte rate, for the
+  ``storage`` workload: the offered I/Os per second are the rate over the I/O size
+  (``block_bytes``), worked out when the request is made (``worker_load``). The CPU such a
+  level needs is what capacity planning asks ("what does it cost to sustain 100 MB/s?").
 
 Each level is its own row: the cell's label is the operation's label with the level
 (``full handshake @ c=10``, ``@ 500/s``), so verdicts compare configurations at each level.
@@ -36,10 +40,15 @@ DEFAULT_LOAD = "closed:1"
 OPEN_THREADS = 32
 #: Most connections one level may use (the worker's MAX_CONCURRENCY).
 MAX_CONCURRENCY = 1024
-SYNTAX = "closed:N, closed:N@RATE, open:RATE or open:RATE/THREADS (N, THREADS 1..1024; RATE per second)"
+SYNTAX = ("closed:N, closed:N@RATE, open:RATE or open:RATE/THREADS (N, THREADS 1..1024; RATE per "
+          "second; storage also takes a byte rate, open:100MB/s)")
 _NUM = r"(\d+(?:\.\d+)?)"
 _CLOSED = re.compile(r"^closed:(\d+)(?:@" + _NUM + r")?$")
 _OPEN = re.compile(r"^open:" + _NUM + r"(?:/(\d+))?$")
+#: A byte rate: ``open:100MB/s``, ``open:1.5GB/s/8``, ``open:200MiB/s`` (decimal MB = 10⁶ B, as
+#: MB/s is printed everywhere in cryptoperf; MiB = 2²⁰ B).
+_OPEN_BYTES = re.compile(r"^open:" + _NUM + r"\s*(KB|MB|GB|KiB|MiB|GiB)/s(?:/(\d+))?$", re.IGNORECASE)
+_BYTE_UNITS = {"kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30}
 #: File descriptors a process keeps beside its connections (stdio, pipes, the listener, the
 #: libraries' files), counted generously.
 FD_RESERVE = 64
@@ -53,17 +62,24 @@ class Load:
         text: as written (``closed:10``).
         kind: ``closed`` or ``open``.
         connections: client threads, each holding one connection at a time.
-        rate_per_s: the pace (closed) or arrival rate (open); None for an unpaced closed loop.
+        rate_per_s: the pace (closed) or arrival rate (open) in transactions per second; None
+            for an unpaced closed loop and for a byte-rate level (its transactions per second
+            depend on the I/O size: ``per_s``).
+        bytes_per_s: an open level given as a byte rate (``open:100MB/s``), else None.
     """
 
     text: str
     kind: str
     connections: int
     rate_per_s: float | None
+    bytes_per_s: float | None = None
 
     @property
     def label(self) -> str:
-        """Short text for a row label: ``c=10``, ``c=1 @ 200/s`` (paced), ``500/s`` (open)."""
+        """Short text for a row label: ``c=10``, ``c=1 @ 200/s`` (paced), ``500/s`` (open),
+        ``100 MB/s`` (a byte rate)."""
+        if self.bytes_per_s is not None:
+            return f"{self.bytes_per_s / 1e6:g} MB/s"
         rate = None if self.rate_per_s is None else f"{self.rate_per_s:g}/s"
         if self.kind == "open":
             return rate or ""
@@ -72,8 +88,20 @@ class Load:
     @property
     def level(self) -> float:
         """The number a throughput-vs-load plot puts on its x axis: connections for a closed
-        loop, the rate for an open one."""
-        return float(self.connections if self.kind == "closed" else self.rate_per_s or 0.0)
+        loop, the rate for an open one (bytes per second for a byte rate)."""
+        if self.kind == "closed":
+            return float(self.connections)
+        return float(self.bytes_per_s if self.bytes_per_s is not None else self.rate_per_s or 0.0)
+
+    def per_s(self, bytes_per_tx: int | None) -> float | None:
+        """Transactions per second this level offers (paced or open), or None (an unpaced
+        closed loop): a byte rate divided by ``bytes_per_tx``. Raises ValueError for a byte
+        rate without a positive ``bytes_per_tx``."""
+        if self.bytes_per_s is None:
+            return self.rate_per_s
+        if not bytes_per_tx or bytes_per_tx <= 0:
+            raise ValueError(f"load '{self.text}' is a byte rate; it needs the bytes per transaction")
+        return self.bytes_per_s / bytes_per_tx
 
 
 def parse_load(text: str) -> Load:
@@ -91,7 +119,23 @@ def parse_load(text: str) -> Load:
         threads = int(m.group(2)) if m.group(2) else OPEN_THREADS
         if rate > 0 and 1 <= threads <= MAX_CONCURRENCY:
             return Load(t, "open", threads, rate)
+    m = _OPEN_BYTES.match(t)
+    if m:
+        rate = float(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
+        threads = int(m.group(3)) if m.group(3) else OPEN_THREADS
+        if rate > 0 and 1 <= threads <= MAX_CONCURRENCY:
+            return Load(t, "open", threads, None, rate)
     raise ValueError(f"load '{text}' is not one of {SYNTAX}")
+
+
+def worker_load(text: str, bytes_per_tx: int | None) -> str:
+    """The level as the worker reads it: ``text`` itself, or for a byte rate the open level
+    of its transactions per second (``open:100MB/s`` with 64 KiB I/Os → ``open:1525.88/32``).
+    Raises ValueError (one line) for a byte rate without ``bytes_per_tx``."""
+    load = parse_load(text)
+    if load.bytes_per_s is None:
+        return text
+    return f"open:{load.per_s(bytes_per_tx):.6g}/{load.connections}"
 
 
 _SWEEP = re.compile(r"^open:" + _NUM + r"\.\." + _NUM + r"(?:/(\d+))?$")
@@ -132,8 +176,26 @@ def expand_loads(texts: list[str] | tuple[str, ...]) -> list[str]:
 #: (``repetition_dir``) that the orchestrator removes afterwards, even when the worker was
 #: killed and could not.
 FILE_WORKLOADS = ("storage",)
+#: Workloads whose levels may be byte rates (``open:100MB/s``), and the parameter holding the
+#: bytes each transaction moves, with its value when not given (the worker's default,
+#: checked against its hello by tests/test_storage.py).
+BYTE_RATE_WORKLOADS = {"storage": ("block_bytes", 64 << 10)}
 #: The storage workload's file size when a study gives none (the worker's default: 64 MiB).
 DEFAULT_FILE_BYTES = 64 << 20
+
+
+def bytes_per_tx(op: str, params: dict) -> int | None:
+    """The bytes one transaction of ``op`` moves for a byte-rate level (storage: its
+    ``block_bytes``), None for a workload without byte-rate levels. Raises ValueError when the
+    parameter is not a whole number."""
+    if op not in BYTE_RATE_WORKLOADS:
+        return None
+    name, default = BYTE_RATE_WORKLOADS[op]
+    value = params.get(name, default)
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} {value!r} is not a whole number of bytes") from None
 
 
 def writable_problem(root: str | Path, need_bytes: int = 0) -> str | None:
