@@ -39,6 +39,13 @@
 //!
 //! FFDH-2048 (RFC 3526 group 14) is not in `aws-lc-rs` either; it goes through AWS-LC's C API
 //! (`DH_generate_key`, `DH_compute_key_padded` on `BN_get_rfc3526_prime_2048`).
+//!
+//! XTS-AES (the `storage` workload's sector encryption) is not in `aws-lc-rs` either: AES-256-XTS
+//! goes through AWS-LC's C API (`EVP_aes_256_xts`; one `EVP_CIPHER_CTX` per direction with the
+//! key set once, and per sector `EVP_EncryptInit_ex`/`EVP_DecryptInit_ex` with only the IV, then
+//! one in-place `EVP_EncryptUpdate`/`EVP_DecryptUpdate` over the data unit, as its header asks:
+//! one data unit per key or IV). AWS-LC has no AES-128-XTS (`EVP_aes_256_xts` is its only XTS
+//! cipher, in AWS-LC and in the FIPS module alike): "unsupported".
 
 use std::ffi::{c_char, CStr};
 use std::ptr;
@@ -60,9 +67,9 @@ use aws_lc_fips_sys as sys;
 use aws_lc_sys as sys;
 
 use super::{
-    failed, hybrid, unsupported, Aead, Agreement, Backend, BackendError, Digest,
-    GeneratedSigner, KemDecapsulator, KemEncapsulator, LibraryInfo, Mac, Result, Signer,
-    Verifier,
+    check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+    Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
+    LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::cpu::{CapVector, Capabilities};
 use crate::ops::keys::KeyPair;
@@ -162,6 +169,18 @@ impl Backend for AwsLc {
         };
         let key = UnboundKey::new(algorithm, key).map_err(failed)?;
         Ok(Box::new(AwsAead(LessSafeKey::new(key))))
+    }
+
+    fn xts(&self, bits: XtsBits, key: &[u8]) -> Result<Box<dyn SectorCipher>> {
+        match bits {
+            XtsBits::Aes128 => unsupported(
+                "AWS-LC has no AES-128-XTS (EVP_aes_256_xts is its only XTS cipher)",
+            ),
+            XtsBits::Aes256 => {
+                check_xts_key(bits, key)?;
+                Ok(Box::new(AwsXts::new(key)?))
+            }
+        }
     }
 
     fn signer(&self, alg: SigAlg, key: &KeyPair) -> Result<Box<dyn Signer>> {
@@ -996,6 +1015,89 @@ impl Drop for EvpRsa {
         unsafe {
             sys::EVP_MD_CTX_free(self.ctx);
             sys::EVP_PKEY_free(self.pkey);
+        }
+    }
+}
+
+/// AES-256-XTS through AWS-LC's C API: one cipher context per direction, each with the key set
+/// once (AES key schedules expanded there); a sector sets only the IV.
+struct AwsXts {
+    enc: *mut sys::EVP_CIPHER_CTX,
+    dec: *mut sys::EVP_CIPHER_CTX,
+}
+
+impl AwsXts {
+    /// Both contexts with `key` (64 bytes, already checked).
+    fn new(key: &[u8]) -> Result<AwsXts> {
+        aws_lc_rs::init();
+        // SAFETY: EVP_CIPHER_CTX_new has no preconditions; both contexts are owned by `this`
+        // from here on (freed in Drop, which accepts null). `key` holds the 64 bytes
+        // EVP_aes_256_xts reads; the IV is set per sector.
+        unsafe {
+            let this = AwsXts { enc: sys::EVP_CIPHER_CTX_new(), dec: sys::EVP_CIPHER_CTX_new() };
+            if this.enc.is_null() || this.dec.is_null() {
+                return Err(lc_error("EVP_CIPHER_CTX_new"));
+            }
+            let cipher = sys::EVP_aes_256_xts();
+            let none = ptr::null_mut();
+            if sys::EVP_EncryptInit_ex(this.enc, cipher, none, key.as_ptr(), ptr::null()) != 1 {
+                return Err(lc_error("AES-256-XTS encryption key setup"));
+            }
+            if sys::EVP_DecryptInit_ex(this.dec, cipher, none, key.as_ptr(), ptr::null()) != 1 {
+                return Err(lc_error("AES-256-XTS decryption key setup"));
+            }
+            Ok(this)
+        }
+    }
+
+    /// Set the tweak of `sector` on `ctx` and run the whole data unit through it, in place.
+    fn unit(ctx: *mut sys::EVP_CIPHER_CTX, encrypt: bool, sector: u64, buf: &mut [u8]) -> Result<()> {
+        check_xts_unit(buf)?;
+        let len = std::ffi::c_int::try_from(buf.len())
+            .map_err(|_| BackendError::Failed(format!("a {}-byte XTS data unit is too long", buf.len())))?;
+        let tweak = xts_tweak(sector);
+        let mut out_len: std::ffi::c_int = 0;
+        // SAFETY: `ctx` is a live context initialised with the key; a null cipher, engine and
+        // key keep them and set only the 16-byte IV; the update reads and writes `buf.len()`
+        // bytes of `buf` (in place, which AWS-LC's XTS supports; it never writes more than it
+        // reads, the block size being 1).
+        let ok = unsafe {
+            let p = buf.as_mut_ptr();
+            let none = ptr::null_mut();
+            if encrypt {
+                sys::EVP_EncryptInit_ex(ctx, ptr::null(), none, ptr::null(), tweak.as_ptr()) == 1
+                    && sys::EVP_EncryptUpdate(ctx, p, &mut out_len, p, len) == 1
+            } else {
+                sys::EVP_DecryptInit_ex(ctx, ptr::null(), none, ptr::null(), tweak.as_ptr()) == 1
+                    && sys::EVP_DecryptUpdate(ctx, p, &mut out_len, p, len) == 1
+            }
+        };
+        if !ok {
+            return Err(lc_error(if encrypt { "AES-256-XTS encryption" } else { "AES-256-XTS decryption" }));
+        }
+        if out_len != len {
+            return Err(BackendError::Failed(format!("AWS-LC's XTS wrote {out_len} bytes for a {len}-byte data unit")));
+        }
+        Ok(())
+    }
+}
+
+impl SectorCipher for AwsXts {
+    fn encrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()> {
+        Self::unit(self.enc, true, sector, buf)
+    }
+    fn decrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()> {
+        Self::unit(self.dec, false, sector, buf)
+    }
+}
+
+impl Drop for AwsXts {
+    fn drop(&mut self) {
+        // SAFETY: both contexts are owned by `self` and freed exactly once; the free function
+        // accepts null.
+        unsafe {
+            sys::EVP_CIPHER_CTX_free(self.enc);
+            sys::EVP_CIPHER_CTX_free(self.dec);
         }
     }
 }

@@ -37,8 +37,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Display;
 
-use super::{by_name, Aead, Backend, BackendError, KemDecapsulator, Result, NAMES};
-use crate::kat::{same, unhex, vectors};
+use super::{by_name, Aead, Backend, BackendError, KemDecapsulator, Result, XtsBits, NAMES};
+use crate::kat::{self, same, unhex, vectors};
 use crate::ops::keys::{self, KeyPair};
 use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg, SigFamily};
 
@@ -70,6 +70,8 @@ pub(crate) enum Cap {
     SigKeygen(MlDsaLevel),
     /// `sig_keygen(alg, Some(seed))`: ML-DSA.KeyGen_internal(ξ).
     SigKeygenSeeded(MlDsaLevel),
+    /// `xts(bits, key)`: XTS-AES sector encryption.
+    Xts(XtsBits),
 }
 
 /// Whether the real backend `name` has `cap`, from its library's documentation (each backend
@@ -88,6 +90,7 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
             Cap::Agree(_) | Cap::GenerateX25519 | Cap::GenerateP256 => true,
             Cap::Kem(_) | Cap::KemImport(_) | Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
             Cap::SigKeygen(_) | Cap::SigKeygenSeeded(_) => false,
+            Cap::Xts(_) => true,
         },
         // aws-lc-rs (plus AWS-LC's C API for RSA with SHA-1 and for FFDH): no SHA-3 HMAC or
         // RSA, ECDSA signing only P-256/SHA-256 and P-384/SHA-384, no seeded ML-KEM.
@@ -107,6 +110,8 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
             Cap::KemImport(k) => is_ml_kem(k),
             Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
             Cap::SigKeygen(_) | Cap::SigKeygenSeeded(_) => true,
+            // AWS-LC's only XTS cipher is EVP_aes_256_xts.
+            Cap::Xts(bits) => bits == XtsBits::Aes256,
         },
         // ring: no SHA-3, no SHA-1 RSA signing (SHA-1 PKCS#1 verification only), ECDSA signing
         // only P-256/SHA-256 and P-384/SHA-384 and verification with SHA-256/384, only
@@ -128,6 +133,7 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
             Cap::Agree(_) | Cap::GenerateX25519 | Cap::GenerateP256 => false,
             Cap::Kem(_) | Cap::KemImport(_) | Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
             Cap::SigKeygen(_) | Cap::SigKeygenSeeded(_) => false,
+            Cap::Xts(_) => false,
         },
         // RustCrypto: everything but FFDH, and ECDSA P-384 with SHA-1 (`ecdsa` refuses a
         // prehash shorter than half the field size).
@@ -466,6 +472,96 @@ pub(crate) fn aead_interop(subjects: &[&dyn Backend], partners: &[&dyn Backend],
                     same("opened the other's", &out, &pt)
                 })();
                 l.check_pair(name(b), name(p), alg.name(), r);
+            }
+        }
+    }
+}
+
+// ---- XTS-AES ---------------------------------------------------------------------------------
+
+/// `Ok` when `r` is a refusal (`Failed`); the reason otherwise.
+fn refused<T>(r: Result<T>) -> std::result::Result<(), String> {
+    match r {
+        Err(BackendError::Failed(_)) => Ok(()),
+        Err(BackendError::Unsupported(e)) => Err(format!("answered 'unsupported' ({e}) instead of failing")),
+        Ok(_) => Err("accepted".into()),
+    }
+}
+
+/// XTS-AES: the IEEE 1619 vectors (`kat::xts_known_answer`: encrypt, decrypt, encrypt again on
+/// one cipher); on a 4096-byte sector, a ciphertext unlike the plaintext, the same bytes twice,
+/// other bytes under another sector number (the tweak is used), decryption back, also by a fresh
+/// cipher; a key one byte short, a key with equal halves, an empty and a 4095-byte data unit
+/// are refused, after which the cipher still encrypts as before.
+pub(crate) fn xts_ciphers(subjects: &[&dyn Backend], l: &mut Ledger) {
+    let pt: Vec<u8> = (0..4096).map(|i| (i % 251) as u8).collect();
+    for &b in subjects {
+        let who = name(b);
+        for bits in XtsBits::ALL {
+            let Some((source, verdict)) = l.have(b, Cap::Xts(bits), kat::xts_known_answer(b, bits)) else { continue };
+            l.check(who, format!("{}: {source}", bits.name()), verdict);
+            let key: Vec<u8> = (0..bits.key_len()).map(|i| (i * 7 + 1) as u8).collect();
+            let Some(mut x) = l.have(b, Cap::Xts(bits), b.xts(bits, &key)) else { continue };
+            let e = |e: BackendError| e.to_string();
+            let mut ct = pt.clone();
+            let r = (|| {
+                x.encrypt_sector(5, &mut ct).map_err(e)?;
+                ensure(ct != pt, "the ciphertext is the plaintext")?;
+                let mut again = pt.clone();
+                x.encrypt_sector(5, &mut again).map_err(e)?;
+                same("encrypted twice", &again, &ct)?;
+                let mut other = pt.clone();
+                x.encrypt_sector(6, &mut other).map_err(e)?;
+                ensure(other[..16] != ct[..16], "sectors 5 and 6 encrypt alike: the tweak is not used")?;
+                let mut back = ct.clone();
+                x.decrypt_sector(5, &mut back).map_err(e)?;
+                same("decrypted", &back, &pt)?;
+                let mut fresh = b.xts(bits, &key).map_err(e)?;
+                fresh.decrypt_sector(6, &mut other).map_err(e)?;
+                same("decrypted by a fresh cipher", &other, &pt)
+            })();
+            l.check(who, format!("{} round trip of a 4096-byte sector", bits.name()), r);
+            let half = bits.key_len() / 2;
+            l.check(who, format!("{}: a key one byte short is refused", bits.name()), refused(b.xts(bits, &key[1..])));
+            let twin = [&key[..half], &key[..half]].concat();
+            l.check(who, format!("{}: a key with equal halves is refused", bits.name()), refused(b.xts(bits, &twin)));
+            for len in [0, 4095] {
+                let mut unit = vec![0u8; len];
+                l.check(who, format!("{}: a {len}-byte data unit is refused", bits.name()), refused(x.encrypt_sector(1, &mut unit)));
+            }
+            let mut again = pt.clone();
+            let r = x.encrypt_sector(5, &mut again).map_err(e).and_then(|()| same("after refusals", &again, &ct));
+            l.check(who, format!("{}: the cipher encrypts as before after refusals", bits.name()), r);
+        }
+    }
+}
+
+/// XTS interoperation: for every ordered pair of backends with the key size, the same key and
+/// sector number give byte-identical ciphertext (sector 3 and sector 2^40 + 3, a tweak beyond
+/// 32 bits), and each decrypts what the other encrypted.
+pub(crate) fn xts_interop(subjects: &[&dyn Backend], partners: &[&dyn Backend], l: &mut Ledger) {
+    let pt: Vec<u8> = (0..4096).map(|i| (i * 13 % 256) as u8).collect();
+    for &b in subjects {
+        for &p in partners.iter().filter(|p| name(**p) != name(b)) {
+            for bits in XtsBits::ALL {
+                let key: Vec<u8> = (0..bits.key_len() as u8).map(|i| i ^ 0xa5).collect();
+                let Some(mut ours) = l.have(b, Cap::Xts(bits), b.xts(bits, &key)) else { continue };
+                let Ok(mut theirs) = p.xts(bits, &key) else { continue };
+                let e = |e: BackendError| e.to_string();
+                let r = (|| {
+                    for sector in [3u64, (1 << 40) + 3] {
+                        let (mut a, mut c) = (pt.clone(), pt.clone());
+                        ours.encrypt_sector(sector, &mut a).map_err(e)?;
+                        theirs.encrypt_sector(sector, &mut c).map_err(e)?;
+                        same(&format!("sector {sector:#x} encrypted"), &a, &c)?;
+                        theirs.decrypt_sector(sector, &mut a).map_err(|x| format!("{} decrypting: {x}", name(p)))?;
+                        same("decrypted by the other", &a, &pt)?;
+                        ours.decrypt_sector(sector, &mut c).map_err(|x| format!("{} decrypting: {x}", name(b)))?;
+                        same("the other's decrypted", &c, &pt)?;
+                    }
+                    Ok(())
+                })();
+                l.check_pair(name(b), name(p), bits.name(), r);
             }
         }
     }
@@ -1040,6 +1136,17 @@ fn aeads_interoperate() {
 }
 
 #[test]
+fn xts_ciphers_conform() {
+    // Per key size: the vectors, the round trip, 2 bad keys, 2 bad units, reuse after them.
+    run("xts", |s, _, l| xts_ciphers(s, l), |n| count(n, XtsBits::ALL.map(Cap::Xts)) * 7);
+}
+
+#[test]
+fn xts_ciphers_interoperate() {
+    run("xts interop", xts_interop, |n| XtsBits::ALL.iter().map(|&b| peers_with(n, Cap::Xts(b))).sum());
+}
+
+#[test]
 fn signatures_round_trip_and_reject_tampering() {
     run("signature round trips", |s, _, l| signature_round_trips(s, l), |n| {
         all_sig_algs().into_iter().filter(|&(a, _)| supports(n, Cap::Sign(a)) == Some(true) && supports(n, Cap::Verify(a)) == Some(true)).count() * 12
@@ -1152,7 +1259,7 @@ fn every_operation_prepares_or_is_unsupported() {
 #[test]
 fn suite_functions_fail_on_broken_backends() {
     type Suite = fn(&[&dyn Backend], &[&dyn Backend], &mut Ledger);
-    let suites: [(&str, Suite); 13] = [
+    let suites: [(&str, Suite); 15] = [
         ("digests", digests),
         ("hmacs", hmacs),
         ("aeads", |s, _, l| aeads(s, l)),
@@ -1166,6 +1273,8 @@ fn suite_functions_fail_on_broken_backends() {
         ("KEM round trips", |s, _, l| kem_round_trips(s, l)),
         ("KEM interop", kem_interop),
         ("ML-DSA keys", ml_dsa_keys),
+        ("xts", |s, _, l| xts_ciphers(s, l)),
+        ("xts interop", xts_interop),
     ];
     let mock = by_name("mock").expect("the mock backend");
     let openssl = by_name("openssl").expect("openssl");
@@ -1187,6 +1296,8 @@ fn suite_functions_fail_on_broken_backends() {
         ("signature interop", signature_interop),
         ("agreements", |s, _, l| agreements(s, l)),
         ("agreement interop", agreement_interop),
+        ("xts", |s, _, l| xts_ciphers(s, l)),
+        ("xts interop", xts_interop),
     ] {
         let mut l = Ledger::default();
         f(&[&broken], &[&broken, &*openssl], &mut l);

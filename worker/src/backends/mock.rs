@@ -4,10 +4,12 @@
 //! Names: `mock` (every operation waits `size_bytes` ns, unsized ones 1000 ns), `mock:SCALE`
 //! (times SCALE), `mock:crash` (aborts the process at the first operation), `mock:hang` (never
 //! returns from the first operation). Outputs are fixed bytes; validation is "not applicable".
+//! Its AEAD and XTS leave the data as it is (no encryption): a layer built on them writes
+//! plaintext to disk, which the `storage` workload's on-disk check must catch.
 
 use super::{
     Aead, Agreement, Backend, BackendError, Digest, KemDecapsulator, KemEncapsulator, LibraryInfo,
-    Mac, Result, Signer, Verifier,
+    Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::measure::clock;
 use crate::ops::keys::KeyPair;
@@ -88,6 +90,9 @@ impl Backend for Mock {
     fn aead(&self, _: AeadAlg, _: &[u8]) -> Result<Box<dyn Aead>> {
         Ok(self.boxed())
     }
+    fn xts(&self, _: XtsBits, _: &[u8]) -> Result<Box<dyn SectorCipher>> {
+        Ok(self.boxed())
+    }
     fn signer(&self, _: SigAlg, _: &KeyPair) -> Result<Box<dyn Signer>> {
         Ok(self.boxed())
     }
@@ -139,6 +144,16 @@ impl Aead for Mock {
         self.act(pt.len());
         out.clear();
         out.extend_from_slice(pt);
+        Ok(())
+    }
+}
+impl SectorCipher for Mock {
+    fn encrypt_sector(&mut self, _: u64, buf: &mut [u8]) -> Result<()> {
+        self.act(buf.len());
+        Ok(())
+    }
+    fn decrypt_sector(&mut self, _: u64, buf: &mut [u8]) -> Result<()> {
+        self.act(buf.len());
         Ok(())
     }
 }

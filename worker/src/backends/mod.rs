@@ -67,6 +67,83 @@ pub trait Aead {
         -> Result<()>;
 }
 
+/// XTS-AES key size: AES-128 (a 32-byte XTS key: two AES-128 keys) or AES-256 (64 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum XtsBits {
+    Aes128,
+    Aes256,
+}
+
+impl XtsBits {
+    pub const ALL: [XtsBits; 2] = [XtsBits::Aes128, XtsBits::Aes256];
+
+    /// Bytes of the XTS key: Key1 ‖ Key2, two AES keys (32 or 64).
+    pub fn key_len(self) -> usize {
+        match self {
+            XtsBits::Aes128 => 32,
+            XtsBits::Aes256 => 64,
+        }
+    }
+
+    /// `AES-128-XTS` or `AES-256-XTS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            XtsBits::Aes128 => "AES-128-XTS",
+            XtsBits::Aes256 => "AES-256-XTS",
+        }
+    }
+}
+
+/// The XTS tweak of a data unit: its sequence number (here the sector number) as a 16-byte
+/// little-endian value (IEEE Std 1619-2007 §5.1; dm-crypt's `plain64` IV).
+pub fn xts_tweak(sector: u64) -> [u8; 16] {
+    (sector as u128).to_le_bytes()
+}
+
+/// Refuse an XTS key of the wrong length, or whose two halves are equal (FIPS 140-2 IG A.9:
+/// "Key_1 ≠ Key_2", checked before the keys process data; OpenSSL and AWS-LC refuse such a key
+/// themselves, RustCrypto's xts-mode does not). The same check in every backend, so they agree
+/// on what they refuse.
+pub fn check_xts_key(bits: XtsBits, key: &[u8]) -> Result<()> {
+    if key.len() != bits.key_len() {
+        return Err(BackendError::Failed(format!(
+            "{} takes a {}-byte key (two AES keys), got {} bytes",
+            bits.name(),
+            bits.key_len(),
+            key.len()
+        )));
+    }
+    let (k1, k2) = key.split_at(key.len() / 2);
+    if k1 == k2 {
+        return Err(BackendError::Failed(format!("{}: the two halves of the key are equal", bits.name())));
+    }
+    Ok(())
+}
+
+/// Refuse a data unit XTS cannot take without ciphertext stealing: not a whole number of
+/// 16-byte blocks, or empty. (Sectors are 4096 bytes; the known-answer vectors 32 and 512.)
+pub fn check_xts_unit(buf: &[u8]) -> Result<()> {
+    if buf.is_empty() || buf.len() % 16 != 0 {
+        return Err(BackendError::Failed(format!(
+            "an XTS data unit here is a whole number of 16-byte blocks, got {} bytes",
+            buf.len()
+        )));
+    }
+    Ok(())
+}
+
+/// XTS-AES with its key set, encrypting one data unit (a sector) at a time, in place. The
+/// tweak is the sector number as a 16-byte little-endian value ([`xts_tweak`]), as dm-crypt's
+/// `aes-xts-plain64` (the LUKS2 default) computes it.
+pub trait SectorCipher {
+    /// Encrypt `buf` (one data unit: a whole number of 16-byte blocks, at least one) in place.
+    /// Errors: `Failed` for another length or a library failure.
+    fn encrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()>;
+    /// Decrypt `buf` in place (XTS has no authentication: a wrong key or tweak gives garbage,
+    /// not an error). Errors: as [`SectorCipher::encrypt_sector`].
+    fn decrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()>;
+}
+
 /// A private signing key, parsed.
 pub trait Signer {
     /// Sign `msg` (hashing it with the scheme's digest); returns the signature
@@ -158,6 +235,12 @@ pub trait Backend: Send + Sync {
     }
     fn aead(&self, alg: AeadAlg, _key: &[u8]) -> Result<Box<dyn Aead>> {
         unsupported(format!("{} has no {}", self.info().library, alg.name()))
+    }
+    /// XTS-AES with `key` (Key1 ‖ Key2, [`XtsBits::key_len`] bytes) for sector encryption
+    /// (the `storage` workload). Errors: `Unsupported` where the library lacks the key size;
+    /// `Failed` for a key of the wrong length or with equal halves ([`check_xts_key`]).
+    fn xts(&self, bits: XtsBits, _key: &[u8]) -> Result<Box<dyn SectorCipher>> {
+        unsupported(format!("{} has no {}", self.info().library, bits.name()))
     }
     fn signer(&self, alg: SigAlg, _key: &KeyPair) -> Result<Box<dyn Signer>> {
         unsupported(format!("{} cannot sign with {alg:?}", self.info().library))

@@ -25,7 +25,9 @@
 //! - key agreement: ring's `agreement` API has only `EphemeralPrivateKey`, consumed by the one
 //!   `agree_ephemeral` it allows, so there is no fixed key whose derive could be timed on its
 //!   own; FFDH does not exist in ring at all;
-//! - ML-KEM, X25519MLKEM768 and ML-DSA: ring has none (the trait's default says so for KEMs).
+//! - ML-KEM, X25519MLKEM768 and ML-DSA: ring has none (the trait's default says so for KEMs);
+//! - AES-XTS (the `storage` workload's sector encryption): ring has none; its AES-256-GCM
+//!   serves the `aes-256-gcm` storage scheme.
 
 use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
 use ring::rand::SystemRandom;
@@ -106,6 +108,10 @@ impl Backend for Ring {
             ))
         })?;
         Ok(Box::new(RingAead(LessSafeKey::new(key))))
+    }
+
+    fn xts(&self, _: super::XtsBits, _: &[u8]) -> Result<Box<dyn super::SectorCipher>> {
+        unsupported("ring has no AES-XTS")
     }
 
     fn signer(&self, alg: SigAlg, key: &KeyPair) -> Result<Box<dyn Signer>> {

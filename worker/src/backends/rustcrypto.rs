@@ -9,6 +9,10 @@
 //! hedged signing with the OS random generator, as FIPS 204 recommends). X25519MLKEM768 is
 //! composed from this backend's ML-KEM-768 and X25519 by `backends::hybrid`.
 //!
+//! XTS-AES-128/256 (the `storage` workload's sector encryption): `xts-mode`'s `Xts128` over two
+//! `aes` block ciphers (Key1 for the data, Key2 for the tweak), key schedules expanded once;
+//! a sector is one `encrypt_sector`/`decrypt_sector` call in place.
+//!
 //! What RustCrypto cannot do here, and says so as "unsupported":
 //! - FFDH (there is no maintained finite-field Diffie-Hellman crate);
 //! - ECDSA P-384 with SHA-1: `ecdsa` refuses a prehash shorter than half the field size
@@ -18,9 +22,9 @@ use hmac::digest::{Digest as HashFn, FixedOutputReset};
 use rand_core::OsRng;
 
 use super::{
-    failed, hybrid, unsupported, Aead, Agreement, Backend, BackendError, Digest,
-    GeneratedSigner, KemDecapsulator, KemEncapsulator, LibraryInfo, Mac, Result, Signer,
-    Verifier,
+    check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+    Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
+    LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg};
@@ -31,7 +35,7 @@ pub struct RustCrypto;
 /// The crates this backend is built from, as locked in `Cargo.lock` (a test keeps this in step).
 const CRATE_VERSIONS: &str = "rsa 0.9.10, p256 0.13.2, p384 0.13.1, sha1 0.10.7, sha2 0.10.9, \
      sha3 0.10.9, hmac 0.12.1, aes-gcm 0.10.3, chacha20poly1305 0.10.1, ed25519-dalek 2.2.0, \
-     x25519-dalek 2.0.1, ml-kem 0.2.3, ml-dsa 0.1.2";
+     x25519-dalek 2.0.1, ml-kem 0.2.3, ml-dsa 0.1.2, aes 0.8.4, xts-mode 0.5.1";
 
 /// Run `$body` with the type alias `$K` bound to the `ml-kem` type of an ML-KEM `$alg`, or
 /// evaluate `$hybrid` for X25519MLKEM768.
@@ -144,6 +148,22 @@ impl Backend for RustCrypto {
             AeadAlg::ChaCha20Poly1305 => Box::new(RcAead(
                 chacha20poly1305::ChaCha20Poly1305::new_from_slice(key).map_err(bad_key)?,
             )),
+        })
+    }
+
+    fn xts(&self, bits: XtsBits, key: &[u8]) -> Result<Box<dyn SectorCipher>> {
+        use aes::cipher::KeyInit;
+        check_xts_key(bits, key)?;
+        let (k1, k2) = key.split_at(key.len() / 2);
+        Ok(match bits {
+            XtsBits::Aes128 => Box::new(RcXts(xts_mode::Xts128::new(
+                aes::Aes128::new_from_slice(k1).map_err(failed)?,
+                aes::Aes128::new_from_slice(k2).map_err(failed)?,
+            ))),
+            XtsBits::Aes256 => Box::new(RcXts(xts_mode::Xts128::new(
+                aes::Aes256::new_from_slice(k1).map_err(failed)?,
+                aes::Aes256::new_from_slice(k2).map_err(failed)?,
+            ))),
         })
     }
 
@@ -442,6 +462,23 @@ impl<M: hmac::Mac + FixedOutputReset> Mac for RcHmac<M> {
 }
 
 /// An AEAD with its key expanded, working in place in the caller's buffer.
+/// XTS over two expanded AES keys (`xts-mode`).
+struct RcXts<C: aes::cipher::BlockEncrypt + aes::cipher::BlockDecrypt + aes::cipher::BlockCipher>(xts_mode::Xts128<C>);
+
+impl<C: aes::cipher::BlockEncrypt + aes::cipher::BlockDecrypt + aes::cipher::BlockCipher> SectorCipher for RcXts<C> {
+    fn encrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()> {
+        // (xts-mode panics on a unit shorter than a block: checked first.)
+        check_xts_unit(buf)?;
+        self.0.encrypt_sector(buf, xts_tweak(sector));
+        Ok(())
+    }
+    fn decrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()> {
+        check_xts_unit(buf)?;
+        self.0.decrypt_sector(buf, xts_tweak(sector));
+        Ok(())
+    }
+}
+
 struct RcAead<A>(A);
 
 impl<A: aes_gcm::aead::AeadInPlace> Aead for RcAead<A> {

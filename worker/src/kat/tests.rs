@@ -115,6 +115,19 @@ impl backends::Aead for BrokenAead {
         Ok(())
     }
 }
+struct BrokenXts(Box<dyn backends::SectorCipher>);
+impl backends::SectorCipher for BrokenXts {
+    fn encrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> backends::Result<()> {
+        self.0.encrypt_sector(sector, buf)?;
+        buf[0] ^= 0x80;
+        Ok(())
+    }
+    fn decrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> backends::Result<()> {
+        self.0.decrypt_sector(sector, buf)?;
+        buf[0] ^= 0x80;
+        Ok(())
+    }
+}
 struct BrokenSigner(Box<dyn Signer>);
 impl Signer for BrokenSigner {
     fn sign(&mut self, msg: &[u8]) -> backends::Result<Vec<u8>> {
@@ -149,6 +162,9 @@ impl Backend for Broken {
     }
     fn signer(&self, alg: SigAlg, key: &KeyPair) -> backends::Result<Box<dyn Signer>> {
         Ok(Box::new(BrokenSigner(OpenSsl.signer(alg, key)?)))
+    }
+    fn xts(&self, bits: backends::XtsBits, key: &[u8]) -> backends::Result<Box<dyn backends::SectorCipher>> {
+        Ok(Box::new(BrokenXts(OpenSsl.xts(bits, key)?)))
     }
     fn verifier(&self, alg: SigAlg, public: &[u8]) -> backends::Result<Box<dyn Verifier>> {
         OpenSsl.verifier(alg, public)
