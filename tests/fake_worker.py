@@ -50,6 +50,19 @@ has the same shape around that latency L: 90 % at L, 9 % at 1.5 L, 0.9 % at 3 L,
 ``tls-handshake``/``tls-bulk`` with group x25519mlkem768 on ring answer unsupported, "ring has
 no ML-KEM".
 
+``storage`` (a file I/O through an encryption layer) answers from a model of a CPU and a
+device instead: an I/O of ``block_bytes`` costs ``STORAGE_SYSCALL_NS`` of system time plus
+``storage_ns_per_byte[scheme]`` (default STORAGE_NS_PER_BYTE; 0 for ``cache = cached``, whose
+reads are served above the encryption) per byte of user time; the host has
+``storage_cpus`` CPUs (default 2) and, for ``direct = true``, a device of ``storage_device_mb_s``
+(default 400) MB/s. A closed level of N threads runs at the smaller of what min(N, CPUs) CPUs
+and the device allow; an open level at its offered rate, or that capacity if smaller. Latency
+per I/O = N × block ÷ throughput (closed) or the CPU time of one I/O (open). It writes a 4 KiB
+file ``data`` into the request's ``dir`` and leaves it there (the orchestrator removes the
+directory, as after a killed worker). ``ring`` answers
+the XTS schemes unsupported ("ring has no AES-XTS"), ``layer = dm-crypt`` unsupported ("dm-crypt
+layer unavailable: … (fake)").
+
 The environment variable FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
 builds can differ under one spec) sets the openssl backend's ``library_version`` in hello and
 results (default "fake-1.0"), e.g. "3.6.3 1 Jul 2026" for a fake openssl@3.6 build.
@@ -104,7 +117,8 @@ FIPS_BACKENDS = SPEC.get("fips_backends", ["aws-lc"])
 #: Workloads when the hello snapshot marks none (before the real worker announced them).
 FALLBACK_WORKLOADS = ("tls-handshake", "tls-bulk", "ike-phase1")
 #: A workload transaction's scripted latency alone (ns) without latency_ns (tls-bulk: + size).
-WORKLOAD_LATENCY_NS = {"tls-handshake": 500_000, "tls-bulk": 200_000, "ike-phase1": 1_500_000}
+WORKLOAD_LATENCY_NS = {"tls-handshake": 500_000, "tls-bulk": 200_000, "ike-phase1": 1_500_000,
+                       "storage": 100_000}  # storage: only its scale matters (storage_result)
 #: The latency histogram's shape around a level's latency L: (share of transactions, × L).
 WORKLOAD_SHAPE = ((0.9, 1.0), (0.09, 1.5), (0.009, 3.0), (0.001, 6.0))
 TLS_VERSIONS = {"1.3": "TLSv1.3", "1.2": "TLSv1.2"}
@@ -113,6 +127,10 @@ TLS13_SUITES = {"aes-128-gcm": "TLS_AES_128_GCM_SHA256", "aes-256-gcm": "TLS_AES
 TLS12_BULK = {"aes-128-gcm": "AES_128_GCM_SHA256", "aes-256-gcm": "AES_256_GCM_SHA384",
               "chacha20-poly1305": "CHACHA20_POLY1305_SHA256"}
 GROUPS = {"x25519": "X25519", "p256": "secp256r1", "x25519mlkem768": "X25519MLKEM768"}
+#: storage: user CPU ns per byte of each scheme (what the release worker measured for OpenSSL
+#: on page-cached reads, rounded), system ns per I/O, and the device's MB/s for direct I/O.
+STORAGE_NS_PER_BYTE = {"clear": 0.04, "aes-128-xts": 0.14, "aes-256-xts": 0.18, "aes-256-gcm": 0.27}
+STORAGE_SYSCALL_NS = 5_000
 SIGNATURE_SCHEMES = {"rsa2048": "rsa_pss_rsae_sha256", "rsa4096": "rsa_pss_rsae_sha256",
                      "ecdsa-p256": "ecdsa_secp256r1_sha256", "ed25519": "ed25519"}
 
@@ -301,10 +319,9 @@ def run(req):
         defaults = RULES["op_params"].get(op, {}).get("defaults") or {}
         params = {**{k: v for k, v in defaults.items() if k != "size_bytes" or sized}, **params}
         base["params"] = params
-        if backend == "ring" and params.get("group") == "x25519mlkem768":
-            return send({**base, "status": "unsupported", "reason": "ring has no ML-KEM"})
-        if op != "ike-phase1" and backend == "rustcrypto":
-            return send({**base, "status": "unsupported", "reason": "rustcrypto has no TLS stack here"})
+        why = workload_refusal(backend, op, params)
+        if why:
+            return send({**base, "status": "unsupported", "reason": why})
     for status in ("unsupported", "invalid"):
         reason = SPEC.get(status, {}).get(f"{backend}/{op}")
         if reason:
@@ -328,6 +345,8 @@ def run(req):
     if cv:
         rng = random.Random(hashlib.sha256(f"{rid}/{backend}".encode()).digest())
         latency *= math.exp(rng.gauss(0.0, math.sqrt(math.log1p(cv * cv))))
+    if op == "storage":
+        return send(storage_result(req, base, params, latency / WORKLOAD_LATENCY_NS["storage"], config, rep))
     if is_workload(op):
         return send(workload_result(req, base, op, params, max(1.0, latency), config, rep))
     latency = max(1, int(round(latency)))
@@ -466,6 +485,86 @@ def workload_result(req, base, op, params, alone_ns, config, rep):
     return out
 
 
+def workload_refusal(backend, op, params):
+    """Why a workload cannot run on ``backend`` with ``params`` (as the real worker's run and
+    check say it), or None."""
+    if op == "storage":
+        if params.get("layer") == "dm-crypt":
+            return "dm-crypt layer unavailable: this kernel has no device-mapper (fake)"
+        if backend == "ring" and str(params.get("scheme", "")).endswith("-xts"):
+            return "ring has no AES-XTS"
+        return None
+    if backend == "ring" and params.get("group") == "x25519mlkem768":
+        return "ring has no ML-KEM"
+    if op != "ike-phase1" and backend == "rustcrypto":
+        return "rustcrypto has no TLS stack here"
+    return None
+
+
+def storage_result(req, base, params, factor, config, rep):
+    """A ``storage`` result (status ok) from the CPU and device model in the module's
+    docstring; ``factor`` scales the CPU cost (config_factor, rep_factors, noise_cv)."""
+    load = parse_load(str(params.get("load", "closed:1")))
+    block = int(params.get("block_bytes", 65536))
+    scheme = params.get("scheme", "clear")
+    if params.get("dir"):  # as the real worker's data file, left for the orchestrator to remove
+        (Path(params["dir"]) / "data").write_bytes(b"\0" * 4096)
+    cached = params.get("cache") == "cached"
+    direct = str(params.get("direct", "false")) == "true"
+    per_byte = 0.0 if cached else SPEC.get("storage_ns_per_byte", STORAGE_NS_PER_BYTE)[scheme]
+    user_ns = block * per_byte * factor
+    system_ns = STORAGE_SYSCALL_NS * factor
+    cpu_per_io = user_ns + system_ns
+    cpus = SPEC.get("storage_cpus", 2)
+    threads = load["concurrency"] if load["kind"] == "closed" else load["threads"]
+    capacity = min(threads, cpus) * 1e9 / cpu_per_io
+    if direct and not cached:
+        capacity = min(capacity, SPEC.get("storage_device_mb_s", 400) * 1e6 / block)
+    if load["kind"] == "closed":
+        rate = capacity if not load["rate_per_s"] else min(capacity, load["rate_per_s"])
+        latency = threads * 1e9 / rate
+    else:
+        rate = min(load["rate_per_s"], capacity)
+        latency = max(cpu_per_io, 1e9 * block / (SPEC.get("storage_device_mb_s", 400) * 1e6) if direct else 0)
+    seconds = float(req.get("seconds", 1.0))
+    wall_ns = int(seconds * 1e9)
+    ops = max(1, int(round(rate * seconds)))
+    hist = HdrHistogram(1, 3_600_000_000_000, 3)
+    left = ops
+    for i, (share, f) in enumerate(WORKLOAD_SHAPE):
+        count = left if i == len(WORKLOAD_SHAPE) - 1 else min(left, int(ops * share + 0.5))
+        if count:
+            hist.record_value(max(1, int(latency * f)), count)
+        left -= count
+    total_user, total_system = int(ops * user_ns), int(ops * system_ns)
+    cpu_total = total_user + total_system
+    per_thread = [cpu_total // threads] * threads
+    per_thread[0] += cpu_total - sum(per_thread)
+    direction = str(params.get("direction", "read"))
+    read_pct = 100 if direction == "read" else 0 if direction == "write" else int(direction.split(":")[1])
+    reads = ops * read_pct // 100
+    ticks = steal_ticks(req.get("id", ""), config, rep)
+    busy = min(200, int(round(200 * (100.0 * cpu_total / (wall_ns * 2) + 1.0) / 100)))
+    library = "none" if scheme == "clear" else f"{base['library']} {base['library_version']}"
+    return {**base, "status": "ok", "ops": ops, "bytes_per_op": block, "batch": 1, "timing": "individual",
+            "wall_ns": wall_ns, "cpu_ns": per_thread, "cpu_ns_total": cpu_total, "tsc_cycles": None,
+            "steal_ticks": ticks, "total_ticks": 200, "busy_ticks": busy,
+            "histogram": hist.encode().decode("ascii"), "samples": ops,
+            "sample_ns_stats": {"min": int(latency), "max": int(latency * 6)},
+            "workload": "storage", "mode": "file", "load": dict(load), "late": 0,
+            "client_timeline": timeline(seconds, 100.0 * cpu_total / wall_ns, round(100.0 * ticks / 200, 3)),
+            "storage": {"scheme": scheme, "pattern": params.get("pattern", "sequential"), "direction": direction,
+                        "read_pct": read_pct, "block_bytes": block, "file_bytes": int(params.get("file_bytes", 64 << 20)),
+                        "sector_bytes": 4096, "direct": direct, "fsync": params.get("fsync", "none"),
+                        "cache": params.get("cache", "cold"), "layer": params.get("layer", "userspace"),
+                        "reads": reads, "writes": ops - reads, "bytes_read": reads * block,
+                        "bytes_written": (ops - reads) * block, "process_user_ns": total_user,
+                        "process_system_ns": total_system, "fsync_end_ns": 0, "library": library},
+            "validation": {"kat": "pass (fake)" if scheme != "clear" else "not applicable (clear)",
+                           "on_disk": "ciphertext (fake)" if scheme != "clear" else "plaintext (clear)",
+                           "cross_decrypt": "not applicable (clear)" if scheme == "clear" else "pass: rustcrypto (fake)"}}
+
+
 def main():
     for line in sys.stdin:
         line = line.strip()
@@ -493,15 +592,15 @@ def main():
 
 def check(req: dict) -> None:
     """The worker's ``check`` (a combination, nothing run): unsupported where ``run`` would say
-    so for a workload — ring with x25519mlkem768, rustcrypto's missing TLS stack — and for a
-    script's ``unsupported`` entry; else supported."""
+    so for a workload (``workload_refusal``: ring with x25519mlkem768 or an XTS scheme,
+    rustcrypto's missing TLS stack, a dm-crypt layer) and for a script's ``unsupported`` entry;
+    else supported."""
     backend, op, params = req.get("backend"), req.get("op"), req.get("params") or {}
     out = {"type": "checked", "id": req.get("id"), "backend": backend, "op": op, "status": "supported"}
     reason = SPEC.get("unsupported", {}).get(f"{backend}/{op}")
-    if is_workload(op) and backend == "ring" and params.get("group") == "x25519mlkem768":
-        reason = "ring has no ML-KEM"
-    elif is_workload(op) and op != "ike-phase1" and backend == "rustcrypto":
-        reason = "rustcrypto has no TLS stack here"
+    if is_workload(op):
+        defaults = RULES["op_params"].get(op, {}).get("defaults") or {}
+        reason = workload_refusal(backend, op, {**defaults, **params}) or reason
     if reason:
         out.update(status="unsupported", reason=reason)
     send(out)

@@ -144,14 +144,21 @@ def _mode(s: CellSummary, outcomes: Sequence[Outcome]) -> str:
     return str(s.cell.params.get("mode") or DEFAULT_MODE.get(s.cell.op, "socket"))
 
 
-def families(run: StoredRun) -> list[Family]:
+#: Workloads with report sections of their own (report/storage_sections.py), left out of
+#: "Throughput vs load" and the latency objective, whose connection and server columns do not
+#: apply to them.
+OWN_SECTIONS = ("storage",)
+
+
+def families(run: StoredRun, ops: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> list[Family]:
     """The run's workload cells arranged by (backend, operation label, size, mode), in
-    first-seen order; empty for a run without workloads. Unparsable load levels are skipped."""
+    first-seen order; empty for a run without workloads. ``ops``: only cells of these
+    workloads; ``exclude``: none of these. Unparsable load levels are skipped."""
     order = {name: i for i, name in enumerate(view.series_order(run))}
     keyed: dict[tuple, list[Point]] = {}
     for s in run.summaries.values():
         c = s.cell
-        if not c.is_workload:
+        if not c.is_workload or (ops is not None and c.op not in ops) or c.op in exclude:
             continue
         try:
             load = parse_load(str(c.load))
@@ -504,7 +511,7 @@ def throughput_vs_load(run: StoredRun) -> list[Section]:
     """"Throughput vs load": per family (backend, operation, size, mode) a plot of
     transactions/s against the load level (``throughput_svg``) and a table of every level ×
     configuration (``level_rows``). Markdown: the tables. Nothing without workload cells."""
-    fams = families(run)
+    fams = families(run, exclude=OWN_SECTIONS)
     if not fams:
         return []
     baseline = run.study.baseline if run.study else ""
