@@ -18,14 +18,20 @@
 //!   due transactions queue, and their queueing shows in the latency.
 //!
 //! Per thread the window also records `CLOCK_THREAD_CPUTIME_ID`, so the client side's CPU per
-//! transaction is the sum over threads divided by the transactions.
+//! transaction is the sum over threads divided by the transactions; and the coordinating thread
+//! records the whole process's user and system CPU over the window (`getrusage`), where kernel
+//! work done for the transactions (file I/O) shows as system time.
+//!
+//! [`run_load_with`] runs a step of the caller's between the warm-up and the window, while every
+//! load thread waits (the `storage` workload drops its file from the page cache there).
 
 use super::clock;
 use super::procstat::CpuTicks;
+use super::sampler::process_cpu_ns;
 use super::{new_histogram, Measurement, Timing};
 use crate::backends::BackendError;
 use hdrhistogram::Histogram;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Duration;
 
@@ -112,6 +118,12 @@ pub struct LoadMeasurement {
     /// Open loads: transactions that were due in the window but started later than 1 ms after
     /// their due time (all threads busy); 0 for closed loads.
     pub late: u64,
+    /// This process's user and system CPU time in ns (`getrusage(RUSAGE_SELF)`, all threads),
+    /// from just before the window's start to after the last load thread ended, read by the
+    /// coordinating thread. Includes the load threads' kernel work (system time) and whatever
+    /// else the process ran meanwhile (a sampler thread: a few µs per 100 ms).
+    pub process_user_ns: u64,
+    pub process_system_ns: u64,
 }
 
 /// Run `make`'s transaction at `load`: every thread makes its own transaction (inside the
@@ -124,16 +136,29 @@ pub fn run_load<F>(make: F, load: Load, warmup: Duration, budget: Duration) -> R
 where
     F: Fn() -> Result<TxnFn, BackendError> + Sync,
 {
+    run_load_with(make, load, warmup, budget, || Ok(()))
+}
+
+/// [`run_load`], with `between` run by the coordinating thread after every thread finished its
+/// warm-up and before the window starts (its time is in neither); the load threads wait
+/// meanwhile. A `between` that fails ends the run before the window: its error is returned
+/// (after the threads' own preparation errors, which come first).
+pub fn run_load_with<F, B>(make: F, load: Load, warmup: Duration, budget: Duration, between: B) -> Result<LoadMeasurement, BackendError>
+where
+    F: Fn() -> Result<TxnFn, BackendError> + Sync,
+    B: FnOnce() -> Result<(), BackendError>,
+{
     let threads = load.threads();
+    let abort = AtomicBool::new(false);
     // Two phases, each started by the main thread for all: the warm-up (at the level itself,
     // so an open loop warms up at its rate, not flat out), then the window.
     let barriers: [Barrier; 4] = std::array::from_fn(|_| Barrier::new(threads + 1));
     let starts = [AtomicU64::new(0), AtomicU64::new(0)];
     let nexts = [AtomicU64::new(0), AtomicU64::new(0)];
-    let (windows, ticks) = std::thread::scope(|scope| {
+    let (windows, ticks, process_cpu, between_result) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
-                let (make, barriers, starts, nexts) = (&make, &barriers, &starts, &nexts);
+                let (make, barriers, starts, nexts, abort) = (&make, &barriers, &starts, &nexts, &abort);
                 scope.spawn(move || -> Result<Window, BackendError> {
                     // Every thread reaches every barrier even when a phase fails, so a failure
                     // cannot leave the others waiting forever.
@@ -149,6 +174,9 @@ where
                     barriers[2].wait();
                     barriers[3].wait();
                     let mut txn = prepared?;
+                    if abort.load(Ordering::Acquire) {
+                        return Ok(Window::new().finish());
+                    }
                     let start = starts[1].load(Ordering::Acquire);
                     phase(&mut txn, load, i, start, budget.as_nanos() as u64, &nexts[1])
                 })
@@ -158,16 +186,22 @@ where
         starts[0].store(clock::monotonic_ns(), Ordering::Release);
         barriers[1].wait();
         barriers[2].wait();
+        let between_result = between();
+        abort.store(between_result.is_err(), Ordering::Release);
         let before = CpuTicks::now();
+        let cpu_before = process_cpu_ns();
         starts[1].store(clock::monotonic_ns(), Ordering::Release);
         barriers[3].wait();
         let windows: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Failed("a load thread panicked".into()))))
             .collect();
-        (windows, CpuTicks::now().since(before))
+        let cpu_after = process_cpu_ns();
+        let process_cpu = (cpu_after.0.saturating_sub(cpu_before.0), cpu_after.1.saturating_sub(cpu_before.1));
+        (windows, CpuTicks::now().since(before), process_cpu, between_result)
     });
     let windows = windows.into_iter().collect::<Result<Vec<_>, _>>()?;
+    between_result?;
     let start = starts[1].load(Ordering::Acquire);
     let mut histogram = new_histogram();
     for w in &windows {
@@ -190,6 +224,8 @@ where
             samples: ops,
         },
         late: windows.iter().map(|w| w.late).sum(),
+        process_user_ns: process_cpu.0,
+        process_system_ns: process_cpu.1,
     })
 }
 
@@ -371,6 +407,44 @@ mod tests {
         // 4 threads of ~2 ms each: about 2000/s, well above what one thread could do.
         assert!(rate > 800.0 && rate < 2100.0, "rate {rate}");
         assert!(m.m.histogram.value_at_quantile(0.5) >= 2_000_000);
+    }
+
+    /// The step between warm-up and window runs once, after every warm-up transaction and
+    /// before every window transaction; a failing one ends the run with its error, untimed; the
+    /// window's process CPU is recorded (a busy window shows user time).
+    #[test]
+    fn the_between_step_runs_once_between_warm_up_and_window() {
+        let seen = Arc::new(Mutex::new(Vec::<&str>::new()));
+        let phase = Arc::new(Mutex::new("warm-up"));
+        let make = {
+            let (seen, phase) = (seen.clone(), phase.clone());
+            move || {
+                let (seen, phase) = (seen.clone(), phase.clone());
+                Ok(Box::new(move || {
+                    seen.lock().unwrap().push(*phase.lock().unwrap());
+                    let end = clock::monotonic_ns() + 100_000;
+                    while clock::monotonic_ns() < end {}
+                    Ok(())
+                }) as TxnFn)
+            }
+        };
+        let calls = Mutex::new(0);
+        let between = || {
+            *calls.lock().unwrap() += 1;
+            *phase.lock().unwrap() = "window";
+            Ok(())
+        };
+        let load = Load::Closed { concurrency: 2, pace_per_s: None };
+        let m = run_load_with(&make, load, Duration::from_millis(20), Duration::from_millis(50), between).unwrap();
+        assert_eq!(*calls.lock().unwrap(), 1);
+        let seen = seen.lock().unwrap();
+        let first_window = seen.iter().position(|p| *p == "window").unwrap();
+        assert!(first_window > 0 && seen[first_window..].iter().all(|p| *p == "window"), "{seen:?}");
+        assert_eq!(m.m.ops as usize, seen.len() - first_window);
+        assert!(m.process_user_ns + m.process_system_ns > 0);
+        let failing = || Err(BackendError::Failed("no cache to drop".into()));
+        let e = run_load_with(&make, load, Duration::ZERO, Duration::from_millis(50), failing);
+        assert!(matches!(e, Err(BackendError::Failed(m)) if m == "no cache to drop"));
     }
 
     #[test]
