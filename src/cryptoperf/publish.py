@@ -7,7 +7,8 @@ of any web server, with no server-side code and nothing fetched from the network
   versions, cells and verdicts, filtered by study, host and library version in the page; links
   to the pages below;
 - ``runs/<id>.html`` — the run's HTML report (``report.html``, the same as ``cryptoperf
-  report``), with links back to the index, its study's trend and its comparisons;
+  report``), with links back to the index, its study's trend and its comparison with the
+  previous run;
 - ``compare/<a>-<b>.html`` — for every study, each run ``b`` against the previous run ``a`` of
   the same study (``compare.compare_runs``);
 - ``trend/<study>.html`` — per study, each operation's figure of merit across its runs in time
@@ -236,29 +237,30 @@ def publish(store: Store, directory: str | Path, progress: Progress | None = Non
             result.skipped.append(f"run {e['id']}: format version {e['format_version']} is not supported by "
                                   "this cryptoperf")
 
-    # the studies, each with its runs in time order
-    studies: dict[str, list[int]] = {}
-    for e in sorted(readable, key=lambda e: (str(e["started_at"] or ""), e["id"])):
-        if e["kind"] == "study" and e["study"]:
-            studies.setdefault(str(e["study"]), []).append(e["id"])
-    slug = _slugs(list(studies))
-    study_of = {rid: name for name, ids in studies.items() for rid in ids}
-    previous = {ids[i]: ids[i - 1] for ids in studies.values() for i in range(1, len(ids))}
-    following = {a: b for b, a in previous.items()}
+    # in time order, so that a run's page can name the previous run of its study when it is made
+    readable.sort(key=lambda e: (str(e["started_at"] or ""), e["id"]))
+    slug = _slugs(list(dict.fromkeys(str(e["study"]) for e in readable if e["kind"] == "study" and e["study"])))
+
+    def study_name(e: dict[str, Any]) -> str | None:
+        return str(e["study"]) if e["kind"] == "study" and e["study"] else None
 
     def run_rel(rid: int) -> str:
         return f"runs/{rid}.html"
 
-    def compare_rel(b: int) -> str:
-        return f"compare/{previous[b]}-{b}.html"
+    def compare_rel(a: int, b: int) -> str:
+        return f"compare/{a}-{b}.html"
 
     def trend_rel(name: str) -> str:
         return f"trend/{slug[name]}.html"
 
     # the provisional manifest: every file already there and every one about to be written (with
     # no key, so a publish that stops half-way leaves a directory the next one accepts and redoes)
-    planned = ([run_rel(e["id"]) for e in readable] + [compare_rel(b) for b in previous]
-               + [trend_rel(n) for n in studies] + ["index.html"])
+    chains: dict[str, list[int]] = {}
+    for e in readable:
+        if study_name(e) is not None:
+            chains.setdefault(study_name(e), []).append(e["id"])
+    planned = ([run_rel(e["id"]) for e in readable] + [trend_rel(n) for n in chains] + ["index.html"]
+               + [compare_rel(ids[i - 1], ids[i]) for ids in chains.values() for i in range(1, len(ids))])
     files: dict[str, dict[str, str]] = dict(old)
     for rel in planned:
         files.setdefault(rel, {"key": "", "sha256": ""})
@@ -280,58 +282,62 @@ def publish(store: Store, directory: str | Path, progress: Progress | None = Non
             _write_manifest(directory, files, label)
             saved = time.monotonic()
 
-    total = len(readable) + len(previous) + len(studies) + 1
+    compares = sum(len(ids) - 1 for ids in chains.values())
+    total = len(readable) + compares + len(chains) + 1
     if progress is not None:
         progress.begin(f"publishing {len(entries)} runs into {directory}", total)
     runs: dict[int, stored.StoredRun] = {}
-    rows: list[site.IndexRow] = []
+    studies: dict[str, list[int]] = {}  # study → the ids of its runs with a page, in time order
+    previous: dict[int, int] = {}  # run → the previous run of its study with a page
+    rows: dict[int, site.IndexRow] = {}
     try:
         for e in entries:
-            rid = e["id"]
-            row = site.IndexRow(id=rid, kind=str(e["kind"]), study=str(e["study"] or ""),
-                                started=str(e["started_at"] or ""), status=str(e["status"]),
-                                host=site.host_label({"cpu_model": e["cpu_model"]}) if e["cpu_model"] else "",
-                                cells=int(e["cells"]))
             if not e["supported"]:
-                rows.append(dataclasses.replace(row, problem=f"format {e['format_version']}: not supported"))
-                continue
+                rows[e["id"]] = site.IndexRow(
+                    id=e["id"], kind=str(e["kind"]), study=str(e["study"] or ""),
+                    started=str(e["started_at"] or ""), status=str(e["status"]), cells=int(e["cells"]),
+                    host=site.host_label({"cpu_model": e["cpu_model"]}) if e["cpu_model"] else "",
+                    problem=f"format {e['format_version']}: not supported")
+        for e in readable:
+            rid, name = e["id"], study_name(e)
+            row = site.IndexRow(id=rid, kind=str(e["kind"]), study=str(e["study"] or ""),
+                                started=str(e["started_at"] or ""), status=str(e["status"]), cells=int(e["cells"]))
             try:
                 run = stored.load_run(store, rid)
             except CryptoperfError as err:
                 result.skipped.append(f"run {rid}: {err}")
-                rows.append(dataclasses.replace(row, problem="could not be read"))
+                rows[rid] = dataclasses.replace(row, problem="could not be read")
                 if progress is not None:
                     progress.step(f"run {rid} (skipped)")
                 continue
-            name = study_of.get(rid)
             links = [("../index.html", "All runs")]
             if name is not None:
                 links.append(("../" + trend_rel(name), f"Trend of {name}"))
-            if rid in previous:
-                links.append(("../" + compare_rel(rid), f"Compare with the previous run ({previous[rid]})"))
-            if rid in following:
-                links.append(("../" + compare_rel(following[rid]), f"Compare with the next run ({following[rid]})"))
+                if studies.get(name):
+                    previous[rid] = studies[name][-1]
+                    links.append(("../" + compare_rel(previous[rid], rid),
+                                  f"Compare with the previous run ({previous[rid]})"))
+                studies.setdefault(name, []).append(rid)
             emit(run_rel(rid), _digest("run", run_key[rid], links), lambda: report_html.render(run, links))
             # what the other pages need of the run: its summaries, analysis and host, not its outcomes
             runs[rid] = dataclasses.replace(run, outcomes=[])
-            rows.append(dataclasses.replace(
+            rows[rid] = dataclasses.replace(
                 row, host=site.host_label(run.host), libraries=tuple(site.library_versions(run)),
                 cells=len(run.summaries), verdicts=verdict_counts(run.deltas) if run.deltas else "",
-                page=run_rel(rid), compare=compare_rel(rid) if rid in previous else "",
-                trend=trend_rel(name) if name is not None else ""))
+                page=run_rel(rid), compare=compare_rel(previous[rid], rid) if rid in previous else "",
+                trend=trend_rel(name) if name is not None else "")
             result.runs += 1
             if progress is not None:
                 progress.step(f"run {rid}")
 
         run_pages = {rid: "../" + run_rel(rid) for rid in runs}
-        compare_pages = {b: "../" + compare_rel(b) for b in previous if b in runs and previous[b] in runs}
+        compare_pages = {b: "../" + compare_rel(a, b) for b, a in previous.items()}
+        study_of = {rid: name for name, ids in studies.items() for rid in ids}
         for b, a in previous.items():
-            if a not in runs or b not in runs:
-                continue
             name = study_of[b]
             links = [("../index.html", "All runs"), (f"../{run_rel(a)}", f"Run {a}"), (f"../{run_rel(b)}", f"Run {b}"),
                      ("../" + trend_rel(name), f"Trend of {name}")]
-            emit(compare_rel(b), _digest("compare", run_key[a], run_key[b], links),
+            emit(compare_rel(a, b), _digest("compare", run_key[a], run_key[b], links),
                  lambda: site.compare_html(compare_runs(runs[a], runs[b]), links, run_pages))
             result.compares += 1
             if progress is not None:
@@ -339,23 +345,17 @@ def publish(store: Store, directory: str | Path, progress: Progress | None = Non
 
         trends = []
         for name, ids in studies.items():
-            members = [runs[i] for i in ids if i in runs]
-            if not members:
-                continue
+            members = [runs[i] for i in ids]
             links = [("../index.html", "All runs")]
-            pages = {i: run_pages[i] for i in ids if i in runs}
+            pages = {i: run_pages[i] for i in ids}
             comps = {i: compare_pages[i] for i in ids if i in compare_pages}
-            emit(trend_rel(name), _digest("trend", [run_key[i] for i in ids if i in runs], links),
+            emit(trend_rel(name), _digest("trend", [run_key[i] for i in ids], links),
                  lambda: site.trend_html(name, members, links, pages, comps))
             trends.append(site.TrendLink(name, trend_rel(name), len(members), len(site.trend_operations(members))))
             result.trends += 1
             if progress is not None:
                 progress.step(f"trend of {name}")
-        # a trend or comparison whose runs could not be read has no page: no link to it
-        present = set(new_files)
-        rows = [dataclasses.replace(r, compare=r.compare if r.compare in present else "",
-                                    trend=r.trend if r.trend in present else "") for r in rows]
-        index = site.index_html(rows, trends, label)
+        index = site.index_html(list(rows.values()), trends, label)
         emit("index.html", _digest("index", index), lambda: index)
         if progress is not None:
             progress.step("index")
