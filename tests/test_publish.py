@@ -114,13 +114,15 @@ def test_publish_writes_the_index_every_run_compare_and_trend_page_and_prints_th
 
 
 class _Links(HTMLParser):
-    """Every ``href`` and ``src`` of a page, and its element ids."""
+    """Every ``href`` and ``src`` of a page, and its element ids (``ids``; ``repeated`` those
+    given twice: they would break the inline SVGs' clip paths)."""
 
     def __init__(self):
         super().__init__()
         self.hrefs: list[str] = []
         self.srcs: list[str] = []
         self.ids: set[str] = set()
+        self.repeated: set[str] = set()
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -129,7 +131,7 @@ class _Links(HTMLParser):
         if "src" in a or (tag == "link" and "href" in a):
             self.srcs.append(a.get("src") or a["href"])
         if "id" in a:
-            self.ids.add(a["id"])
+            (self.repeated if a["id"] in self.ids else self.ids).add(a["id"])
 
 
 def _parse(path: Path) -> _Links:
@@ -139,13 +141,14 @@ def _parse(path: Path) -> _Links:
 
 
 def _check_links(site: Path) -> int:
-    """Assert that every page of ``site`` loads nothing and that each of its links is relative
-    and leads to a file of the site (and to an element of it, for a link with a #fragment);
-    returns the number of links checked."""
+    """Assert that every page of ``site`` loads nothing, has unique element ids, and that each
+    of its links is relative and leads to a file of the site (and to an element of it, for a
+    link with a #fragment); returns the number of links checked."""
     checked = 0
     for page in sorted(site.rglob("*.html")):
         parsed = _parse(page)
         assert parsed.srcs == [], f"{page} loads {parsed.srcs}"
+        assert not parsed.repeated, f"{page}: ids given twice: {sorted(parsed.repeated)[:5]}"
         for href in parsed.hrefs:
             parts = urlsplit(href)
             assert not parts.scheme and not parts.netloc and not href.startswith("/"), (page, href)

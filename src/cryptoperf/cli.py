@@ -588,9 +588,12 @@ def publish(directory: str, store_path: str | None) -> None:
         site = publish_mod.publish(store, directory, progress=terminal.StepProgress(err))
     for line in site.skipped:
         err.print(f"note: no page for {line}", markup=False, soft_wrap=True)
-    err.print(f"published {site.runs} run reports, {site.compares} comparisons and {site.trends} trend pages "
-              f"({site.written} pages written, {site.kept} unchanged, {site.removed} removed)",
-              markup=False, soft_wrap=True)
+    def count(n: int, what: str) -> str:
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+    err.print(f"published {count(site.runs, 'run report')}, {count(site.compares, 'comparison')} and "
+              f"{count(site.trends, 'trend page')} ({count(site.written, 'page')} written, {site.kept} unchanged, "
+              f"{site.removed} removed)", markup=False, soft_wrap=True)
     click.echo(str(site.index))
 
 
