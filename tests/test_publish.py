@@ -405,9 +405,12 @@ def test_a_site_with_a_foreign_file_added_is_refused_in_one_line(cli, copy):
     res = cli("publish", copy.site, "--store", copy.store)
     assert_one_line_error(res, "trend/extra.html", code=2)
     (copy.site / "trend" / "extra.html").unlink()
-    (copy.site / ".cryptoperf-site.json").write_text("{not json")
-    res = cli("publish", copy.site, "--store", copy.store)
-    assert_one_line_error(res, ".cryptoperf-site.json", "not the manifest", code=2)
+    manifest = copy.site / ".cryptoperf-site.json"
+    doc = json.loads(manifest.read_text())
+    for text in ("{not json", json.dumps(dict(doc, files={**doc["files"], "../outside.html": {}}))):
+        manifest.write_text(text)  # garbled, or naming a file outside the site: not ours
+        res = cli("publish", copy.site, "--store", copy.store)
+        assert_one_line_error(res, ".cryptoperf-site.json", "not the manifest", code=2)
 
 
 def test_publish_errors_are_one_line(cli, published, tmp_path):

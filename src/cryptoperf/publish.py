@@ -52,6 +52,9 @@ GENERATOR = "cryptoperf publish"
 #: While pages are written, the manifest is brought up to date at most this often (seconds), so
 #: that a publish stopped half-way is resumed without rendering again what it had written.
 MANIFEST_EVERY_S = 10.0
+#: The names of the site's pages (relative to DIR): a manifest listing anything else is not ours,
+#: and nothing outside these names is ever removed.
+_PAGE = re.compile(r"^(index\.html|runs/\d+\.html|compare/\d+-\d+\.html|trend/[A-Za-z0-9_][A-Za-z0-9_.-]*\.html)$")
 #: Temporary files of a publish (written aside, then renamed into place): removed when found.
 _TMP = re.compile(r"(^|/)\.[^/]+\.publish-\d+\.tmp$")
 
@@ -139,7 +142,8 @@ def read_manifest(directory: Path) -> dict[str, dict[str, str]]:
     if manifest_text is not None:
         try:
             doc = json.loads(manifest_text)
-            ok = isinstance(doc, dict) and doc.get("generator") == GENERATOR and isinstance(doc.get("files"), dict)
+            ok = (isinstance(doc, dict) and doc.get("generator") == GENERATOR and isinstance(doc.get("files"), dict)
+                  and all(_PAGE.match(str(k)) for k in doc["files"]))
         except ValueError:
             ok = False
         if not ok:
