@@ -543,11 +543,12 @@ def _chromium(p):
 
 
 @contextlib.contextmanager
-def offline_page(path: Path):
-    """A page of headless Chromium with JavaScript off and the network refused, opened on the
-    file ``path``; yields (page, attempted, errors): the network addresses the page tried to
-    reach and its console errors, both to be asserted empty after the ``with``. Skips, saying
-    why, without playwright or a Chromium."""
+def offline_page(path: Path, javascript: bool = False):
+    """A page of headless Chromium with JavaScript off (on with ``javascript``, for a page whose
+    inline script is under test) and the network refused, opened on the file ``path``; yields
+    (page, attempted, errors): the network addresses the page (or any page it navigates to)
+    tried to reach and its console errors, both to be asserted empty after the ``with``. Skips,
+    saying why, without playwright or a Chromium."""
     sync_api = pytest.importorskip(
         "playwright.sync_api",
         reason="playwright is not installed (pip install playwright, then "
@@ -557,7 +558,7 @@ def offline_page(path: Path):
     with sync_api.sync_playwright() as p:
         browser = _chromium(p)
         try:
-            context = browser.new_context(offline=True, java_script_enabled=False)
+            context = browser.new_context(offline=True, java_script_enabled=javascript)
             context.route(re.compile(r"^(https?|wss?|ftp)://"),
                           lambda route: (attempted.append(route.request.url), route.abort()))
             page = context.new_page()

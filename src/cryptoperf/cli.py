@@ -1,7 +1,7 @@
 """The command line: ``cryptoperf speed``, ``study``, ``report``, ``backends``, ``setup`` (the
 worker builds ``pip install .`` does not make, e.g. ``openssl@3.6``), and on stored runs
-``list``, ``compare`` and ``plan`` (the economics of an operation: cores for a rate, the cost
-of a change, accelerator break-even).
+``list``, ``compare``, ``plan`` (the economics of an operation: cores for a rate, the cost
+of a change, accelerator break-even) and ``publish`` (the store as a static website).
 
 This is the only module that turns errors into exit codes: every failure the user can cause
 ends as one line ``cryptoperf: error: <what, where, fix>`` on stderr — exit 2 for usage and
@@ -64,6 +64,7 @@ def cli() -> None:
     cryptoperf compare 3 4 --fail-on slower   the same as a regression gate (exit 1)
     cryptoperf plan --op rsa2048-sign --rate 9.6   cores, cost of a change, accelerator break-even
     cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
+    cryptoperf publish site/             a static website: every run, comparisons, trends
 
     Runs are stored in runs.sqlite in cryptoperf's data directory, beside the worker builds
     `cryptoperf setup` caches: ~/.local/share/cryptoperf (platformdirs' user data directory), or
@@ -555,6 +556,47 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
         else:
             out.print(f"regression gate (--fail-on {' '.join(fail_on)}): passed", markup=False)
     return 1 if failing else 0
+
+
+@cli.command()
+@click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+def publish(directory: str, store_path: str | None) -> None:
+    """Write a static website of the store into DIR, servable by any web server (or opened as
+    files): no server-side code, nothing fetched from the network, relative links only.
+
+    \b
+    index.html            every run: study, start, status, host, library versions, cells,
+                          verdicts; filter by study, host and library version
+    runs/<id>.html        each run's HTML report (as `cryptoperf report` writes it)
+    compare/<a>-<b>.html  each study run against the previous run of its study
+    trend/<study>.html    per study, each operation's figure of merit across its runs with
+                          its interval, host changes marked
+
+    Publishing again into DIR updates it: pages whose runs did not change are kept, the others
+    rewritten, pages of runs no longer in the store removed. DIR must be new, empty, or made by
+    `cryptoperf publish` (it keeps a list of its files in DIR/.cryptoperf-site.json); a
+    directory holding other files is refused. Prints the path of index.html; more in
+    docs/publishing.md.
+
+    \b
+    cryptoperf publish site/ --store runs.sqlite
+    python -m http.server -d site/      # or any static web server; then open http://localhost:8000/
+    """
+    from cryptoperf import publish as publish_mod
+
+    err = _stderr()
+    with stored.open_store(store_path) as store:
+        site = publish_mod.publish(store, directory, progress=terminal.StepProgress(err))
+    for line in site.skipped:
+        err.print(f"note: no page for {line}", markup=False, soft_wrap=True)
+    def count(n: int, what: str) -> str:
+        return f"{n} {what}{'' if n == 1 else 's'}"
+
+    err.print(f"published {count(site.runs, 'run report')}, {count(site.compares, 'comparison')} and "
+              f"{count(site.trends, 'trend page')} ({count(site.written, 'page')} written, {site.kept} unchanged, "
+              f"{site.removed} removed)", markup=False, soft_wrap=True)
+    click.echo(str(site.index))
 
 
 @cli.command("plan")

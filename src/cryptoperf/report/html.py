@@ -3,6 +3,8 @@ fetched from the network) made of the registered sections (``sections.build``)."
 
 from __future__ import annotations
 
+from typing import Sequence
+
 from cryptoperf import __version__
 from cryptoperf.report import sections as sections_mod
 from cryptoperf.report.render import environment
@@ -18,11 +20,13 @@ def title_of(run: StoredRun) -> str:
     return f"cryptoperf {run.meta.get('kind', 'run')} report" + (f": {name}" if name else "")
 
 
-def render(run: StoredRun) -> str:
+def render(run: StoredRun, links: Sequence[tuple[str, str]] = ()) -> str:
     """The HTML report of ``run`` as text (UTF-8, one file).
 
-    Renders every registered section's HTML body (plots with matplotlib, a few tenths of a
-    second per operation); raises ValueError if two sections share an id.
+    ``links``: (href, text) pairs shown above the title, e.g. ``("../index.html", "All runs")``
+    where the report is one page of a published site (``cryptoperf publish``); none for a
+    stand-alone report. Renders every registered section's HTML body (plots with matplotlib, a
+    few tenths of a second per operation); raises ValueError if two sections share an id.
     """
     secs = sections_mod.build(run)
     m = run.meta
@@ -30,4 +34,5 @@ def render(run: StoredRun) -> str:
         title=title_of(run), description=run.study.description if run.study else "",
         run_id=run.id, kind=m.get("kind", ""), status=m.get("status", ""),
         started_at=m.get("started_at", ""), finished_at=m.get("finished_at") or "",
-        host_line=host_line(run.host).removeprefix("host: "), sections=secs, version=__version__)
+        host_line=host_line(run.host).removeprefix("host: "), sections=secs, version=__version__,
+        links=list(links))

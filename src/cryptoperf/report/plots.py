@@ -379,3 +379,116 @@ def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, t
     fig.legend(handles=handles, loc="lower left", bbox_to_anchor=(left_in / width, 0.0),
                ncol=len(handles), fontsize=7.5, frameon=False, handlelength=1.6, columnspacing=1.2)
     return _svg(fig, plot_id, "forest", title)
+
+
+# ------------------------------------------------------------------------------- trend plot
+
+#: Colours of the change markers of a trend plot: a new host (absolute figures are not
+#: comparable across it) and new software on the same host (a library or worker release).
+CHANGE_COLOURS = {"host": "#b3261e", "software": "#7f7f7f"}
+
+
+@dataclass(frozen=True)
+class TrendPoint:
+    """One run's figure of merit in a trend plot.
+
+    Attributes:
+        label: the x tick text of the run, e.g. ``#7``.
+        value: the figure (ns for latencies and CPU times, per second for rates), or None when
+            the run did not measure the operation (a gap in the line).
+        low, high: its interval's bounds in the same unit, or None when the run has too few
+            repetitions for one (the point is drawn hollow).
+    """
+
+    label: str
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+
+
+@dataclass(frozen=True)
+class TrendMark:
+    """A change between two consecutive runs of a trend plot.
+
+    Attributes:
+        before: index of the last point before the change (the marker is drawn half-way to the
+            next point).
+        kind: ``host`` (another machine: figures on either side are not comparable) or
+            ``software`` (another library or worker release on the same host); picks the
+            colour (``CHANGE_COLOURS``).
+        text: what changed, written along the marker (cut to 36 characters), e.g. ``new host:
+            hostname, CPU model``.
+    """
+
+    before: int
+    kind: str
+    text: str
+
+
+def trend_svg(points: Sequence[TrendPoint], marks: Sequence[TrendMark], plot_id: str, title: str,
+              ylabel: str, fmt, colour_: str = PALETTE[0]) -> str:
+    """A figure of merit across runs as an ``<svg class="plot trend">``: x = the runs in time
+    order (one position each, ticks labelled with ``TrendPoint.label``), y = the figure
+    (linear, formatted by ``fmt``: a function of a float returning text, e.g. ``fmt_ns``); a
+    dot per run with its interval as an error bar (hollow without an interval), joined by a
+    line that breaks where a run did not measure the operation; each ``TrendMark`` a vertical
+    line between its two runs with its text along it.
+
+    SVG groups carry ids (prefixed with ``plot_id`` like every id): ``point-<i>`` (i indexes
+    ``points``), ``change-<kind>-<before>``. Returns the SVG text.
+    """
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    from matplotlib.transforms import offset_copy
+
+    n = len(points)
+    fig = _figure(7.2, 2.7)
+    ax = fig.add_subplot()
+    xs = np.arange(n, dtype=float)
+    ys = np.array([np.nan if p.value is None else p.value for p in points], dtype=float)
+    ax.plot(xs, ys, color=colour_, linewidth=1.2, zorder=2)
+    for i, p in enumerate(points):
+        if p.value is None:
+            continue
+        has_ci = p.low is not None and p.high is not None
+        if has_ci:
+            bar = ax.errorbar([i], [p.value], yerr=[[p.value - p.low], [p.high - p.value]], fmt="none",
+                              ecolor=colour_, elinewidth=1.2, capsize=3, zorder=3)
+            for artist in bar.lines[2]:
+                artist.set_gid(f"point-{i}-interval")
+        dot, = ax.plot([i], [p.value], linestyle="none", marker="o", markersize=5, color=colour_,
+                       markerfacecolor=colour_ if has_ci else "white", markeredgewidth=1.2, zorder=4)
+        dot.set_gid(f"point-{i}")
+    measured = [v for p in points if p.value is not None
+                for v in (p.value, p.low if p.low is not None else p.value,
+                          p.high if p.high is not None else p.value)]
+    if measured:
+        lo, hi = min(measured), max(measured)
+        pad = (hi - lo) * 0.12 or abs(hi) * 0.05 or 1.0
+        ax.set_ylim(max(0.0, lo - pad) if lo >= 0 else lo - pad, hi + pad * 2.2)  # room for the marks' text
+    else:
+        ax.text(0.5, 0.5, "not measured in any run", transform=ax.transAxes, ha="center")
+    ax.set_xlim(-0.6, max(n - 1, 0) + 0.6)
+    for m in marks:
+        line = ax.axvline(m.before + 0.5, color=CHANGE_COLOURS.get(m.kind, "#555555"), linewidth=1.0,
+                          linestyle=(0, (4, 2)) if m.kind == "host" else (0, (1, 2)), zorder=1)
+        line.set_gid(f"change-{m.kind}-{m.before}")
+        text = m.text if len(m.text) <= 36 else m.text[:35].rstrip(" ,") + "…"
+        ax.text(m.before + 0.5, 0.98, text, rotation=90, rotation_mode="anchor", ha="right",
+                va="baseline", fontsize=6.5,
+                transform=offset_copy(ax.get_xaxis_transform(), fig=fig, x=-3, units="points"),
+                color=CHANGE_COLOURS.get(m.kind, "#555555"))
+    step = max(1, math.ceil(n / 14))  # at most about 14 tick labels
+    ax.xaxis.set_major_locator(FixedLocator([float(i) for i in range(0, n, step)]))
+    ax.xaxis.set_major_formatter(FuncFormatter(
+        lambda v, _p: points[int(round(v))].label if 0 <= round(v) < n else ""))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _p: fmt(v).replace(" ", "\u2009")))
+    ax.tick_params(labelsize=8)
+    ax.set_xlabel("run, oldest first", fontsize=8.5)
+    ax.set_ylabel(ylabel, fontsize=8.5)
+    ax.grid(True, axis="y", color="#e5e5e5", linewidth=0.6, zorder=0)
+    for side in ("right", "top"):
+        ax.spines[side].set_visible(False)
+    ax.set_title(title, fontsize=10, loc="left")
+    fig.subplots_adjust(left=0.13, right=0.98, top=0.88, bottom=0.2)
+    return _svg(fig, plot_id, "trend", title)

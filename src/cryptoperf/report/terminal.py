@@ -678,3 +678,42 @@ class ProgressBar:
         if self._progress is not None:
             self._progress.stop()
             self._progress = None
+
+
+class StepProgress:
+    """Progress of a job made of named steps (``publish.Progress``) on stderr: a live bar
+    naming the last step on a terminal; a line at about every tenth of the steps otherwise
+    (logs, CI)."""
+
+    def __init__(self, console: Console | None = None):
+        self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
+        self.live = self.console.is_terminal
+        self._progress: Progress | None = None
+        self._task = None
+        self._done = self._total = 0
+
+    def begin(self, description: str, total: int) -> None:
+        """Start a bar (or a log line) for ``total`` steps."""
+        self._done, self._total = 0, total
+        if self.live:
+            self._progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
+                                      MofNCompleteColumn(), TextColumn("{task.fields[current]}", markup=False),
+                                      TimeRemainingColumn(), console=self.console, transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task(description, total=total, current="")
+        else:
+            self.console.print(f"{description}: {total} steps", markup=False)
+
+    def step(self, what: str) -> None:
+        """One more step done, ``what`` it was."""
+        self._done += 1
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, current=what)
+        elif self._done == self._total or self._done % max(1, self._total // 10) == 0:
+            self.console.print(f"[{self._done}/{self._total}] {what}", markup=False)
+
+    def end(self) -> None:
+        """Remove the bar."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None

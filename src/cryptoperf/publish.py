@@ -1,0 +1,386 @@
+"""``cryptoperf publish DIR``: the store as a static, self-contained website.
+
+The site, every address in it relative to DIR, so it opens from ``file://`` and from any path
+of any web server, with no server-side code and nothing fetched from the network:
+
+- ``index.html`` — every run (newest first) with its study, start, status, host, library
+  versions, cells and verdicts, filtered by study, host and library version in the page; links
+  to the pages below;
+- ``runs/<id>.html`` — the run's HTML report (``report.html``, the same as ``cryptoperf
+  report``), with links back to the index, its study's trend and its comparison with the
+  previous run;
+- ``compare/<a>-<b>.html`` — for every study, each run ``b`` against the previous run ``a`` of
+  the same study (``compare.compare_runs``);
+- ``trend/<study>.html`` — per study, each operation's figure of merit across its runs in time
+  order, with host changes marked (``report.site.trend_html``);
+- ``.cryptoperf-site.json`` — the manifest: every file of the site with what it was made from.
+
+Publishing again into DIR updates it: a page whose inputs did not change (the runs it shows,
+its links, the cryptoperf version) and whose file is intact is kept as it is, the others are
+rewritten, and the pages of runs no longer in the store are removed. DIR must be new, empty,
+or a site cryptoperf published (its manifest lists every file in it): anything else is refused
+before a file is written. Only the store's public reading API is used (``Store.runs`` and
+``result_counts`` through ``stored.list_runs``, ``stored.load_run``), so any store works.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from cryptoperf import __version__, stored
+from cryptoperf.compare import compare_runs
+from cryptoperf.errors import CryptoperfError, StoreError, UsageError
+from cryptoperf.report import html as report_html
+from cryptoperf.report import site
+from cryptoperf.report.terminal import verdict_counts
+from cryptoperf.store import Store
+
+#: The manifest's file name, in DIR.
+MANIFEST = ".cryptoperf-site.json"
+#: What the manifest's ``generator`` says; a manifest without it is not ours.
+GENERATOR = "cryptoperf publish"
+#: While pages are written, the manifest is brought up to date at most this often (seconds), so
+#: that a publish stopped half-way is resumed without rendering again what it had written.
+MANIFEST_EVERY_S = 10.0
+#: The names of the site's pages (relative to DIR): a manifest listing anything else is not ours,
+#: and nothing outside these names is ever removed.
+_PAGE = re.compile(r"^(index\.html|runs/\d+\.html|compare/\d+-\d+\.html|trend/[A-Za-z0-9_][A-Za-z0-9_.-]*\.html)$")
+#: Temporary files of a publish (written aside, then renamed into place): removed when found.
+_TMP = re.compile(r"(^|/)\.[^/]+\.publish-\d+\.tmp$")
+
+
+class Progress(Protocol):
+    """What ``publish`` reports its progress to (``report.terminal.StepProgress`` on a
+    terminal)."""
+
+    def begin(self, description: str, total: int) -> None:
+        """``total`` steps follow."""
+
+    def step(self, what: str) -> None:
+        """One step is done; ``what`` names it, e.g. ``run 7``."""
+
+    def end(self) -> None:
+        """The last step is done."""
+
+
+@dataclass
+class Site:
+    """A published site.
+
+    Attributes:
+        directory: DIR; index: DIR/index.html.
+        runs, compares, trends: pages of each kind in the site.
+        written: pages (re)written by this publish, index included; kept: pages left as they
+            were (unchanged inputs, intact file); removed: files of an earlier publish no longer
+            in the site (runs gone from the store).
+        skipped: runs without a page, each as ``run <id>: <why>`` (a format this cryptoperf
+            cannot read, a run that cannot be rebuilt).
+    """
+
+    directory: Path
+    index: Path
+    runs: int = 0
+    compares: int = 0
+    trends: int = 0
+    written: int = 0
+    kept: int = 0
+    removed: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def _digest(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _file_sha(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+def _files_in(directory: Path) -> list[str]:
+    """Every file (or symlink, or anything not a directory) under ``directory``, as paths
+    relative to it with '/' separators, sorted."""
+    out = []
+    for root, dirs, files in os.walk(directory):
+        rel_root = Path(root).relative_to(directory)
+        for name in files + [d for d in dirs if os.path.islink(os.path.join(root, d))]:
+            out.append((rel_root / name).as_posix())
+    return sorted(out)
+
+
+def read_manifest(directory: Path) -> dict[str, dict[str, str]]:
+    """The files of the site already in ``directory`` (relative path → ``{"key", "sha256"}``),
+    {} for a new or empty directory.
+
+    Raises UsageError when ``directory`` is a file, or holds files that are not those of a site
+    cryptoperf published there (no manifest, or files the manifest does not list), naming the
+    first; StoreError when it cannot be read.
+    """
+    if directory.exists() and not directory.is_dir():
+        raise UsageError(f"{directory} is a file; give a directory for the site (new, empty, or one "
+                         "`cryptoperf publish` made)")
+    if not directory.exists():
+        return {}
+    try:
+        files = _files_in(directory)
+        manifest_text = (directory / MANIFEST).read_text(encoding="utf-8") if MANIFEST in files else None
+    except OSError as e:
+        raise StoreError(f"cannot read {directory}: {e.strerror or e}") from None
+    known: dict[str, dict[str, str]] = {}
+    if manifest_text is not None:
+        try:
+            doc = json.loads(manifest_text)
+            ok = (isinstance(doc, dict) and doc.get("generator") == GENERATOR and isinstance(doc.get("files"), dict)
+                  and all(_PAGE.match(str(k)) for k in doc["files"]))
+        except ValueError:
+            ok = False
+        if not ok:
+            raise UsageError(f"{directory / MANIFEST} is not the manifest of a site `cryptoperf publish` made; "
+                             "publish into a new or empty directory")
+        known = {str(k): dict(v) if isinstance(v, dict) else {} for k, v in doc["files"].items()}
+    foreign = [f for f in files if f != MANIFEST and f not in known and not _TMP.search(f)]
+    if foreign:
+        more = f" and {len(foreign) - 1} more" if len(foreign) > 1 else ""
+        raise UsageError(f"{directory} holds files that are not part of a site `cryptoperf publish` made "
+                         f"({foreign[0]}{more}); publish into a new or empty directory, or remove them")
+    for f in files:
+        if _TMP.search(f):  # left by an interrupted publish
+            try:
+                (directory / f).unlink()
+            except OSError:
+                pass
+    return known
+
+
+def _write(directory: Path, rel: str, text: str) -> str:
+    """Write ``text`` (UTF-8) to ``directory/rel`` whole or not at all (written aside, then
+    renamed over any earlier version); returns its sha256. Raises StoreError naming the path."""
+    path = directory / rel
+    tmp = path.with_name(f".{path.name}.publish-{os.getpid()}.tmp")
+    data = text.encode("utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise StoreError(f"cannot write {path}: {e.strerror or e}; publish into another directory") from None
+    return hashlib.sha256(data).hexdigest()
+
+
+def _write_manifest(directory: Path, files: dict[str, dict[str, str]], store: str) -> None:
+    doc = {"generator": GENERATOR, "cryptoperf_version": __version__, "store": store,
+           "published_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "files": dict(sorted(files.items()))}
+    _write(directory, MANIFEST, json.dumps(doc, indent=1) + "\n")
+
+
+def store_label(store: Store) -> str:
+    """How the site names its store: a file's name (not its directory), or a database URL
+    without its user name and password."""
+    where = str(getattr(store, "url", None) or getattr(store, "path", "") or "")
+    if "://" in where:
+        parts = urlsplit(where)
+        host = parts.hostname or ""
+        netloc = host + (f":{parts.port}" if parts.port else "")
+        return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return Path(where).name or where
+
+
+def _slugs(names: list[str]) -> dict[str, str]:
+    """A file name stem per study name, unique, in the order given."""
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        base = re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-.") or "study"
+        slug, n = base, 2
+        while slug.lower() in taken:
+            slug, n = f"{base}-{n}", n + 1
+        taken.add(slug.lower())
+        out[name] = slug
+    return out
+
+
+def publish(store: Store, directory: str | Path, progress: Progress | None = None) -> Site:
+    """Write (or update) the static website of ``store`` in ``directory`` (see the module's
+    description); returns what was published.
+
+    ``progress`` hears one step per run read (and its report rendered when needed), per
+    comparison, per trend page and for the index. Raises StoreError when the store holds no
+    runs or a file cannot be written, UsageError when ``directory`` is a file or holds files
+    that are not a cryptoperf site's.
+    """
+    directory = Path(directory)
+    old = read_manifest(directory)
+    entries = stored.list_runs(store)
+    if not entries:
+        raise StoreError(f"store {store_label(store)} holds no runs; run `cryptoperf study FILE` first "
+                         "(or pass --store PATH)")
+    label = store_label(store)
+    result = Site(directory=directory, index=directory / "index.html")
+    run_key = {e["id"]: _digest(__version__, e["id"], e["started_at"], e["finished_at"], e["status"],
+                                e["format_version"], e["cells"], e["results"], e["ok"]) for e in entries}
+    readable = [e for e in entries if e["supported"]]
+    for e in entries:
+        if not e["supported"]:
+            result.skipped.append(f"run {e['id']}: format version {e['format_version']} is not supported by "
+                                  "this cryptoperf")
+
+    # in time order, so that a run's page can name the previous run of its study when it is made
+    readable.sort(key=lambda e: (str(e["started_at"] or ""), e["id"]))
+    slug = _slugs(list(dict.fromkeys(str(e["study"]) for e in readable if e["kind"] == "study" and e["study"])))
+
+    def study_name(e: dict[str, Any]) -> str | None:
+        return str(e["study"]) if e["kind"] == "study" and e["study"] else None
+
+    def run_rel(rid: int) -> str:
+        return f"runs/{rid}.html"
+
+    def compare_rel(a: int, b: int) -> str:
+        return f"compare/{a}-{b}.html"
+
+    def trend_rel(name: str) -> str:
+        return f"trend/{slug[name]}.html"
+
+    # the provisional manifest: every file already there and every one about to be written (with
+    # no key, so a publish that stops half-way leaves a directory the next one accepts and redoes)
+    chains: dict[str, list[int]] = {}
+    for e in readable:
+        if study_name(e) is not None:
+            chains.setdefault(study_name(e), []).append(e["id"])
+    planned = ([run_rel(e["id"]) for e in readable] + [trend_rel(n) for n in chains] + ["index.html"]
+               + [compare_rel(ids[i - 1], ids[i]) for ids in chains.values() for i in range(1, len(ids))])
+    files: dict[str, dict[str, str]] = dict(old)
+    for rel in planned:
+        files.setdefault(rel, {"key": "", "sha256": ""})
+    _write_manifest(directory, files, label)
+
+    new_files: dict[str, dict[str, str]] = {}
+    saved = time.monotonic()
+
+    def emit(rel: str, key: str, render: Callable[[], str]) -> None:
+        nonlocal saved
+        before = old.get(rel) or {}
+        if before.get("key") == key and before.get("sha256") and _file_sha(directory / rel) == before["sha256"]:
+            new_files[rel] = before
+            result.kept += 1
+            return
+        new_files[rel] = files[rel] = {"key": key, "sha256": _write(directory, rel, render())}
+        result.written += 1
+        if time.monotonic() - saved > MANIFEST_EVERY_S:  # a publish stopped later keeps these pages
+            _write_manifest(directory, files, label)
+            saved = time.monotonic()
+
+    compares = sum(len(ids) - 1 for ids in chains.values())
+    total = len(readable) + compares + len(chains) + 1
+    if progress is not None:
+        progress.begin(f"publishing {len(entries)} runs into {directory}", total)
+    runs: dict[int, stored.StoredRun] = {}
+    studies: dict[str, list[int]] = {}  # study → the ids of its runs with a page, in time order
+    previous: dict[int, int] = {}  # run → the previous run of its study with a page
+    rows: dict[int, site.IndexRow] = {}
+    try:
+        for e in entries:
+            if not e["supported"]:
+                rows[e["id"]] = site.IndexRow(
+                    id=e["id"], kind=str(e["kind"]), study=str(e["study"] or ""),
+                    started=str(e["started_at"] or ""), status=str(e["status"]), cells=int(e["cells"]),
+                    host=site.host_label({"cpu_model": e["cpu_model"]}) if e["cpu_model"] else "",
+                    problem=f"format {e['format_version']}: not supported")
+        for e in readable:
+            rid, name = e["id"], study_name(e)
+            row = site.IndexRow(id=rid, kind=str(e["kind"]), study=str(e["study"] or ""),
+                                started=str(e["started_at"] or ""), status=str(e["status"]), cells=int(e["cells"]))
+            try:
+                run = stored.load_run(store, rid)
+            except CryptoperfError as err:
+                result.skipped.append(f"run {rid}: {err}")
+                rows[rid] = dataclasses.replace(row, problem="could not be read")
+                if progress is not None:
+                    progress.step(f"run {rid} (skipped)")
+                continue
+            links = [("../index.html", "All runs")]
+            if name is not None:
+                links.append(("../" + trend_rel(name), f"Trend of {name}"))
+                if studies.get(name):
+                    previous[rid] = studies[name][-1]
+                    links.append(("../" + compare_rel(previous[rid], rid),
+                                  f"Compare with the previous run ({previous[rid]})"))
+                studies.setdefault(name, []).append(rid)
+            emit(run_rel(rid), _digest("run", run_key[rid], links), lambda: report_html.render(run, links))
+            # what the other pages need of the run: its summaries, analysis and host, not its outcomes
+            runs[rid] = dataclasses.replace(run, outcomes=[])
+            rows[rid] = dataclasses.replace(
+                row, host=site.host_label(run.host), libraries=tuple(site.library_versions(run)),
+                cells=len(run.summaries), verdicts=verdict_counts(run.deltas) if run.deltas else "",
+                page=run_rel(rid), compare=compare_rel(previous[rid], rid) if rid in previous else "",
+                trend=trend_rel(name) if name is not None else "")
+            result.runs += 1
+            if progress is not None:
+                progress.step(f"run {rid}")
+
+        run_pages = {rid: "../" + run_rel(rid) for rid in runs}
+        compare_pages = {b: "../" + compare_rel(a, b) for b, a in previous.items()}
+        study_of = {rid: name for name, ids in studies.items() for rid in ids}
+        for b, a in previous.items():
+            name = study_of[b]
+            links = [("../index.html", "All runs"), (f"../{run_rel(a)}", f"Run {a}"), (f"../{run_rel(b)}", f"Run {b}"),
+                     ("../" + trend_rel(name), f"Trend of {name}")]
+            emit(compare_rel(a, b), _digest("compare", run_key[a], run_key[b], links),
+                 lambda: site.compare_html(compare_runs(runs[a], runs[b]), links, run_pages))
+            result.compares += 1
+            if progress is not None:
+                progress.step(f"run {b} vs run {a}")
+
+        trends = []
+        for name, ids in studies.items():
+            members = [runs[i] for i in ids]
+            links = [("../index.html", "All runs")]
+            pages = {i: run_pages[i] for i in ids}
+            comps = {i: compare_pages[i] for i in ids if i in compare_pages}
+            emit(trend_rel(name), _digest("trend", [run_key[i] for i in ids], links),
+                 lambda: site.trend_html(name, members, links, pages, comps))
+            trends.append(site.TrendLink(name, trend_rel(name), len(members), len(site.trend_operations(members))))
+            result.trends += 1
+            if progress is not None:
+                progress.step(f"trend of {name}")
+        index = site.index_html(list(rows.values()), trends, label)
+        emit("index.html", _digest("index", index), lambda: index)
+        if progress is not None:
+            progress.step("index")
+    finally:
+        if progress is not None:
+            progress.end()
+
+    for rel in sorted(set(old) - set(new_files)):
+        try:
+            (directory / rel).unlink()
+            result.removed += 1
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            raise StoreError(f"cannot remove {directory / rel}: {e.strerror or e}") from None
+        parent = (directory / rel).parent
+        while parent != directory:
+            try:
+                parent.rmdir()  # only when empty
+            except OSError:
+                break
+            parent = parent.parent
+    _write_manifest(directory, new_files, label)
+    return result
