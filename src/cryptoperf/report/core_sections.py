@@ -135,7 +135,7 @@ def _decided(d: Delta) -> bool:
 
 # ----------------------------------------------------------------------- verdicts at a glance
 
-def _plot_verdict(v: stats.Verdict, ci: stats.Interval) -> str:
+def plot_verdict_text(v: stats.Verdict, ci: stats.Interval) -> str:
     """The verdict as printed right of a forest plot row: the verdict's text, with an
     inconclusive one cut to its interval and the blocks that would likely decide it."""
     if v.kind != stats.INCONCLUSIVE:
@@ -154,7 +154,7 @@ def _forest_svg(run: StoredRun, groups: list[tuple[str, list[Delta]]]) -> str:
     for title, ds in groups:
         rows = [plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}",
                                 d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
-                                _plot_verdict(d.verdict, d.decisive))
+                                plot_verdict_text(d.verdict, d.decisive))
                 for d in ds if _decided(d)]
         if rows:
             forest.append(plots.ForestGroup(title, rows))

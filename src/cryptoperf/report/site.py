@@ -22,6 +22,7 @@ from cryptoperf.builds import DEFAULT as DEFAULT_BUILD
 from cryptoperf.compare import Comparison, HostDifference, host_differences, match_key
 from cryptoperf.model import CellSummary, Delta
 from cryptoperf.report import plots, view
+from cryptoperf.report.core_sections import plot_verdict_text
 from cryptoperf.report.plan import report_css
 from cryptoperf.report.render import environment
 from cryptoperf.report.terminal import (configuration_text, fmt_count, fmt_date, fmt_ns, fmt_size,
@@ -173,7 +174,6 @@ def _compare_rows(c: Comparison) -> list[dict[str, Any]]:
 def _compare_forest(c: Comparison) -> tuple[str, list[str]]:
     """(the forest plot of the comparisons with an interval, '' when none; what is not
     plotted, each as ``<where>: n/a: <reason>``)."""
-    from cryptoperf.report.core_sections import _plot_verdict
     groups: dict[tuple, list[Delta]] = {}
     missing = []
     for d in c.deltas:
@@ -187,7 +187,7 @@ def _compare_forest(c: Comparison) -> tuple[str, list[str]]:
     forest = [plots.ForestGroup(_operation(*key), [
         plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build) if d.configuration else ''}".strip(),
                         d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
-                        _plot_verdict(d.verdict, d.decisive)) for d in ds])
+                        plot_verdict_text(d.verdict, d.decisive)) for d in ds])
               for key, ds in groups.items()]
     metric = c.settings.metric
     svg = plots.forest_svg(forest, c.settings.margin_pct, "compare-forest",
