@@ -598,8 +598,8 @@ def _compare_hosts(run_id: str, baseline_host: str | None, store_path: str | Non
     when --fail-on fails, 0 otherwise."""
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
-    _using(run)
     hc = compare_mod.compare_hosts(run, baseline_host, margin_pct=margin_pct, multiplicity=not no_multiplicity)
+    _using(run)
     failing = hc.failing(fail_on)
     if as_json:
         doc = {"format_version": FORMAT_VERSION, "kind": "compare_hosts", "cryptoperf_version": __version__,
