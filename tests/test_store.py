@@ -309,3 +309,32 @@ def test_a_missing_postgresql_driver_is_one_line_naming_the_fix(monkeypatch):
     msg = str(e.value)
     assert "postgresql://perf:***@127.0.0.1:1/cryptoperf" in msg and "pip install 'psycopg[binary]'" in msg
     assert "s3cr3t" not in msg
+
+
+def test_stores_opened_at_once_on_a_new_file_make_one_schema(tmp_path):
+    """Threads (as processes would) opening one new SQLite store at the same moment and
+    writing at once: the schema is made once, every write goes through."""
+    import threading
+    path = tmp_path / "runs.sqlite"
+    n = 4
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+
+    def open_and_write(i: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            with store.Store(path) as st:
+                rid = st.begin_run("speed", f"t{i}", {"n": i})
+                for b in range(5):
+                    st.add_result(rid, row(block=b + 1))
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+    threads = [threading.Thread(target=open_and_write, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    with store.Store(path) as st:
+        assert sorted(r["started_at"] for r in st.runs()) == [f"t{i}" for i in range(n)]
+        assert {k: v["results"] for k, v in st.result_counts().items()} == {i: 5 for i in range(1, n + 1)}

@@ -410,7 +410,7 @@ class Store:
                 raise self._newer(version)
             if version == 0 and not create:
                 raise StoreError(f"store {self.location} holds no runs yet (no cryptoperf tables); run "
-                                 f"`cryptoperf study FILE --store {self.location}` first")
+                                 "`cryptoperf study FILE` with this --store first")
             with self._writing() as conn:
                 if self.dialect == "postgresql":
                     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
