@@ -132,6 +132,8 @@ def test_json_fixtures_of_every_format_version_have_the_documented_fields(fixtur
     for key in ("cell", "configuration", "backend", "op", "size_bytes", "status", "result"):
         assert key in run
     assert ("repetition" if doc["format_version"] == 1 else "block") in run
+    if doc["format_version"] >= 3:  # the machine that ran it (null: the run's host)
+        assert "host" in run
     d = doc["deltas"][0]
     for key in ("latency", "throughput", "status", "latency_verdict" if doc["format_version"] == 1 else "verdict"):
         assert key in d

@@ -149,7 +149,9 @@ def study_dict(study: Study) -> dict[str, Any]:
 
 
 def study_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
-    """The complete ``study`` JSON document of a run (see module doc)."""
+    """The complete ``study`` JSON document of a run (see module doc); ``store_path`` (the
+    store's ``Store.location``: a path, or a URL with its password masked) goes into
+    ``store.path``."""
     assert run.study is not None
     m = run.meta
     return {"format_version": FORMAT_VERSION, "kind": "study", "cryptoperf_version": __version__,
