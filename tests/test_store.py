@@ -340,3 +340,16 @@ def test_stores_opened_at_once_on_a_new_file_make_one_schema(tmp_path):
     with store.Store(path) as st:
         assert sorted(r["started_at"] for r in st.runs()) == [f"t{i}" for i in range(n)]
         assert {k: v["results"] for k, v in st.result_counts().items()} == {i: 5 for i in range(1, n + 1)}
+
+
+def test_an_error_line_never_shows_a_url_password(cli, monkeypatch):
+    """Whatever raised it, the CLI's error line masks a URL's password (here an internal
+    error whose message quotes a URL)."""
+    from cryptoperf import stored as stored_mod
+
+    def boom(*a, **k):
+        raise RuntimeError("lost postgresql://perf:s3cr3t@db.example/cryptoperf?password=s3cr3t")
+    monkeypatch.setattr(stored_mod, "open_store", boom)
+    res = cli("list")
+    assert res.code == 1 and "s3cr3t" not in res.err
+    assert "postgresql://perf:***@db.example/cryptoperf?password=***" in res.err

@@ -31,7 +31,7 @@ from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
 from cryptoperf.report.render import write_text as render_write
 from cryptoperf.run.worker import fetch_hello
-from cryptoperf.store import FORMAT_VERSION, shown_default
+from cryptoperf.store import FORMAT_VERSION, mask, shown_default
 from cryptoperf.worker_path import find_worker
 
 
@@ -758,7 +758,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    one_line = " ".join(str(message).split())
+    one_line = mask(" ".join(str(message).split()))  # a store URL's password never shows
     try:
         sys.stderr.write(f"cryptoperf: error: {one_line}\n")
         sys.stderr.flush()

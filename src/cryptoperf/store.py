@@ -357,6 +357,8 @@ class Store:
             raise MissingDependency(f"cannot use store {self.location}: the PostgreSQL driver psycopg is not "
                                     "installed; pip install 'psycopg[binary]' (or cryptoperf's "
                                     "'postgresql' extra)") from None
+        except sa.exc.SQLAlchemyError as e:  # e.g. a URL parameter the driver cannot take
+            raise self._error(e, "use") from None
 
     def _error(self, e: BaseException, doing: str) -> StoreError:
         """One line: what failed, on which store (password masked), and the fix."""
