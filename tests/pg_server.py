@@ -114,8 +114,10 @@ def pg_server():
             conn.execute("SELECT pg_reload_conf()")
         yield PgServer("127.0.0.1", port, password)
     finally:
-        executor.stop()
-        shutil.rmtree(root, ignore_errors=True)
+        try:
+            executor.stop()
+        finally:
+            shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
