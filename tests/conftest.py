@@ -43,6 +43,13 @@ def fake_worker_script(path: Path, **env: str) -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def no_team_store(monkeypatch):
+    """A developer's CRYPTOPERF_STORE (say, the team's PostgreSQL store) is not the tests':
+    without --store they use the default store under CRYPTOPERF_DATA_DIR, as everywhere else."""
+    monkeypatch.delenv("CRYPTOPERF_STORE", raising=False)
+
+
 @pytest.fixture
 def fake_worker(tmp_path, monkeypatch):
     """Install the fake worker as CRYPTOPERF_WORKER; call it with a spec dict (see

@@ -141,3 +141,36 @@ def tls_run(directory: Path) -> Path:
     store = directory / "runs.sqlite"
     run_study(directory / "tls", store, TLS_STUDY, {"rep_factors": DRIFT, "latency_ns": TLS_CPU_NS})
     return store
+
+
+#: the two machines of two_host_run (only what tells them apart differs from the test host's)
+NODE_A = {"hostname": "node-a", "cpu_model": "Fake CPU A"}
+NODE_B = {"hostname": "node-b", "cpu_model": "Fake CPU B", "kernel": "Linux 9.9.9-test #1 SMP"}
+
+
+def two_host_run(directory: Path) -> Path:
+    """Store whose run 3 ran on two machines, written through the store API as a run spread
+    over nodes stores itself: every result row carries the fingerprint of the machine that ran
+    it (``host``). Runs 1 and 2 are two_runs' studies without the 64-byte size (run 1 at the
+    fake worker's default latencies, run 2 with sha256 at 1.5×); run 3 is run 1's calibration
+    and blocks 1-3 on node-a followed by run 2's blocks as blocks 4-6 on node-b. So on node-b
+    configuration A (sha256) is exactly 1.5× slower than on node-a, and B unchanged."""
+    from cryptoperf.store import Store
+    store = directory / "runs.sqlite"
+    study = TWO_CONFIG_STUDY.format(reps=3, timeout=5)
+    run_study(directory / "r1", store, study, {"rep_factors": DRIFT})
+    run_study(directory / "r2", store, study, {"rep_factors": DRIFT, "latency_ns": {"sha256": 3036}})
+    with Store(store) as st:
+        first = st.runs()[0]
+        host_a = dict(first["host"], **NODE_A)
+        host_b = dict(first["host"], **NODE_B)
+        rid = st.begin_run("study", first["started_at"], first["host"], study_name=first["study_name"],
+                           study_toml=first["study_toml"], seed=first["seed"], analysis=first["analysis"])
+        for source, host, shift in ((1, host_a, 0), (2, host_b, 3)):
+            for r in st.results(source):
+                if source == 2 and r["block"] == 0:
+                    continue  # one calibration per cell, as a run has
+                row = dict(r, host=host, block=r["block"] + shift if r["block"] else 0)
+                st.add_result(rid, row)
+        st.finish_run(rid, first["finished_at"], "complete")
+    return store

@@ -154,7 +154,10 @@ def test_regression_gate_on_inconclusive_and_a_wider_margin(cli, store):
 @pytest.mark.parametrize("args, fragments, code", [
     (["1", "9"], ["no run 9 in store", "see `cryptoperf list`"], 2),
     (["one", "2"], ["run id must be a number or 'latest', got 'one'"], 2),
-    (["1"], ["Missing argument 'RUN_B'"], 2),
+    (["1"], ["compare needs two runs, RUN_A RUN_B", "--by host RUN"], 2),
+    (["1", "2", "--by", "host"], ["compare --by host takes one run", "drop 2"], 2),
+    (["1", "2", "--baseline-host", "a"], ["--baseline-host goes with --by host RUN"], 2),
+    (["1", "--by", "hosts"], ["Invalid value for '--by'"], 2),
     (["1", "2", "--bogus"], ["No such option", "--bogus"], 2),
     (["1", "2", "--fail-on", "faster"], ["Invalid value for '--fail-on'", "'slower', 'inconclusive'"], 2),
     (["1", "2", "--margin", "-1"], ["Invalid value for '--margin'"], 2),

@@ -3,11 +3,13 @@ upgrade of a format-1 store (fixtures/store-v1.sqlite, written by cryptoperf 0.1
 documents of every format version (fixtures)."""
 
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import text
 
 from cryptoperf import store, stored
 from cryptoperf.errors import StoreError
@@ -33,7 +35,7 @@ def test_create_write_read(tmp_path):
         # committed at once: another connection sees it before the run finishes
         other = sqlite3.connect(path)
         assert other.execute("SELECT count(*) FROM results").fetchone()[0] == 1
-        assert other.execute("SELECT status, format_version FROM runs").fetchone() == ("running", 2)
+        assert other.execute("SELECT status, format_version FROM runs").fetchone() == ("running", store.FORMAT_VERSION)
         st.add_result(rid, row(block=2, position=1, status="failed", reason="crash", result=None,
                                cpu="no-aesni", build="fips", fips=True))
         st.finish_run(rid, "2025-01-01T00:01:00Z", "complete")
@@ -109,7 +111,7 @@ def test_a_failed_upgrade_leaves_the_store_untouched(tmp_path, monkeypatch):
     shutil.copy(FIXTURES / "store-v1.sqlite", path)
 
     def broken(db):
-        db.execute("ALTER TABLE results ADD COLUMN half_done TEXT")
+        db.execute(text("ALTER TABLE results ADD COLUMN half_done TEXT"))
         raise RuntimeError("upgrade failed halfway")
     monkeypatch.setitem(store._UPGRADES, 1, broken)
     with pytest.raises(RuntimeError):
@@ -130,6 +132,224 @@ def test_json_fixtures_of_every_format_version_have_the_documented_fields(fixtur
     for key in ("cell", "configuration", "backend", "op", "size_bytes", "status", "result"):
         assert key in run
     assert ("repetition" if doc["format_version"] == 1 else "block") in run
+    if doc["format_version"] >= 3:  # the machine that ran it (null: the run's host)
+        assert "host" in run
     d = doc["deltas"][0]
     for key in ("latency", "throughput", "status", "latency_verdict" if doc["format_version"] == 1 else "verdict"):
         assert key in d
+
+
+def test_a_format_2_store_is_upgraded_in_place_and_still_loads_and_reports(tmp_path):
+    """fixtures/store-v2.sqlite was written by cryptoperf 0.2: a two-configuration study whose
+    B (sha512, scripted at 2631 ns) is 1.3 × A (sha256, 2024 ns) in every block, and a speed
+    run. Format 3 adds results.host_json (NULL: the run's host) and the meta table."""
+    path = tmp_path / "runs.sqlite"
+    shutil.copy(FIXTURES / "store-v2.sqlite", path)
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert "host_json" not in [r[1] for r in db.execute("PRAGMA table_info(results)")]
+    db.close()
+    with store.Store(path) as st:
+        run = stored.load_run(st, 1)
+        assert run.meta["format_version"] == 2 and run.study.name == "v2-fixture"
+        assert all(o.host is None for o in run.outcomes) and len(run.outcomes) == 8
+        (b,) = [d for d in run.deltas if d.configuration == "B"]
+        assert b.status == "ok" and b.blocks == 3 and b.verdict.kind == "slower"
+        assert b.latency.ratio == pytest.approx(2631 / 2024, rel=1e-3)
+        speed = stored.load_run(st, 2)
+        assert speed.study is None and [o.cell.size_bytes for o in speed.outcomes] == [64]
+        from cryptoperf.report import formats
+        for fmt in ("md", "json", "csv"):
+            assert formats.render(run, fmt, st.location)
+        # the upgraded store takes format-3 rows beside the old ones
+        rid = st.begin_run("speed", "t", {"hostname": "n"})
+        st.add_result(rid, row(host={"hostname": "node-2"}))
+        assert [r["host"] for r in st.results(rid)] == [{"hostname": "node-2"}]
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == store.FORMAT_VERSION
+    assert db.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == (str(store.FORMAT_VERSION),)
+    assert db.execute("SELECT count(*) FROM results WHERE host_json IS NULL").fetchone()[0] == 9
+
+
+def test_a_result_keeps_the_host_that_ran_it(tmp_path):
+    """results.host_json: the fingerprint of the machine that ran a repetition, NULL for the
+    run's own; stored.load_run gives it to the Outcome, the JSON document to the repetition."""
+    from cryptoperf.report import json as report_json
+    with store.Store(tmp_path / "runs.sqlite") as st:
+        rid = st.begin_run("study", "t", {"hostname": "head", "cpu_model": "X"}, "s")
+        st.add_result(rid, row())
+        st.add_result(rid, row(block=2, host={"hostname": "node-b", "cpu_model": "Y"}))
+        rows = list(st.results(rid))
+        assert [r["host"] for r in rows] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
+        outcomes = [stored._outcome(r, i) for i, r in enumerate(rows)]
+    assert [o.host for o in outcomes] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
+    assert [report_json.outcome_dict(o)["host"] for o in outcomes] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
+
+
+def test_sqlite_store_runs_in_wal_mode_with_a_busy_timeout(tmp_path):
+    """Two writers on one file wait for each other (busy timeout) instead of failing, and a
+    reader never blocks a writer (write-ahead log)."""
+    path = tmp_path / "runs.sqlite"
+    with store.Store(path) as st:
+        with st.engine.connect() as conn:
+            assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+            assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == store.SQLITE_BUSY_TIMEOUT_S * 1000
+            assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        # a reader holding a snapshot open does not stop a write from committing
+        reader = sqlite3.connect(path)
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM runs").fetchone()[0] == 0
+        st.begin_run("speed", "t", {})
+        assert reader.execute("SELECT count(*) FROM runs").fetchone()[0] == 0  # its snapshot
+        reader.rollback()
+        assert reader.execute("SELECT count(*) FROM runs").fetchone()[0] == 1
+        reader.close()
+
+
+def test_a_write_waits_for_another_writer_instead_of_failing(tmp_path):
+    """While another connection holds the write lock, a write waits; once that transaction
+    ends, it goes through (never 'database is locked' within the busy timeout)."""
+    import threading
+    path = tmp_path / "runs.sqlite"
+    with store.Store(path) as st:
+        rid = st.begin_run("speed", "t", {})
+        other = sqlite3.connect(path, check_same_thread=False)
+        other.isolation_level = None
+        other.execute("BEGIN IMMEDIATE")
+        other.execute("INSERT INTO runs (kind, started_at, host_json, status, format_version) "
+                      "VALUES ('speed', 't', '{}', 'running', 3)")
+        released = threading.Event()
+
+        def release():
+            released.wait(5)
+            other.execute("COMMIT")
+        t = threading.Thread(target=release)
+        t.start()
+        waiting = threading.Timer(0.2, released.set)
+        waiting.start()
+        st.add_result(rid, row())  # blocks until the other transaction commits
+        t.join()
+        waiting.join()
+        other.close()
+        assert [r["kind"] for r in st.runs()] == ["speed", "speed"]
+        assert len(list(st.results(rid))) == 1
+
+
+def test_the_format_version_lives_in_the_meta_table_and_user_version(tmp_path):
+    path = tmp_path / "runs.sqlite"
+    store.Store(path).close()
+    db = sqlite3.connect(path)
+    assert db.execute("SELECT key, value FROM meta").fetchall() == [("format_version", str(store.FORMAT_VERSION))]
+    assert db.execute("PRAGMA user_version").fetchone()[0] == store.FORMAT_VERSION
+    db.execute("UPDATE meta SET value = '7'")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="format 7, newer than this cryptoperf"):
+        store.Store(path)
+
+
+def test_a_foreign_runs_table_is_not_taken_for_a_store(tmp_path):
+    path = tmp_path / "other.sqlite"
+    db = sqlite3.connect(path)
+    db.execute("CREATE TABLE runs (x INTEGER)")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="holds a table 'runs' that cryptoperf did not make"):
+        store.Store(path)
+
+
+@pytest.mark.parametrize("given, shown", [
+    ("postgresql://perf:s3cr3t@db.example:5432/cryptoperf", "postgresql://perf:***@db.example:5432/cryptoperf"),
+    ("postgres://perf@db.example/cryptoperf", "postgres://perf@db.example/cryptoperf"),
+    ("postgresql://db.example/cryptoperf?user=perf&password=s3cr3t&sslmode=require",
+     "postgresql://db.example/cryptoperf?user=perf&password=***&sslmode=require"),
+    ("postgresql+psycopg://perf:p%40ss@db/x", "postgresql+psycopg://perf:***@db/x"),
+])
+def test_a_postgresql_url_is_shown_with_its_password_masked(given, shown):
+    loc = store.Location(given)
+    assert loc.dialect == "postgresql" and loc.path is None and loc.shown == shown
+    assert loc.url.drivername == "postgresql+psycopg"
+    password = {"s3cr3t": "s3cr3t", "p%40ss": "p@ss"}.get(next((k for k in ("s3cr3t", "p%40ss") if k in given), ""))
+    assert loc.secrets == ((password,) if password else ())
+    if password:  # the password alone (as a driver message might quote it) is masked too
+        assert password not in loc.scrub(f"FATAL: password {password} is wrong for {given}")
+
+
+def test_paths_and_sqlite_urls_are_sqlite_stores(tmp_path):
+    for given in (tmp_path / "a.sqlite", str(tmp_path / "a.sqlite"), f"sqlite:///{tmp_path / 'a.sqlite'}"):
+        loc = store.Location(given)
+        assert loc.dialect == "sqlite" and loc.path == tmp_path / "a.sqlite" and loc.shown == str(tmp_path / "a.sqlite")
+
+
+@pytest.mark.parametrize("given, fragment", [
+    ("mysql://perf:s3cr3t@db/x", "the scheme 'mysql' is not supported"),
+    ("postgresql+psycopg2://perf:s3cr3t@db/x", "the scheme 'postgresql+psycopg2' is not supported"),
+    ("sqlite://", "an in-memory SQLite database keeps nothing"),
+    ("postgresql://perf:s3cr3t@db:notaport/x", "is not a URL cryptoperf can read"),
+])
+def test_an_unusable_url_is_one_line_without_its_password(given, fragment):
+    with pytest.raises(StoreError, match=re.escape(fragment)) as e:
+        store.Location(given)
+    assert "s3cr3t" not in str(e.value) and "\n" not in str(e.value)
+
+
+def test_the_default_store_follows_cryptoperf_store(monkeypatch, tmp_path):
+    monkeypatch.delenv(store.STORE_ENV, raising=False)
+    monkeypatch.setenv("CRYPTOPERF_DATA_DIR", str(tmp_path))
+    assert store.default_location() == tmp_path / "runs.sqlite"
+    monkeypatch.setenv(store.STORE_ENV, "postgresql://perf:s3cr3t@db.example/cryptoperf")
+    assert store.default_location() == "postgresql://perf:s3cr3t@db.example/cryptoperf"
+    assert store.shown_default() == "postgresql://perf:***@db.example/cryptoperf"
+
+
+def test_a_missing_postgresql_driver_is_one_line_naming_the_fix(monkeypatch):
+    import sys
+    from cryptoperf.errors import MissingDependency
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg raises ImportError
+    with pytest.raises(MissingDependency) as e:
+        store.Store("postgresql://perf:s3cr3t@127.0.0.1:1/cryptoperf")
+    msg = str(e.value)
+    assert "postgresql://perf:***@127.0.0.1:1/cryptoperf" in msg and "pip install 'psycopg[binary]'" in msg
+    assert "s3cr3t" not in msg
+
+
+def test_stores_opened_at_once_on_a_new_file_make_one_schema(tmp_path):
+    """Threads (as processes would) opening one new SQLite store at the same moment and
+    writing at once: the schema is made once, every write goes through."""
+    import threading
+    path = tmp_path / "runs.sqlite"
+    n = 4
+    barrier = threading.Barrier(n)
+    errors: list[BaseException] = []
+
+    def open_and_write(i: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            with store.Store(path) as st:
+                rid = st.begin_run("speed", f"t{i}", {"n": i})
+                for b in range(5):
+                    st.add_result(rid, row(block=b + 1))
+        except BaseException as e:  # noqa: BLE001 - reported by the assertion below
+            errors.append(e)
+    threads = [threading.Thread(target=open_and_write, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    with store.Store(path) as st:
+        assert sorted(r["started_at"] for r in st.runs()) == [f"t{i}" for i in range(n)]
+        assert {k: v["results"] for k, v in st.result_counts().items()} == {i: 5 for i in range(1, n + 1)}
+
+
+def test_an_error_line_never_shows_a_url_password(cli, monkeypatch):
+    """Whatever raised it, the CLI's error line masks a URL's password (here an internal
+    error whose message quotes a URL)."""
+    from cryptoperf import stored as stored_mod
+
+    def boom(*a, **k):
+        raise RuntimeError("lost postgresql://perf:s3cr3t@db.example/cryptoperf?password=s3cr3t")
+    monkeypatch.setattr(stored_mod, "open_store", boom)
+    res = cli("list")
+    assert res.code == 1 and "s3cr3t" not in res.err
+    assert "postgresql://perf:***@db.example/cryptoperf?password=***" in res.err

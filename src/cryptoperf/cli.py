@@ -31,7 +31,7 @@ from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
 from cryptoperf.report.render import write_text as render_write
 from cryptoperf.run.worker import fetch_hello
-from cryptoperf.store import FORMAT_VERSION, Store, default_path
+from cryptoperf.store import FORMAT_VERSION, mask, shown_default
 from cryptoperf.worker_path import find_worker
 
 
@@ -51,7 +51,8 @@ def cli() -> None:
 
     Measurements run in the Rust worker `cryptoperf-worker`, one fresh process per repetition;
     this program schedules randomised blocks, compares (paired t intervals, verdicts against an
-    equivalence margin, adjusted for multiplicity), stores (SQLite) and reports.
+    equivalence margin, adjusted for multiplicity), stores (SQLite, or PostgreSQL shared by a
+    team) and reports.
 
     \b
     cryptoperf backends                  which backends and operations the worker has
@@ -62,14 +63,16 @@ def cli() -> None:
     cryptoperf list                      the stored runs
     cryptoperf compare 3 4               run 4 against run 3: host differences, deltas
     cryptoperf compare 3 4 --fail-on slower   the same as a regression gate (exit 1)
+    cryptoperf compare --by host 5       one run's machines side by side, with verdicts
     cryptoperf plan --op rsa2048-sign --rate 9.6   cores, cost of a change, accelerator break-even
     cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
     cryptoperf publish site/             a static website: every run, comparisons, trends
 
     Runs are stored in runs.sqlite in cryptoperf's data directory, beside the worker builds
     `cryptoperf setup` caches: ~/.local/share/cryptoperf (platformdirs' user data directory), or
-    $CRYPTOPERF_DATA_DIR when set; --store PATH picks another store for one command. A worked
-    first hour: docs/first-hour.md.
+    $CRYPTOPERF_DATA_DIR when set; $CRYPTOPERF_STORE names another (a path, or a
+    postgresql:// URL a team shares: docs/shared-store.md), and --store PATH|URL another for
+    one command. A worked first hour: docs/first-hour.md.
     """
 
 
@@ -241,9 +244,10 @@ def _speed_params(values: Sequence[str]) -> dict[str, str]:
 @click.option("--json", "as_json", is_flag=True,
               help="Print one JSON document (a `results` list, one entry per row with its intervals; "
                    "with --baseline a `baseline` section) instead of the table.")
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-              help=f"SQLite store to record the run in [default: {default_path()}]; every speed "
-                   "call is stored (it becomes a run `cryptoperf list` shows) unless --no-store.")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help=f"Store to record the run in: a SQLite file or a postgresql:// URL [default: "
+                   f"{shown_default()}]; every speed call is stored (it becomes a run `cryptoperf list` "
+                   "shows) unless --no-store.")
 @click.option("--no-store", is_flag=True, help="Measure and print only: store nothing.")
 def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...],
           param_values: tuple[str, ...], repetitions: int, baseline: str | None, seconds: float,
@@ -299,8 +303,9 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
 
 @cli.command()
 @click.argument("file", required=False, type=click.Path(dir_okay=False))
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-              help=f"SQLite store for the results [default: {default_path()}].")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help=f"Store for the results: a SQLite file or a postgresql://USER@HOST/DATABASE URL "
+                   f"[default: {shown_default()}].")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), default=DEFAULT_OUT_DIR,
               show_default=True, help="Directory for the study's JSON document and reports.")
 @click.option("--options", "show_options", is_flag=True,
@@ -328,7 +333,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     block by block, and every comparison ends in a verdict: "x % slower/faster [CI]",
     "equivalent within ±m %", or "inconclusive" with the blocks that would likely decide it.
     Prints the delta table and the noise table; writes the complete results as JSON under
-    --out and into the SQLite --store (each repetition as soon as it finishes), and beside the
+    --out and into the --store (each repetition as soon as it finishes), and beside the
     JSON the HTML report and a Markdown summary. The file format is in docs/study-files.md;
     `--options` lists every key.
 
@@ -423,8 +428,8 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
               help=f"File to write (never overwritten: an existing file is an error); '-' for stdout "
                    f"[default: {DEFAULT_OUT_DIR}/<study>-<UTC start>-run<id>.<ext>, with -2, -3 … "
                    "added if taken].")
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None,
-              help=f"SQLite store to read [default: {default_path()}].")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help=f"Store to read: a SQLite file or a postgresql:// URL [default: {shown_default()}].")
 def report(run_id: str, fmt: str, output: str | None, store_path: str | None) -> None:
     """Write the report of a stored run (the newest study run by default) and print its path.
 
@@ -432,15 +437,12 @@ def report(run_id: str, fmt: str, output: str | None, store_path: str | None) ->
     and analysis settings), so the report matches what the study printed. RUN_ID is a number
     from the store or `latest` (the newest study run). The run used is named on stderr.
     """
-    path = Path(store_path) if store_path else default_path()
-    if not path.exists():
-        raise StoreError(f"no store at {path}; run `cryptoperf study FILE` first, or pass --store PATH")
     if output not in (None, "-") and Path(output).exists():
         raise StoreError(f"{output} exists and cryptoperf never overwrites a file; remove it or pass "
                          "another -o PATH")
-    with Store(path) as store:
+    with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
-        text = report_formats.render(run, fmt, store.path)
+        text = report_formats.render(run, fmt, store.location)
     if output == "-":
         _using(run)
         click.echo(text, nl=False)
@@ -458,11 +460,12 @@ def _using(run: stored.StoredRun) -> None:
     _stderr().print(f"using {stored.describe(run)}", markup=False)
 
 
-STORE_HELP = f"SQLite store to read [default: {default_path()}]."
+STORE_HELP = f"Store to read: a SQLite file or a postgresql:// URL [default: {shown_default()}]."
 
 
 @cli.command("list")
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print the runs as one JSON document.")
 def list_runs(store_path: str | None, as_json: bool) -> None:
     """List the stored runs: id, date, study, host (CPU model, kernel), cells, status.
@@ -473,7 +476,7 @@ def list_runs(store_path: str | None, as_json: bool) -> None:
     """
     with stored.open_store(store_path) as store:
         runs = stored.list_runs(store)
-        path = str(store.path)
+        path = store.location
     if as_json:
         click.echo(json.dumps({"format_version": FORMAT_VERSION, "kind": "runs", "store": path,
                                "runs": runs}, indent=1))
@@ -490,9 +493,16 @@ FAIL_ON = ("slower", "inconclusive")
 
 
 @cli.command()
-@click.argument("run_a")
-@click.argument("run_b")
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.argument("run_a", metavar="RUN_A")
+@click.argument("run_b", metavar="[RUN_B]", required=False)
+@click.option("--by", "by", type=click.Choice(["host"]), default=None,
+              help="--by host RUN: the machines that ran one run's repetitions side by side (a run "
+                   "spread over several nodes), each against the first (or --baseline-host).")
+@click.option("--baseline-host", "baseline_host", metavar="NAME", default=None,
+              help="With --by host: the machine the others are compared with (its hostname) "
+                   "[default: the one that ran the run's first repetition].")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the tables.")
 @click.option("--margin", "margin_pct", type=click.FloatRange(0, 100), default=None, metavar="PCT",
               help="Equivalence margin in % [default: run A's study margin_pct, 2].")
@@ -502,8 +512,8 @@ FAIL_ON = ("slower", "inconclusive")
               help="Exit with status 1 when any matched cell's verdict is 'slower' beyond the margin "
                    "(a slowdown whose interval lies inside ±margin does not fail) and, with --fail-on "
                    "inconclusive, when any is undecided: a regression gate for CI pipelines. Repeatable.")
-def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margin_pct: float | None,
-            no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
+def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | None, store_path: str | None,
+            as_json: bool, margin_pct: float | None, no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
     """Compare stored run RUN_B with RUN_A (the baseline); ids from `cryptoperf list`, or `latest`.
 
     Prints the host differences first (CPU model, flags, kernel, hypervisor, library versions),
@@ -513,7 +523,21 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
     against run A: "x % slower", "equivalent within ±m %" or "inconclusive") and the noise;
     then the cells measured in one run only. With --fail-on it is a regression gate: exit 1 when
     a verdict fails it, 0 otherwise.
+
+    With --by host RUN, the same for the machines of one run whose repetitions ran on several
+    (told apart by hostname and CPU model): each machine's repetitions against the baseline
+    machine's, cell by cell.
     """
+    if by == "host":
+        if run_b is not None:
+            raise UsageError(f"compare --by host takes one run (the machines of run {run_a}), not two; "
+                             f"drop {run_b}")
+        return _compare_hosts(run_a, baseline_host, store_path, as_json, margin_pct, no_multiplicity, fail_on)
+    if baseline_host is not None:
+        raise UsageError("--baseline-host goes with --by host RUN (the machines of one run)")
+    if run_b is None:
+        raise UsageError("compare needs two runs, RUN_A RUN_B (e.g. `cryptoperf compare 3 4`), or "
+                         "--by host RUN for the machines of one run")
     with stored.open_store(store_path) as store:
         a = stored.load_run(store, run_a)
         b = stored.load_run(store, run_b)
@@ -532,29 +556,70 @@ def compare(run_a: str, run_b: str, store_path: str | None, as_json: bool, margi
         out.print(f"run {r.id}: {r.meta.get('study_name') or r.meta.get('kind')}, "
                   f"{terminal.fmt_date(r.meta.get('started_at'))}, {r.meta.get('status')}", markup=False)
     out.print(terminal.host_line(a.host).replace("host:", f"host of run {a.id}:", 1), markup=False)
+    _print_comparison(out, c, a.id, b.id, "run", "runs")
+    _print_gate(out, fail_on, [("", d) for d in failing])
+    return 1 if failing else 0
+
+
+def _print_comparison(out: Console, c: compare_mod.Comparison, a: int | str, b: int | str,
+                      side: str, sides: str) -> None:
+    """The host differences, the delta table, its notes and verdict counts, and the unmatched
+    cells of one comparison; ``a`` and ``b`` name the sides (run ids or machine names)."""
     if c.host:
-        out.print(terminal.host_differences_table(c.host, a.id, b.id))
+        out.print(terminal.host_differences_table(c.host, a, b))
     else:
         out.print("host differences: none (same CPU model, flags, kernel, hypervisor and library versions)",
                   markup=False)
     notes = terminal.Notes()
     if c.deltas:
-        out.print(terminal.compare_table(c.deltas, a.id, b.id, c.settings.noise_threshold_pct, notes, c.level))
+        out.print(terminal.compare_table(c.deltas, a, b, c.settings.noise_threshold_pct, notes, c.level))
     else:
-        out.print("no cell was measured in both runs", markup=False)
+        out.print(f"no cell was measured in both {sides}", markup=False)
     notes.print(out)
     out.print(f"verdicts: {terminal.verdict_counts(c.deltas)}; {c.method}", markup=False, soft_wrap=True)
-    for r, cells in ((a, c.only_a), (b, c.only_b)):
+    for name, cells in ((a, c.only_a), (b, c.only_b)):
         if cells:
-            out.print(f"unmatched, only in run {r.id}: " + ", ".join(f"{s.cell.key} ({s.cell.op})" for s in cells),
-                      markup=False)
-    if fail_on:
-        if failing:
-            out.print(f"regression gate (--fail-on {' '.join(fail_on)}): FAILED by {len(failing)} cell(s): "
-                      + ", ".join(f"{d.backend} {d.label} {d.configuration or ''}".strip() for d in failing),
-                      markup=False, soft_wrap=True)
-        else:
-            out.print(f"regression gate (--fail-on {' '.join(fail_on)}): passed", markup=False)
+            out.print(f"unmatched, only {'in' if side == 'run' else 'on'} {terminal.side_name(name)}: "
+                      + ", ".join(f"{s.cell.key} ({s.cell.op})" for s in cells), markup=False)
+
+
+def _print_gate(out: Console, fail_on: tuple[str, ...], failing: list[tuple[str, object]]) -> None:
+    """The regression gate's line, when --fail-on was given: (machine name or '', delta)."""
+    if not fail_on:
+        return
+    if failing:
+        out.print(f"regression gate (--fail-on {' '.join(fail_on)}): FAILED by {len(failing)} cell(s): "
+                  + ", ".join(f"{where + ': ' if where else ''}{d.backend} {d.label} {d.configuration or ''}".strip()
+                              for where, d in failing), markup=False, soft_wrap=True)
+    else:
+        out.print(f"regression gate (--fail-on {' '.join(fail_on)}): passed", markup=False)
+
+
+def _compare_hosts(run_id: str, baseline_host: str | None, store_path: str | None, as_json: bool,
+                   margin_pct: float | None, no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
+    """``compare --by host RUN``: each machine of the run against the baseline machine; exit 1
+    when --fail-on fails, 0 otherwise."""
+    with stored.open_store(store_path) as store:
+        run = stored.load_run(store, run_id)
+    hc = compare_mod.compare_hosts(run, baseline_host, margin_pct=margin_pct, multiplicity=not no_multiplicity)
+    _using(run)
+    failing = hc.failing(fail_on)
+    if as_json:
+        doc = {"format_version": FORMAT_VERSION, "kind": "compare_hosts", "cryptoperf_version": __version__,
+               **hc.as_dict(), "fail_on": list(fail_on),
+               "failing": [f"{h}: {d.backend}/{d.label}/{d.size_bytes}/{d.configuration}" for h, d in failing]}
+        click.echo(json.dumps(doc, indent=1))
+        return 1 if failing else 0
+    out = _stdout()
+    out.print(f"run {run.id}: {run.meta.get('study_name') or run.meta.get('kind')}, "
+              f"{terminal.fmt_date(run.meta.get('started_at'))}, {run.meta.get('status')}; "
+              f"{len(hc.hosts)} hosts, baseline {hc.baseline.name}", markup=False)
+    for h in hc.hosts:
+        out.print(terminal.host_line(h.host).replace("host:", f"host {h.name} ({h.measured} of {h.repetitions} "
+                                                                "repetitions measured):", 1), markup=False)
+    for h, c in zip(hc.hosts[1:], hc.comparisons):
+        _print_comparison(out, c, hc.baseline.name, h.name, "host", "hosts")
+    _print_gate(out, fail_on, failing)
     return 1 if failing else 0
 
 
@@ -623,7 +688,8 @@ def publish(directory: str, store_path: str | None) -> None:
               help="Accelerator latency per operation as the application sees it, in µs (shown only).")
 @click.option("--accel-min-units", type=int, default=1, show_default=True, metavar="M",
               help="Accelerator units bought whatever the load (2 for redundancy).")
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help=STORE_HELP)
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "md", "html"]), default=None,
               help="text (the default), json (one document), md (a short answer to share), html (one "
                    "self-contained page).")
@@ -736,7 +802,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _fail(message: str, code: int) -> int:
-    one_line = " ".join(str(message).split())
+    one_line = mask(" ".join(str(message).split()))  # a store URL's password never shows
     try:
         sys.stderr.write(f"cryptoperf: error: {one_line}\n")
         sys.stderr.flush()

@@ -1,4 +1,5 @@
-"""Compare two stored runs: what differs between their hosts, then every cell measured in both.
+"""Compare two stored runs: what differs between their hosts, then every cell measured in both;
+or the hosts of one run spread over several machines (``compare_hosts``).
 
 Run A is the baseline. Cells are matched by (configuration, backend, label, size_bytes). Two
 runs share no blocks, so each matched pair gets Welch's interval on the log values of each
@@ -8,6 +9,11 @@ unless ``multiplicity`` is off — and the verdict a study would give, against t
 gate of ``cryptoperf compare --fail-on``. Cells measured in only one run are listed as
 unmatched. Host differences come first because they are usually the explanation: another
 CPU, kernel, hypervisor or library version.
+
+``compare_hosts`` compares the machines of one run (a study whose repetitions ran on several
+nodes): its outcomes are split by the machine that ran them (``Outcome.host``, else the run's
+host), each machine's share is summarised as a run of its own, and each machine is compared
+with the baseline machine exactly as ``compare_runs`` compares two runs.
 """
 
 from __future__ import annotations
@@ -16,7 +22,8 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from cryptoperf import analysis, stats
-from cryptoperf.model import CellSummary, Delta
+from cryptoperf.errors import NoComparison, UsageError
+from cryptoperf.model import CellSummary, Delta, Outcome
 from cryptoperf.stored import StoredRun
 
 #: host checks that read a moment (steal, other load), not a setting: two runs always differ a
@@ -167,12 +174,13 @@ class Comparison:
 
 
 def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None,
-                 multiplicity: bool = True) -> Comparison:
+                 multiplicity: bool = True, names: tuple[str, str] | None = None) -> Comparison:
     """Compare run ``b`` with run ``a`` (the baseline), cell by cell.
 
     ``margin_pct`` defaults to run A's study margin (the default margin for a ``speed`` run).
     A cell with fewer than ``stats.MIN_BLOCKS`` measured repetitions on either side (every
-    ``speed`` cell) gets an ``n/a`` delta saying so, with both medians.
+    ``speed`` cell) gets an ``n/a`` delta saying so, with both medians. ``names`` name the two
+    sides in those reasons (default ``run <id>``).
     """
     margin = float(a.option("margin_pct")) if margin_pct is None else margin_pct
     settings = analysis.Settings(margin_pct=margin, multiplicity=multiplicity,
@@ -186,7 +194,137 @@ def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None,
             only_a.append(s_a)
         else:
             pairs.append((s_a, s_b))
-    deltas, m, level = analysis.compare_unpaired(pairs, (f"run {a.id}", f"run {b.id}"), settings)
+    deltas, m, level = analysis.compare_unpaired(pairs, names or (f"run {a.id}", f"run {b.id}"), settings)
     only_b = [s for s in b.summaries.values() if match_key(s) not in in_a]
     return Comparison(a=a, b=b, host=host_differences(a.host, b.host), deltas=deltas, only_a=only_a,
                       only_b=only_b, settings=settings, comparisons=m, level=level)
+
+
+# --------------------------------------------------------------------------- hosts of one run
+
+
+def host_key(host: dict[str, Any]) -> tuple[str, str]:
+    """(hostname, CPU model) of a host fingerprint: the machines of one run are told apart by
+    it (a machine keeps it from one repetition to the next; the checks' readings do not)."""
+    return (str(host.get("hostname") or ""), str(host.get("cpu_model") or ""))
+
+
+@dataclass
+class HostShare:
+    """The repetitions of one run that one machine ran.
+
+    Attributes:
+        name: the machine's name in tables and ``--baseline-host``: its hostname, with the CPU
+            model in parentheses when two machines of the run share a hostname.
+        host: its fingerprint (the first of its repetitions').
+        run: its repetitions as a stored run of their own (the run's meta and study, this
+            host), analysed with the run's settings.
+    """
+
+    name: str
+    host: dict[str, Any]
+    run: StoredRun
+
+    @property
+    def repetitions(self) -> int:
+        """Analysed repetitions (neither calibration nor superseded) this machine ran."""
+        return len(analysis.analysed(self.run.outcomes))
+
+    @property
+    def measured(self) -> int:
+        """How many of them were measured (status ok)."""
+        return sum(1 for o in analysis.analysed(self.run.outcomes) if o.ok)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``name``, ``hostname``, ``cpu_model``, ``repetitions``, ``measured``."""
+        hostname, cpu = host_key(self.host)
+        return {"name": self.name, "hostname": hostname or None, "cpu_model": cpu or None,
+                "repetitions": self.repetitions, "measured": self.measured}
+
+
+def host_shares(run: StoredRun) -> list[HostShare]:
+    """The machines that ran ``run``'s repetitions, in the order of their first repetition:
+    each repetition goes to ``Outcome.host`` (the machine that ran it), or to the run's own
+    host when that is None (every repetition of a run on one machine)."""
+    groups: dict[tuple[str, str], tuple[dict[str, Any], list[Outcome]]] = {}
+    for o in run.outcomes:
+        host = o.host if o.host is not None else run.host
+        groups.setdefault(host_key(host), (host, []))[1].append(o)
+    hostnames = [k[0] for k in groups]
+    out = []
+    for i, ((hostname, cpu), (host, outcomes)) in enumerate(groups.items()):
+        name = hostname or cpu or f"host {i + 1}"
+        if hostname and hostnames.count(hostname) > 1:
+            name = f"{hostname} ({cpu or '?'})"
+        meta = dict(run.meta, host=host)
+        out.append(HostShare(name, host, StoredRun.from_outcomes(meta, run.study, outcomes, run.analysis.settings)))
+    return out
+
+
+@dataclass
+class HostComparison:
+    """The machines of one run side by side: each against the baseline machine.
+
+    Attributes:
+        run: the stored run.
+        baseline: the baseline machine's share; hosts: every machine's, baseline first.
+        comparisons: one ``Comparison`` per other machine (A = the baseline machine, B = that
+            one), in the order of ``hosts[1:]``: host differences, a delta per cell both
+            measured (Welch's interval on each machine's repetitions, adjusted over that
+            machine's matched cells, with the verdict), the cells only one measured.
+    """
+
+    run: StoredRun
+    baseline: HostShare
+    hosts: list[HostShare]
+    comparisons: list[Comparison]
+
+    def failing(self, fail_on: Sequence[str]) -> list[tuple[str, Delta]]:
+        """(machine name, delta) of every delta failing the gate (``Comparison.failing``)."""
+        return [(h.name, d) for h, c in zip(self.hosts[1:], self.comparisons) for d in c.failing(fail_on)]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: ``run`` (id, kind, study, started_at, status), ``baseline_host``,
+        ``hosts`` (``HostShare.as_dict``), ``comparisons`` (per other machine: ``host``,
+        ``host_differences``, ``deltas``, ``unmatched`` with the machine each cell is on,
+        ``analysis``)."""
+        m = self.run.meta
+        comparisons = []
+        for h, c in zip(self.hosts[1:], self.comparisons):
+            d = c.as_dict()
+            unmatched = ([{"host": self.baseline.name, **s.cell.as_dict()} for s in c.only_a]
+                         + [{"host": h.name, **s.cell.as_dict()} for s in c.only_b])
+            comparisons.append({"host": h.name, "baseline_host": self.baseline.name,
+                                "host_differences": d["host_differences"], "deltas": d["deltas"],
+                                "unmatched": unmatched, "analysis": d["analysis"]})
+        return {"run": {"id": self.run.id, "kind": m.get("kind"), "study": m.get("study_name"),
+                        "started_at": m.get("started_at"), "status": m.get("status")},
+                "baseline_host": self.baseline.name, "hosts": [h.as_dict() for h in self.hosts],
+                "comparisons": comparisons}
+
+
+def compare_hosts(run: StoredRun, baseline_host: str | None = None, margin_pct: float | None = None,
+                  multiplicity: bool = True) -> HostComparison:
+    """Compare the machines that ran ``run``: each against ``baseline_host`` (a machine's
+    name, or its hostname; default the first machine, ``host_shares``), cell by cell, with
+    ``compare_runs`` (margin: the run's study margin unless ``margin_pct``).
+
+    Raises NoComparison when the run ran on one machine only; UsageError when
+    ``baseline_host`` names none of its machines (the message lists them).
+    """
+    hosts = host_shares(run)
+    if len(hosts) < 2:
+        raise NoComparison(f"run {run.id} ran on one host only ({hosts[0].name if hosts else 'no repetition'}), "
+                           "so there are no hosts to compare; `compare --by host` needs a run whose "
+                           "repetitions ran on several machines")
+    if baseline_host is not None:
+        chosen = [h for h in hosts if baseline_host in (h.name, host_key(h.host)[0])]
+        if not chosen:
+            raise UsageError(f"--baseline-host {baseline_host}: run {run.id} ran on "
+                             + ", ".join(h.name for h in hosts) + "; name one of them")
+        hosts.remove(chosen[0])
+        hosts.insert(0, chosen[0])
+    base = hosts[0]
+    comparisons = [compare_runs(base.run, h.run, margin_pct=margin_pct, multiplicity=multiplicity,
+                                names=(base.name, h.name)) for h in hosts[1:]]
+    return HostComparison(run=run, baseline=base, hosts=hosts, comparisons=comparisons)

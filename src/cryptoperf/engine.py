@@ -258,7 +258,8 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
 
     Args:
         source: a study file's path, a parsed ``Study`` or a ``StudyPlan``.
-        store: the SQLite store (default: the user's, ``store.default_path()``).
+        store: the store: a SQLite file's path, or a ``sqlite:///`` or ``postgresql://`` URL
+            (default: ``store.default_location()``, the user's or ``$CRYPTOPERF_STORE``).
         out_dir: where the JSON document (and, with ``reports``, the HTML report and Markdown
             summary beside it) go; None writes no files.
         progress: a ``run.local.Progress``; True draws a progress bar on stderr; None is silent.
@@ -325,12 +326,12 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             st.finish_run(run_id, local.utc_now(), status)
             meta = next(r for r in st.runs() if int(r["id"]) == run_id)
             run = StudyRun.from_outcomes(meta, s, outcomes, plan.analysis)
-            run.store_path = st.path
+            run.store_path = st.path if st.path is not None else st.location
             if out_dir is not None:
-                run.json_path = report_json.write(report_json.study_document(run, st.path),
+                run.json_path = report_json.write(report_json.study_document(run, st.location),
                                                   report_json.result_path(out_dir, s.name, started, run_id))
         if reports and out_dir is not None and run.json_path is not None:
-            run.reports = report_formats.write_beside(run, run.json_path, ("html", "md"), st.path)
+            run.reports = report_formats.write_beside(run, run.json_path, ("html", "md"), st.location)
     return run
 
 
@@ -372,10 +373,11 @@ def calibrated(cells: Sequence[Cell], outcomes: Sequence[Outcome]) -> tuple[dict
 class StudyRun(StoredRun):
     """A stored run that ``run_study`` just made, with the files it wrote.
 
-    Attributes (besides ``StoredRun``'s): store_path: the store; json_path: the JSON document
+    Attributes (besides ``StoredRun``'s): store_path: the store (a SQLite file's path, or a
+    PostgreSQL URL with its password masked); json_path: the JSON document
     (None when no ``out_dir``); reports: format → path of the HTML and Markdown reports."""
 
-    store_path: Path | None = None
+    store_path: Path | str | None = None
     json_path: Path | None = None
     reports: dict[str, Path] = field(default_factory=dict)
 
@@ -399,7 +401,7 @@ class SpeedRun:
     started_at: str
     finished_at: str
     run_id: int | None
-    store_path: Path | None
+    store_path: Path | str | None
     cells: list[Cell] = field(default_factory=list)
     repetitions: int = 1
     baseline: str | None = None
@@ -449,7 +451,8 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
             interval (``speedstats``).
         baseline: a backend among those measured, the others are compared with
             (``SpeedRun.baseline_ratios``).
-        store, store_results: the SQLite store the run is recorded in (default: the user's);
+        store, store_results: the store the run is recorded in (a path or URL, as
+            ``run_study`` takes; default: ``store.default_location()``);
             with ``store_results`` False nothing is stored (``run_id`` is None).
 
     Raises UsageError (bad names or values, checked against the worker's rules), WorkerError
@@ -519,7 +522,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
                 status = "complete"
             finally:
                 st.finish_run(run_id, local.utc_now(), status)
-            store_path = st.path
+            store_path = st.path if st.path is not None else st.location
     info = {"seconds": seconds, "warmup_s": warmup_s, "threads": threads, "cpu": cpu,
             "openssl_ia32cap": cpumask.MASKS[cpu], "build": build, "repetitions": repetitions, "seed": seed,
             "params": {k: v for p in op_params.values() for k, v in p.items()}, "baseline": baseline,

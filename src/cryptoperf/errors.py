@@ -89,7 +89,8 @@ class WorkerRequestError(WorkerError):
 
 
 class StoreError(CryptoperfError):
-    """The SQLite store or the JSON output cannot be opened or written."""
+    """The store (a SQLite file or a PostgreSQL database) or the JSON output cannot be reached,
+    opened or written; the message names the store with any password masked."""
 
 
 class NoSuchRun(StoreError, UsageError):

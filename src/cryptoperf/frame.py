@@ -70,7 +70,8 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
         run_id: a run id, ``"latest"`` or None (the newest study run, named on stderr), or
             several ids (their rows concatenated, in the order given). Ids are those of
             ``cryptoperf list``.
-        store: the SQLite store's path or an open ``Store``; None for the default store.
+        store: a store's path or URL (SQLite or PostgreSQL, as ``--store`` takes) or an open
+            ``Store``; None for the default store (``store.default_location()``).
 
     Returns:
         A DataFrame with the columns of ``COLUMNS`` (shape (n_rows, len(COLUMNS))):

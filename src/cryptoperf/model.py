@@ -181,6 +181,8 @@ class Outcome:
             study's threshold), '' if it did not.
         superseded: True when a later attempt of the same cell and block replaces it (a
             disturbed repetition that was re-run); superseded outcomes are stored, not analysed.
+        host: the host fingerprint (``hostinfo.fingerprint``) of the machine that ran it, for a
+            run spread over several machines; None when it ran on the run's own host.
     """
 
     repetition: Repetition
@@ -194,6 +196,7 @@ class Outcome:
     finished_at: str = ""
     disturbed: str = ""
     superseded: bool = False
+    host: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:

@@ -1,10 +1,19 @@
-"""The store: every run of every study, in SQLite, written as it happens.
+"""The store: every run of every study, in SQLite or PostgreSQL, written as it happens.
 
 Default location: ``platformdirs.user_data_dir("cryptoperf")/runs.sqlite`` (or under
-``$CRYPTOPERF_DATA_DIR``); ``--store PATH`` overrides. One row in ``runs`` per stored run (a
-study or a ``speed``) with the study text, host fingerprint, seed, analysis settings and status;
-one row in ``results`` per finished repetition, committed as soon as it finishes, so a crash
-loses nothing already measured.
+``$CRYPTOPERF_DATA_DIR``); ``$CRYPTOPERF_STORE`` replaces it, ``--store`` overrides both for one
+command. A location is a SQLite file's path (or ``sqlite:///PATH``) or a PostgreSQL URL
+(``postgresql://USER@HOST:PORT/DATABASE``), through which a team shares one result history
+(docs/shared-store.md). One row in ``runs`` per stored run (a study or a ``speed``) with the
+study text, host fingerprint, seed, analysis settings and status; one row in ``results`` per
+finished repetition, each committed in a transaction of its own as soon as it finishes, so a
+crash loses nothing already measured and two studies writing to one store at once (two
+processes, or two machines) each keep every repetition under their own run id.
+
+Both kinds of store have one schema (``METADATA``, SQLAlchemy Core) and one upgrade path
+(``_UPGRADES``). A SQLite store runs in WAL mode with a busy timeout, so readers never block
+and concurrent writers wait for each other instead of failing. A PostgreSQL URL's password
+is never shown: ``Store.location`` and every error message mask it.
 
 FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version``):
   1 (cryptoperf 0.1) — first version: tables runs and results.
@@ -19,83 +28,121 @@ FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version`
     ``block`` = ``repetition``. In the JSON study document, the list of repetitions is called
     ``repetitions`` (format 1: ``runs``), each entry with ``block`` and ``position``, and each
     delta has one ``verdict`` (format 1: ``latency_verdict`` and ``throughput_verdict``).
-Upgrades: one function per version step in ``_UPGRADES``; tests/fixtures keeps a store of
-every old version.
+  3 (cryptoperf 0.3) — PostgreSQL stores, and runs spread over several machines: results gain
+    ``host_json``, the host fingerprint of the machine that ran that repetition (NULL: the
+    run's host, ``runs.host_json``; every result of formats 1 and 2); the format version is
+    kept in table ``meta`` (row ``format_version``) in both kinds of store (a SQLite store also
+    keeps it in ``PRAGMA user_version``, where formats 1 and 2 kept it alone, so that an older
+    cryptoperf refuses a newer store). In the JSON study document each repetition has
+    ``host`` (that fingerprint, or null). The upgrade adds the column and the table.
+Upgrades: one function per version step in ``_UPGRADES``, run in one transaction (DDL
+included: all or nothing); tests/fixtures keeps a store of every old version.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 import sqlite3
 import tomllib
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+import sqlalchemy as sa
+from sqlalchemy import Column, ForeignKey, Index, Integer, MetaData, Table, Text, event, text
+from sqlalchemy.engine import URL, Connection, Engine, make_url
+
 from cryptoperf import builds
 from cryptoperf.builds import data_dir
-from cryptoperf.errors import StoreError
+from cryptoperf.errors import MissingDependency, StoreError
 from cryptoperf.model import speed_cell_attrs
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id             INTEGER PRIMARY KEY AUTOINCREMENT,
-    kind           TEXT NOT NULL,            -- 'study' or 'speed'
-    started_at     TEXT NOT NULL,            -- UTC ISO 8601
-    finished_at    TEXT,
-    study_name     TEXT,
-    study_toml     TEXT,
-    host_json      TEXT NOT NULL,            -- hostinfo.fingerprint() + checks
-    seed           INTEGER,                  -- seed of the block order
-    status         TEXT NOT NULL,            -- running, complete, interrupted, failed
-    format_version INTEGER NOT NULL,
-    analysis_json  TEXT,                     -- analysis.Settings: margin, multiplicity, looks
-    process_json   TEXT                      -- hostinfo.process_identity() of the orchestrator
-);
-CREATE TABLE IF NOT EXISTS results (
-    id             INTEGER PRIMARY KEY AUTOINCREMENT,
-    run_id         INTEGER NOT NULL REFERENCES runs(id),
-    cell           TEXT NOT NULL,            -- backend/label/size/configuration
-    configuration  TEXT NOT NULL,
-    backend        TEXT NOT NULL,
-    label          TEXT NOT NULL,
-    op             TEXT NOT NULL,
-    params_json    TEXT NOT NULL,
-    size_bytes     INTEGER,
-    repetition     INTEGER NOT NULL,         -- = block (format 1's name for it)
-    status         TEXT NOT NULL,            -- ok, unsupported, invalid, failed
-    reason         TEXT NOT NULL,
-    started_at     TEXT,
-    finished_at    TEXT,
-    result_json    TEXT,                     -- the worker's result message, histogram included
-    cpu            TEXT NOT NULL DEFAULT 'baseline',  -- CPU capability mask
-    build          TEXT NOT NULL DEFAULT 'default',   -- worker build
-    fips           INTEGER NOT NULL DEFAULT 0,
-    block          INTEGER NOT NULL DEFAULT 1,        -- 0: calibration
-    position       INTEGER NOT NULL DEFAULT 0,        -- place in the block's random order
-    attempt        INTEGER NOT NULL DEFAULT 1,        -- 2: the re-run of a disturbed repetition
-    superseded     INTEGER NOT NULL DEFAULT 0,        -- 1: re-run, not analysed
-    disturbed      TEXT NOT NULL DEFAULT '',          -- why the host disturbed it
-    batch          INTEGER                            -- batch size requested (NULL: calibrate)
-);
-CREATE INDEX IF NOT EXISTS results_run ON results(run_id);
-"""
+#: Environment variable naming the store every command uses when ``--store`` is not given.
+STORE_ENV = "CRYPTOPERF_STORE"
+
+#: How long a SQLite writer waits for another one to finish its transaction, in seconds.
+SQLITE_BUSY_TIMEOUT_S = 60.0
+
+#: How long connecting to a PostgreSQL server may take before the store gives up, in seconds
+#: (unless the URL sets ``connect_timeout``).
+PG_CONNECT_TIMEOUT_S = 10
+
+#: The key of the PostgreSQL advisory lock held while a store's schema is created or upgraded.
+_PG_SCHEMA_LOCK = 0x63727970746F70  # "cryptop"
+
+METADATA = MetaData()
+
+runs_table = Table(
+    "runs", METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", Text, nullable=False),                  # 'study' or 'speed'
+    Column("started_at", Text, nullable=False),            # UTC ISO 8601
+    Column("finished_at", Text),
+    Column("study_name", Text),
+    Column("study_toml", Text),
+    Column("host_json", Text, nullable=False),             # hostinfo.fingerprint() + checks
+    Column("seed", Integer),                               # seed of the block order
+    Column("status", Text, nullable=False),                # running, complete, interrupted, failed
+    Column("format_version", Integer, nullable=False),
+    Column("analysis_json", Text),                         # analysis.Settings: margin, multiplicity, looks
+    Column("process_json", Text),                          # hostinfo.process_identity() of the orchestrator
+    sqlite_autoincrement=True,                             # ids are never reused
+)
+
+results_table = Table(
+    "results", METADATA,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("run_id", Integer, ForeignKey("runs.id"), nullable=False),
+    Column("cell", Text, nullable=False),                  # backend/label/size/configuration
+    Column("configuration", Text, nullable=False),
+    Column("backend", Text, nullable=False),
+    Column("label", Text, nullable=False),
+    Column("op", Text, nullable=False),
+    Column("params_json", Text, nullable=False),
+    Column("size_bytes", Integer),
+    Column("repetition", Integer, nullable=False),         # = block (format 1's name for it)
+    Column("status", Text, nullable=False),                # ok, unsupported, invalid, failed
+    Column("reason", Text, nullable=False),
+    Column("started_at", Text),
+    Column("finished_at", Text),
+    Column("result_json", Text),                           # the worker's result message, histogram included
+    Column("cpu", Text, nullable=False, server_default=text("'baseline'")),  # CPU capability mask
+    Column("build", Text, nullable=False, server_default=text("'default'")),  # worker build
+    Column("fips", Integer, nullable=False, server_default=text("0")),
+    Column("block", Integer, nullable=False, server_default=text("1")),      # 0: calibration
+    Column("position", Integer, nullable=False, server_default=text("0")),   # place in the block's random order
+    Column("attempt", Integer, nullable=False, server_default=text("1")),    # 2: the re-run of a disturbed repetition
+    Column("superseded", Integer, nullable=False, server_default=text("0")),  # 1: re-run, not analysed
+    Column("disturbed", Text, nullable=False, server_default=text("''")),    # why the host disturbed it
+    Column("batch", Integer),                              # batch size requested (NULL: calibrate)
+    Column("host_json", Text),                             # the machine that ran it (NULL: the run's host)
+    sqlite_autoincrement=True,
+)
+Index("results_run", results_table.c.run_id)
+
+meta_table = Table(
+    "meta", METADATA,
+    Column("key", Text, primary_key=True),                 # 'format_version'
+    Column("value", Text, nullable=False),
+)
 
 
-def _upgrade_1_to_2(db: sqlite3.Connection) -> None:
+def _upgrade_1_to_2(db: Connection) -> None:
     """Format 1 → 2: the new columns, filled from what format 1 kept (see the changelog)."""
     for column in ("cpu TEXT NOT NULL DEFAULT 'baseline'", "build TEXT NOT NULL DEFAULT 'default'",
                    "fips INTEGER NOT NULL DEFAULT 0", "block INTEGER NOT NULL DEFAULT 1",
                    "position INTEGER NOT NULL DEFAULT 0", "attempt INTEGER NOT NULL DEFAULT 1",
                    "superseded INTEGER NOT NULL DEFAULT 0", "disturbed TEXT NOT NULL DEFAULT ''",
                    "batch INTEGER"):
-        db.execute(f"ALTER TABLE results ADD COLUMN {column}")
-    db.execute("ALTER TABLE runs ADD COLUMN analysis_json TEXT")
-    db.execute("ALTER TABLE runs ADD COLUMN process_json TEXT")
-    db.execute("UPDATE results SET block = repetition")
+        db.execute(text(f"ALTER TABLE results ADD COLUMN {column}"))
+    db.execute(text("ALTER TABLE runs ADD COLUMN analysis_json TEXT"))
+    db.execute(text("ALTER TABLE runs ADD COLUMN process_json TEXT"))
+    db.execute(text("UPDATE results SET block = repetition"))
     configs_of: dict[int, dict[str, tuple[str, str]]] = {}
-    for run_id, toml in db.execute("SELECT id, study_toml FROM runs").fetchall():
+    for run_id, toml in db.execute(text("SELECT id, study_toml FROM runs")).all():
         configs: dict[str, tuple[str, str]] = {}
         try:
             doc = tomllib.loads(toml) if toml else {}
@@ -107,8 +154,8 @@ def _upgrade_1_to_2(db: sqlite3.Connection) -> None:
                                                  str(c.get("library", builds.SYSTEM_LIBRARY)))
                 configs[c["name"]] = (str(c.get("cpu", "baseline")), build)
         configs_of[run_id] = configs
-    rows = db.execute("SELECT id, run_id, cell, configuration, backend, label, size_bytes, repetition "
-                      "FROM results ORDER BY id").fetchall()
+    rows = db.execute(text("SELECT id, run_id, cell, configuration, backend, label, size_bytes, repetition "
+                           "FROM results ORDER BY id")).all()
     positions: dict[tuple, int] = {}
     for rid, run_id, cell, configuration, backend, label, size, rep in rows:
         if configuration in configs_of.get(run_id, {}):
@@ -119,12 +166,20 @@ def _upgrade_1_to_2(db: sqlite3.Connection) -> None:
         group = (run_id, rep, backend, label, size)
         pos = positions.get(group, 0)
         positions[group] = pos + 1
-        db.execute("UPDATE results SET cpu = ?, build = ?, fips = ?, position = ? WHERE id = ?",
-                   (cpu, build, int(build == builds.FIPS), pos, rid))
+        db.execute(text("UPDATE results SET cpu = :cpu, build = :build, fips = :fips, position = :pos "
+                        "WHERE id = :id"),
+                   {"cpu": cpu, "build": build, "fips": int(build == builds.FIPS), "pos": pos, "id": rid})
 
 
-#: version n → the function that upgrades a store of version n to n + 1
-_UPGRADES: dict[int, Callable[[sqlite3.Connection], None]] = {1: _upgrade_1_to_2}
+def _upgrade_2_to_3(db: Connection) -> None:
+    """Format 2 → 3: results gain ``host_json`` (NULL: the run's host); the ``meta`` table
+    that keeps the format version is made by ``_set_version``."""
+    db.execute(text("ALTER TABLE results ADD COLUMN host_json TEXT"))
+
+
+#: version n → the function that upgrades a store of version n to n + 1, given a Connection
+#: inside the upgrade's transaction
+_UPGRADES: dict[int, Callable[[Connection], None]] = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3}
 
 
 def default_path() -> Path:
@@ -133,48 +188,263 @@ def default_path() -> Path:
     return data_dir() / "runs.sqlite"
 
 
-class Store:
-    """An open SQLite store. Use as a context manager or call ``close()``.
+def default_location() -> str | Path:
+    """The store a command uses without ``--store``: ``$CRYPTOPERF_STORE`` when set (a path or
+    a URL), else ``default_path()``."""
+    return os.environ.get(STORE_ENV) or default_path()
 
-    Raises StoreError (naming the path and the ``--store`` fix) when the file cannot be opened,
-    created, upgraded or written.
+
+def shown_default() -> str:
+    """``default_location()`` as it may be printed (a URL's password masked), for help texts."""
+    return mask(str(default_location()))
+
+
+_URL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
+_USERINFO_RE = re.compile(r"(://[^/@:?#]*):[^@/?#]*@")
+_SECRET_PARAM_RE = re.compile(r"((?:^|[?&;\s])[A-Za-z_]*password[A-Za-z_]*=)([^&;\s]*)", re.IGNORECASE)
+
+
+def mask(location: str) -> str:
+    """``location`` with any password in it replaced by ``***``: the one in a URL's user
+    information (``postgresql://perf:***@db/cryptoperf``) and the value of every query
+    parameter whose name contains ``password``. Anything else is returned as given."""
+    out = _USERINFO_RE.sub(r"\1:***@", location)
+    return _SECRET_PARAM_RE.sub(r"\1***", out)
+
+
+def is_url(location: str | os.PathLike | None) -> bool:
+    """True when ``location`` is a URL (``scheme://...``) rather than a file path."""
+    return location is not None and bool(_URL_RE.match(str(location)))
+
+
+class Location:
+    """Where a store is: a SQLite file or a PostgreSQL database, parsed from what a user gave.
+
+    Attributes:
+        url: the SQLAlchemy URL connected to (``sqlite:///PATH`` or
+            ``postgresql+psycopg://...``, password included: never print it).
+        path: the SQLite file, or None for a PostgreSQL store.
+        shown: the location as it may be printed, stored or rendered: the file's path, or the
+            URL as the user spelt it with its password masked.
+        dialect: ``sqlite`` or ``postgresql``.
+
+    Raises StoreError (one line, password masked) for a URL this cryptoperf cannot use.
     """
 
-    def __init__(self, path: str | Path | None = None):
-        self.path = Path(path) if path is not None else default_path()
+    def __init__(self, location: str | os.PathLike | None = None):
+        raw = default_location() if location is None else location
+        value = str(raw)
+        self.secrets: tuple[str, ...] = ()
+        if not is_url(value):
+            self.path: Path | None = Path(value)
+            self.url = URL.create("sqlite", database=str(self.path))
+            self.shown, self.dialect = str(self.path), "sqlite"
+            return
+        shown = mask(value)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.db = sqlite3.connect(self.path)
-            self.db.execute("PRAGMA foreign_keys = ON")
-            version = self.db.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                self.db.executescript(_SCHEMA)
-                self.db.execute(f"PRAGMA user_version = {FORMAT_VERSION}")
-                self.db.commit()
-            elif version > FORMAT_VERSION:
-                raise StoreError(f"store {self.path} has format {version}, newer than this cryptoperf "
-                                 f"understands ({FORMAT_VERSION}); upgrade cryptoperf or use --store "
-                                 "with another file")
-            elif version < FORMAT_VERSION:
-                self.db.execute("BEGIN")  # one transaction, DDL included: all or nothing
-                try:
-                    while version < FORMAT_VERSION:
-                        _UPGRADES[version](self.db)
-                        version += 1
-                        self.db.execute(f"PRAGMA user_version = {version}")
-                    self.db.commit()
-                except BaseException:
-                    self.db.rollback()
-                    raise
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot use store {self.path}: {e}; pass --store PATH to use another file") from None
+            url = make_url(value)
+        except (sa.exc.ArgumentError, ValueError):
+            raise StoreError(f"store {shown} is not a URL cryptoperf can read; write "
+                             "postgresql://USER@HOST:PORT/DATABASE, or give a SQLite file's path") from None
+        scheme = url.drivername.lower()
+        if scheme in ("sqlite", "sqlite+pysqlite"):
+            if not url.database or url.database == ":memory:":
+                raise StoreError(f"store {shown}: an in-memory SQLite database keeps nothing; give a file, "
+                                 "e.g. sqlite:///runs.sqlite or just runs.sqlite")
+            self.path = Path(url.database)
+            self.url = URL.create("sqlite", database=url.database)
+            self.shown, self.dialect = str(self.path), "sqlite"
+            return
+        if scheme not in ("postgresql", "postgres", "postgresql+psycopg"):
+            raise StoreError(f"store {shown}: the scheme '{url.drivername}' is not supported; give a SQLite "
+                             "file's path (or sqlite:///PATH) or a postgresql://USER@HOST:PORT/DATABASE URL "
+                             "(cryptoperf connects with psycopg 3)")
+        self.path = None
+        self.url = url.set(drivername="postgresql+psycopg")
+        self.shown, self.dialect = shown, "postgresql"
+        secrets = [url.password] if url.password else []
+        secrets += [str(v) for k, v in url.query.items() if "password" in k.lower() and isinstance(v, str) and v]
+        self.secrets = tuple(s for s in secrets if s)
+
+    def scrub(self, message: str) -> str:
+        """``message`` with this location's passwords masked, wherever they appear."""
+        out = mask(message)
+        for s in self.secrets:
+            out = out.replace(s, "***")
+        return out
+
+
+def _reason(e: BaseException) -> str:
+    """A database error's own words, on one line (the driver's message, without SQLAlchemy's
+    statement, parameters and background link)."""
+    orig = getattr(e, "orig", None)
+    msg = str(orig if orig is not None else e)
+    msg = re.sub(r"\(Background on this error at:[^)]*\)", "", msg)
+    msg = msg.split("\n[SQL:")[0]
+    return " ".join(msg.split()) or type(e).__name__
+
+
+def _pg_fix(reason: str) -> str:
+    """What to do about a PostgreSQL error, by its message."""
+    r = reason.lower()
+    if "password authentication failed" in r or "no password supplied" in r or "authentication failed" in r:
+        return ("check the user and its password (PGPASSWORD, ~/.pgpass, or the URL); "
+                "or pass --store with another store")
+    if "does not exist" in r and "database" in r:
+        return "create the database first (createdb, or CREATE DATABASE), or fix the URL's database name"
+    if any(w in r for w in ("connection refused", "timeout", "timed out", "could not translate host name",
+                            "name or service not known", "no route to host", "could not connect",
+                            "connection failed", "no such file or directory")):
+        return ("check that the server runs and is reachable at that host and port "
+                "(postgresql://USER@HOST:PORT/DATABASE); or pass --store with another store")
+    if "permission denied" in r:
+        return "grant the user CREATE and USAGE on the database's public schema, or use another database"
+    return "check the URL (postgresql://USER@HOST:PORT/DATABASE); or pass --store with another store"
+
+
+class Store:
+    """An open store, SQLite or PostgreSQL. Use as a context manager or call ``close()``.
+
+    Args:
+        location: a SQLite file's path, ``sqlite:///PATH``, or a ``postgresql://`` URL (the
+            password in it, in ``PGPASSWORD`` or in ``~/.pgpass``); None for
+            ``default_location()``.
+        create: make the store (the SQLite file, or the tables in an empty PostgreSQL
+            database) when there is none; False raises StoreError instead (reading never
+            creates a store).
+
+    Attributes: ``location`` (printable: the path, or the URL with its password masked),
+    ``path`` (the SQLite file; None for PostgreSQL), ``dialect`` (``sqlite``/``postgresql``),
+    ``engine`` (the SQLAlchemy engine).
+
+    A store of an older format is upgraded in place when opened. Raises StoreError (naming
+    the store, password masked, and the fix) when it cannot be reached, opened, created,
+    upgraded or written; MissingDependency when the PostgreSQL driver (psycopg) is missing.
+    """
+
+    def __init__(self, location: str | os.PathLike | None = None, *, create: bool = True):
+        self._where = Location(location)
+        self.location = self._where.shown
+        self.path = self._where.path
+        self.dialect = self._where.dialect
+        self.engine = self._engine()
+        try:
+            self._prepare(create)
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    # ------------------------------------------------------------------ connecting
+
+    def _engine(self) -> Engine:
+        if self.dialect == "sqlite":
+            assert self.path is not None
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as e:
+                raise StoreError(f"cannot create store {self.location}: {e.strerror or e}; "
+                                 "pass --store PATH to use another file") from None
+            engine = sa.create_engine(self._where.url, connect_args={"timeout": SQLITE_BUSY_TIMEOUT_S})
+            event.listen(engine, "connect", _sqlite_connect)
+            event.listen(engine, "begin", _sqlite_begin)
+            return engine
+        args: dict[str, Any] = {"application_name": "cryptoperf"}
+        if "connect_timeout" not in self._where.url.query:
+            args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+        try:
+            return sa.create_engine(self._where.url, pool_pre_ping=True, connect_args=args)
+        except ImportError:
+            raise MissingDependency(f"cannot use store {self.location}: the PostgreSQL driver psycopg is not "
+                                    "installed; pip install 'psycopg[binary]' (or cryptoperf's "
+                                    "'postgresql' extra)") from None
+        except sa.exc.SQLAlchemyError as e:  # e.g. a URL parameter the driver cannot take
+            raise self._error(e, "use") from None
+
+    def _error(self, e: BaseException, doing: str) -> StoreError:
+        """One line: what failed, on which store (password masked), and the fix."""
+        reason = self._where.scrub(_reason(e))
+        if self.dialect == "sqlite":
+            fix = "pass --store PATH to use another file"
+        else:
+            fix = _pg_fix(reason)
+        return StoreError(f"cannot {doing} store {self.location}: {reason}; {fix}")
+
+    def _writing(self) -> Any:
+        """A connection context in a write transaction (SQLite: BEGIN IMMEDIATE, so that it
+        waits for another writer up front instead of failing halfway)."""
+        return self.engine.execution_options(cryptoperf_write=True).begin()
+
+    # ------------------------------------------------------------------ schema
+
+    def _version(self, conn: Connection) -> int:
+        """The store's format version; 0 when it holds no cryptoperf store."""
+        inspector = sa.inspect(conn)
+        if inspector.has_table("meta"):
+            value = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "format_version")).scalar()
+            if value is not None:
+                return int(value)
+        if self.dialect == "sqlite":
+            version = int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0)
+            if version:
+                return version
+        if inspector.has_table("runs"):
+            raise StoreError(f"store {self.location} holds a table 'runs' that cryptoperf did not make "
+                             "(no format version); use another "
+                             + ("file" if self.dialect == "sqlite" else "database"))
+        return 0
+
+    def _set_version(self, conn: Connection, version: int) -> None:
+        meta_table.create(conn, checkfirst=True)
+        conn.execute(sa.delete(meta_table).where(meta_table.c.key == "format_version"))
+        conn.execute(sa.insert(meta_table).values(key="format_version", value=str(version)))
+        if self.dialect == "sqlite":
+            conn.exec_driver_sql(f"PRAGMA user_version = {int(version)}")
+
+    def _prepare(self, create: bool) -> None:
+        """Check the store's format; create or upgrade it (under a lock: two processes opening
+        one store at once make or upgrade it once)."""
+        try:
+            with self.engine.connect() as conn:
+                version = self._version(conn)
+            if version == FORMAT_VERSION:
+                return
+            if version > FORMAT_VERSION:
+                raise self._newer(version)
+            if version == 0 and not create:
+                raise StoreError(f"store {self.location} holds no runs yet (no cryptoperf tables); run "
+                                 "`cryptoperf study FILE` with this --store first")
+            with self._writing() as conn:
+                if self.dialect == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
+                version = self._version(conn)  # again, under the lock
+                if version > FORMAT_VERSION:
+                    raise self._newer(version)
+                if version == 0:
+                    METADATA.create_all(conn)
+                    self._set_version(conn, FORMAT_VERSION)
+                while 0 < version < FORMAT_VERSION:
+                    _UPGRADES[version](conn)
+                    version += 1
+                    self._set_version(conn, version)
+        except StoreError:
+            raise
+        except (sa.exc.SQLAlchemyError, sqlite3.Error) as e:
+            raise self._error(e, "use") from None
         except OSError as e:
-            raise StoreError(f"cannot create store {self.path}: {e.strerror or e}; "
+            raise StoreError(f"cannot create store {self.location}: {e.strerror or e}; "
                              "pass --store PATH to use another file") from None
 
+    def _newer(self, version: int) -> StoreError:
+        other = "file" if self.dialect == "sqlite" else "database"
+        return StoreError(f"store {self.location} has format {version}, newer than this cryptoperf "
+                          f"understands ({FORMAT_VERSION}); upgrade cryptoperf or use --store with another {other}")
+
+    # ------------------------------------------------------------------ API
+
     def close(self) -> None:
-        """Close the database."""
-        self.db.close()
+        """Close every connection (a SQLite store's write-ahead log is folded back into its
+        file when the last one closes)."""
+        self.engine.dispose()
 
     def __enter__(self) -> "Store":
         return self
@@ -182,14 +452,23 @@ class Store:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    def _write(self, sql: str, args: tuple) -> int:
+    def _write(self, statement: Any) -> int:
+        """Run one statement in a transaction of its own, committed; the new row's id for an
+        insert (else 0)."""
         try:
-            cur = self.db.execute(sql, args)
-            self.db.commit()
-            return int(cur.lastrowid or 0)
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"cannot write to store {self.path}: {e}; "
-                             "pass --store PATH to use another file") from None
+            with self._writing() as conn:
+                result = conn.execute(statement)
+                key = result.inserted_primary_key if result.is_insert else None
+            return int(key[0]) if key else 0
+        except (sa.exc.SQLAlchemyError, sqlite3.Error) as e:
+            raise self._error(e, "write to") from None
+
+    def _read(self, statement: Any) -> list[Mapping[str, Any]]:
+        try:
+            with self.engine.connect() as conn:
+                return list(conn.execute(statement).mappings().all())
+        except (sa.exc.SQLAlchemyError, sqlite3.Error) as e:
+            raise self._error(e, "read") from None
 
     def begin_run(self, kind: str, started_at: str, host: Mapping[str, Any],
                   study_name: str | None = None, study_toml: str | None = None,
@@ -198,43 +477,44 @@ class Store:
         """Insert a ``runs`` row with status ``running``; return its id. ``analysis`` is the
         run's ``analysis.Settings.as_dict()`` (margin, multiplicity, looks); ``process`` the
         orchestrator's ``hostinfo.process_identity()``."""
-        return self._write(
-            "INSERT INTO runs (kind, started_at, study_name, study_toml, host_json, seed, status, "
-            "format_version, analysis_json, process_json) VALUES (?, ?, ?, ?, ?, ?, 'running', ?, ?, ?)",
-            (kind, started_at, study_name, study_toml, json.dumps(host), seed, FORMAT_VERSION,
-             json.dumps(dict(analysis)) if analysis is not None else None,
-             json.dumps(dict(process)) if process is not None else None))
+        return self._write(sa.insert(runs_table).values(
+            kind=kind, started_at=started_at, study_name=study_name, study_toml=study_toml,
+            host_json=json.dumps(host), seed=seed, status="running", format_version=FORMAT_VERSION,
+            analysis_json=json.dumps(dict(analysis)) if analysis is not None else None,
+            process_json=json.dumps(dict(process)) if process is not None else None))
 
     def add_result(self, run_id: int, outcome_row: Mapping[str, Any]) -> int:
-        """Insert and commit one ``results`` row. ``outcome_row`` has the keys ``cell``,
-        ``configuration``, ``backend``, ``label``, ``op``, ``params``, ``size_bytes``, ``cpu``,
-        ``build``, ``fips``, ``block``, ``position``, ``attempt``, ``superseded``,
-        ``disturbed``, ``batch``, ``status``, ``reason``, ``started_at``, ``finished_at``,
-        ``result`` (the worker's message or None) — as made by ``report.json.outcome_dict``."""
+        """Insert and commit one ``results`` row, in a transaction of its own; return its id.
+        ``outcome_row`` has the keys ``cell``, ``configuration``, ``backend``, ``label``,
+        ``op``, ``params``, ``size_bytes``, ``cpu``, ``build``, ``fips``, ``block``,
+        ``position``, ``attempt``, ``superseded``, ``disturbed``, ``batch``, ``status``,
+        ``reason``, ``started_at``, ``finished_at``, ``result`` (the worker's message or None)
+        and optionally ``host`` (the fingerprint of the machine that ran it; None or absent:
+        the run's host) — as made by ``report.json.outcome_dict``."""
         r = outcome_row
-        return self._write(
-            "INSERT INTO results (run_id, cell, configuration, backend, label, op, params_json, "
-            "size_bytes, repetition, status, reason, started_at, finished_at, result_json, cpu, "
-            "build, fips, block, position, attempt, superseded, disturbed, batch) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (run_id, r["cell"], r["configuration"], r["backend"], r["label"], r["op"],
-             json.dumps(r["params"]), r["size_bytes"], r["block"], r["status"], r["reason"],
-             r.get("started_at"), r.get("finished_at"),
-             json.dumps(r["result"]) if r.get("result") is not None else None,
-             r["cpu"], r["build"], int(bool(r["fips"])), r["block"], r.get("position", 0),
-             r.get("attempt", 1), int(bool(r.get("superseded"))), r.get("disturbed") or "", r.get("batch")))
+        host = r.get("host")
+        return self._write(sa.insert(results_table).values(
+            run_id=run_id, cell=r["cell"], configuration=r["configuration"], backend=r["backend"],
+            label=r["label"], op=r["op"], params_json=json.dumps(r["params"]), size_bytes=r["size_bytes"],
+            repetition=r["block"], status=r["status"], reason=r["reason"],
+            started_at=r.get("started_at"), finished_at=r.get("finished_at"),
+            result_json=json.dumps(r["result"]) if r.get("result") is not None else None,
+            cpu=r["cpu"], build=r["build"], fips=int(bool(r["fips"])), block=r["block"],
+            position=r.get("position", 0), attempt=r.get("attempt", 1),
+            superseded=int(bool(r.get("superseded"))), disturbed=r.get("disturbed") or "",
+            batch=r.get("batch"), host_json=json.dumps(dict(host)) if host is not None else None))
 
     def finish_run(self, run_id: int, finished_at: str, status: str) -> None:
         """Set a run's ``finished_at`` and final ``status`` (complete, interrupted, failed)."""
-        self._write("UPDATE runs SET finished_at = ?, status = ? WHERE id = ?", (finished_at, status, run_id))
+        self._write(sa.update(runs_table).where(runs_table.c.id == run_id)
+                    .values(finished_at=finished_at, status=status))
 
     def runs(self) -> list[dict[str, Any]]:
-        """Every ``runs`` row as a dict (host decoded), oldest first."""
-        cur = self.db.execute("SELECT * FROM runs ORDER BY id")
-        names = [d[0] for d in cur.description]
+        """Every ``runs`` row as a dict (``host``, ``analysis`` and ``process`` decoded), oldest
+        first."""
         out = []
-        for row in cur:
-            d = dict(zip(names, row))
+        for row in self._read(sa.select(runs_table).order_by(runs_table.c.id)):
+            d = dict(row)
             d["host"] = json.loads(d.pop("host_json"))
             aj = d.pop("analysis_json", None)
             d["analysis"] = json.loads(aj) if aj else None
@@ -247,19 +527,45 @@ class Store:
         """Per run id: ``cells`` (distinct cells), ``results`` (analysed repetitions: neither
         calibration nor superseded) and ``ok`` (measured ones), without decoding any result;
         runs without results are absent."""
-        cur = self.db.execute("SELECT run_id, COUNT(DISTINCT cell), "
-                              "SUM(CASE WHEN block > 0 AND superseded = 0 THEN 1 ELSE 0 END), "
-                              "SUM(CASE WHEN status = 'ok' AND block > 0 AND superseded = 0 THEN 1 ELSE 0 END) "
-                              "FROM results GROUP BY run_id")
-        return {int(r): {"cells": int(c), "results": int(n or 0), "ok": int(ok or 0)} for r, c, n, ok in cur}
+        r = results_table.c
+        analysed = sa.and_(r.block > 0, r.superseded == 0)
+        rows = self._read(sa.select(
+            r.run_id.label("run_id"), sa.func.count(sa.distinct(r.cell)).label("cells"),
+            sa.func.sum(sa.case((analysed, 1), else_=0)).label("results"),
+            sa.func.sum(sa.case((sa.and_(analysed, r.status == "ok"), 1), else_=0)).label("ok"),
+        ).group_by(r.run_id))
+        return {int(x["run_id"]): {"cells": int(x["cells"]), "results": int(x["results"] or 0),
+                                   "ok": int(x["ok"] or 0)} for x in rows}
 
     def results(self, run_id: int) -> Iterator[dict[str, Any]]:
-        """The ``results`` rows of one run as dicts (params and result decoded), in order."""
-        cur = self.db.execute("SELECT * FROM results WHERE run_id = ? ORDER BY id", (run_id,))
-        names = [d[0] for d in cur.description]
-        for row in cur:
-            d = dict(zip(names, row))
+        """The ``results`` rows of one run as dicts, in the order they were stored: ``params``,
+        ``result`` and ``host`` (None: the run's host) decoded."""
+        rows = self._read(sa.select(results_table).where(results_table.c.run_id == run_id)
+                          .order_by(results_table.c.id))
+        for row in rows:
+            d = dict(row)
             d["params"] = json.loads(d.pop("params_json"))
             rj = d.pop("result_json")
             d["result"] = json.loads(rj) if rj else None
+            hj = d.pop("host_json", None)
+            d["host"] = json.loads(hj) if hj else None
             yield d
+
+
+def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:
+    """Every SQLite connection: SQLAlchemy emits BEGIN itself (``_sqlite_begin``; the driver's
+    own would leave DDL outside the transaction), foreign keys on, write-ahead logging (readers
+    never block, and a writer waits for another up to the busy timeout)."""
+    dbapi_connection.isolation_level = None
+    dbapi_connection.execute("PRAGMA foreign_keys = ON")
+    try:
+        dbapi_connection.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.OperationalError:
+        pass  # a read-only file keeps its journal mode; reading it still works
+
+
+def _sqlite_begin(conn: Connection) -> None:
+    """BEGIN IMMEDIATE for a write transaction (it takes the write lock first, waiting for
+    another writer, so it never fails halfway for a lock), BEGIN for a read."""
+    write = conn.get_execution_options().get("cryptoperf_write")
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")

@@ -19,7 +19,7 @@ from cryptoperf import analysis, hostinfo
 from cryptoperf.errors import NoSuchRun, StoreError
 from cryptoperf.schedule import looks
 from cryptoperf.model import OK, Cell, CellSummary, Delta, Outcome, Repetition, outcome_from_result
-from cryptoperf.store import FORMAT_VERSION, Store, default_path
+from cryptoperf.store import FORMAT_VERSION, Location, Store
 from cryptoperf.study import Study, options_for, parse
 
 
@@ -118,8 +118,8 @@ def resolve_id(store: Store, run_id: str | int | None) -> int:
     """
     runs = store.runs()
     if not runs:
-        raise StoreError(f"store {store.path} holds no runs; run `cryptoperf study FILE` first "
-                         "(or pass --store PATH)")
+        raise StoreError(f"store {store.location} holds no runs; run `cryptoperf study FILE` first "
+                         "(or pass --store with another store)")
     if run_id is None or str(run_id) == "latest":
         studies = [r for r in runs if r.get("kind") == "study"]
         return int((studies or runs)[-1]["id"])
@@ -128,7 +128,7 @@ def resolve_id(store: Store, run_id: str | int | None) -> int:
     except ValueError:
         raise NoSuchRun(f"run id must be a number or 'latest', got '{run_id}'") from None
     if not any(int(r["id"]) == wanted for r in runs):
-        raise NoSuchRun(f"no run {wanted} in store {store.path} (ids {runs[0]['id']}–{runs[-1]['id']}; "
+        raise NoSuchRun(f"no run {wanted} in store {store.location} (ids {runs[0]['id']}–{runs[-1]['id']}; "
                          "see `cryptoperf list`)")
     return wanted
 
@@ -162,7 +162,7 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     meta["status"] = effective_status(meta)
     version = int(meta.get("format_version") or 0)
     if version > FORMAT_VERSION or version < 1:
-        raise StoreError(f"run {rid} in {store.path}: format version {version} is not supported by "
+        raise StoreError(f"run {rid} in {store.location}: format version {version} is not supported by "
                          f"this cryptoperf (it reads formats 1 to {FORMAT_VERSION}); upgrade cryptoperf")
     study = None
     if meta.get("study_toml"):
@@ -185,17 +185,20 @@ def _outcome(row: dict[str, Any], index: int) -> Outcome:
     o.finished_at = row.get("finished_at") or ""
     o.disturbed = row.get("disturbed") or ""
     o.superseded = bool(row.get("superseded"))
+    o.host = row.get("host")
     return o
 
 
-def open_store(path: str | Path | None = None) -> Store:
-    """Open an existing store (``path``, or the default store) for reading; reading never
-    creates one. Raises StoreError naming the path when there is no file there."""
-    p = Path(path) if path is not None else default_path()
-    if not p.is_file():
-        raise StoreError(f"no store at {p}; run `cryptoperf study FILE` or `cryptoperf speed` first, "
-                         "or give the path of another store (--store PATH)")
-    return Store(p)
+def open_store(location: str | Path | None = None) -> Store:
+    """Open an existing store (a SQLite path, a ``sqlite:///`` or ``postgresql://`` URL; None
+    for ``store.default_location()``) for reading; reading never creates one. Raises
+    StoreError naming the store (a URL's password masked) when there is no SQLite file there,
+    or no cryptoperf tables in the PostgreSQL database, or it cannot be reached."""
+    where = Location(location)
+    if where.path is not None and not where.path.is_file():
+        raise StoreError(f"no store at {where.shown}; run `cryptoperf study FILE` or `cryptoperf speed` "
+                         "first, or give another store (--store PATH or URL)")
+    return Store(location, create=False)
 
 
 def kernel_release(host: dict[str, Any]) -> str:

@@ -430,28 +430,38 @@ def runs_table(runs: Sequence[Mapping]) -> Table:
     return t
 
 
-def host_differences_table(diffs: Sequence, run_a: int, run_b: int) -> Table:
-    """The host properties that differ between run A and run B (``compare.HostDifference``)."""
-    t = Table(title=f"host differences (run {run_a} → run {run_b})", title_justify="left")
-    for name in ("property", f"run {run_a}", f"run {run_b}"):
+def side_name(side: int | str) -> str:
+    """How a table names one side of a comparison: ``run 7`` for a run id, else the name as
+    given (a machine's, in ``compare --by host``)."""
+    return f"run {side}" if isinstance(side, int) else str(side)
+
+
+def host_differences_table(diffs: Sequence, run_a: int | str, run_b: int | str) -> Table:
+    """The host properties that differ between run A and run B (``compare.HostDifference``);
+    a side is a run id or a machine's name (``side_name``)."""
+    a, b = side_name(run_a), side_name(run_b)
+    t = Table(title=f"host differences ({a} → {b})", title_justify="left")
+    for name in ("property", a, b):
         t.add_column(name, overflow="fold")
     for d in diffs:
         t.add_row(Text(d.field), Text(d.a), Text(d.b))
     return t
 
 
-def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct: float,
+def compare_table(deltas: Iterable[Delta], run_a: int | str, run_b: int | str, threshold_pct: float,
                   notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """``cryptoperf compare``: the delta table of run B against run A, one row per matched
     cell — p50 in each run, latency Δ with its interval (at ``level``), throughput Δ with its
     interval, repetitions per side, verdict (B against A) and noise (the larger CV across
     repetitions; over ``threshold_pct`` in yellow). Rows without an interval give the reason in
-    ``notes`` (and the two p50s with their point change when both runs measured the cell)."""
+    ``notes`` (and the two p50s with their point change when both runs measured the cell). A
+    side is a run id or a machine's name (``side_name``)."""
     deltas = list(deltas)
-    t = Table(title=f"run {run_b} vs run {run_a} (baseline)", title_justify="left")
+    a, b = side_name(run_a), side_name(run_b)
+    t = Table(title=f"{b} vs {a} (baseline)", title_justify="left")
     ci = interval_header(level)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
-                          (f"p50 run {run_a}", "right"), (f"p50 run {run_b}", "right"),
+                          (f"p50 {a}", "right"), (f"p50 {b}", "right"),
                           ("latency Δ", "right"), (ci, "right"),
                           (f"throughput Δ ({ci})", "right"), ("reps", "right"), (verdict_header(deltas), "left"),
                           ("noise", "right")):
@@ -459,7 +469,7 @@ def compare_table(deltas: Iterable[Delta], run_a: int, run_b: int, threshold_pct
     for d in deltas:
         op = _operation(d.label, d.size_bytes)
         if d.op and d.baseline_op and d.op != d.baseline_op:
-            op += f" [{notes.add(f'{d.label}: {d.baseline_op} in run {run_a}, {d.op} in run {run_b}')}]"
+            op += f" [{notes.add(f'{d.label}: {d.baseline_op} in {a}, {d.op} in {b}')}]"
         head = [Text(d.backend), Text(op), Text(d.configuration or "—")]
         if d.status != "ok" or d.latency is None or d.throughput is None:
             point = (fmt_pct((d.p50_ns / d.baseline_p50_ns - 1) * 100)
