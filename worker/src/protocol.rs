@@ -148,7 +148,7 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<i32
                 send(&mut output, error_message(id.as_deref(), &e))?;
             }
             ("run", true) => {
-                let response = match parse_run(body, cpu.tsc) {
+                let response = match parse_run(body, cpu.tsc).and_then(ready_to_run) {
                     Ok(case) => run(case),
                     Err(e) => error_message(id.as_deref(), &e),
                 };
@@ -399,6 +399,15 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
             tsc,
         },
     })
+}
+
+/// A checked case that a `run` (not a `check`) can start: a workload's required parameters are
+/// there (storage's `dir`), else `bad_params` with one line.
+fn ready_to_run(case: Case) -> Result<Case, RequestError> {
+    if let What::Workload(w) = &case.what {
+        workloads::ready_to_run(w).map_err(|e| refuse("bad_params", format!("{}: {e}", case.op_name)))?;
+    }
+    Ok(case)
 }
 
 /// Validate, then measure, a case; the `result` message in every outcome.

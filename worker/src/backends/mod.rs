@@ -75,6 +75,7 @@ pub enum XtsBits {
 }
 
 impl XtsBits {
+    #[cfg(test)]
     pub const ALL: [XtsBits; 2] = [XtsBits::Aes128, XtsBits::Aes256];
 
     /// Bytes of the XTS key: Key1 ‖ Key2, two AES keys (32 or 64).

@@ -1,15 +1,16 @@
 //! Workloads: what production runs, rather than one primitive — a TLS handshake, a TLS bulk
-//! transfer, an IKE-style phase 1 — measured at a load level (`crate::measure::load`) and
-//! reported through the same `run` request and `result` as the primitives
-//! (docs/worker-protocol.md, "Workloads").
+//! transfer, an IKE-style phase 1, file I/O through an encryption layer — measured at a load
+//! level (`crate::measure::load`) and reported through the same `run` request and `result` as
+//! the primitives (docs/worker-protocol.md, "Workloads").
 //!
-//! One file per workload ([`tls_handshake`], [`tls_bulk`], [`ike_phase1`]); a workload with a
-//! server side runs that side in a second worker process ([`server`]), pinned to its own CPU
-//! where the host has two, so each side's CPU time is measured apart. The TLS implementations
-//! live in [`tls`].
+//! One file per workload ([`tls_handshake`], [`tls_bulk`], [`ike_phase1`], [`storage`]); a
+//! workload with a server side runs that side in a second worker process ([`server`]), pinned to
+//! its own CPU where the host has two, so each side's CPU time is measured apart. The TLS
+//! implementations live in [`tls`].
 
 pub mod ike_phase1;
 pub mod server;
+pub mod storage;
 pub mod tls;
 pub mod tls_bulk;
 pub mod tls_handshake;
@@ -21,11 +22,21 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 /// Every workload name a `run` request may give as its `op`.
-pub const NAMES: [&str; 3] = [tls_handshake::NAME, tls_bulk::NAME, ike_phase1::NAME];
+pub const NAMES: [&str; 4] = [tls_handshake::NAME, tls_bulk::NAME, ike_phase1::NAME, storage::NAME];
 
-/// Parameters every workload takes, beside its own: the load level, the mode, where the server
-/// listens, and a stall to inject into the server (for testing the latency method).
+/// Parameters the workloads share, beside their own: the load level, the mode, where the server
+/// listens, and a stall to inject into the server (for testing the latency method). Which of
+/// them a workload takes is [`common_params`].
 pub const COMMON_PARAMS: [&str; 6] = ["load", "mode", "address", "port", "stall_ms", "stall_every_ms"];
+
+/// The common parameters `name` takes: all of them for the protocol workloads; only `load` for
+/// `storage` (it has no server, no socket and one mode).
+pub fn common_params(name: &str) -> &'static [&'static str] {
+    match name {
+        storage::NAME => &COMMON_PARAMS[..1],
+        _ => &COMMON_PARAMS,
+    }
+}
 
 /// Whether `name` is a workload (and not a primitive operation).
 pub fn is_workload(name: &str) -> bool {
@@ -40,6 +51,9 @@ pub enum Mode {
     /// Both sides in one thread exchanging records through memory: no sockets, no kernel; the
     /// protocol's own CPU cost, the floor under the socket figure.
     Memory,
+    /// File I/O (`storage`, its only mode; not a value of the `mode` parameter, which storage
+    /// does not take).
+    File,
 }
 
 impl Mode {
@@ -47,6 +61,7 @@ impl Mode {
         match self {
             Mode::Socket => "socket",
             Mode::Memory => "memory",
+            Mode::File => "file",
         }
     }
 }
@@ -75,6 +90,7 @@ pub enum Spec {
     TlsHandshake(tls_handshake::Spec),
     TlsBulk(tls_bulk::Spec),
     IkePhase1(ike_phase1::IkeParams),
+    Storage(storage::Spec),
 }
 
 /// A checked workload request.
@@ -96,15 +112,16 @@ pub enum Finish {
 }
 
 /// The parameters `name` accepts, in the order `hello` lists them (its own, then the common
-/// ones).
+/// ones it takes).
 pub fn param_names(name: &str) -> Vec<&'static str> {
     let own: &[&str] = match name {
         tls_handshake::NAME => &tls_handshake::PARAMS,
         tls_bulk::NAME => &tls_bulk::PARAMS,
         ike_phase1::NAME => &ike_phase1::PARAMS,
+        storage::NAME => &storage::PARAMS,
         _ => &[],
     };
-    own.iter().chain(COMMON_PARAMS.iter()).copied().collect()
+    own.iter().chain(common_params(name).iter()).copied().collect()
 }
 
 /// The values each enumerated workload parameter accepts (merged into `hello`'s
@@ -120,20 +137,27 @@ pub fn param_values() -> Map<String, Value> {
     m.insert("session".into(), names(vec!["full", "resumed"]));
     m.insert("mode".into(), names(vec!["socket", "memory"]));
     m.insert("dh_group".into(), names(ike_phase1::IkeGroup::ALL.iter().map(|g| g.name()).collect()));
+    storage::param_values(&mut m);
     m
 }
 
 /// `hello`'s `op_params` entry of a workload: `params`, `workload: true`, `defaults` (the value
-/// each parameter takes when not given) and `default_size_bytes` (null, or the bytes per
-/// transaction of a bulk transfer).
+/// each parameter takes when not given), `default_size_bytes` (null, or the bytes per
+/// transaction of a bulk transfer), and for a workload with parameters that have no default,
+/// `required` (storage: `dir`).
 pub fn op_params(name: &str) -> Value {
     let defaults = match name {
         tls_handshake::NAME => tls_handshake::defaults(),
         tls_bulk::NAME => tls_bulk::defaults(),
+        storage::NAME => storage::defaults(),
         _ => ike_phase1::defaults(),
     };
     let size = defaults.get("size_bytes").cloned().unwrap_or(Value::Null);
-    json!({"params": param_names(name), "workload": true, "defaults": defaults, "default_size_bytes": size})
+    let mut v = json!({"params": param_names(name), "workload": true, "defaults": defaults, "default_size_bytes": size});
+    if name == storage::NAME {
+        v["required"] = storage::REQUIRED.to_vec().into();
+    }
+    v
 }
 
 /// Read a string parameter (numbers accepted and spelt as text), or `default`.
@@ -174,8 +198,11 @@ pub fn parse(name: &str, backend_name: &str, params: &Map<String, Value>) -> Res
     if let Some(k) = params.keys().find(|k| !accepted.contains(&k.as_str())) {
         return Err(format!("unknown parameter '{k}' for {name}; it takes: {}", accepted.join(", ")));
     }
+    // (A workload that does not take a common parameter never sees it: it was refused above,
+    // and its default applies.)
     let default_mode = if name == ike_phase1::NAME { "memory" } else { "socket" };
     let mode = match text(params, "mode", default_mode)?.as_str() {
+        _ if name == storage::NAME => Mode::File,
         "socket" => Mode::Socket,
         "memory" => Mode::Memory,
         other => return Err(format!("unknown mode '{other}'; known: socket, memory")),
@@ -194,6 +221,11 @@ pub fn parse(name: &str, backend_name: &str, params: &Map<String, Value>) -> Res
     let spec = match name {
         tls_handshake::NAME => Spec::TlsHandshake(tls_handshake::parse(backend_name, params)?),
         tls_bulk::NAME => Spec::TlsBulk(tls_bulk::parse(backend_name, params)?),
+        storage::NAME => {
+            let spec = storage::parse(params)?;
+            storage::check_threads(&spec, load.threads())?;
+            Spec::Storage(spec)
+        }
         _ => {
             if mode == Mode::Socket {
                 return Err("ike-phase1 runs both sides' crypto in one process: mode must be memory".into());
@@ -221,6 +253,7 @@ pub fn run(case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget:
         Spec::TlsHandshake(spec) => tls_handshake::run(case, spec, warmup, budget),
         Spec::TlsBulk(spec) => tls_bulk::run(case, spec, warmup, budget),
         Spec::IkePhase1(p) => ike_phase1_run(backend, p, &case.common, warmup, budget),
+        Spec::Storage(spec) => storage::run(case, spec, backend, warmup, budget),
     };
     if let Some(set) = saved {
         // SAFETY: restoring a set sched_getaffinity filled, on the calling thread.
@@ -239,8 +272,9 @@ pub fn run(case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget:
 
 /// Whether this worker can run `case` at all, without running it: the TLS implementations
 /// configured as asked (client and server, with an identity of the certificate's kind made once
-/// per process and kind), or the IKE transaction prepared. `Err(reason)` for a combination a
-/// library lacks.
+/// per process and kind), the IKE transaction prepared, or the storage layer set up (nothing
+/// written; a dm-crypt layer this host lacks). `Err(reason)` for a combination a library (or
+/// the host) lacks.
 pub fn check(case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
     match &case.spec {
         Spec::TlsHandshake(spec) => tls_handshake::check(spec),
@@ -249,6 +283,16 @@ pub fn check(case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
             Err(BackendError::Unsupported(r)) => Err(r),
             _ => Ok(()),
         },
+        Spec::Storage(spec) => storage::check(spec, backend),
+    }
+}
+
+/// What a request to *run* (not to `check`) needs beyond [`parse`]: `Err(one line)` when a
+/// required parameter is missing (storage's `dir`).
+pub fn ready_to_run(case: &WorkloadCase) -> Result<(), String> {
+    match &case.spec {
+        Spec::Storage(spec) => storage::ready_to_run(spec),
+        _ => Ok(()),
     }
 }
 
@@ -370,6 +414,10 @@ mod tests {
             }
             // Every default is accepted by the parser.
             let defaults = v["defaults"].as_object().unwrap().clone();
+            for required in v.get("required").and_then(Value::as_array).cloned().unwrap_or_default() {
+                assert!(listed.contains(&required.as_str().unwrap()), "{name}: required {required} is not listed");
+                assert!(!defaults.contains_key(required.as_str().unwrap()), "{name}: required {required} has a default");
+            }
             let mut p = defaults.clone();
             p.remove("size_bytes");
             if name != tls_bulk::NAME {

@@ -208,6 +208,7 @@ pub fn child_main() -> i32 {
         super::Spec::TlsHandshake(s) => super::tls_handshake::server_side(s),
         super::Spec::TlsBulk(s) => super::tls_bulk::server_side(s),
         super::Spec::IkePhase1(_) => Err(StartError { code: "bad_params".into(), message: "ike-phase1 has no server".into(), fields: json!({}) }),
+        super::Spec::Storage(_) => Err(StartError { code: "bad_params".into(), message: "storage has no server".into(), fields: json!({}) }),
     };
     let side = match side.and_then(|side| bind(&case.common).map(|l| (side, l))) {
         Ok(s) => s,

@@ -319,7 +319,8 @@ pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration)
     }
     match case.common.mode {
         Mode::Memory => run_memory(case, spec, warmup, budget),
-        Mode::Socket => run_socket(case, spec, warmup, budget),
+        // (`File` is storage's mode; `workloads::parse` never gives it to TLS.)
+        Mode::Socket | Mode::File => run_socket(case, spec, warmup, budget),
     }
 }
 
