@@ -7,6 +7,7 @@ import json
 
 import pytest
 import sqlalchemy as sa
+from sqlalchemy.engine import make_url
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error
 from cryptoperf import store as store_mod
@@ -226,3 +227,18 @@ def test_stores_opened_at_once_on_an_empty_database_make_one_schema(pg_url):
         assert sorted(r["started_at"] for r in st.runs()) == [f"t{i}" for i in range(n)]
         with st.engine.connect() as conn:
             assert conn.execute(sa.text("SELECT count(*) FROM meta")).scalar() == 1
+
+
+def test_a_postgresql_store_publishes_like_a_sqlite_one_without_its_credentials(cli, pg_url, tmp_path):
+    two_runs(tmp_path / "pg", pg_url)
+    res = cli("publish", tmp_path / "site", "--store", pg_url)
+    assert res.code == 0, res.err
+    site = tmp_path / "site"
+    assert (site / "runs" / "2.html").is_file() and list((site / "compare").glob("*.html"))
+    url = make_url(pg_url)
+    index = (site / "index.html").read_text()
+    assert f"{url.host}:{url.port}/{url.database}" in index  # the store is named...
+    for page in site.rglob("*"):
+        if page.is_file():
+            text = page.read_text(errors="replace")
+            assert url.password not in text and f"{url.username}@" not in text, page  # ...without credentials

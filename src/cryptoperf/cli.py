@@ -625,7 +625,8 @@ def _compare_hosts(run_id: str, baseline_host: str | None, store_path: str | Non
 
 @cli.command()
 @click.argument("directory", metavar="DIR", type=click.Path(file_okay=False))
-@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, help=STORE_HELP)
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help=STORE_HELP)
 def publish(directory: str, store_path: str | None) -> None:
     """Write a static website of the store into DIR, servable by any web server (or opened as
     files): no server-side code, nothing fetched from the network, relative links only.

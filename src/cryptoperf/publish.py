@@ -193,7 +193,7 @@ def _write_manifest(directory: Path, files: dict[str, dict[str, str]], store: st
 def store_label(store: Store) -> str:
     """How the site names its store: a file's name (not its directory), or a database URL
     without its user name and password."""
-    where = str(getattr(store, "url", None) or getattr(store, "path", "") or "")
+    where = str(store.location)
     if "://" in where:
         parts = urlsplit(where)
         host = parts.hostname or ""
