@@ -224,6 +224,15 @@ class Store:
              r["cpu"], r["build"], int(bool(r["fips"])), r["block"], r.get("position", 0),
              r.get("attempt", 1), int(bool(r.get("superseded"))), r.get("disturbed") or "", r.get("batch")))
 
+    def supersede(self, run_id: int, result_ids: list[int], why: str) -> None:
+        """Mark results ``result_ids`` (ids ``add_result`` returned) of run ``run_id`` as
+        superseded, with ``why`` in ``disturbed``: the Ray executor's repetitions of a block
+        whose node was lost mid-block and that ran again whole (no schema change: the columns
+        a disturbed re-run uses)."""
+        for rid in result_ids:
+            self._write("UPDATE results SET superseded = 1, disturbed = ? WHERE run_id = ? AND id = ?",
+                        (why, run_id, rid))
+
     def finish_run(self, run_id: int, finished_at: str, status: str) -> None:
         """Set a run's ``finished_at`` and final ``status`` (complete, interrupted, failed)."""
         self._write("UPDATE runs SET finished_at = ?, status = ? WHERE id = ?", (finished_at, status, run_id))

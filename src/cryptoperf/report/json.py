@@ -35,8 +35,10 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
     """One repetition as a JSON-ready dict: the cell's fields (``fips`` is the cell's build;
     ``fips_reported`` what the worker said), ``block``, ``position``, ``attempt``, ``batch``
     (requested), ``superseded``, ``disturbed``, ``status``, ``reason``, timestamps,
-    ``stderr_tail``, ``latency`` and ``throughput`` (derived; null unless ok) and ``result``
-    (the worker's message, histogram included; null if there was none)."""
+    ``stderr_tail``, ``latency`` and ``throughput`` (derived; null unless ok), ``result``
+    (the worker's message, histogram included; null if there was none) and ``host`` (the
+    fingerprint of the machine that ran it when that is not the run's host, e.g. a Ray node;
+    null otherwise)."""
     rep = o.repetition
     d = rep.cell.as_dict()
     d.update(block=rep.block, position=rep.position, attempt=rep.attempt, batch=rep.batch,
@@ -45,7 +47,7 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
              started_at=o.started_at, finished_at=o.finished_at, stderr_tail=o.stderr_tail,
              latency=o.latency.as_dict() if o.latency else None,
              throughput=o.throughput.as_dict() if o.throughput else None,
-             result=o.result)
+             result=o.result, host=o.host)
     return d
 
 
