@@ -14,6 +14,7 @@ import os
 import shlex
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import sysconfig
@@ -173,11 +174,52 @@ def test_killing_the_ray_worker_running_a_block_runs_that_block_again(
     assert sorted((r["configuration"], r["block"]) for r in analysed) == sorted(
         (c, b) for c in "AB" for b in range(1, 5))
     assert all(r["status"] == "ok" for r in analysed)
+    # what block 2 had delivered before B (its seeded order) was kept, superseded, and run again
+    from cryptoperf import schedule
+    order = [r.cell.configuration for r in schedule.blocks(
+        [Cell(c, "openssl", "hash", "sha256", {}, 1024) for c in "AB"], 2, 2, seed=1)]
+    before = order[:order.index("B")]
     lost = [r for r in doc["repetitions"] if r["superseded"]]
-    assert all(r["block"] == 2 and r["disturbed"].startswith(RETRIED) for r in lost)
+    assert [(r["configuration"], r["block"]) for r in lost] == [(c, 2) for c in before]
+    assert all(r["disturbed"].startswith(RETRIED) and "was lost" in r["disturbed"] for r in lost)
+    with sqlite3.connect(tmp_path / "runs.sqlite") as db:
+        assert db.execute("SELECT count(*) FROM results WHERE superseded = 1").fetchone()[0] == len(lost)
     (d,) = doc["deltas"]
     assert d["blocks"] == 4 and d["dropped"] == 0 and d["verdict"]["kind"] == "slower"
     assert "disturbed by steal" not in res.out  # a retried block is not a disturbed repetition
+
+
+def test_a_block_that_loses_its_worker_on_every_attempt_fails_with_the_reason(
+        cluster, cli, write_study, baked_worker, tmp_path):
+    """Kill the Ray worker running block 2 on each of its 1 + MAX_BLOCK_RETRIES attempts: the
+    block is marked failed with the reason, and the study ends with every other block."""
+    from cryptoperf.run.ray import MAX_BLOCK_RETRIES
+    state = baked_worker({"slow": {"B#2": 60}, "slow_times": 99, "config_factor": {"B": 1.5}})
+    marker = state / "slow-B#2.ppid"
+    killed: list[int] = []
+
+    def kill_every_attempt():
+        deadline = time.monotonic() + 300
+        while len(killed) < 1 + MAX_BLOCK_RETRIES and time.monotonic() < deadline:
+            pid = int(marker.read_text()) if marker.exists() else None
+            if pid is not None and pid not in killed:
+                killed.append(pid)
+                os.kill(pid, signal.SIGKILL)
+            time.sleep(0.1)
+
+    killer = threading.Thread(target=kill_every_attempt, daemon=True)
+    killer.start()
+    res, doc = run(cli, write_study, tmp_path, study_text(reps=4), "--executor", "ray", "--address", cluster)
+    killer.join(timeout=5)
+    assert len(killed) == 1 + MAX_BLOCK_RETRIES
+    assert res.code == 0, res.err
+    assert "ray: 1 block(s) retried after losing their worker or node, 1 failed" in res.out
+    (failed,) = [r for r in doc["repetitions"] if r["status"] == "failed"]
+    assert (failed["configuration"], failed["block"], failed["superseded"]) == ("B", 2, False)
+    assert failed["reason"].startswith("its block's Ray task failed on ")
+    assert f"after {1 + MAX_BLOCK_RETRIES} attempts" in failed["reason"]
+    (d,) = doc["deltas"]
+    assert d["blocks"] == 3 and d["dropped"] == 1 and d["verdict"]["kind"] == "slower"
 
 
 def test_every_node_runs_every_cell_on_each_matching_node(cluster, cli, write_study, baked_worker, tmp_path):

@@ -356,6 +356,12 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if executor == "local" and (s.hosts or s.every_node or any(c.hosts for c in s.configurations)):
         err.print("note: the study's hosts apply to --executor ray; the local executor runs every "
                   "repetition on this machine", markup=False, soft_wrap=True)
+    if ex is not None:
+        try:
+            ex.start(plan)  # Ray: the cluster, its nodes' versions and the hosts checked, before anything is said
+        except BaseException:
+            ex.close()
+            raise
     est = plan.estimated_seconds()
     eta = f"{est:.0f} s" if est < 90 else f"{est / 60:.1f} min"
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "

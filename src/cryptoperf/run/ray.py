@@ -80,6 +80,8 @@ _START, _OUTCOME = "start", "outcome"
 def import_ray() -> Any:
     """The ``ray`` module. Raises RayNotInstalled (one line with the install command) when
     Ray is not installed."""
+    # Ray's own log lines (C++ warnings on stderr) would bury cryptoperf's one-line errors.
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "error")
     if "RAY_AUTH_MODE" not in os.environ and _token_available():
         # As `ray start` does when it finds a token: a cluster with token authentication (Ray's
         # default) refuses a driver that sends none. Ray reads this when it is imported.
@@ -419,6 +421,7 @@ class RayExecutor:
         self._env: dict[str, str] = {}
         self._where = "?"
         self._block_task: Any = None
+        self._started: dict[str, Any] | None = None
 
     # -- connecting and checking --------------------------------------------------------------
 
@@ -462,9 +465,13 @@ class RayExecutor:
         """Before the run is stored: connect, find the nodes that may run each group's blocks
         (``check_placement``), and check every one of them (a ``check_node`` task each): same
         cryptoperf, protocol and worker builds as this driver, or NodeMismatch naming the node.
-        ``plan`` is an ``engine.StudyPlan``. Returns ``{"ray": {...}}`` for the run's host
-        fingerprint: the address, whether every node runs every cell, and the nodes checked.
-        Raises RayError subclasses, StudyError (a ``hosts`` selector no node matches)."""
+        ``plan`` is an ``engine.StudyPlan``; a second call returns the first's answer.
+
+        Returns ``{"ray": {...}}`` for the run's host fingerprint: the address, whether every
+        node runs every cell, and the nodes checked (id, address, host name, labels). Raises
+        RayError subclasses, StudyError (a ``hosts`` selector no node matches)."""
+        if self._started is not None:
+            return self._started
         ray = self.connect()
         study: Study = plan.study
         self._study = study
@@ -481,10 +488,12 @@ class RayExecutor:
         from ray.util.queue import Queue
         here = ray.get_runtime_context().get_node_id()
         self._queue = Queue(actor_options={"num_cpus": 0, "scheduling_strategy": self._affinity(here, soft=True)})
-        return {"ray": {"address": self._where, "every_node": self._every_node,
-                        "nodes": [{"node_id": n.id, "address": n.address, "hostname": self._hosts[n.id].get("hostname"),
-                                   "labels": {k: v for k, v in n.labels.items() if not k.startswith("ray.io/")}}
-                                  for n in checked]}}
+        self._started = {"ray": {"address": self._where, "every_node": self._every_node,
+                                 "nodes": [{"node_id": n.id, "address": n.address,
+                                            "hostname": self._hosts[n.id].get("hostname"),
+                                            "labels": {k: v for k, v in n.labels.items() if not k.startswith("ray.io/")}}
+                                           for n in checked]}}
+        return self._started
 
     def _affinity(self, node_id: str, soft: bool = False) -> Any:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
