@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import shutil
 import signal
 import socket
 import sqlite3
@@ -61,6 +62,8 @@ def cluster(tmp_path_factory):
     port = _free_port()
     log = tmp_path_factory.mktemp("ray") / "head.log"
     ray_cli = Path(sysconfig.get_path("scripts")) / "ray"
+    if not ray_cli.exists():
+        ray_cli = Path(shutil.which("ray") or ray_cli)
     env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
     cmd = [str(ray_cli), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
            "--num-cpus=2", '--resources={"cryptoperf_slot": 1}', "--labels=cpu=fake",
@@ -270,7 +273,52 @@ def test_an_unreachable_or_malformed_address_is_one_line(cli, write_study, fake_
     assert_one_line_error(res, "--address 'head-without-port' is not HOST:PORT", code=2)
 
 
+def test_without_an_address_a_private_local_ray_instance_runs_the_study(write_study, baked_worker, tmp_path):
+    """No --address and no RAY_ADDRESS: cryptoperf starts a Ray instance of its own on this
+    machine (one slot), runs the study there and stops it."""
+    ray_or_skip()
+    baked_worker({"config_factor": {"B": 2.0}})
+    path = write_study(study_text())
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["PYTHONPATH"] = str(SRC)
+    p = subprocess.run([sys.executable, "-m", "cryptoperf", "study", str(path), "--executor", "ray",
+                        "--store", str(tmp_path / "s.sqlite"), "--out", str(tmp_path / "out"), "--no-report"],
+                       capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(next((tmp_path / "out").glob("t-*.json")).read_text())
+    assert doc["host"]["ray"]["address"].startswith("this machine")
+    assert doc["deltas"][0]["verdict"]["kind"] == "slower"
+    assert all(r["host"]["ray_node"]["node_id"] for r in doc["repetitions"])
+
+
 # --------------------------------------------------------------------------- without a cluster
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('hosts = ["cpu=icelake"]', 'element 1 ("cpu=icelake"): not a node selector'),
+    ('hosts = ["label:cpu"]', "a label selector is KEY=VALUE"),
+    ('hosts = []', "must not be empty"),
+    ('hosts = ["resource:qat", "resource:qat"]', "lists a selector twice"),
+    ('hosts = 3', 'must be a list of node selectors ("label:KEY=VALUE", "resource:NAME") or "every-node"'),
+])
+def test_a_malformed_hosts_is_one_study_error_at_its_line(line, problem):
+    from cryptoperf import study
+    text = study_text(extra=line + "\n")
+    with pytest.raises(study.StudyError) as e:
+        study.parse(text, "s.toml")
+    assert problem in str(e.value) and e.value.line == text.splitlines().index(line) + 1
+
+
+def test_hosts_parse_into_selectors_and_every_node():
+    from cryptoperf import study
+    s = study.parse(study_text(extra='hosts = ["every-node", "label:cpu=icelake"]\n').replace(
+        'hash = "sha512"', 'hash = "sha512"\nhosts = ["resource:qat"]'), "s.toml")
+    assert s.every_node and [h.text for h in s.hosts] == ["label:cpu=icelake"]
+    assert [h.text for h in s.configuration("B").hosts] == ["resource:qat"] and s.configuration("A").hosts == ()
+    assert s.hosts[0].matches({"cpu": "icelake"}, {}) and not s.hosts[0].matches({"cpu": "zen4"}, {})
+    assert s.configuration("B").hosts[0].matches({}, {"qat": 1.0})
+    with pytest.raises(study.StudyError, match="applies to the whole study"):
+        study.parse(study_text().replace('hash = "sha512"', 'hash = "sha512"\nhosts = "every-node"'), "s.toml")
 
 
 def test_without_ray_installed_executor_ray_is_one_line(write_study, fake_worker, tmp_path):
