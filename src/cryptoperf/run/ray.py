@@ -230,8 +230,8 @@ def check_placement(study: Study, cells: Sequence, nodes: Sequence[Node], where:
         c = study.configuration(pinned[0])
         raise study.error("configuration", c.index, "hosts",
                           f"configurations {', '.join(repr(n) for n in names)} run in the same blocks "
-                          f"(a paired comparison needs one machine) but {there.replace('matches', 'matches')} "
-                          f"all of {', '.join(s.text for s in sels)} (nodes: {_node_list(nodes)})")
+                          f"(a paired comparison needs one machine) but {there} all of "
+                          f"{', '.join(s.text for s in sels)} (nodes: {_node_list(nodes)})")
     return out
 
 
@@ -396,7 +396,8 @@ class RayExecutor:
             is already connected to Ray (``ray.is_initialized()``), that connection is used.
 
     Attributes (after ``execute``): retried_blocks (blocks Ray ran again after losing their
-    worker or node), failed_blocks (blocks given up, their repetitions failed with the reason).
+    worker or node), failed_blocks (blocks given up, their repetitions failed with the reason),
+    events (one line per retried or failed block, in order).
     """
 
     name = "ray"
