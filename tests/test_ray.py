@@ -146,6 +146,7 @@ def test_a_study_on_ray_gives_the_same_cells_and_verdicts_as_the_local_executor(
     assert {r["host"] for r in local_doc["repetitions"]} == {None}
     assert doc["host"]["ray"]["nodes"][0]["labels"] == {"cpu": "fake"}
     assert "ray: 0 block(s) retried after losing their worker or node, 0 failed" in res.out
+    assert f"ray: {cluster}, 1 node(s) checked, one block per node at a time: " in res.err
 
 
 def test_killing_the_ray_worker_running_a_block_runs_that_block_again(

@@ -356,9 +356,11 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if executor == "local" and (s.hosts or s.every_node or any(c.hosts for c in s.configurations)):
         err.print("note: the study's hosts apply to --executor ray; the local executor runs every "
                   "repetition on this machine", markup=False, soft_wrap=True)
+    cluster: dict = {}
     if ex is not None:
         try:
-            ex.start(plan)  # Ray: the cluster, its nodes' versions and the hosts checked, before anything is said
+            # Ray: the cluster, its nodes' versions and the hosts checked, before anything is said
+            cluster = ex.start(plan).get("ray") or {}
         except BaseException:
             ex.close()
             raise
@@ -369,6 +371,12 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     err.print(f"study {s.name}: {len(plan.cells)} cells, {len(plan.cells)} calibration repetitions + "
               f"{s.repetitions} blocks = {len(plan.cells) * (s.repetitions + 1)} repetitions, about {eta}{more}",
               markup=False)
+    if cluster:
+        nodes = cluster.get("nodes") or []
+        err.print(f"ray: {cluster.get('address')}, {len(nodes)} node(s) checked"
+                  + (", every node runs every cell" if cluster.get("every_node") else ", one block per node at a time")
+                  + ": " + ", ".join(f"{n.get('hostname')} ({n.get('address')})" for n in nodes[:6])
+                  + (" …" if len(nodes) > 6 else ""), markup=False, soft_wrap=True)
     if dry_run:
         unsupported = plan.unsupported()
         for r in plan.first_blocks:
