@@ -11,6 +11,10 @@ calibration repetition per cell (support, and each group's batch size) → rando
 blocks → with ``until = "decided"``, more blocks for the inconclusive comparisons only, at the
 planned looks → analysis, once → the JSON document and the HTML/Markdown reports, all rendered
 from that one ``StoredRun``. Every repetition is committed to the store as it finishes.
+
+Repetitions run through an executor: this machine, one at a time (``run/local.py``, the
+default), or a Ray cluster, each randomised block a task on one node (``run/ray.py``,
+``executor="ray"``; Ray is imported only then).
 """
 
 from __future__ import annotations
