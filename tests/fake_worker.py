@@ -24,6 +24,8 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   invalid         {"<backend>/<op>": reason}
   crash           ["<backend>/<op>", "<configuration>" or "<configuration>#<rep>"]  abort at the run
   hang            ["<backend>/<op>", "<configuration>" or "<configuration>#<rep>"]  never answer
+  slow            {"<configuration>#<block>": s} answer after s seconds, the first slow_times
+                  (default 1) times, writing the parent's pid first (see slow_down)
   stderr_noise    true: write a log line to stderr for each request
   cpu_masks       list of {name, openssl_ia32cap} announced in hello (default: the real worker's)
   mask_factor     {"<mask>": factor} multiplies the latency when the worker was STARTED with that
@@ -267,6 +269,34 @@ def steal_ticks(rid, config, rep):
     return int(round(pct * 2))
 
 
+def slow_down(config, rep):
+    """Spec ``slow`` {"<configuration>#<block>": seconds}: the first ``slow_times`` (default 1)
+    times that id runs (counted under FAKE_WORKER_STATE), write the pid of this worker's parent
+    (the process running the repetition: a Ray task's worker process) to
+    ``FAKE_WORKER_STATE/slow-<configuration>#<block>.ppid``, then take that long to answer —
+    leaving early, without answering, if the parent dies (a killed Ray worker's orphan must not
+    linger)."""
+    seconds = SPEC.get("slow", {}).get(f"{config}#{rep}")
+    state = os.environ.get("FAKE_WORKER_STATE")
+    if seconds is None or not state:
+        return
+    count = Path(state) / f"slow-{config}#{rep}.count"
+    n = int(count.read_text()) if count.exists() else 0
+    count.write_text(str(n + 1))
+    if n >= SPEC.get("slow_times", 1):
+        return
+    parent = os.getppid()
+    marker = Path(state) / f"slow-{config}#{rep}.ppid"
+    marker.with_suffix(".tmp").write_text(str(parent))
+    marker.with_suffix(".tmp").rename(marker)
+    deadline = time.monotonic() + float(seconds)
+    while time.monotonic() < deadline:
+        if os.getppid() != parent:
+            log("parent died while slow on purpose: exiting")
+            sys.exit(3)
+        time.sleep(0.05)
+
+
 def run(req):
     backend, op, params = req.get("backend"), req.get("op"), dict(req.get("params") or {})
     rid = req.get("id", "")
@@ -290,6 +320,7 @@ def run(req):
         log("hanging on purpose (mock:hang)")
         while True:
             time.sleep(3600)
+    slow_down(config, rep)
     mask = req.get("cpu_mask")
     base = {"type": "result", "id": rid, "backend": backend, "op": op, "library": str(backend).upper(),
             "library_version": version_of(backend), "params": params,

@@ -26,6 +26,7 @@ from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
 from cryptoperf.errors import CryptoperfError, NoComparison, StoreError, UsageError
+from cryptoperf.model import RETRIED
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
@@ -322,9 +323,17 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
 @click.option("--no-multiplicity", is_flag=True,
               help="Do not adjust the study's intervals together (for a study with one planned "
                    "comparison); by default all of them hold at 95 % at once (Bonferroni).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+              help="local: every repetition on this machine, one at a time. ray: each randomised block "
+                   "as a Ray task on a node of a Ray cluster (one block per node at a time, each "
+                   "repetition still in a fresh worker; the study's `hosts` picks nodes); needs "
+                   "`pip install '.[ray]'`. See docs/ray.md.")
+@click.option("--address", metavar="HOST:PORT", default=None,
+              help="With --executor ray: the Ray head's address [default: $RAY_ADDRESS, else a "
+                   "private local Ray instance on this machine].")
 def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
           dry_run: bool, no_report: bool, no_setup: bool, margin_pct: float | None,
-          no_multiplicity: bool) -> None:
+          no_multiplicity: bool, executor: str, address: str | None) -> None:
     """Run a study FILE (TOML): configurations against a baseline, with verdicts you can act on.
 
     Every cell (configuration × backend × operation × size) is calibrated once, then runs in
@@ -346,11 +355,23 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if file is None:
         raise UsageError("study needs a FILE (a study .toml); see `cryptoperf study --help`")
     err, out = _stderr(), _stdout()
+    ex = engine.make_executor(executor, address) if not dry_run else None  # no Ray: one line, now
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err)
     s = plan.study
     for label, why in plan.skipped.items():
         err.print(f"skipped: operation '{label}' (optional): {why}", markup=False, soft_wrap=True)
+    if executor == "local" and (s.hosts or s.every_node or any(c.hosts for c in s.configurations)):
+        err.print("note: the study's hosts apply to --executor ray; the local executor runs every "
+                  "repetition on this machine", markup=False, soft_wrap=True)
+    cluster: dict = {}
+    if ex is not None:
+        try:
+            # Ray: the cluster, its nodes' versions and the hosts checked, before anything is said
+            cluster = ex.start(plan).get("ray") or {}
+        except BaseException:
+            ex.close()
+            raise
     est = plan.estimated_seconds()
     eta = f"{est:.0f} s" if est < 90 else f"{est / 60:.1f} min"
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
@@ -358,6 +379,12 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     err.print(f"study {s.name}: {len(plan.cells)} cells, {len(plan.cells)} calibration repetitions + "
               f"{s.repetitions} blocks = {len(plan.cells) * (s.repetitions + 1)} repetitions, about {eta}{more}",
               markup=False)
+    if cluster:
+        nodes = cluster.get("nodes") or []
+        err.print(f"ray: {cluster.get('address')}, {len(nodes)} node(s) checked"
+                  + (", every node runs every cell" if cluster.get("every_node") else ", one block per node at a time")
+                  + ": " + ", ".join(f"{n.get('hostname')} ({n.get('address')})" for n in nodes[:6])
+                  + (" …" if len(nodes) > 6 else ""), markup=False, soft_wrap=True)
     if dry_run:
         unsupported = plan.unsupported()
         for r in plan.first_blocks:
@@ -393,7 +420,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         terminal.host_warnings(err, checks)
 
     run = engine.run_study(plan, store=store_path, out_dir=out_dir, progress=terminal.ProgressBar(err),
-                           reports=not no_report, console=err, on_host=show_host)
+                           reports=not no_report, console=err, on_host=show_host, executor=ex)
     a = run.analysis
     notes = terminal.Notes()
     out.print(terminal.delta_table(run.deltas, s.baseline, notes, a.level))
@@ -406,10 +433,14 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     failed = sum(1 for o in analysed if o.status == "failed")
     if failed:
         out.print(f"[red]{failed} of {len(analysed)} repetitions failed[/] (reasons in the tables and the JSON)")
-    reruns = sum(1 for o in run.outcomes if o.superseded)
+    reruns = sum(1 for o in run.outcomes if o.superseded and not o.disturbed.startswith(RETRIED))
     if reruns:
         out.print(f"{reruns} repetition(s) were disturbed by steal or other load and run again "
                   "(see the noise table's 'disturbed' column)", markup=False)
+    if run.executor == "ray":
+        out.print(f"ray: {run.retried_blocks} block(s) retried after losing their worker or node, "
+                  f"{run.failed_blocks} failed" + (" (reasons in the tables and the JSON)" if run.failed_blocks else ""),
+                  markup=False, soft_wrap=True)
     out.print(f"results: {run.json_path}  store: {run.store_path} (run {run.id})", markup=False, soft_wrap=True)
     if run.reports:
         out.print(f"report: {run.reports['html']}  summary: {run.reports['md']}", markup=False, soft_wrap=True)

@@ -11,6 +11,10 @@ calibration repetition per cell (support, and each group's batch size) → rando
 blocks → with ``until = "decided"``, more blocks for the inconclusive comparisons only, at the
 planned looks → analysis, once → the JSON document and the HTML/Markdown reports, all rendered
 from that one ``StoredRun``. Every repetition is committed to the store as it finishes.
+
+Repetitions run through an executor: this machine, one at a time (``run/local.py``, the
+default), or a Ray cluster, each randomised block a task on one node (``run/ray.py``,
+``executor="ray"``; Ray is imported only then).
 """
 
 from __future__ import annotations
@@ -253,7 +257,8 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
               out_dir: str | os.PathLike | None = DEFAULT_OUT_DIR, progress: local.Progress | bool | None = None,
               reports: bool = True, setup: bool = True, margin_pct: float | None = None,
               multiplicity: bool | None = None, console: Any = None,
-              on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None = None) -> "StudyRun":
+              on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None = None,
+              executor: str | Any = "local", address: str | None = None) -> "StudyRun":
     """Run a study and return it as a stored run, analysed.
 
     Args:
@@ -266,14 +271,49 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         setup: build a missing setup worker build (openssl@3.6) first.
         margin_pct, multiplicity: override the study's ``margin_pct`` / ``multiplicity``.
         on_host: called with the host fingerprint and checks before measuring.
+        executor: where the repetitions run: ``"local"`` (this machine, one at a time),
+            ``"ray"`` (blocks as Ray tasks on a Ray cluster, ``run.ray``; Ray is imported only
+            then), or an executor object (``run.local.LocalExecutor``, ``run.ray.RayExecutor``).
+        address: with ``executor="ray"``: the Ray head's ``HOST:PORT`` (None: ``RAY_ADDRESS``,
+            else a private local Ray instance).
 
     Returns a ``StudyRun`` (a ``StoredRun``: ``.deltas``, ``.summaries``, ``.analysis``, ...,
-    plus the paths written). Raises StudyError, UsageError, StoreError, WorkerError
-    subclasses; on KeyboardInterrupt the repetitions finished so far are in the store and the
+    plus the paths written, and with Ray the blocks retried or failed). Raises StudyError,
+    UsageError, StoreError, WorkerError subclasses, RayError subclasses (Ray missing, the
+    cluster unreachable, a node refused, a ``hosts`` selector no node matches) before anything
+    is stored; on KeyboardInterrupt the repetitions finished so far are in the store and the
     run is marked interrupted.
     """
+    ex = make_executor(executor, address)
     plan = source if isinstance(source, StudyPlan) else plan_study(
         source, setup=setup, margin_pct=margin_pct, multiplicity=multiplicity, console=console)
+    try:
+        return _run_study(plan, ex, store=store, out_dir=out_dir, progress=progress, reports=reports,
+                          on_host=on_host)
+    finally:
+        ex.close()
+
+
+def make_executor(executor: str | Any, address: str | None = None) -> Any:
+    """The executor ``run_study`` uses: ``"local"`` → ``run.local.LocalExecutor``; ``"ray"`` →
+    ``run.ray.RayExecutor(address)`` (the only place that module is imported); an object is
+    used as it is. Raises UsageError for another name, or for ``address`` without Ray."""
+    if not isinstance(executor, str):
+        return executor
+    if executor == "ray":
+        from cryptoperf.run.ray import RayExecutor
+        return RayExecutor(address)
+    if executor != "local":
+        raise UsageError(f"--executor {executor!r} is not one of local, ray")
+    if address is not None:
+        raise UsageError("--address is the Ray cluster's address: give it with --executor ray")
+    return local.LocalExecutor()
+
+
+def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out_dir: str | os.PathLike | None,
+               progress: local.Progress | bool | None, reports: bool,
+               on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None) -> "StudyRun":
+    """``run_study`` once its plan and executor are made: see there."""
     if progress is True:
         progress = ProgressBar()
     bar = progress or local.NoProgress()
@@ -282,6 +322,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     host = hostinfo.fingerprint(hello.raw, {n: h.raw for n, (_, h) in plan.workers.items() if n != builds.DEFAULT})
     checks = hostinfo.run_checks()
     host["checks"] = [c.as_dict() for c in checks]
+    host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing
     if on_host is not None:
         on_host(host, checks)
     paths = {n: p for n, (p, _) in plan.workers.items()}
@@ -294,13 +335,18 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=s.seed,
                               analysis=plan.analysis.as_dict(), process=hostinfo.process_identity())
 
+        rows: dict[int, int] = {}  # id(outcome) → its results row
+
         def record(o: Outcome) -> None:
             outcomes.append(o)
-            st.add_result(run_id, outcome_dict(o))
+            rows[id(o)] = st.add_result(run_id, outcome_dict(o))
+
+        def superseded(lost: list[Outcome], why: str) -> None:
+            st.supersede(run_id, [rows[id(o)] for o in lost if id(o) in rows], why)
 
         def execute(reps: list[Repetition], what: str) -> None:
-            local.execute(reps, plan.settings, paths, on_outcome=record, progress=bar, description=what,
-                          disturbed=disturbed, unmasked=unmasked)
+            ex.execute(reps, plan.settings, paths, on_outcome=record, progress=bar, description=what,
+                       disturbed=disturbed, unmasked=unmasked, on_superseded=superseded)
 
         try:
             execute(schedule.calibration(plan.cells), f"{s.name}: calibrating")
@@ -327,6 +373,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             meta = next(r for r in st.runs() if int(r["id"]) == run_id)
             run = StudyRun.from_outcomes(meta, s, outcomes, plan.analysis)
             run.store_path = st.path if st.path is not None else st.location
+            run.executor, run.retried_blocks, run.failed_blocks = ex.name, ex.retried_blocks, ex.failed_blocks
             if out_dir is not None:
                 run.json_path = report_json.write(report_json.study_document(run, st.location),
                                                   report_json.result_path(out_dir, s.name, started, run_id))
@@ -361,11 +408,16 @@ def calibrated(cells: Sequence[Cell], outcomes: Sequence[Outcome]) -> tuple[dict
     """From the calibration outcomes: each group's batch size (``schedule.group_batch``) and the
     cells worth running blocks of (neither unsupported nor invalid at calibration: more
     repetitions cannot change that answer; a failed calibration is tried again in the blocks)."""
-    cal = {o.cell.key: o for o in outcomes if o.repetition.block == CALIBRATION_BLOCK}
-    batches = {g: schedule.group_batch((cal[c.key].result or {}).get("batch") for c in members
-                                       if c.key in cal and cal[c.key].status == OK)
+    cal: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        if o.repetition.block == CALIBRATION_BLOCK and not o.superseded:
+            cal.setdefault(o.cell.key, []).append(o)
+    # With the Ray executor's every-node, each node calibrates: the group's batch is the largest
+    # any node needed, and a cell runs where any node could measure it.
+    batches = {g: schedule.group_batch((o.result or {}).get("batch") for c in members
+                                       for o in cal.get(c.key, ()) if o.status == OK)
                for g, members in schedule.groups(cells).items()}
-    runnable = [c for c in cells if c.key not in cal or cal[c.key].status in (OK, "failed")]
+    runnable = [c for c in cells if c.key not in cal or any(o.status in (OK, "failed") for o in cal[c.key])]
     return batches, runnable
 
 
@@ -375,11 +427,17 @@ class StudyRun(StoredRun):
 
     Attributes (besides ``StoredRun``'s): store_path: the store (a SQLite file's path, or a
     PostgreSQL URL with its password masked); json_path: the JSON document
-    (None when no ``out_dir``); reports: format → path of the HTML and Markdown reports."""
+    (None when no ``out_dir``); reports: format → path of the HTML and Markdown reports;
+    executor: ``local`` or ``ray``; retried_blocks: blocks Ray ran again whole after losing
+    their worker or node; failed_blocks: blocks given up (their repetitions failed, with the
+    reason)."""
 
     store_path: Path | str | None = None
     json_path: Path | None = None
     reports: dict[str, Path] = field(default_factory=dict)
+    executor: str = "local"
+    retried_blocks: int = 0
+    failed_blocks: int = 0
 
 
 # --------------------------------------------------------------------------- speed

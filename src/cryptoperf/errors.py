@@ -115,6 +115,23 @@ class MissingDependency(CryptoperfError, ImportError):
     message names the ``pip install`` that fixes it."""
 
 
+class RayError(CryptoperfError):
+    """The Ray executor (``--executor ray``) cannot run the study: Ray is not installed, the
+    cluster at ``--address`` cannot be reached or refuses the connection, no node of the
+    cluster can run a block, or a block's task failed in a way no retry can help. The message
+    names the address or the node."""
+
+
+class RayNotInstalled(RayError):
+    """``--executor ray`` without Ray installed; the message names the ``pip install`` that
+    fixes it."""
+
+
+class NodeMismatch(RayError):
+    """A Ray node runs another cryptoperf or worker version than the driver (or has no
+    worker): refused, with the node's address, host name and versions in the message."""
+
+
 class SetupError(CryptoperfError):
     """``cryptoperf setup`` (or a study's first-use build) cannot make a worker build: cargo is
     missing, the build failed (the message gives cargo's last error line and where its full

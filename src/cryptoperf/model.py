@@ -30,6 +30,10 @@ OK, UNSUPPORTED, INVALID, FAILED = "ok", "unsupported", "invalid", "failed"
 STATUSES = (OK, UNSUPPORTED, INVALID, FAILED)
 #: The block number of calibration repetitions (they fix each group's batch size).
 CALIBRATION_BLOCK = 0
+#: How ``Outcome.disturbed`` of a superseded outcome starts when it was not disturbed but
+#: belonged to a block whose Ray node was lost mid-block: the whole block ran again, so that
+#: its paired comparison never mixes two machines.
+RETRIED = "retried: "
 
 #: Cell attributes that follow the key's four parts as ``/name=value`` when not at their default.
 _KEY_ATTRS = (("cpu", BASELINE), ("build", DEFAULT_BUILD))
@@ -180,9 +184,12 @@ class Outcome:
         disturbed: why the host disturbed this repetition (steal or other load above the
             study's threshold), '' if it did not.
         superseded: True when a later attempt of the same cell and block replaces it (a
-            disturbed repetition that was re-run); superseded outcomes are stored, not analysed.
-        host: the host fingerprint (``hostinfo.fingerprint``) of the machine that ran it, for a
-            run spread over several machines; None when it ran on the run's own host.
+            disturbed repetition that was re-run, or one of a block that ran again on another
+            Ray node, ``disturbed`` starting with ``RETRIED``); superseded outcomes are stored,
+            not analysed.
+        host: the host fingerprint (``hostinfo.fingerprint``, plus ``ray_node``: its Ray node
+            id and address) of the machine that ran it, when that is not the run's host (the
+            Ray executor's nodes); None: the run's host.
     """
 
     repetition: Repetition

@@ -504,6 +504,16 @@ class Store:
             superseded=int(bool(r.get("superseded"))), disturbed=r.get("disturbed") or "",
             batch=r.get("batch"), host_json=json.dumps(dict(host)) if host is not None else None))
 
+    def supersede(self, run_id: int, result_ids: list[int], why: str) -> None:
+        """Mark results ``result_ids`` (ids ``add_result`` returned) of run ``run_id`` as
+        superseded, with ``why`` in ``disturbed``: the Ray executor's repetitions of a block
+        whose node was lost mid-block and that ran again whole (no schema change: the columns
+        a disturbed re-run uses)."""
+        if result_ids:
+            self._write(sa.update(results_table)
+                        .where(results_table.c.run_id == run_id, results_table.c.id.in_(list(result_ids)))
+                        .values(superseded=1, disturbed=why))
+
     def finish_run(self, run_id: int, finished_at: str, status: str) -> None:
         """Set a run's ``finished_at`` and final ``status`` (complete, interrupted, failed)."""
         self._write(sa.update(runs_table).where(runs_table.c.id == run_id)

@@ -59,7 +59,8 @@ class Option:
         name: the key.
         type: ``string``, ``int``, ``float``, ``bool``, ``strings`` (list of strings), ``ints``
             (list of ints), ``sizes`` (list of byte counts: ints or size strings such as
-            ``"16KiB"``, read by ``opnames.parse_size``) or ``table``.
+            ``"16KiB"``, read by ``opnames.parse_size``), ``hosts`` (a list of node selectors
+            or the string ``every-node``, see ``HostSelector``) or ``table``.
         default: the value when the key is absent; ``REQUIRED`` if it must be given; None if
             absence has a meaning described in ``help``.
         min, max: inclusive bounds for numbers and for every element of ``ints``.
@@ -167,6 +168,12 @@ OPTIONS: tuple[Option, ...] = (
            "Coefficient of variation across repetitions above which the noise table and the "
            "report warn; verdicts do not use it (noise widens their intervals instead).",
            above=0, max=1000, unit="%"),
+    Option("study", "hosts", "hosts", None,
+           "With --executor ray: the Ray nodes the study's blocks run on. A list of node "
+           "selectors a node must all match, each 'label:KEY=VALUE' (a node label, `ray start "
+           "--labels`) or 'resource:NAME' (a custom resource, `ray start --resources`); with "
+           "\"every-node\" (alone or in the list) every matching node runs every cell, for a "
+           "fleet comparison. Default: any node. The local executor ignores it."),
     Option("study", "bootstrap_resamples", "int", None,
            "No longer used: intervals are t intervals, not bootstrap ones. Accepted and ignored, "
            "so that older study files still parse.", min=1),
@@ -190,6 +197,10 @@ OPTIONS: tuple[Option, ...] = (
            f"{builds.OPENSSL_NEXT}` or on first use, and cached). Only the openssl backend "
            "changes, so a configuration with another library runs on backend openssl only; "
            "not with fips = true. Every result records the library version measured."),
+    Option("configuration", "hosts", "hosts", None,
+           "With --executor ray: node selectors ('label:KEY=VALUE', 'resource:NAME') this "
+           "configuration needs on top of [study] hosts; a block runs every configuration of a "
+           "cell on one node, so its node must match the selectors of all of them."),
     Option("operation", "label", "string", None,
            "Row label in the delta table; default: the op template."),
     Option("operation", "op", "string", REQUIRED,
@@ -221,6 +232,61 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 SECTIONS = ("study", "configuration", "operation")
+
+#: ``hosts = "every-node"``: every eligible Ray node runs every cell.
+EVERY_NODE = "every-node"
+_LABEL_KEY = re.compile(r"^([A-Za-z0-9.\-]+/)?[A-Za-z0-9]([A-Za-z0-9_.\-]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9_.\-]*[A-Za-z0-9])?)?$")
+
+
+@dataclass(frozen=True)
+class HostSelector:
+    """One element of ``hosts``: what a Ray node must have to run a block.
+
+    Attributes:
+        kind: ``label`` (the node has label ``name`` = ``value``: ``ray start --labels``) or
+            ``resource`` (the node offers custom resource ``name``: ``ray start --resources``;
+            ``value`` is '').
+        name, value: as written.
+    """
+
+    kind: str
+    name: str
+    value: str = ""
+
+    @property
+    def text(self) -> str:
+        """As a study file writes it: ``label:cpu=icelake``, ``resource:qat``."""
+        return f"label:{self.name}={self.value}" if self.kind == "label" else f"resource:{self.name}"
+
+    def matches(self, labels: Mapping[str, str], resources: Mapping[str, float]) -> bool:
+        """True if a node with these labels and resources (as ``ray.nodes()`` gives them)
+        satisfies this selector (a resource must be offered in a positive amount)."""
+        if self.kind == "label":
+            return labels.get(self.name) == self.value
+        return float(resources.get(self.name) or 0) > 0
+
+    @classmethod
+    def parse(cls, text: str) -> "HostSelector":
+        """``label:KEY=VALUE`` or ``resource:NAME``. Raises ValueError saying what is accepted
+        (label keys and values as Ray, like Kubernetes, spells them: letters, digits, ``-``,
+        ``_``, ``.``, a key with an optional ``prefix/``)."""
+        kind, sep, rest = text.partition(":")
+        accepted = ('write "label:KEY=VALUE" (a node label), "resource:NAME" (a custom resource) '
+                    f'or "{EVERY_NODE}"')
+        if not sep or kind not in ("label", "resource"):
+            raise ValueError(f"not a node selector; {accepted}")
+        if kind == "resource":
+            if not rest or not re.fullmatch(r"[A-Za-z0-9_.:\-]+", rest):
+                raise ValueError(f"resource needs a name of letters, digits, '_', '-', '.'; {accepted}")
+            return cls("resource", rest)
+        key, eq, value = rest.partition("=")
+        if not eq or not key:
+            raise ValueError(f"a label selector is KEY=VALUE; {accepted}")
+        if not _LABEL_KEY.match(key) or not _LABEL_VALUE.match(value):
+            raise ValueError("a label key and value are letters, digits, '-', '_' and '.', beginning "
+                             "and ending with a letter or digit (a key may have a 'prefix/')")
+        return cls("label", key, value)
 _ARRAY_SECTIONS = ("configuration", "operation")
 
 
@@ -270,6 +336,8 @@ class Configuration:
         library: the OpenSSL its ``openssl`` backend links (``builds.LIBRARIES``:
             ``openssl@system``, ``openssl@3.6``); a configuration with another library than
             the system one is pinned to backend ``openssl``.
+        hosts: node selectors its blocks need with the Ray executor (``HostSelector``), on
+            top of the study's.
     """
 
     name: str
@@ -282,6 +350,7 @@ class Configuration:
     fips: bool = False
     build: str = builds.DEFAULT
     library: str = builds.SYSTEM_LIBRARY
+    hosts: tuple["HostSelector", ...] = ()
 
 
 @dataclass(frozen=True)
@@ -308,7 +377,9 @@ class Study:
     ``backends`` is None and ``rules`` None until ``check_against_worker`` fills in the worker's
     backends (when the file did not name any) and its rules; ``resolve`` needs the rules.
     ``text`` is the file's content (stored with every run). ``max_repetitions`` is the most
-    blocks a comparison gets (= ``repetitions`` unless ``until`` is ``decided``).
+    blocks a comparison gets (= ``repetitions`` unless ``until`` is ``decided``). ``hosts``
+    are the node selectors of ``[study] hosts`` (without ``every-node``, which sets
+    ``every_node``); only the Ray executor reads them.
     """
 
     path: str
@@ -336,6 +407,8 @@ class Study:
     source: "SourceMap" = field(repr=False, compare=False)
     rules: "WorkerRules | None" = field(default=None, repr=False, compare=False)
     work_dir: str | None = None
+    hosts: tuple["HostSelector", ...] = ()
+    every_node: bool = False
 
     def configuration(self, name: str) -> Configuration:
         """The configuration called ``name``; KeyError if none."""
@@ -481,6 +554,8 @@ def _type_ok(opt: Option, value: Any) -> bool:
         return isinstance(value, list) and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
     if opt.type == "sizes":  # each element is checked by _Parser.sizes
         return isinstance(value, list)
+    if opt.type == "hosts":  # each element is checked by _Parser.hosts
+        return isinstance(value, str) or (isinstance(value, list) and all(isinstance(v, str) for v in value))
     if opt.type == "table":
         return isinstance(value, dict)
     if opt.type == "bool":
@@ -491,6 +566,7 @@ def _type_ok(opt: Option, value: Any) -> bool:
 _TYPE_WORDS = {"string": "a string", "int": "an integer", "float": "a number",
                "strings": "a list of strings", "ints": "a list of integers",
                "sizes": 'a list of sizes (bytes, or strings such as "16KiB")', "table": "a table",
+               "hosts": 'a list of node selectors ("label:KEY=VALUE", "resource:NAME") or "every-node"',
                "bool": "true or false"}
 
 
@@ -543,7 +619,9 @@ class _Parser:
                     raise self.error(section, index, key,
                                      f"{v}{unit} is out of range; allowed: {opt.range_text()}{unit} "
                                      f"({opt.help.rstrip('.')})")
-            if opt.type in ("strings", "ints", "sizes") and not value:
+            if opt.type == "hosts":
+                value = self.hosts(section, index, key, value)
+            if opt.type in ("strings", "ints", "sizes", "hosts") and not value:
                 raise self.error(section, index, key, "must not be empty (omit the key for the default)")
             values[key] = float(value) if opt.type == "float" else value
         for opt in known.values():
@@ -571,6 +649,26 @@ class _Parser:
                 raise self.error(section, index, key,
                                  f"element {i} ({_toml_repr(v)}) is not a size: {e}") from None
         return out
+
+    def hosts(self, section: str, index: int, key: str, value: str | list[str]) -> list[str]:
+        """A ``hosts`` value as a list of its elements (a lone string is one element), each
+        checked: ``every-node`` (in [study] only) or a ``HostSelector``. Raises StudyError
+        naming the element and what is accepted."""
+        items = [value] if isinstance(value, str) else list(value)
+        for i, item in enumerate(items, start=1):
+            if item == EVERY_NODE:
+                if section != "study":
+                    raise self.error(section, index, key,
+                                     f'"{EVERY_NODE}" applies to the whole study; write hosts = '
+                                     f'"{EVERY_NODE}" in [study] (a configuration takes node selectors)')
+                continue
+            try:
+                HostSelector.parse(item)
+            except ValueError as e:
+                raise self.error(section, index, key, f"element {i} ({_toml_repr(item)}): {e}") from None
+        if len(set(items)) != len(items):
+            raise self.error(section, index, key, "lists a selector twice")
+        return items
 
     def tables(self, section: str) -> list[dict]:
         """The ``[[section]]`` array of tables; StudyError if absent or not an array of tables."""
@@ -650,7 +748,9 @@ class _Parser:
             threads=s["threads"], timeout_s=s["timeout_s"], seed=s["seed"],
             max_steal_pct=s["max_steal_pct"], max_other_load_pct=s["max_other_load_pct"],
             noise_threshold_pct=s["noise_threshold_pct"], configurations=tuple(configs),
-            operations=tuple(operations), source=self.source, work_dir=s["work_dir"])
+            operations=tuple(operations), source=self.source, work_dir=s["work_dir"],
+            hosts=tuple(HostSelector.parse(h) for h in s["hosts"] or () if h != EVERY_NODE),
+            every_node=EVERY_NODE in (s["hosts"] or ()))
         _check_templates(study)
         return study
 
@@ -688,7 +788,8 @@ class _Parser:
         return Configuration(name=v["name"], description=v["description"], backend=backend,
                              variables=variables, params=params, index=index, cpu=v["cpu"],
                              fips=v["fips"], build=builds.for_configuration(v["fips"], v["library"]),
-                             library=v["library"])
+                             library=v["library"],
+                             hosts=tuple(HostSelector.parse(h) for h in v["hosts"] or ()))
 
     def check_library(self, index: int, v: Mapping[str, Any]) -> str | None:
         """Check a configuration's ``library`` against ``fips`` and ``backend``; return its

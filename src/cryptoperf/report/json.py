@@ -37,7 +37,8 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
     (requested), ``superseded``, ``disturbed``, ``status``, ``reason``, timestamps,
     ``stderr_tail``, ``latency`` and ``throughput`` (derived; null unless ok), ``result``
     (the worker's message, histogram included; null if there was none) and ``host`` (the
-    fingerprint of the machine that ran it; null: the run's host)."""
+    fingerprint of the machine that ran it when that is not the run's host, e.g. a Ray node;
+    null otherwise)."""
     rep = o.repetition
     d = rep.cell.as_dict()
     d.update(block=rep.block, position=rep.position, attempt=rep.attempt, batch=rep.batch,

@@ -152,6 +152,37 @@ def execute(reps: Sequence[Repetition], settings: Settings, workers: Workers,
     return outcomes
 
 
+class LocalExecutor:
+    """The default executor: every repetition on this machine, one at a time (``execute``).
+
+    The interface the engine drives (the Ray executor, ``run.ray.RayExecutor``, has the same):
+    ``start(plan)`` before the run is stored (returns what to add to the run's host
+    fingerprint, nothing here), ``execute(...)`` for each phase, ``close()`` at the end, and the
+    counts ``retried_blocks`` and ``failed_blocks`` (blocks run again or lost with a node;
+    always 0 here)."""
+
+    name = "local"
+    retried_blocks = 0
+    failed_blocks = 0
+
+    def start(self, plan: object) -> dict:
+        """Nothing to prepare; returns {} (nothing to add to the host fingerprint)."""
+        return {}
+
+    def execute(self, reps: Sequence[Repetition], settings: Settings, workers: Workers,
+                on_outcome: Callable[[Outcome], None] | None = None, progress: Progress | None = None,
+                description: str = "measuring", disturbed: Callable[[Outcome], str] | None = None,
+                unmasked: Mapping[tuple[str, str], str] | None = None,
+                on_superseded: Callable[[list[Outcome], str], None] | None = None) -> list[Outcome]:
+        """``execute`` (this module's function) on this machine; ``on_superseded`` is never
+        called (a block here never runs again whole)."""
+        return execute(reps, settings, workers, on_outcome=on_outcome, progress=progress,
+                       description=description, disturbed=disturbed, unmasked=unmasked)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
 def _emit(outcome: Outcome, outcomes: list[Outcome], on_outcome: Callable[[Outcome], None] | None,
           progress: Progress) -> None:
     outcomes.append(outcome)
