@@ -150,12 +150,19 @@ def storage_families(run: StoredRun) -> list[Family]:
     return families(run, ops=(STORAGE,))
 
 
-def _e(e: stats.Estimate | None, digits: str = ".4g") -> str:
+def _mb(x: float) -> str:
+    """MB/s as text: 4 significant digits below 1000 (``655.5``), whole numbers with
+    thousands separators from there (``28,130``)."""
+    return f"{x:,.0f}" if x >= 1000 else f"{x:.4g}"
+
+
+def _e(e: stats.Estimate | None) -> str:
+    """An MB/s estimate with its interval: ``1,273 [1,140, 1,422]``; '—' without one."""
     if e is None:
         return "—"
     if e.low is None or e.high is None:
-        return format(e.value, digits)
-    return f"{format(e.value, digits)} [{format(e.low, digits)}, {format(e.high, digits)}]"
+        return _mb(e.value)
+    return f"{_mb(e.value)} [{_mb(e.low)}, {_mb(e.high)}]"
 
 
 def _p(x: float | None) -> str:
