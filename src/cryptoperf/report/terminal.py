@@ -637,10 +637,9 @@ def _describe(rep: Repetition) -> str:
     return f"{c.backend} {what}{size}{conf} {where}{again}"
 
 
-class ProgressBar:
-    """A ``run.local.Progress`` on stderr: a live bar with the repetition running and the time
-    left on a terminal; one line per finished repetition otherwise (logs, CI), where a live bar
-    cannot show."""
+class _Bar:
+    """What the progress displays share: a live Rich bar naming the current item on a terminal,
+    plain lines otherwise (logs, CI), where a live bar cannot show."""
 
     def __init__(self, console: Console | None = None):
         self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
@@ -649,8 +648,8 @@ class ProgressBar:
         self._task = None
         self._done = self._total = 0
 
-    def begin(self, description: str, total: int) -> None:
-        """Start a bar (or a log section) for ``total`` repetitions."""
+    def _start(self, description: str, total: int, unit: str) -> None:
+        """Start a bar (or a log line) for ``total`` ``unit``."""
         self._done, self._total = 0, total
         if self.live:
             self._progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
@@ -659,7 +658,23 @@ class ProgressBar:
             self._progress.start()
             self._task = self._progress.add_task(description, total=total, current="")
         else:
-            self.console.print(f"{description}: {total} repetitions", markup=False)
+            self.console.print(f"{description}: {total} {unit}", markup=False)
+
+    def end(self) -> None:
+        """Remove the bar."""
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+class ProgressBar(_Bar):
+    """A ``run.local.Progress`` on stderr: a live bar with the repetition running and the time
+    left on a terminal; one line per finished repetition otherwise (logs, CI), where a live bar
+    cannot show."""
+
+    def begin(self, description: str, total: int) -> None:
+        """Start a bar (or a log section) for ``total`` repetitions."""
+        self._start(description, total, "repetitions")
 
     def starting(self, rep: Repetition) -> None:
         """Show what runs now."""
@@ -683,36 +698,15 @@ class ProgressBar:
         self.console.print(f"[{self._done}/{self._total}] {_describe(outcome.repetition)}: {what}{flag}",
                            markup=False, highlight=False)
 
-    def end(self) -> None:
-        """Remove the bar."""
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
 
-
-class StepProgress:
+class StepProgress(_Bar):
     """Progress of a job made of named steps (``publish.Progress``) on stderr: a live bar
     naming the last step on a terminal; a line at about every tenth of the steps otherwise
     (logs, CI)."""
 
-    def __init__(self, console: Console | None = None):
-        self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
-        self.live = self.console.is_terminal
-        self._progress: Progress | None = None
-        self._task = None
-        self._done = self._total = 0
-
     def begin(self, description: str, total: int) -> None:
         """Start a bar (or a log line) for ``total`` steps."""
-        self._done, self._total = 0, total
-        if self.live:
-            self._progress = Progress(TextColumn("[progress.description]{task.description}"), BarColumn(),
-                                      MofNCompleteColumn(), TextColumn("{task.fields[current]}", markup=False),
-                                      TimeRemainingColumn(), console=self.console, transient=True)
-            self._progress.start()
-            self._task = self._progress.add_task(description, total=total, current="")
-        else:
-            self.console.print(f"{description}: {total} steps", markup=False)
+        self._start(description, total, "steps")
 
     def step(self, what: str) -> None:
         """One more step done, ``what`` it was."""
@@ -721,9 +715,3 @@ class StepProgress:
             self._progress.update(self._task, advance=1, current=what)
         elif self._done == self._total or self._done % max(1, self._total // 10) == 0:
             self.console.print(f"[{self._done}/{self._total}] {what}", markup=False)
-
-    def end(self) -> None:
-        """Remove the bar."""
-        if self._progress is not None:
-            self._progress.stop()
-            self._progress = None
