@@ -33,7 +33,8 @@ from cryptoperf.report.render import md_table
 from cryptoperf.report.sections import Section, register
 from cryptoperf.report.terminal import fmt_size
 from cryptoperf.report.workload_sections import (BAND_LEVEL, Family, Point, _gid, _ms, _render,
-                                                 _tps, families, throughput_estimate, verdict_text)
+                                                 _tps, families, throughput_estimate, verdict_kind,
+                                                 verdict_text)
 from cryptoperf.stored import StoredRun
 
 #: The workload these sections draw.
@@ -181,9 +182,7 @@ def rows(run: StoredRun, family: Family) -> list[dict[str, Any]]:
         s = p.summary
         f = figures(run, p)
         d = view.delta_for(run, s)
-        v = verdict_text(run, p)
-        kind = ("baseline" if v == "baseline" else
-                d.verdict.kind if d is not None and d.verdict is not None and d.status == "ok" else "na")
+        v, kind = verdict_text(run, p), verdict_kind(run, p)
         ok = d is not None and d.status == "ok"
         out.append({"level": p.load.label if p.load.kind == "open" else f"{p.load.connections} thread"
                     + ("s" if p.load.connections != 1 else ""),
@@ -194,7 +193,7 @@ def rows(run: StoredRun, family: Family) -> list[dict[str, Any]]:
                     "mb_ratio": ratio_text(d.throughput) if ok else "",
                     "cpu_ratio": ratio_text(d.cpu_per_op) if ok else "",
                     "verdict": v, "kind": kind, "measured": bool(p.outcomes), "status": s.status,
-                    "reason": s.reason, "open": p.load.kind == "open"})
+                    "reason": s.reason})
     return out
 
 

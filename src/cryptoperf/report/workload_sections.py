@@ -254,6 +254,16 @@ def verdict_text(run: StoredRun, point: Point) -> str:
     return d.verdict.text
 
 
+def verdict_kind(run: StoredRun, point: Point) -> str:
+    """The level's verdict kind for CSS: ``baseline``, the verdict's kind (``slower``,
+    ``faster``, ``equivalent``, ``inconclusive``), or ``na`` without one."""
+    s = point.summary
+    if run.study is not None and s.cell.configuration == run.study.baseline:
+        return "baseline"
+    d = view.delta_for(run, s)
+    return d.verdict.kind if d is not None and d.verdict is not None and d.status == "ok" else "na"
+
+
 def merged_latency(point: Point) -> stats.Latency | None:
     """Percentiles (ns) of the cell's measured repetitions' histograms merged (as the latency
     section's CDF), or None without any."""
@@ -448,10 +458,8 @@ def level_rows(run: StoredRun, family: Family) -> list[dict[str, Any]]:
     rows = []
     for p in family.points:
         s = p.summary
-        d = view.delta_for(run, s)
         v = verdict_text(run, p)
-        kind = ("baseline" if v == "baseline" else
-                d.verdict.kind if d is not None and d.verdict is not None and d.status == "ok" else "na")
+        kind = verdict_kind(run, p)
         rows.append({"level": f"{p.load.label} ({p.load.text})", "configuration": p.configuration,
                      "tps": _tps(throughput_estimate(p)) + _mb_s(throughput_estimate(p), bytes_per_tx(p)),
                      "p50": _ms(s.p50_ns), "p99": _ms(s.p99_ns),
