@@ -1298,12 +1298,14 @@ pub fn run(case: &WorkloadCase, spec: &Spec, backend: &dyn Backend) -> Finish {
         Ok(k) => k,
         Err(e) => return Finish::Invalid(e, json!({})),
     };
+    // The items exist before the job (authored content); staging signs them.
+    let items: Vec<Vec<u8>> = if spec.stages() { (0..spec.items).map(|j| item(j, spec.item_bytes)).collect() } else { vec![] };
     let stage = |backend: &dyn Backend| -> Result<Vec<Vec<u8>>, BackendError> {
-        if !spec.stages() {
+        if items.is_empty() {
             return Ok(vec![]);
         }
         let mut signer = backend.signer(spec.sig_alg(), &mgmt_key.pair())?;
-        (0..spec.items).map(|j| signer.sign(&item(j, spec.item_bytes))).collect()
+        items.iter().map(|data| signer.sign(data)).collect()
     };
     let probe_signatures = match stage(backend) {
         Ok(s) => s,
