@@ -139,12 +139,18 @@ class StudyPlan:
     def estimated_seconds(self) -> float:
         """A rough wall-clock estimate: calibration plus the first look's blocks, in s. A
         workload's repetition also starts its server process, makes its certificates and runs
-        its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``)."""
+        its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a job's takes time by its targets
+        (``schedule.job_seconds``)."""
         total = 0.0
-        for cells, overhead in ((sum(not c.is_workload for c in self.cells), 0.05),
-                                (sum(c.is_workload for c in self.cells), schedule.WORKLOAD_OVERHEAD_S)):
+        jobs = [c for c in self.cells if c.op in workload.JOB_WORKLOADS]
+        timed = [c for c in self.cells if c not in jobs]
+        for cells, overhead in ((sum(not c.is_workload for c in timed), 0.05),
+                                (sum(c.is_workload for c in timed), schedule.WORKLOAD_OVERHEAD_S)):
             total += (schedule.calibration_seconds(cells, self.settings, overhead)
                       + schedule.estimated_seconds(cells * self.looks[0], self.settings, overhead))
+        # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
+        small = f"targets:{workload.CALIBRATION_TARGETS}"
+        total += sum(schedule.job_seconds(small) + self.looks[0] * schedule.job_seconds(c.load) for c in jobs)
         return total
 
 
