@@ -180,6 +180,23 @@ def kind_text(family: Family) -> str:
     return f"{f.get('job')}: {'; '.join(parts)}; phases {phases}" if parts else f"{f.get('job')}: phases {phases}"
 
 
+def took_text(run: StoredRun) -> str:
+    """How long the run took and on what host, in one sentence: ``This study took 10 min 12 s on
+    a 2-CPU AMD EPYC host (Linux 6.18…).``; '' without its times."""
+    import datetime as dt
+    m = run.meta
+    try:
+        t0 = dt.datetime.fromisoformat(str(m["started_at"]).replace("Z", "+00:00"))
+        t1 = dt.datetime.fromisoformat(str(m["finished_at"]).replace("Z", "+00:00"))
+    except (KeyError, TypeError, ValueError):
+        return ""
+    secs = int(round((t1 - t0).total_seconds()))
+    h = run.host or {}
+    kernel = str(h.get("kernel") or "").split(" #")[0]
+    host = f"a {h.get('logical_cpus', '?')}-CPU {h.get('cpu_model') or 'host'} host" + (f" ({kernel})" if kernel else "")
+    return f"This {m.get('kind') or 'run'} took {secs // 60} min {secs % 60} s on {host}, calibration included."
+
+
 def scale_text(run: StoredRun) -> str:
     """How the jobs are scaled against the published measurements they model, in one paragraph."""
     kinds: dict[str, dict[str, Any]] = {}
@@ -329,7 +346,10 @@ def summary_rows(run: StoredRun) -> list[dict[str, Any]]:
                     others.append(f"{p.load.label}: {stats.change_point_text(od.throughput)} ({od.verdict.kind})")
             level_pts = [q for q in fam.points if q.x == top]
             phases = slowed_text(phase_rows(run, level_pts), series)
-            notes = [x for x in (phases, _what_ran(run, at_top),
+            jobs = [fleet_of(o) for o in at_top.outcomes]
+            failed = sum(int(f.get("failed") or 0) for f in jobs)
+            lost = f"{failed} of {sum(int(f.get('targets') or 0) for f in jobs)} targets failed" if failed else ""
+            notes = [x for x in (phases, lost, _what_ran(run, at_top),
                                  ("other levels: " + "; ".join(others)) if others else "") if x]
             base_e = per_minute(throughput_estimate(base_pts[top])) if top in base_pts else None
             out.append({
@@ -364,6 +384,7 @@ differs from its name.</p>
   </tbody>
 </table>
 {% if scale %}<p class="sub">{{ scale }}</p>{% endif %}
+{% if took %}<p class="sub">{{ took }}</p>{% endif %}
 """
 
 
@@ -375,19 +396,21 @@ def fleet_summary(run: StoredRun) -> list[Section]:
     if not rows:
         return []
     scale = scale_text(run)
+    took = took_text(run)
     metric = run.analysis.settings.metric
 
     def html() -> str:
         return _render(_SUMMARY_HTML, rows=rows, baseline=baseline_name(run), method=run.analysis.method,
-                       metric=metric, scale=scale)
+                       metric=metric, scale=scale, took=took)
 
     md = (f"Change in targets per minute at the largest level against {baseline_name(run)}, with the study's "
           f"interval; verdicts on {metric}.\n\n" + md_table(
               ["Use case", "Configuration", "Level", "Performance delta", "Verdict", "Note"],
               [[r["use_case"], r["configuration"], r["level"], r["delta"], r["verdict"], r["note"]] for r in rows],
               align="lllrll"))
-    if scale:
-        md += f"\n{scale}\n"
+    for line in (scale, took):
+        if line:
+            md += f"\n{line}\n"
     return [Section("fleet-summary", "Fleet jobs: summary", html, md)]
 
 
