@@ -202,3 +202,14 @@ def test_a_fips_configuration_signing_with_sha1_stops_the_study_with_one_line(fa
     res = cli("study", write_study(text), "--dry-run")
     assert_one_line_error(res, "configuration 'slow-connect' on aws-lc: SHA-1 signature generation is not an "
                                "approved service in FIPS mode", code=2)
+
+
+def test_speed_runs_a_job_at_its_default_level_or_the_one_given(fake_worker, cli):
+    fake_worker()
+    res = cli("speed", "--op", "fleet-job", "--backend", "aws-lc", "--json", "--no-store")
+    assert res.code == 0, res.err
+    (row,) = json.loads(res.out)["results"]
+    assert row["status"] == "ok" and row["params"]["load"] == "targets:1"
+    res = cli("speed", "--op", "fleet-job", "--backend", "aws-lc", "--param", "load=targets:50", "--json", "--no-store")
+    assert res.code == 0, res.err
+    assert json.loads(res.out)["results"][0]["params"]["load"] == "targets:50"

@@ -494,8 +494,10 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     notes += more
     for op in chosen_ops:
         if op in rules.workloads and "load" not in op_params[op]:
-            # A workload's concurrency is its load level: --threads N is N connections.
-            op_params[op]["load"] = f"closed:{threads}"
+            # A workload's concurrency is its load level: --threads N is N connections; a job's
+            # level is its targets (the worker's default unless --param load=targets:N).
+            op_params[op]["load"] = (rules.op_defaults.get(op, {}).get("load") or "targets:1"
+                                     if op in workload.JOB_WORKLOADS else f"closed:{threads}")
     chosen_backends = tuple(backends) or hello.backend_names
     if baseline is not None:
         baseline = speed_baseline(baseline, chosen_backends)
