@@ -1338,13 +1338,14 @@ pub fn run(case: &WorkloadCase, spec: &Spec, backend: &dyn Backend) -> Finish {
         validation["negotiated"] = "probe failed".into();
         return invalid(format!("the probe target failed: {why}"), &validation);
     }
-    let negotiated: Option<Negotiated> = serde_json::from_value(probe["negotiated"].clone()).ok();
     let negotiated_json = probe["negotiated"].clone();
-    if let Some(n) = &negotiated {
-        if let Some(why) = n.mismatch(&spec.p) {
-            validation["negotiated"] = why.clone().into();
-            return invalid(format!("negotiated differs from the request: {why}"), &validation);
-        }
+    let Ok(negotiated) = serde_json::from_value::<Negotiated>(negotiated_json.clone()) else {
+        validation["negotiated"] = "the probe reported no negotiation".into();
+        return invalid("the probe target reported no negotiation".into(), &validation);
+    };
+    if let Some(why) = negotiated.mismatch(&spec.p) {
+        validation["negotiated"] = why.clone().into();
+        return invalid(format!("negotiated differs from the request: {why}"), &validation);
     }
     if probe["mismatches"].as_u64().unwrap_or(0) > 0 {
         return invalid("the probe target's check digests differ from the baseline".into(), &validation);
