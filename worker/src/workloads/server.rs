@@ -34,6 +34,10 @@ pub type Handler = Arc<dyn Fn(TcpStream) -> Result<u64, String> + Send + Sync>;
 pub struct ServerSide {
     pub handler: Handler,
     pub setup: Value,
+    /// Run once by every serving thread before the server says it listens: per-thread state a
+    /// handler would otherwise make at its first connection, inside a measurement (`fleet-job`'s
+    /// agents: a signer per key). `None`: nothing to prepare.
+    pub thread_init: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 /// Why the server could not start: `code` as in the protocol's errors (`port_in_use`,
@@ -253,25 +257,35 @@ pub fn child_main() -> i32 {
     let t0 = clock::monotonic_ns();
     let threads = config["threads"].as_u64().unwrap_or(1).clamp(1, crate::measure::load::MAX_CONCURRENCY as u64);
     let listener = Arc::new(listener);
+    // Every serving thread prepares its state (thread_init) before the server says it listens.
+    let ready = Arc::new(std::sync::Barrier::new(threads as usize + 1));
     for _ in 0..threads {
         let (listener, handler, served, errors, first_error) =
             (listener.clone(), side.handler.clone(), served.clone(), errors.clone(), first_error.clone());
         let stall = case.common.stall;
-        std::thread::spawn(move || loop {
-            let Ok((stream, _)) = listener.accept() else { continue };
-            let _ = stream.set_nodelay(true);
-            stall_gate(stall, t0);
-            match handler(stream) {
-                Ok(n) => {
-                    served.fetch_add(n, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    errors.fetch_add(1, Ordering::Relaxed);
-                    first_error.lock().unwrap().get_or_insert(e);
+        let (init, ready) = (side.thread_init.clone(), ready.clone());
+        std::thread::spawn(move || {
+            if let Some(init) = init {
+                init();
+            }
+            ready.wait();
+            loop {
+                let Ok((stream, _)) = listener.accept() else { continue };
+                let _ = stream.set_nodelay(true);
+                stall_gate(stall, t0);
+                match handler(stream) {
+                    Ok(n) => {
+                        served.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        first_error.lock().unwrap().get_or_insert(e);
+                    }
                 }
             }
         });
     }
+    ready.wait();
     say(json!({"type": "listening", "address": local.ip().to_string(), "port": local.port(), "setup": side.setup, "pinned_cpu": pinned}));
     let stats = || {
         let (u, s) = process_cpu_ns();
