@@ -65,6 +65,21 @@ directory, as after a killed worker). ``ring`` answers
 the XTS schemes unsupported ("ring has no AES-XTS"), ``layer = dm-crypt`` unsupported ("dm-crypt
 layer unavailable: … (fake)").
 
+``fleet-job`` (a job over ``targets:N``, docs/worker-protocol.md "fleet-job") answers from a
+schedule it computes, deterministically: each target's phases (the job kind's, from the hello
+snapshot's ``job_kinds``, or ``phases``) take ``fleet_phase_ns[phase]`` (default
+FLEET_PHASE_NS) × the script's latency factor (config_factor, rep_factors, noise_cv, masks,
+fips_factor: as for other workloads, relative to WORKLOAD_LATENCY_NS["fleet-job"]) ×
+``fleet_phase_factor[configuration][phase]`` (default 1) × the slice's contention,
+1 + ``fleet_contention`` (default 0.05) × (cap − 1) × (1 + ``fleet_slice_overhead`` (default 0.05)
+× (slices − 1)); target i goes to slice i mod slices, whose ``cap`` lanes each take the next of
+its targets when free; a job with ``auth = sign`` starts with a ``stage`` of
+FLEET_STAGE_NS × the factor. ``inject_close`` targets fail half-way through their second phase,
+``inject_bad_cert`` ones in connect, each with a reason as the real worker's; ``inject_tamper``
+targets report one mismatch. Processes report CPU timelines, peak RSS and descriptors (a slice:
+cap + 4). In the FIPS build, ``sign_digest`` (or ``digest``) sha1 is unsupported, as in the real
+worker.
+
 The environment variable FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
 builds can differ under one spec) sets the openssl backend's ``library_version`` in hello and
 results (default "fake-1.0"), e.g. "3.6.3 1 Jul 2026" for a fake openssl@3.6 build.
@@ -120,7 +135,11 @@ FIPS_BACKENDS = SPEC.get("fips_backends", ["aws-lc"])
 FALLBACK_WORKLOADS = ("tls-handshake", "tls-bulk", "ike-phase1")
 #: A workload transaction's scripted latency alone (ns) without latency_ns (tls-bulk: + size).
 WORKLOAD_LATENCY_NS = {"tls-handshake": 500_000, "tls-bulk": 200_000, "ike-phase1": 1_500_000,
-                       "storage": 100_000}  # storage: only its scale matters (storage_result)
+                       "storage": 100_000,  # storage, fleet-job: only the scale matters
+                       "fleet-job": 1_000_000}
+#: fleet-job: each phase's time for one target alone (ns), and the job-level stage's.
+FLEET_PHASE_NS = {"connect": 2_000_000, "push": 1_500_000, "checks": 2_500_000, "report": 1_000_000}
+FLEET_STAGE_NS = 3_000_000
 #: The latency histogram's shape around a level's latency L: (share of transactions, × L).
 WORKLOAD_SHAPE = ((0.9, 1.0), (0.09, 1.5), (0.009, 3.0), (0.001, 6.0))
 TLS_VERSIONS = {"1.3": "TLSv1.3", "1.2": "TLSv1.2"}
@@ -378,6 +397,8 @@ def run(req):
         latency *= math.exp(rng.gauss(0.0, math.sqrt(math.log1p(cv * cv))))
     if op == "storage":
         return send(storage_result(req, base, params, latency / WORKLOAD_LATENCY_NS["storage"], config, rep))
+    if op == "fleet-job":
+        return send(fleet_result(req, base, params, latency / WORKLOAD_LATENCY_NS["fleet-job"], config, rep))
     if is_workload(op):
         return send(workload_result(req, base, op, params, max(1.0, latency), config, rep))
     latency = max(1, int(round(latency)))
@@ -411,6 +432,9 @@ def parse_load(text):
     if m and float(m.group(1)) > 0 and 1 <= int(m.group(2) or 32) <= 1024:
         return {"kind": "open", "threads": int(m.group(2) or 32), "rate_per_s": float(m.group(1)),
                 "corrected": True}
+    m = re.fullmatch(r"targets:(\d+)", text.strip())
+    if m and 1 <= int(m.group(1)) <= 10_000:
+        return {"kind": "targets", "targets": int(m.group(1)), "rate_per_s": None, "corrected": False}
     return None
 
 
@@ -519,6 +543,13 @@ def workload_result(req, base, op, params, alone_ns, config, rep):
 def workload_refusal(backend, op, params):
     """Why a workload cannot run on ``backend`` with ``params`` (as the real worker's run and
     check say it), or None."""
+    if op == "fleet-job":
+        if backend == "rustcrypto":
+            return "backend 'rustcrypto' has no TLS implementation here; fleet-job runs on aws-lc, ring and openssl"
+        if in_fips_mode(backend) and params.get("sign_digest", params.get("digest")) == "sha1":
+            return ("SHA-1 signature generation is not an approved service in FIPS mode (fake): give "
+                    "sign_digest = \"sha256\"")
+        return None
     if op == "storage":
         if params.get("layer") == "dm-crypt":
             return "dm-crypt layer unavailable: this kernel has no device-mapper (fake)"
@@ -530,6 +561,115 @@ def workload_refusal(backend, op, params):
     if op != "ike-phase1" and backend == "rustcrypto":
         return "rustcrypto has no TLS stack here"
     return None
+
+
+def fleet_result(req, base, params, factor, config, rep):
+    """A ``fleet-job`` result (status ok) from the schedule in the module's docstring."""
+    load = parse_load(str(params.get("load", "targets:1")))
+    if load is None or load["kind"] != "targets":
+        return {**base, "status": "invalid", "reason": "fleet-job's level is a number of targets: load = targets:N"}
+    n = load["targets"]
+    kinds = RULES["op_params"]["fleet-job"].get("job_kinds") or {}
+    kind = kinds[params.get("job", "audit")]
+    phases = [p.strip() for p in str(params["phases"]).split(",")] if params.get("phases") else kind["phases"]
+    cap, slices, agents = int(params.get("cap", 20)), int(params.get("slices", 1)), int(params.get("agents", 2))
+    auth = params.get("auth", kind["auth"])
+    items = int(params.get("items", kind["items"]))
+    stages = "push" in phases and auth == "sign" and items > 0
+    ids = lambda key: {int(x) for x in str(params.get(key, "")).split(",") if x.strip()}
+    close, bad_cert, tamper = ids("inject_close"), ids("inject_bad_cert"), ids("inject_tamper")
+    contention = (1 + SPEC.get("fleet_contention", 0.05) * (cap - 1)) * (
+        1 + SPEC.get("fleet_slice_overhead", 0.05) * (slices - 1))
+    per_phase = {p: SPEC.get("fleet_phase_ns", FLEET_PHASE_NS)[p] * factor * contention
+                 * SPEC.get("fleet_phase_factor", {}).get(config, {}).get(p, 1.0) for p in phases}
+    stage_ns = int(FLEET_STAGE_NS * factor) if stages else 0
+    rows, failures, mismatches, hist = [], [], [], HdrHistogram(1, 3_600_000_000_000, 3)
+    end, completed = stage_ns, 0
+    for j in range(slices):
+        lanes = [stage_ns] * min(cap, max(1, len(range(j, n, slices))))
+        for i in range(j, n, slices):
+            k = min(range(len(lanes)), key=lambda x: (lanes[x], x))
+            t = lanes[k]
+            row, failed = [i, j, "ok"], None
+            for pi, p in enumerate(phases):
+                if failed:
+                    row += [None, None]
+                    continue
+                d = per_phase[p]
+                if i in bad_cert and pi == 0:
+                    failed = (p, "handshake: invalid peer certificate: UnknownIssuer (fake)")
+                elif i in close and pi == 1:
+                    d, failed = d / 2, (p, "peer closed connection without sending TLS close_notify (fake)")
+                row += [int(t / 1000), int((t + d) / 1000)]
+                t += d
+            if failed:
+                row[2] = "failed"
+                failures.append({"target": i, "slice": j, "phase": failed[0], "reason": failed[1]})
+            else:
+                completed += 1
+                hist.record_value(max(1, int(t - lanes[k])))
+            if i in tamper and "checks" in phases and not failed:
+                mismatches.append({"target": i, "checks": 1})
+            lanes[k] = t
+            end = max(end, t)
+            rows.append(row)
+    rows.sort(key=lambda r: r[0])
+    wall_ns = max(1, int(end))
+    # each slice keeps its CPU 60 % busy over the job, the agents together 90 % of one CPU
+    mgmt_ns = int(0.6 * (end - stage_ns) * slices) + stage_ns
+    agent_ns = int(0.9 * end)
+    seconds = wall_ns / 1e9
+    steal = round(100.0 * steal_ticks(req.get("id", ""), config, rep) / 200, 3)
+    slice_ns = [(mgmt_ns - stage_ns) // slices] * slices
+    processes = [{"role": "coordinator", "index": 0, "pid": 1000, "pinned_cpu": None, "cpu_ns": stage_ns,
+                  "peak_rss_bytes": 11 << 20, "max_fds": 10, "timeline_offset_ms": -400.0,
+                  "timeline": timeline(seconds + 0.4, 1.0, steal)}]
+    for j in range(slices):
+        processes.append({"role": "slice", "index": j, "pid": 1001 + j, "pinned_cpu": j if slices < 2 else None,
+                          "cpu_ns": slice_ns[j], "peak_rss_bytes": (12 << 20) + cap * (64 << 10),
+                          "max_fds": min(cap, n) + 4, "timeline_offset_ms": -300.0,
+                          "timeline": timeline(seconds + 0.3, 100.0 * slice_ns[j] / wall_ns, steal)})
+    for a in range(agents):
+        processes.append({"role": "agent", "index": a, "pid": 2001 + a, "pinned_cpu": 1 if slices < 2 else None,
+                          "cpu_ns": agent_ns // agents, "peak_rss_bytes": (13 << 20) + n * 2048 // agents,
+                          "max_fds": min(cap * slices, n) // agents + 6, "timeline_offset_ms": -350.0,
+                          "timeline": timeline(seconds + 0.35, 100.0 * agent_ns / agents / wall_ns, steal)})
+    busy = min(200, int(round(200 * (100.0 * (mgmt_ns + agent_ns) / (wall_ns * 2) + 1.0) / 100)))
+    columns = ["target", "slice", "status"] + [f"{p}_{e}_us" for p in phases for e in ("start", "end")]
+    cert = params.get("cert", "rsa2048")
+    digest = params.get("digest", "sha256")
+    item_bytes = int(params.get("item_bytes", kind["item_bytes"]))
+    checks = int(params.get("checks", kind["checks"]))
+    return {**base, "status": "ok", "ops": completed, "bytes_per_op": 0, "batch": 1, "timing": "individual",
+            "wall_ns": wall_ns, "cpu_ns": [stage_ns] + slice_ns, "cpu_ns_total": mgmt_ns, "tsc_cycles": None,
+            "steal_ticks": int(round(steal * 2)), "total_ticks": 200, "busy_ticks": busy,
+            "histogram": hist.encode().decode("ascii"), "samples": completed,
+            "sample_ns_stats": {"min": hist.get_min_value(), "max": hist.get_max_value()},
+            "workload": "fleet-job", "mode": "socket", "load": dict(load), "late": 0,
+            "client_timeline": processes[1]["timeline"],
+            "server": {"cpu_ns": agent_ns, "transactions": completed, "address": "127.0.0.1:40001",
+                       "timeline": processes[-1]["timeline"]},
+            "placement": ("slices on CPU 0, agents on CPU 1 (the host's 2 CPUs)" if slices < 2 else
+                          f"not pinned: {slices} slice(s) and {agents} agent(s) share this process's 2 CPU(s), "
+                          "none left to keep the agents apart"),
+            "negotiated": {"version": "TLSv1.3", "cipher_suite": "TLS_AES_128_GCM_SHA256",
+                           "group": params.get("group", "p256"), "signature_scheme": SIGNATURE_SCHEMES.get(cert, "?"),
+                           "resumed": False},
+            "validation": {"kat": "not applicable (fake)", "negotiated": "pass", "probe": "pass (fake)",
+                           "digests": "pass (fake)", "signatures": "pass (fake)"},
+            "fleet": {"job": params.get("job", "audit"), "what": kind["what"], "targets": n,
+                      "slices": slices, "cap": cap, "agents": agents, "cert": cert,
+                      "group": params.get("group", "p256"), "suite": params.get("suite", "aes-128-gcm"),
+                      "digest": digest, "sign_digest": params.get("sign_digest", digest), "auth": auth,
+                      "items": items, "item_bytes": item_bytes,
+                      "push_bytes": items * item_bytes if "push" in phases else 0,
+                      "checks": checks if "checks" in phases else 0,
+                      "file_bytes": int(params.get("file_bytes", kind["file_bytes"])), "phases": phases,
+                      "completed": completed, "failed": len(failures), "setup_ms": 300.0,
+                      "job_phases": [{"name": "stage", "start_us": 0, "end_us": stage_ns // 1000}] if stages else [],
+                      "records": {"columns": columns, "rows": rows}, "failures": failures,
+                      "mismatches": mismatches, "agent_errors": 0, "agent_first_error": None,
+                      "processes": processes, "host_cpus": 2, "key_pool": "fixed keys (fake)"}}
 
 
 def storage_result(req, base, params, factor, config, rep):

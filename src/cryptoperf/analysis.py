@@ -54,7 +54,7 @@ class Settings:
     def metric(self) -> str:
         """The verdicts' metric for people, e.g. ``p50 latency``."""
         if self.verdict_on == stats.BY_LOAD:
-            return ("throughput for closed loads, CPU time per operation for byte-rate loads, "
+            return ("throughput for closed loads and jobs, CPU time per operation for byte-rate loads, "
                     "p50 latency for other open loads and primitives")
         return stats.METRICS[self.verdict_on][0]
 

@@ -143,12 +143,18 @@ class StudyPlan:
     def estimated_seconds(self) -> float:
         """A rough wall-clock estimate: calibration plus the first look's blocks, in s. A
         workload's repetition also starts its server process, makes its certificates and runs
-        its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``)."""
+        its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a job's takes time by its targets
+        (``schedule.job_seconds``)."""
         total = 0.0
-        for cells, overhead in ((sum(not c.is_workload for c in self.cells), 0.05),
-                                (sum(c.is_workload for c in self.cells), schedule.WORKLOAD_OVERHEAD_S)):
+        jobs = [c for c in self.cells if c.op in workload.JOB_WORKLOADS]
+        timed = [c for c in self.cells if c not in jobs]
+        for cells, overhead in ((sum(not c.is_workload for c in timed), 0.05),
+                                (sum(c.is_workload for c in timed), schedule.WORKLOAD_OVERHEAD_S)):
             total += (schedule.calibration_seconds(cells, self.settings, overhead)
                       + schedule.estimated_seconds(cells * self.looks[0], self.settings, overhead))
+        # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
+        small = f"targets:{workload.CALIBRATION_TARGETS}"
+        total += sum(schedule.job_seconds(small) + self.looks[0] * schedule.job_seconds(c.load) for c in jobs)
         return total
 
 
@@ -549,8 +555,10 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     notes += more
     for op in chosen_ops:
         if op in rules.workloads and "load" not in op_params[op]:
-            # A workload's concurrency is its load level: --threads N is N connections.
-            op_params[op]["load"] = f"closed:{threads}"
+            # A workload's concurrency is its load level: --threads N is N connections; a job's
+            # level is its targets (the worker's default unless --param load=targets:N).
+            op_params[op]["load"] = (rules.op_defaults.get(op, {}).get("load") or "targets:1"
+                                     if op in workload.JOB_WORKLOADS else f"closed:{threads}")
     chosen_backends = tuple(backends) or hello.backend_names
     if baseline is not None:
         baseline = speed_baseline(baseline, chosen_backends)

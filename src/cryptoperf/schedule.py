@@ -39,8 +39,9 @@ def expand(study: Study) -> list[Cell]:
 
     def add(backend: str, operation, configs) -> None:
         resolved = {c.name: study.resolve(c, operation) for c in configs}
-        workloads = any(study.is_workload(op) for op, _ in resolved.values())
-        loads = operation.loads or ((workload.DEFAULT_LOAD,) if workloads else (None,))
+        workloads = [op for op, _ in resolved.values() if study.is_workload(op)]
+        default = (study.rules.op_defaults.get(workloads[0], {}).get("load") if workloads and study.rules else None)
+        loads = operation.loads or ((default or workload.DEFAULT_LOAD,) if workloads else (None,))
         for size in operation.sizes or (None,):
             for load in loads:
                 for config in configs:
@@ -137,7 +138,9 @@ def run_request(rep: Repetition, settings: Settings,
                 unmasked_vector: str | None = None) -> dict[str, Any]:
     """The worker protocol's ``run`` request for ``rep`` (docs/worker-protocol.md).
 
-    A calibration repetition measures for ``CALIBRATION_SECONDS`` without warm-up.
+    A calibration repetition measures for ``CALIBRATION_SECONDS`` without warm-up; a job's
+    (``targets:N``) runs at most ``workload.CALIBRATION_TARGETS`` targets: it tells whether the
+    cell runs and is valid, and a job has no batch size to calibrate.
     ``unmasked_vector`` is the capability vector the cell's library reported in a process
     started without a mask, which the worker checks its vector against (baseline: equal).
     """
@@ -156,6 +159,10 @@ def run_request(rep: Repetition, settings: Settings,
     }
     if unmasked_vector is not None:
         req["cpu_vector_unmasked"] = unmasked_vector
+    load = rep.cell.load
+    if rep.calibration and load is not None and load.startswith("targets:"):
+        n = workload.parse_load(load).targets or 1
+        req["params"]["load"] = f"targets:{min(n, workload.CALIBRATION_TARGETS)}"
     return req
 
 
@@ -163,6 +170,20 @@ def run_request(rep: Repetition, settings: Settings,
 #: certificates (RSA-4096 key generation is the slow part) and the cross-checks; measured about
 #: 0.65 s on average over studies/tls-handshake.toml on a 2-vCPU VM (2026-11-23).
 WORKLOAD_OVERHEAD_S = 0.65
+
+
+#: A job repetition's start-up beyond its targets' work, in s (agents issuing the targets'
+#: certificates, the slices, the probe), and a job's seconds per target on 2 cores, both rough
+#: figures measured with the release worker on a 2-vCPU VM (AWS-LC, RSA-2048: 1.5–5 ms per
+#: target depending on the job kind; RSA-4096 about three times that) for estimates only.
+JOB_OVERHEAD_S = 0.8
+JOB_SECONDS_PER_TARGET = 0.006
+
+
+def job_seconds(load: str | None) -> float:
+    """A rough wall-clock estimate of one job repetition at ``load`` (``targets:N``), in s."""
+    n = workload.parse_load(load).targets if load else None
+    return JOB_OVERHEAD_S + (n or 1) * JOB_SECONDS_PER_TARGET
 
 
 def estimated_seconds(n_repetitions: int, settings: Settings, per_repetition_overhead_s: float = 0.05) -> float:

@@ -432,21 +432,24 @@ METRICS: dict[str, tuple[str, bool]] = {
 
 #: ``verdict_on`` value deciding each workload level on what it measures: throughput for a
 #: closed loop (its latency is concurrency ÷ throughput, and scheduler-dominated once the
-#: connections outnumber the CPUs), CPU time per operation for an open loop offered as a byte
-#: rate (``open:100MB/s``: the throughput is fixed, and what it costs to sustain is the
-#: question), p50 latency for any other open loop (its throughput is the offered rate) and for
-#: primitive operations.
+#: connections outnumber the CPUs) and for a job (``targets:N``: targets per unit of time, the
+#: figure a fleet job is judged by; its per-target time is a latency under the job's own
+#: concurrency), CPU time per operation for an open loop offered as a byte rate
+#: (``open:100MB/s``: the throughput is fixed, and what it costs to sustain is the question),
+#: p50 latency for any other open loop (its throughput is the offered rate) and for primitive
+#: operations.
 BY_LOAD = "by_load"
 _BYTE_RATE = re.compile(r"^open:[\d.]+\s*[KMG]i?B/s", re.IGNORECASE)
 
 
 def metric_for(verdict_on: str, load: str | None) -> str:
     """The ``METRICS`` key a comparison is decided on: ``verdict_on`` itself, or for
-    ``BY_LOAD`` ``throughput`` when ``load`` is a closed loop (``closed:…``), ``cpu_per_op``
-    when it is an open loop at a byte rate (``open:100MB/s``) and ``latency`` otherwise."""
+    ``BY_LOAD`` ``throughput`` when ``load`` is a closed loop (``closed:…``) or a job
+    (``targets:…``), ``cpu_per_op`` when it is an open loop at a byte rate (``open:100MB/s``) and
+    ``latency`` otherwise."""
     if verdict_on != BY_LOAD:
         return verdict_on
-    if load is not None and load.startswith("closed"):
+    if load is not None and load.startswith(("closed", "targets")):
         return "throughput"
     return "cpu_per_op" if load is not None and _BYTE_RATE.match(load) else "latency"
 

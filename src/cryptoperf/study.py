@@ -213,14 +213,17 @@ OPTIONS: tuple[Option, ...] = (
     Option("operation", "params", "table", None,
            "A workload's parameters (tls-handshake: tls_version, cert, group, suite, session; "
            "tls-bulk: the same without session, and record_bytes; ike-phase1: dh_group, "
-           "rsa_bits, digest; every workload: mode = socket|memory, address, port); values are "
+           "rsa_bits, digest; fleet-job: job, phases, cert, digest, sign_digest, cap, slices, "
+           "agents, items, item_bytes, auth, checks, file_bytes; every workload: mode = "
+           "socket|memory, address, port); values are "
            "strings or integers and may use {var}. The worker's hello lists each workload's "
            "parameters and values (docs/worker-protocol.md, \"Workloads\")."),
     Option("operation", "loads", "strings", None,
            "A workload's load levels, each its own row: " + workload.SYNTAX + ", or a rate sweep "
            "open:LOW..HIGH (LOW, 2·LOW, 4·LOW, … HIGH). closed = N "
            "connections back to back; open = transactions due at RATE whatever happened before, "
-           "latency from when each was due (corrected for coordinated omission). Default closed:1."),
+           "latency from when each was due (corrected for coordinated omission); targets:N = a job "
+           "over N targets (fleet-job). Default: the worker's (closed:1; a job's targets:1)."),
     Option("operation", "optional", "bool", False,
            "Skip this operation, with one line saying why, where the host or a library cannot run "
            "it (the worker's check before the first repetition, e.g. storage's layer = "
@@ -910,8 +913,14 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
             raise study.error("operation", o.index, "params",
                               f"{name} '{value}'{via} is not one of {', '.join(allowed)}{_suggest(value, allowed)}")
     mode = study.substitute(config, o, "params", str(o.params.get("mode", "socket")))
+    job = op in workload.JOB_WORKLOADS
     for text in o.loads or ():
         load = workload.parse_load(text)
+        if job != (load.targets is not None):
+            raise study.error("operation", o.index, "loads",
+                              f"'{op}' is a job: its levels are numbers of targets, targets:N (not '{text}')" if job
+                              else f"load '{text}' is a job level; only {', '.join(workload.JOB_WORKLOADS)} takes one "
+                                   f"('{op}' takes closed:N or open:RATE)")
         if load.bytes_per_s is not None:
             if op not in workload.BYTE_RATE_WORKLOADS:
                 raise study.error("operation", o.index, "loads",
@@ -925,6 +934,16 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
         problem = workload.descriptor_problem(load, mode)
         if problem:
             raise study.error("operation", o.index, "loads", problem)
+    if job:
+        params = {k: study.substitute(config, o, "params", str(v)) for k, v in o.params.items()}
+        try:
+            cap, slices = workload.job_concurrency(params, rules.op_defaults.get(op, {}))
+        except ValueError as e:
+            raise study.error("operation", o.index, "params", str(e)) from None
+        problem = workload.job_descriptor_problem(cap, slices)
+        if problem:
+            raise study.error("operation", o.index, "params" if "cap" in o.params or "slices" in o.params
+                              else "loads", problem)
     if "port" in o.params:
         address = study.substitute(config, o, "params", str(o.params.get("address", "127.0.0.1")))
         try:

@@ -16,7 +16,10 @@ written as the worker reads them (docs/worker-protocol.md, "Workloads"):
 - ``open:100MB/s`` (or ``open:100MB/s/THREADS``) — an open level given as a byte rate, for the
   ``storage`` workload: the offered I/Os per second are the rate over the I/O size
   (``block_bytes``), worked out when the request is made (``worker_load``). The CPU such a
-  level needs is what capacity planning asks ("what does it cost to sustain 100 MB/s?").
+  level needs is what capacity planning asks ("what does it cost to sustain 100 MB/s?");
+- ``targets:N`` — a job over N targets, for the ``fleet-job`` workload (``JOB_WORKLOADS``): a
+  fixed amount of work rather than a time window; its throughput is targets per minute and its
+  concurrency the job's own (``cap`` targets in flight per slice, ``slices`` slices).
 
 Each level is its own row: the cell's label is the operation's label with the level
 (``full handshake @ c=10``, ``@ 500/s``), so verdicts compare configurations at each level.
@@ -41,12 +44,15 @@ OPEN_THREADS = 32
 #: Most connections one level may use (the worker's MAX_CONCURRENCY).
 MAX_CONCURRENCY = 1024
 SYNTAX = ("closed:N, closed:N@RATE, open:RATE or open:RATE/THREADS (N, THREADS 1..1024; RATE per "
-          "second; storage also takes a byte rate, open:100MB/s)")
+          "second; storage also takes a byte rate, open:100MB/s; fleet-job takes targets:N)")
 _NUM = r"(\d+(?:\.\d+)?)"
 _CLOSED = re.compile(r"^closed:(\d+)(?:@" + _NUM + r")?$")
 _OPEN = re.compile(r"^open:" + _NUM + r"(?:/(\d+))?$")
 #: A byte rate: ``open:100MB/s``, ``open:1.5GB/s/8``, ``open:200MiB/s`` (decimal MB = 10⁶ B, as
 #: MB/s is printed everywhere in cryptoperf; MiB = 2²⁰ B).
+_TARGETS = re.compile(r"^targets:(\d+)$")
+#: Most targets one job level may name (the worker's MAX_TARGETS).
+MAX_TARGETS = 10_000
 _OPEN_BYTES = re.compile(r"^open:" + _NUM + r"\s*(KB|MB|GB|KiB|MiB|GiB)/s(?:/(\d+))?$", re.IGNORECASE)
 _BYTE_UNITS = {"kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30}
 #: File descriptors a process keeps beside its connections (stdio, pipes, the listener, the
@@ -66,6 +72,8 @@ class Load:
             for an unpaced closed loop and for a byte-rate level (its transactions per second
             depend on the I/O size: ``per_s``).
         bytes_per_s: an open level given as a byte rate (``open:100MB/s``), else None.
+        targets: a job level's targets (``targets:N``, kind ``targets``), else None; such a
+            level's ``connections`` is 1 (a job's concurrency is its cap and slices).
     """
 
     text: str
@@ -73,11 +81,14 @@ class Load:
     connections: int
     rate_per_s: float | None
     bytes_per_s: float | None = None
+    targets: int | None = None
 
     @property
     def label(self) -> str:
         """Short text for a row label: ``c=10``, ``c=1 @ 200/s`` (paced), ``500/s`` (open),
-        ``100 MB/s`` (a byte rate)."""
+        ``100 MB/s`` (a byte rate), ``1000 targets`` (a job)."""
+        if self.targets is not None:
+            return f"{self.targets} target{'s' if self.targets != 1 else ''}"
         if self.bytes_per_s is not None:
             return f"{self.bytes_per_s / 1e6:g} MB/s"
         rate = None if self.rate_per_s is None else f"{self.rate_per_s:g}/s"
@@ -88,7 +99,9 @@ class Load:
     @property
     def level(self) -> float:
         """The number a throughput-vs-load plot puts on its x axis: connections for a closed
-        loop, the rate for an open one (bytes per second for a byte rate)."""
+        loop, the rate for an open one (bytes per second for a byte rate), the targets of a job."""
+        if self.targets is not None:
+            return float(self.targets)
         if self.kind == "closed":
             return float(self.connections)
         return float(self.bytes_per_s if self.bytes_per_s is not None else self.rate_per_s or 0.0)
@@ -119,6 +132,9 @@ def parse_load(text: str) -> Load:
         threads = int(m.group(2)) if m.group(2) else OPEN_THREADS
         if rate > 0 and 1 <= threads <= MAX_CONCURRENCY:
             return Load(t, "open", threads, rate)
+    m = _TARGETS.match(t)
+    if m and 1 <= int(m.group(1)) <= MAX_TARGETS:
+        return Load(t, "targets", 1, None, targets=int(m.group(1)))
     m = _OPEN_BYTES.match(t)
     if m:
         rate = float(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
@@ -235,11 +251,48 @@ def row_label(label: str, load: str | None) -> str:
     return label if load is None else f"{label} @ {parse_load(load).label}"
 
 
+#: Workloads whose levels are jobs (``targets:N``): a fixed amount of work, their own processes.
+JOB_WORKLOADS = ("fleet-job",)
+#: Targets a calibration repetition of a job runs at most: it tells whether the cell runs and is
+#: valid (a job has no batch size to calibrate), not how fast.
+CALIBRATION_TARGETS = 10
+
+
+def job_concurrency(params: dict, defaults: dict) -> tuple[int, int]:
+    """A job's ``(cap, slices)``: targets in flight per slice and slices, from its ``params`` or
+    the worker's ``defaults`` (its hello). Raises ValueError (one line) for a value that is not a
+    whole number."""
+    out = []
+    for name in ("cap", "slices"):
+        value = params.get(name, defaults.get(name, 1))
+        try:
+            out.append(int(value))
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} {value!r} is not a whole number") from None
+    return out[0], out[1]
+
+
+def job_descriptor_problem(cap: int, slices: int) -> str | None:
+    """Why this host cannot run a job of ``slices`` slices with ``cap`` targets in flight each,
+    or None: each slice holds up to ``cap`` connections, and one agent may hold all the slices'
+    (``slices × cap``), each beside ``FD_RESERVE`` descriptors; the soft RLIMIT_NOFILE must
+    cover the agent's. The number of targets does not enter: a finished target's connection is
+    closed."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = slices * cap + FD_RESERVE
+    if soft != resource.RLIM_INFINITY and need > soft:
+        return (f"a job with cap = {cap} and {slices} slice{'s' if slices != 1 else ''} needs about {need} file "
+                f"descriptors in an agent process ({slices * cap} connections + {FD_RESERVE}), but the limit is "
+                f"{soft} (ulimit -n); raise it or lower cap")
+    return None
+
+
 def descriptor_problem(load: Load, mode: str) -> str | None:
     """Why this host cannot serve the level, or None: in socket mode each connection holds a
     descriptor in the client process and one in the server process, beside ``FD_RESERVE``;
-    the soft RLIMIT_NOFILE must cover that."""
-    if mode != "socket":
+    the soft RLIMIT_NOFILE must cover that. (A job level's descriptors depend on its cap and
+    slices instead: ``job_descriptor_problem``.)"""
+    if mode != "socket" or load.targets is not None:
         return None
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = load.connections + FD_RESERVE

@@ -27,6 +27,9 @@ usage: cryptoperf-worker            serve protocol v1 on stdin/stdout (docs/work
        cryptoperf-worker --serve-workload
                                     the server side of a socket workload (started by a
                                     worker for its own run, not by hand; docs/worker-protocol.md)
+       cryptoperf-worker --fleet-slice
+                                    one slice of a fleet-job's management side (started by a
+                                    worker for its own run, not by hand; docs/worker-protocol.md)
 ";
 
 /// The worker's command line (`args` without the program name); returns the exit status.
@@ -47,6 +50,7 @@ pub fn main(args: Vec<String>) -> i32 {
             }
         },
         [workloads::server::FLAG] => workloads::server::child_main(),
+        [workloads::fleet_job::SLICE_FLAG] => workloads::fleet_job::slice_main(),
         ["--hello"] => {
             let request = br#"{"type":"hello","protocol":1,"detail":true}"#;
             let mut out = Vec::new();

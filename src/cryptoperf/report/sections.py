@@ -64,7 +64,7 @@ _REGISTRY: list[tuple[int, str, SectionBuilder]] = []
 
 #: modules whose import registers builders; imported by ``builders()`` before first use.
 BUILTIN_MODULES = ("cryptoperf.report.core_sections", "cryptoperf.report.workload_sections",
-                   "cryptoperf.report.storage_sections")
+                   "cryptoperf.report.storage_sections", "cryptoperf.report.fleet_sections")
 
 
 def register(order: int, name: str | None = None) -> Callable[[SectionBuilder], SectionBuilder]:

@@ -45,7 +45,8 @@ BAND_LEVEL = stats.DEFAULT_LEVEL
 #: Panels of the load plots, in order: (kind, x axis label, title).
 PANELS = (("closed", "closed loop: client connections", "closed loop"),
           ("paced", "paced closed loop: target rate (transactions/s)", "paced closed loop"),
-          ("open", "open loop: offered rate (transactions/s)", "open loop"))
+          ("open", "open loop: offered rate (transactions/s)", "open loop"),
+          ("targets", "job: targets", "job"))
 #: Line styles of the latency percentiles: (label, Latency attribute, matplotlib style).
 PERCENTILE_STYLES = (("p50", "p50_ns", "-"), ("p90", "p90_ns", "--"), ("p99", "p99_ns", "-."),
                      ("p99.9", "p999_ns", ":"))
@@ -73,14 +74,18 @@ class Point:
 
     @property
     def panel(self) -> str:
-        """``closed`` (unpaced closed loop), ``paced`` (closed loop paced to a rate) or ``open``."""
-        if self.load.kind == "open":
-            return "open"
+        """``closed`` (unpaced closed loop), ``paced`` (closed loop paced to a rate), ``open``, or
+        ``targets`` (a job)."""
+        if self.load.kind in ("open", "targets"):
+            return self.load.kind
         return "paced" if self.load.rate_per_s is not None else "closed"
 
     @property
     def x(self) -> float:
-        """The x of this level on a load plot: connections (closed), else the rate per s."""
+        """The x of this level on a load plot: connections (closed), targets (a job), else the
+        rate per s."""
+        if self.panel == "targets":
+            return float(self.load.targets or 0)
         return float(self.load.connections) if self.panel == "closed" else float(self.load.rate_per_s or 0.0)
 
     @property
@@ -148,17 +153,24 @@ def _mode(s: CellSummary, outcomes: Sequence[Outcome]) -> str:
 #: "Throughput vs load" and the latency objective, whose connection and server columns do not
 #: apply to them.
 OWN_SECTIONS = ("storage",)
+#: Jobs (``targets:N`` levels: report/fleet_sections.py), left out of every section here unless
+#: asked for by name (``families(ops=...)``): a job's figures are its own (targets per minute,
+#: phases, processes).
+JOBS = ("fleet-job",)
 
 
 def families(run: StoredRun, ops: Sequence[str] | None = None, exclude: Sequence[str] = ()) -> list[Family]:
     """The run's workload cells arranged by (backend, operation label, size, mode), in
     first-seen order; empty for a run without workloads. ``ops``: only cells of these
-    workloads; ``exclude``: none of these. Unparsable load levels are skipped."""
+    workloads; ``exclude``: none of these; jobs (``JOBS``) only when named in ``ops``.
+    Unparsable load levels are skipped."""
     order = {name: i for i, name in enumerate(view.series_order(run))}
     keyed: dict[tuple, list[Point]] = {}
     for s in run.summaries.values():
         c = s.cell
         if not c.is_workload or (ops is not None and c.op not in ops) or c.op in exclude:
+            continue
+        if c.op in JOBS and (ops is None or c.op not in ops):
             continue
         try:
             load = parse_load(str(c.load))

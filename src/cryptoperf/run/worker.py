@@ -89,6 +89,8 @@ class WorkerRules:
         limits: ``max_threads``, ``max_seconds``, ``max_warmup_s``, ``max_size_bytes``.
         workloads: the ops that are workloads (``op_params`` says ``workload: true``): they take
             the parameters ``op_params`` lists plus a load level.
+        op_defaults: workload → the value each of its parameters takes when not given (its
+            ``defaults`` in hello: e.g. ``load``, ``fleet-job``'s ``cap`` and ``slices``).
     """
 
     backends: tuple[str, ...]
@@ -98,6 +100,7 @@ class WorkerRules:
     param_values: Mapping[str, tuple[str, ...]]
     limits: Mapping[str, float]
     workloads: frozenset[str] = frozenset()
+    op_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
 
     @classmethod
     def from_hello(cls, hello: Mapping[str, Any]) -> "WorkerRules":
@@ -112,10 +115,11 @@ class WorkerRules:
             backends = tuple(b["backend"] for b in hello["backends"])
             ops = tuple(hello["ops"])
             workloads = frozenset(op for op, r in hello["op_params"].items() if r.get("workload"))
+            defaults = {op: dict(r.get("defaults") or {}) for op, r in hello["op_params"].items() if r.get("workload")}
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise WorkerError(f"the worker's hello lacks its operation rules or limits ({e}): it is "
                               "older than this cryptoperf; rebuild both with `pip install .`") from None
-        return cls(backends, ops, op_params, sizes, values, limits, workloads)
+        return cls(backends, ops, op_params, sizes, values, limits, workloads, defaults)
 
     def takes(self, op: str, param: str) -> bool:
         """True if ``op`` takes the run parameter ``param`` (``size_bytes``, ``digest``,

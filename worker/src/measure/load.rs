@@ -54,11 +54,19 @@ pub enum Load {
     /// Transactions due at `rate_per_s`, taken by `threads` client threads, each timed from
     /// when it was due (coordinated omission corrected).
     Open { rate_per_s: f64, threads: usize },
+    /// A fixed amount of work instead of a time window: one job over `targets` targets
+    /// (`targets:N`, the `fleet-job` workload, which schedules them itself; [`run_load`] refuses
+    /// it).
+    Targets { targets: usize },
 }
+
+/// Most targets a `targets:N` level may name.
+pub const MAX_TARGETS: usize = 10_000;
 
 impl Load {
     /// Parse `closed:N`, `closed:N@R`, `open:R` or `open:R/T` (N, T whole numbers 1..=1024;
-    /// R a rate per second, > 0). Errors name the syntax.
+    /// R a rate per second, > 0), or a job level `targets:N` (1..=[`MAX_TARGETS`]). Errors name
+    /// the syntax.
     pub fn parse(text: &str) -> Result<Load, String> {
         let bad = || {
             format!(
@@ -82,15 +90,21 @@ impl Load {
                 None => Ok(Load::Open { rate_per_s: rate(rest)?, threads: OPEN_THREADS }),
                 Some((r, t)) => Ok(Load::Open { rate_per_s: rate(r)?, threads: count(t)? }),
             },
+            "targets" => match rest.trim().parse::<usize>() {
+                Ok(n) if (1..=MAX_TARGETS).contains(&n) => Ok(Load::Targets { targets: n }),
+                _ => Err(format!("load '{text}' is not targets:N (N targets, 1..={MAX_TARGETS})")),
+            },
             _ => Err(bad()),
         }
     }
 
-    /// Client threads (and so connections at once) this level uses.
+    /// Client threads (and so connections at once) this level uses (1 for a job level, whose
+    /// concurrency is the job's own: `fleet-job`'s cap and slices).
     pub fn threads(&self) -> usize {
         match *self {
             Load::Closed { concurrency, .. } => concurrency,
             Load::Open { threads, .. } => threads,
+            Load::Targets { .. } => 1,
         }
     }
 
@@ -104,6 +118,9 @@ impl Load {
             }),
             Load::Open { rate_per_s, threads } => serde_json::json!({
                 "kind": "open", "threads": threads, "rate_per_s": rate_per_s, "corrected": true,
+            }),
+            Load::Targets { targets } => serde_json::json!({
+                "kind": "targets", "targets": targets, "rate_per_s": null, "corrected": false,
             }),
         }
     }
@@ -241,6 +258,7 @@ fn phase(txn: &mut TxnFn, load: Load, i: usize, start: u64, budget_ns: u64, next
             paced(txn, start, budget_ns, interval, offset)
         }
         Load::Open { rate_per_s, .. } => open(txn, start, budget_ns, rate_per_s, next),
+        Load::Targets { .. } => Err(BackendError::Failed("a targets:N level is a job, not a time window".into())),
     }
 }
 
@@ -455,5 +473,17 @@ mod tests {
         let failing = || Ok(Box::new(|| Err(BackendError::Failed("boom".into()))) as TxnFn);
         let e = run_load(failing, Load::Closed { concurrency: 2, pace_per_s: None }, Duration::ZERO, Duration::from_millis(50));
         assert!(matches!(e, Err(BackendError::Failed(m)) if m == "boom"));
+    }
+
+    #[test]
+    fn a_job_level_names_its_targets_and_is_no_time_window() {
+        assert_eq!(Load::parse("targets:1000"), Ok(Load::Targets { targets: 1000 }));
+        assert_eq!(Load::Targets { targets: 7 }.to_json()["targets"], 7);
+        for bad in ["targets:0", "targets:-3", "targets:many", "targets:100000"] {
+            let e = Load::parse(bad).unwrap_err();
+            assert!(e.contains(bad) && e.contains("targets:N"), "{bad}: {e}");
+        }
+        let make = || Ok(Box::new(|| Ok(())) as TxnFn);
+        assert!(run_load(make, Load::Targets { targets: 3 }, Duration::ZERO, Duration::from_millis(10)).is_err());
     }
 }

@@ -75,6 +75,56 @@ impl Sampler {
     }
 }
 
+/// Descriptors this process has open now (the entries of `/proc/self/fd`, the one the count
+/// reads included), or `None` where that directory cannot be read.
+pub fn open_fds() -> Option<usize> {
+    std::fs::read_dir("/proc/self/fd").ok().map(|d| d.count())
+}
+
+/// This process's peak resident set size in bytes so far (`VmHWM` of `/proc/self/status`, the
+/// kernel's high-water mark), or `None` where it cannot be read.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Time between two counts of a [`FdWatch`]: 20 ms (a count reads one directory, ~20 µs).
+pub const FD_INTERVAL: Duration = Duration::from_millis(20);
+
+/// The most descriptors this process held open at once while it ran: a thread counts them
+/// ([`open_fds`]) every [`FD_INTERVAL`]; [`FdWatch::stop`] returns the largest count (a
+/// descriptor opened and closed between two counts is not seen).
+pub struct FdWatch {
+    stop: Arc<AtomicBool>,
+    handle: std::thread::JoinHandle<usize>,
+}
+
+impl FdWatch {
+    /// Start counting in a thread of its own.
+    pub fn start() -> FdWatch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let handle = std::thread::spawn(move || {
+            let mut most = open_fds().unwrap_or(0);
+            while !flag.load(Ordering::Relaxed) {
+                std::thread::sleep(FD_INTERVAL);
+                most = most.max(open_fds().unwrap_or(0));
+            }
+            most
+        });
+        FdWatch { stop, handle }
+    }
+
+    /// Stop and return the largest count seen (the count now included).
+    pub fn stop(self) -> usize {
+        self.stop.store(true, Ordering::Relaxed);
+        let most = self.handle.join().unwrap_or(0);
+        most.max(open_fds().unwrap_or(0))
+    }
+}
+
 fn round1(x: f64) -> f64 {
     (x * 10.0).round() / 10.0
 }
@@ -95,5 +145,17 @@ mod tests {
         let busy: Vec<f64> = samples[..3].iter().map(|s| s.user_pct + s.system_pct).collect();
         assert!(busy.iter().all(|b| *b > 60.0 && *b < 140.0), "{busy:?}");
         assert!(samples.windows(2).all(|w| w[1].t_ms > w[0].t_ms));
+    }
+
+    #[test]
+    fn descriptors_and_peak_memory_are_counted() {
+        let watch = FdWatch::start();
+        let files: Vec<_> = (0..40).map(|_| std::fs::File::open("/proc/self/status").unwrap()).collect();
+        std::thread::sleep(FD_INTERVAL * 3);
+        drop(files);
+        let most = watch.stop();
+        assert!(most >= 40, "{most}");
+        assert!(open_fds().unwrap() < most);
+        assert!(peak_rss_bytes().unwrap() > 1 << 20);
     }
 }

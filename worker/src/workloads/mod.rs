@@ -3,11 +3,14 @@
 //! level (`crate::measure::load`) and reported through the same `run` request and `result` as
 //! the primitives (docs/worker-protocol.md, "Workloads").
 //!
-//! One file per workload ([`tls_handshake`], [`tls_bulk`], [`ike_phase1`], [`storage`]); a
-//! workload with a server side runs that side in a second worker process ([`server`]), pinned to
-//! its own CPU where the host has two, so each side's CPU time is measured apart. The TLS
-//! implementations live in [`tls`].
+//! One file per workload ([`tls_handshake`], [`tls_bulk`], [`ike_phase1`], [`storage`],
+//! [`fleet_job`]); a workload with a server side runs that side in a second worker process
+//! ([`server`]), pinned to its own CPU where the host has two, so each side's CPU time is
+//! measured apart. The TLS implementations live in [`tls`]. `fleet-job` is a fixed amount of
+//! work (a job over `targets:N`) rather than a window, run by processes of its own (agents,
+//! slices).
 
+pub mod fleet_job;
 pub mod ike_phase1;
 pub mod server;
 pub mod storage;
@@ -22,7 +25,8 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 /// Every workload name a `run` request may give as its `op`.
-pub const NAMES: [&str; 4] = [tls_handshake::NAME, tls_bulk::NAME, ike_phase1::NAME, storage::NAME];
+pub const NAMES: [&str; 5] =
+    [tls_handshake::NAME, tls_bulk::NAME, ike_phase1::NAME, storage::NAME, fleet_job::NAME];
 
 /// Parameters the workloads share, beside their own: the load level, the mode, where the server
 /// listens, and a stall to inject into the server (for testing the latency method). Which of
@@ -91,6 +95,7 @@ pub enum Spec {
     TlsBulk(tls_bulk::Spec),
     IkePhase1(ike_phase1::IkeParams),
     Storage(storage::Spec),
+    FleetJob(fleet_job::Spec),
 }
 
 /// A checked workload request.
@@ -119,6 +124,7 @@ pub fn param_names(name: &str) -> Vec<&'static str> {
         tls_bulk::NAME => &tls_bulk::PARAMS,
         ike_phase1::NAME => &ike_phase1::PARAMS,
         storage::NAME => &storage::PARAMS,
+        fleet_job::NAME => &fleet_job::PARAMS,
         _ => &[],
     };
     own.iter().chain(common_params(name).iter()).copied().collect()
@@ -138,24 +144,31 @@ pub fn param_values() -> Map<String, Value> {
     m.insert("mode".into(), names(vec!["socket", "memory"]));
     m.insert("dh_group".into(), names(ike_phase1::IkeGroup::ALL.iter().map(|g| g.name()).collect()));
     storage::param_values(&mut m);
+    m.insert("job".into(), names(fleet_job::kind_names()));
+    m.insert("auth".into(), fleet_job::Auth::NAMES.to_vec().into());
+    m.insert("sign_digest".into(), names(crate::ops::DigestAlg::ALL.iter().map(|d| d.name()).collect()));
     m
 }
 
 /// `hello`'s `op_params` entry of a workload: `params`, `workload: true`, `defaults` (the value
 /// each parameter takes when not given), `default_size_bytes` (null, or the bytes per
-/// transaction of a bulk transfer), and for a workload with parameters that have no default,
-/// `required` (storage: `dir`).
+/// transaction of a bulk transfer), for a workload with parameters that have no default
+/// `required` (storage: `dir`), and `fleet-job`'s `job_kinds` (each kind's phases and sizes).
 pub fn op_params(name: &str) -> Value {
     let defaults = match name {
         tls_handshake::NAME => tls_handshake::defaults(),
         tls_bulk::NAME => tls_bulk::defaults(),
         storage::NAME => storage::defaults(),
+        fleet_job::NAME => fleet_job::defaults(),
         _ => ike_phase1::defaults(),
     };
     let size = defaults.get("size_bytes").cloned().unwrap_or(Value::Null);
     let mut v = json!({"params": param_names(name), "workload": true, "defaults": defaults, "default_size_bytes": size});
     if name == storage::NAME {
         v["required"] = storage::REQUIRED.to_vec().into();
+    }
+    if name == fleet_job::NAME {
+        v["job_kinds"] = fleet_job::kinds_json();
     }
     v
 }
@@ -207,7 +220,13 @@ pub fn parse(name: &str, backend_name: &str, params: &Map<String, Value>) -> Res
         "memory" => Mode::Memory,
         other => return Err(format!("unknown mode '{other}'; known: socket, memory")),
     };
-    let load = Load::parse(&text(params, "load", "closed:1")?)?;
+    let default_load = if name == fleet_job::NAME { "targets:1" } else { "closed:1" };
+    let load = Load::parse(&text(params, "load", default_load)?)?;
+    match (name == fleet_job::NAME, matches!(load, Load::Targets { .. })) {
+        (true, false) => return Err(fleet_job::targets_of(load).unwrap_err()),
+        (false, true) => return Err(format!("a targets:N level is a fleet-job's; {name} takes closed:N or open:RATE")),
+        _ => {}
+    }
     let address: IpAddr = text(params, "address", "127.0.0.1")?
         .parse()
         .map_err(|_| format!("address must be an IP address, got {}", params["address"]))?;
@@ -225,6 +244,12 @@ pub fn parse(name: &str, backend_name: &str, params: &Map<String, Value>) -> Res
             let spec = storage::parse(params)?;
             storage::check_threads(&spec, load.threads())?;
             Spec::Storage(spec)
+        }
+        fleet_job::NAME => {
+            if mode == Mode::Memory {
+                return Err("fleet-job runs its targets over sockets only: mode must be socket".into());
+            }
+            Spec::FleetJob(fleet_job::parse(backend_name, params)?)
         }
         _ => {
             if mode == Mode::Socket {
@@ -254,6 +279,7 @@ pub fn run(case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget:
         Spec::TlsBulk(spec) => tls_bulk::run(case, spec, warmup, budget),
         Spec::IkePhase1(p) => ike_phase1_run(backend, p, &case.common, warmup, budget),
         Spec::Storage(spec) => storage::run(case, spec, backend, warmup, budget),
+        Spec::FleetJob(spec) => fleet_job::run(case, spec, backend),
     };
     if let Some(set) = saved {
         // SAFETY: restoring a set sched_getaffinity filled, on the calling thread.
@@ -284,6 +310,7 @@ pub fn check(case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
             _ => Ok(()),
         },
         Spec::Storage(spec) => storage::check(spec, backend),
+        Spec::FleetJob(spec) => fleet_job::check(spec, backend),
     }
 }
 

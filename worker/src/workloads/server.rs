@@ -6,7 +6,9 @@
 //! `{"type":"listening","address":…,"port":…,"setup":{…}}` (`setup` is the workload's: e.g. the
 //! CA certificate a TLS client must trust, never a private key) or `{"type":"error",…}`. Then
 //! it sends `stats` (answered with the process's CPU time and transactions so far) and `stop`
-//! (answered with the same plus the CPU timeline; the process then exits).
+//! (answered with the same plus the CPU timeline, its start, the process's peak RSS and the most
+//! descriptors it held open; the process then exits). A run with several server processes
+//! (`fleet-job`'s agents) tells each what it is in the configuration's `side`.
 //!
 //! Keys stay in the server process's memory; nothing is written to disk. The listener binds the
 //! request's address, loopback unless the request named another.
@@ -32,6 +34,10 @@ pub type Handler = Arc<dyn Fn(TcpStream) -> Result<u64, String> + Send + Sync>;
 pub struct ServerSide {
     pub handler: Handler,
     pub setup: Value,
+    /// Run once by every serving thread before the server says it listens: per-thread state a
+    /// handler would otherwise make at its first connection, inside a measurement (`fleet-job`'s
+    /// agents: a signer per key). `None`: nothing to prepare.
+    pub thread_init: Option<Arc<dyn Fn() + Send + Sync>>,
 }
 
 /// Why the server could not start: `code` as in the protocol's errors (`port_in_use`,
@@ -54,6 +60,12 @@ pub struct ServerStats {
     pub first_error: Option<String>,
     /// With `stop` only: the CPU timeline (`measure::sampler`) as JSON.
     pub timeline: Value,
+    /// With `stop` only: when the timeline's sampler started (`CLOCK_MONOTONIC` ns, the clock
+    /// every process shares), the process's peak resident set size in bytes, and the most
+    /// descriptors it held open at once (`measure::sampler::FdWatch`).
+    pub timeline_start_ns: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub max_fds: Option<usize>,
 }
 
 /// A running server process; killed when dropped.
@@ -73,6 +85,14 @@ impl ServerProcess {
     /// Start the server for `workload` on `backend` with the run request's `params`, `threads`
     /// serving threads, pinned to `pin_cpu` when given. Waits until it listens.
     pub fn start(workload: &str, backend: &str, params: &serde_json::Map<String, Value>, threads: usize, pin_cpu: Option<usize>) -> Result<ServerProcess, StartError> {
+        Self::start_side(workload, backend, params, threads, pin_cpu, Value::Null)
+    }
+
+    /// [`ServerProcess::start`], with `side`: what this server process is among several of one
+    /// run (`fleet-job`'s agents: its index, the job's targets and CA certificate), handed to
+    /// the workload's server side as it is.
+    pub fn start_side(workload: &str, backend: &str, params: &serde_json::Map<String, Value>, threads: usize,
+                      pin_cpu: Option<usize>, side: Value) -> Result<ServerProcess, StartError> {
         let failed = |m: String| StartError { code: "failed".into(), message: m, fields: json!({}) };
         let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find the worker binary: {e}")))?;
         let mut child = Command::new(exe)
@@ -84,7 +104,8 @@ impl ServerProcess {
             .map_err(|e| failed(format!("cannot start the server process: {e}")))?;
         let mut stdin = child.stdin.take().expect("piped stdin");
         let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
-        let config = json!({"workload": workload, "backend": backend, "params": params, "threads": threads, "pin_cpu": pin_cpu});
+        let config = json!({"workload": workload, "backend": backend, "params": params, "threads": threads, "pin_cpu": pin_cpu,
+                            "side": side});
         let mut line = String::new();
         let sent = writeln!(stdin, "{config}").and_then(|_| stdin.flush());
         if sent.is_err() || stdout.read_line(&mut line).unwrap_or(0) == 0 {
@@ -128,7 +149,15 @@ impl ServerProcess {
             errors: v["errors"].as_u64().unwrap_or(0),
             first_error: v["first_error"].as_str().map(str::to_owned),
             timeline: v.get("timeline").cloned().unwrap_or(Value::Null),
+            timeline_start_ns: v["timeline_start_ns"].as_u64(),
+            peak_rss_bytes: v["peak_rss_bytes"].as_u64(),
+            max_fds: v["max_fds"].as_u64().map(|n| n as usize),
         })
+    }
+
+    /// The server process's id.
+    pub fn pid(&self) -> Option<u32> {
+        Some(self.child.id())
     }
 
     /// The server's counters now.
@@ -209,6 +238,7 @@ pub fn child_main() -> i32 {
         super::Spec::TlsBulk(s) => super::tls_bulk::server_side(s),
         super::Spec::IkePhase1(_) => Err(StartError { code: "bad_params".into(), message: "ike-phase1 has no server".into(), fields: json!({}) }),
         super::Spec::Storage(_) => Err(StartError { code: "bad_params".into(), message: "storage has no server".into(), fields: json!({}) }),
+        super::Spec::FleetJob(s) => super::fleet_job::agent_side(s, backend, &config["side"]),
     };
     let side = match side.and_then(|side| bind(&case.common).map(|l| (side, l))) {
         Ok(s) => s,
@@ -220,31 +250,43 @@ pub fn child_main() -> i32 {
     let (side, listener) = side;
     let local = listener.local_addr().expect("a bound listener has an address");
     let sampler = Sampler::start();
+    let sampler_t0 = clock::monotonic_ns();
+    let fds = crate::measure::sampler::FdWatch::start();
     let served = Arc::new(AtomicU64::new(0));
     let errors = Arc::new(AtomicU64::new(0));
     let first_error: Arc<Mutex<Option<String>>> = Arc::default();
     let t0 = clock::monotonic_ns();
     let threads = config["threads"].as_u64().unwrap_or(1).clamp(1, crate::measure::load::MAX_CONCURRENCY as u64);
     let listener = Arc::new(listener);
+    // Every serving thread prepares its state (thread_init) before the server says it listens.
+    let ready = Arc::new(std::sync::Barrier::new(threads as usize + 1));
     for _ in 0..threads {
         let (listener, handler, served, errors, first_error) =
             (listener.clone(), side.handler.clone(), served.clone(), errors.clone(), first_error.clone());
         let stall = case.common.stall;
-        std::thread::spawn(move || loop {
-            let Ok((stream, _)) = listener.accept() else { continue };
-            let _ = stream.set_nodelay(true);
-            stall_gate(stall, t0);
-            match handler(stream) {
-                Ok(n) => {
-                    served.fetch_add(n, Ordering::Relaxed);
-                }
-                Err(e) => {
-                    errors.fetch_add(1, Ordering::Relaxed);
-                    first_error.lock().unwrap().get_or_insert(e);
+        let (init, ready) = (side.thread_init.clone(), ready.clone());
+        std::thread::spawn(move || {
+            if let Some(init) = init {
+                init();
+            }
+            ready.wait();
+            loop {
+                let Ok((stream, _)) = listener.accept() else { continue };
+                let _ = stream.set_nodelay(true);
+                stall_gate(stall, t0);
+                match handler(stream) {
+                    Ok(n) => {
+                        served.fetch_add(n, Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        errors.fetch_add(1, Ordering::Relaxed);
+                        first_error.lock().unwrap().get_or_insert(e);
+                    }
                 }
             }
         });
     }
+    ready.wait();
     say(json!({"type": "listening", "address": local.ip().to_string(), "port": local.port(), "setup": side.setup, "pinned_cpu": pinned}));
     let stats = || {
         let (u, s) = process_cpu_ns();
@@ -264,6 +306,9 @@ pub fn child_main() -> i32 {
     }
     let mut last = stats();
     last["timeline"] = serde_json::to_value(sampler.stop()).unwrap_or_default();
+    last["timeline_start_ns"] = sampler_t0.into();
+    last["peak_rss_bytes"] = crate::measure::sampler::peak_rss_bytes().into();
+    last["max_fds"] = fds.stop().into();
     say(last);
     // Serving threads may be blocked in accept(): leave without joining them.
     std::process::exit(0)

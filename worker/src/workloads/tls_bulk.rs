@@ -91,7 +91,7 @@ pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
             served += 1;
         }
     });
-    Ok(ServerSide { handler, setup })
+    Ok(ServerSide { handler, setup, thread_init: None })
 }
 
 /// Run `tls-bulk`: one connection per client thread, `size_bytes` per transaction.

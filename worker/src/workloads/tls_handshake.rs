@@ -203,7 +203,7 @@ pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
     let (id, server) = make_server(spec)?;
     let setup = server_setup(spec, &id)?;
     let handler = Arc::new(move |stream| tls::transaction_server(&*server, stream).map(|_| 1u64));
-    Ok(ServerSide { handler, setup })
+    Ok(ServerSide { handler, setup, thread_init: None })
 }
 
 /// The server process's checks and the `setup` it hands the client: the cross-checks with

@@ -316,7 +316,7 @@ impl CertKind {
 }
 
 /// What one side of a completed handshake reports was negotiated.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Negotiated {
     /// `"TLSv1.3"` or `"TLSv1.2"`.
     pub version: String,
@@ -404,9 +404,115 @@ impl Identity {
     }
 }
 
+/// Keys per kind in the fixed pool ([`pool_key`]).
+pub const POOL_SIZE: usize = 6;
+
+/// PKCS #8 DER of the fixed pool's key `index` (taken modulo [`POOL_SIZE`]) of `kind`: test keys
+/// compiled into the worker (how they were made, and why a pool: `tls/keys/README.md`), so that
+/// thousands of identities of a job need no key generation (about a second per RSA-4096 key).
+pub fn pool_key(kind: CertKind, index: usize) -> &'static [u8] {
+    macro_rules! pool {
+        ($prefix:literal) => {
+            [
+                include_bytes!(concat!("keys/", $prefix, "-0.pk8.der")).as_slice(),
+                include_bytes!(concat!("keys/", $prefix, "-1.pk8.der")).as_slice(),
+                include_bytes!(concat!("keys/", $prefix, "-2.pk8.der")).as_slice(),
+                include_bytes!(concat!("keys/", $prefix, "-3.pk8.der")).as_slice(),
+                include_bytes!(concat!("keys/", $prefix, "-4.pk8.der")).as_slice(),
+                include_bytes!(concat!("keys/", $prefix, "-5.pk8.der")).as_slice(),
+            ]
+        };
+    }
+    static RSA2048: [&[u8]; POOL_SIZE] = pool!("rsa2048");
+    static RSA4096: [&[u8]; POOL_SIZE] = pool!("rsa4096");
+    static ECDSA_P256: [&[u8]; POOL_SIZE] = pool!("ecdsa-p256");
+    static ED25519: [&[u8]; POOL_SIZE] = pool!("ed25519");
+    let table = match kind {
+        CertKind::Rsa2048 => &RSA2048,
+        CertKind::Rsa4096 => &RSA4096,
+        CertKind::EcdsaP256 => &ECDSA_P256,
+        CertKind::Ed25519 => &ED25519,
+    };
+    table[index % POOL_SIZE]
+}
+
+/// What a leaf certificate is for (its extended key usage).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Usage {
+    /// A TLS server (serverAuth); the name is its DNS subject alternative name.
+    Server,
+    /// A TLS client presenting a certificate in mutual TLS (clientAuth).
+    Client,
+}
+
+/// A certificate authority made for one job: a key of the fixed pool ([`pool_key`]) and a
+/// self-signed certificate made now, in memory. It issues the leaves of the job's identities
+/// (each with its own name and serial over a key of the pool), and any process of the worker can
+/// take it up from the certificate alone ([`Authority::from_der`]), since the key is the pool's.
+pub struct Authority {
+    kind: CertKind,
+    key: openssl::pkey::PKey<openssl::pkey::Private>,
+    cert: openssl::x509::X509,
+}
+
+impl Authority {
+    /// A fresh CA certificate named `cn` over pool key `key_index` of `kind`. `Err`: OpenSSL's
+    /// error text, in one line.
+    pub fn new(kind: CertKind, key_index: usize, cn: &str) -> Result<Authority, String> {
+        let key = parse_pool_key(kind, key_index)?;
+        let cert = certs::cert(kind, &key, certs::Subject::Ca { cn })
+            .map_err(|e| format!("making the {} CA certificate: {e}", kind.name()))?;
+        Ok(Authority { kind, key, cert })
+    }
+
+    /// The CA of certificate `ca_der` (DER), whose key is pool key `key_index` of `kind`.
+    /// `Err` when the certificate does not parse or is not that key's.
+    pub fn from_der(kind: CertKind, key_index: usize, ca_der: &[u8]) -> Result<Authority, String> {
+        let key = parse_pool_key(kind, key_index)?;
+        let cert = openssl::x509::X509::from_der(ca_der).map_err(|e| format!("the CA certificate does not parse: {e}"))?;
+        let theirs = cert.public_key().map_err(|e| format!("the CA certificate's key: {e}"))?;
+        if !key.public_eq(&theirs) {
+            return Err(format!("the CA certificate is not over pool key {key_index} of {}", kind.name()));
+        }
+        Ok(Authority { kind, key, cert })
+    }
+
+    /// The CA certificate, DER.
+    pub fn der(&self) -> Vec<u8> {
+        self.cert.to_der().unwrap_or_default()
+    }
+
+    /// A leaf certificate (DER) named `cn` for `usage`, over pool key `key_index` of the CA's
+    /// kind, signed by this CA (SHA-256; Ed25519 intrinsically). `Err`: one line.
+    pub fn issue(&self, key_index: usize, cn: &str, usage: Usage) -> Result<Vec<u8>, String> {
+        let key = parse_pool_key(self.kind, key_index)?;
+        let subject = certs::Subject::Leaf { cn, issuer: &self.cert, issuer_key: &self.key, usage };
+        certs::cert(self.kind, &key, subject)
+            .and_then(|c| c.to_der())
+            .map_err(|e| format!("issuing the certificate of {cn}: {e}"))
+    }
+
+    /// The identity presenting `leaf_der` (issued by this CA over pool key `key_index`): its
+    /// chain (the leaf), the pool key, and this CA as the one trust anchor.
+    pub fn identity(&self, leaf_der: Vec<u8>, key_index: usize) -> Identity {
+        Identity {
+            cert_chain_der: vec![leaf_der],
+            key_pkcs8_der: pool_key(self.kind, key_index).to_vec(),
+            ca_der: self.der(),
+            kind: self.kind,
+        }
+    }
+}
+
+/// Pool key `index` of `kind`, parsed by OpenSSL.
+fn parse_pool_key(kind: CertKind, index: usize) -> Result<openssl::pkey::PKey<openssl::pkey::Private>, String> {
+    openssl::pkey::PKey::private_key_from_pkcs8(pool_key(kind, index))
+        .map_err(|e| format!("pool key {index} of {} does not parse: {e}", kind.name()))
+}
+
 mod certs {
     //! Certificate generation with OpenSSL, in memory only.
-    use super::{CertKind, Identity};
+    use super::{CertKind, Identity, Usage};
     use openssl::asn1::Asn1Time;
     use openssl::bn::BigNum;
     use openssl::ec::{Asn1Flag, EcGroup, EcKey};
@@ -448,12 +554,18 @@ mod certs {
         }
     }
 
-    /// A certificate for `key`; self-signed CA when `issuer` is `None`, else a `localhost` leaf.
-    fn cert(
-        kind: CertKind,
-        key: &PKeyRef<Private>,
-        issuer: Option<(&X509Ref, &PKeyRef<Private>)>,
-    ) -> Result<X509, ErrorStack> {
+    /// What a certificate is: a self-signed CA, or a leaf its issuer signs for a use.
+    pub(super) enum Subject<'a> {
+        /// A self-signed CA named `cn` (basicConstraints CA, keyCertSign).
+        Ca { cn: &'a str },
+        /// A leaf named `cn` (its CN and its one DNS subject alternative name), signed by the CA
+        /// `issuer` with `issuer_key`, for `usage` (extended key usage serverAuth or clientAuth).
+        Leaf { cn: &'a str, issuer: &'a X509Ref, issuer_key: &'a PKeyRef<Private>, usage: Usage },
+    }
+
+    /// A certificate for `key` (a `kind` key, as its issuer's), valid from an hour ago for 30
+    /// days, with a random 16-byte serial, signed with SHA-256 (Ed25519: intrinsically).
+    pub(super) fn cert(kind: CertKind, key: &PKeyRef<Private>, subject: Subject<'_>) -> Result<X509, ErrorStack> {
         let mut b = X509Builder::new()?;
         b.set_version(2)?;
         let mut serial = [0u8; 16];
@@ -470,10 +582,10 @@ mod certs {
         b.set_not_before(&not_before)?;
         b.set_not_after(&not_after)?;
         b.set_pubkey(key)?;
-        let subject = name(if issuer.is_some() { "localhost" } else { "cryptoperf test CA" })?;
-        b.set_subject_name(&subject)?;
-        match issuer {
-            None => {
+        match subject {
+            Subject::Ca { cn } => {
+                let subject = name(cn)?;
+                b.set_subject_name(&subject)?;
                 b.set_issuer_name(&subject)?;
                 b.append_extension(BasicConstraints::new().critical().ca().build()?)?;
                 b.append_extension(KeyUsage::new().critical().key_cert_sign().crl_sign().build()?)?;
@@ -481,19 +593,25 @@ mod certs {
                 b.append_extension(ski)?;
                 b.sign(key, digest(kind))?;
             }
-            Some((ca, ca_key)) => {
-                b.set_issuer_name(ca.subject_name())?;
+            Subject::Leaf { cn, issuer, issuer_key, usage } => {
+                let subject = name(cn)?;
+                b.set_subject_name(&subject)?;
+                b.set_issuer_name(issuer.subject_name())?;
                 b.append_extension(BasicConstraints::new().critical().build()?)?;
                 b.append_extension(KeyUsage::new().critical().digital_signature().build()?)?;
-                b.append_extension(ExtendedKeyUsage::new().server_auth().build()?)?;
-                let ctx = b.x509v3_context(Some(ca), None);
-                let san = SubjectAlternativeName::new().dns("localhost").build(&ctx)?;
+                let eku = match usage {
+                    Usage::Server => ExtendedKeyUsage::new().server_auth().build()?,
+                    Usage::Client => ExtendedKeyUsage::new().client_auth().build()?,
+                };
+                b.append_extension(eku)?;
+                let ctx = b.x509v3_context(Some(issuer), None);
+                let san = SubjectAlternativeName::new().dns(cn).build(&ctx)?;
                 let ski = SubjectKeyIdentifier::new().build(&ctx)?;
                 let aki = AuthorityKeyIdentifier::new().keyid(true).build(&ctx)?;
                 b.append_extension(san)?;
                 b.append_extension(ski)?;
                 b.append_extension(aki)?;
-                b.sign(ca_key, digest(kind))?;
+                b.sign(issuer_key, digest(kind))?;
             }
         }
         Ok(b.build())
@@ -501,9 +619,9 @@ mod certs {
 
     pub(super) fn generate(kind: CertKind) -> Result<Identity, ErrorStack> {
         let ca_key = key(kind)?;
-        let ca = cert(kind, &ca_key, None)?;
+        let ca = cert(kind, &ca_key, Subject::Ca { cn: "cryptoperf test CA" })?;
         let leaf_key = key(kind)?;
-        let leaf = cert(kind, &leaf_key, Some((&ca, &ca_key)))?;
+        let leaf = cert(kind, &leaf_key, Subject::Leaf { cn: "localhost", issuer: &ca, issuer_key: &ca_key, usage: Usage::Server })?;
         Ok(Identity {
             cert_chain_der: vec![leaf.to_der()?],
             key_pkcs8_der: leaf_key.private_key_to_pkcs8()?,
@@ -533,6 +651,9 @@ pub trait Session: Send {
     /// What the handshake negotiated, as this side sees it (meaningful once
     /// [`Session::handshake`] returned `Ok(true)`).
     fn negotiated(&self) -> Negotiated;
+    /// The peer's end-entity certificate (DER) once the handshake presented one: a server's
+    /// always, a client's in mutual TLS; `None` before or without one.
+    fn peer_certificate(&self) -> Option<Vec<u8>>;
     /// Send close_notify, best effort (errors are ignored).
     fn close(&mut self);
 }
@@ -548,12 +669,17 @@ pub trait ServerStack: Send + Sync {
 }
 
 /// A TLS client configuration of one stack, from which connections to the server "localhost"
-/// are made.
+/// (or, with [`ClientStack::connect_to`], to a server of another name) are made.
 pub trait ClientStack: Send + Sync {
     /// Start the client side of a connection over `transport` (no bytes are exchanged yet; the
     /// handshake runs in [`Session::handshake`]). With resumption on, the session offered is
     /// the newest one the stack's cache received.
-    fn connect(&self, transport: Box<dyn Transport>) -> Result<Box<dyn Session>, String>;
+    fn connect(&self, transport: Box<dyn Transport>) -> Result<Box<dyn Session>, String> {
+        self.connect_to(transport, "localhost")
+    }
+    /// As [`ClientStack::connect`], to the server named `server_name`: the name sent in SNI and
+    /// the one the server's certificate must carry (a DNS name).
+    fn connect_to(&self, transport: Box<dyn Transport>, server_name: &str) -> Result<Box<dyn Session>, String>;
     /// As [`ServerStack::fips`], for the client configuration.
     fn fips(&self) -> bool;
 }
@@ -596,6 +722,51 @@ pub fn client(stack: Stack, id: &Identity, p: &TlsParams) -> Result<Arc<dyn Clie
         Stack::RustlsAwsLc => rustls_stack::client(rustls_stack::Provider::AwsLc, id, p),
         Stack::RustlsRing => rustls_stack::client(rustls_stack::Provider::Ring, id, p),
         Stack::OpenSsl => openssl_stack::client(id, p),
+    }
+}
+
+/// One server identity of a [`mutual_server`]: the DNS name a client asks for in SNI, the
+/// certificate chain presented for it (leaf first, DER) and which key of the pool
+/// ([`pool_key`], of the configuration's certificate kind) the leaf is over.
+#[derive(Clone, Debug)]
+pub struct NamedIdentity {
+    /// A DNS name, e.g. `t00042.fleet.test`; the leaf's subject alternative name.
+    pub name: String,
+    /// The certificate chain, leaf first (DER).
+    pub chain_der: Vec<Vec<u8>>,
+    /// The leaf's key: index into the pool of `p.cert`'s kind.
+    pub key_index: usize,
+}
+
+/// A mutual-TLS server configuration of `stack` for `p` that hosts many identities on one
+/// listener: to each client it presents the identity its SNI names among `identities` (keys of
+/// the pool, of kind `p.cert`), and it requires a client certificate issued by the CA
+/// `client_ca_der` (DER). A client that names no identity here, sends no certificate or one the
+/// CA did not issue fails the handshake. No sessions are resumed (no tickets, no cache).
+///
+/// Errors as for [`server`]; `Failed` for an identity whose certificate does not carry its name.
+pub fn mutual_server(stack: Stack, client_ca_der: &[u8], identities: &[NamedIdentity], p: &TlsParams)
+    -> Result<Arc<dyn ServerStack>, BackendError> {
+    p.check_common()?;
+    match stack {
+        Stack::RustlsAwsLc => rustls_stack::mutual_server(rustls_stack::Provider::AwsLc, client_ca_der, identities, p),
+        Stack::RustlsRing => rustls_stack::mutual_server(rustls_stack::Provider::Ring, client_ca_der, identities, p),
+        Stack::OpenSsl => openssl_stack::mutual_server(client_ca_der, identities, p),
+    }
+}
+
+/// A mutual-TLS client configuration of `stack` for `p`: it presents `id`'s certificate chain
+/// and key when the server asks for one, trusts `id.ca_der` only, and verifies the name given to
+/// [`ClientStack::connect_to`]. No sessions are resumed.
+///
+/// Errors as for [`client`].
+pub fn mutual_client(stack: Stack, id: &Identity, p: &TlsParams) -> Result<Arc<dyn ClientStack>, BackendError> {
+    p.check_common()?;
+    let p = TlsParams { resume: false, ..*p };
+    match stack {
+        Stack::RustlsAwsLc => rustls_stack::mutual_client(rustls_stack::Provider::AwsLc, id, &p),
+        Stack::RustlsRing => rustls_stack::mutual_client(rustls_stack::Provider::Ring, id, &p),
+        Stack::OpenSsl => openssl_stack::mutual_client(id, &p),
     }
 }
 

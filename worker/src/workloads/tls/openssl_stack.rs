@@ -14,14 +14,14 @@ use libc::{c_int, c_long};
 use openssl::nid::Nid;
 use openssl::pkey::PKey;
 use openssl::ssl::{
-    ErrorCode, Ssl, SslContext, SslContextBuilder, SslMethod, SslOptions, SslRef, SslSession,
-    SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
+    ErrorCode, NameType, SniError, Ssl, SslAlert, SslContext, SslContextBuilder, SslMethod, SslOptions, SslRef,
+    SslSession, SslSessionCacheMode, SslStream, SslVerifyMode, SslVersion,
 };
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
 use openssl_sys as ffi;
 
-use super::{CertKind, group_name, scheme_name, ClientStack, Group, Identity, Negotiated, ServerStack, Session, Suite, TlsParams, TlsVersion, Transport};
+use super::{CertKind, group_name, scheme_name, ClientStack, Group, Identity, NamedIdentity, Negotiated, ServerStack, Session, Suite, TlsParams, TlsVersion, Transport};
 use crate::backends::BackendError;
 
 extern "C" {
@@ -169,6 +169,68 @@ pub(super) fn client(id: &Identity, p: &TlsParams) -> Result<Arc<dyn ClientStack
     Ok(Arc::new(OpenSslClient { ctx: b.build(), cache }))
 }
 
+/// A trust store holding the one CA certificate `ca_der`.
+fn trust(ca_der: &[u8]) -> Result<openssl::x509::store::X509Store, BackendError> {
+    let mut store = X509StoreBuilder::new().map_err(|e| failed("trust store", e))?;
+    store
+        .add_cert(X509::from_der(ca_der).map_err(|e| failed("CA certificate", e))?)
+        .map_err(|e| failed("trust store", e))?;
+    Ok(store.build())
+}
+
+/// The mutual-TLS server configuration (see [`super::mutual_server`]): one context that
+/// requires a client certificate from the CA, and a servername callback that sets, on each
+/// connection, the certificate and key of the identity its SNI names (each pool key parsed once).
+pub(super) fn mutual_server(client_ca_der: &[u8], identities: &[NamedIdentity], p: &TlsParams)
+    -> Result<Arc<dyn ServerStack>, BackendError> {
+    let mut b = SslContextBuilder::new(SslMethod::tls_server()).map_err(|e| failed("context", e))?;
+    configure(&mut b, p)?;
+    b.set_verify_cert_store(trust(client_ca_der)?).map_err(|e| failed("trust store", e))?;
+    b.set_verify(SslVerifyMode::PEER | SslVerifyMode::FAIL_IF_NO_PEER_CERT);
+    b.set_options(SslOptions::NO_RENEGOTIATION | SslOptions::NO_TICKET);
+    b.set_num_tickets(0).map_err(|e| failed("num_tickets", e))?;
+    b.set_session_cache_mode(SslSessionCacheMode::OFF);
+    let mut keys: std::collections::HashMap<usize, PKey<openssl::pkey::Private>> = std::collections::HashMap::new();
+    let mut by_name: std::collections::HashMap<String, (X509, usize)> = std::collections::HashMap::new();
+    for id in identities {
+        if !keys.contains_key(&id.key_index) {
+            let key = PKey::private_key_from_pkcs8(super::pool_key(p.cert, id.key_index)).map_err(|e| failed("private key", e))?;
+            keys.insert(id.key_index, key);
+        }
+        let leaf = id.chain_der.first().ok_or_else(|| BackendError::Failed(format!("{}: empty certificate chain", id.name)))?;
+        let leaf = X509::from_der(leaf).map_err(|e| failed("leaf certificate", e))?;
+        by_name.insert(id.name.to_ascii_lowercase(), (leaf, id.key_index));
+    }
+    b.set_servername_callback(move |ssl: &mut SslRef, alert: &mut SslAlert| -> Result<(), SniError> {
+        let name = ssl.servername(NameType::HOST_NAME).map(str::to_ascii_lowercase);
+        let Some((leaf, key)) = name.as_deref().and_then(|n| by_name.get(n)) else {
+            *alert = SslAlert::UNRECOGNIZED_NAME;
+            return Err(SniError::ALERT_FATAL);
+        };
+        let set = ssl.set_certificate(leaf).and_then(|_| ssl.set_private_key(&keys[key]));
+        set.map_err(|_| SniError::ALERT_FATAL)
+    });
+    Ok(Arc::new(OpenSslServer { ctx: b.build() }))
+}
+
+/// The mutual-TLS client configuration (see [`super::mutual_client`]): as [`client`] without
+/// resumption, with `id`'s leaf and key as the client certificate.
+pub(super) fn mutual_client(id: &Identity, p: &TlsParams) -> Result<Arc<dyn ClientStack>, BackendError> {
+    let mut b = SslContextBuilder::new(SslMethod::tls_client()).map_err(|e| failed("context", e))?;
+    configure(&mut b, p)?;
+    b.set_verify_cert_store(trust(&id.ca_der)?).map_err(|e| failed("trust store", e))?;
+    b.set_verify(SslVerifyMode::PEER);
+    b.set_options(SslOptions::NO_TICKET);
+    b.set_session_cache_mode(SslSessionCacheMode::OFF);
+    let leaf = id.cert_chain_der.first().ok_or_else(|| BackendError::Failed("empty client certificate chain".into()))?;
+    let leaf = X509::from_der(leaf).map_err(|e| failed("client certificate", e))?;
+    b.set_certificate(&leaf).map_err(|e| failed("client certificate", e))?;
+    let key = PKey::private_key_from_pkcs8(&id.key_pkcs8_der).map_err(|e| failed("client key", e))?;
+    b.set_private_key(&key).map_err(|e| failed("client key", e))?;
+    b.check_private_key().map_err(|e| failed("client key/certificate check", e))?;
+    Ok(Arc::new(OpenSslClient { ctx: b.build(), cache: None }))
+}
+
 impl ServerStack for OpenSslServer {
     fn accept(&self, transport: Box<dyn Transport>) -> Result<Box<dyn Session>, String> {
         let mut ssl = Ssl::new(&self.ctx).map_err(|e| format!("OpenSSL: {e}"))?;
@@ -182,11 +244,11 @@ impl ServerStack for OpenSslServer {
 }
 
 impl ClientStack for OpenSslClient {
-    fn connect(&self, transport: Box<dyn Transport>) -> Result<Box<dyn Session>, String> {
+    fn connect_to(&self, transport: Box<dyn Transport>, server_name: &str) -> Result<Box<dyn Session>, String> {
         let mut ssl = Ssl::new(&self.ctx).map_err(|e| format!("OpenSSL: {e}"))?;
         ssl.set_connect_state();
-        ssl.set_hostname("localhost").map_err(|e| format!("OpenSSL SNI: {e}"))?;
-        ssl.param_mut().set_host("localhost").map_err(|e| format!("OpenSSL host check: {e}"))?;
+        ssl.set_hostname(server_name).map_err(|e| format!("OpenSSL SNI: {e}"))?;
+        ssl.param_mut().set_host(server_name).map_err(|e| format!("OpenSSL host check: {e}"))?;
         if let Some(cache) = &self.cache {
             if let Some(session) = cache.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
                 // SAFETY: the session comes from a connection of this same context.
@@ -352,6 +414,10 @@ impl Session for OpenSslSession {
             signature_scheme: if resumed { "none".into() } else { self.signature_scheme() },
             resumed,
         }
+    }
+
+    fn peer_certificate(&self) -> Option<Vec<u8>> {
+        self.stream.ssl().peer_certificate().and_then(|c| c.to_der().ok())
     }
 
     fn close(&mut self) {

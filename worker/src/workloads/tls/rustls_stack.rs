@@ -16,7 +16,7 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::client::{Resumption, WebPkiServerVerifier};
 use rustls::crypto::{CryptoProvider, SupportedKxGroup};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, SubjectPublicKeyInfoDer, UnixTime};
-use rustls::server::{ClientHello, NoServerSessionStorage, ResolvesServerCert};
+use rustls::server::{ClientHello, NoServerSessionStorage, ResolvesServerCert, ResolvesServerCertUsingSni, WebPkiClientVerifier};
 use rustls::sign::{CertifiedKey, Signer, SigningKey};
 use rustls::{
     ClientConfig, ClientConnection, Connection, DigitallySignedStruct, HandshakeKind, RootCertStore,
@@ -25,8 +25,8 @@ use rustls::{
 };
 
 use super::{
-    group_name, scheme_name, suite_name, ClientStack, Identity, Negotiated, ServerStack, Session, TlsParams,
-    TlsVersion, Transport,
+    group_name, scheme_name, suite_name, ClientStack, Identity, NamedIdentity, Negotiated, ServerStack, Session,
+    TlsParams, TlsVersion, Transport,
 };
 use crate::backends::BackendError;
 
@@ -209,7 +209,6 @@ struct RustlsServer {
 
 struct RustlsClient {
     config: Arc<ClientConfig>,
-    name: ServerName<'static>,
 }
 
 /// The server configuration (see [`super::server`]).
@@ -260,8 +259,81 @@ pub(super) fn client(which: Provider, id: &Identity, p: &TlsParams) -> Result<Ar
     config.max_fragment_size = max_fragment(p);
     config.resumption = if p.resume { Resumption::in_memory_sessions(256) } else { Resumption::disabled() };
     require_fips(which, config.fips(), p)?;
-    let name = ServerName::try_from("localhost").map_err(|e| BackendError::Failed(e.to_string()))?;
-    Ok(Arc::new(RustlsClient { config: Arc::new(config), name }))
+    Ok(Arc::new(RustlsClient { config: Arc::new(config) }))
+}
+
+/// A root store holding the one CA certificate `ca_der`.
+fn roots(which: Provider, ca_der: &[u8]) -> Result<Arc<RootCertStore>, BackendError> {
+    let mut roots = RootCertStore::empty();
+    roots
+        .add(CertificateDer::from(ca_der.to_vec()))
+        .map_err(|e| BackendError::Failed(format!("{} rejects the CA certificate: {e}", which.label())))?;
+    Ok(Arc::new(roots))
+}
+
+/// The mutual-TLS server configuration (see [`super::mutual_server`]): rustls's SNI resolver
+/// over every identity (each pool key loaded once and shared by the identities over it, wrapped
+/// to record the scheme it signs with) and its webpki client verifier, which requires a
+/// certificate from the CA.
+pub(super) fn mutual_server(which: Provider, client_ca_der: &[u8], identities: &[NamedIdentity], p: &TlsParams)
+    -> Result<Arc<dyn ServerStack>, BackendError> {
+    let provider = Arc::new(provider(which, p)?);
+    let mut keys: std::collections::HashMap<usize, Arc<dyn SigningKey>> = std::collections::HashMap::new();
+    let mut resolver = ResolvesServerCertUsingSni::new();
+    for id in identities {
+        let key = match keys.get(&id.key_index) {
+            Some(k) => k.clone(),
+            None => {
+                let der = super::pool_key(p.cert, id.key_index).to_vec();
+                let key = provider
+                    .key_provider
+                    .load_private_key(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(der)))
+                    .map_err(|e| BackendError::Failed(format!("{} rejects the {} key: {e}", which.label(), p.cert.name())))?;
+                let key: Arc<dyn SigningKey> = Arc::new(RecordingKey(key));
+                keys.insert(id.key_index, key.clone());
+                key
+            }
+        };
+        let chain = id.chain_der.iter().map(|c| CertificateDer::from(c.clone())).collect();
+        resolver
+            .add(&id.name, CertifiedKey::new(chain, key))
+            .map_err(|e| BackendError::Failed(format!("{}: the certificate of {}: {e}", which.label(), id.name)))?;
+    }
+    let verifier = WebPkiClientVerifier::builder_with_provider(roots(which, client_ca_der)?, provider.clone())
+        .build()
+        .map_err(|e| BackendError::Failed(format!("{} client verifier: {e}", which.label())))?;
+    let mut config = ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions(p.version))
+        .map_err(|e| BackendError::Unsupported(format!("{}: {e}", which.label())))?
+        .with_client_cert_verifier(verifier)
+        .with_cert_resolver(Arc::new(resolver));
+    config.max_fragment_size = max_fragment(p);
+    config.send_tls13_tickets = 0;
+    config.session_storage = Arc::new(NoServerSessionStorage {});
+    require_fips(which, config.fips(), p)?;
+    Ok(Arc::new(RustlsServer { config: Arc::new(config) }))
+}
+
+/// The mutual-TLS client configuration (see [`super::mutual_client`]): as [`client`], with
+/// `id`'s chain and key as its client certificate and no resumption.
+pub(super) fn mutual_client(which: Provider, id: &Identity, p: &TlsParams) -> Result<Arc<dyn ClientStack>, BackendError> {
+    let provider = Arc::new(provider(which, p)?);
+    let verifier = WebPkiServerVerifier::builder_with_provider(roots(which, &id.ca_der)?, provider.clone())
+        .build()
+        .map_err(|e| BackendError::Failed(format!("{} verifier: {e}", which.label())))?;
+    let chain = id.cert_chain_der.iter().map(|c| CertificateDer::from(c.clone())).collect();
+    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(id.key_pkcs8_der.clone()));
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(versions(p.version))
+        .map_err(|e| BackendError::Unsupported(format!("{}: {e}", which.label())))?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(RecordingVerifier(verifier)))
+        .with_client_auth_cert(chain, key)
+        .map_err(|e| BackendError::Failed(format!("{} rejects the client certificate or key: {e}", which.label())))?;
+    config.max_fragment_size = max_fragment(p);
+    config.resumption = Resumption::disabled();
+    require_fips(which, config.fips(), p)?;
+    Ok(Arc::new(RustlsClient { config: Arc::new(config) }))
 }
 
 impl ServerStack for RustlsServer {
@@ -275,8 +347,9 @@ impl ServerStack for RustlsServer {
 }
 
 impl ClientStack for RustlsClient {
-    fn connect(&self, transport: Box<dyn Transport>) -> Result<Box<dyn Session>, String> {
-        let conn = ClientConnection::new(self.config.clone(), self.name.clone()).map_err(|e| format!("rustls: {e}"))?;
+    fn connect_to(&self, transport: Box<dyn Transport>, server_name: &str) -> Result<Box<dyn Session>, String> {
+        let name = ServerName::try_from(server_name.to_string()).map_err(|e| format!("server name {server_name}: {e}"))?;
+        let conn = ClientConnection::new(self.config.clone(), name).map_err(|e| format!("rustls: {e}"))?;
         Ok(Box::new(RustlsSession { conn: Connection::Client(conn), transport, scheme: None }))
     }
     fn fips(&self) -> bool {
@@ -401,6 +474,10 @@ impl Session for RustlsSession {
             },
             resumed,
         }
+    }
+
+    fn peer_certificate(&self) -> Option<Vec<u8>> {
+        self.conn.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec())
     }
 
     fn close(&mut self) {
