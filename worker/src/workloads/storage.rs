@@ -235,11 +235,29 @@ pub enum Layer {
 }
 
 const SCHEMES: [&str; 4] = ["clear", "aes-128-xts", "aes-256-xts", "aes-256-gcm"];
-const PATTERNS: [&str; 2] = ["sequential", "random"];
 const BOOLS: [&str; 2] = ["false", "true"];
-const FSYNCS: [&str; 3] = ["none", "end", "each"];
-const CACHES: [&str; 2] = ["cold", "cached"];
-const LAYERS: [&str; 2] = ["userspace", "dm-crypt"];
+/// The enumerated parameters: each value's name, the default first (as in [`defaults`]).
+const PATTERNS: [(&str, Pattern); 2] = [("sequential", Pattern::Sequential), ("random", Pattern::Random)];
+const FSYNCS: [(&str, Fsync); 3] = [("none", Fsync::None), ("end", Fsync::End), ("each", Fsync::Each)];
+const CACHES: [(&str, Cache); 2] = [("cold", Cache::Cold), ("cached", Cache::Cached)];
+const LAYERS: [(&str, Layer); 2] = [("userspace", Layer::Userspace), ("dm-crypt", Layer::DmCrypt)];
+
+/// The names of an enumerated parameter's values, in order.
+fn names<T>(table: &[(&'static str, T)]) -> Vec<&'static str> {
+    table.iter().map(|(n, _)| *n).collect()
+}
+
+/// The name of `value` in `table` ("?" if absent, which the tables rule out).
+fn name_of<T: PartialEq>(table: &[(&'static str, T)], value: T) -> &'static str {
+    table.iter().find(|(_, v)| *v == value).map_or("?", |(n, _)| *n)
+}
+
+/// One enumerated parameter from `params` (default: the table's first value); errors name the
+/// values it takes.
+fn enumerated<T: Copy>(params: &Map<String, Value>, key: &str, table: &[(&'static str, T)]) -> Result<T, String> {
+    let given = text(params, key, table[0].0)?;
+    choice(key, &given, |s| table.iter().find(|(n, _)| *n == s).map(|(_, v)| *v), &names(table))
+}
 
 /// The values a parameter takes when not given (`dir` has none: it is required).
 pub fn defaults() -> Map<String, Value> {
@@ -253,11 +271,11 @@ pub fn defaults() -> Map<String, Value> {
 /// `mixed:N` is a form, not a list).
 pub fn param_values(m: &mut Map<String, Value>) {
     m.insert("scheme".into(), SCHEMES.to_vec().into());
-    m.insert("pattern".into(), PATTERNS.to_vec().into());
+    m.insert("pattern".into(), names(&PATTERNS).into());
     m.insert("direct".into(), BOOLS.to_vec().into());
-    m.insert("fsync".into(), FSYNCS.to_vec().into());
-    m.insert("cache".into(), CACHES.to_vec().into());
-    m.insert("layer".into(), LAYERS.to_vec().into());
+    m.insert("fsync".into(), names(&FSYNCS).into());
+    m.insert("cache".into(), names(&CACHES).into());
+    m.insert("layer".into(), names(&LAYERS).into());
 }
 
 /// A checked `storage` request.
@@ -283,16 +301,7 @@ pub struct Spec {
 /// Errors: one line naming the parameter and what it accepts.
 pub fn parse(params: &Map<String, Value>) -> Result<Spec, String> {
     let scheme = choice("scheme", &text(params, "scheme", "clear")?, Scheme::parse, &SCHEMES)?;
-    let pattern = choice(
-        "pattern",
-        &text(params, "pattern", "sequential")?,
-        |s| match s {
-            "sequential" => Some(Pattern::Sequential),
-            "random" => Some(Pattern::Random),
-            _ => None,
-        },
-        &PATTERNS,
-    )?;
+    let pattern = enumerated(params, "pattern", &PATTERNS)?;
     let direction = text(params, "direction", "read")?;
     let direction = Direction::parse(&direction).ok_or_else(|| {
         format!("unknown direction '{direction}'; known: read, write, mixed:N (N = % of I/Os that read, 1..99)")
@@ -312,37 +321,9 @@ pub fn parse(params: &Map<String, Value>) -> Result<Spec, String> {
         "false" => false,
         other => return Err(format!("direct must be true or false, got '{other}'")),
     };
-    let fsync = choice(
-        "fsync",
-        &text(params, "fsync", "none")?,
-        |s| match s {
-            "none" => Some(Fsync::None),
-            "end" => Some(Fsync::End),
-            "each" => Some(Fsync::Each),
-            _ => None,
-        },
-        &FSYNCS,
-    )?;
-    let cache = choice(
-        "cache",
-        &text(params, "cache", "cold")?,
-        |s| match s {
-            "cold" => Some(Cache::Cold),
-            "cached" => Some(Cache::Cached),
-            _ => None,
-        },
-        &CACHES,
-    )?;
-    let layer = choice(
-        "layer",
-        &text(params, "layer", "userspace")?,
-        |s| match s {
-            "userspace" => Some(Layer::Userspace),
-            "dm-crypt" => Some(Layer::DmCrypt),
-            _ => None,
-        },
-        &LAYERS,
-    )?;
+    let fsync = enumerated(params, "fsync", &FSYNCS)?;
+    let cache = enumerated(params, "cache", &CACHES)?;
+    let layer = enumerated(params, "layer", &LAYERS)?;
     if cache == Cache::Cached && direction != Direction::Read {
         return Err(format!(
             "cache = cached applies to direction = read only (a write goes through the layer to the file), got direction = {}",
@@ -1343,9 +1324,9 @@ fn measure(
         "file_bytes": spec.file_bytes,
         "sector_bytes": SECTOR,
         "direct": spec.direct,
-        "fsync": FSYNCS[spec.fsync as usize],
-        "cache": CACHES[spec.cache as usize],
-        "layer": LAYERS[spec.layer as usize],
+        "fsync": name_of(&FSYNCS, spec.fsync),
+        "cache": name_of(&CACHES, spec.cache),
+        "layer": name_of(&LAYERS, spec.layer),
         "reads": reads,
         "writes": writes,
         "bytes_read": reads * block,
