@@ -264,8 +264,10 @@ def test_each_repetition_is_committed_as_it_finishes(cli, write_study, fake_work
 
     monkeypatch.setattr(local, "execute_one", flaky)
     res, doc = run_study(cli, write_study, tmp_path, reps=3)
-    assert res.code == 130 and res.err.strip().splitlines()[-1] == (
-        "cryptoperf: error: interrupted; repetitions finished so far are in the store")
+    assert res.code == 130 and res.err.strip().splitlines()[-1].startswith(
+        "cryptoperf: error: interrupted; the repetitions finished so far are in store ")
+    assert res.err.strip().endswith(" as run 1: `cryptoperf study "
+                                    f"{tmp_path / 'study.toml'} --resume 1` continues it")
     db = sqlite3.connect(tmp_path / "runs.sqlite")
     assert db.execute("SELECT count(*) FROM results").fetchone()[0] == 3
     assert db.execute("SELECT status FROM runs").fetchone()[0] == "interrupted"

@@ -1,5 +1,5 @@
 """``python -m cryptoperf`` runs the command-line interface."""
 
-from cryptoperf.cli import main
+from cryptoperf.console import main
 
 raise SystemExit(main())

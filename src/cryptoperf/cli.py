@@ -12,10 +12,11 @@ see one for an unexpected internal error).
 from __future__ import annotations
 
 import json
+import signal
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import click
 from rich.console import Console
@@ -25,7 +26,7 @@ from cryptoperf import opnames, workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
-from cryptoperf.errors import CryptoperfError, NoComparison, StoreError, UsageError
+from cryptoperf.errors import CryptoperfError, NoComparison, StoreError, StudyInterrupted, UsageError
 from cryptoperf.model import RETRIED
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
@@ -331,9 +332,15 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
 @click.option("--address", metavar="HOST:PORT", default=None,
               help="With --executor ray: the Ray head's address [default: $RAY_ADDRESS, else a "
                    "private local Ray instance on this machine].")
+@click.option("--resume", "resume_id", metavar="RUN_ID", default=None,
+              help="Continue run RUN_ID of this study (interrupted: Ctrl-C, a crash, kill -9, a "
+                   "reboot) in the same --store: keep every repetition it finished and run only "
+                   "the missing ones (a block cut in two runs again whole), under the same run id. "
+                   "FILE must be the file it started with (its SHA-256 is checked), on the same "
+                   "machine and libraries.")
 def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
           dry_run: bool, no_report: bool, no_setup: bool, margin_pct: float | None,
-          no_multiplicity: bool, executor: str, address: str | None) -> None:
+          no_multiplicity: bool, executor: str, address: str | None, resume_id: str | None) -> None:
     """Run a study FILE (TOML): configurations against a baseline, with verdicts you can act on.
 
     Every cell (configuration × backend × operation × size) is calibrated once, then runs in
@@ -355,10 +362,18 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if file is None:
         raise UsageError("study needs a FILE (a study .toml); see `cryptoperf study --help`")
     err, out = _stderr(), _stdout()
+    prior = None
+    if resume_id is not None:
+        if margin_pct is not None or no_multiplicity:
+            raise UsageError("a resumed run keeps the analysis settings it was started with; leave out "
+                             "--margin and --no-multiplicity with --resume")
+        prior = engine.prior_run(file, resume_id, store_path)
     ex = engine.make_executor(executor, address) if not dry_run else None  # no Ray: one line, now
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err)
     s = plan.study
+    if prior is not None:
+        engine.check_resume_host(prior, engine.host_fingerprint(plan))
     for label, why in plan.skipped.items():
         err.print(f"skipped: operation '{label}' (optional): {why}", markup=False, soft_wrap=True)
     if executor == "local" and (s.hosts or s.every_node or any(c.hosts for c in s.configurations)):
@@ -379,6 +394,10 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     err.print(f"study {s.name}: {len(plan.cells)} cells, {len(plan.cells)} calibration repetitions + "
               f"{s.repetitions} blocks = {len(plan.cells) * (s.repetitions + 1)} repetitions, about {eta}{more}",
               markup=False)
+    if prior is not None:
+        kept = sum(1 for o in prior.outcomes if not o.superseded)
+        err.print(f"resuming run {prior.id} (started {prior.meta.get('started_at')}, {prior.meta.get('status')}): "
+                  f"{kept} repetitions kept; only the missing ones run", markup=False, soft_wrap=True)
     if cluster:
         nodes = cluster.get("nodes") or []
         err.print(f"ray: {cluster.get('address')}, {len(nodes)} node(s) checked"
@@ -420,7 +439,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         terminal.host_warnings(err, checks)
 
     run = engine.run_study(plan, store=store_path, out_dir=out_dir, progress=terminal.ProgressBar(err),
-                           reports=not no_report, console=err, on_host=show_host, executor=ex)
+                           reports=not no_report, console=err, on_host=show_host, executor=ex, resume=prior)
     a = run.analysis
     notes = terminal.Notes()
     out.print(terminal.delta_table(run.deltas, s.baseline, notes, a.level))
@@ -805,15 +824,25 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``cryptoperf`` console script; returns the exit status.
 
-    0 success; 1 a worker, store or internal error; 2 a usage or study-file error; 130 Ctrl-C.
+    0 success; 1 a worker, store or internal error; 2 a usage or study-file error; 130 Ctrl-C
+    (or SIGTERM, which stops a study the same way: its finished repetitions stored, the run
+    marked interrupted and resumable).
     """
+    try:
+        signal.signal(signal.SIGTERM, _terminated)
+    except ValueError:
+        pass  # not the main thread (an embedding program): SIGTERM keeps its handler
     try:
         rv = cli.main(args=list(argv) if argv is not None else None, prog_name="cryptoperf",
                       standalone_mode=False)
         return rv if isinstance(rv, int) else 0
     except click.exceptions.Exit as e:
         return e.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except (click.exceptions.Abort, KeyboardInterrupt) as e:
+        # click turns Ctrl-C into Abort; a study's own interruption (its run id) is the cause
+        cause = e if isinstance(e, StudyInterrupted) else e.__cause__ or e.__context__
+        if isinstance(cause, StudyInterrupted):
+            return _fail(str(cause), 130)
         return _fail("interrupted; repetitions finished so far are in the store", 130)
     except click.exceptions.UsageError as e:
         hint = ""
@@ -831,6 +860,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         return _fail(f"internal error: {type(e).__name__}: {e} (rerun with CRYPTOPERF_DEBUG=1 "
                      "for the traceback, and please report it)", 1)
+
+
+def _terminated(signum: int, frame: Any) -> None:
+    """SIGTERM: stop as Ctrl-C does (KeyboardInterrupt), so the run is closed as interrupted."""
+    raise KeyboardInterrupt
 
 
 def _fail(message: str, code: int) -> int:

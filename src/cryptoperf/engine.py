@@ -20,6 +20,8 @@ default), or a Ray cluster, each randomised block a task on one node (``run/ray.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +29,8 @@ from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
 from cryptoperf import opnames, speedstats, workload
-from cryptoperf.errors import UsageError
-from cryptoperf.model import CALIBRATION_BLOCK, OK, Cell, Outcome, Repetition
+from cryptoperf.errors import StudyError, StudyInterrupted, UsageError
+from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
 from cryptoperf.report.json import outcome_dict
@@ -36,7 +38,7 @@ from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import local
 from cryptoperf.run.worker import Hello, WorkerClient, WorkerRules, fetch_hello
 from cryptoperf.store import Store
-from cryptoperf.stored import StoredRun, settings_of
+from cryptoperf.stored import StoredRun, load_run, open_store, settings_of
 from cryptoperf.study import Study
 from cryptoperf.worker_path import find_worker
 
@@ -264,7 +266,8 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
               reports: bool = True, setup: bool = True, margin_pct: float | None = None,
               multiplicity: bool | None = None, console: Any = None,
               on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None = None,
-              executor: str | Any = "local", address: str | None = None) -> "StudyRun":
+              executor: str | Any = "local", address: str | None = None,
+              resume: StoredRun | int | str | None = None) -> "StudyRun":
     """Run a study and return it as a stored run, analysed.
 
     Args:
@@ -282,6 +285,13 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             then), or an executor object (``run.local.LocalExecutor``, ``run.ray.RayExecutor``).
         address: with ``executor="ray"``: the Ray head's ``HOST:PORT`` (None: ``RAY_ADDRESS``,
             else a private local Ray instance).
+        resume: continue an interrupted run of this study in ``store`` (its id, or the
+            ``StoredRun`` that ``prior_run`` checked) instead of starting a new one: the
+            repetitions it finished are kept, only the missing ones run (a block the
+            interruption cut in two runs again whole; its finished half is kept, superseded),
+            under the same run id, with the analysis settings stored with it (``margin_pct`` and
+            ``multiplicity`` must then be None). The study file must be the one the run was
+            started with (``prior_run`` checks its text, by SHA-256).
 
     Returns a ``StudyRun`` (a ``StoredRun``: ``.deltas``, ``.summaries``, ``.analysis``, ...,
     plus the paths written, and with Ray the blocks retried or failed). Raises StudyError,
@@ -290,14 +300,92 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     is stored; on KeyboardInterrupt the repetitions finished so far are in the store and the
     run is marked interrupted.
     """
+    prior = None
+    if resume is not None:
+        if margin_pct is not None or multiplicity is not None:
+            raise UsageError("a resumed run keeps the analysis settings it was started with; leave out "
+                             "--margin and --no-multiplicity with --resume")
+        prior = resume if isinstance(resume, StoredRun) else prior_run(
+            source.study.path if isinstance(source, StudyPlan) else source, resume, store)
     ex = make_executor(executor, address)
-    plan = source if isinstance(source, StudyPlan) else plan_study(
-        source, setup=setup, margin_pct=margin_pct, multiplicity=multiplicity, console=console)
     try:
+        plan = source if isinstance(source, StudyPlan) else plan_study(
+            source, setup=setup, margin_pct=margin_pct, multiplicity=multiplicity, console=console)
+        if prior is not None:
+            plan = dataclasses.replace(plan, analysis=prior.analysis.settings)
         return _run_study(plan, ex, store=store, out_dir=out_dir, progress=progress, reports=reports,
-                          on_host=on_host)
+                          on_host=on_host, prior=prior)
     finally:
         ex.close()
+
+
+def study_sha256(text: str) -> str:
+    """The SHA-256 of a study file's text (UTF-8), in hex: what ``--resume`` compares."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+#: Host fingerprint keys that must be equal for a run to resume on this machine: a run's
+#: blocks are compared with each other, so they must all come from one machine and one set of
+#: libraries.
+RESUME_HOST_KEYS = ("cpu_model", "crypto_flags", "logical_cpus", "kernel", "machine", "worker_version",
+                    "libraries", "builds")
+
+
+def prior_run(source: str | os.PathLike | Study, run_id: int | str, store: str | os.PathLike | None) -> StoredRun:
+    """The stored run that ``cryptoperf study FILE --resume RUN_ID`` continues, checked.
+
+    ``source`` is the study file (or its parsed Study): its text must be the one stored with
+    the run, byte for byte (SHA-256 compared). Raises NoSuchRun / StoreError (no store, no such
+    run), UsageError when the run is not a study's, is complete, or is still running (its
+    process alive on this machine, or on another machine this one cannot check), StudyError
+    when the file changed since the run started — each one line."""
+    s = source if isinstance(source, Study) else study_mod.load(source)
+    with open_store(store) as st:
+        prior = load_run(st, run_id)
+    meta = prior.meta
+    rid = prior.id
+    if meta.get("kind") != "study" or not meta.get("study_toml"):
+        raise UsageError(f"run {rid} is a {meta.get('kind')} run, not a study's: only a study resumes")
+    status = str(meta.get("status"))
+    if status == "complete":
+        raise UsageError(f"run {rid} (study {meta.get('study_name')}) is complete: nothing to resume; "
+                         f"`cryptoperf report {rid}` shows it")
+    if status == "running":
+        proc = meta.get("process") or {}
+        where = (f"process {proc.get('pid')} on {proc.get('hostname')}" if proc else "another process")
+        alive = hostinfo.process_alive(proc)
+        raise UsageError(f"run {rid} is still marked running by {where}"
+                         + (", which is alive; wait for it or stop it first" if alive else
+                            ", which this machine cannot check; resume it there, or after it stopped"))
+    old, new = study_sha256(meta["study_toml"]), study_sha256(s.text)
+    if old != new:
+        raise StudyError(s.path, None, None,
+                         f"the file changed since run {rid} started (SHA-256 {new[:12]}… now, {old[:12]}… "
+                         "then); resume with the file as it was, or run it as a new study without --resume")
+    return prior
+
+
+def host_fingerprint(plan: StudyPlan) -> dict[str, Any]:
+    """This machine's fingerprint (``hostinfo.fingerprint``) with the plan's worker builds'
+    libraries, as a run stores it (before the host checks are added)."""
+    _, hello = plan.workers[builds.DEFAULT]
+    return hostinfo.fingerprint(hello.raw, {n: h.raw for n, (_, h) in plan.workers.items() if n != builds.DEFAULT})
+
+
+def check_resume_host(prior: StoredRun, host: Mapping[str, Any]) -> None:
+    """Raise UsageError (one line) when run ``prior`` was started on a machine or with
+    libraries other than ``host`` (this machine's ``host_fingerprint``): the keys of
+    ``RESUME_HOST_KEYS`` must be equal."""
+    for key in RESUME_HOST_KEYS:
+        if prior.host.get(key) != host.get(key):
+            raise UsageError(f"run {prior.id} cannot resume on this machine: its {key.replace('_', ' ')} was "
+                             f"{_short(prior.host.get(key))}, here it is {_short(host.get(key))}; its blocks "
+                             "must all come from one machine and one set of libraries (run the study anew here)")
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def make_executor(executor: str | Any, address: str | None = None) -> Any:
@@ -318,14 +406,18 @@ def make_executor(executor: str | Any, address: str | None = None) -> Any:
 
 def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out_dir: str | os.PathLike | None,
                progress: local.Progress | bool | None, reports: bool,
-               on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None) -> "StudyRun":
-    """``run_study`` once its plan and executor are made: see there."""
+               on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None,
+               prior: StoredRun | None = None) -> "StudyRun":
+    """``run_study`` once its plan and executor are made (and, to resume, the run it
+    continues): see there."""
     if progress is True:
         progress = ProgressBar()
     bar = progress or local.NoProgress()
     s = plan.study
     _, hello = plan.workers[builds.DEFAULT]
-    host = hostinfo.fingerprint(hello.raw, {n: h.raw for n, (_, h) in plan.workers.items() if n != builds.DEFAULT})
+    host = host_fingerprint(plan)
+    if prior is not None:
+        check_resume_host(prior, host)
     checks = hostinfo.run_checks()
     host["checks"] = [c.as_dict() for c in checks]
     host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing
@@ -334,23 +426,37 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     paths = {n: p for n, (p, _) in plan.workers.items()}
     unmasked = unmasked_vectors(plan.workers)
     disturbed = _disturbance(s, int(hello.cpu.get("logical_cpus") or os.cpu_count() or 1))
-    outcomes: list[Outcome] = []
-    started = local.utc_now()
+    outcomes: list[Outcome] = list(prior.outcomes) if prior is not None else []
+    rows: dict[int, int] = {}  # id(outcome) → its results row
+    if prior is not None:
+        rows.update({id(o): rid for o, rid in zip(prior.outcomes, prior.row_ids)})
+    started = prior.meta["started_at"] if prior is not None else local.utc_now()
     status = "interrupted"
     with Store(store) as st:
-        run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=s.seed,
-                              analysis=plan.analysis.as_dict(), process=hostinfo.process_identity())
-
-        rows: dict[int, int] = {}  # id(outcome) → its results row
+        if prior is None:
+            run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=s.seed,
+                                  analysis=plan.analysis.as_dict(), process=hostinfo.process_identity())
+        else:
+            run_id = prior.id
+            st.reopen_run(run_id, hostinfo.process_identity())
 
         def record(o: Outcome) -> None:
+            rows[id(o)] = st.add_result(run_id, outcome_dict(o))  # stored first: memory never holds more
             outcomes.append(o)
-            rows[id(o)] = st.add_result(run_id, outcome_dict(o))
 
         def superseded(lost: list[Outcome], why: str) -> None:
             st.supersede(run_id, [rows[id(o)] for o in lost if id(o) in rows], why)
 
         def execute(reps: list[Repetition], what: str) -> None:
+            if prior is not None:
+                reps, cut = schedule.missing(reps, outcomes)
+                if cut:  # a block the interruption cut in two runs again whole
+                    why = f"{RETRIED}the study stopped mid-block; the block ran again whole when run {run_id} resumed"
+                    for o in cut:
+                        o.superseded, o.disturbed = True, why
+                    superseded(cut, why)
+                if not reps:
+                    return
             ex.execute(reps, plan.settings, paths, on_outcome=record, progress=bar, description=what,
                        disturbed=disturbed, unmasked=unmasked, on_superseded=superseded)
 
@@ -374,6 +480,8 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
                                         start_index=len(outcomes)), what)
                 done = look
             status = "complete"
+        except KeyboardInterrupt:
+            raise StudyInterrupted(run_id, str(s.path), st.location) from None
         finally:
             st.finish_run(run_id, local.utc_now(), status)
             meta = next(r for r in st.runs() if int(r["id"]) == run_id)

@@ -136,3 +136,14 @@ class SetupError(CryptoperfError):
     """``cryptoperf setup`` (or a study's first-use build) cannot make a worker build: cargo is
     missing, the build failed (the message gives cargo's last error line and where its full
     output is), or the built worker does not report the library it should."""
+
+
+class StudyInterrupted(KeyboardInterrupt):
+    """A study stopped by Ctrl-C (or SIGTERM) while measuring: every repetition it finished is
+    in the store under ``run_id``, and ``cryptoperf study FILE --resume RUN_ID`` continues it.
+    A KeyboardInterrupt, so that code catching Ctrl-C catches it too."""
+
+    def __init__(self, run_id: int, path: str, store: str):
+        self.run_id, self.path, self.store = run_id, path, store
+        super().__init__(f"interrupted; the repetitions finished so far are in store {store} as run "
+                         f"{run_id}: `cryptoperf study {path} --resume {run_id}` continues it")

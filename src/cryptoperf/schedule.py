@@ -22,7 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from cryptoperf import workload
-from cryptoperf.model import CALIBRATION_BLOCK, Cell, Repetition
+from cryptoperf.model import CALIBRATION_BLOCK, Cell, Outcome, Repetition
 from cryptoperf.study import Study
 
 #: Measuring budget of a calibration repetition, in s: long enough for the worker to calibrate
@@ -106,6 +106,37 @@ def blocks(cells: Sequence[Cell], first: int, last: int, seed: int,
                 out.append(Repetition(members[int(ci)], b, position=pos, index=start_index + len(out),
                                       batch=(batches or {}).get(g)))
     return out
+
+
+def missing(reps: Sequence[Repetition], done: Iterable[Outcome]) -> tuple[list[Repetition], list[Outcome]]:
+    """What a resumed study still has to run of ``reps`` (one phase's schedule, in order),
+    given the outcomes ``done`` it already has.
+
+    A repetition is done when an outcome of the same cell and block is not superseded. A
+    calibration repetition stands alone; a block of a group (every configuration of the group
+    once, block > 0) is all or nothing: when some of its repetitions are done and others not
+    (the study stopped mid-block), the whole block runs again, because its configurations are
+    compared with each other and must run close together in time. Returns the repetitions to
+    run (in the given order) and the outcomes of cut blocks, which the caller keeps as
+    superseded."""
+    finished: dict[tuple[str, int], Outcome] = {}
+    for o in done:
+        if not o.superseded:
+            finished[(o.cell.key, o.repetition.block)] = o
+    by_block: dict[tuple, list[Repetition]] = {}
+    for r in reps:
+        by_block.setdefault((r.cell.key,) if r.calibration else (r.cell.group, r.block), []).append(r)
+    todo: list[Repetition] = []
+    cut: list[Outcome] = []
+    skip: set[int] = set()
+    for members in by_block.values():
+        have = [finished[(r.cell.key, r.block)] for r in members if (r.cell.key, r.block) in finished]
+        if len(have) == len(members):
+            skip.update(id(r) for r in members)
+        else:
+            cut += have
+    todo = [r for r in reps if id(r) not in skip]
+    return todo, cut
 
 
 def looks(repetitions: int, max_repetitions: int | None) -> tuple[int, ...]:

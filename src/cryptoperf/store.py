@@ -514,6 +514,13 @@ class Store:
                         .where(results_table.c.run_id == run_id, results_table.c.id.in_(list(result_ids)))
                         .values(superseded=1, disturbed=why))
 
+    def reopen_run(self, run_id: int, process: Mapping[str, Any]) -> None:
+        """Mark run ``run_id`` ``running`` again, by the orchestrator ``process``
+        (``hostinfo.process_identity()``), with no ``finished_at``: a study resuming it
+        (``cryptoperf study FILE --resume RUN_ID``)."""
+        self._write(sa.update(runs_table).where(runs_table.c.id == run_id)
+                    .values(status="running", finished_at=None, process_json=json.dumps(dict(process))))
+
     def finish_run(self, run_id: int, finished_at: str, status: str) -> None:
         """Set a run's ``finished_at`` and final ``status`` (complete, interrupted, failed)."""
         self._write(sa.update(runs_table).where(runs_table.c.id == run_id)

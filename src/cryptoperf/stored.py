@@ -11,7 +11,7 @@ its results back.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +34,15 @@ class StoredRun:
         outcomes: one Outcome per stored repetition (calibration and superseded ones
             included), in the order they finished.
         analysis: summaries and deltas, computed once (``analysis.analyse``).
+        row_ids: the ``results`` row id of each outcome, in the same order, when read back
+            from a store ([] when built in memory).
     """
 
     meta: dict[str, Any]
     study: Study | None
     outcomes: list[Outcome]
     analysis: analysis.Analysis
+    row_ids: list[int] = field(default_factory=list)
 
     @property
     def id(self) -> int:
@@ -167,8 +170,11 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     study = None
     if meta.get("study_toml"):
         study = parse(meta["study_toml"], f"<study of run {rid}>", stored=True)
-    outcomes = [_outcome(row, i) for i, row in enumerate(store.results(rid))]
-    return StoredRun.from_outcomes(meta, study, outcomes, analysis_settings(meta, study))
+    rows = list(store.results(rid))
+    outcomes = [_outcome(row, i) for i, row in enumerate(rows)]
+    run = StoredRun.from_outcomes(meta, study, outcomes, analysis_settings(meta, study))
+    run.row_ids = [int(row["id"]) for row in rows]
+    return run
 
 
 def _outcome(row: dict[str, Any], index: int) -> Outcome:
