@@ -9,7 +9,7 @@ import sqlite3
 
 import pytest
 
-from conftest import assert_one_line_error
+from conftest import TWO_CONFIG_STUDY, assert_one_line_error
 from cryptoperf import engine, hostinfo
 from cryptoperf.report import fleet_sections
 from cryptoperf.run import local
@@ -17,33 +17,10 @@ from cryptoperf.store import Store
 from cryptoperf.stored import load_run, open_store
 
 #: Three configurations, two sizes: a block has three repetitions, so a stop can cut one in two.
-THREE_CONFIGS = """\
-[study]
-name = "t"
-baseline = "A"
-backends = ["openssl"]
-repetitions = 4
-seconds = 0.01
-warmup_s = 0
-timeout_s = 5
-seed = 7
-
-[[configuration]]
-name = "A"
-hash = "sha256"
-
-[[configuration]]
-name = "B"
-hash = "sha512"
-
+THREE_CONFIGS = TWO_CONFIG_STUDY.format(reps=4, timeout=5).replace("sizes = [1024]", "sizes = [1024, 8192]") + """
 [[configuration]]
 name = "C"
 hash = "sha384"
-
-[[operation]]
-label = "hash"
-op = "{hash}"
-sizes = [1024, 8192]
 """
 
 SPEC = {"config_factor": {"B": 1.3, "C": 1.01}, "noise_cv": 0.02}
@@ -226,6 +203,7 @@ def test_a_changed_study_file_is_refused(cli, write_study, fake_worker, tmp_path
     path = write_study(THREE_CONFIGS)
     interrupted_run(cli, path, tmp_path, monkeypatch)
     path.write_text(THREE_CONFIGS.replace("repetitions = 4", "repetitions = 5"))
+    assert "repetitions = 5" in path.read_text()
     line = assert_one_line_error(cli("study", path, "--resume", "1"), "changed since run 1 started",
                                  "SHA-256", "without --resume", code=2)
     assert str(path) in line

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SRC, need_real_worker
+from conftest import SRC, TWO_CONFIG_STUDY, need_real_worker
 from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
 from cryptoperf.stored import load_run, open_store
 from real_workers import find
@@ -29,30 +29,8 @@ from real_workers import find
 REAL, WHY = find()
 
 # 2 configurations × 2 sizes = 4 cells; 4 calibration + 4 blocks × 4 = 20 repetitions.
-STUDY = """\
-[study]
-name = "kill"
-baseline = "A"
-backends = ["openssl"]
-repetitions = 4
-seconds = 0.05
-warmup_s = 0.01
-timeout_s = 30
-seed = 3
-
-[[configuration]]
-name = "A"
-hash = "sha256"
-
-[[configuration]]
-name = "B"
-hash = "sha512"
-
-[[operation]]
-label = "hash"
-op = "{hash}"
-sizes = [64, 4096]
-"""
+STUDY = TWO_CONFIG_STUDY.format(reps=4, timeout=30).replace("sizes = [1024]", "sizes = [64, 4096]").replace(
+    "seconds = 0.01", "seconds = 0.05")
 TOTAL = 20
 
 
