@@ -21,7 +21,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, builds, cpumask, economics, engine, study as study_mod
-from cryptoperf import opnames, workerbuild
+from cryptoperf import opnames, preflight, workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
@@ -359,6 +359,8 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err)
     s = plan.study
+    # out dir, store, disk, memory, threads: before the plan is printed, in a dry run too
+    preflight.announce(preflight.check(plan, out_dir, store_path), err)
     for label, why in plan.skipped.items():
         err.print(f"skipped: operation '{label}' (optional): {why}", markup=False, soft_wrap=True)
     if executor == "local" and (s.hosts or s.every_node or any(c.hosts for c in s.configurations)):
@@ -420,7 +422,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         terminal.host_warnings(err, checks)
 
     run = engine.run_study(plan, store=store_path, out_dir=out_dir, progress=terminal.ProgressBar(err),
-                           reports=not no_report, console=err, on_host=show_host, executor=ex)
+                           reports=not no_report, console=err, on_host=show_host, executor=ex, check_host=False)
     a = run.analysis
     notes = terminal.Notes()
     out.print(terminal.delta_table(run.deltas, s.baseline, notes, a.level))

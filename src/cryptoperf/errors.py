@@ -136,3 +136,10 @@ class SetupError(CryptoperfError):
     """``cryptoperf setup`` (or a study's first-use build) cannot make a worker build: cargo is
     missing, the build failed (the message gives cargo's last error line and where its full
     output is), or the built worker does not report the library it should."""
+
+
+class PreflightError(UsageError):
+    """A study that this host cannot run to the end, found before its first repetition
+    (``preflight.check``): the output directory or the store cannot be written, too little
+    disk or memory for what the study needs. The message names the figure needed and the
+    figure available; exit code 2."""
