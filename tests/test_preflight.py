@@ -45,7 +45,8 @@ loads = ["targets:{targets}"]
 
 
 def nothing_ran(tmp_path: Path) -> bool:
-    """No repetition ran: the fake worker keeps no state, and no store file was made."""
+    """Nothing was stored: the store (the cli fixture's tmp_path/runs.sqlite) was never made, which
+    the first repetition would have done."""
     return not (tmp_path / "runs.sqlite").exists()
 
 

@@ -311,7 +311,9 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
               show_default=True, help="Directory for the study's JSON document and reports.")
 @click.option("--options", "show_options", is_flag=True,
               help="Describe every key a study file may hold, and exit.")
-@click.option("--dry-run", is_flag=True, help="Check the study and show the schedule; run nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Check the study, and the output directory, store, disk and memory it needs; "
+                   "show the schedule; run nothing.")
 @click.option("--no-report", is_flag=True,
               help="Write only the JSON document, not the HTML and Markdown reports beside it.")
 @click.option("--no-setup", is_flag=True,
