@@ -174,3 +174,31 @@ def need_real_worker(path: Path | None, why: str, require: str = "CRYPTOPERF_REQ
     if os.environ.get(require) == "1":
         pytest.fail(f"{require}=1 but {why}", pytrace=False)
     pytest.skip(why)
+
+
+def mount_tmpfs(where: Path, *options: str, size: str = "4m") -> None:
+    """Mount a small tmpfs of ``size`` at ``where`` (made if missing) with mount ``options``
+    (``ro``: a read-only filesystem, where even root cannot write — unlike a chmod), or skip
+    the test saying why (mounting needs root)."""
+    where.mkdir(parents=True, exist_ok=True)
+    opts = ",".join((f"size={size}",) + options)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(where)], capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"cannot mount a small tmpfs here to simulate it ({r.stderr.strip() or r.returncode}; "
+                    "needs root)")
+
+
+@pytest.fixture
+def tmpfs(tmp_path):
+    """``mount(name, *options, size="4m")``: a tmpfs at tmp_path/name (``mount_tmpfs``),
+    unmounted after the test; returns its path."""
+    mounted = []
+
+    def mount(name: str, *options: str, size: str = "4m") -> Path:
+        where = tmp_path / name
+        mount_tmpfs(where, *options, size=size)
+        mounted.append(where)
+        return where
+    yield mount
+    for where in reversed(mounted):
+        subprocess.run(["umount", "-l", str(where)], capture_output=True)

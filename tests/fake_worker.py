@@ -32,6 +32,9 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
                   mask's OPENSSL_ia32cap (read from its own environment, as the libraries do)
   mask_ignored    ["<backend>"]: a masked run on that backend answers invalid, "capability mask
                   not applied: ..." (what the real worker says when a library ignores the mask)
+  result_fields   {"<configuration>#<block>": {field: value}} replaces those fields of that
+                  repetition's result (e.g. {"B#3": {"library_version": "fake-1.1"}}: a library
+                  upgraded under a running study)
 
 Workloads (ops whose hello entry says ``"workload": true``; tls-handshake, tls-bulk and
 ike-phase1 if the hello snapshot has none) answer like the real worker (docs/worker-protocol.md,
@@ -345,6 +348,7 @@ def run(req):
             "library_version": version_of(backend), "params": params,
             "fips": in_fips_mode(backend) if SPEC.get("fips_result") is None else SPEC["fips_result"],
             "threads": req.get("threads", 1), "cpu_mask": mask, "capabilities": capabilities(backend)}
+    base.update(SPEC.get("result_fields", {}).get(f"{config}#{rep}", {}))
     if mask is not None:
         wanted = {m["name"]: m for m in CPU_MASKS}
         if mask not in wanted:

@@ -112,7 +112,13 @@ def test_unwritable_store(cli, write_study, fake_worker, tmp_path):
     fake_worker()
     blocker = tmp_path / "file"
     blocker.write_text("")
+    # a study finds it before its first repetition (preflight.check), in one line, exit 2
     res = cli("study", write_study(STUDY), "--store", blocker / "runs.sqlite")
+    assert_one_line_error(res, f"store {blocker / 'runs.sqlite'}: its directory {blocker} cannot be made: "
+                               f"{blocker} is a file, not a directory", "--store", code=2)
+    # speed when it opens the store
+    res = cli("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01", "--warmup", "0",
+              "--store", blocker / "runs.sqlite")
     line = res.err.strip().splitlines()[-1]
     assert res.code == 1 and line.startswith("cryptoperf: error: cannot create store") and "--store" in line
     assert "Traceback" not in res.err

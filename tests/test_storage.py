@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -150,29 +149,6 @@ def test_the_html_report_draws_bars_and_cpu_lines_per_scheme(fake_worker, cli, t
 
 
 # --------------------------------------------------------------------------- work directory
-
-
-def _mount_tmpfs(where: Path, *options: str) -> None:
-    where.mkdir(parents=True, exist_ok=True)
-    opts = ",".join(("size=4m",) + options)
-    r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(where)], capture_output=True, text=True)
-    if r.returncode != 0:
-        pytest.skip(f"cannot mount a small tmpfs here to simulate it ({r.stderr.strip() or r.returncode}; "
-                    "needs root)")
-
-
-@pytest.fixture
-def tmpfs(tmp_path):
-    mounted = []
-
-    def mount(name: str, *options: str) -> Path:
-        where = tmp_path / name
-        _mount_tmpfs(where, *options)
-        mounted.append(where)
-        return where
-    yield mount
-    for where in mounted:
-        subprocess.run(["umount", str(where)], capture_output=True)
 
 
 def test_a_full_work_directory_is_refused_up_front_in_one_line(fake_worker, tmpfs, tmp_path):

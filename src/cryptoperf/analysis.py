@@ -21,7 +21,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from cryptoperf import stats
-from cryptoperf.model import INVALID, OK, UNSUPPORTED, CellSummary, Delta, Outcome
+from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, CellSummary, Delta, Outcome
 
 MIN_BLOCKS = stats.MIN_BLOCKS
 
@@ -151,11 +151,53 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, CellSummary]:
     return out
 
 
+#: The fields of a worker's result that say which library measured: a cell whose measured
+#: repetitions differ in one of them did not measure one thing (``library_change``).
+IDENTITY_FIELDS = ("library", "library_version", "fips")
+
+
+def _identity_text(result: Mapping[str, Any], fields: Sequence[str]) -> str:
+    return ", ".join(f"{f} {result.get(f)!r}" if f != "capabilities" else "capability vector "
+                     + str((result.get(f) or {}).get("openssl_ia32cap") or result.get(f)) for f in fields)
+
+
+def library_change(outcomes: Sequence[Outcome]) -> str | None:
+    """Why the measured repetitions of one cell did not all run on the same library, or None:
+    their results' ``library``, ``library_version`` or ``fips`` differ, or — among the
+    repetitions of one machine (``Outcome.host``; a Ray study's nodes may differ in CPU) — their
+    ``capabilities`` (the capability vector, the mask applied). One line naming the field, the
+    blocks and the two values, e.g. ``library changed between repetitions: block 1 ran
+    library_version '3.0.13', block 3 '3.0.15'``."""
+    measured = [o for o in outcomes if o.ok and o.result]
+    if len(measured) < 2:
+        return None
+    first = measured[0]
+    for o in measured[1:]:
+        fields = [f for f in IDENTITY_FIELDS if o.result.get(f) != first.result.get(f)]
+        if fields:
+            break
+    else:
+        by_host: dict[str, Outcome] = {}
+        for o in measured:
+            host = o.host or {}
+            where = str((host.get("ray_node") or {}).get("node_id") or host.get("hostname") or "")
+            seen = by_host.setdefault(where, o)
+            if seen.result.get("capabilities") != o.result.get("capabilities"):
+                first, fields = seen, ["capabilities"]
+                break
+        else:
+            return None
+    return (f"library changed between repetitions: block {first.repetition.block} ran "
+            f"{_identity_text(first.result, fields)}, block {o.repetition.block} "
+            f"{_identity_text(o.result, fields)}; the cell is rejected (one library per cell), run it again")
+
+
 def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSummary:
     good = [o for o in reps if o.ok and o.latency and o.throughput]
     bad = [o for o in reps if not o.ok]
     if calibration is not None and not calibration.ok:
         bad = [calibration]
+    changed = library_change(good)
     p50 = {o.repetition.block: float(o.latency.p50_ns) for o in good}
     ops = {o.repetition.block: o.throughput.ops_per_s for o in good}
     cpu = {o.repetition.block: o.throughput.cpu_ns_per_op for o in good if o.throughput.cpu_ns_per_op > 0}
@@ -166,7 +208,8 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
     first = good[0].result if good else None
     return CellSummary(
         cell=cell, repetitions=len(reps), ok=len(good),
-        status=bad[0].status if bad else OK, reason=bad[0].reason if bad else "",
+        status=REJECTED if changed else bad[0].status if bad else OK,
+        reason=changed or (bad[0].reason if bad else ""),
         p50_ns=_median(p50.values()), p99_ns=_median(o.latency.p99_ns for o in good),
         ops_per_s=_median(ops.values()), bytes_per_s=_median(o.throughput.bytes_per_s for o in good),
         cpu_ns_per_op=_median(cpu.values()),
@@ -200,6 +243,8 @@ class _Pending:
 def _side_problem(name: str, s: CellSummary | None) -> str | None:
     if s is None:
         return f"{name}: not run"
+    if s.status == REJECTED:
+        return f"{name}: {s.status}: {s.reason}"
     if s.ok > 0:
         return None
     if s.status != OK:
@@ -319,7 +364,7 @@ def deltas(summaries: Mapping[str, CellSummary], baseline: str,
             common = _common(base, s, name, baseline)
             # the configuration's own answer (unsupported, invalid) first: it is why no block
             # ran either side, and more useful than "the baseline has no repetition"
-            own = _side_problem("this configuration", s) if s.status in (UNSUPPORTED, INVALID) else None
+            own = _side_problem("this configuration", s) if s.status in (UNSUPPORTED, INVALID, REJECTED) else None
             problem = own or _side_problem("baseline", base) or _side_problem("this configuration", s)
             if problem:
                 pending.append(Delta(status="n/a", reason=problem, **common))

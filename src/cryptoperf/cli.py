@@ -22,7 +22,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, builds, cpumask, economics, engine, study as study_mod
-from cryptoperf import opnames, workerbuild
+from cryptoperf import opnames, preflight, workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
@@ -312,7 +312,9 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
               show_default=True, help="Directory for the study's JSON document and reports.")
 @click.option("--options", "show_options", is_flag=True,
               help="Describe every key a study file may hold, and exit.")
-@click.option("--dry-run", is_flag=True, help="Check the study and show the schedule; run nothing.")
+@click.option("--dry-run", is_flag=True,
+              help="Check the study, and the output directory, store, disk and memory it needs; "
+                   "show the schedule; run nothing.")
 @click.option("--no-report", is_flag=True,
               help="Write only the JSON document, not the HTML and Markdown reports beside it.")
 @click.option("--no-setup", is_flag=True,
@@ -372,6 +374,8 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err)
     s = plan.study
+    # out dir, store, disk, memory, threads: before the plan is printed, in a dry run too
+    preflight.announce(preflight.check(plan, out_dir, store_path), err)
     if prior is not None:
         engine.check_resume_host(prior, engine.host_fingerprint(plan))
     for label, why in plan.skipped.items():
@@ -439,7 +443,8 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         terminal.host_warnings(err, checks)
 
     run = engine.run_study(plan, store=store_path, out_dir=out_dir, progress=terminal.ProgressBar(err),
-                           reports=not no_report, console=err, on_host=show_host, executor=ex, resume=prior)
+                           reports=not no_report, console=err, on_host=show_host, executor=ex, resume=prior,
+                           check_host=False)
     a = run.analysis
     notes = terminal.Notes()
     out.print(terminal.delta_table(run.deltas, s.baseline, notes, a.level))

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
-from cryptoperf import opnames, speedstats, workload
+from cryptoperf import opnames, preflight, speedstats, workload
 from cryptoperf.errors import StudyError, StudyInterrupted, UsageError
 from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
@@ -267,7 +267,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
               multiplicity: bool | None = None, console: Any = None,
               on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None = None,
               executor: str | Any = "local", address: str | None = None,
-              resume: StoredRun | int | str | None = None) -> "StudyRun":
+              resume: StoredRun | int | str | None = None, check_host: bool = True) -> "StudyRun":
     """Run a study and return it as a stored run, analysed.
 
     Args:
@@ -292,12 +292,17 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             under the same run id, with the analysis settings stored with it (``margin_pct`` and
             ``multiplicity`` must then be None). The study file must be the one the run was
             started with (``prior_run`` checks its text, by SHA-256).
+        check_host: check the output directory, the store, disk, memory and threads against
+            what the study needs before its first repetition (``preflight.check``); False
+            when the caller has (the CLI, before it prints the plan).
 
     Returns a ``StudyRun`` (a ``StoredRun``: ``.deltas``, ``.summaries``, ``.analysis``, ...,
     plus the paths written, and with Ray the blocks retried or failed). Raises StudyError,
     UsageError, StoreError, WorkerError subclasses, RayError subclasses (Ray missing, the
     cluster unreachable, a node refused, a ``hosts`` selector no node matches) before anything
-    is stored; on KeyboardInterrupt the repetitions finished so far are in the store and the
+    is stored; PreflightError when the output directory or the store cannot be written, or the
+    host lacks the disk or memory the study needs (``preflight.check``, whose warnings go to
+    ``console``); on KeyboardInterrupt the repetitions finished so far are in the store and the
     run is marked interrupted.
     """
     prior = None
@@ -313,6 +318,8 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             source, setup=setup, margin_pct=margin_pct, multiplicity=multiplicity, console=console)
         if prior is not None:
             plan = dataclasses.replace(plan, analysis=prior.analysis.settings)
+        if check_host:
+            preflight.announce(preflight.check(plan, out_dir, store), console)  # before anything is measured
         return _run_study(plan, ex, store=store, out_dir=out_dir, progress=progress, reports=reports,
                           on_host=on_host, prior=prior)
     finally:

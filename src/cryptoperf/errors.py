@@ -147,3 +147,10 @@ class StudyInterrupted(KeyboardInterrupt):
         self.run_id, self.path, self.store = run_id, path, store
         super().__init__(f"interrupted; the repetitions finished so far are in store {store} as run "
                          f"{run_id}: `cryptoperf study {path} --resume {run_id}` continues it")
+
+
+class PreflightError(UsageError):
+    """A study that this host cannot run to the end, found before its first repetition
+    (``preflight.check``): the output directory or the store cannot be written, too little
+    disk or memory for what the study needs. The message names the figure needed and the
+    figure available; exit code 2."""

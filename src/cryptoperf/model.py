@@ -28,6 +28,9 @@ from cryptoperf.cpumask import BASELINE
 
 OK, UNSUPPORTED, INVALID, FAILED = "ok", "unsupported", "invalid", "failed"
 STATUSES = (OK, UNSUPPORTED, INVALID, FAILED)
+#: A cell summary's status (never an outcome's) when its measured repetitions ran on different
+#: libraries (``analysis.library_change``): its figures are kept, its comparisons are n/a.
+REJECTED = "rejected"
 #: The block number of calibration repetitions (they fix each group's batch size).
 CALIBRATION_BLOCK = 0
 #: How ``Outcome.disturbed`` of a superseded outcome starts when it was not disturbed but
@@ -253,7 +256,8 @@ class CellSummary:
         cell: the cell.
         repetitions: repetitions analysed; ok: those measured.
         status: ``ok`` if every repetition measured, else the status of the first that did not
-            (``unsupported``, ``invalid``, ``failed``); reason: its reason.
+            (``unsupported``, ``invalid``, ``failed``); ``rejected`` when the measured
+            repetitions ran on different libraries (``analysis.library_change``); reason: why.
         p50_ns, p99_ns, ops_per_s, bytes_per_s, cpu_ns_per_op: medians over measured
             repetitions (None without any).
         blocks_run: the blocks in which the cell had a repetition, measured or not.

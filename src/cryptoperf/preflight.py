@@ -1,0 +1,432 @@
+"""Checks made before the first repetition of a study: what can be known before measuring is
+known before measuring.
+
+``check(plan, out_dir, store)`` refuses, with one line naming the figure, a study that would
+measure for hours and then fail to keep what it measured or run out of a resource part-way:
+
+- the output directory (``--out``) cannot be written, or cannot take a hard link (the reports
+  are written aside and linked into place: ``report.render.write_text``);
+- the store cannot be written: a SQLite file or its directory on a read-only filesystem (the
+  file, its ``-wal`` and ``-shm`` beside it), a PostgreSQL server in read-only mode (a standby)
+  or a role that may not insert;
+- the filesystem of the store, of the output directory and of the work files has less room than
+  the study will write (``estimate``: the bytes a repetition stores, measured from real results,
+  times the repetitions planned, plus the reports);
+- memory: the most the study's processes hold at once, for its heaviest cell, plus what the
+  orchestrator keeps of every result, exceeds ``MemAvailable`` (``/proc/meminfo``);
+
+and returns warnings, one line each, for what does not stop a study but colours its figures: a
+cell whose threads (``threads``, or a workload's ``closed:N`` connections) exceed the logical
+CPUs, where latency then includes time spent descheduled.
+
+File descriptors (a workload's connections, a job's cap × slices, against ``ulimit -n``) and the
+work directory of a file workload (writable, room for its files) are checked when the study is
+checked against the worker (``study.check_against_worker``, ``engine.check_work_dir``); their
+figures enter here only where they share a filesystem with the results.
+
+The per-repetition figures are from the real worker (docs/reliability.md, "Checked before the
+first repetition", has the host and the runs they come from).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from cryptoperf import workload
+from cryptoperf.errors import PreflightError, StoreError
+
+if TYPE_CHECKING:  # engine imports this module
+    from cryptoperf.engine import StudyPlan
+    from cryptoperf.model import Cell
+
+MiB = 1 << 20
+
+# --- bytes stored per repetition: the worker's result message as JSON (the store keeps it whole,
+# histogram and, for a job, every target's record), plus the row's other columns.
+# Measured with the release worker (docs/reliability.md): a primitive's result 1.8-2.4 KB (0.3 to
+# 2 s); a TLS handshake's 3.7 KB at 0.3 s, 7.3 KB at 2 s (its timelines grow with the window);
+# storage 4.4 KB; a fleet job's 5.2 KB at 10 targets, 11.9 KB at 100, 74 KB at 1000.
+#: A primitive operation's result.
+PRIMITIVE_RESULT_BYTES = 4 << 10
+#: A workload's result at a time level (TLS, IKE, storage: histogram, server side) ...
+WORKLOAD_RESULT_BYTES = 16 << 10
+#: ... and its timelines, per second of measuring window.
+WORKLOAD_RESULT_BYTES_PER_S = 2 << 10
+#: A job's result: a fixed part (phases, processes with their CPU timelines) ...
+JOB_RESULT_BYTES = 16 << 10
+#: ... and each target's record (its phases' times, its slice and agent).
+JOB_RESULT_BYTES_PER_TARGET = 96
+#: A results row's columns beside the result (cell, params, host, timestamps).
+ROW_BYTES = 1 << 10
+#: The reports beside the JSON document: the HTML report's fixed part (styles, script) ...
+REPORT_BYTES = 2 * MiB
+#: ... and per cell (its rows and inline SVG plots, in HTML and Markdown).
+REPORT_BYTES_PER_CELL = 64 << 10
+
+# --- memory at the peak: repetitions run one at a time on a machine (the local executor; a Ray
+# node runs one block at a time), so the peak is the heaviest cell's processes, plus what the
+# orchestrator keeps of every result so far.
+# Measured (peak RSS the fleet job reports per process): a worker 11-13 MiB; a slice 12.2 MiB at
+# cap 1, 22.4 MiB at cap 100 (0.1 MiB per target in flight); an agent 13.5 MiB at 5 targets,
+# 15.2 MiB at 500; the coordinator 11.4 MiB at 10 targets, 13.2 MiB at 1000.
+#: A worker process's resident memory (libraries, tables, one measuring thread).
+WORKER_RSS_BYTES = 32 * MiB
+#: Each further thread: its stack as used (Rust reserves 2 MiB of address space per thread but
+#: touches a small part) and its state (a TLS connection's buffers, a client's histogram).
+THREAD_BYTES = 256 << 10
+#: A fleet job's coordinator, agent and slice processes (each a worker process) ...
+JOB_PROCESS_BYTES = WORKER_RSS_BYTES
+#: ... each agent's per-target identity (certificate and key state, chosen by name) ...
+JOB_AGENT_BYTES_PER_TARGET = 8 << 10
+#: ... and the coordinator's per-target record while it gathers them.
+JOB_COORDINATOR_BYTES_PER_TARGET = 4 << 10
+#: Python objects per byte of result JSON the orchestrator keeps (every outcome is in memory
+#: until the reports are written; measured 4.4 for a primitive's, 6.4 for a job's).
+PYTHON_BYTES_PER_RESULT_BYTE = 8
+#: The orchestrator's own resident memory (Python, numpy, scipy, matplotlib, SQLAlchemy: 138
+#: MiB measured once imported, more while plotting).
+ORCHESTRATOR_BYTES = 256 * MiB
+
+
+@dataclass(frozen=True)
+class Needs:
+    """What a study needs, estimated before it runs.
+
+    Attributes:
+        repetitions: repetitions that may be stored: calibration plus every block up to the
+            last planned look, each possibly twice (a disturbed repetition is re-run once).
+        store_bytes: bytes the store grows by (results rows; a SQLite store's write-ahead log
+            may hold a second copy until it is checkpointed: counted twice there).
+        report_bytes: the JSON document (every result again, indented) and the HTML and
+            Markdown reports beside it, in the output directory.
+        work_bytes: a file workload's files at once (``engine.check_work_dir``: twice the
+            largest), in the work directory; 0 without one.
+        memory_bytes: resident memory at the peak: the heaviest cell's processes plus the
+            orchestrator with every result in memory.
+        heaviest: the cell whose processes need the most (its key and what they are).
+    """
+
+    repetitions: int
+    store_bytes: int
+    report_bytes: int
+    work_bytes: int
+    memory_bytes: int
+    heaviest: str = ""
+    per_cell_memory: dict[str, int] = field(default_factory=dict, repr=False)
+
+
+def result_bytes(cell: "Cell", calibration: bool = False, seconds: float = 1.0) -> int:
+    """The bytes one repetition of ``cell`` stores (its result and row), estimated: a job's grow
+    with its targets (a calibration repetition runs at most ``workload.CALIBRATION_TARGETS``),
+    a workload's with its window of ``seconds``."""
+    if cell.op in workload.JOB_WORKLOADS:
+        targets = _targets(cell)
+        if calibration:
+            targets = min(targets, workload.CALIBRATION_TARGETS)
+        return ROW_BYTES + JOB_RESULT_BYTES + JOB_RESULT_BYTES_PER_TARGET * targets
+    if cell.is_workload:
+        return ROW_BYTES + WORKLOAD_RESULT_BYTES + int(WORKLOAD_RESULT_BYTES_PER_S * seconds)
+    return ROW_BYTES + PRIMITIVE_RESULT_BYTES
+
+
+def _targets(cell: "Cell") -> int:
+    load = workload.parse_load(cell.load) if cell.load else None
+    return (load.targets if load is not None else None) or 1
+
+
+def _int(value: Any, default: int) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return default
+
+
+def cell_memory(cell: "Cell", threads: int, defaults: dict[str, Any] | None = None) -> tuple[int, str]:
+    """Resident bytes the processes of one repetition of ``cell`` hold at once, and what they
+    are (one phrase): a worker and its threads; a workload's client and, in socket mode, its
+    server process, each with a thread per connection; a job's coordinator, agents (with their
+    targets' identities) and slices (a thread per target in flight); a file workload's I/O
+    buffers. ``threads`` is the study's (primitives); ``defaults`` the worker's defaults for
+    the operation (a job's cap, slices and agents)."""
+    p = {**(defaults or {}), **cell.params}
+    if cell.op in workload.JOB_WORKLOADS:
+        targets = _targets(cell)
+        cap, slices, agents = _int(p.get("cap"), 20), _int(p.get("slices"), 1), _int(p.get("agents"), 2)
+        need = (JOB_PROCESS_BYTES + JOB_COORDINATOR_BYTES_PER_TARGET * targets
+                + agents * JOB_PROCESS_BYTES + JOB_AGENT_BYTES_PER_TARGET * targets
+                + slices * (JOB_PROCESS_BYTES + cap * THREAD_BYTES))
+        return need, (f"a job of {targets} targets: coordinator, {agents} agent(s), {slices} slice(s) of "
+                      f"{cap} threads")
+    if cell.is_workload:
+        load = workload.parse_load(str(cell.load))
+        n = load.connections
+        if cell.op in workload.FILE_WORKLOADS:
+            block = _int(p.get("block_bytes"), workload.BYTE_RATE_WORKLOADS[cell.op][1])
+            return WORKER_RSS_BYTES + n * (THREAD_BYTES + 2 * block), f"{n} I/O thread(s) of {block} B blocks"
+        socket = str(p.get("mode", "socket")) == "socket"
+        processes = 2 if socket else 1
+        return (processes * WORKER_RSS_BYTES + processes * n * THREAD_BYTES,
+                f"{n} connection(s)" + (", client and server processes" if socket else " in one process"))
+    return WORKER_RSS_BYTES + threads * THREAD_BYTES, f"{threads} thread(s)"
+
+
+def planned_repetitions(plan: "StudyPlan") -> list[tuple["Cell", bool]]:
+    """Every repetition that may be stored, as (cell, is calibration): one calibration per
+    cell, then every block up to the last look, each twice (a disturbed one is re-run once)."""
+    out: list[tuple[Cell, bool]] = []
+    blocks = plan.looks[-1]
+    for c in plan.cells:
+        out.append((c, True))
+        out += [(c, False)] * (2 * blocks)
+    return out
+
+
+def estimate(plan: "StudyPlan") -> Needs:
+    """``Needs`` of a study plan (see there); the figures are the module's constants."""
+    reps = planned_repetitions(plan)
+    results = sum(result_bytes(c, cal, plan.settings.seconds) for c, cal in reps)
+    rules = plan.study.rules
+    per_cell = {}
+    what = {}
+    for c in plan.cells:
+        defaults = dict(rules.op_defaults.get(c.op, {})) if rules is not None else {}
+        per_cell[c.key], what[c.key] = cell_memory(c, plan.settings.threads, defaults)
+    heaviest = max(per_cell, key=per_cell.__getitem__) if per_cell else ""
+    # the JSON document holds every result again (indented: about 1.3×); the reports per cell
+    report = int(1.3 * results) + REPORT_BYTES + REPORT_BYTES_PER_CELL * len(plan.cells)
+    files = [c for c in plan.cells if c.op in workload.FILE_WORKLOADS]
+    work = 2 * max((_int(c.params.get("file_bytes"), workload.DEFAULT_FILE_BYTES) for c in files), default=0)
+    memory = (ORCHESTRATOR_BYTES + PYTHON_BYTES_PER_RESULT_BYTE * results
+              + (per_cell[heaviest] if heaviest else 0))
+    return Needs(repetitions=len(reps), store_bytes=results, report_bytes=report, work_bytes=work,
+                 memory_bytes=memory, heaviest=f"{heaviest} ({what[heaviest]})" if heaviest else "",
+                 per_cell_memory=per_cell)
+
+
+# --------------------------------------------------------------------------- the checks
+
+
+def _existing(p: Path) -> Path:
+    """``p`` or its nearest ancestor that exists (what a directory would be made in)."""
+    p = Path(os.path.abspath(p))
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return p
+
+
+def _mib(n: int | float) -> str:
+    return f"{n / MiB:,.0f} MiB" if n >= 10 * MiB else f"{n / MiB:.1f} MiB"
+
+
+def directory_problem(directory: str | os.PathLike, what: str, link: bool = False) -> str | None:
+    """Why files cannot be written in ``directory`` (made if missing, as the writer would), or
+    None. Nothing is left behind: a missing directory is probed in its nearest existing
+    ancestor, without making it; the probe (and with ``link`` its hard link) is removed.
+    ``what`` names it in the message (``--out``, ``store``)."""
+    d = Path(directory)
+    here = _existing(d)
+    if not here.is_dir():
+        return f"{what} {d} cannot be made: {here} is a file, not a directory"
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".cryptoperf-probe-", dir=here)
+    except OSError as e:
+        return f"{what} {d} is not writable: {e.strerror or e} ({here})"
+    try:
+        os.write(fd, b"x")
+        os.close(fd)
+        if link:
+            try:
+                os.link(probe, probe + ".link")
+                os.unlink(probe + ".link")
+            except OSError as e:
+                return (f"{what} {d} cannot take hard links ({e.strerror or e}), which cryptoperf writes "
+                        "its files with (written aside, then linked into place)")
+    except OSError as e:
+        return f"{what} {d} is not writable: {e.strerror or e} ({here})"
+    finally:
+        try:
+            os.unlink(probe)
+        except OSError:
+            pass
+    return None
+
+
+def sqlite_problem(path: Path) -> str | None:
+    """Why a SQLite store at ``path`` cannot be written, or None: an existing file must open
+    for writing (not on a read-only filesystem, not a directory), and its directory must take
+    new files (the write-ahead log and shared-memory files beside it)."""
+    if path.is_dir():
+        return f"store {path} is a directory; give a SQLite file's path"
+    if path.exists():
+        try:
+            with open(path, "r+b"):
+                pass
+        except OSError as e:
+            return f"store {path} is not writable: {e.strerror or e}"
+    return directory_problem(path.parent, f"store {path}: its directory")
+
+
+def postgresql_problem(location: Any) -> str | None:
+    """Why a PostgreSQL store (a ``store.Location``) cannot be written, or None: the server is
+    in read-only mode (a standby, or ``default_transaction_read_only``), or the role may not
+    insert into the store's tables (or, with none yet, create them). Raises StoreError (one
+    line, password masked) when the server cannot be reached or refuses the login, as opening
+    the store would."""
+    import sqlalchemy as sa
+
+    from cryptoperf.store import PG_CONNECT_TIMEOUT_S, _pg_fix, _reason
+    args: dict[str, Any] = {"application_name": "cryptoperf"}
+    if "connect_timeout" not in location.url.query:
+        args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    engine = sa.create_engine(location.url, connect_args=args)
+    try:
+        with engine.connect() as conn:
+            read_only = conn.execute(sa.text("SELECT current_setting('transaction_read_only')")).scalar()
+            if read_only == "on":
+                return (f"store {location.shown} is read-only (a standby server, or default_transaction_read_only "
+                        "= on); give the primary's URL")
+            tables = conn.execute(sa.text(
+                "SELECT has_table_privilege(c.oid, 'INSERT') AND has_table_privilege(c.oid, 'UPDATE') "
+                "FROM pg_class c WHERE c.oid = to_regclass('results') OR c.oid = to_regclass('runs')")).scalars().all()
+            if tables and not all(tables):
+                return (f"store {location.shown}: the role may not insert into its tables runs and results; "
+                        "GRANT INSERT, UPDATE on them, or use another role")
+            if not tables and not conn.execute(sa.text("SELECT has_schema_privilege(current_schema(), 'CREATE')")).scalar():
+                return (f"store {location.shown}: the role may not create the store's tables in its schema; "
+                        "grant CREATE on the schema, or use another database")
+    except sa.exc.SQLAlchemyError as e:
+        reason = location.scrub(_reason(e))
+        raise StoreError(f"cannot open store {location.shown}: {reason}; {_pg_fix(reason)}") from None
+    finally:
+        engine.dispose()
+    return None
+
+
+def mem_available(meminfo: str | os.PathLike = "/proc/meminfo") -> int | None:
+    """``MemAvailable`` in bytes (the kernel's estimate of memory available to a new workload
+    without swapping), or None where there is no such file or line."""
+    try:
+        for line in Path(meminfo).read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def thread_warnings(plan: "StudyPlan", logical_cpus: int) -> list[str]:
+    """One line per thread count above ``logical_cpus``: the study's ``threads`` for its
+    primitive operations, each ``closed:N`` level's N connections (one client thread each)."""
+    over: dict[str, list[str]] = {}
+    for c in plan.cells:
+        if c.is_workload:
+            load = workload.parse_load(str(c.load))
+            if load.kind == "closed" and load.connections > logical_cpus:
+                over.setdefault(f"load {load.text} ({load.connections} client threads)", []).append(c.label)
+        elif plan.settings.threads > logical_cpus:
+            over.setdefault(f"threads = {plan.settings.threads}", []).append(c.label)
+    out = []
+    for what, labels in over.items():
+        names = sorted(set(labels))
+        shown = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
+        out.append(f"warning: {what} exceed{'s' if what.startswith('load') else ''} the {logical_cpus} logical "
+                   f"CPUs ({shown}): latency then includes time spent descheduled")
+    return out
+
+
+def _same_filesystem(paths: Iterable[tuple[str, Path, int]]) -> dict[int, list[tuple[str, Path, int]]]:
+    by_dev: dict[int, list[tuple[str, Path, int]]] = {}
+    for name, p, need in paths:
+        if need > 0:
+            by_dev.setdefault(os.stat(_existing(p)).st_dev, []).append((name, p, need))
+    return by_dev
+
+
+def disk_problem(needs: Needs, parts: list[tuple[str, Path, int]]) -> str | None:
+    """Why the filesystems of ``parts`` (what, where, bytes it needs) lack room, or None: the
+    parts on one filesystem are added up and compared with its free bytes."""
+    for items in _same_filesystem(parts).values():
+        total = sum(n for _, _, n in items)
+        where = _existing(items[0][1])
+        free = shutil.disk_usage(where).free
+        if total > free:
+            detail = ", ".join(f"{name} {_mib(n)} ({p})" for name, p, n in items)
+            return (f"the study needs about {_mib(total)} of disk for {needs.repetitions} repetitions and "
+                    f"their reports ({detail}), but that filesystem has {_mib(free)} free; free space or "
+                    "pass --out/--store on another filesystem")
+    return None
+
+
+def check(plan: "StudyPlan", out_dir: str | os.PathLike | None, store: str | os.PathLike | None = None, *,
+          meminfo: str | os.PathLike = "/proc/meminfo", logical_cpus: int | None = None,
+          needs: Needs | None = None) -> list[str]:
+    """Check a study plan against this host before its first repetition (see the module doc).
+
+    Args:
+        plan: the ``engine.StudyPlan``.
+        out_dir: where the JSON document and reports go (None: no files).
+        store: the store as ``run_study`` takes it (None: ``store.default_location()``).
+        meminfo: the file ``MemAvailable`` is read from.
+        logical_cpus: the CPUs the worker sees (default: its hello's ``cpu.logical_cpus``).
+        needs: the estimate to check (default ``estimate(plan)``).
+
+    Returns warning lines (threads above the logical CPUs). Raises PreflightError (one line,
+    exit 2) for what would stop the study later; StoreError when a PostgreSQL store cannot be
+    reached; nothing is created or left behind.
+    """
+    from cryptoperf import builds
+    from cryptoperf.store import Location
+    needs = needs or estimate(plan)
+    if out_dir is not None:
+        problem = directory_problem(out_dir, "--out", link=True)
+        if problem:
+            raise PreflightError(f"{problem}; pass --out DIR to write elsewhere")
+    where = Location(store)
+    if where.path is not None:
+        problem = sqlite_problem(where.path)
+        if problem:
+            raise PreflightError(f"{problem}; pass --store PATH to use another file")
+    else:
+        problem = postgresql_problem(where)
+        if problem:
+            raise PreflightError(problem)
+    parts: list[tuple[str, Path, int]] = []
+    if where.path is not None:
+        parts.append(("store", where.path.parent, 2 * needs.store_bytes))
+    if out_dir is not None:
+        parts.append(("reports", Path(out_dir), needs.report_bytes))
+    if plan.settings.work_dir is not None:
+        parts.append(("work files", Path(plan.settings.work_dir), needs.work_bytes))
+    problem = disk_problem(needs, parts)
+    if problem:
+        raise PreflightError(problem)
+    available = mem_available(meminfo)
+    if available is not None and needs.memory_bytes > available:
+        raise PreflightError(
+            f"the study needs about {_mib(needs.memory_bytes)} of memory at its peak (its heaviest cell "
+            f"{needs.heaviest}, and the orchestrator with {needs.repetitions} results), but {_mib(available)} "
+            "is available (MemAvailable); free memory, or lower the cell's load, targets or threads")
+    if logical_cpus is None:
+        _, hello = plan.workers[builds.DEFAULT]
+        logical_cpus = int(hello.cpu.get("logical_cpus") or os.cpu_count() or 1)
+    return thread_warnings(plan, logical_cpus)
+
+
+class PreflightWarning(UserWarning):
+    """A warning ``check`` returned, raised through ``warnings`` when no console prints it."""
+
+
+def announce(lines: Iterable[str], console: Any = None) -> None:
+    """Print ``lines`` (``check``'s warnings) on ``console`` (a rich Console), or without one
+    issue each as a ``PreflightWarning``."""
+    for line in lines:
+        if console is not None:
+            console.print(line, markup=False, soft_wrap=True)
+        else:
+            warnings.warn(line, PreflightWarning, stacklevel=3)
