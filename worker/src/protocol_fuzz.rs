@@ -293,11 +293,11 @@ fn tricky_string() -> impl Strategy<Value = String> {
 
 fn number() -> impl Strategy<Value = Value> {
     prop_oneof![
-        select(TRICKY_NUMBERS).prop_map(|f| json!(f)),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        (0u64..70_000).prop_map(Value::from),
-        any::<f64>().prop_filter_map("JSON numbers are finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
+        3 => select(TRICKY_NUMBERS).prop_map(|f| json!(f)),
+        1 => any::<i64>().prop_map(Value::from),
+        1 => any::<u64>().prop_map(Value::from),
+        2 => (0u64..70_000).prop_map(Value::from),
+        1 => any::<f64>().prop_filter_map("JSON numbers are finite", |f| serde_json::Number::from_f64(f).map(Value::Number)),
     ]
 }
 
@@ -477,10 +477,13 @@ enum Change {
 }
 
 fn change() -> impl Strategy<Value = Change> {
+    let set = |in_params: bool, key: String, value: Value| Change::Set { in_params, key, value };
     prop_oneof![
-        3 => (any::<bool>(), key()).prop_flat_map(|(in_params, key)| {
-            value_for(&key).prop_map(move |value| Change::Set { in_params, key: key.clone(), value })
-        }),
+        // a request field, a parameter (each with a value of its kind, mostly), anything anywhere
+        3 => select(REQUEST_FIELDS.to_vec())
+            .prop_flat_map(move |key| value_for(key).prop_map(move |value| set(false, key.to_string(), value))),
+        3 => select(param_keys()).prop_flat_map(move |key| param_value().prop_map(move |value| set(true, key.clone(), value))),
+        1 => (any::<bool>(), key(), json_value()).prop_map(move |(in_params, key, value)| set(in_params, key, value)),
         1 => (any::<bool>(), any::<usize>()).prop_map(|(in_params, index)| Change::Remove { in_params, index }),
     ]
 }
