@@ -367,8 +367,20 @@ fn split_type(line: &str) -> Result<(String, Map<String, Value>), RequestError> 
     }
 }
 
+/// The `error` message for `e`; its text is kept to one line ([`one_line`]) whatever it quotes
+/// from the request.
 fn error_message(id: Option<&str>, e: &RequestError) -> Value {
-    json!({"type": "error", "id": id, "code": e.code, "message": e.message})
+    json!({"type": "error", "id": id, "code": e.code, "message": one_line(&e.message)})
+}
+
+/// `text` with its control characters escaped (a newline as `\n`, ESC as `\u{1b}`), so a
+/// message quoting a value from a request (`unknown suite '…'`) stays one line when a person's
+/// terminal or a log shows it.
+fn one_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// The `hello` response; with `detail`, every backend's support for every operation (this

@@ -118,7 +118,8 @@ fn assert_error(answer: &Value, code: Option<&str>, context: &str) {
         None => assert!(CODES.contains(&got), "{context}: undocumented code: {answer}"),
     }
     let message = answer["message"].as_str().unwrap_or_else(|| panic!("{context}: no message: {answer}"));
-    assert!(!message.trim().is_empty() && !message.contains('\n'), "{context}: message not one line: {answer}");
+    assert!(!message.trim().is_empty(), "{context}: empty message: {answer}");
+    assert!(!message.chars().any(char::is_control), "{context}: message not one plain line: {answer}");
     assert!(answer.get("id").is_some(), "{context}: error without its id field: {answer}");
 }
 
@@ -909,7 +910,8 @@ fn out_of_order_requests_are_refused_and_the_worker_goes_on() {
 }
 
 /// Bytes that are not UTF-8 get an error naming where, and the worker reads on; so does a
-/// request cut short by the end of input.
+/// request cut short by the end of input; a control character quoted from a request is escaped
+/// in the message, which stays one line.
 #[test]
 fn non_utf8_and_truncated_lines_get_one_error_each() {
     let mut input = format!("{HELLO}\n").into_bytes();
@@ -920,4 +922,6 @@ fn non_utf8_and_truncated_lines_get_one_error_each() {
     assert_eq!(outcome.answers.len(), 3);
     assert!(outcome.answers[1]["message"].as_str().unwrap().contains("not UTF-8: invalid bytes at offset 20"), "{}", outcome.answers[1]);
     assert!(outcome.answers[2]["message"].as_str().unwrap().contains("not JSON: EOF while parsing"), "{}", outcome.answers[2]);
+    let outcome = serve_dry(greeted(br#"{"type":"ru\n\u001b[31m"}"#.to_vec()));
+    assert_eq!(outcome.answers[1]["message"], "unknown request type 'ru\\n\\u{1b}[31m'; known: hello, run, check, bye");
 }
