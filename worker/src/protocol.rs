@@ -107,8 +107,8 @@ struct Case {
 }
 
 /// The longest request line the worker reads, in bytes (the `\n` not counted); announced in
-/// `hello`'s `limits` as `max_request_bytes`. A longer line is skipped unread (its bytes are
-/// discarded as they arrive, never held) and answered with one `bad_request` error, so a
+/// `hello`'s `limits` as `max_request_bytes`. A longer line is not decoded: its bytes are
+/// discarded as they arrive, never held, and it is answered with one `bad_request` error, so a
 /// runaway or hostile writer cannot make the worker hold more than this much of one line.
 /// Real requests are a few hundred bytes.
 pub const MAX_REQUEST_BYTES: usize = 1 << 20;
