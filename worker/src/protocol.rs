@@ -106,74 +106,245 @@ struct Case {
     cpu_vector_unmasked: Option<CapVector>,
 }
 
-/// Serve requests until `bye` or end of input. Returns the process exit status.
-pub fn serve(input: impl BufRead, mut output: impl Write) -> std::io::Result<i32> {
+/// The longest request line the worker reads, in bytes (the `\n` not counted); announced in
+/// `hello`'s `limits` as `max_request_bytes`. A longer line is not decoded: its bytes are
+/// discarded as they arrive, never held, and it is answered with one `bad_request` error, so a
+/// runaway or hostile writer cannot make the worker hold more than this much of one line.
+/// Real requests are a few hundred bytes.
+pub const MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// Serve requests until `bye` or end of input. Returns the process exit status: 0 after `bye`
+/// or end of input, [`EXIT_PROTOCOL_MISMATCH`] after a `hello` for another protocol.
+///
+/// Every non-blank line gets exactly one answer line (except `bye`, which ends the worker):
+/// lines longer than [`MAX_REQUEST_BYTES`], not UTF-8, not JSON or not a valid request get an
+/// `error` and the worker reads on. A last line without its `\n` is served like any other.
+/// Errors: only reading the input or writing the output failing (e.g. a broken pipe).
+pub fn serve(input: impl BufRead, output: impl Write) -> std::io::Result<i32> {
     let cpu = CpuInfo::read();
-    let mut greeted = false;
-    for line in input.lines() {
-        let line = line?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let (kind, body) = match split_type(&line) {
-            Ok(parts) => parts,
-            Err(e) => {
-                send(&mut output, error_message(None, &e))?;
-                continue;
+    let tsc = cpu.tsc;
+    serve_with(input, output, tsc, &mut Measure { cpu })
+}
+
+/// What [`serve_with`] does with a request that passed every check: answer `hello`, measure a
+/// `run`, answer a `check`. The worker's own is [`Measure`]; the decoder's property tests use
+/// one that answers without measuring, so they exercise everything else `serve` does.
+trait Actions {
+    fn hello(&mut self, detail: bool) -> Value;
+    fn run(&mut self, case: Case) -> Value;
+    fn check(&mut self, case: Case) -> Value;
+}
+
+/// The worker's [`Actions`]: the real `hello`, `run` and `check`.
+struct Measure {
+    cpu: CpuInfo,
+}
+
+impl Actions for Measure {
+    fn hello(&mut self, detail: bool) -> Value {
+        hello(&self.cpu, detail)
+    }
+    fn run(&mut self, case: Case) -> Value {
+        run(case)
+    }
+    fn check(&mut self, case: Case) -> Value {
+        check(case)
+    }
+}
+
+/// [`serve`] with the accepted requests handed to `actions`; `tsc` is whether this CPU has a
+/// time-stamp counter (recorded in every run's plan).
+fn serve_with(
+    mut input: impl BufRead,
+    mut output: impl Write,
+    tsc: bool,
+    actions: &mut impl Actions,
+) -> std::io::Result<i32> {
+    let mut session = Session { greeted: false, tsc };
+    let mut line = Vec::new();
+    loop {
+        let step = match read_line(&mut input, &mut line, MAX_REQUEST_BYTES)? {
+            Line::End => return Ok(0),
+            Line::TooLong { bytes } => Step::Reply(error_message(None, &too_long(bytes))),
+            Line::Complete => session.decode(&line),
+        };
+        let answer = match step {
+            Step::Nothing => continue,
+            Step::Reply(message) => message,
+            Step::Hello { detail } => actions.hello(detail),
+            Step::Run(case) => actions.run(*case),
+            Step::Check(case) => actions.check(*case),
+            Step::End { message, status } => {
+                if let Some(m) = message {
+                    send(&mut output, m)?;
+                }
+                return Ok(status);
             }
         };
+        send(&mut output, answer)?;
+    }
+}
+
+fn too_long(bytes: u64) -> RequestError {
+    refuse(
+        "bad_request",
+        format!(
+            "request line of {bytes} bytes is longer than the limit of {MAX_REQUEST_BYTES} bytes \
+             (hello's limits.max_request_bytes); it was skipped"
+        ),
+    )
+}
+
+/// What [`read_line`] found.
+#[derive(Debug, PartialEq, Eq)]
+enum Line {
+    /// A line of at most the limit's bytes is in the buffer (without its `\n`; the last line of
+    /// the input may have had none).
+    Complete,
+    /// A line of `bytes` bytes, more than the limit, was read past and discarded.
+    TooLong { bytes: u64 },
+    /// End of input, nothing pending.
+    End,
+}
+
+/// Read one `\n`-terminated line into `line` (cleared first), holding at most `max` bytes of
+/// it: the bytes of a longer line are consumed and dropped up to its `\n` (or the end of input),
+/// so memory stays within `max` plus the reader's own buffer whatever the input.
+/// Errors: the reader's (an interrupted read is retried).
+fn read_line(input: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<Line> {
+    line.clear();
+    let mut seen: u64 = 0;
+    loop {
+        let chunk = match input.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok(match seen {
+                0 => Line::End,
+                n if n > max as u64 => Line::TooLong { bytes: n },
+                _ => Line::Complete,
+            });
+        }
+        let (part, newline) = match chunk.iter().position(|&b| b == b'\n') {
+            Some(i) => (&chunk[..i], true),
+            None => (chunk, false),
+        };
+        let n = part.len();
+        if seen + n as u64 <= max as u64 {
+            line.extend_from_slice(part);
+        }
+        seen += n as u64;
+        input.consume(n + usize::from(newline));
+        if newline {
+            if seen > max as u64 {
+                line.clear();
+                return Ok(Line::TooLong { bytes: seen });
+            }
+            return Ok(Line::Complete);
+        }
+    }
+}
+
+/// The protocol state of one conversation: whether `hello` was answered.
+struct Session {
+    greeted: bool,
+    tsc: bool,
+}
+
+/// What one request line asks for, decided before anything runs.
+enum Step {
+    /// A blank line: no answer.
+    Nothing,
+    /// Answer with this message (an `error`), then read on.
+    Reply(Value),
+    /// Answer `hello` (with every backend's support for every operation if `detail`).
+    Hello { detail: bool },
+    /// Measure this checked case.
+    Run(Box<Case>),
+    /// Say whether this checked case is supported, without measuring.
+    Check(Box<Case>),
+    /// Send `message` if any, then end with `status` (`bye`; a protocol mismatch).
+    End { message: Option<Value>, status: i32 },
+}
+
+impl Session {
+    /// Decode and check one request line (without its `\n`), updating the state; never panics,
+    /// whatever the bytes (the property tests in protocol_fuzz.rs hold it to that).
+    fn decode(&mut self, line: &[u8]) -> Step {
+        let text = match std::str::from_utf8(line) {
+            Ok(text) => text,
+            Err(e) => {
+                let e = refuse(
+                    "bad_request",
+                    format!("request is not UTF-8: invalid bytes at offset {}", e.valid_up_to()),
+                );
+                return Step::Reply(error_message(None, &e));
+            }
+        };
+        if text.trim().is_empty() {
+            return Step::Nothing;
+        }
+        let (kind, body) = match split_type(text) {
+            Ok(parts) => parts,
+            Err(e) => return Step::Reply(error_message(None, &e)),
+        };
         let id = body.get("id").and_then(Value::as_str).map(str::to_owned);
-        match (kind.as_str(), greeted) {
+        let error = |e: RequestError| Step::Reply(error_message(id.as_deref(), &e));
+        match (kind.as_str(), self.greeted) {
             ("hello", _) => {
-                let wanted = body.get("protocol").and_then(Value::as_u64);
-                if wanted != Some(PROTOCOL_VERSION) {
+                let wanted = body.get("protocol");
+                if wanted.and_then(Value::as_u64) != Some(PROTOCOL_VERSION) {
                     let e = refuse(
                         "protocol_mismatch",
                         format!(
                             "this worker speaks protocol {PROTOCOL_VERSION}, the orchestrator \
                              asked for {}; install matching versions of cryptoperf and its worker \
                              (`pip install .` builds both)",
-                            wanted.map_or("none".to_string(), |v| v.to_string())
+                            wanted.map_or("none".to_string(), |v| clip(&v.to_string()))
                         ),
                     );
-                    send(&mut output, error_message(None, &e))?;
-                    return Ok(EXIT_PROTOCOL_MISMATCH);
+                    return Step::End { message: Some(error_message(None, &e)), status: EXIT_PROTOCOL_MISMATCH };
                 }
-                let detail = body.get("detail").and_then(Value::as_bool).unwrap_or(false);
-                send(&mut output, hello(&cpu, detail))?;
-                greeted = true;
-            }
-            (_, false) => {
-                let e = refuse("bad_request", "the first request must be hello");
-                send(&mut output, error_message(id.as_deref(), &e))?;
-            }
-            ("run", true) => {
-                let response = match parse_run(body, cpu.tsc).and_then(ready_to_run) {
-                    Ok(case) => run(case),
-                    Err(e) => error_message(id.as_deref(), &e),
+                let detail = match body.get("detail") {
+                    None | Some(Value::Null) => false,
+                    Some(Value::Bool(b)) => *b,
+                    Some(other) => {
+                        let e = refuse("bad_request", format!("hello: detail must be true or false, got {}", clip(&other.to_string())));
+                        return error(e);
+                    }
                 };
-                send(&mut output, response)?;
+                self.greeted = true;
+                Step::Hello { detail }
             }
-            ("check", true) => {
-                // A workload's combination, checked without measuring (docs/worker-protocol.md,
-                // "check"): the orchestrator asks before a study's first repetition.
-                let response = match parse_run(body, cpu.tsc) {
-                    Ok(case) => check(case),
-                    Err(e) => error_message(id.as_deref(), &e),
-                };
-                send(&mut output, response)?;
-            }
-            ("bye", true) => return Ok(0),
-            (other, true) => {
-                let e = refuse(
-                    "bad_request",
-                    format!("unknown request type '{other}'; known: hello, run, check, bye"),
-                );
-                send(&mut output, error_message(id.as_deref(), &e))?;
-            }
+            (_, false) => error(refuse("bad_request", "the first request must be hello")),
+            ("run", true) => match parse_run(body, self.tsc).and_then(ready_to_run) {
+                Ok(case) => Step::Run(Box::new(case)),
+                Err(e) => error(e),
+            },
+            // A workload's combination, checked without measuring (docs/worker-protocol.md,
+            // "check"): the orchestrator asks before a study's first repetition.
+            ("check", true) => match parse_run(body, self.tsc) {
+                Ok(case) => Step::Check(Box::new(case)),
+                Err(e) => error(e),
+            },
+            ("bye", true) => Step::End { message: None, status: 0 },
+            (other, true) => error(refuse(
+                "bad_request",
+                format!("unknown request type '{}'; known: hello, run, check, bye", clip(other)),
+            )),
         }
     }
-    Ok(0)
+}
+
+/// `text` cut to its first 100 characters (with `…` when cut), to quote a value from a request
+/// in a message.
+fn clip(text: &str) -> String {
+    match text.char_indices().nth(100) {
+        Some((i, _)) => format!("{}…", &text[..i]),
+        None => text.to_string(),
+    }
 }
 
 /// Write one message as one line and flush, so the orchestrator sees it at once.
@@ -196,8 +367,20 @@ fn split_type(line: &str) -> Result<(String, Map<String, Value>), RequestError> 
     }
 }
 
+/// The `error` message for `e`; its text is kept to one line ([`one_line`]) whatever it quotes
+/// from the request.
 fn error_message(id: Option<&str>, e: &RequestError) -> Value {
-    json!({"type": "error", "id": id, "code": e.code, "message": e.message})
+    json!({"type": "error", "id": id, "code": e.code, "message": one_line(&e.message)})
+}
+
+/// `text` with its control characters escaped (a newline as `\n`, ESC as `\u{1b}`), so a
+/// message quoting a value from a request (`unknown suite '…'`) stays one line when a person's
+/// terminal or a log shows it.
+fn one_line(text: &str) -> String {
+    if !text.chars().any(char::is_control) {
+        return text.to_string();
+    }
+    text.chars().map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() }).collect()
 }
 
 /// The `hello` response; with `detail`, every backend's support for every operation (this
@@ -246,7 +429,7 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
 }
 
 /// `hello`'s `limits`: the largest values `parse_run` and `Params::resolve` accept, from the
-/// constants they check.
+/// constants they check, and the longest request line `serve` reads.
 fn limits() -> Value {
     json!({
         "max_threads": MAX_THREADS,
@@ -254,6 +437,7 @@ fn limits() -> Value {
         "max_warmup_s": MAX_WARMUP_S,
         "max_size_bytes": ops::MAX_SIZE,
         "max_batch": measure::MAX_BATCH,
+        "max_request_bytes": MAX_REQUEST_BYTES,
     })
 }
 
@@ -563,6 +747,11 @@ pub(crate) fn measurement_fields(m: &Measurement, bytes_per_op: usize) -> Value 
     })
 }
 
+/// The decoder's property tests (proptest): every input gets one answer, no panic, no hang.
+#[cfg(test)]
+#[path = "protocol_fuzz.rs"]
+mod fuzz;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -777,7 +966,7 @@ mod tests {
         assert_eq!(
             limits,
             json!({"max_threads": 1024, "max_seconds": 3600.0, "max_warmup_s": 600.0,
-                   "max_size_bytes": 67108864, "max_batch": 1048576})
+                   "max_size_bytes": 67108864, "max_batch": 1048576, "max_request_bytes": 1048576})
         );
         let base = json!({"backend": "mock", "op": "sha256"});
         let with = |field: &str, value: Value| {
