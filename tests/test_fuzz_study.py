@@ -226,7 +226,8 @@ def mutated_text(draw) -> str:
             keyed = [j for j, l in enumerate(lines) if _KEY_LINE.match(l)]
             if keyed:
                 j = draw(st.sampled_from(keyed))
-                lines[j] = re.sub(r"^\s*[A-Za-z0-9_\-]+", draw(st.sampled_from(KEYS) | st.text(max_size=8)), lines[j])
+                new_key = draw(st.sampled_from(KEYS) | st.text(max_size=8))
+                lines[j] = re.sub(r"^\s*[A-Za-z0-9_\-]+", lambda m: new_key, lines[j])  # as written
         elif kind == "truncate":
             joined = "\n".join(lines)
             lines = joined[:draw(st.integers(0, len(joined)))].split("\n")
