@@ -20,6 +20,20 @@ sys.path.insert(0, str(SRC))  # test the source tree, installed or not
 from cryptoperf.cli import main  # noqa: E402
 from cryptoperf.run.worker import WorkerRules  # noqa: E402
 
+try:  # the hypothesis profiles of the fuzz tests (tests/test_fuzz_study.py)
+    from hypothesis import HealthCheck, settings
+except ImportError:  # hypothesis is in the test extra; without it those tests do not import
+    settings = None
+if settings is not None:
+    # ci (the default): about a minute for the fuzz tests on 2 cores; long: a run of hours, of at
+    # least 100,000 parser inputs (docs/reliability.md). CRYPTOPERF_FUZZ_EXAMPLES=N sets the inputs
+    # per fuzz test in either.
+    _common = dict(deadline=None, print_blob=True,
+                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    settings.register_profile("ci", max_examples=int(os.environ.get("CRYPTOPERF_FUZZ_EXAMPLES", 600)), **_common)
+    settings.register_profile("long", max_examples=int(os.environ.get("CRYPTOPERF_FUZZ_EXAMPLES", 30000)), **_common)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
 #: The real worker's rules as its hello announces them (fixtures/refresh_worker_hello.py).
 WORKER_HELLO = json.loads((Path(__file__).with_name("fixtures") / "worker-hello.json").read_text())
 BACKENDS = ("openssl", "aws-lc", "ring", "rustcrypto")

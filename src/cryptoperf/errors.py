@@ -7,6 +7,49 @@ errors in what the user typed or wrote (usage, study files) and 1 for everything
 
 from __future__ import annotations
 
+import unicodedata
+
+#: Longest message a StudyError carries: a value of megabytes is elided, never echoed whole.
+MAX_MESSAGE = 1000
+
+
+def _escaped(text: str) -> str:
+    """``text`` with every character that would break or hide a line escaped: control and
+    format characters (newlines, ESC, bidirectional overrides, ...), surrogates, private-use and
+    unassigned code points, and the Unicode line and paragraph separators."""
+    out = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat[0] != "C" and cat not in ("Zl", "Zp"):
+            out.append(ch)
+        elif ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        else:
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)
+
+
+_SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
+    """``text`` as one printable line of at most ``limit`` characters (``limit`` >= 100):
+    every character that would break or hide the line written as its escape (``\\n``,
+    ``\\x1b``, ``\\u2028``), and the middle of a longer text replaced by ``…(N characters)…``
+    (N counted in ``text``), so that a message quoting a value of a study file stays one
+    bounded line whatever the value holds. Takes time in proportion to ``limit``, not to
+    ``text``."""
+    if len(text) <= limit:
+        line = _escaped(text)
+        if len(line) <= limit:
+            return line
+    head_n = (limit - 40) * 2 // 3
+    tail_n = limit - 40 - head_n
+    head = _escaped(text[:head_n])[:head_n]
+    tail = _escaped(text[len(text) - tail_n:])[-tail_n:]
+    return f"{head}…({len(text) - head_n - tail_n} characters)…{tail}"
+
 
 class CryptoperfError(Exception):
     """Base of every error cryptoperf raises on purpose; ``str(err)`` is the one-line message."""
@@ -35,7 +78,8 @@ class StudyError(CryptoperfError):
     def __init__(self, path: str, line: int | None, field: str | None, problem: str):
         self.path, self.line, self.field, self.problem = str(path), line, field, problem
         where = self.path if line is None else f"{self.path}:{line}"
-        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")
+        # one bounded line whatever the file holds (a key with a newline, a value of megabytes)
+        super().__init__(one_line(f"{where}: {field}: {problem}" if field else f"{where}: {problem}"))
 
 
 class WorkerError(CryptoperfError):
@@ -96,6 +140,12 @@ class StoreError(CryptoperfError):
 class NoSuchRun(StoreError, UsageError):
     """The run id the user gave is not a number, not ``latest``, or not in the store: a store
     error (``except StoreError`` catches it) with a usage error's exit code, 2."""
+
+
+class WorkDirError(CryptoperfError):
+    """The work directory of a file workload cannot hold a repetition's private directory: it
+    became a symbolic link or something other than a directory after the up-front check, or the
+    directory cannot be made there. The message names the directory."""
 
 
 class EconomicsError(UsageError):

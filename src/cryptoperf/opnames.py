@@ -220,6 +220,9 @@ def parse_size(text: str | int) -> int:
         if text < 0:
             raise ValueError(f"{text} is not a size: sizes are not negative")
         return text
+    if len(str(text)) > 64:  # no size is that long; and int() refuses 4300 digits
+        raise ValueError(f"'{str(text)[:40]}…' ({len(str(text))} characters) is not a size; write bytes or a "
+                         f"size such as {SIZE_FORMS}")
     m = _SIZE.match(str(text))
     if not m:
         raise ValueError(f"'{text}' is not a size; write bytes or a size such as {SIZE_FORMS}")

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
+import os
 import re
 import tomllib
 from dataclasses import dataclass, field
@@ -26,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from cryptoperf import builds, cpumask, opnames, stats, workload
-from cryptoperf.errors import StudyError
+from cryptoperf.errors import StudyError, one_line
 
 if TYPE_CHECKING:  # the study parser needs only the rules' interface, not the worker client
     from cryptoperf.run.worker import WorkerRules
@@ -38,6 +40,22 @@ UNTIL = ("fixed", "decided")
 VERDICT_ON = tuple(stats.METRICS) + (stats.BY_LOAD,)  # latency, throughput, cpu_per_op, by_load
 _TEMPLATE_VAR = re.compile(r"\{([^{}]*)\}")
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Largest study file ``load`` reads (real ones are a few KiB): a larger file, or a device that
+#: never ends, is refused before it fills memory.
+MAX_STUDY_BYTES = 1 << 20
+#: Most ``[[configuration]]`` and ``[[operation]]`` tables, and most pairs of them (every pair
+#: is checked, and becomes cells): bounds the time a study file can make the checks take.
+MAX_TABLES = 1000
+MAX_PAIRS = 10_000
+#: Most cells a study may expand to (configurations × backends × operations × sizes × loads);
+#: each runs ``repetitions`` + 1 times, so more would not finish anyway.
+MAX_CELLS = 50_000
+#: TOML integers are 64-bit (toml.io, "Integer"); a larger one is refused, not rounded.
+INT64 = (-(2**63), 2**63 - 1)
+#: Longest value quoted whole in a message; a longer one is elided in the middle.
+SHOWN = 100
+#: Most parameters one operation may give (a workload takes about 25).
+MAX_PARAMS = 100
 
 
 # --------------------------------------------------------------------------- the option table
@@ -153,8 +171,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("study", "work_dir", "string", None,
            "Where a file workload (storage) writes its files: each repetition gets a private "
            "directory there, removed when it ends, also when its worker was killed; default: "
-           "a 'work' directory beside the default store. Checked up front: writable, with the "
-           "free space the files need."),
+           "a 'work' directory beside the default store. Absolute, or relative to the study "
+           "file's directory and inside it; no symbolic link on the way. Checked up front: "
+           "writable, with the free space the files need."),
     Option("study", "seed", "int", 1, "Seed of the random order within blocks (stored with the "
            "run, so the schedule reproduces).", min=0, max=2**63 - 1),
     Option("study", "max_steal_pct", "float", 10.0,
@@ -443,6 +462,11 @@ class Study:
         params: dict[str, str] = {}
         for name, value in operation.params.items():
             params[name] = self.substitute(config, operation, "params", str(value))
+            if name in workload.FILE_PARAMS:  # the worker gets the file the study names, resolved
+                try:
+                    params[name] = str(workload.confined_path(params[name], _base_dir(self.path), absolute_ok=False))
+                except ValueError as e:
+                    raise self.error("operation", operation.index, "params", f"{name} {e}") from None
         for name in WORKER_PARAMS:
             if name in config.variables and self.rules.takes(op, name):
                 params[name] = _param_value(name, str(config.variables[name]), self.rules)
@@ -496,7 +520,9 @@ class SourceMap:
         counts: dict[str, int] = {}
         current: tuple[str, int] | None = ("", 0)  # keys before any header: top level
         in_multiline = False
-        for no, raw in enumerate(text.splitlines(), start=1):
+        # TOML's lines end at LF (or CRLF) only: str.splitlines would also split at \u2028, \x0c,
+        # \x1c... inside strings and comments, and number the lines wrong (and make millions)
+        for no, raw in enumerate(text.split("\n"), start=1):
             if raw.count('"""') % 2 == 1 or raw.count("'''") % 2 == 1:
                 in_multiline = not in_multiline
                 if not in_multiline:
@@ -534,13 +560,15 @@ class SourceMap:
             where = "top level"
         else:
             name = self.names.get((section, index))
-            where = f"{section} '{name}'" if name else f"{section} #{index + 1}"
-        return f"{where}, field '{key}'" if key else where
+            where = f"{section} '{one_line(name, SHOWN)}'" if name else f"{section} #{index + 1}"
+        return f"{where}, field '{one_line(key, SHOWN)}'" if key else where
 
 
 def _suggest(word: str, candidates: Iterable[str]) -> str:
     """`` did you mean 'x'?`` for the closest candidate, or ''."""
-    close = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    if len(word) > 64:  # no misspelling is that long; and difflib's time grows with it
+        return ""
+    close = difflib.get_close_matches(word, [c for c in candidates if len(c) <= 64], n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
@@ -613,6 +641,12 @@ class _Parser:
             if not _type_ok(opt, value):
                 raise self.error(section, index, key,
                                  f"must be {_TYPE_WORDS[opt.type]}, not {_toml_repr(value)}")
+            for v in value if isinstance(value, list) else [value]:
+                problem = _int64_problem(v)
+                if problem:
+                    raise self.error(section, index, key, problem)
+                if isinstance(v, float) and not math.isfinite(v):
+                    raise self.error(section, index, key, f"must be a finite number, not {v}")
             if opt.type == "sizes":
                 value = self.sizes(section, index, key, value)
             numbers = value if opt.type in ("ints", "sizes") else [value] if opt.type in ("int", "float") else []
@@ -626,7 +660,7 @@ class _Parser:
                 value = self.hosts(section, index, key, value)
             if opt.type in ("strings", "ints", "sizes", "hosts") and not value:
                 raise self.error(section, index, key, "must not be empty (omit the key for the default)")
-            values[key] = float(value) if opt.type == "float" else value
+            values[key] = float(value) + 0.0 if opt.type == "float" else value  # + 0.0: -0.0 is 0.0
         for opt in known.values():
             if opt.name not in values:
                 if opt.default is REQUIRED:
@@ -651,6 +685,8 @@ class _Parser:
             except ValueError as e:
                 raise self.error(section, index, key,
                                  f"element {i} ({_toml_repr(v)}) is not a size: {e}") from None
+            if out[-1] > INT64[1]:
+                raise self.error(section, index, key, f"element {i} ({_toml_repr(v)}) is more than 2^63-1 bytes")
         return out
 
     def hosts(self, section: str, index: int, key: str, value: str | list[str]) -> list[str]:
@@ -698,8 +734,23 @@ class _Parser:
                              "missing [study] table (with at least name and baseline)")
         s = self.options("study", 0, study_table, allow_extra=False)
 
-        configs = [self.configuration(i, t) for i, t in enumerate(self.tables("configuration"))]
-        operations = [self.operation(i, t) for i, t in enumerate(self.tables("operation"))]
+        work_dir = s["work_dir"]
+        if work_dir is not None and not self.stored:
+            try:  # relative to the study file's directory; see workload.confined_path
+                work_dir = str(workload.confined_path(work_dir, _base_dir(self.path), absolute_ok=True))
+            except ValueError as e:
+                raise self.error("study", 0, "work_dir", f"{_toml_repr(s['work_dir'])} {e}") from None
+        config_tables, op_tables = self.tables("configuration"), self.tables("operation")
+        for section, tables in (("configuration", config_tables), ("operation", op_tables)):
+            if len(tables) > MAX_TABLES:
+                raise self.error(section, MAX_TABLES, None, f"the study has {len(tables)} [[{section}]] "
+                                 f"tables; at most {MAX_TABLES}")
+        if len(config_tables) * len(op_tables) > MAX_PAIRS:
+            raise StudyError(self.path, None, None,
+                             f"{len(config_tables)} configurations × {len(op_tables)} operations = "
+                             f"{len(config_tables) * len(op_tables)} pairs; at most {MAX_PAIRS} (split the study)")
+        configs = [self.configuration(i, t) for i, t in enumerate(config_tables)]
+        operations = [self.operation(i, t) for i, t in enumerate(op_tables)]
 
         seen: dict[str, int] = {}
         for c in configs:
@@ -751,7 +802,7 @@ class _Parser:
             threads=s["threads"], timeout_s=s["timeout_s"], seed=s["seed"],
             max_steal_pct=s["max_steal_pct"], max_other_load_pct=s["max_other_load_pct"],
             noise_threshold_pct=s["noise_threshold_pct"], configurations=tuple(configs),
-            operations=tuple(operations), source=self.source, work_dir=s["work_dir"],
+            operations=tuple(operations), source=self.source, work_dir=work_dir,
             hosts=tuple(HostSelector.parse(h) for h in s["hosts"] or () if h != EVERY_NODE),
             every_node=EVERY_NODE in (s["hosts"] or ()))
         _check_templates(study)
@@ -771,6 +822,9 @@ class _Parser:
             if isinstance(value, bool) or not isinstance(value, (str, int, float)):
                 raise self.error("configuration", index, key,
                                  f"a template variable must be a string or a number, not {_toml_repr(value)}")
+            problem = _int64_problem(value)
+            if problem:
+                raise self.error("configuration", index, key, problem)
             variables[key] = value
         params = {}
         for key, value in (v["params"] or {}).items():
@@ -827,9 +881,18 @@ class _Parser:
         if v["sizes"] is not None and len(set(v["sizes"])) != len(v["sizes"]):
             raise self.error("operation", index, "sizes", "lists a size twice")
         params = v["params"] or {}
+        if len(params) > MAX_PARAMS:
+            raise self.error("operation", index, "params", f"has {len(params)} parameters; no workload "
+                             f"takes more than a few dozen (at most {MAX_PARAMS})")
         for key, value in params.items():
             if not _IDENT.match(key):
-                raise self.error("operation", index, "params", f"'{key}' is not a parameter name")
+                raise self.error("operation", index, "params", f"'{one_line(key, SHOWN)}' is not a parameter name")
+            if key in workload.ORCHESTRATOR_PARAMS:
+                raise self.error("operation", index, "params",
+                                 f"{key} is not a study's to set: {workload.ORCHESTRATOR_PARAMS[key]}")
+            problem = _int64_problem(value)
+            if problem:
+                raise self.error("operation", index, "params", f"{key}: {problem}")
             if isinstance(value, bool):
                 # as the worker spells a switch (storage's direct = true)
                 value = params[key] = "true" if value else "false"
@@ -845,6 +908,10 @@ class _Parser:
                 if not _IDENT.match(m.group(1)):
                     raise self.error("operation", index, "params",
                                      f"'{m.group(0)}' in {key} is not a template variable; write {{name}}")
+            if key in workload.FILE_PARAMS and not self.stored and not _TEMPLATE_VAR.search(str(value)):
+                problem = _file_param_problem(key, str(value), self.path)
+                if problem:
+                    raise self.error("operation", index, "params", problem)
         loads = v["loads"]
         if loads is not None:
             try:
@@ -907,6 +974,10 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
             raise study.error("operation", o.index, "params",
                               f"'{op}' has no parameter '{name}'{_suggest(name, takes)} (it takes: {', '.join(takes)})")
         value = study.substitute(config, o, "params", str(raw))
+        if name in workload.FILE_PARAMS:
+            problem = _file_param_problem(name, value, study.path)
+            if problem:
+                raise study.error("operation", o.index, "params", problem)
         allowed = rules.param_values.get(name)
         if allowed and value not in allowed:
             via = f" (from '{raw}' in configuration '{config.name}')" if value != str(raw) else ""
@@ -971,15 +1042,51 @@ def _param_hint(name: str, value: str, allowed: Iterable[str]) -> str:
 
 
 def _toml_repr(value: Any) -> str:
+    """A value as a message quotes it: TOML-ish, one line, long strings and numbers elided."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return f'"{value}"'
+        return f'"{one_line(value, SHOWN)}"'
     if isinstance(value, dict):
         return "a table"
     if isinstance(value, list):
         return "a list"
-    return str(value)
+    if isinstance(value, int):
+        return _int_text(value)
+    return one_line(str(value), SHOWN)
+
+
+def _int_text(n: int) -> str:
+    """An integer as text, elided past ``SHOWN`` digits (and without ``str``'s 4300-digit limit
+    biting: such a number is described by its size)."""
+    if abs(n) < 10**SHOWN:
+        return str(n)
+    digits = int(abs(n).bit_length() * 0.30103) + 1
+    return f"{'-' if n < 0 else ''}a number of about {digits} digits"
+
+
+def _base_dir(path: str) -> str:
+    """The directory a study file's relative paths start from: the file's own (the current
+    directory for a study given as text, whose ``path`` is only a name)."""
+    return os.path.dirname(os.path.abspath(path))
+
+
+def _file_param_problem(key: str, value: str, path: str) -> str | None:
+    """Why ``value`` cannot be the file parameter ``key`` of a study at ``path``, or None
+    (``workload.confined_path``: relative to the study file's directory, inside it, no
+    symbolic link)."""
+    try:
+        workload.confined_path(value, _base_dir(path), absolute_ok=False)
+    except ValueError as e:
+        return f"{key} {_toml_repr(value)} {e}"
+    return None
+
+
+def _int64_problem(value: Any) -> str | None:
+    """Why ``value`` (from the TOML document) is not a 64-bit integer TOML allows, or None."""
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64[0] <= value <= INT64[1]:
+        return f"{_int_text(value)} is outside the 64-bit range of TOML integers (-2^63..2^63-1)"
+    return None
 
 
 def parse(text: str, path: str = "<study>", stored: bool = False) -> Study:
@@ -997,17 +1104,44 @@ def parse(text: str, path: str = "<study>", stored: bool = False) -> Study:
         m = re.search(r"line (\d+)", str(e))
         raise StudyError(path, int(m.group(1)) if m else None, None,
                          f"not valid TOML: {e}") from None
+    except ValueError:
+        # tomllib converts a decimal integer with int(), whose limit is 4300 digits
+        # (sys.get_int_max_str_digits); TOML integers are 64-bit anyway
+        raise StudyError(path, _long_number_line(text), None,
+                         "not valid TOML: an integer of thousands of digits; TOML integers are "
+                         "64-bit (-2^63..2^63-1)") from None
+    except RecursionError:
+        raise StudyError(path, None, None,
+                         "not valid TOML for a study: arrays or inline tables nested too deeply "
+                         "for the parser (a study file nests at most a few levels)") from None
     return _Parser(path, text, doc, stored).parse()
+
+
+def _long_number_line(text: str) -> int | None:
+    """The line of the first run of more than 4000 digits in ``text`` (tomllib's error for it
+    carries none), or None."""
+    m = re.search(r"[0-9_]{4000}", text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
 
 
 def load(path: str | Path) -> Study:
     """Read and parse a study file. Raises StudyError if it cannot be read or is invalid."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            data = f.read(MAX_STUDY_BYTES + 1)
     except FileNotFoundError:
         raise StudyError(str(path), None, None, "no such study file") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise StudyError(str(path), None, None, f"cannot read: {e}") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise StudyError(str(path), None, None, f"cannot read: {getattr(e, 'strerror', None) or e}") from None
+    if len(data) > MAX_STUDY_BYTES:
+        raise StudyError(str(path), None, None, f"is larger than {MAX_STUDY_BYTES >> 20} MiB; a study file "
+                         "is a few KiB of TOML (is this the right file?)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise StudyError(str(path), line, None, f"not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
+                         f"{e.start}); TOML files are UTF-8") from None
     return parse(text, str(path))
 
 
@@ -1051,6 +1185,11 @@ def check_against_worker(study: Study, rules: "WorkerRules") -> Study:
                                       f"{name} {_toml_repr(value)} is not one of {', '.join(allowed)}"
                                       f"{_param_hint(name, str(value), allowed)}")
     study = dataclasses.replace(study, rules=rules, backends=study.backends or tuple(backends))
+    per_backend = sum(max(1, len(o.sizes or ())) * max(1, len(o.loads or ())) for o in study.operations)
+    cells = per_backend * sum(len(study.backends_of(c)) for c in study.configurations)
+    if cells > MAX_CELLS:
+        raise study.error("study", 0, None, f"the study expands to {cells} cells (configurations × backends × "
+                          f"operations × sizes × loads); at most {MAX_CELLS}: split it")
     for c in study.configurations:
         for o in study.operations:
             written = study.op_name(c, o)

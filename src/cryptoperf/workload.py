@@ -29,13 +29,18 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
+import os
 import re
 import resource
 import shutil
 import socket
+import stat
 import tempfile
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
+
+from cryptoperf.errors import WorkDirError
 
 #: The level of a workload operation that gives none.
 DEFAULT_LOAD = "closed:1"
@@ -118,19 +123,22 @@ class Load:
 
 
 def parse_load(text: str) -> Load:
-    """Parse a load level. Raises ValueError with one line naming the syntax."""
+    """Parse a load level. Raises ValueError with one line naming the syntax (also for a
+    number too large to be a count or a finite rate)."""
     t = text.strip()
+    if len(t) > 200:  # no level is that long; and int() refuses 4300 digits
+        raise ValueError(f"load '{t[:40]}…' ({len(t)} characters) is not one of {SYNTAX}")
     m = _CLOSED.match(t)
     if m:
         n = int(m.group(1))
         rate = float(m.group(2)) if m.group(2) else None
-        if 1 <= n <= MAX_CONCURRENCY and (rate is None or rate > 0):
+        if 1 <= n <= MAX_CONCURRENCY and (rate is None or 0 < rate < math.inf):
             return Load(t, "closed", n, rate)
     m = _OPEN.match(t)
     if m:
         rate = float(m.group(1))
         threads = int(m.group(2)) if m.group(2) else OPEN_THREADS
-        if rate > 0 and 1 <= threads <= MAX_CONCURRENCY:
+        if 0 < rate < math.inf and 1 <= threads <= MAX_CONCURRENCY:
             return Load(t, "open", threads, rate)
     m = _TARGETS.match(t)
     if m and 1 <= int(m.group(1)) <= MAX_TARGETS:
@@ -139,7 +147,7 @@ def parse_load(text: str) -> Load:
     if m:
         rate = float(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
         threads = int(m.group(3)) if m.group(3) else OPEN_THREADS
-        if rate > 0 and 1 <= threads <= MAX_CONCURRENCY:
+        if 0 < rate < math.inf and 1 <= threads <= MAX_CONCURRENCY:
             return Load(t, "open", threads, None, rate)
     raise ValueError(f"load '{text}' is not one of {SYNTAX}")
 
@@ -173,8 +181,8 @@ def expand_loads(texts: list[str] | tuple[str, ...]) -> list[str]:
             continue
         low, high = float(m.group(1)), float(m.group(2))
         suffix = f"/{m.group(3)}" if m.group(3) else ""
-        if not 0 < low < high:
-            raise ValueError(f"rate sweep '{text}' needs 0 < LOW < HIGH")
+        if not 0 < low < high < math.inf:
+            raise ValueError(f"rate sweep '{text.strip()[:60]}' needs 0 < LOW < HIGH (finite rates)")
         rates = []
         r = low
         while r < high and len(rates) <= MAX_SWEEP_LEVELS:
@@ -215,9 +223,13 @@ def bytes_per_tx(op: str, params: dict) -> int | None:
 
 
 def writable_problem(root: str | Path, need_bytes: int = 0) -> str | None:
-    """Why a file workload cannot use ``root``, or None: it must exist (or be creatable), be a
-    writable directory and have ``need_bytes`` free (``shutil.disk_usage``)."""
+    """Why a file workload cannot use ``root``, or None: it must not be a symbolic link
+    (``root_problem``), must exist (or be creatable), be a writable directory and have
+    ``need_bytes`` free (``shutil.disk_usage``)."""
     p = Path(root)
+    problem = root_problem(p)
+    if problem:
+        return problem
     try:
         p.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".cryptoperf-check-", dir=p) as d:
@@ -231,19 +243,115 @@ def writable_problem(root: str | Path, need_bytes: int = 0) -> str | None:
     return None
 
 
+def root_problem(root: str | Path) -> str | None:
+    """Why ``root`` cannot hold repetition directories, or None: a symbolic link is refused
+    (the directory it points to can change between the up-front check and a repetition, and
+    the files would not be where the study says), as is an existing path that is not a
+    directory. A root that cannot be looked at (absent, under a file) is no problem here:
+    ``writable_problem`` and ``repetition_dir`` say why when they make it or use it."""
+    try:
+        st = os.lstat(root)
+    except OSError:  # absent, or under a file: what making or using it says (writable_problem)
+        return None
+    except ValueError as e:  # a NUL character
+        return f"work directory {root} cannot be used: {e}"
+    if stat.S_ISLNK(st.st_mode):
+        return (f"work directory {root} is a symbolic link (to {os.readlink(root)}); name the directory "
+                f"itself ({os.path.realpath(root)}), so that the files land where the study says")
+    if not stat.S_ISDIR(st.st_mode):
+        return f"work directory {root} is not a directory"
+    return None
+
+
 @contextlib.contextmanager
 def repetition_dir(op: str, root: str | None):
-    """A private (0700) directory for one repetition of a file workload under ``root`` (the
+    """A private directory for one repetition of a file workload under ``root`` (the
     system's temporary directory when None), removed when the block ends — also after a crash
-    or a kill of the worker; yields None for other operations."""
+    or a kill of the worker; yields None for other operations.
+
+    The directory is made by ``tempfile.mkdtemp`` (a fresh name, mode 0700, owned by this
+    user) directly inside ``root``, and checked to be just that before it is used. Raises
+    WorkDirError (one line) when ``root`` is a symbolic link or not a directory, or the
+    directory cannot be made."""
     if op not in FILE_WORKLOADS:
         yield None
         return
-    d = tempfile.mkdtemp(prefix="cryptoperf-io-", dir=root)
+    where = root if root is not None else tempfile.gettempdir()
+    problem = root_problem(where)
+    if problem:
+        raise WorkDirError(problem)
     try:
+        d = tempfile.mkdtemp(prefix="cryptoperf-io-", dir=where)
+    except OSError as e:
+        raise WorkDirError(f"cannot make a repetition directory in work directory {where}: "
+                           f"{e.strerror or e}") from None
+    try:
+        st = os.lstat(d)
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or st.st_mode & 0o077:
+            raise WorkDirError(f"repetition directory {d} is not a private directory of this user "
+                               f"(mode {stat.S_IMODE(st.st_mode):o}, owner {st.st_uid}); refusing to use it")
         yield d
     finally:
         shutil.rmtree(d, ignore_errors=True)
+
+
+#: Parameters cryptoperf sets itself, for each repetition: a study file may not give them
+#: (name → what to write instead).
+ORCHESTRATOR_PARAMS = {
+    "dir": "cryptoperf gives each repetition of a file workload its own private directory under "
+           "[study] work_dir; set work_dir to choose where",
+}
+#: Parameters naming a file a worker reads (tls-handshake's ``ca_file``, the CA certificate of
+#: an external server given with ``connect``): in a study file, a path relative to the study
+#: file's directory and inside it (``confined_path``), passed to the worker resolved.
+FILE_PARAMS = ("ca_file",)
+
+
+def confined_path(text: str, base: str | Path, *, absolute_ok: bool) -> Path:
+    """The path a study file names (``text``), checked and made absolute: relative to ``base``
+    (the study file's directory) and inside it, or — with ``absolute_ok`` — absolute.
+
+    Refused, with ValueError (one line saying what to write instead): an empty path; a NUL
+    character; an absolute path unless ``absolute_ok``; a relative path whose ``..`` leads out
+    of ``base``, and ``..`` anywhere in an absolute path; any existing component of the path as
+    written (below ``base`` for a relative one, from ``/`` for an absolute one) that is a
+    symbolic link, since the files would then land (or be read) somewhere the study does not
+    say, and could be moved there between the check and the use. ``base`` itself is taken as
+    given. Returns the absolute, normalised path (which need not exist yet)."""
+    if not text:
+        raise ValueError("is empty; name a directory or leave the key out")
+    if "\0" in text:
+        raise ValueError("contains a NUL character, which no path can")
+    p = PurePosixPath(text)
+    base = Path(os.path.abspath(base))
+    if p.is_absolute():
+        if not absolute_ok:
+            raise ValueError(f"is an absolute path; name a file relative to the study file's directory "
+                             f"({base}) and inside it")
+        if ".." in p.parts:
+            raise ValueError("has a '..' component; write the path without it")
+        start, parts = Path("/"), PurePosixPath(os.path.normpath(text)).parts[1:]
+    else:
+        norm = os.path.normpath(text)
+        if norm == ".." or norm.startswith("../"):
+            raise ValueError(f"leads out of the study file's directory ({base}) through '..'; name a "
+                             "path inside it" + (", or an absolute one" if absolute_ok else ""))
+        start, parts = base, () if norm == "." else PurePosixPath(norm).parts
+    full = start.joinpath(*parts)
+    current = start
+    for part in parts:
+        current = current / part
+        try:
+            st = os.lstat(current)
+        except FileNotFoundError:
+            break
+        except OSError as e:
+            raise ValueError(f"cannot be checked: {current}: {e.strerror or e}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise ValueError(f"goes through a symbolic link, {current} (to {os.readlink(current)}); name "
+                             f"the real path ({os.path.realpath(current)}...), so that the files are "
+                             "where the study says")
+    return full
 
 
 def row_label(label: str, load: str | None) -> str:
@@ -306,8 +414,12 @@ def descriptor_problem(load: Load, mode: str) -> str | None:
 def port_problem(address: str, port: int) -> str | None:
     """Why ``address:port`` cannot be listened on, or None (port 0 is always free: the kernel
     picks one). Tries to bind it and lets go at once."""
+    if not 0 <= port <= 65535:
+        return f"port {port} is not a TCP port (0..65535; 0 or none: any free port)"
     if port == 0:
         return None
+    if "\0" in address or len(address) > 255:
+        return f"address '{address[:60]}' is not an IP address or host name"
     family = socket.AF_INET6 if ":" in address else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as s:
         # As the worker's listener (Rust's TcpListener sets it): a port whose last connections
@@ -318,5 +430,7 @@ def port_problem(address: str, port: int) -> str | None:
         except OSError as e:
             if e.errno == errno.EADDRINUSE:
                 return f"port {port} on {address} is in use; choose another port or leave it out (any free port)"
-            return f"cannot listen on {address}:{port}: {e.strerror}"
+            return f"cannot listen on {address}:{port}: {e.strerror or e}"
+        except (ValueError, UnicodeError) as e:  # a host name IDNA cannot encode, ...
+            return f"cannot listen on {address}:{port}: {e}"
     return None
