@@ -30,7 +30,7 @@ if settings is not None:
     # per fuzz test in either.
     _common = dict(deadline=None, print_blob=True,
                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-    settings.register_profile("ci", max_examples=int(os.environ.get("CRYPTOPERF_FUZZ_EXAMPLES", 600)), **_common)
+    settings.register_profile("ci", max_examples=int(os.environ.get("CRYPTOPERF_FUZZ_EXAMPLES", 300)), **_common)
     settings.register_profile("long", max_examples=int(os.environ.get("CRYPTOPERF_FUZZ_EXAMPLES", 30000)), **_common)
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
