@@ -15,6 +15,7 @@ from cryptoperf.report import fleet_sections
 from cryptoperf.run import local
 from cryptoperf.store import Store
 from cryptoperf.stored import load_run, open_store
+from test_fleet import STUDY as FLEET_STUDY
 
 #: Three configurations, two sizes: a block has three repetitions, so a stop can cut one in two.
 THREE_CONFIGS = TWO_CONFIG_STUDY.format(reps=4, timeout=5).replace("sizes = [1024]", "sizes = [1024, 8192]") + """
@@ -136,33 +137,13 @@ def test_a_sequential_study_resumes_at_its_looks(cli, write_study, fake_worker, 
     assert decided(run) == expected
 
 
-FLEET = """\
-[study]
-name = "jobs"
-baseline = "base"
-backends = ["aws-lc"]
-repetitions = 3
-verdict_on = "by_load"
-seed = 1
-
-[[configuration]]
-name = "base"
-cert = "rsa2048"
-
+#: test_fleet's job study (a baseline and an RSA-4096 configuration, audit at 1-1000 targets)
+#: with a FIPS configuration: 9 cells, blocks of three.
+FLEET = FLEET_STUDY + """
 [[configuration]]
 name = "fips"
 cert = "rsa2048"
 fips = true
-
-[[configuration]]
-name = "slow"
-cert = "rsa4096"
-
-[[operation]]
-label = "audit"
-op = "fleet-job"
-params = { job = "audit", cert = "{cert}" }
-loads = ["targets:1", "targets:100", "targets:1000"]
 """
 
 
@@ -171,7 +152,7 @@ def test_an_interrupted_fleet_job_study_resumes_to_the_same_summary_table(cli, w
     """The fleet-job summary table (use case, level, targets per minute, performance delta,
     verdict, note) of a study stopped twice — once in calibration, once mid-block — and resumed
     equals the table of the same study run without a stop."""
-    fake_worker({"fleet_phase_factor": {"slow": {"connect": 1.6}}, "noise_cv": 0.01})
+    fake_worker({"fleet_phase_factor": {"slow-connect": {"connect": 1.6}}, "noise_cv": 0.01})
     fake_worker.fips()
     path = write_study(FLEET)
     whole = engine.run_study(path, store=tmp_path / "whole.sqlite", out_dir=None)
