@@ -195,3 +195,26 @@ def test_files_are_gone_after_the_worker_is_killed_and_the_study_goes_on(tmp_pat
         ok = db.execute("SELECT count(*) FROM results WHERE status = 'ok'").fetchone()[0]
     assert any("worker crashed" in r for r in reasons), reasons
     assert ok >= 6  # every other repetition measured (2 configurations × 3 blocks, + calibration)
+
+
+def test_after_the_orchestrator_is_killed_resume_sweeps_what_it_left(tmp_path):
+    """SIGKILL of the orchestrator mid-write: nothing of it can clean up, and its worker ends
+    with its repetition, so a repetition directory may stay; the resumed study removes it (its
+    pid is dead) and ends with the work directory empty."""
+    p, work, store = _start(tmp_path, seconds=1.0)
+    left = _wait_for_data_file(work, p)
+    assert left.name.startswith(f"cryptoperf-io-{p.pid}-")
+    worker = _worker_pid(p.pid)
+    os.kill(p.pid, signal.SIGKILL)
+    p.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while worker is not None and Path(f"/proc/{worker}").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)  # the worker finishes its repetition and ends (its output pipe is gone)
+    assert left.is_dir(), "nothing was left to sweep"
+    env = {**os.environ, "PYTHONPATH": str(SRC), "CRYPTOPERF_WORKER": str(REAL)}
+    res = subprocess.run([sys.executable, "-m", "cryptoperf", "study", str(tmp_path / "s.toml"), "--store",
+                          str(store), "--out", str(tmp_path / "out"), "--no-report", "--resume", "1"],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert list(work.iterdir()) == []
+

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,23 @@ def test_a_read_only_work_directory_is_refused_up_front_in_one_line(fake_worker,
     res = run_subprocess("study", tmp_path / "s.toml", "--store", tmp_path / "s.sqlite", "--out", tmp_path / "o",
                          env={"CRYPTOPERF_WORKER": os.environ["CRYPTOPERF_WORKER"]})
     assert_one_line_error(res, f"work directory {ro} is not writable", "Read-only file system", "work_dir")
+
+
+def test_sweep_removes_only_dead_orchestrators_directories(tmp_path):
+    """A directory named for a pid that no longer runs goes; one of a live process, one with
+    another name, and a symbolic link (even named like one) stay, with what they point to."""
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = tmp_path / f"cryptoperf-io-{dead.pid}-abc"
+    live = tmp_path / f"cryptoperf-io-{os.getpid()}-def"
+    other = tmp_path / "cryptoperf-io-notapid-x"
+    mine = tmp_path / "keep-me"
+    for d in (stale, live, other, mine):
+        d.mkdir()
+        (d / "data").write_bytes(b"x")
+    link = tmp_path / f"cryptoperf-io-{dead.pid}-link"
+    link.symlink_to(mine)
+    assert workload.sweep_stale(str(tmp_path)) == [str(stale)]
+    assert sorted(x.name for x in tmp_path.iterdir()) == sorted(
+        [live.name, other.name, mine.name, link.name])
+    assert (mine / "data").exists()

@@ -430,6 +430,8 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing
     if on_host is not None:
         on_host(host, checks)
+    if any(c.op in workload.FILE_WORKLOADS for c in plan.cells):
+        workload.sweep_stale(plan.settings.work_dir)  # what a study killed with SIGKILL left
     paths = {n: p for n, (p, _) in plan.workers.items()}
     unmasked = unmasked_vectors(plan.workers)
     disturbed = _disturbance(s, int(hello.cpu.get("logical_cpus") or os.cpu_count() or 1))

@@ -263,6 +263,48 @@ def root_problem(root: str | Path) -> str | None:
     return None
 
 
+#: A repetition directory's name: this prefix, the orchestrator's pid, '-' and mkdtemp's letters.
+REPETITION_DIR_PREFIX = "cryptoperf-io-"
+
+
+def sweep_stale(root: str | None) -> list[str]:
+    """Remove the repetition directories under ``root`` (None: the system's temporary
+    directory) that an orchestrator killed with SIGKILL left behind: those named for a pid
+    that no longer runs, owned by this user, not symbolic links. Returns the paths removed.
+    Never raises for a directory it cannot read or remove (it is left as it is)."""
+    where = root if root is not None else tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return removed
+    for e in entries:
+        if not e.name.startswith(REPETITION_DIR_PREFIX):
+            continue
+        pid_text = e.name[len(REPETITION_DIR_PREFIX):].split("-", 1)[0]
+        try:
+            st = e.stat(follow_symlinks=False)
+            pid = int(pid_text)
+        except (OSError, ValueError):
+            continue
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.geteuid() or pid <= 0 or _alive(pid):
+            continue
+        shutil.rmtree(e.path, ignore_errors=True)
+        if not os.path.lexists(e.path):
+            removed.append(e.path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive
+    return True
+
+
 @contextlib.contextmanager
 def repetition_dir(op: str, root: str | None):
     """A private directory for one repetition of a file workload under ``root`` (the
@@ -281,7 +323,7 @@ def repetition_dir(op: str, root: str | None):
     if problem:
         raise WorkDirError(problem)
     try:
-        d = tempfile.mkdtemp(prefix="cryptoperf-io-", dir=where)
+        d = tempfile.mkdtemp(prefix=f"{REPETITION_DIR_PREFIX}{os.getpid()}-", dir=where)
     except OSError as e:
         raise WorkDirError(f"cannot make a repetition directory in work directory {where}: "
                            f"{e.strerror or e}") from None
