@@ -973,22 +973,13 @@ pub fn slice_main() -> i32 {
     let sampler = Sampler::start();
     let sampler_t0 = clock::monotonic_ns();
     let fds = FdWatch::start();
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    let mut out = std::io::stdout().lock();
-    let mut say = |v: Value| {
-        let _ = writeln!(out, "{v}");
-        let _ = out.flush();
-    };
-    let config: Value = match lines.next() {
-        Some(Ok(l)) => serde_json::from_str(&l).unwrap_or_default(),
-        _ => return 1,
-    };
+    let mut link = super::ParentLink::open();
+    let Some(config) = link.message() else { return 1 };
     let pinned = config["pin_cpu"].as_u64().and_then(|c| super::pin_to(c as usize));
     let m = match management(&config) {
         Ok(m) => m,
         Err(e) => {
-            say(json!({"type": "error", "message": e}));
+            link.say(json!({"type": "error", "message": e}));
             return 2;
         }
     };
@@ -1008,11 +999,8 @@ pub fn slice_main() -> i32 {
             "mismatches": recs.iter().map(|r| r.mismatches).sum::<usize>(),
         });
     }
-    say(ready);
-    let go: Value = match lines.next() {
-        Some(Ok(l)) => serde_json::from_str(&l).unwrap_or_default(),
-        _ => return 1,
-    };
+    link.say(ready);
+    let Some(go) = link.message() else { return 1 };
     let signatures = decode_list(&go["signatures"]);
     let cpu0 = process_cpu_ns();
     let mine: Vec<usize> = (slice..m.targets).step_by(m.spec.slices).collect();
@@ -1030,7 +1018,7 @@ pub fn slice_main() -> i32 {
     });
     let cpu1 = process_cpu_ns();
     let records = records.into_inner().unwrap_or_else(|e| e.into_inner());
-    say(json!({
+    link.say(json!({
         "type": "done",
         "records": records.iter().map(Record::to_json).collect::<Vec<_>>(),
         "cpu_ns": (cpu1.0 + cpu1.1).saturating_sub(cpu0.0 + cpu0.1),

@@ -363,6 +363,39 @@ pub fn measured_fields(lm: &crate::measure::load::LoadMeasurement, bytes_per_op:
     v
 }
 
+/// A helper process's line channel to the worker that started it (a workload's server process,
+/// a fleet job's slice): requests one per line on stdin, answers one JSON value per line on
+/// stdout, each flushed at once.
+pub struct ParentLink {
+    lines: std::io::Lines<std::io::StdinLock<'static>>,
+    out: std::io::StdoutLock<'static>,
+}
+
+impl ParentLink {
+    /// Lock this process's stdin and stdout for the channel.
+    pub fn open() -> Self {
+        use std::io::BufRead;
+        Self { lines: std::io::stdin().lock().lines(), out: std::io::stdout().lock() }
+    }
+
+    /// The next line, or None at the end of input or a read error (the parent is gone).
+    pub fn line(&mut self) -> Option<String> {
+        self.lines.next()?.ok()
+    }
+
+    /// The next line as JSON (`Value::Null` when it is not JSON), or None as for [`line`](Self::line).
+    pub fn message(&mut self) -> Option<Value> {
+        self.line().map(|l| serde_json::from_str(&l).unwrap_or_default())
+    }
+
+    /// Send `v` as one line; a parent that stopped reading is not an error here (it is gone).
+    pub fn say(&mut self, v: Value) {
+        use std::io::Write;
+        let _ = writeln!(self.out, "{v}");
+        let _ = self.out.flush();
+    }
+}
+
 /// Pin the calling thread (and the threads it starts afterwards) to one CPU. Returns the CPU,
 /// or `None` where it cannot (a host with one CPU, or the call failed).
 pub fn pin_to(cpu: usize) -> Option<usize> {

@@ -211,17 +211,8 @@ fn stall_gate(stall: Option<Stall>, t0: u64) {
 /// The `--serve-workload` process: read the configuration, build the workload's server side,
 /// listen, serve, answer `stats` and `stop`. Returns the exit status.
 pub fn child_main() -> i32 {
-    let stdin = std::io::stdin();
-    let mut lines = stdin.lock().lines();
-    let mut out = std::io::stdout().lock();
-    let mut say = |v: Value| {
-        let _ = writeln!(out, "{v}");
-        let _ = out.flush();
-    };
-    let config: Value = match lines.next() {
-        Some(Ok(l)) => serde_json::from_str(&l).unwrap_or_default(),
-        _ => return 1,
-    };
+    let mut link = super::ParentLink::open();
+    let Some(config) = link.message() else { return 1 };
     let refuse = |code: &str, message: String, fields: Value| json!({"type": "error", "code": code, "message": message, "fields": fields});
     let pinned = config["pin_cpu"].as_u64().and_then(|c| super::pin_to(c as usize));
     let params = config["params"].as_object().cloned().unwrap_or_default();
@@ -229,7 +220,7 @@ pub fn child_main() -> i32 {
     let case = match super::parse(workload, backend, &params) {
         Ok(c) => c,
         Err(e) => {
-            say(refuse("bad_params", e, json!({})));
+            link.say(refuse("bad_params", e, json!({})));
             return 2;
         }
     };
@@ -243,7 +234,7 @@ pub fn child_main() -> i32 {
     let side = match side.and_then(|side| bind(&case.common).map(|l| (side, l))) {
         Ok(s) => s,
         Err(e) => {
-            say(refuse(&e.code, e.message, e.fields));
+            link.say(refuse(&e.code, e.message, e.fields));
             return 2;
         }
     };
@@ -287,7 +278,7 @@ pub fn child_main() -> i32 {
         });
     }
     ready.wait();
-    say(json!({"type": "listening", "address": local.ip().to_string(), "port": local.port(), "setup": side.setup, "pinned_cpu": pinned}));
+    link.say(json!({"type": "listening", "address": local.ip().to_string(), "port": local.port(), "setup": side.setup, "pinned_cpu": pinned}));
     let stats = || {
         let (u, s) = process_cpu_ns();
         json!({
@@ -297,11 +288,11 @@ pub fn child_main() -> i32 {
             "first_error": first_error.lock().unwrap().clone(),
         })
     };
-    for line in lines {
-        match line.as_deref().map(str::trim) {
-            Ok("stats") => say(stats()),
-            Ok("stop") | Err(_) => break,
-            Ok(_) => {}
+    while let Some(line) = link.line() {
+        match line.trim() {
+            "stats" => link.say(stats()),
+            "stop" => break,
+            _ => {}
         }
     }
     let mut last = stats();
@@ -309,7 +300,7 @@ pub fn child_main() -> i32 {
     last["timeline_start_ns"] = sampler_t0.into();
     last["peak_rss_bytes"] = crate::measure::sampler::peak_rss_bytes().into();
     last["max_fds"] = fds.stop().into();
-    say(last);
+    link.say(last);
     // Serving threads may be blocked in accept(): leave without joining them.
     std::process::exit(0)
 }
