@@ -226,3 +226,24 @@ def test_fake_ring_has_no_ml_kem_and_workloads_take_no_batch():
                                  {**request("aws-lc", "tls-handshake", {}), "batch": 4}])
     assert unsupported["status"] == "unsupported" and unsupported["reason"] == "ring has no ML-KEM"
     assert refused["type"] == "error" and refused["code"] == "bad_params"
+
+
+@pytest.mark.parametrize("module, template, columns", [
+    ("workload_sections", "_THROUGHPUT_HTML", 8), ("fleet_sections", "_THROUGHPUT_HTML", 7),
+    ("storage_sections", "_STORAGE_HTML", 10)])
+def test_a_level_not_measured_is_one_row_with_its_reason(module, template, columns):
+    """The level tables of workloads, fleet jobs and storage share one row for a cell that was
+    not measured (templates/sections/macros.html.j2): level, configuration, then the status and
+    reason (escaped) across the table's other columns."""
+    import importlib
+    from markupsafe import Markup
+    from cryptoperf.report.render import environment
+    text = getattr(importlib.import_module(f"cryptoperf.report.{module}"), template)
+    row = {"measured": False, "level": "closed:4", "configuration": "B", "status": "unsupported",
+           "reason": "ring has no <ML-KEM>"}
+    family = {"rows": [row], "slug": "s", "svg": Markup("<svg></svg>"), "server_header": "server",
+              "description": "", "scale": "", "title": "t"}
+    html = environment().from_string(text).render(
+        figures=[family], level=95, baseline="A", memory=False, min_n=3, cpus=2, metric="throughput")
+    assert ('<tr class="verdict-na"><td>closed:4</td><td>B</td>\n          '
+            f'<td colspan="{columns}" class="sub">not measured: unsupported: ring has no &lt;ML-KEM&gt;</td></tr>') in html

@@ -34,7 +34,7 @@ where the time went; the study's verdict is the throughput's.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from markupsafe import Markup
@@ -481,6 +481,7 @@ def level_rows(run: StoredRun, family: Family) -> list[dict[str, Any]]:
 
 
 _THROUGHPUT_HTML = """\
+{% from "sections/macros.html.j2" import not_measured_row %}
 <p>Targets per minute (completed targets ÷ the job's time, from its start to its last target's
 end) against the number of targets, per configuration: the geometric mean of its jobs with the
 {{ level }} % interval across repetitions. Per target: its time through every phase (median and
@@ -505,8 +506,7 @@ once against its cap.</p>
           <td class="num">{{ r.mgmt }} · {{ r.agents }}</td><td class="num">{{ r.in_flight }} / {{ r.cap }}</td>
           <td class="verdict sub">{{ r.verdict }}</td></tr>
 {% else %}
-        <tr class="verdict-na"><td>{{ r.level }}</td><td>{{ r.configuration }}</td>
-          <td colspan="7" class="sub">not measured: {{ r.status }}{% if r.reason %}: {{ r.reason }}{% endif %}</td></tr>
+{{ not_measured_row(r, 7) }}
 {% endif %}
 {% endfor %}
       </tbody>
@@ -624,6 +624,19 @@ def _largest_points(family: Family) -> list[Point]:
     return [p for p in family.points if p.x == top]
 
 
+def _largest_level_figures(fams: Sequence[Family], draw: Callable[[Sequence[Point], str, str], str],
+                           plot_id: str, what: str) -> list[dict[str, Any]]:
+    """Per job kind, ``draw(points at its largest level, "<plot_id>-<kind>", "<what>: <title>")``
+    (``timeline_svg``, ``cpu_svg``) as ``{"slug", "svg"}``; kinds it draws nothing for are
+    left out."""
+    figs = []
+    for f in fams:
+        svg = draw(_largest_points(f), f"{plot_id}-{f.slug}", f"{what}: {f.title}")
+        if svg:
+            figs.append({"slug": f.slug, "svg": Markup(svg)})
+    return figs
+
+
 def timeline_svg(points: Sequence[Point], plot_id: str, title: str) -> str:
     """A Gantt chart of one representative job per configuration (``representative``): per
     configuration a panel with one row per target (grouped by slice, in start order) and a bar
@@ -732,12 +745,8 @@ def fleet_timeline(run: StoredRun) -> list[Section]:
         return []
 
     def html() -> str:
-        figs = []
-        for f in fams:
-            svg = timeline_svg(_largest_points(f), f"fleet-timeline-{f.slug}", f"timeline by phase: {f.title}")
-            if svg:
-                figs.append({"slug": f.slug, "svg": Markup(svg)})
-        return _render(_TIMELINE_HTML, figures=figs)
+        return _render(_TIMELINE_HTML, figures=_largest_level_figures(fams, timeline_svg, "fleet-timeline",
+                                                                       "timeline by phase"))
 
     md = "One job per configuration at the largest level, drawn by phase and target in the HTML report.\n"
     return [Section("fleet-timeline", "Fleet jobs: timeline by phase", html, md)]
@@ -894,12 +903,7 @@ def fleet_cpu(run: StoredRun) -> list[Section]:
         return []
 
     def html() -> str:
-        figs = []
-        for f in fams:
-            svg = cpu_svg(_largest_points(f), f"fleet-cpu-{f.slug}", f"CPU over the job: {f.title}")
-            if svg:
-                figs.append({"slug": f.slug, "svg": Markup(svg)})
-        return _render(_CPU_HTML, figures=figs)
+        return _render(_CPU_HTML, figures=_largest_level_figures(fams, cpu_svg, "fleet-cpu", "CPU over the job"))
 
     return [Section("fleet-cpu", "Fleet jobs: CPU over the job's lifetime", html,
                     "Every process's CPU over one job per configuration, plotted in the HTML report.\n")]

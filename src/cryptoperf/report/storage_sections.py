@@ -266,6 +266,7 @@ def combined_svg(run: StoredRun, family: Family, plot_id: str) -> str:
 
 
 _STORAGE_HTML = """\
+{% from "sections/macros.html.j2" import not_measured_row %}
 <p>Each chart puts the throughput of every scheme (bars: MB/s, 10⁶ bytes/s, the geometric mean
 over the measured repetitions with its {{ level }} % interval) beside the CPU it took (dashed
 lines, right axis: the worker process's user + system CPU over the window, % of the host's
@@ -292,8 +293,7 @@ decided on {{ metric }}.</p>
           <td class="num">{{ r.cpu }}</td><td class="num">{{ r.split }}</td><td class="num">{{ r.ns_per_byte }}</td>
           <td class="num">{{ r.mb_ratio }}</td><td class="num">{{ r.cpu_ratio }}</td><td class="verdict">{{ r.verdict }}</td></tr>
 {% else %}
-        <tr class="verdict-na"><td>{{ r.level }}</td><td>{{ r.configuration }}</td>
-          <td colspan="10" class="sub">not measured: {{ r.status }}{% if r.reason %}: {{ r.reason }}{% endif %}</td></tr>
+{{ not_measured_row(r, 10) }}
 {% endif %}
 {% endfor %}
       </tbody>

@@ -490,6 +490,7 @@ def _server_header(family: Family) -> str:
 
 
 _THROUGHPUT_HTML = """\
+{% from "sections/macros.html.j2" import not_measured_row %}
 <p>Transactions per second against the load level: the line goes through each configuration's
 geometric mean over its measured repetitions, the shaded band is the {{ level }} % t interval of
 that mean (on the log scale, across repetitions; none with fewer than {{ min_n }}). A closed
@@ -514,8 +515,7 @@ The verdict is the level's comparison with the baseline {{ baseline }} (see the 
           <td class="num">{{ r.server_cpu }}</td><td class="num">{{ r.late }}</td><td class="num">{{ r.reps }}</td>
           <td class="verdict">{{ r.verdict }}</td></tr>
 {% else %}
-        <tr class="verdict-na"><td>{{ r.level }}</td><td>{{ r.configuration }}</td>
-          <td colspan="8" class="sub">not measured: {{ r.status }}{% if r.reason %}: {{ r.reason }}{% endif %}</td></tr>
+{{ not_measured_row(r, 8) }}
 {% endif %}
 {% endfor %}
       </tbody>
