@@ -22,7 +22,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, builds, cpumask, economics, engine, study as study_mod
-from cryptoperf import opnames, preflight, workerbuild
+from cryptoperf import opnames, workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
@@ -366,18 +366,15 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     err, out = _stderr(), _stdout()
     prior = None
     if resume_id is not None:
-        if margin_pct is not None or no_multiplicity:
-            raise UsageError("a resumed run keeps the analysis settings it was started with; leave out "
-                             "--margin and --no-multiplicity with --resume")
+        engine.refuse_settings_on_resume(margin_pct, True if no_multiplicity else None)
         prior = engine.prior_run(file, resume_id, store_path)
     ex = engine.make_executor(executor, address) if not dry_run else None  # no Ray: one line, now
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err)
     s = plan.study
-    # out dir, store, disk, memory, threads: before the plan is printed, in a dry run too
-    preflight.announce(preflight.check(plan, out_dir, store_path), err)
-    if prior is not None:
-        engine.check_resume_host(prior, engine.host_fingerprint(plan))
+    # out dir, store, disk, memory, threads (and a resumed run's host): before the plan is
+    # printed, in a dry run too
+    engine.check_before_running(plan, out_dir, store_path, prior, err)
     for label, why in plan.skipped.items():
         err.print(f"skipped: operation '{label}' (optional): {why}", markup=False, soft_wrap=True)
     if executor == "local" and (s.hosts or s.every_node or any(c.hosts for c in s.configurations)):

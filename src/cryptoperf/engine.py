@@ -293,8 +293,9 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             ``multiplicity`` must then be None). The study file must be the one the run was
             started with (``prior_run`` checks its text, by SHA-256).
         check_host: check the output directory, the store, disk, memory and threads against
-            what the study needs before its first repetition (``preflight.check``); False
-            when the caller has (the CLI, before it prints the plan).
+            what the study needs, and a resumed run's machine, before its first repetition
+            (``check_before_running``); False when the caller has (the CLI, before it prints
+            the plan).
 
     Returns a ``StudyRun`` (a ``StoredRun``: ``.deltas``, ``.summaries``, ``.analysis``, ...,
     plus the paths written, and with Ray the blocks retried or failed). Raises StudyError,
@@ -307,9 +308,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     """
     prior = None
     if resume is not None:
-        if margin_pct is not None or multiplicity is not None:
-            raise UsageError("a resumed run keeps the analysis settings it was started with; leave out "
-                             "--margin and --no-multiplicity with --resume")
+        refuse_settings_on_resume(margin_pct, multiplicity)
         prior = resume if isinstance(resume, StoredRun) else prior_run(
             source.study.path if isinstance(source, StudyPlan) else source, resume, store)
     ex = make_executor(executor, address)
@@ -319,11 +318,31 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         if prior is not None:
             plan = dataclasses.replace(plan, analysis=prior.analysis.settings)
         if check_host:
-            preflight.announce(preflight.check(plan, out_dir, store), console)  # before anything is measured
+            check_before_running(plan, out_dir, store, prior, console)
         return _run_study(plan, ex, store=store, out_dir=out_dir, progress=progress, reports=reports,
                           on_host=on_host, prior=prior)
     finally:
         ex.close()
+
+
+def check_before_running(plan: StudyPlan, out_dir: str | os.PathLike | None, store: str | os.PathLike | None,
+                         prior: StoredRun | None = None, console: Any = None) -> None:
+    """What is checked before the first repetition, once, by ``cryptoperf study`` (before it
+    prints the plan) or ``run_study``: the output directory, the store, disk, memory and
+    threads (``preflight.check``; its warnings go to ``console``), and for a resumed run
+    ``prior`` this machine and its libraries (``check_resume_host``). Raises PreflightError or
+    UsageError, one line."""
+    preflight.announce(preflight.check(plan, out_dir, store), console)
+    if prior is not None:
+        check_resume_host(prior, host_fingerprint(plan))
+
+
+def refuse_settings_on_resume(margin_pct: float | None, multiplicity: bool | None) -> None:
+    """Raise UsageError when a resumed run is given ``--margin`` or ``--no-multiplicity``
+    (not None): it keeps the analysis settings it was started with."""
+    if margin_pct is not None or multiplicity is not None:
+        raise UsageError("a resumed run keeps the analysis settings it was started with; leave out "
+                         "--margin and --no-multiplicity with --resume")
 
 
 def study_sha256(text: str) -> str:
@@ -423,8 +442,6 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     s = plan.study
     _, hello = plan.workers[builds.DEFAULT]
     host = host_fingerprint(plan)
-    if prior is not None:
-        check_resume_host(prior, host)
     checks = hostinfo.run_checks()
     host["checks"] = [c.as_dict() for c in checks]
     host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing

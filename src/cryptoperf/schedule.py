@@ -126,7 +126,6 @@ def missing(reps: Sequence[Repetition], done: Iterable[Outcome]) -> tuple[list[R
     by_block: dict[tuple, list[Repetition]] = {}
     for r in reps:
         by_block.setdefault((r.cell.key,) if r.calibration else (r.cell.group, r.block), []).append(r)
-    todo: list[Repetition] = []
     cut: list[Outcome] = []
     skip: set[int] = set()
     for members in by_block.values():
