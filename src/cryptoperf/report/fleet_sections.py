@@ -49,6 +49,7 @@ from cryptoperf.report.workload_sections import (BAND_LEVEL, Family, Point, _gid
                                                  representative, throughput_estimate, timeline_series,
                                                  verdict_text)
 from cryptoperf.stored import StoredRun
+from cryptoperf.workloads import generic
 
 #: The workload these sections draw.
 JOB = "fleet-job"
@@ -464,14 +465,14 @@ def level_rows(run: StoredRun, family: Family) -> list[dict[str, Any]]:
         jobs = [fleet_of(o) for o in p.outcomes]
         failed = sum(int(f.get("failed") or 0) for f in jobs)
         ran = sum(int(f.get("targets") or 0) for f in jobs)
-        mgmt = [(o.result or {}).get("cpu_ns_total", 0) / o.result["ops"] for o in p.outcomes if (o.result or {}).get("ops")]
-        agents = [((o.result or {}).get("server") or {}).get("cpu_ns", 0) / o.result["ops"]
-                  for o in p.outcomes if (o.result or {}).get("ops")]
+        results = [o.result for o in p.outcomes]
+        mgmt = generic.client_cpu_ns_per_tx(results)
+        agents = generic.server_cpu_ns_per_tx(results)
         rows.append({"level": p.load.label, "configuration": p.configuration,
                      "tpm": _tpm(per_minute(throughput_estimate(p))),
                      "job_s": _median([o.result["wall_ns"] / 1e9 for o in p.outcomes if o.result]),
                      "p50": _ms(s.p50_ns), "p99": _ms(s.p99_ns), "failed": f"{failed} / {ran}" if ran else "—",
-                     "mgmt": _ms(_median(mgmt)), "agents": _ms(_median(agents)),
+                     "mgmt": _ms(mgmt), "agents": _ms(agents),
                      "in_flight": max((most_in_flight(o) for o in p.outcomes), default=None),
                      "cap": jobs[0].get("cap") if jobs else None, "verdict": verdict_text(run, p),
                      "measured": bool(p.outcomes), "status": s.status, "reason": s.reason})
@@ -485,8 +486,9 @@ _THROUGHPUT_HTML = """\
 <p>Targets per minute (completed targets ÷ the job's time, from its start to its last target's
 end) against the number of targets, per configuration: the geometric mean of its jobs with the
 {{ level }} % interval across repetitions. Per target: its time through every phase (median and
-p99 over the jobs' targets), the CPU the management side (coordinator and slices) and the
-targets (agents) spent per completed target, and the most targets one slice had in flight at
+p99 over the jobs' targets), the CPU each side spent per target: the client side (the
+management server: coordinator and slices) per completed target, the server side (the targets'
+agents) per target it served, and the most targets one slice had in flight at
 once against its cap.</p>
 {% for f in figures %}
 <figure class="plot" data-plot="fleet-throughput" data-group="{{ f.slug }}">
@@ -496,7 +498,7 @@ once against its cap.</p>
     <table class="fleet-levels" id="fleet-levels-{{ f.slug }}">
       <thead><tr><th>Level</th><th>Configuration</th><th class="num">targets/min<div class="sub">{{ level }} % CI</div></th>
         <th class="num">job, s</th><th class="num">per target, ms<div class="sub">p50 · p99</div></th>
-        <th class="num">failed</th><th class="num">CPU, ms / target<div class="sub">management · targets</div></th>
+        <th class="num">failed</th><th class="num">CPU, ms / target<div class="sub">client (management) · server (targets)</div></th>
         <th class="num">in flight<div class="sub">most / cap</div></th><th>Verdict</th></tr></thead>
       <tbody>
 {% for r in f.rows %}
@@ -532,11 +534,12 @@ def fleet_throughput(run: StoredRun) -> list[Section]:
         return _render(_THROUGHPUT_HTML, figures=figs, level=f"{BAND_LEVEL * 100:g}")
 
     md = (f"Targets per minute: geometric mean over the jobs with its {BAND_LEVEL * 100:g} % interval; CPU per "
-          "completed target on the management side and on the targets' (agents').\n")
+          "target on the client side (the management server, per completed target) and on the server side "
+          "(the targets' agents, per target served).\n")
     for f, rows in tables:
         md += f"\n**{f.title}** — {kind_text(f)}\n\n" + md_table(
-            ["Level", "Configuration", "targets/min", "job s", "p50 ms", "p99 ms", "failed", "mgmt CPU ms",
-             "targets' CPU ms", "in flight / cap", "Verdict"],
+            ["Level", "Configuration", "targets/min", "job s", "p50 ms", "p99 ms", "failed", "client (management) CPU ms/target",
+             "server (targets) CPU ms/target", "in flight / cap", "Verdict"],
             [[r["level"], r["configuration"], r["tpm"], r["job_text"], r["p50"], r["p99"], r["failed"], r["mgmt"],
               r["agents"], f"{r['in_flight']} / {r['cap']}", r["verdict"]] if r["measured"] else
              [r["level"], r["configuration"], f"not measured: {r['status']}"] + [""] * 8 for r in rows],

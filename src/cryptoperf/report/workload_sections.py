@@ -38,6 +38,7 @@ from cryptoperf.report.sections import Section, register
 from cryptoperf.report.terminal import configuration_text, fmt_count, fmt_ns, fmt_size
 from cryptoperf.stored import StoredRun
 from cryptoperf.workload import Load, parse_load
+from cryptoperf.workloads import generic
 
 #: Confidence level of the throughput band (across repetitions, not adjusted for multiplicity:
 #: it describes one point, it decides nothing).
@@ -209,33 +210,15 @@ def _median(values: Sequence[float]) -> float | None:
 
 
 def client_cpu_ns_per_tx(point: Point) -> float | None:
-    """Median over repetitions of the client's CPU ns per transaction: ``cpu_ns_total / ops``
-    (socket mode: the client threads), or ``client_side_cpu_ns / ops`` in memory mode, where
-    ``cpu_ns_total`` holds both sides; None without measured repetitions."""
-    vals = []
-    for o in point.outcomes:
-        r = o.result or {}
-        ops = r.get("ops") or 0
-        if not ops:
-            continue
-        if r.get("client_side_cpu_ns") is not None:
-            vals.append(r["client_side_cpu_ns"] / ops)
-        elif r.get("cpu_ns_total") is not None:
-            vals.append(r["cpu_ns_total"] / ops)
-    return _median(vals)
+    """The client side's CPU ns per transaction of a level (``generic.client_cpu_ns_per_tx``
+    over its measured repetitions)."""
+    return generic.client_cpu_ns_per_tx(o.result for o in point.outcomes)
 
 
 def server_cpu_ns_per_tx(point: Point) -> float | None:
-    """Median over repetitions of the server's CPU ns per transaction, ``server.cpu_ns / ops``
-    (in memory mode the server side's share of the one thread's CPU time); None without a
-    ``server`` in the results (``ike-phase1`` has none)."""
-    vals = []
-    for o in point.outcomes:
-        r = o.result or {}
-        server = r.get("server") or {}
-        if r.get("ops") and server.get("cpu_ns") is not None:
-            vals.append(server["cpu_ns"] / r["ops"])
-    return _median(vals)
+    """The server side's CPU ns per transaction of a level, ``server.cpu_ns /
+    server.transactions`` (``generic.server_cpu_ns_per_tx``)."""
+    return generic.server_cpu_ns_per_tx(o.result for o in point.outcomes)
 
 
 def late_text(point: Point) -> str:
