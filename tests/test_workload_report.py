@@ -113,7 +113,7 @@ def test_throughput_table_lists_every_level_with_cpu_late_and_verdict(html, run)
     assert "ecdsa" in first and "500 [" in first and ">800<" in first and ">1,200<" in first
     assert ">baseline<" in first
     rsa_c1 = rows[1]
-    assert "30.0 % slower" in rsa_c1
+    assert "p50 latency 30.0 % higher" in rsa_c1
     open_rows = [r for r in rows if "(open:" in r]
     assert all("0 (0.0 %)" in r for r in open_rows)  # late transactions, open levels only
     assert all("(0.0 %)" not in r for r in rows if "(closed:" in r)
@@ -162,7 +162,7 @@ def test_markdown_has_the_tables_and_no_plots(md):
     tput = md.split("## Throughput vs load")[1].split("\n## ")[0]
     for load in LOADS:
         assert f"({load})" in tput
-    assert "30.0 % slower" in tput
+    assert "p50 latency 30.0 % higher" in tput
     lat = md.split("## Latency percentiles per load level")[1].split("\n## ")[0]
     assert lat.count("| yes |") == 4 and lat.count("| no |") == 4
     assert "<svg" not in md

@@ -69,10 +69,77 @@ class Settings:
         return cls(**known)
 
 
-def method_text(settings: Settings, comparisons: int, level: float, paired: bool = True) -> str:
+@dataclass(frozen=True)
+class Context:
+    """What the analysis of a run needs beyond its outcomes and settings.
+
+    Attributes:
+        series: the configurations in display order (the baseline, then the study file's), for
+            the workload figures' ordering; empty for ``speed``.
+        host_cpus: the CPUs of the host the run measured on (CPU % of the host).
+        transactions: workload → (one, many): what one transaction is as the worker names it
+            (``("handshake", "handshakes")``), for verdict texts; workloads it does not name read
+            "transaction(s)".
+        p99_bounds_ms: operation label → its latency objective (``p99_bound_ms``).
+    """
+
+    series: tuple[str, ...] = ()
+    host_cpus: int = 1
+    transactions: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    p99_bounds_ms: Mapping[str, float] = field(default_factory=dict)
+
+    def transaction(self, op: str, load: str | None) -> stats.Transaction:
+        """What one operation of a cell is, for its verdict's text: a primitive's ``operation``
+        (``ops/s``); a workload's transaction (``handshakes/s``); a job's in targets per minute,
+        the figure a job is judged by (``targets/min``)."""
+        if load is None:
+            return stats.OPERATION
+        one, many = self.transactions.get(op, ("transaction", "transactions"))
+        return stats.Transaction.named(one, many, "min" if load.startswith("targets") else "s")
+
+
+def context_of(host: Mapping[str, Any] | None, study: Any = None) -> Context:
+    """The ``Context`` of a run from its host fingerprint (CPUs; what the worker called a
+    transaction of each workload, ``hostinfo.fingerprint``'s ``workloads``) and its study
+    (configuration order, latency objectives; None for ``speed``)."""
+    host = host or {}
+    words = {}
+    for name, spec in (host.get("workloads") or {}).items():
+        t = (spec or {}).get("transaction") or {}
+        if t.get("one") and t.get("many"):
+            words[name] = (str(t["one"]), str(t["many"]))
+    try:
+        cpus = max(1, int(host.get("logical_cpus") or 1))
+    except (TypeError, ValueError):
+        cpus = 1
+    series: tuple[str, ...] = ()
+    bounds: dict[str, float] = {}
+    if study is not None:
+        series = (study.baseline,) + tuple(c.name for c in study.configurations if c.name != study.baseline)
+        bounds = {o.label: float(o.p99_bound_ms) for o in study.operations if getattr(o, "p99_bound_ms", None)}
+    return Context(series, cpus, words, bounds)
+
+
+def decided_on(deltas: Iterable[Delta]) -> str:
+    """The metrics the verdicts of ``deltas`` were decided on, most used first, with their
+    counts when there are several: ``throughput``; ``throughput (12 comparisons), p50 latency
+    (4)``; '' without verdicts."""
+    counts: dict[str, int] = {}
+    for d in deltas:
+        if d.verdict is not None:
+            counts[d.verdict.metric] = counts.get(d.verdict.metric, 0) + 1
+    if len(counts) <= 1:
+        return next(iter(counts), "")
+    (first, n), *rest = sorted(counts.items(), key=lambda kv: -kv[1])
+    return ", ".join([f"{first} ({n} comparison{'s' if n != 1 else ''})"] + [f"{m} ({k})" for m, k in rest])
+
+
+def method_text(settings: Settings, comparisons: int, level: float, paired: bool = True,
+                deltas: Iterable[Delta] = ()) -> str:
     """How the intervals of a stored run were made, for every report: e.g. "95 % intervals,
     paired t on per-block log ratios; Bonferroni over 24 comparisons: each interval at
-    99.79 %"."""
+    99.79 %", ending with the metrics the verdicts of ``deltas`` were decided on (``decided_on``;
+    the settings' metric when there are none)."""
     how = ("paired t interval on per-block log ratios" if paired
            else "Welch t interval on the log values of each run's repetitions")
     text = f"{settings.level * 100:g} % intervals, {how}"
@@ -82,7 +149,7 @@ def method_text(settings: Settings, comparisons: int, level: float, paired: bool
                  f"each interval at {level * 100:.4g} % so that all hold together at {settings.level * 100:g} %")
     elif not settings.multiplicity and comparisons > 1:
         text += f"; no multiplicity adjustment (each of the {comparisons} intervals holds alone at {settings.level * 100:g} %)"
-    return text + f"; equivalence margin ±{settings.margin_pct:g} %; verdicts on {settings.metric}"
+    return text + f"; equivalence margin ±{settings.margin_pct:g} %; verdicts on {decided_on(deltas) or settings.metric}"
 
 
 @dataclass
@@ -105,8 +172,8 @@ class Analysis:
 
     @property
     def method(self) -> str:
-        """How the intervals were made (``method_text``)."""
-        return method_text(self.settings, self.comparisons, self.level)
+        """How the intervals were made and what the verdicts were decided on (``method_text``)."""
+        return method_text(self.settings, self.comparisons, self.level, deltas=self.deltas)
 
     def as_dict(self) -> dict[str, Any]:
         """``settings``, ``comparisons``, ``level``, ``method``."""
@@ -305,7 +372,8 @@ def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], name
     return _Pending(common, base, conf, n, 0, lat, tp, cpu, "; ".join(notes))
 
 
-def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[list[Delta], int, float]:
+def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
+            context: Context = Context()) -> tuple[list[Delta], int, float]:
     """Adjust the pending intervals together and decide their verdicts on
     ``settings.verdict_on``; returns the deltas in the given order, the family size and the
     per-interval level. A comparison without an interval of that metric (no CPU time in
@@ -342,13 +410,14 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[li
         out.append(Delta(status="ok", blocks=p.blocks, dropped=p.dropped,
                          baseline_p50_ns=p.base.p50_ns, p50_ns=p.conf.p50_ns, latency=lat, throughput=tp,
                          cpu_per_op=cpu,
-                         verdict=stats.decide(chosen, settings.margin_pct, higher_is_slower, metric=name),
+                         verdict=stats.decide(chosen, settings.margin_pct, higher_is_slower, metric=name,
+                                              transaction=context.transaction(p.conf.cell.op, p.conf.cell.load)),
                          noise=max(p.base.cv_p50, p.conf.cv_p50), note=note, batch=batch, **libs, **p.common))
     return out, m, level
 
 
-def deltas(summaries: Mapping[str, CellSummary], baseline: str,
-           settings: Settings = Settings()) -> tuple[list[Delta], int, float]:
+def deltas(summaries: Mapping[str, CellSummary], baseline: str, settings: Settings = Settings(),
+           context: Context = Context()) -> tuple[list[Delta], int, float]:
     """Every configuration ≠ ``baseline`` against the baseline cell of its group, paired by
     block, adjusted together. Returns (deltas, comparisons with an interval, per-interval
     level)."""
@@ -371,7 +440,7 @@ def deltas(summaries: Mapping[str, CellSummary], baseline: str,
                 continue
             assert base is not None
             pending.append(_paired(base, s, common, ("the baseline", "this configuration"), settings.level))
-    return _finish(pending, settings)
+    return _finish(pending, settings, context)
 
 
 def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[str]]:
@@ -385,17 +454,19 @@ def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[
     return out
 
 
-def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings()) -> Analysis:
-    """Summaries and (with a ``baseline``) deltas of a stored run's outcomes, computed once."""
+def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings(),
+            context: Context = Context()) -> Analysis:
+    """Summaries and (with a ``baseline``) deltas of a stored run's outcomes, computed once;
+    ``context`` (``context_of``) says what the outcomes alone do not."""
     summaries = summarize(outcomes)
     if baseline is None:
         return Analysis(summaries, [], settings, 0, settings.level)
-    ds, m, level = deltas(summaries, baseline, settings)
+    ds, m, level = deltas(summaries, baseline, settings, context)
     return Analysis(summaries, ds, settings, m, level)
 
 
 def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tuple[str, str],
-                     settings: Settings = Settings()) -> tuple[list[Delta], int, float]:
+                     settings: Settings = Settings(), context: Context = Context()) -> tuple[list[Delta], int, float]:
     """``b`` against ``a`` for every pair (a, b) of the same cell in two stored runs, with
     Welch intervals adjusted together; ``names`` name the two runs in reasons. Returns (deltas,
     comparisons with an interval, per-interval level)."""
@@ -409,4 +480,4 @@ def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tu
                                  **common))
             continue
         pending.append(_unpaired(a, b, common, names, settings.level))
-    return _finish(pending, settings)
+    return _finish(pending, settings, context)

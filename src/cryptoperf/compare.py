@@ -136,7 +136,7 @@ class Comparison:
     @property
     def method(self) -> str:
         """How the intervals were made (``analysis.method_text``)."""
-        return analysis.method_text(self.settings, self.comparisons, self.level, paired=False)
+        return analysis.method_text(self.settings, self.comparisons, self.level, paired=False, deltas=self.deltas)
 
     def failing(self, fail_on: Sequence[str]) -> list[Delta]:
         """The deltas that fail a regression gate: with ``slower`` in ``fail_on``, those
@@ -194,7 +194,8 @@ def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None,
             only_a.append(s_a)
         else:
             pairs.append((s_a, s_b))
-    deltas, m, level = analysis.compare_unpaired(pairs, names or (f"run {a.id}", f"run {b.id}"), settings)
+    deltas, m, level = analysis.compare_unpaired(pairs, names or (f"run {a.id}", f"run {b.id}"), settings,
+                                                 analysis.context_of(a.host, a.study))
     only_b = [s for s in b.summaries.values() if match_key(s) not in in_a]
     return Comparison(a=a, b=b, host=host_differences(a.host, b.host), deltas=deltas, only_a=only_a,
                       only_b=only_b, settings=settings, comparisons=m, level=level)

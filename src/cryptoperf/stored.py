@@ -80,7 +80,8 @@ class StoredRun:
                       settings: analysis.Settings) -> "StoredRun":
         """A stored run from its outcomes, analysed once with ``settings``."""
         baseline = study.baseline if study is not None else None
-        return cls(meta, study, outcomes, analysis.analyse(outcomes, baseline, settings))
+        context = analysis.context_of(meta.get("host"), study)
+        return cls(meta, study, outcomes, analysis.analyse(outcomes, baseline, settings, context))
 
 
 def analysis_settings(meta: dict[str, Any], study: Study | None) -> analysis.Settings:

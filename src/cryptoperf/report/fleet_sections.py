@@ -39,8 +39,9 @@ from typing import Any, Callable, Sequence
 import numpy as np
 from markupsafe import Markup
 
-from cryptoperf import stats
+from cryptoperf import analysis, stats
 from cryptoperf.model import Outcome
+from cryptoperf.report import format as fmt
 from cryptoperf.report import plots, view
 from cryptoperf.report.render import md_table
 from cryptoperf.report.sections import Section, register
@@ -290,12 +291,12 @@ def slowed_text(rows: Sequence[PhaseRow], configuration: str) -> str:
     mine = [r for r in rows if r.configuration == configuration and r.ratio is not None]
     if not mine:
         return ""
-    slow = [f"{r.phase} {stats.change_text(r.ratio)}" for r in mine if r.slowed]
+    slow = [f"{r.phase} {fmt.change_text(r.ratio)}" for r in mine if r.slowed]
     return ("phases slowed: " + ", ".join(slow)) if slow else "no phase slowed"
 
 
 def _ratio_text(r: PhaseRow) -> str:
-    return "baseline" if r.ratio is None else stats.change_text(r.ratio)
+    return "baseline" if r.ratio is None else fmt.change_text(r.ratio)
 
 
 # ------------------------------------------------------------------------------ summary
@@ -344,7 +345,7 @@ def summary_rows(run: StoredRun) -> list[dict[str, Any]]:
                     continue
                 od = view.delta_for(run, p.summary)
                 if od is not None and od.status == "ok" and od.throughput is not None and od.verdict is not None:
-                    others.append(f"{p.load.label}: {stats.change_point_text(od.throughput)} ({od.verdict.kind})")
+                    others.append(f"{p.load.label}: {fmt.change_point_text(od.throughput)} ({od.verdict.kind})")
             level_pts = [q for q in fam.points if q.x == top]
             phases = slowed_text(phase_rows(run, level_pts), series)
             jobs = [fleet_of(o) for o in at_top.outcomes]
@@ -356,7 +357,7 @@ def summary_rows(run: StoredRun) -> list[dict[str, Any]]:
             out.append({
                 "use_case": fam.label, "configuration": at_top.configuration, "level": at_top.load.label,
                 "baseline": _tpm(base_e), "value": _tpm(per_minute(throughput_estimate(at_top))),
-                "delta": stats.change_text(d.throughput) if ok else "—",
+                "delta": fmt.change_text(d.throughput) if ok else "—",
                 "verdict": d.verdict.text if ok and d.verdict else verdict_text(run, at_top),
                 "kind": d.verdict.kind if ok and d.verdict else "na",
                 "note": "; ".join(notes), "description": kind_text(fam)})
@@ -398,7 +399,8 @@ def fleet_summary(run: StoredRun) -> list[Section]:
         return []
     scale = scale_text(run)
     took = took_text(run)
-    metric = run.analysis.settings.metric
+    jobs = [view.delta_for(run, p.summary) for f in job_families(run) for p in f.points]
+    metric = analysis.decided_on([d for d in jobs if d is not None]) or run.analysis.settings.metric
 
     def html() -> str:
         return _render(_SUMMARY_HTML, rows=rows, baseline=baseline_name(run), method=run.analysis.method,

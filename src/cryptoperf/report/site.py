@@ -21,6 +21,7 @@ from cryptoperf import __version__, stats
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD
 from cryptoperf.compare import Comparison, HostDifference, host_differences, match_key
 from cryptoperf.model import CellSummary, Delta
+from cryptoperf.report import format as fmt
 from cryptoperf.report import plots, view
 from cryptoperf.report.core_sections import plot_verdict_text
 from cryptoperf.report.plan import report_css
@@ -162,8 +163,8 @@ def _compare_rows(c: Comparison) -> list[dict[str, Any]]:
                 row["latency"] = f"{(d.p50_ns / d.baseline_p50_ns - 1) * 100:+.1f} %"
         else:
             noise = (d.noise or 0.0) * 100
-            row.update(latency=stats.change_point_text(d.latency), latency_ci=stats.interval_text(d.latency),
-                       throughput=stats.change_text(d.throughput), reps=str(d.blocks),
+            row.update(latency=fmt.change_point_text(d.latency), latency_ci=fmt.interval_text(d.latency),
+                       throughput=fmt.change_text(d.throughput), reps=str(d.blocks),
                        noise=f"CV {noise:.1f} %", noisy=noise > c.settings.noise_threshold_pct,
                        verdict=d.verdict.text + (f" ({d.library_change})" if d.library_change else ""),
                        kind=d.verdict.kind)

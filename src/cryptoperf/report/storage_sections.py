@@ -27,7 +27,8 @@ from typing import Any, Sequence
 import numpy as np
 from markupsafe import Markup
 
-from cryptoperf import stats
+from cryptoperf import analysis, stats
+from cryptoperf.report import format as fmt
 from cryptoperf.report import plots, view
 from cryptoperf.report.render import md_table
 from cryptoperf.report.sections import Section, register
@@ -315,7 +316,10 @@ def _md_row(r: dict[str, Any]) -> list[str]:
 
 
 def _metric(run: StoredRun) -> str:
-    return run.analysis.settings.metric
+    """The metrics the storage cells' verdicts were decided on (``analysis.decided_on``)."""
+    cells = {p.summary.cell.key for f in storage_families(run) for p in f.points}
+    ds = [d for d in run.deltas if any(view.delta_for(run, run.summaries[k]) is d for k in cells)]
+    return analysis.decided_on(ds) or run.analysis.settings.metric
 
 
 @register(order=21)
