@@ -21,7 +21,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from cryptoperf import stats
+from cryptoperf.cpumask import BASELINE as BASELINE_MASK
 from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, CellSummary, Delta, Outcome
+from cryptoperf.workloads import access
 
 MIN_BLOCKS = stats.MIN_BLOCKS
 
@@ -162,6 +164,8 @@ class Analysis:
         settings: how they were decided.
         comparisons: the deltas with an interval (the family the adjustment covers).
         level: the confidence level of each interval after the adjustment.
+        cpu_masks: every CPU mask other than ``baseline`` its cells ran under → whether it took
+            any capability away on the machine that ran them (``cpu_masks``).
     """
 
     summaries: dict[str, CellSummary]
@@ -169,6 +173,7 @@ class Analysis:
     settings: Settings = field(default_factory=Settings)
     comparisons: int = 0
     level: float = stats.DEFAULT_LEVEL
+    cpu_masks: dict[str, bool | None] = field(default_factory=dict)
 
     @property
     def method(self) -> str:
@@ -454,15 +459,34 @@ def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[
     return out
 
 
+def cpu_masks(outcomes: Iterable[Outcome]) -> dict[str, bool | None]:
+    """Every CPU mask other than ``baseline`` the analysed outcomes' cells ran under, in
+    first-seen order → True when a measured repetition under it reports that it took a
+    capability away (``cpu_mask_cleared``), False when those that say report that it took
+    nothing away (the CPU lacks what it clears: its cells measured the unmasked code), None when
+    none says."""
+    out: dict[str, bool | None] = {}
+    for o in analysed(outcomes):
+        cpu = o.cell.cpu
+        if cpu == BASELINE_MASK:
+            continue
+        took = access.cpu_mask_cleared(o.result) if o.ok else None
+        seen = out.setdefault(cpu, None)
+        if took is not None:
+            out[cpu] = bool(seen) or took
+    return out
+
+
 def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings(),
             context: Context = Context()) -> Analysis:
     """Summaries and (with a ``baseline``) deltas of a stored run's outcomes, computed once;
     ``context`` (``context_of``) says what the outcomes alone do not."""
     summaries = summarize(outcomes)
+    masks = cpu_masks(outcomes)
     if baseline is None:
-        return Analysis(summaries, [], settings, 0, settings.level)
+        return Analysis(summaries, [], settings, 0, settings.level, masks)
     ds, m, level = deltas(summaries, baseline, settings, context)
-    return Analysis(summaries, ds, settings, m, level)
+    return Analysis(summaries, ds, settings, m, level, masks)
 
 
 def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tuple[str, str],

@@ -3,8 +3,8 @@
 The site, every address in it relative to DIR, so it opens from ``file://`` and from any path
 of any web server, with no server-side code and nothing fetched from the network:
 
-- ``index.html`` — every run (newest first) with its study, start, status, host, library
-  versions, cells and verdicts, filtered by study, host and library version in the page; links
+- ``index.html`` — every run (newest first) with its study, start, status, host, CPU masks,
+  library versions, cells and verdicts, filtered by study, host and library version in the page; links
   to the pages below;
 - ``runs/<id>.html`` — the run's HTML report (``report.html``, the same as ``cryptoperf
   report``), with links back to the index, its study's trend and its comparison with the
@@ -42,7 +42,8 @@ from cryptoperf.compare import compare_runs
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
 from cryptoperf.report import html as report_html
 from cryptoperf.report import site
-from cryptoperf.report.terminal import verdict_counts
+from cryptoperf.report import format as fmt
+from cryptoperf.report.format import verdict_counts
 from cryptoperf.store import Store
 
 #: The manifest's file name, in DIR.
@@ -326,7 +327,8 @@ def publish(store: Store, directory: str | Path, progress: Progress | None = Non
             # what the other pages need of the run: its summaries, analysis and host, not its outcomes
             runs[rid] = dataclasses.replace(run, outcomes=[])
             rows[rid] = dataclasses.replace(
-                row, host=site.host_label(run.host), libraries=tuple(site.library_versions(run)),
+                row, host=site.host_label(run.host), cpu_masks=fmt.mask_text(run.analysis.cpu_masks),
+                libraries=tuple(site.library_versions(run)),
                 cells=len(run.summaries), verdicts=verdict_counts(run.deltas) if run.deltas else "",
                 page=run_rel(rid), compare=compare_rel(previous[rid], rid) if rid in previous else "",
                 trend=trend_rel(name) if name is not None else "")

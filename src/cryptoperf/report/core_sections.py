@@ -25,9 +25,10 @@ from cryptoperf import __version__, analysis, stats
 from cryptoperf.model import CellSummary, Delta
 from cryptoperf.report import format as fmt
 from cryptoperf.report import plots, view
-from cryptoperf.report.render import fmt_cv, fragment, md_table
+from cryptoperf.report.format import fmt_cv
+from cryptoperf.report.render import fragment, md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.report.terminal import (configuration_text, fmt_count, fmt_mb_s, fmt_ns, fmt_pct, fmt_size,
+from cryptoperf.report.format import (configuration_text, fmt_count, fmt_mb_s, fmt_ns, fmt_pct, fmt_size,
                                         interval_header, verdict_counts)
 from cryptoperf.stored import StoredRun
 
@@ -534,22 +535,6 @@ def throughput_cpu(run: StoredRun) -> list[Section]:
 
 # -------------------------------------------------------------------------------------- host
 
-def _hypervisor_text(hv: dict[str, Any]) -> str:
-    if not hv:
-        return "unknown"
-    if hv.get("type"):
-        text = str(hv["type"])
-    elif hv.get("present") is True:
-        text = "yes (type unknown)"
-    elif hv.get("present") is False:
-        text = "none detected"
-    else:
-        text = "unknown"
-    if hv.get("container"):
-        text += f", in container {hv['container']}"
-    return text
-
-
 def _check_text(c: dict[str, Any] | None) -> str:
     """A host check's value, with its state when it is not ok: ``hpet (warning: …)``."""
     if not c:
@@ -582,10 +567,11 @@ def host(run: StoredRun) -> list[Section]:
     facts = [
         ("CPU", f"{h.get('cpu_model') or 'unknown'} × {h.get('logical_cpus') or '?'} logical CPUs"),
         ("crypto flags", " ".join(h.get("crypto_flags") or []) or "none detected"),
+        ("CPU mask", fmt.mask_text(run.analysis.cpu_masks)),
         ("kernel", h.get("kernel") or "unknown"),
         ("clocksource", _check_text(clocksource)),
         ("machine / OS", f"{h.get('machine') or '?'} / {h.get('os') or '?'}"),
-        ("hypervisor", _hypervisor_text(h.get("hypervisor") or {})),
+        ("hypervisor", fmt.hypervisor_text(h.get("hypervisor"))),
         ("worker", h.get("worker_version") or "unknown"),
         ("Python", h.get("python") or "unknown"),
         ("steal", f"{sum(steals) / len(steals):.2f} % on average over the measured repetitions"
@@ -607,7 +593,7 @@ def host(run: StoredRun) -> list[Section]:
     lib_text = ", ".join(f"{x['backend']}{' [' + x['build'] + ']' if x.get('build') else ''}: "
                          f"{x.get('library') or ''} {x.get('library_version') or ''}"
                          f"{' (FIPS)' if x.get('fips') else ''}".strip() for x in libraries)
-    md = "".join(f"- {k}: {v}\n" for k, v in facts[:6]) + (f"- libraries: {lib_text}\n" if lib_text else "")
+    md = "".join(f"- {k}: {v}\n" for k, v in facts[:7]) + (f"- libraries: {lib_text}\n" if lib_text else "")
     warned = [c for c in checks if c.get("state") == "warning" and c.get("name") != "clocksource"]
     md += "".join(f"- host check {c.get('name')}: {_check_text(c)}\n" for c in warned)
     return [Section("host", "Host", html, md)]

@@ -45,7 +45,7 @@ from cryptoperf.report import format as fmt
 from cryptoperf.report import plots, view
 from cryptoperf.report.render import md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.report.terminal import fmt_size
+from cryptoperf.report.format import fmt_size
 from cryptoperf.report.workload_sections import (BAND_LEVEL, Family, Point, _gid, _log_x, _render, families,
                                                  representative, throughput_estimate, timeline_series,
                                                  verdict_text)

@@ -259,10 +259,12 @@ def host_text(fp: Mapping[str, Any]) -> str:
     return f"a {fp.get('logical_cpus', '?')}-CPU {fp.get('cpu_model') or 'unknown'} host{where}"
 
 
-def mask_text(masks: Iterable[str]) -> str:
-    """The CPU masks of a set of cells in words: ``none`` when every cell ran unmasked
-    (``baseline``), else the masks, ``no-aesni`` or ``baseline, no-aesni``."""
-    ms = sorted(set(masks), key=lambda m: (m != "baseline", m))
-    if not ms or ms == ["baseline"]:
-        return "none"
-    return ", ".join("none (baseline)" if m == "baseline" else m for m in ms)
+def mask_text(masks: Mapping[str, bool | None]) -> str:
+    """A run's CPU masks (``Analysis.cpu_masks``: mask → whether it took anything away) in
+    words: ``none (every cell ran unmasked)``, or the masks, each that took nothing away on this
+    machine said so: ``no-aesni; no-bignum (took nothing away on this machine: its cells measured
+    the unmasked code)``."""
+    if not masks:
+        return "none (every cell ran unmasked)"
+    return "; ".join(m + (" (took nothing away on this machine: its cells measured the unmasked code)"
+                          if took is False else "") for m, took in masks.items())

@@ -26,7 +26,7 @@ from cryptoperf.report import plots, view
 from cryptoperf.report.core_sections import plot_verdict_text
 from cryptoperf.report.plan import report_css
 from cryptoperf.report.render import environment
-from cryptoperf.report.terminal import (configuration_text, fmt_count, fmt_date, fmt_ns, fmt_size,
+from cryptoperf.report.format import (configuration_text, fmt_count, fmt_date, fmt_ns, fmt_size,
                                         interval_header, verdict_counts)
 from cryptoperf.stored import StoredRun
 
@@ -86,6 +86,8 @@ class IndexRow:
     Attributes:
         id, kind, study ('' for a ``speed`` run), started (UTC ISO 8601), status: the run.
         host: ``host_label`` of its fingerprint ('' when it could not be read).
+        cpu_masks: the CPU masks its cells ran under (``format.mask_text``; '' when it could not
+            be read).
         libraries: ``library_versions`` of the run.
         cells: distinct cells; verdicts: ``verdict counts`` text ('' without comparisons).
         page, compare, trend: relative links to the run's report, its comparison with the
@@ -99,6 +101,7 @@ class IndexRow:
     started: str
     status: str
     host: str = ""
+    cpu_masks: str = ""
     libraries: tuple[str, ...] = ()
     cells: int = 0
     verdicts: str = ""
@@ -121,7 +124,7 @@ class TrendLink:
 
 def index_html(rows: Sequence[IndexRow], trends: Sequence[TrendLink], store: str) -> str:
     """The site's index page: the trend pages, then every run newest first — id, kind, study,
-    start (UTC), status, host, library versions, cells, verdicts and links — with a filter by
+    start (UTC), status, host, CPU masks, library versions, cells, verdicts and links — with a filter by
     study, host and library version (an inline script; without JavaScript every run shows).
     ``store`` names the store the site was made from. Returns the HTML text."""
     ordered = sorted(rows, key=lambda r: r.id, reverse=True)
@@ -150,8 +153,7 @@ def _compare_rows(c: Comparison) -> list[dict[str, Any]]:
     rows = []
     for d in c.deltas:
         row: dict[str, Any] = {"backend": d.backend, "operation": _operation(d.label, d.size_bytes),
-                               "configuration": configuration_text(d.configuration, d.cpu, d.build)
-                               if d.configuration else "—",
+                               "configuration": configuration_text(d.configuration or "—", d.cpu, d.build),
                                "p50_a": fmt_ns(d.baseline_p50_ns), "p50_b": fmt_ns(d.p50_ns),
                                "latency": "", "latency_ci": "", "throughput": "", "reps": "",
                                "noise": "", "noisy": False, "verdict": "", "kind": "na", "note": ""}
@@ -186,7 +188,7 @@ def _compare_forest(c: Comparison) -> tuple[str, list[str]]:
     if not groups:
         return "", missing
     forest = [plots.ForestGroup(_operation(*key), [
-        plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build) if d.configuration else ''}".strip(),
+        plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}".strip(),
                         d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
                         plot_verdict_text(d.verdict, d.decisive)) for d in ds])
               for key, ds in groups.items()]

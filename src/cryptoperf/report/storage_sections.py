@@ -32,7 +32,7 @@ from cryptoperf.report import format as fmt
 from cryptoperf.report import plots, view
 from cryptoperf.report.render import md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.report.terminal import fmt_size
+from cryptoperf.report.format import fmt_size
 from cryptoperf.report.workload_sections import (BAND_LEVEL, Family, Point, _gid, _ms, _render,
                                                  _tps, families, throughput_estimate, verdict_kind,
                                                  verdict_text)

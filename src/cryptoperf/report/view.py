@@ -15,7 +15,7 @@ from typing import Sequence
 from cryptoperf.model import CellSummary, Delta, Outcome
 from cryptoperf.stored import StoredRun
 from cryptoperf.study import options_for
-from cryptoperf.report.terminal import fmt_size
+from cryptoperf.report.format import fmt_size
 
 
 @dataclass(frozen=True)

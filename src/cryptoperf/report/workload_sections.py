@@ -35,7 +35,7 @@ from cryptoperf.model import CellSummary, Outcome
 from cryptoperf.report import plots, view
 from cryptoperf.report.render import environment, md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.report.terminal import configuration_text, fmt_count, fmt_ns, fmt_size
+from cryptoperf.report.format import configuration_text, fmt_count, fmt_ns, fmt_size
 from cryptoperf.stored import StoredRun
 from cryptoperf.workload import Load, parse_load
 from cryptoperf.workloads import generic
