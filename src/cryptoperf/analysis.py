@@ -23,7 +23,8 @@ import numpy as np
 from cryptoperf import stats
 from cryptoperf.cpumask import BASELINE as BASELINE_MASK
 from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, CellSummary, Delta, Outcome
-from cryptoperf.workloads import access
+from cryptoperf import workloads
+from cryptoperf.workloads import WorkloadAnalysis, access
 
 MIN_BLOCKS = stats.MIN_BLOCKS
 
@@ -154,6 +155,35 @@ def method_text(settings: Settings, comparisons: int, level: float, paired: bool
     return text + f"; equivalence margin ±{settings.margin_pct:g} %; verdicts on {decided_on(deltas) or settings.metric}"
 
 
+@dataclass(frozen=True)
+class Disturbance:
+    """A repetition the host disturbed (steal or other load above the study's limits).
+
+    Attributes:
+        cell: the cell's key; block: its block; why: what disturbed it.
+        rerun: True for an attempt that was run again (superseded: not analysed), False for one
+            that was analysed, flagged (its re-run was disturbed too).
+    """
+
+    cell: str
+    block: int
+    why: str
+    rerun: bool
+
+
+def disturbances(outcomes: Iterable[Outcome]) -> tuple[Disturbance, ...]:
+    """The disturbed repetitions of a run (calibration left out), by cell then block."""
+    out = []
+    for o in outcomes:
+        if o.repetition.calibration:
+            continue
+        if o.superseded:
+            out.append(Disturbance(o.cell.key, o.repetition.block, o.disturbed or "disturbed", True))
+        elif o.disturbed and o.ok:
+            out.append(Disturbance(o.cell.key, o.repetition.block, o.disturbed, False))
+    return tuple(sorted(out, key=lambda d: (d.cell, d.block, not d.rerun)))
+
+
 @dataclass
 class Analysis:
     """Everything derived from a stored run's outcomes, computed once.
@@ -166,6 +196,10 @@ class Analysis:
         level: the confidence level of each interval after the adjustment.
         cpu_masks: every CPU mask other than ``baseline`` its cells ran under → whether it took
             any capability away on the machine that ran them (``cpu_masks``).
+        workloads: the workload figures, per level, side and phase (``workloads.analyse``).
+        histograms: cell key → the encoded latency histograms of its measured repetitions, in
+            block order (``distribution`` merges them).
+        disturbances: the repetitions the host disturbed (``Disturbance``), in block order.
     """
 
     summaries: dict[str, CellSummary]
@@ -174,6 +208,20 @@ class Analysis:
     comparisons: int = 0
     level: float = stats.DEFAULT_LEVEL
     cpu_masks: dict[str, bool | None] = field(default_factory=dict)
+    workloads: WorkloadAnalysis = field(default_factory=WorkloadAnalysis)
+    histograms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    disturbances: tuple[Disturbance, ...] = ()
+    _distributions: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def distribution(self, key: str) -> tuple[stats.Latency, np.ndarray, np.ndarray] | None:
+        """The latency distribution of cell ``key``, its measured repetitions' histograms merged:
+        (percentiles, CDF values ns, CDF fractions: ``stats.cdf``), or None without any. Merged
+        when first asked for (only the HTML report draws it) and kept."""
+        cached = self._distributions.get(key)
+        if cached is None and self.histograms.get(key):
+            merged = stats.merge_histograms(list(self.histograms[key]))
+            cached = self._distributions[key] = (stats.latency_of(merged), *stats.cdf(merged))
+        return cached
 
     @property
     def method(self) -> str:
@@ -482,11 +530,17 @@ def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Setting
     """Summaries and (with a ``baseline``) deltas of a stored run's outcomes, computed once;
     ``context`` (``context_of``) says what the outcomes alone do not."""
     summaries = summarize(outcomes)
-    masks = cpu_masks(outcomes)
-    if baseline is None:
-        return Analysis(summaries, [], settings, 0, settings.level, masks)
-    ds, m, level = deltas(summaries, baseline, settings, context)
-    return Analysis(summaries, ds, settings, m, level, masks)
+    ds, m, level = deltas(summaries, baseline, settings, context) if baseline is not None else ([], 0, settings.level)
+    kept = analysed(outcomes)
+    hists: dict[str, list[str]] = {}
+    for o in sorted(kept, key=lambda o: o.repetition.block):
+        h = access.histogram(o.result) if o.ok and o.latency else None
+        if h:
+            hists.setdefault(o.cell.key, []).append(h)
+    figures = workloads.analyse(summaries, kept, ds, workloads.Context(
+        baseline or "", context.series, context.host_cpus, context.p99_bounds_ms, context.transactions))
+    return Analysis(summaries, ds, settings, m, level, cpu_masks(outcomes), figures,
+                    {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes))
 
 
 def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tuple[str, str],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -16,8 +16,10 @@ from cryptoperf.report.format import (  # noqa: F401  (re-exported for callers o
     change_text, configuration_text, cpu_title, fmt_cores, fmt_count, fmt_date, fmt_mb_s, fmt_money, fmt_ns, fmt_pct,
     fmt_size, host_line, interval_header, operation, operation_text, short_library, side_name, verdict_counts,
     verdict_header)
-from cryptoperf.run.worker import Hello
 from cryptoperf.workloads import access
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cryptoperf.run.worker import Hello
 
 
 class Notes:
@@ -253,7 +255,7 @@ def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: N
     return t
 
 
-def backends_table(hello: Hello) -> Table:
+def backends_table(hello: "Hello") -> Table:
     """Backends with library versions, FIPS state and whether a CPU mask (``--cpu``, study key
     ``cpu``) can be applied to them."""
     t = Table(title=f"cryptoperf-worker {hello.worker_version} (protocol {hello.protocol})",
@@ -273,7 +275,7 @@ def backends_table(hello: Hello) -> Table:
     return t
 
 
-def support_table(hello: Hello, notes: Notes) -> Table | None:
+def support_table(hello: "Hello", notes: Notes) -> Table | None:
     """Operations × backends from a detailed hello: ``yes``, or the status with the reason as a
     footnote; None when the hello has no per-operation detail."""
     if not all("ops" in b for b in hello.backends):

@@ -25,11 +25,10 @@ from cryptoperf import __version__, analysis, stats
 from cryptoperf.model import CellSummary, Delta
 from cryptoperf.report import format as fmt
 from cryptoperf.report import plots, view
-from cryptoperf.report.format import fmt_cv
 from cryptoperf.report.render import fragment, md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.report.format import (configuration_text, fmt_count, fmt_mb_s, fmt_ns, fmt_pct, fmt_size,
-                                        interval_header, verdict_counts)
+from cryptoperf.report.format import (configuration_text, fmt_count, fmt_cv, fmt_mb_s, fmt_ns, fmt_pct,
+                                      interval_header, verdict_counts)
 from cryptoperf.stored import StoredRun
 
 
@@ -69,11 +68,11 @@ def _noisy_note(cell: CellSummary, threshold_pct: float) -> str:
 
 
 def _operation(cell: CellSummary) -> str:
-    return f"{cell.cell.label} {fmt_size(cell.cell.size_bytes)}".strip()
+    return fmt.operation(cell.cell.label, cell.cell.size_bytes)
 
 
 def _delta_operation(d: Delta) -> str:
-    return f"{d.label} {fmt_size(d.size_bytes)}".strip()
+    return fmt.operation(d.label, d.size_bytes)
 
 
 def _delta_where(d: Delta) -> str:
@@ -89,11 +88,8 @@ def _cell_where(s: CellSummary) -> str:
 
 
 def _batch_of(run: StoredRun, s: CellSummary) -> int | None:
-    """Operations per timed sample of a cell: its summary's, else its first measured outcome's."""
-    if s.batch:
-        return s.batch
-    return next((o.result.get("batch") for o in view.measured(view.outcomes_of(run, s))
-                 if o.result and o.result.get("batch")), None)
+    """Operations per timed sample of a cell (its summary's)."""
+    return s.batch
 
 
 def _batch_note(batches: Sequence[int | None], what: str, also: str = "") -> str:
@@ -223,16 +219,18 @@ def verdicts(run: StoredRun) -> list[Section]:
 
 def _disturbances(run: StoredRun) -> tuple[list[str], list[str]]:
     """(repetitions flagged disturbed that were analysed, superseded attempts re-run), each as
-    ``<cell>, block N: <why>``."""
+    ``<cell>, block N: <why>`` (``run.analysis.disturbances``)."""
     flagged, rerun = [], []
     for g in view.groups(run):
         for s in g.cells:
-            for o in view.outcomes_of(run, s):
-                where = f"{_cell_where(s)}, block {o.repetition.block}"
-                if o.superseded:
-                    rerun.append(f"{where}: {o.disturbed or 'disturbed'}; run again")
-                elif o.disturbed and o.ok:
-                    flagged.append(f"{where}: {o.disturbed}")
+            for d in run.analysis.disturbances:
+                if d.cell != s.cell.key:
+                    continue
+                where = f"{_cell_where(s)}, block {d.block}"
+                if d.rerun:
+                    rerun.append(f"{where}: {d.why}; run again")
+                else:
+                    flagged.append(f"{where}: {d.why}")
     return flagged, rerun
 
 
@@ -447,7 +445,8 @@ def key_figures(run: StoredRun) -> list[Section]:
     body = [[r["operation"]] + ([r["backend"]] if per_config else []) + [
         r["series"], r["p50"], r["p99"], r["ops"], r["mb"], r["cpu"], r["batch"] or "",
         r["reps"] if r["status"] == "ok" else f"{r['reps']} ({r['status']})"] for r in rows]
-    md = ("Medians over repetitions; CPU/op is on-CPU time per operation, MB/s is 10⁶ bytes/s.\n\n"
+    md = ("Medians over repetitions; CPU/op is on-CPU time per operation of the measuring threads (a "
+          "workload's client side), MB/s is 10⁶ bytes/s.\n\n"
           + md_table(head, body, align="l" * (len(head) - 7) + "rrrrrrr"))
     if batch_note:
         md += f"\n{batch_note}\n"
@@ -458,17 +457,13 @@ def key_figures(run: StoredRun) -> list[Section]:
 
 def _latency_curve(run: StoredRun, s: CellSummary) -> tuple[plots.Curve | None, dict[str, Any]]:
     name = view.series_name(run, s)
-    ok = view.measured(view.outcomes_of(run, s))
-    hists = [o.result["histogram"] for o in ok if o.result and o.result.get("histogram")]
-    batch = _batch_of(run, s)
-    row: dict[str, Any] = {"series": name, "reps": len(hists), "status": s.status, "reason": s.reason,
-                           "timing": next((o.result.get("timing") for o in ok if o.result), "") or "",
-                           "batch": batch}
-    if not hists:
+    dist = run.analysis.distribution(s.cell.key)
+    batch = s.batch
+    row: dict[str, Any] = {"series": name, "reps": len(run.analysis.histograms.get(s.cell.key, ())),
+                           "status": s.status, "reason": s.reason, "timing": s.timing or "", "batch": batch}
+    if dist is None:
         return None, row
-    merged = stats.merge_histograms(hists)
-    lat = stats.latency_of(merged)
-    values, fraction = stats.cdf(merged)
+    lat, values, fraction = dist
     marks = {"p50": lat.p50_ns, "p90": lat.p90_ns, "p99": lat.p99_ns, "p99.9": lat.p999_ns}
     row.update(count=lat.count, p50=lat.p50_ns, p90=lat.p90_ns, p99=lat.p99_ns, p999=lat.p999_ns,
                max=lat.max_ns, mean=lat.mean_ns)
@@ -522,10 +517,8 @@ def throughput_cpu(run: StoredRun) -> list[Section]:
         for g in groups:
             bars = []
             for s in g.cells:
-                ok = view.measured(view.outcomes_of(run, s))
                 name = view.series_name(run, s)
-                bars.append(plots.Bars(name, [o.throughput.ops_per_s for o in ok],
-                                       [o.throughput.cpu_ns_per_op for o in ok], view.colour_of(run, name)))
+                bars.append(plots.Bars(name, s.ops_per_s_samples, s.cpu_ns_per_op_samples, view.colour_of(run, name)))
             svg = plots.throughput_cpu_svg(bars, f"throughput-cpu-{g.slug}", f"throughput and CPU: {g.title}")
             figures.append({"group": g, "svg": Markup(svg)})
         return fragment("sections/throughput_cpu.html.j2", figures=figures)
