@@ -120,45 +120,18 @@ def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
     for raw in names:
         workerbuild.recipe(raw)  # every name checked before anything is built
     err, out = _stderr(), _stdout()
-    for raw in dict.fromkeys(builds.resolve(n) for n in names):
-        cached = builds.cached_binary(raw)
-        stale = ""
-        if not force and cached.exists():
-            try:
-                h = workerbuild.verified_hello(raw, cached)
-            except builds.BuildUnavailable as e:
-                stale = f"{e}: rebuilding"
-            else:
-                lib = {b["backend"]: b for b in h.backends}[builds.get(raw).setup.backend]
-                out.print(f"{raw} is already built ({lib['library']} {lib['library_version']}): "
-                          f"{cached} (--force rebuilds it)", markup=False, soft_wrap=True)
-                continue
-        workerbuild.preflight(raw)
-        if stale:
-            err.print(stale, markup=False, soft_wrap=True)
-        err.print(workerbuild.announce(raw), markup=False, soft_wrap=True)
-        made = workerbuild.build(raw, err)
-        out.print(workerbuild.done_line(made), markup=False, soft_wrap=True)
+    for name in dict.fromkeys(builds.resolve(n) for n in names):
+        out.print(workerbuild.setup(name, force, err), markup=False, soft_wrap=True)
 
 
 def _list_builds() -> None:
     """Print every worker build: name, built or not (path or why not), what it is."""
     out = _stdout()
     out.print(f"worker builds (cache: {builds.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
-    for name, spec in builds.BUILDS.items():
-        available, where = builds.status(name)
-        if available and spec.setup is not None:
-            try:
-                h = workerbuild.verified_hello(name, Path(where))
-                lib = {b["backend"]: b for b in h.backends}[spec.setup.backend]
-                where += f" ({lib['library']} {lib['library_version']})"
-            except builds.BuildUnavailable as e:
-                available, where = False, str(e)
-        state = "built" if available else "missing"
-        alias = [k for k, v in builds.LIBRARIES.items() if v == name and k != name]
-        label = name + (f" = {alias[0]}" if alias else "")
-        out.print(f"  {label:<26} {state:<8} {spec.description}", markup=False, soft_wrap=True)
-        out.print(f"  {'':<26} {'':<8} {where}", markup=False, soft_wrap=True)
+    for b in workerbuild.states():
+        label = b.name + (f" = {b.alias}" if b.alias else "")
+        out.print(f"  {label:<26} {'built' if b.built else 'missing':<8} {b.description}", markup=False, soft_wrap=True)
+        out.print(f"  {'':<26} {'':<8} {b.where}", markup=False, soft_wrap=True)
 
 
 class SizeType(click.ParamType):

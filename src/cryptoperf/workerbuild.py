@@ -332,6 +332,76 @@ def ensure(name: str, who: str, auto: bool, console: Console | None = None,
     return made.path, made.hello
 
 
+def library_text(name: str, hello: Hello) -> str:
+    """``OpenSSL 3.6.3 ...``: the library and version the recipe's backend of build ``name``
+    reports in ``hello`` ('' for a build without a recipe or a hello without that backend)."""
+    spec = builds.get(name)
+    if spec.setup is None:
+        return ""
+    lib = {b["backend"]: b for b in hello.backends}.get(spec.setup.backend)
+    return f"{lib['library']} {lib['library_version']}" if lib else ""
+
+
+def setup(name: str, force: bool, console: Console) -> str:
+    """``cryptoperf setup NAME``: build ``name`` (a build name or library) unless a usable build
+    is cached (or ``force``), announcing the build and its progress on ``console``. Returns the
+    line to print: where the build is, with its library, and whether it was built now.
+
+    Raises UsageError for a name setup does not make, SetupError and BuildUnavailable as
+    ``build`` does.
+    """
+    recipe(name)
+    name = builds.resolve(name)
+    cached = builds.cached_binary(name)
+    stale = ""
+    if not force and cached is not None and cached.exists():
+        try:
+            hello = verified_hello(name, cached)
+        except builds.BuildUnavailable as e:
+            stale = f"{e}: rebuilding"
+        else:
+            return f"{name} is already built ({library_text(name, hello)}): {cached} (--force rebuilds it)"
+    preflight(name)
+    if stale:
+        console.print(stale, markup=False, soft_wrap=True)
+    console.print(announce(name), markup=False, soft_wrap=True)
+    return done_line(build(name, console))
+
+
+@dataclass(frozen=True)
+class BuildState:
+    """One worker build as ``cryptoperf setup --list`` shows it.
+
+    Attributes:
+        name: the build (``default``, ``fips``, ``openssl@3.6``); alias: the library name that
+            selects it in a study when it differs ('' otherwise).
+        built: whether a usable binary is there; where: its path (with the library it reports,
+            for a setup build) or why it is missing; description: what the build is.
+    """
+
+    name: str
+    alias: str
+    built: bool
+    where: str
+    description: str
+
+
+def states() -> list[BuildState]:
+    """Every worker build, built or not: a setup build counts as built only when its binary
+    answers as that build (``verified_hello``)."""
+    out = []
+    for name, spec in builds.BUILDS.items():
+        available, where = builds.status(name)
+        if available and spec.setup is not None:
+            try:
+                where += f" ({library_text(name, verified_hello(name, Path(where)))})"
+            except builds.BuildUnavailable as e:
+                available, where = False, str(e)
+        alias = next((k for k, v in builds.LIBRARIES.items() if v == name and k != name), "")
+        out.append(BuildState(name, alias, available, where, spec.description))
+    return out
+
+
 def done_line(made: Made) -> str:
     """``built openssl@3.6 (OpenSSL 3.6.3 ...) in 9 min 12 s: <path>``."""
     m, s = divmod(int(round(made.seconds)), 60)
