@@ -88,7 +88,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, BufReader, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -638,7 +638,12 @@ pub fn agent_side(spec: &Spec, backend: &str, side: &Value) -> Result<ServerSide
     let thread_init: Arc<dyn Fn() + Send + Sync> = Arc::new(move || {
         let _ = prepare_thread(&init_agent, &keys);
     });
-    let handler = Arc::new(move |stream: TcpStream| serve_target(&agent, stream));
+    let handler = Arc::new(move |stream: TcpStream, served: &AtomicU64| {
+        if serve_target(&agent, stream)? {
+            served.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(())
+    });
     Ok(ServerSide { handler, setup, thread_init: Some(thread_init) })
 }
 
@@ -663,9 +668,9 @@ fn prepare_thread(agent: &Agent, keys: &BTreeSet<usize>) -> Result<(), String> {
     })
 }
 
-/// Serve one connection: a target's side of its phases. `Ok(1)` when the management server
-/// ended it (`Q`), `Ok(0)` when it was closed on purpose (`inject_close`).
-fn serve_target(agent: &Agent, stream: TcpStream) -> Result<u64, String> {
+/// Serve one connection: a target's side of its phases. `Ok(true)` when the management server
+/// ended it (`Q`: one target served), `Ok(false)` when it was closed on purpose (`inject_close`).
+fn serve_target(agent: &Agent, stream: TcpStream) -> Result<bool, String> {
     stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| format!("read timeout: {e}"))?;
     stream.set_nonblocking(false).map_err(|e| format!("blocking mode: {e}"))?;
     let mut s = agent.server.accept(Box::new(stream) as Box<dyn Transport>)?;
@@ -689,7 +694,7 @@ fn serve_target(agent: &Agent, stream: TcpStream) -> Result<u64, String> {
         let request = recv(&mut *s, 1)?[0];
         if spec.inject_close.contains(&target) {
             // Test-only: the target goes away in the middle of a phase, without close_notify.
-            return Ok(0);
+            return Ok(false);
         }
         match request {
             op::PUSH => {
@@ -783,7 +788,7 @@ fn serve_target(agent: &Agent, stream: TcpStream) -> Result<u64, String> {
             }
             op::QUIT => {
                 s.close();
-                return Ok(1);
+                return Ok(true);
             }
             other => return Err(format!("unknown request {:?}", other as char)),
         }

@@ -26,11 +26,13 @@ use std::sync::{Arc, Mutex};
 /// The command-line flag that makes a worker a workload server.
 pub const FLAG: &str = "--serve-workload";
 
-/// What a workload's server side does with one accepted connection.
-pub type Handler = Arc<dyn Fn(TcpStream) -> Result<u64, String> + Send + Sync>;
+/// What a workload's server side does with one accepted connection: serve it, adding 1 to
+/// `served` as each transaction on it completes (so the counter read at a window's edge is
+/// current even on a connection that outlives the window, as `tls-bulk`'s do).
+pub type Handler = Arc<dyn Fn(TcpStream, &AtomicU64) -> Result<(), String> + Send + Sync>;
 
-/// A workload's server side, ready to listen: the connection handler (returns the transactions
-/// it served on the connection) and the `setup` fields the client needs.
+/// A workload's server side, ready to listen: the connection handler (counting the
+/// transactions it serves) and the `setup` fields the client needs.
 pub struct ServerSide {
     pub handler: Handler,
     pub setup: Value,
@@ -265,10 +267,8 @@ pub fn child_main() -> i32 {
                 let Ok((stream, _)) = listener.accept() else { continue };
                 let _ = stream.set_nodelay(true);
                 stall_gate(stall, t0);
-                match handler(stream) {
-                    Ok(n) => {
-                        served.fetch_add(n, Ordering::Relaxed);
-                    }
+                match handler(stream, &served) {
+                    Ok(()) => {}
                     Err(e) => {
                         errors.fetch_add(1, Ordering::Relaxed);
                         first_error.lock().unwrap().get_or_insert(e);

@@ -14,6 +14,7 @@ use crate::backends::BackendError;
 use crate::measure::load::TxnFn;
 use serde_json::{json, Map, Value};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -73,22 +74,21 @@ pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
     let (id, server) = tls_handshake::make_server(&spec.tls)?;
     let setup = tls_handshake::server_setup(&spec.tls, &id)?;
     let size = spec.size_bytes;
-    let handler = Arc::new(move |stream: TcpStream| -> Result<u64, String> {
+    let handler = Arc::new(move |stream: TcpStream, served: &AtomicU64| -> Result<(), String> {
         let mut s = server.accept(Box::new(stream) as Box<dyn Transport>)?;
         while !s.handshake()? {}
         let mut buf = vec![0u8; CHUNK];
-        let mut served = 0;
         loop {
             // A clean close between transactions ends the connection.
             let mut first = [0u8; 1];
             match s.read(&mut first) {
-                Ok(Some(0)) | Err(_) => return Ok(served),
+                Ok(Some(0)) | Err(_) => return Ok(()),
                 Ok(None) => continue,
                 Ok(Some(_)) => {}
             }
             drain(&mut *s, size - 1, &mut buf)?;
             s.write_all(&[1])?;
-            served += 1;
+            served.fetch_add(1, Ordering::Relaxed);
         }
     });
     Ok(ServerSide { handler, setup, thread_init: None })

@@ -18,7 +18,7 @@ use super::server::{ServerProcess, ServerSide, StartError};
 use super::tls::{self, CertKind, ClientStack, Group, Identity, Negotiated, ServerStack, Stack, Suite, TlsParams, TlsVersion};
 use super::{choice, measured_fields, text, Finish, Mode, WorkloadCase};
 use crate::backends::BackendError;
-use crate::measure::load::{run_load, TxnFn};
+use crate::measure::load::{run_load, run_load_with, TxnFn};
 use crate::measure::sampler::Sampler;
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
@@ -202,7 +202,11 @@ pub fn make_server(spec: &Spec) -> Result<(Identity, Arc<dyn ServerStack>), Star
 pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
     let (id, server) = make_server(spec)?;
     let setup = server_setup(spec, &id)?;
-    let handler = Arc::new(move |stream| tls::transaction_server(&*server, stream).map(|_| 1u64));
+    let handler = Arc::new(move |stream, served: &AtomicU64| {
+        tls::transaction_server(&*server, stream)?;
+        served.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    });
     Ok(ServerSide { handler, setup, thread_init: None })
 }
 
@@ -382,8 +386,8 @@ pub struct SocketWindow {
     pub lm: crate::measure::load::LoadMeasurement,
     /// The client process's CPU timeline, as JSON.
     pub client_timeline: Value,
-    /// The result's `server` object: `cpu_ns` and `transactions` over the window, `address`,
-    /// `timeline`.
+    /// The result's `server` object: `cpu_ns` and `transactions` over the window (`window:
+    /// true`), `address`, `timeline`.
     pub server: Value,
     /// Connections the server failed, and the first failure's text.
     pub errors: u64,
@@ -391,25 +395,31 @@ pub struct SocketWindow {
 }
 
 /// Run `make`'s transactions at `load` against the running `server` for `warmup` + `budget`:
-/// the server's counters read before and after the window, both sides' CPU sampled, the server
-/// stopped. `what` names a transaction in the error (`transaction`, `transfer`). `Err` is the
-/// cell's `invalid` answer when the window or the server failed.
+/// the server's counters read at the window's start (after the warm-up, while every load thread
+/// waits: `run_load_with`'s step between the two) and after its end, so `server.cpu_ns` and
+/// `server.transactions` are the window's own (`server.window: true`); both sides' CPU sampled,
+/// the server stopped. `what` names a transaction in the error (`transaction`, `transfer`).
+/// `Err` is the cell's `invalid` answer when the window or the server failed.
 pub fn socket_window<F>(mut server: ServerProcess, make: F, load: crate::measure::load::Load, warmup: Duration,
                         budget: Duration, what: &str) -> Result<SocketWindow, Finish>
 where
     F: Fn() -> Result<TxnFn, BackendError> + Sync,
 {
     let addr = server.addr;
-    let before = server.stats().map_err(|e| Finish::Invalid(e, json!({})))?;
+    let mut before = None;
     let sampler = Sampler::start();
-    let measured = run_load(make, load, warmup, budget);
+    let measured = run_load_with(make, load, warmup, budget, || {
+        before = Some(server.stats().map_err(|e| BackendError::Failed(format!("server: {e}")))?);
+        Ok(())
+    });
     let client_timeline = sampler.stop();
     let after = server.stats();
     let stopped = server.stop();
     let lm = measured.map_err(|e| Finish::Invalid(format!("{what} failed while measured: {e}"), json!({})))?;
-    let (after, stopped) = match (after, stopped) {
-        (Ok(a), Ok(s)) => (a, s),
-        (Err(e), _) | (_, Err(e)) => return Err(Finish::Invalid(format!("server: {e}"), json!({}))),
+    let (before, after, stopped) = match (before, after, stopped) {
+        (Some(b), Ok(a), Ok(s)) => (b, a, s),
+        (_, Err(e), _) | (_, _, Err(e)) => return Err(Finish::Invalid(format!("server: {e}"), json!({}))),
+        (None, _, _) => return Err(Finish::Invalid("server: its counters were not read at the window's start".into(), json!({}))),
     };
     Ok(SocketWindow {
         lm,
@@ -417,6 +427,7 @@ where
         server: json!({
             "cpu_ns": after.cpu_ns.saturating_sub(before.cpu_ns),
             "transactions": after.transactions.saturating_sub(before.transactions),
+            "window": true,
             "address": addr.to_string(),
             "timeline": stopped.timeline,
         }),
