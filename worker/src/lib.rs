@@ -49,7 +49,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 1
             }
         },
-        [workloads::server::FLAG] => workloads::server::child_main(),
+        [workloads::server::FLAG] => workloads::serve_workload(),
         [workloads::fleet_job::SLICE_FLAG] => workloads::fleet_job::slice_main(),
         ["--hello"] => {
             let request = br#"{"type":"hello","protocol":1,"detail":true}"#;

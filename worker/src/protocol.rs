@@ -399,7 +399,7 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
                 entry["ops"] = ALL_OPS
                     .iter()
                     .map(|name| support(&*b, name, refused.as_deref()))
-                    .chain(workloads::NAMES.iter().map(|name| workload_support(info.backend, name, refused.as_deref())))
+                    .chain(workloads::names().into_iter().map(|name| workload_support(info.backend, name, refused.as_deref())))
                     .collect();
             }
             entry
@@ -421,7 +421,7 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
             }))
             .collect::<Vec<_>>(),
         "backends": backends,
-        "ops": ALL_OPS.iter().chain(workloads::NAMES.iter()).collect::<Vec<_>>(),
+        "ops": ALL_OPS.iter().copied().chain(workloads::names()).collect::<Vec<_>>(),
         "limits": limits(),
         "op_params": op_params(),
         "param_values": param_values(),
@@ -429,16 +429,21 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
 }
 
 /// `hello`'s `limits`: the largest values `parse_run` and `Params::resolve` accept, from the
-/// constants they check, and the longest request line `serve` reads.
+/// constants they check, the longest request line `serve` reads, and a workload level's limits
+/// (`max_concurrency`, `open_threads`, `max_targets`).
 fn limits() -> Value {
-    json!({
+    let mut v = json!({
         "max_threads": MAX_THREADS,
         "max_seconds": MAX_SECONDS,
         "max_warmup_s": MAX_WARMUP_S,
         "max_size_bytes": ops::MAX_SIZE,
         "max_batch": measure::MAX_BATCH,
         "max_request_bytes": MAX_REQUEST_BYTES,
-    })
+    });
+    for (name, limit) in workloads::base::limits() {
+        v[name] = limit.into();
+    }
+    v
 }
 
 /// `hello`'s `op_params`: per operation, the `params` fields it takes and the defaults
@@ -455,7 +460,7 @@ fn op_params() -> Value {
         }
         (name.to_string(), entry)
     });
-    let workloads = workloads::NAMES.iter().map(|name| (name.to_string(), workloads::op_params(name)));
+    let workloads = workloads::names().into_iter().map(|name| (name.to_string(), workloads::op_params(name)));
     Value::Object(entries.chain(workloads).collect())
 }
 
@@ -520,7 +525,7 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
         What::Workload(Box::new(case))
     } else {
         let op = Op::parse(&req.op).ok_or_else(|| {
-            let known: Vec<&str> = ALL_OPS.iter().chain(workloads::NAMES.iter()).copied().collect();
+            let known: Vec<&str> = ALL_OPS.iter().copied().chain(workloads::names()).collect();
             refuse("unknown_op", format!("unknown operation '{}'; known: {}", req.op, known.join(", ")))
         })?;
         let raw: RawParams = serde_json::from_value(Value::Object(req.params.clone()))
@@ -966,7 +971,8 @@ mod tests {
         assert_eq!(
             limits,
             json!({"max_threads": 1024, "max_seconds": 3600.0, "max_warmup_s": 600.0,
-                   "max_size_bytes": 67108864, "max_batch": 1048576, "max_request_bytes": 1048576})
+                   "max_size_bytes": 67108864, "max_batch": 1048576, "max_request_bytes": 1048576,
+                   "max_concurrency": 1024, "open_threads": 32, "max_targets": 10000})
         );
         let base = json!({"backend": "mock", "op": "sha256"});
         let with = |field: &str, value: Value| {
@@ -991,6 +997,17 @@ mod tests {
         let e = refusal(sized(plus_one("max_size_bytes")));
         assert_eq!(e.code, "bad_params");
         assert!(e.message.contains("size_bytes 67108865 is larger than the limit"), "{}", e.message);
+        // A workload's level: the most connections, an open level's threads, the most targets.
+        let level = |op: &str, load: String| json!({"backend": "aws-lc", "op": op, "params": {"load": load}});
+        let n = |name: &str| limits[name].as_u64().unwrap();
+        assert!(parse(level("tls-handshake", format!("closed:{}", n("max_concurrency")))).is_ok());
+        let e = refusal(level("tls-handshake", format!("closed:{}", n("max_concurrency") + 1)));
+        assert!(e.message.contains("THREADS 1..=1024"), "{}", e.message);
+        let Ok(Case { what: What::Workload(w), .. }) = parse(level("tls-handshake", "open:100".into())) else { panic!("open:100") };
+        assert_eq!(w.common.load.threads() as u64, n("open_threads"));
+        assert!(parse(level("fleet-job", format!("targets:{}", n("max_targets")))).is_ok());
+        let e = refusal(level("fleet-job", format!("targets:{}", n("max_targets") + 1)));
+        assert!(e.message.contains("1..=10000"), "{}", e.message);
     }
 
     /// `op_params` and `param_values` are what Params parsing accepts: for every operation each
@@ -1020,12 +1037,12 @@ mod tests {
                 // a parameter it does not list is refused, and so is a value outside the list.
                 let request = |params: Value| json!({"backend": "aws-lc", "op": name, "params": params});
                 for param in &params {
-                    for value in values.get(*param).and_then(Value::as_array).cloned().unwrap_or_default() {
-                        match parse(request(json!({*param: value.clone()}))) {
-                            Ok(_) => {}
-                            // ike-phase1 has no server, tls-bulk no memory mode: refused with the reason
-                            Err(e) if *param == "mode" && e.message.contains("mode must be") => {}
-                            Err(e) => panic!("{name} refused its announced {param} {value}: {}", e.message),
+                    // (`mode`: the workload's own modes; the others are refused, as
+                    // workloads::tests checks.)
+                    let announced = if *param == "mode" { &entry["modes"] } else { &values[*param] };
+                    for value in announced.as_array().cloned().unwrap_or_default() {
+                        if let Err(e) = parse(request(json!({*param: value.clone()}))) {
+                            panic!("{name} refused its announced {param} {value}: {}", e.message);
                         }
                     }
                     if values.get(*param).is_some() {

@@ -13,44 +13,19 @@
 //! Keys stay in the server process's memory; nothing is written to disk. The listener binds the
 //! request's address, loopback unless the request named another.
 
-use super::{Common, Stall};
+use super::base::{pin_to, Common, ParentLink, Params, Stall, StartError, WorkloadCase};
 use crate::measure::clock;
 use crate::measure::sampler::{process_cpu_ns, Sampler};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+
 /// The command-line flag that makes a worker a workload server.
 pub const FLAG: &str = "--serve-workload";
-
-/// What a workload's server side does with one accepted connection: serve it, adding 1 to
-/// `served` as each transaction on it completes (so the counter read at a window's edge is
-/// current even on a connection that outlives the window, as `tls-bulk`'s do).
-pub type Handler = Arc<dyn Fn(TcpStream, &AtomicU64) -> Result<(), String> + Send + Sync>;
-
-/// A workload's server side, ready to listen: the connection handler (counting the
-/// transactions it serves) and the `setup` fields the client needs.
-pub struct ServerSide {
-    pub handler: Handler,
-    pub setup: Value,
-    /// Run once by every serving thread before the server says it listens: per-thread state a
-    /// handler would otherwise make at its first connection, inside a measurement (`fleet-job`'s
-    /// agents: a signer per key). `None`: nothing to prepare.
-    pub thread_init: Option<Arc<dyn Fn() + Send + Sync>>,
-}
-
-/// Why the server could not start: `code` as in the protocol's errors (`port_in_use`,
-/// `unsupported`, `invalid`, `failed`) and one line.
-#[derive(Debug)]
-pub struct StartError {
-    pub code: String,
-    pub message: String,
-    /// Fields the server learnt before failing (e.g. `validation`).
-    pub fields: Value,
-}
 
 /// The server's counters at one moment.
 #[derive(Clone, Debug, Default)]
@@ -95,7 +70,7 @@ impl ServerProcess {
     /// the workload's server side as it is.
     pub fn start_side(workload: &str, backend: &str, params: &serde_json::Map<String, Value>, threads: usize,
                       pin_cpu: Option<usize>, side: Value) -> Result<ServerProcess, StartError> {
-        let failed = |m: String| StartError { code: "failed".into(), message: m, fields: json!({}) };
+        let failed = |m: String| StartError::new("failed", m);
         let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find the worker binary: {e}")))?;
         let mut child = Command::new(exe)
             .arg(FLAG)
@@ -187,14 +162,12 @@ impl Drop for ServerProcess {
 /// Bind `address:port`; a port in use is `port_in_use` with one line.
 pub fn bind(common: &Common) -> Result<TcpListener, StartError> {
     let addr = SocketAddr::new(common.address, common.port);
-    TcpListener::bind(addr).map_err(|e| StartError {
-        code: if e.kind() == std::io::ErrorKind::AddrInUse { "port_in_use" } else { "failed" }.into(),
-        message: if e.kind() == std::io::ErrorKind::AddrInUse {
-            format!("cannot listen on {addr}: the port is in use; choose another port or leave it out (0 = any free port)")
+    TcpListener::bind(addr).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            StartError::new("port_in_use", format!("cannot listen on {addr}: the port is in use; choose another port or leave it out (0 = any free port)"))
         } else {
-            format!("cannot listen on {addr}: {e}")
-        },
-        fields: json!({}),
+            StartError::new("failed", format!("cannot listen on {addr}: {e}"))
+        }
     })
 }
 
@@ -210,29 +183,24 @@ fn stall_gate(stall: Option<Stall>, t0: u64) {
     }
 }
 
-/// The `--serve-workload` process: read the configuration, build the workload's server side,
-/// listen, serve, answer `stats` and `stop`. Returns the exit status.
-pub fn child_main() -> i32 {
-    let mut link = super::ParentLink::open();
+/// The `--serve-workload` process: read the configuration, check its request with `parse` (the
+/// registry's), build the workload's server side, listen, serve, answer `stats` and `stop`.
+/// Returns the exit status.
+pub fn child_main(parse: impl Fn(&str, &str, &Params) -> Result<WorkloadCase, String>) -> i32 {
+    let mut link = ParentLink::open();
     let Some(config) = link.message() else { return 1 };
     let refuse = |code: &str, message: String, fields: Value| json!({"type": "error", "code": code, "message": message, "fields": fields});
-    let pinned = config["pin_cpu"].as_u64().and_then(|c| super::pin_to(c as usize));
+    let pinned = config["pin_cpu"].as_u64().and_then(|c| pin_to(c as usize));
     let params = config["params"].as_object().cloned().unwrap_or_default();
     let (workload, backend) = (config["workload"].as_str().unwrap_or(""), config["backend"].as_str().unwrap_or(""));
-    let case = match super::parse(workload, backend, &params) {
+    let case = match parse(workload, backend, &params) {
         Ok(c) => c,
         Err(e) => {
             link.say(refuse("bad_params", e, json!({})));
             return 2;
         }
     };
-    let side = match &case.spec {
-        super::Spec::TlsHandshake(s) => super::tls_handshake::server_side(s),
-        super::Spec::TlsBulk(s) => super::tls_bulk::server_side(s),
-        super::Spec::IkePhase1(_) => Err(StartError { code: "bad_params".into(), message: "ike-phase1 has no server".into(), fields: json!({}) }),
-        super::Spec::Storage(_) => Err(StartError { code: "bad_params".into(), message: "storage has no server".into(), fields: json!({}) }),
-        super::Spec::FleetJob(s) => super::fleet_job::agent_side(s, backend, &config["side"]),
-    };
+    let side = case.workload.server_request(&case, &config["side"]);
     let side = match side.and_then(|side| bind(&case.common).map(|l| (side, l))) {
         Ok(s) => s,
         Err(e) => {

@@ -84,12 +84,14 @@
 //! **Files**: everything created in `dir` is removed when the request ends, on every path (a
 //! guard's `Drop`); the orchestrator removes the directory itself afterwards too (after a kill).
 
-use super::{choice, measured_fields, number, text, Finish, WorkloadCase};
+use super::base::{choice, measured_fields, number, object, strings, text, Better, Common, Finish, LevelKind, MemorySizing, Metric,
+                  Mode, Params, Sizing, TransactionName, Workload, WorkloadCase, WorkloadSpec, PROCESS_BYTES, RESULT_BYTES,
+                  RESULT_BYTES_PER_S, THREAD_BYTES};
 use crate::backends::{self, failed, Aead, Backend, BackendError, SectorCipher, XtsBits};
 use crate::kat::{self, CrossCheck};
 use crate::measure::load::{run_load_with, TxnFn};
 use crate::measure::{clock, sampler};
-use crate::ops::{AeadAlg, Op, Params, RawParams};
+use crate::ops::{AeadAlg, Op, RawParams};
 use serde_json::{json, Map, Value};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
@@ -261,21 +263,90 @@ fn enumerated<T: Copy>(params: &Map<String, Value>, key: &str, table: &[(&'stati
 
 /// The values a parameter takes when not given (`dir` has none: it is required).
 pub fn defaults() -> Map<String, Value> {
-    let v = json!({"scheme": "clear", "pattern": "sequential", "direction": "read", "block_bytes": DEFAULT_BLOCK,
-                   "file_bytes": DEFAULT_FILE, "direct": "false", "fsync": "none", "cache": "cold",
-                   "layer": "userspace", "load": "closed:1"});
-    v.as_object().cloned().unwrap_or_default()
+    object(json!({"scheme": "clear", "pattern": "sequential", "direction": "read", "block_bytes": DEFAULT_BLOCK,
+                  "file_bytes": DEFAULT_FILE, "direct": "false", "fsync": "none", "cache": "cold",
+                  "layer": "userspace", "load": "closed:1"}))
 }
 
 /// The enumerated parameters' values, for `hello`'s `param_values` (`direction` is not listed:
 /// `mixed:N` is a form, not a list).
-pub fn param_values(m: &mut Map<String, Value>) {
-    m.insert("scheme".into(), SCHEMES.to_vec().into());
-    m.insert("pattern".into(), names(&PATTERNS).into());
-    m.insert("direct".into(), BOOLS.to_vec().into());
-    m.insert("fsync".into(), names(&FSYNCS).into());
-    m.insert("cache".into(), names(&CACHES).into());
-    m.insert("layer".into(), names(&LAYERS).into());
+pub fn param_values() -> Vec<(&'static str, Vec<String>)> {
+    vec![
+        ("scheme", strings(&SCHEMES)),
+        ("pattern", strings(&names(&PATTERNS))),
+        ("direct", strings(&BOOLS)),
+        ("fsync", strings(&names(&FSYNCS))),
+        ("cache", strings(&names(&CACHES))),
+        ("layer", strings(&names(&LAYERS))),
+    ]
+}
+
+/// The `storage` workload.
+pub struct Storage;
+
+impl Workload for Storage {
+    type Request = Spec;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn spec(&self) -> WorkloadSpec {
+        let mut per_block = Map::new();
+        // Each I/O thread holds an I/O buffer and, when it writes, a plaintext block.
+        per_block.insert("block_bytes".into(), 2.into());
+        WorkloadSpec {
+            own_params: &PARAMS,
+            common_params: &["load"],
+            param_values: param_values(),
+            defaults: defaults(),
+            required: &REQUIRED,
+            job_kinds: None,
+            levels: &[LevelKind::Closed, LevelKind::Open, LevelKind::OpenBytes],
+            bytes_per_tx_param: Some("block_bytes"),
+            modes: &[],
+            default_mode: Mode::File,
+            server: false,
+            needs_dir: true,
+            file_bytes_param: Some("file_bytes"),
+            job: false,
+            calibration_load: None,
+            transaction: TransactionName { one: "I/O", many: "I/Os" },
+            sizing: Sizing {
+                result_bytes: RESULT_BYTES,
+                result_bytes_per_s: RESULT_BYTES_PER_S,
+                result_bytes_per_target: 0,
+                memory: MemorySizing {
+                    base_bytes: PROCESS_BYTES,
+                    per_connection_bytes: THREAD_BYTES,
+                    per_connection_param: per_block,
+                    ..MemorySizing::default()
+                },
+            },
+            metrics: vec![
+                Metric::new("ops_per_s", "tx/s", Better::Higher),
+                Metric::new("bytes_per_s", "B/s", Better::Higher),
+                Metric::new("p50_ns", "ns", Better::Lower),
+                Metric::new("p99_ns", "ns", Better::Lower),
+                Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
+                Metric::new("process_cpu_ns_per_byte", "ns", Better::Lower),
+            ],
+        }
+    }
+
+    fn parse(&self, _: &str, params: &Params, common: &Common) -> Result<Spec, String> {
+        let spec = parse(params)?;
+        check_threads(&spec, common.load.threads())?;
+        Ok(spec)
+    }
+
+    fn check(&self, spec: &Spec, backend: &dyn Backend) -> Result<(), String> {
+        check(spec, backend)
+    }
+
+    fn run(&self, spec: &Spec, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
+        run(case, spec, backend, warmup, budget)
+    }
 }
 
 /// A checked `storage` request.
@@ -294,9 +365,9 @@ pub struct Spec {
     pub dir: Option<PathBuf>,
 }
 
-/// Check a request's own parameters (the load level is checked by `workloads::parse`, and
-/// against the file by [`check_threads`]). `dir`, when given, must be an existing, writable
-/// directory (checked without writing); a request to run needs one ([`ready_to_run`]).
+/// Check a request's own parameters (the load level is checked against the spec, and against
+/// the file by [`check_threads`]). `dir`, when given, must be an existing, writable directory
+/// (checked without writing); a request to run needs one (the spec's `required`).
 ///
 /// Errors: one line naming the parameter and what it accepts.
 pub fn parse(params: &Map<String, Value>) -> Result<Spec, String> {
@@ -378,14 +449,6 @@ pub fn check_threads(spec: &Spec, threads: usize) -> Result<(), String> {
         ));
     }
     Ok(())
-}
-
-/// What a request to *run* needs beyond [`parse`]: a `dir`.
-pub fn ready_to_run(spec: &Spec) -> Result<(), String> {
-    match spec.dir {
-        Some(_) => Ok(()),
-        None => Err("dir is required: the directory to create the data file in (the orchestrator passes a private one per repetition)".into()),
-    }
 }
 
 /// Whether `backend` (and this host) can run `spec` at all, writing nothing: `Err(reason)` when
@@ -817,7 +880,7 @@ fn known_answer(backend: &dyn Backend, scheme: Scheme) -> Result<(String, String
     let mut kats = Vec::new();
     let mut source = String::new();
     for op in [Op::Seal(AeadAlg::Aes256Gcm), Op::Open(AeadAlg::Aes256Gcm)] {
-        let params = Params::resolve(op, &RawParams::default()).map_err(failed)?;
+        let params = crate::ops::Params::resolve(op, &RawParams::default()).map_err(failed)?;
         let v = kat::validate_against(backend, op, &params, &[])?;
         if v.kat != "pass" {
             kats.push(v.kat);
@@ -1079,7 +1142,7 @@ impl IoThread {
 /// Run `storage`: check, prepare the file, validate, measure at the case's load level, clean up.
 pub fn run(case: &WorkloadCase, spec: &Spec, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
     let Some(dir) = spec.dir.as_deref() else {
-        return Finish::Invalid(ready_to_run(spec).err().unwrap_or_default(), json!({}));
+        return Finish::Invalid("dir is required to run".into(), json!({}));
     };
     let mut scratch = Scratch::default();
     match spec.layer {
@@ -1612,7 +1675,7 @@ impl Backend for ClearBackend {
 mod tests {
     use super::*;
     use crate::backends::conformance::{subjects, supports, Cap};
-    use crate::workloads;
+    use crate::workloads::base::{self, parse_with};
 
     /// A private directory under the system's temporary one, removed (with anything left in it)
     /// when dropped; `files()` lists what is in it.
@@ -1651,7 +1714,7 @@ mod tests {
     fn case(backend: &str, dir: &TempDir, p: Value) -> WorkloadCase {
         let mut m = params(json!({"dir": dir.path(), "file_bytes": 262144, "block_bytes": 16384}));
         m.extend(params(p));
-        workloads::parse(NAME, backend, &m).unwrap_or_else(|e| panic!("{e}"))
+        parse_with(&Storage, backend, &m).unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// Run a request for 50 ms after 10 ms of warm-up; the result's fields, or the reason.
@@ -1659,7 +1722,7 @@ mod tests {
     fn run_on(b: &dyn Backend, dir: &TempDir, p: Value) -> Finish {
         let c = case(b.info().backend, dir, p);
         let _cpu = crate::measure::cpu_test_lock();
-        workloads::run(&c, b, Duration::from_millis(10), Duration::from_millis(50))
+        base::run(&c, b, Duration::from_millis(10), Duration::from_millis(50))
     }
 
     fn ok(f: Finish, what: &str) -> Value {
@@ -1752,7 +1815,7 @@ mod tests {
             let b = backends::by_name(name).unwrap();
             let dir = TempDir::new("no-xts");
             let c = case(name, &dir, json!({"scheme": scheme.name()}));
-            let workloads::Spec::Storage(spec) = &c.spec else { unreachable!() };
+            let spec: &Spec = c.request().unwrap();
             assert_eq!(check(spec, &*b).unwrap_err(), want);
             match run_on(&*b, &dir, json!({"scheme": scheme.name()})) {
                 Finish::Unsupported(why, _) => assert_eq!(why, want),
@@ -1764,7 +1827,7 @@ mod tests {
         let dir = TempDir::new("check");
         for (name, scheme) in [("ring", Scheme::Aes256Gcm), ("aws-lc", Scheme::Aes256Xts), ("openssl", Scheme::Aes128Xts), ("rustcrypto", Scheme::Clear)] {
             let c = case(name, &dir, json!({"scheme": scheme.name()}));
-            let workloads::Spec::Storage(spec) = &c.spec else { unreachable!() };
+            let spec: &Spec = c.request().unwrap();
             assert_eq!(check(spec, &*backends::by_name(name).unwrap()), Ok(()), "{name} {}", scheme.name());
         }
         assert!(dir.files().is_empty());
@@ -1799,7 +1862,7 @@ mod tests {
         for scheme in [Scheme::Aes128Xts, Scheme::Aes256Xts, Scheme::Aes256Gcm] {
             let dir = TempDir::new("broken");
             let c = case("openssl", &dir, json!({"scheme": scheme.name()}));
-            match workloads::run(&c, &broken, Duration::ZERO, Duration::from_millis(20)) {
+            match base::run(&c, &broken, Duration::ZERO, Duration::from_millis(20)) {
                 Finish::Invalid(why, v) => {
                     assert!(why.starts_with("known-answer test: fail"), "{}: {why}", scheme.name());
                     assert!(v["validation"]["kat"].as_str().unwrap().starts_with("fail"));
@@ -1957,7 +2020,7 @@ mod tests {
             (json!({"dir": 7}), "dir must be a directory's path, got 7"),
         ];
         for (p, want) in cases {
-            let e = workloads::parse(NAME, "openssl", &params(p.clone())).err().unwrap_or_else(|| panic!("{p}: accepted"));
+            let e = parse_with(&Storage, "openssl", &params(p.clone())).err().unwrap_or_else(|| panic!("{p}: accepted"));
             assert!(e.contains(want), "{p}: {e}");
             assert!(!e.contains('\n'), "{p}: {e}");
         }
@@ -1972,23 +2035,23 @@ mod tests {
             unsafe { libc::access(c.as_ptr(), libc::W_OK) != 0 }
         });
         if let Some(d) = unwritable {
-            let e = workloads::parse(NAME, "openssl", &params(json!({"dir": d}))).err().unwrap();
+            let e = parse_with(&Storage, "openssl", &params(json!({"dir": d}))).err().unwrap();
             assert!(e.contains("is not writable"), "{e}");
         }
         std::fs::set_permissions(&ro.0, std::fs::Permissions::from_mode(0o700)).unwrap();
         // Booleans and numbers as JSON or as text; the defaults.
         for (direct, want) in [(json!(true), true), (json!("TRUE"), true), (json!("false"), false)] {
-            let c = workloads::parse(NAME, "openssl", &params(json!({"direct": direct}))).unwrap();
-            let workloads::Spec::Storage(s) = c.spec else { unreachable!() };
+            let c = parse_with(&Storage, "openssl", &params(json!({"direct": direct}))).unwrap();
+            let s: &Spec = c.request().unwrap();
             assert_eq!(s.direct, want);
         }
-        let c = workloads::parse(NAME, "openssl", &Map::new()).unwrap();
-        let workloads::Spec::Storage(s) = c.spec else { unreachable!() };
+        let c = parse_with(&Storage, "openssl", &Map::new()).unwrap();
+        let s: &Spec = c.request().unwrap();
         assert_eq!((s.scheme, s.pattern, s.direction), (Scheme::Clear, Pattern::Sequential, Direction::Read));
         assert_eq!((s.block_bytes, s.file_bytes, s.direct), (65536, 64 << 20, false));
         assert_eq!((s.fsync, s.cache, s.layer, &s.dir), (Fsync::None, Cache::Cold, Layer::Userspace, &None));
-        assert_eq!(c.common.mode, workloads::Mode::File);
-        assert_eq!(ready_to_run(&s).unwrap_err().lines().count(), 1);
+        assert_eq!(c.common.mode, Mode::File);
+        assert_eq!(base::ready_to_run(&c).unwrap_err().lines().count(), 1);
     }
 
     /// Thread regions tile the file; sequential walks a region and wraps; random stays in its
@@ -2093,13 +2156,13 @@ mod tests {
             && !std::fs::read_to_string("/proc/misc").unwrap_or_default().contains("device-mapper");
         for scheme in Scheme::ALL {
             let c = case("aws-lc", &dir, json!({"layer": "dm-crypt", "scheme": scheme.name()}));
-            let workloads::Spec::Storage(spec) = &c.spec else { unreachable!() };
+            let spec: &Spec = c.request().unwrap();
             let checked = check(spec, &*b);
             if no_dm {
                 let want = "dm-crypt layer unavailable: this kernel has no device-mapper (/dev/mapper/control missing)";
                 assert_eq!(dm_crypt_unavailable().as_deref(), Some(want));
                 assert_eq!(checked, Err(want.to_string()));
-                match workloads::run(&c, &*b, Duration::ZERO, Duration::from_millis(20)) {
+                match base::run(&c, &*b, Duration::ZERO, Duration::from_millis(20)) {
                     Finish::Unsupported(why, _) => assert_eq!(why, want),
                     _ => panic!("dm-crypt ran without device-mapper"),
                 }

@@ -6,11 +6,11 @@
 //! side. `record_bytes` caps the TLS record's plaintext (the maximum fragment length; default
 //! the library's, 16 KiB).
 
-use super::server::{ServerSide, StartError};
+use super::base::{measured_fields, number, object, Better, Common, Finish, LevelKind, Metric, Mode, Params, ServerSide,
+                  Sizing, StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
 use super::tls::{self, Session, Transport};
 use super::tls_handshake::{self, Spec as TlsSpec};
-use super::{measured_fields, number, Finish, WorkloadCase};
-use crate::backends::BackendError;
+use crate::backends::{Backend, BackendError};
 use crate::measure::load::TxnFn;
 use serde_json::{json, Map, Value};
 use std::net::TcpStream;
@@ -30,9 +30,64 @@ const CHUNK: usize = 64 << 10;
 
 /// The values a parameter takes when not given.
 pub fn defaults() -> Map<String, Value> {
-    let v = json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
-                   "size_bytes": DEFAULT_SIZE, "load": "closed:1", "mode": "socket"});
-    v.as_object().cloned().unwrap_or_default()
+    object(json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
+                  "size_bytes": DEFAULT_SIZE, "load": "closed:1", "mode": "socket"}))
+}
+
+/// The `tls-bulk` workload.
+pub struct TlsBulk;
+
+impl Workload for TlsBulk {
+    type Request = Spec;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn spec(&self) -> WorkloadSpec {
+        let mut metrics = tls_handshake::window_metrics();
+        metrics.extend([
+            Metric::new("bytes_per_s", "B/s", Better::Higher),
+            Metric::new("client_cpu_ns_per_byte", "ns", Better::Lower),
+            Metric::new("server_cpu_ns_per_byte", "ns", Better::Lower),
+        ]);
+        WorkloadSpec {
+            own_params: &PARAMS,
+            common_params: &COMMON_PARAMS,
+            param_values: tls_handshake::tls_param_values().into_iter().filter(|(p, _)| PARAMS.contains(p)).collect(),
+            defaults: defaults(),
+            required: &[],
+            job_kinds: None,
+            levels: &[LevelKind::Closed, LevelKind::Open],
+            bytes_per_tx_param: Some("size_bytes"),
+            modes: &[Mode::Socket],
+            default_mode: Mode::Socket,
+            server: true,
+            needs_dir: false,
+            file_bytes_param: None,
+            job: false,
+            calibration_load: None,
+            transaction: TransactionName { one: "transfer", many: "transfers" },
+            sizing: Sizing::windowed(true),
+            metrics,
+        }
+    }
+
+    fn parse(&self, backend: &str, params: &Params, _: &Common) -> Result<Spec, String> {
+        parse(backend, params)
+    }
+
+    fn check(&self, spec: &Spec, _: &dyn Backend) -> Result<(), String> {
+        tls_handshake::check(&spec.tls)
+    }
+
+    fn run(&self, spec: &Spec, case: &WorkloadCase, _: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
+        run(case, spec, warmup, budget)
+    }
+
+    fn server_side(&self, spec: &Spec, _: &WorkloadCase, _: &Value) -> Result<ServerSide, StartError> {
+        server_side(spec)
+    }
 }
 
 /// A checked `tls-bulk` request.

@@ -14,10 +14,11 @@
 //! timed. During the window every transaction's negotiated parameters are tallied, and one that
 //! differs makes the cell invalid too.
 
-use super::server::{ServerProcess, ServerSide, StartError};
+use super::base::{allowed_cpus, choice, measured_fields, object, pin_to, strings, text, Better, Common, Finish, LevelKind, Metric,
+                  Mode, Params, ServerSide, Sizing, StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use super::server::ServerProcess;
 use super::tls::{self, CertKind, ClientStack, Group, Identity, Negotiated, ServerStack, Stack, Suite, TlsParams, TlsVersion};
-use super::{choice, measured_fields, text, Finish, Mode, WorkloadCase};
-use crate::backends::BackendError;
+use crate::backends::{Backend, BackendError};
 use crate::measure::load::{run_load, run_load_with, TxnFn};
 use crate::measure::sampler::Sampler;
 use base64::Engine as _;
@@ -33,9 +34,84 @@ pub const PARAMS: [&str; 8] = ["tls_version", "cert", "group", "suite", "session
 
 /// The values a parameter takes when not given.
 pub fn defaults() -> Map<String, Value> {
-    let v = json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
-                   "session": "full", "load": "closed:1", "mode": "socket"});
-    v.as_object().cloned().unwrap_or_default()
+    object(json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
+                  "session": "full", "load": "closed:1", "mode": "socket"}))
+}
+
+/// The enumerated TLS parameters' values (`tls-handshake`, `tls-bulk` and `fleet-job` take
+/// some of them).
+pub fn tls_param_values() -> Vec<(&'static str, Vec<String>)> {
+    vec![
+        ("tls_version", strings(TlsVersion::NAMES)),
+        ("cert", strings(CertKind::NAMES)),
+        ("group", strings(Group::NAMES)),
+        ("server_group", strings(Group::NAMES)),
+        ("suite", strings(Suite::NAMES)),
+    ]
+}
+
+/// Figures of a transaction workload measured at a load level over a window, client and
+/// server side.
+pub fn window_metrics() -> Vec<Metric> {
+    vec![
+        Metric::new("ops_per_s", "tx/s", Better::Higher),
+        Metric::new("p50_ns", "ns", Better::Lower),
+        Metric::new("p99_ns", "ns", Better::Lower),
+        Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
+        Metric::new("server_cpu_ns_per_tx", "ns", Better::Lower),
+    ]
+}
+
+/// The `tls-handshake` workload.
+pub struct TlsHandshake;
+
+impl Workload for TlsHandshake {
+    type Request = Spec;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn spec(&self) -> WorkloadSpec {
+        let mut values = tls_param_values();
+        values.push(("session", strings(&["full", "resumed"])));
+        WorkloadSpec {
+            own_params: &PARAMS,
+            common_params: &COMMON_PARAMS,
+            param_values: values,
+            defaults: defaults(),
+            required: &[],
+            job_kinds: None,
+            levels: &[LevelKind::Closed, LevelKind::Open],
+            bytes_per_tx_param: None,
+            modes: &[Mode::Socket, Mode::Memory],
+            default_mode: Mode::Socket,
+            server: true,
+            needs_dir: false,
+            file_bytes_param: None,
+            job: false,
+            calibration_load: None,
+            transaction: TransactionName { one: "handshake", many: "handshakes" },
+            sizing: Sizing::windowed(true),
+            metrics: window_metrics(),
+        }
+    }
+
+    fn parse(&self, backend: &str, params: &Params, _: &Common) -> Result<Spec, String> {
+        parse(backend, params)
+    }
+
+    fn check(&self, spec: &Spec, _: &dyn Backend) -> Result<(), String> {
+        check(spec)
+    }
+
+    fn run(&self, spec: &Spec, case: &WorkloadCase, _: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
+        run(case, spec, warmup, budget)
+    }
+
+    fn server_side(&self, spec: &Spec, _: &WorkloadCase, _: &Value) -> Result<ServerSide, StartError> {
+        server_side(spec)
+    }
 }
 
 /// A checked `tls-handshake` (and `tls-bulk`) request: the implementation and what to negotiate.
@@ -140,7 +216,7 @@ pub fn fips_problem(stack: Stack, side: &str, fips: bool) -> Option<String> {
     })
 }
 
-/// Whether `spec`'s client and server can be configured (see `workloads::check`). Identities
+/// Whether `spec`'s client and server can be configured ([`Workload::check`]). Identities
 /// are made once per certificate kind in this process: a check never needs a fresh key.
 pub fn check(spec: &Spec) -> Result<(), String> {
     use std::collections::HashMap;
@@ -183,15 +259,15 @@ pub fn check(spec: &Spec) -> Result<(), String> {
 
 /// Build an implementation's server with a fresh identity, or why not.
 pub fn make_server(spec: &Spec) -> Result<(Identity, Arc<dyn ServerStack>), StartError> {
-    let id = Identity::generate(spec.p.cert).map_err(|e| StartError { code: "failed".into(), message: format!("cannot make the certificate: {e}"), fields: json!({}) })?;
+    let id = Identity::generate(spec.p.cert).map_err(|e| StartError::new("failed", format!("cannot make the certificate: {e}")))?;
     // The server offers only its group: the one asked for, or `server_group`.
     let offered = TlsParams { group: spec.server_group.unwrap_or(spec.p.group), fallback_group: None, ..spec.p.clone() };
     let server = tls::server(spec.stack, &id, &offered).map_err(|e| match e {
-        BackendError::Unsupported(r) => StartError { code: "unsupported".into(), message: r, fields: json!({}) },
-        BackendError::Failed(r) => StartError { code: "failed".into(), message: r, fields: json!({}) },
+        BackendError::Unsupported(r) => StartError::new("unsupported", r),
+        BackendError::Failed(r) => StartError::new("failed", r),
     })?;
     if let Some(why) = fips_problem(spec.stack, "server", server.fips()) {
-        return Err(StartError { code: "unsupported".into(), message: why, fields: json!({}) });
+        return Err(StartError::new("unsupported", why));
     }
     Ok((id, server))
 }
@@ -259,7 +335,7 @@ fn trust_from(setup: &Value, kind: CertKind) -> Result<Identity, String> {
 /// Where the client threads and the server run: (client CPU, server CPU, a note), pinned
 /// apart on a host with two or more CPUs.
 pub fn placement() -> (Option<usize>, Option<usize>, String) {
-    let cpus = super::allowed_cpus();
+    let cpus = allowed_cpus();
     if cpus.len() >= 2 {
         (Some(cpus[0]), Some(cpus[1]), format!("client threads on CPU {}, server process on CPU {}", cpus[0], cpus[1]))
     } else {
@@ -280,7 +356,7 @@ pub fn start_socket(case: &WorkloadCase, spec: &Spec, threads: usize) -> Result<
             _ => Finish::Invalid(format!("server: {}", e.message), fields),
         }
     })?;
-    let client_pinned = client_cpu.and_then(super::pin_to);
+    let client_pinned = client_cpu.and_then(pin_to);
     let note = match (client_pinned, server.pinned_cpu) {
         (Some(c), Some(s)) => format!("client threads on CPU {c}, server process on CPU {s}"),
         (None, None) if client_cpu.is_none() => note,
@@ -323,7 +399,7 @@ pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration)
     }
     match case.common.mode {
         Mode::Memory => run_memory(case, spec, warmup, budget),
-        // (`File` is storage's mode; `workloads::parse` never gives it to TLS.)
+        // (`File` is not one of this workload's modes: the spec refuses it.)
         Mode::Socket | Mode::File => run_socket(case, spec, warmup, budget),
     }
 }
@@ -545,7 +621,7 @@ fn run_external(case: &WorkloadCase, spec: &Spec, addr: std::net::SocketAddr, ca
         return Finish::Invalid(format!("negotiated differs from the request: {why}"), json!({}));
     }
     let (client_cpu, _, _) = placement();
-    let pinned = client_cpu.and_then(super::pin_to);
+    let pinned = client_cpu.and_then(pin_to);
     let tally = Arc::new(Tally::default());
     let sampler = Sampler::start();
     let measured = run_load(
