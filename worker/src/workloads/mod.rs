@@ -11,6 +11,8 @@
 //! side's CPU time is measured apart. The TLS implementations live in [`tls`].
 
 pub mod base;
+#[cfg(test)]
+mod echo;
 pub mod fleet_job;
 pub mod ike_phase1;
 pub mod server;
@@ -30,6 +32,8 @@ pub static WORKLOADS: &[&dyn DynWorkload] = &[
     &ike_phase1::IkePhase1,
     &storage::Storage,
     &fleet_job::FleetJob,
+    #[cfg(test)]
+    &echo::Echo,
 ];
 
 /// The workload a `run` request names as its `op`, or None.
@@ -148,7 +152,7 @@ mod tests {
 
     #[test]
     fn every_workload_announces_its_params_and_defaults() {
-        assert_eq!(names(), ["tls-handshake", "tls-bulk", "ike-phase1", "storage", "fleet-job"]);
+        assert_eq!(names(), ["tls-handshake", "tls-bulk", "ike-phase1", "storage", "fleet-job", "echo"]);
         for name in names() {
             let v = op_params(name);
             let listed = strs(&v["params"]);
