@@ -6,6 +6,7 @@
 //! line to its parent). It knows no workload by name.
 
 use crate::backends::Backend;
+use crate::result::{Level, Measured, RunResult, Status, Validation, WorkloadDetail, WorkloadResult};
 use crate::measure::load::{Load, MAX_CONCURRENCY, MAX_TARGETS, OPEN_THREADS};
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -338,12 +339,51 @@ impl WorkloadCase {
     }
 }
 
-/// How a workload run ended: `ok` with the result's measured fields, or `unsupported` /
-/// `invalid` with the reason (and whatever fields were learnt before, e.g. `validation`).
+/// How a workload run ended: `ok` with what was measured, or `unsupported` / `invalid` with
+/// the reason (and the validation, when it was learnt before).
 pub enum Finish {
-    Ok(Value),
-    Unsupported(String, Value),
-    Invalid(String, Value),
+    Ok(Outcome),
+    Unsupported(String, Option<Validation>),
+    Invalid(String, Option<Validation>),
+}
+
+/// What a workload measured: the window (or job), its validation, and its own part.
+pub struct Outcome {
+    pub measured: Measured,
+    pub validation: Option<Validation>,
+    pub detail: WorkloadDetail,
+}
+
+impl WorkloadCase {
+    /// The result's workload part: this case's name, level and mode, and `detail`.
+    pub fn result(&self, detail: WorkloadDetail) -> WorkloadResult {
+        WorkloadResult { workload: self.name.into(), load: Level::from(&self.common.load), mode: self.common.mode.name().into(), detail }
+    }
+
+    /// `result` filled with how this case's run ended: the status and reason, the validation,
+    /// and when it was measured, the measurement and the workload's part.
+    pub fn fill(&self, finish: Finish, mut result: RunResult) -> RunResult {
+        match finish {
+            Finish::Ok(o) => {
+                result.validation = o.validation;
+                result.measured = Some(o.measured);
+                result.workload = Some(self.result(o.detail));
+                result.status = Status::Ok;
+                result
+            }
+            Finish::Unsupported(reason, validation) => RunResult { validation, ..result }.ended(Status::Unsupported, reason),
+            Finish::Invalid(reason, validation) => RunResult { validation, ..result }.ended(Status::Invalid, reason),
+        }
+    }
+
+    /// The `result` a run of this case that ended `finish` answers, as JSON (the library's
+    /// fields left empty): what the workloads' tests read.
+    #[cfg(test)]
+    pub fn answer_json(&self, finish: Finish) -> Value {
+        let info = crate::backends::LibraryInfo { backend: "test", library: String::new(), library_version: String::new(), fips: false };
+        let result = RunResult::new(String::new(), self.backend_name.clone(), self.name.into(), &info, self.raw.clone(), 1);
+        self.fill(finish, result).to_json()
+    }
 }
 
 /// Check a request for `workload`: the common parameters against its spec (every key known, the
@@ -424,8 +464,7 @@ pub fn check(case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
 }
 
 /// Run a checked case on `backend` (its library's capability checks already done): validate,
-/// then measure at the case's load for `warmup` + `budget`. The result names the workload, the
-/// level and the mode.
+/// then measure at the case's load for `warmup` + `budget` ([`Workload::run`]).
 pub fn run(case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
     // A socket workload pins this thread (and the load threads it starts) to one CPU; the
     // next request in this process starts from the affinity it had before.
@@ -435,15 +474,7 @@ pub fn run(case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget:
         // SAFETY: restoring a set sched_getaffinity filled, on the calling thread.
         unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     }
-    match finish {
-        Finish::Ok(mut v) => {
-            v["workload"] = case.name.into();
-            v["load"] = case.common.load.to_json();
-            v["mode"] = case.common.mode.name().into();
-            Finish::Ok(v)
-        }
-        other => other,
-    }
+    finish
 }
 
 /// The limits of a workload request's level, for `hello`'s `limits`.
@@ -475,14 +506,24 @@ pub struct ServerSide {
 pub struct StartError {
     pub code: String,
     pub message: String,
-    /// Fields the server learnt before failing (e.g. `validation`).
-    pub fields: Value,
+    /// The validation the server made before failing (TLS: its cross-checks), if any.
+    pub validation: Option<Validation>,
 }
 
 impl StartError {
-    /// An error with no fields learnt.
+    /// An error with no validation learnt.
     pub fn new(code: &str, message: String) -> StartError {
-        StartError { code: code.into(), message, fields: Value::Object(Map::new()) }
+        StartError { code: code.into(), message, validation: None }
+    }
+
+    /// The run's answer for a server that did not start: `unsupported` or `invalid` (naming
+    /// `who`, e.g. `server`, for a failure that is not the case's own).
+    pub fn finish(self, who: &str) -> Finish {
+        match self.code.as_str() {
+            "unsupported" => Finish::Unsupported(self.message, self.validation),
+            "invalid" => Finish::Invalid(self.message, self.validation),
+            _ => Finish::Invalid(format!("{who}: {}", self.message), self.validation),
+        }
     }
 }
 
@@ -585,10 +626,3 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
 }
 
-/// The `result` fields of a load measurement (as a primitive's, plus `late`), with
-/// `bytes_per_op` bytes per transaction.
-pub fn measured_fields(lm: &crate::measure::load::LoadMeasurement, bytes_per_op: usize) -> Value {
-    let mut v = crate::protocol::measurement_fields(&lm.m, bytes_per_op);
-    v["late"] = lm.late.into();
-    v
-}

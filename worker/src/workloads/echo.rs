@@ -3,11 +3,12 @@
 //! buffer and checks the copy, in this process; `hello` announces it, `run` and `check` reach it
 //! through the registry, and its result is the common one.
 
-use super::base::{measured_fields, number, object, Better, Common, Finish, LevelKind, Metric, Mode, Params, Sizing,
-                  TransactionName, Workload, WorkloadCase, WorkloadSpec};
+use super::base::{number, object, Better, Common, Finish, LevelKind, Metric, Mode, Outcome, Params, Sizing, TransactionName,
+                  Workload, WorkloadCase, WorkloadSpec};
+use crate::result::{Measured, PlainResult, Validation, WorkloadDetail};
 use crate::backends::{Backend, BackendError};
 use crate::measure::load::{run_load, TxnFn};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::time::Duration;
 
 pub const NAME: &str = "echo";
@@ -64,12 +65,12 @@ impl Workload for Echo {
             }) as TxnFn)
         };
         match run_load(make, case.common.load, warmup, budget) {
-            Ok(lm) => {
-                let mut v = measured_fields(&lm, size);
-                v["validation"] = json!({"kat": "not applicable (a test workload: each echo is compared with its message)"});
-                Finish::Ok(v)
-            }
-            Err(e) => Finish::Invalid(format!("echo failed while measured: {e}"), Value::Object(Default::default())),
+            Ok(lm) => Finish::Ok(Outcome {
+                measured: Measured::of_load(&lm, size),
+                validation: Some(Validation { kat: "not applicable (a test workload: each echo is compared with its message)".into(), ..Validation::default() }),
+                detail: WorkloadDetail::Plain(PlainResult {}),
+            }),
+            Err(e) => Finish::Invalid(format!("echo failed while measured: {e}"), None),
         }
     }
 }

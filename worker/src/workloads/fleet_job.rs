@@ -70,9 +70,11 @@
 //! SHA-1 HMACs and digests are.
 
 use super::base::{allowed_cpus, choice, number, object, parse_with, pin_to, strings, text, Better, Common, Finish, LevelKind,
-                  MemorySizing, Metric, Mode, ParentLink, Params, ServerSide, Sizing, StartError, TransactionName, Workload,
+                  MemorySizing, Metric, Mode, Outcome, ParentLink, Params, ServerSide, Sizing, StartError, TransactionName, Workload,
                   WorkloadCase, WorkloadSpec, COMMON_PARAMS, PROCESS_BYTES, RESULT_BYTES, THREAD_BYTES};
-use super::server::ServerProcess;
+use super::server::{ServerProcess, ServerStats};
+use crate::result::{Cell, FleetFields, FleetResult, JobPhase, JobProcess, Measured, Mismatch, Records, ServerResult, TargetFailure, Timeline,
+                    Validation, WorkloadDetail};
 use super::tls::{self, Authority, CertKind, ClientStack, Group, Identity, NamedIdentity, Negotiated, ServerStack,
                  Session, Stack, Suite, TlsParams, TlsVersion, Transport, Usage};
 use crate::backends::{self, Backend, BackendError, Digest, Signer, Verifier};
@@ -1228,37 +1230,43 @@ pub fn placement(slices: usize, agents: usize) -> (Vec<Option<usize>>, Vec<Optio
     }
 }
 
-fn invalid(why: String, validation: &Value) -> Finish {
-    Finish::Invalid(why, json!({"validation": validation}))
+fn invalid(why: String, validation: &Validation) -> Finish {
+    Finish::Invalid(why, Some(validation.clone()))
 }
 
 fn from_backend(e: BackendError, what: &str) -> Finish {
     match e {
-        BackendError::Unsupported(r) => Finish::Unsupported(r, json!({})),
-        BackendError::Failed(r) => Finish::Invalid(format!("{what}: {r}"), json!({})),
+        BackendError::Unsupported(r) => Finish::Unsupported(r, None),
+        BackendError::Failed(r) => Finish::Invalid(format!("{what}: {r}"), None),
     }
 }
 
-/// The checks of the primitives against a second library, before anything is timed:
-/// `(validation fields, first failure)`.
-fn validate_primitives(backend: &dyn Backend, backend_name: &str, spec: &Spec, baseline: &[Vec<u8>]) -> Result<(Value, Option<String>), BackendError> {
+/// A check's verdict: `pass: …` or `fail: …`, and the failure (`what` in front) when it failed.
+fn verdict(ok: bool, pass: String, fail: String, what: &str, failure: &mut Option<String>) -> String {
+    if ok {
+        return format!("pass: {pass}");
+    }
+    let status = format!("fail: {fail}");
+    failure.get_or_insert(format!("{what}{status}"));
+    status
+}
+
+/// The checks of the primitives against a second library, before anything is timed: the
+/// validation (`digests`, `hmac`, `signatures`, as the job uses them) and the first failure.
+fn validate_primitives(backend: &dyn Backend, backend_name: &str, spec: &Spec, baseline: &[Vec<u8>]) -> Result<(Validation, Option<String>), BackendError> {
     let reference = backends::rustcrypto::RustCrypto;
-    let mut fields = Map::new();
+    let mut v = Validation {
+        kat: "not applicable (a job: its digests, HMACs and signatures are checked against a second library below, and a probe target runs every phase before the job)".into(),
+        ..Validation::default()
+    };
     let mut failure = None;
     if spec.phases.contains(&Phase::Checks) {
         let mut d = backend.digest(spec.digest)?;
         let mut out = Vec::new();
-        let differ = (0..spec.checks).find(|&j| {
-            d.digest(&file(j, spec.file_bytes), &mut out).is_err() || out != baseline[j]
-        });
-        let status = match differ {
-            None => format!("pass: {} files' {} equal RustCrypto's", spec.checks, spec.digest.name()),
-            Some(j) => format!("fail: file {j}'s {} differs from RustCrypto's", spec.digest.name()),
-        };
-        if differ.is_some() {
-            failure.get_or_insert(status.clone());
-        }
-        fields.insert("digests".into(), status.into());
+        let differ = (0..spec.checks).find(|&j| d.digest(&file(j, spec.file_bytes), &mut out).is_err() || out != baseline[j]);
+        let (name, n) = (spec.digest.name(), spec.checks);
+        let fail = format!("file {}'s {name} differs from RustCrypto's", differ.unwrap_or(0));
+        v.digests = Some(verdict(differ.is_none(), format!("{n} files' {name} equal RustCrypto's"), fail, "", &mut failure));
     }
     if spec.phases.contains(&Phase::Push) && spec.auth == Auth::Hmac {
         let (mut ours, mut theirs) = (backend.hmac(spec.digest, &hmac_key(0))?, reference.hmac(spec.digest, &hmac_key(0))?);
@@ -1266,38 +1274,40 @@ fn validate_primitives(backend: &dyn Backend, backend_name: &str, spec: &Spec, b
         let msg = item(0, spec.item_bytes);
         ours.mac(&msg, &mut a)?;
         theirs.mac(&msg, &mut b)?;
-        let status = if a == b { "pass: equals RustCrypto's".to_string() } else { "fail: differs from RustCrypto's".to_string() };
-        if a != b {
-            failure.get_or_insert(format!("HMAC-{} {status}", spec.digest.name()));
-        }
-        fields.insert("hmac".into(), status.into());
+        let what = format!("HMAC-{} ", spec.digest.name());
+        v.hmac = Some(verdict(a == b, "equals RustCrypto's".into(), "differs from RustCrypto's".into(), &what, &mut failure));
     }
     if spec.phases.contains(&Phase::Report) || spec.stages() {
-        let mine = key_material(spec.p.cert, MANAGEMENT_KEY).map_err(BackendError::Failed)?;
-        let alg = spec.sig_alg();
-        let msg = b"cryptoperf fleet-job signature check";
-        let mut status = "skipped: no other library signs and verifies this scheme here".to_string();
-        for other_name in ["openssl", "aws-lc", "rustcrypto"].into_iter().filter(|n| *n != backend_name) {
-            let Some(other) = backends::by_name(other_name) else { continue };
-            let pair = (|| -> Result<(bool, bool), BackendError> {
-                let ours = backend.signer(alg, &mine.pair())?.sign(msg)?;
-                let theirs = other.signer(alg, &mine.pair())?.sign(msg)?;
-                Ok((other.verifier(alg, &mine.public)?.verify(msg, &ours)?, backend.verifier(alg, &mine.public)?.verify(msg, &theirs)?))
-            })();
-            match pair {
-                Err(BackendError::Unsupported(_)) => continue,
-                Err(BackendError::Failed(e)) => status = format!("fail: {e}"),
-                Ok((true, true)) => status = format!("pass: verified by {other_name}, and {other_name}'s by {backend_name}"),
-                Ok((a, b)) => status = format!("fail: {other_name} verifies ours: {a}; {backend_name} verifies {other_name}'s: {b}"),
-            }
-            break;
-        }
+        let status = signature_check(backend, backend_name, spec)?;
         if status.starts_with("fail") {
             failure.get_or_insert(format!("signature cross-check {status}"));
         }
-        fields.insert("signatures".into(), status.into());
+        v.signatures = Some(status);
     }
-    Ok((Value::Object(fields), failure))
+    Ok((v, failure))
+}
+
+/// A signature by `backend` verifies under another library and one by that library under
+/// `backend` (the first other library that has the scheme): `pass: …`, `fail: …` or `skipped: …`.
+fn signature_check(backend: &dyn Backend, backend_name: &str, spec: &Spec) -> Result<String, BackendError> {
+    let mine = key_material(spec.p.cert, MANAGEMENT_KEY).map_err(BackendError::Failed)?;
+    let alg = spec.sig_alg();
+    let msg = b"cryptoperf fleet-job signature check";
+    for other_name in ["openssl", "aws-lc", "rustcrypto"].into_iter().filter(|n| *n != backend_name) {
+        let Some(other) = backends::by_name(other_name) else { continue };
+        let pair = (|| -> Result<(bool, bool), BackendError> {
+            let ours = backend.signer(alg, &mine.pair())?.sign(msg)?;
+            let theirs = other.signer(alg, &mine.pair())?.sign(msg)?;
+            Ok((other.verifier(alg, &mine.public)?.verify(msg, &ours)?, backend.verifier(alg, &mine.public)?.verify(msg, &theirs)?))
+        })();
+        return Ok(match pair {
+            Err(BackendError::Unsupported(_)) => continue,
+            Err(BackendError::Failed(e)) => format!("fail: {e}"),
+            Ok((true, true)) => format!("pass: verified by {other_name}, and {other_name}'s by {backend_name}"),
+            Ok((a, b)) => format!("fail: {other_name} verifies ours: {a}; {backend_name} verifies {other_name}'s: {b}"),
+        });
+    }
+    Ok("skipped: no other library signs and verifies this scheme here".to_string())
 }
 
 /// Whether this worker can run `spec` at all ([`Workload::check`]): the FIPS rule, the
@@ -1334,300 +1344,340 @@ pub fn check(spec: &Spec, backend: &dyn Backend) -> Result<(), String> {
     }
 }
 
-/// What the coordinator measured of one process over the job (`fleet.processes[]`).
-fn process_json(role: &str, index: usize, pid: Option<u32>, cpu: Option<usize>, cpu_ns: u64, rss: Option<u64>,
-                fds: Option<u64>, timeline: Value, offset_ms: f64) -> Value {
-    json!({"role": role, "index": index, "pid": pid, "pinned_cpu": cpu, "cpu_ns": cpu_ns, "peak_rss_bytes": rss,
-           "max_fds": fds, "timeline_offset_ms": offset_ms, "timeline": timeline})
+/// What the coordinator made before the job, untimed: the job's PKI (a CA over pool key 0,
+/// the management server's client certificate), the baseline digests (RustCrypto's), the
+/// validation of the primitives, and the items to push with the management key that signs them.
+struct Prepared {
+    ca: Authority,
+    mgmt_der: Vec<u8>,
+    baseline: Vec<Vec<u8>>,
+    validation: Validation,
+    items: Vec<Vec<u8>>,
+    mgmt_key: KeyMaterial,
+}
+
+impl Prepared {
+    fn new(case: &WorkloadCase, spec: &Spec, backend: &dyn Backend) -> Result<Prepared, Finish> {
+        let ca = Authority::new(spec.p.cert, CA_KEY, "cryptoperf fleet CA").map_err(|e| Finish::Invalid(e, None))?;
+        let mgmt_der = ca.issue(MANAGEMENT_KEY, MANAGEMENT, Usage::Client).map_err(|e| Finish::Invalid(e, None))?;
+        let baseline = baseline(spec).map_err(|e| from_backend(e, "RustCrypto's digest"))?;
+        let (validation, failure) = validate_primitives(backend, &case.backend_name, spec, &baseline).map_err(|e| from_backend(e, "validation"))?;
+        if let Some(why) = failure {
+            return Err(invalid(why, &validation));
+        }
+        let mgmt_key = key_material(spec.p.cert, MANAGEMENT_KEY).map_err(|e| Finish::Invalid(e, None))?;
+        // The items exist before the job (authored content); staging signs them.
+        let items = if spec.stages() { (0..spec.items).map(|j| item(j, spec.item_bytes)).collect() } else { vec![] };
+        Ok(Prepared { ca, mgmt_der, baseline, validation, items, mgmt_key })
+    }
+
+    /// Sign the items with the management key (`stage`; nothing when the job signs none).
+    fn stage(&self, spec: &Spec, backend: &dyn Backend) -> Result<Vec<Vec<u8>>, BackendError> {
+        if self.items.is_empty() {
+            return Ok(vec![]);
+        }
+        let mut signer = backend.signer(spec.sig_alg(), &self.mgmt_key.pair())?;
+        self.items.iter().map(|data| signer.sign(data)).collect()
+    }
+}
+
+/// The management server's baseline: RustCrypto's digests of the check files.
+fn baseline(spec: &Spec) -> Result<Vec<Vec<u8>>, BackendError> {
+    let mut d = backends::rustcrypto::RustCrypto.digest(spec.digest)?;
+    (0..spec.checks)
+        .map(|j| {
+            let mut out = Vec::new();
+            d.digest(&file(j, spec.file_bytes), &mut out).map(|_| out)
+        })
+        .collect()
+}
+
+fn b64(d: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(d)
+}
+
+/// Start the agents: each issues its targets' certificates under the CA and listens.
+fn start_agents(case: &WorkloadCase, spec: &Spec, targets: usize, ca_der: &[u8], cpus: &[Option<usize>]) -> Result<Vec<ServerProcess>, Finish> {
+    (0..spec.agents)
+        .map(|a| {
+            let mut params = case.raw.clone();
+            if case.common.port != 0 {
+                params.insert("port".into(), (case.common.port as u64 + a as u64).into());
+            }
+            let side = json!({"agent": a, "targets": targets, "ca_der": b64(ca_der)});
+            ServerProcess::start_side(NAME, &case.backend_name, &params, spec.slices * spec.cap + 1, cpus[a], side).map_err(|e| match e.code.as_str() {
+                "unsupported" => Finish::Unsupported(e.message, e.validation),
+                _ => Finish::Invalid(format!("agent {a}: {}", e.message), e.validation),
+            })
+        })
+        .collect()
+}
+
+/// Start the slices (each runs the probe on every agent first) and wait until each is ready:
+/// the slices and their `ready` answers.
+fn start_slices(case: &WorkloadCase, spec: &Spec, job: &Prepared, agents: &[String], cpus: &[Option<usize>],
+                probe_signatures: &[Vec<u8>]) -> Result<(Vec<SliceProcess>, Vec<Value>), Finish> {
+    let mut slices = Vec::with_capacity(spec.slices);
+    for j in 0..spec.slices {
+        let config = json!({
+            "slice": j, "params": case.raw, "backend": case.backend_name, "ca_der": b64(&job.ca.der()),
+            "management_der": b64(&job.mgmt_der), "agents": agents, "pin_cpu": cpus[j],
+            "baseline": job.baseline.iter().map(|d| b64(d)).collect::<Vec<_>>(),
+            "probe": true, "probe_signatures": probe_signatures.iter().map(|d| b64(d)).collect::<Vec<_>>(),
+        });
+        slices.push(SliceProcess::start(&config, j).map_err(|e| Finish::Invalid(e, None))?);
+    }
+    let readies = slices.iter_mut().map(|s| s.answer()).collect::<Result<Vec<_>, _>>();
+    let readies = readies.map_err(|e| invalid(e, &job.validation))?;
+    Ok((slices, readies))
+}
+
+/// Correct before timed: the probe ran every phase from every slice and negotiated what was
+/// asked. Returns its negotiation; `validation` says what was found.
+fn check_probe(readies: &[Value], spec: &Spec, validation: &mut Validation) -> Result<Negotiated, Finish> {
+    if let Some(why) = readies.iter().find_map(|r| r["probe"]["failure"].as_str()) {
+        validation.negotiated = Some("probe failed".into());
+        return Err(invalid(format!("the probe target failed {why}"), validation));
+    }
+    let probe = &readies[0]["probe"];
+    let Ok(negotiated) = serde_json::from_value::<Negotiated>(probe["negotiated"].clone()) else {
+        validation.negotiated = Some("the probe reported no negotiation".into());
+        return Err(invalid("the probe target reported no negotiation".into(), validation));
+    };
+    if let Some(why) = negotiated.mismatch(&spec.p) {
+        validation.negotiated = Some(why.clone());
+        return Err(invalid(format!("negotiated differs from the request: {why}"), validation));
+    }
+    if probe["mismatches"].as_u64().unwrap_or(0) > 0 {
+        return Err(invalid("the probe target's check digests differ from the baseline".into(), validation));
+    }
+    validation.negotiated = Some("pass".into());
+    validation.probe = Some("pass: every phase ran on probe.fleet.test from every slice to every agent before the job, untimed".into());
+    Ok(negotiated)
+}
+
+/// What the job itself measured: its start, the end of `stage`, the slices' `done` answers,
+/// the host's ticks and the coordinator's CPU over it, and each agent's counters around it.
+struct Job {
+    t0: u64,
+    staged: u64,
+    dones: Vec<Value>,
+    ticks: CpuTicks,
+    coordinator_cpu: u64,
+    agent_before: Vec<ServerStats>,
+    agent_after: Vec<ServerStats>,
+    agent_pids: Vec<Option<u32>>,
+}
+
+/// Run the job: the agents' counters read, its start, the job-level stage, then every slice
+/// at once; wait for each, then stop the agents.
+fn run_job(spec: &Spec, backend: &dyn Backend, job: &Prepared, mut agents: Vec<ServerProcess>, slices: &mut [SliceProcess]) -> Result<Job, Finish> {
+    let agent_before = agents.iter_mut().map(|a| a.stats()).collect::<Result<Vec<_>, _>>();
+    let agent_before = agent_before.map_err(|e| Finish::Invalid(format!("agent: {e}"), None))?;
+    let ticks0 = CpuTicks::now();
+    let cpu0 = process_cpu_ns();
+    let t0 = clock::monotonic_ns();
+    let signatures = job.stage(spec, backend).map_err(|e| from_backend(e, "staging the items"))?;
+    let staged = clock::monotonic_ns();
+    let go = json!({"t0_ns": t0, "signatures": signatures.iter().map(|d| b64(d)).collect::<Vec<_>>()});
+    for s in slices.iter_mut() {
+        s.tell(&go).map_err(|e| Finish::Invalid(e, None))?;
+    }
+    let dones = slices.iter_mut().map(|s| s.answer()).collect::<Result<Vec<_>, _>>().map_err(|e| Finish::Invalid(e, None))?;
+    let cpu1 = process_cpu_ns();
+    let ticks = CpuTicks::now().since(ticks0);
+    let agent_pids = agents.iter().map(|a| a.pid()).collect();
+    let agent_after = agents.into_iter().map(|a| a.stop()).collect::<Result<Vec<_>, _>>();
+    let agent_after = agent_after.map_err(|e| Finish::Invalid(format!("agent: {e}"), None))?;
+    let coordinator_cpu = (cpu1.0 + cpu1.1).saturating_sub(cpu0.0 + cpu0.1);
+    Ok(Job { t0, staged, dones, ticks, coordinator_cpu, agent_before, agent_after, agent_pids })
+}
+
+impl Job {
+    /// Every target's record, by target.
+    fn records(&self) -> Vec<Record> {
+        let mut records: Vec<Record> = self
+            .dones
+            .iter()
+            .enumerate()
+            .flat_map(|(j, d)| d["records"].as_array().cloned().unwrap_or_default().into_iter().map(move |r| Record::from_json(&r, j)))
+            .collect();
+        records.sort_by_key(|r| r.target);
+        records
+    }
+
+    /// The job as a measurement: `ops` the targets completed, `wall_ns` from its start to its
+    /// last target's end, the histogram each completed target's time, `cpu_ns` the coordinator's
+    /// then each slice's.
+    fn measurement(&self, records: &[Record]) -> Measurement {
+        let mut histogram = new_histogram();
+        let mut end = self.staged;
+        for r in records {
+            if let (Some(first), Some(last)) = (r.phases.first(), r.phases.last()) {
+                end = end.max(last.1);
+                if r.failure.is_none() {
+                    histogram.saturating_record((last.1 - first.0).max(1));
+                }
+            }
+        }
+        let completed = records.iter().filter(|r| r.failure.is_none()).count() as u64;
+        let mut cpu_ns = vec![self.coordinator_cpu];
+        cpu_ns.extend(self.dones.iter().map(|d| d["cpu_ns"].as_u64().unwrap_or(0)));
+        Measurement {
+            ops: completed,
+            batch: 1,
+            timing: Timing::Individual,
+            wall_ns: end.saturating_sub(self.t0).max(1),
+            cpu_ns,
+            tsc_cycles: None,
+            ticks: self.ticks.clone(),
+            sample_min_ns: if completed == 0 { 0 } else { histogram.min() },
+            sample_max_ns: histogram.max(),
+            histogram,
+            samples: completed,
+        }
+    }
+
+    /// µs from the job's start to `ns`.
+    fn us(&self, ns: u64) -> i64 {
+        ((ns as i128 - self.t0 as i128) as f64 / 1e3).round() as i64
+    }
+
+    /// ms from the job's start to `start_ns` (0 when unknown).
+    fn offset_ms(&self, start_ns: Option<u64>) -> f64 {
+        start_ns.map(|s| (s as i128 - self.t0 as i128) as f64 / 1e6).unwrap_or(0.0)
+    }
+
+    /// The records as a table: one row per target, its phases' times in µs since the start.
+    fn table(&self, spec: &Spec, records: &[Record]) -> Records {
+        let rows = records
+            .iter()
+            .map(|r| {
+                let status = if r.failure.is_none() { "ok" } else { "failed" };
+                let mut row = vec![Some(Cell::Number(r.target as i64)), Some(Cell::Number(r.slice as i64)), Some(Cell::Text(status.into()))];
+                for k in 0..spec.phases.len() {
+                    let (a, b) = r.phases.get(k).map_or((None, None), |(a, b)| (Some(self.us(*a)), Some(self.us(*b))));
+                    row.extend([a.map(Cell::Number), b.map(Cell::Number)]);
+                }
+                row
+            })
+            .collect();
+        let mut columns = vec!["target".to_string(), "slice".to_string(), "status".to_string()];
+        for p in &spec.phases {
+            columns.push(format!("{}_start_us", p.name()));
+            columns.push(format!("{}_end_us", p.name()));
+        }
+        Records { columns, rows }
+    }
+
+    /// Every process of the job (the coordinator, each slice, each agent) with what the
+    /// coordinator measured of it; `coordinator` is its own (timeline, start, descriptors).
+    fn processes(&self, coordinator: (Timeline, u64, usize), agent_cpus: &[Option<usize>]) -> Vec<JobProcess> {
+        let (timeline, start_ns, max_fds) = coordinator;
+        let mut out = vec![JobProcess {
+            role: "coordinator".into(), index: 0, pid: Some(std::process::id()), pinned_cpu: None, cpu_ns: self.coordinator_cpu,
+            peak_rss_bytes: sampler::peak_rss_bytes(), max_fds: Some(max_fds as u64), timeline_offset_ms: self.offset_ms(Some(start_ns)),
+            timeline: Some(timeline),
+        }];
+        out.extend(self.dones.iter().enumerate().map(|(j, d)| JobProcess {
+            role: "slice".into(), index: j, pid: d["pid"].as_u64().map(|p| p as u32), pinned_cpu: d["pinned_cpu"].as_u64().map(|c| c as usize),
+            cpu_ns: d["cpu_ns"].as_u64().unwrap_or(0), peak_rss_bytes: d["peak_rss_bytes"].as_u64(), max_fds: d["max_fds"].as_u64(),
+            timeline_offset_ms: self.offset_ms(d["timeline_start_ns"].as_u64()), timeline: serde_json::from_value(d["timeline"].clone()).unwrap_or_default(),
+        }));
+        out.extend(self.agent_before.iter().zip(&self.agent_after).enumerate().map(|(a, (before, after))| JobProcess {
+            role: "agent".into(), index: a, pid: self.agent_pids[a], pinned_cpu: agent_cpus[a], cpu_ns: after.cpu_ns.saturating_sub(before.cpu_ns),
+            peak_rss_bytes: after.peak_rss_bytes, max_fds: after.max_fds.map(|f| f as u64), timeline_offset_ms: self.offset_ms(after.timeline_start_ns),
+            timeline: after.timeline.clone(),
+        }));
+        out
+    }
+
+    /// The agents together over the job: the result's `server` (`address` and `timeline` agent
+    /// 0's).
+    fn server(&self, agents: &[String]) -> ServerResult {
+        let pairs = || self.agent_before.iter().zip(&self.agent_after);
+        ServerResult {
+            cpu_ns: Some(pairs().map(|(b, a)| a.cpu_ns.saturating_sub(b.cpu_ns)).sum()),
+            transactions: Some(pairs().map(|(b, a)| a.transactions.saturating_sub(b.transactions)).sum()),
+            window: Some(true),
+            address: agents.first().cloned(),
+            timeline: self.agent_after.first().and_then(|a| a.timeline.clone()),
+            ..ServerResult::default()
+        }
+    }
+}
+
+/// The result's `fleet`: the job's settings as run, then what it did.
+fn fleet_fields(spec: &Spec, targets: usize, job: &Job, records: &[Record], setup_ms: f64, processes: Vec<JobProcess>) -> FleetFields {
+    let failures: Vec<TargetFailure> = records
+        .iter()
+        .filter_map(|r| r.failure.as_ref().map(|(p, why)| TargetFailure { target: r.target, slice: r.slice, phase: p.name().into(), reason: why.clone() }))
+        .collect();
+    let names = |v: &[Phase]| v.iter().map(|p| p.name().to_string()).collect::<Vec<_>>();
+    FleetFields {
+        job: spec.kind.name.into(), what: spec.kind.what.into(), targets, slices: spec.slices, cap: spec.cap, agents: spec.agents,
+        cert: spec.p.cert.name().into(), group: spec.p.group.name().into(), suite: spec.p.suite.name().into(),
+        digest: spec.digest.name().into(), sign_digest: spec.sign_digest.name().into(), auth: spec.auth.name().into(),
+        items: spec.items, item_bytes: spec.item_bytes,
+        push_bytes: if spec.phases.contains(&Phase::Push) { spec.items * spec.item_bytes } else { 0 },
+        checks: if spec.phases.contains(&Phase::Checks) { spec.checks } else { 0 },
+        file_bytes: spec.file_bytes, phases: names(&spec.phases),
+        completed: records.iter().filter(|r| r.failure.is_none()).count() as u64,
+        failed: failures.len(), setup_ms,
+        job_phases: if spec.stages() { vec![JobPhase { name: "stage".into(), start_us: 0, end_us: job.us(job.staged) }] } else { vec![] },
+        records: job.table(spec, records),
+        failures,
+        mismatches: records.iter().filter(|r| r.mismatches > 0).map(|r| Mismatch { target: r.target, checks: r.mismatches }).collect(),
+        agent_errors: job.agent_after.iter().map(|a| a.errors).sum(),
+        agent_first_error: job.agent_after.iter().find_map(|a| a.first_error.clone()),
+        processes,
+        host_cpus: allowed_cpus().len(),
+        key_pool: format!("every identity's key is one of the {} fixed keys of its kind compiled into the worker (tls/keys): the CA's, the management server's, and {} the targets take in turn; every certificate is made for this job", tls::POOL_SIZE, tls::POOL_SIZE - TARGET_KEYS),
+    }
 }
 
 /// Run a job: see the module's documentation. The result's fields beyond a primitive's are in
 /// `fleet` (docs/worker-protocol.md, "fleet-job").
 pub fn run(case: &WorkloadCase, spec: &Spec, backend: &dyn Backend) -> Finish {
-    let targets = match targets_of(case.common.load) {
-        Ok(n) => n,
-        Err(e) => return Finish::Invalid(e, json!({})),
-    };
+    run_checked(case, spec, backend).unwrap_or_else(|f| f)
+}
+
+fn run_checked(case: &WorkloadCase, spec: &Spec, backend: &dyn Backend) -> Result<Finish, Finish> {
+    let targets = targets_of(case.common.load).map_err(|e| Finish::Invalid(e, None))?;
     if let Some(why) = fips_refusal(&case.backend_name, spec) {
-        return Finish::Unsupported(why, json!({}));
+        return Err(Finish::Unsupported(why, None));
     }
-    if let Err(e) = check_primitives(backend, spec) {
-        return from_backend(e, "preparing the job's primitives");
-    }
+    check_primitives(backend, spec).map_err(|e| from_backend(e, "preparing the job's primitives"))?;
     let coordinator_sampler = Sampler::start();
     let coordinator_t0 = clock::monotonic_ns();
     let coordinator_fds = FdWatch::start();
     let setup_start = clock::monotonic_ns();
-    // The job's PKI: a CA made now over pool key 0, the management server's client certificate.
-    let ca = match Authority::new(spec.p.cert, CA_KEY, "cryptoperf fleet CA") {
-        Ok(ca) => ca,
-        Err(e) => return Finish::Invalid(e, json!({})),
-    };
-    let mgmt_der = match ca.issue(MANAGEMENT_KEY, MANAGEMENT, Usage::Client) {
-        Ok(d) => d,
-        Err(e) => return Finish::Invalid(e, json!({})),
-    };
-    // The management server's baseline: RustCrypto's digests of the check files.
-    let baseline: Vec<Vec<u8>> = {
-        let reference = backends::rustcrypto::RustCrypto;
-        let mut d = match reference.digest(spec.digest) {
-            Ok(d) => d,
-            Err(e) => return from_backend(e, "RustCrypto's digest"),
-        };
-        let mut all = Vec::new();
-        for j in 0..spec.checks {
-            let mut out = Vec::new();
-            if let Err(e) = d.digest(&file(j, spec.file_bytes), &mut out) {
-                return from_backend(e, "RustCrypto's digest");
-            }
-            all.push(out);
-        }
-        all
-    };
-    let (mut validation, failure) = match validate_primitives(backend, &case.backend_name, spec, &baseline) {
-        Ok(v) => v,
-        Err(e) => return from_backend(e, "validation"),
-    };
-    validation["kat"] = "not applicable (a job: its digests, HMACs and signatures are checked against a second library below, and a probe target runs every phase before the job)".into();
-    if let Some(why) = failure {
-        return invalid(why, &validation);
-    }
+    let mut job = Prepared::new(case, spec, backend)?;
     let (slice_cpus, agent_cpus, placement_note) = placement(spec.slices, spec.agents);
-    let b64 = |d: &[u8]| base64::engine::general_purpose::STANDARD.encode(d);
-    // Agents: they issue their targets' certificates under the CA and listen.
-    let mut agents = Vec::with_capacity(spec.agents);
-    for a in 0..spec.agents {
-        let mut params = case.raw.clone();
-        if case.common.port != 0 {
-            params.insert("port".into(), (case.common.port as u64 + a as u64).into());
-        }
-        let side = json!({"agent": a, "targets": targets, "ca_der": b64(&ca.der())});
-        match ServerProcess::start_side(NAME, &case.backend_name, &params, spec.slices * spec.cap + 1, agent_cpus[a], side) {
-            Ok(s) => agents.push(s),
-            Err(e) => {
-                return match e.code.as_str() {
-                    "unsupported" => Finish::Unsupported(e.message, e.fields),
-                    _ => Finish::Invalid(format!("agent {a}: {}", e.message), e.fields),
-                }
-            }
-        }
-    }
+    let agents = start_agents(case, spec, targets, &job.ca.der(), &agent_cpus)?;
     // The probe's staged signatures (the same items as the job's, signed untimed).
-    let mgmt_key = match key_material(spec.p.cert, MANAGEMENT_KEY) {
-        Ok(k) => k,
-        Err(e) => return Finish::Invalid(e, json!({})),
-    };
-    // The items exist before the job (authored content); staging signs them.
-    let items: Vec<Vec<u8>> = if spec.stages() { (0..spec.items).map(|j| item(j, spec.item_bytes)).collect() } else { vec![] };
-    let stage = |backend: &dyn Backend| -> Result<Vec<Vec<u8>>, BackendError> {
-        if items.is_empty() {
-            return Ok(vec![]);
-        }
-        let mut signer = backend.signer(spec.sig_alg(), &mgmt_key.pair())?;
-        items.iter().map(|data| signer.sign(data)).collect()
-    };
-    let probe_signatures = match stage(backend) {
-        Ok(s) => s,
-        Err(e) => return from_backend(e, "staging the probe's items"),
-    };
+    let probe_signatures = job.stage(spec, backend).map_err(|e| from_backend(e, "staging the probe's items"))?;
     let agent_addrs: Vec<String> = agents.iter().map(|a| a.addr.to_string()).collect();
-    let mut slices = Vec::with_capacity(spec.slices);
-    for j in 0..spec.slices {
-        let config = json!({
-            "slice": j, "params": case.raw, "backend": case.backend_name, "ca_der": b64(&ca.der()),
-            "management_der": b64(&mgmt_der), "agents": agent_addrs, "pin_cpu": slice_cpus[j],
-            "baseline": baseline.iter().map(|d| b64(d)).collect::<Vec<_>>(),
-            "probe": true, "probe_signatures": probe_signatures.iter().map(|d| b64(d)).collect::<Vec<_>>(),
-        });
-        match SliceProcess::start(&config, j) {
-            Ok(s) => slices.push(s),
-            Err(e) => return Finish::Invalid(e, json!({})),
-        }
-    }
-    let mut readies = Vec::with_capacity(slices.len());
-    for s in &mut slices {
-        match s.answer() {
-            Ok(v) => readies.push(v),
-            Err(e) => return Finish::Invalid(e, json!({"validation": validation})),
-        }
-    }
-    // Correct before timed: the probe ran every phase and negotiated what was asked.
-    if let Some(why) = readies.iter().find_map(|r| r["probe"]["failure"].as_str()) {
-        validation["negotiated"] = "probe failed".into();
-        return invalid(format!("the probe target failed {why}"), &validation);
-    }
-    let probe = &readies[0]["probe"];
-    let negotiated_json = probe["negotiated"].clone();
-    let Ok(negotiated) = serde_json::from_value::<Negotiated>(negotiated_json.clone()) else {
-        validation["negotiated"] = "the probe reported no negotiation".into();
-        return invalid("the probe target reported no negotiation".into(), &validation);
-    };
-    if let Some(why) = negotiated.mismatch(&spec.p) {
-        validation["negotiated"] = why.clone().into();
-        return invalid(format!("negotiated differs from the request: {why}"), &validation);
-    }
-    if probe["mismatches"].as_u64().unwrap_or(0) > 0 {
-        return invalid("the probe target's check digests differ from the baseline".into(), &validation);
-    }
-    validation["negotiated"] = "pass".into();
-    validation["probe"] = "pass: every phase ran on probe.fleet.test from every slice to every agent before the job, untimed".into();
+    let (mut slices, readies) = start_slices(case, spec, &job, &agent_addrs, &slice_cpus, &probe_signatures)?;
+    let negotiated = check_probe(&readies, spec, &mut job.validation)?;
     let setup_ms = (clock::monotonic_ns() - setup_start) as f64 / 1e6;
-    let agent_before: Vec<_> = match agents.iter_mut().map(|a| a.stats()).collect::<Result<Vec<_>, _>>() {
-        Ok(s) => s,
-        Err(e) => return Finish::Invalid(format!("agent: {e}"), json!({})),
-    };
-    // The job: its start, the job-level stage, then every slice at once.
-    let ticks0 = CpuTicks::now();
-    let cpu0 = process_cpu_ns();
-    let t0 = clock::monotonic_ns();
-    let signatures = match stage(backend) {
-        Ok(s) => s,
-        Err(e) => return from_backend(e, "staging the items"),
-    };
-    let staged = clock::monotonic_ns();
-    let go = json!({"t0_ns": t0, "signatures": signatures.iter().map(|d| b64(d)).collect::<Vec<_>>()});
-    for s in &mut slices {
-        if let Err(e) = s.tell(&go) {
-            return Finish::Invalid(e, json!({}));
-        }
-    }
-    let mut dones = Vec::with_capacity(slices.len());
-    for s in &mut slices {
-        match s.answer() {
-            Ok(v) => dones.push(v),
-            Err(e) => return Finish::Invalid(e, json!({})),
-        }
-    }
-    let cpu1 = process_cpu_ns();
-    let ticks = CpuTicks::now().since(ticks0);
-    let mut agent_after = Vec::with_capacity(agents.len());
-    let mut agent_pids = Vec::with_capacity(agents.len());
-    for a in agents {
-        agent_pids.push(a.pid());
-        match a.stop() {
-            Ok(s) => agent_after.push(s),
-            Err(e) => return Finish::Invalid(format!("agent: {e}"), json!({})),
-        }
-    }
+    let ran = run_job(spec, backend, &job, agents, &mut slices)?;
     drop(slices);
-    let coordinator_timeline = coordinator_sampler.stop();
-    let coordinator_max_fds = coordinator_fds.stop();
-    // Records, by target.
-    let mut records: Vec<Record> = dones
-        .iter()
-        .enumerate()
-        .flat_map(|(j, d)| d["records"].as_array().cloned().unwrap_or_default().into_iter().map(move |r| Record::from_json(&r, j)))
-        .collect();
-    records.sort_by_key(|r| r.target);
-    let mut histogram = new_histogram();
-    let mut end = staged;
-    for r in &records {
-        if let (Some(first), Some(last)) = (r.phases.first(), r.phases.last()) {
-            end = end.max(last.1);
-            if r.failure.is_none() {
-                histogram.saturating_record((last.1 - first.0).max(1));
-            }
-        }
-    }
-    let completed = records.iter().filter(|r| r.failure.is_none()).count() as u64;
-    let wall_ns = end.saturating_sub(t0).max(1);
-    let coordinator_cpu = (cpu1.0 + cpu1.1).saturating_sub(cpu0.0 + cpu0.1);
-    let mut cpu_ns = vec![coordinator_cpu];
-    cpu_ns.extend(dones.iter().map(|d| d["cpu_ns"].as_u64().unwrap_or(0)));
-    let m = Measurement {
-        ops: completed,
-        batch: 1,
-        timing: Timing::Individual,
-        wall_ns,
-        cpu_ns,
-        tsc_cycles: None,
-        ticks,
-        sample_min_ns: if completed == 0 { 0 } else { histogram.min() },
-        sample_max_ns: histogram.max(),
-        histogram,
-        samples: completed,
-    };
-    let us = |ns: u64| ((ns as i128 - t0 as i128) as f64 / 1e3).round() as i64;
-    let rows: Vec<Value> = records
-        .iter()
-        .map(|r| {
-            let mut row = vec![json!(r.target), json!(r.slice), json!(if r.failure.is_none() { "ok" } else { "failed" })];
-            for k in 0..spec.phases.len() {
-                match r.phases.get(k) {
-                    Some((a, b)) => row.extend([json!(us(*a)), json!(us(*b))]),
-                    None => row.extend([Value::Null, Value::Null]),
-                }
-            }
-            Value::Array(row)
-        })
-        .collect();
-    let mut columns = vec!["target".to_string(), "slice".to_string(), "status".to_string()];
-    for p in &spec.phases {
-        columns.push(format!("{}_start_us", p.name()));
-        columns.push(format!("{}_end_us", p.name()));
-    }
-    let failures: Vec<Value> = records
-        .iter()
-        .filter_map(|r| r.failure.as_ref().map(|(p, why)| json!({"target": r.target, "slice": r.slice, "phase": p.name(), "reason": why})))
-        .collect();
-    let mismatches: Vec<Value> = records.iter().filter(|r| r.mismatches > 0).map(|r| json!({"target": r.target, "checks": r.mismatches})).collect();
-    let offset = |start_ns: Option<u64>| start_ns.map(|s| (s as i128 - t0 as i128) as f64 / 1e6).unwrap_or(0.0);
-    let mut processes = vec![process_json(
-        "coordinator", 0, Some(std::process::id()), None, coordinator_cpu, sampler::peak_rss_bytes(),
-        Some(coordinator_max_fds as u64), serde_json::to_value(coordinator_timeline).unwrap_or_default(), offset(Some(coordinator_t0)),
-    )];
-    for (j, d) in dones.iter().enumerate() {
-        processes.push(process_json(
-            "slice", j, d["pid"].as_u64().map(|p| p as u32), d["pinned_cpu"].as_u64().map(|c| c as usize),
-            d["cpu_ns"].as_u64().unwrap_or(0), d["peak_rss_bytes"].as_u64(), d["max_fds"].as_u64(), d["timeline"].clone(),
-            offset(d["timeline_start_ns"].as_u64()),
-        ));
-    }
-    let mut agent_cpu = 0;
-    let mut served = 0;
-    let mut agent_errors = 0;
-    let mut agent_first_error = None;
-    for (a, (before, after)) in agent_before.iter().zip(&agent_after).enumerate() {
-        let cpu = after.cpu_ns.saturating_sub(before.cpu_ns);
-        agent_cpu += cpu;
-        served += after.transactions.saturating_sub(before.transactions);
-        agent_errors += after.errors;
-        if agent_first_error.is_none() {
-            agent_first_error = after.first_error.clone();
-        }
-        processes.push(process_json(
-            "agent", a, agent_pids[a], agent_cpus[a], cpu, after.peak_rss_bytes, after.max_fds.map(|f| f as u64),
-            after.timeline.clone(), offset(after.timeline_start_ns),
-        ));
-    }
-    let mut v = crate::protocol::measurement_fields(&m, 0);
-    v["late"] = 0.into();
-    v["validation"] = validation;
-    v["negotiated"] = negotiated_json;
-    v["server"] = json!({"cpu_ns": agent_cpu, "transactions": served, "address": agent_addrs.first(),
-                         "timeline": agent_after.first().map(|a| a.timeline.clone())});
-    v["client_timeline"] = dones.first().map(|d| d["timeline"].clone()).unwrap_or(Value::Null);
-    v["placement"] = placement_note.into();
-    v["fleet"] = json!({
-        "job": spec.kind.name, "what": spec.kind.what, "targets": targets, "slices": spec.slices, "cap": spec.cap,
-        "agents": spec.agents, "cert": spec.p.cert.name(), "group": spec.p.group.name(), "suite": spec.p.suite.name(),
-        "digest": spec.digest.name(), "sign_digest": spec.sign_digest.name(), "auth": spec.auth.name(),
-        "items": spec.items, "item_bytes": spec.item_bytes, "push_bytes": if spec.phases.contains(&Phase::Push) { spec.items * spec.item_bytes } else { 0 },
-        "checks": if spec.phases.contains(&Phase::Checks) { spec.checks } else { 0 }, "file_bytes": spec.file_bytes,
-        "phases": spec.phases.iter().map(|p| p.name()).collect::<Vec<_>>(),
-        "completed": completed, "failed": failures.len(),
-        "setup_ms": setup_ms,
-        "job_phases": if spec.stages() { json!([{"name": "stage", "start_us": 0, "end_us": us(staged)}]) } else { json!([]) },
-        "records": {"columns": columns, "rows": rows},
-        "failures": failures,
-        "mismatches": mismatches,
-        "agent_errors": agent_errors,
-        "agent_first_error": agent_first_error,
-        "processes": processes,
-        "host_cpus": allowed_cpus().len(),
-        "key_pool": format!("every identity's key is one of the {} fixed keys of its kind compiled into the worker (tls/keys): the CA's, the management server's, and {} the targets take in turn; every certificate is made for this job", tls::POOL_SIZE, tls::POOL_SIZE - TARGET_KEYS),
-    });
-    Finish::Ok(v)
+    let coordinator = (coordinator_sampler.stop(), coordinator_t0, coordinator_fds.stop());
+    let records = ran.records();
+    let processes = ran.processes(coordinator, &agent_cpus);
+    let fleet = fleet_fields(spec, targets, &ran, &records, setup_ms, processes);
+    Ok(Finish::Ok(Outcome {
+        measured: Measured { late: Some(0), ..Measured::of(&ran.measurement(&records), 0) },
+        validation: Some(job.validation),
+        detail: WorkloadDetail::Fleet(Box::new(FleetResult {
+            negotiated,
+            server: ran.server(&agent_addrs),
+            client_timeline: ran.dones.first().and_then(|d| serde_json::from_value(d["timeline"].clone()).ok()),
+            placement: placement_note,
+            fleet,
+        })),
+    }))
 }
 
 #[cfg(test)]

@@ -23,8 +23,11 @@
 //! generation and certificate parsing; this workload times the asymmetric operations, which
 //! dominate an IKE SA set-up.
 
-use super::base::{choice, measured_fields, number, object, text, Better, Common, Finish, LevelKind, Metric, Mode, Params, Sizing,
+use super::base::{choice, number, object, text, Better, Common, Finish, LevelKind, Metric, Mode, Params, Sizing,
                   TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use crate::measure::load::{run_load, TxnFn};
+use crate::measure::sampler::Sampler;
+use crate::result::{IkeResult, Measured, WorkloadDetail};
 use crate::backends::{self, Backend, BackendError, Signer, Verifier};
 use crate::kat::{self, CrossCheck, Validation};
 use crate::measure::OpFn;
@@ -176,25 +179,23 @@ impl Workload for IkePhase1 {
 fn run(backend: &dyn Backend, p: &IkeParams, common: &Common, warmup: Duration, budget: Duration) -> Finish {
     let validation = match validate(backend, p) {
         Ok(v) => v,
-        Err(BackendError::Unsupported(r)) => return Finish::Unsupported(r, json!({})),
-        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("validation could not run: {e}"), json!({})),
+        Err(BackendError::Unsupported(r)) => return Finish::Unsupported(r, None),
+        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("validation could not run: {e}"), None),
     };
-    let fields = json!({"validation": serde_json::to_value(&validation).unwrap_or_default()});
     if let Some(why) = validation.failure() {
-        return Finish::Invalid(why, fields);
+        return Finish::Invalid(why, Some(validation.into()));
     }
-    let timeline = crate::measure::sampler::Sampler::start();
-    let measured = crate::measure::load::run_load(|| prepare(backend, p).map(|f| f as crate::measure::load::TxnFn), common.load, warmup, budget);
-    let samples = timeline.stop();
+    let timeline = Sampler::start();
+    let measured = run_load(|| prepare(backend, p).map(|f| f as TxnFn), common.load, warmup, budget);
+    let client_timeline = timeline.stop();
     match measured {
-        Ok(lm) => {
-            let mut v = measured_fields(&lm, 0);
-            v["validation"] = fields["validation"].clone();
-            v["client_timeline"] = serde_json::to_value(samples).unwrap_or_default();
-            Finish::Ok(v)
-        }
-        Err(BackendError::Unsupported(r)) => Finish::Unsupported(r, fields),
-        Err(BackendError::Failed(e)) => Finish::Invalid(format!("transaction failed while measured: {e}"), fields),
+        Ok(lm) => Finish::Ok(super::base::Outcome {
+            measured: Measured::of_load(&lm, 0),
+            validation: Some(validation.into()),
+            detail: WorkloadDetail::Ike(IkeResult { client_timeline }),
+        }),
+        Err(BackendError::Unsupported(r)) => Finish::Unsupported(r, Some(validation.into())),
+        Err(BackendError::Failed(e)) => Finish::Invalid(format!("transaction failed while measured: {e}"), Some(validation.into())),
     }
 }
 

@@ -21,7 +21,7 @@ pub mod tls;
 pub mod tls_bulk;
 pub mod tls_handshake;
 
-pub use base::{check, ready_to_run, run, Finish, WorkloadCase};
+pub use base::{check, ready_to_run, run, WorkloadCase};
 use base::{DynWorkload, Mode, Params};
 use serde_json::{Map, Value};
 
@@ -220,7 +220,7 @@ mod tests {
             }
             let case = parse(name, "aws-lc", &runnable(&entry, json!({}))).unwrap();
             assert_eq!(json!(case.common.mode.name()), entry["default_mode"], "{name}");
-            assert_eq!(case.common.load.to_json(), Load::parse(entry["defaults"]["load"].as_str().unwrap()).unwrap().to_json(), "{name}");
+            assert_eq!(case.common.load, Load::parse(entry["defaults"]["load"].as_str().unwrap()).unwrap(), "{name}");
             assert!(modes.is_empty() || modes.contains(&entry["default_mode"].as_str().unwrap()), "{name}");
             // A workload without a server says so when asked for one; one with a server runs it
             // in socket mode.

@@ -14,6 +14,7 @@
 //! request's address, loopback unless the request named another.
 
 use super::base::{pin_to, Common, ParentLink, Params, Stall, StartError, WorkloadCase};
+use crate::result::{Timeline, Validation};
 use crate::measure::clock;
 use crate::measure::sampler::{process_cpu_ns, Sampler};
 use serde_json::{json, Value};
@@ -35,8 +36,8 @@ pub struct ServerStats {
     pub transactions: u64,
     pub errors: u64,
     pub first_error: Option<String>,
-    /// With `stop` only: the CPU timeline (`measure::sampler`) as JSON.
-    pub timeline: Value,
+    /// With `stop` only: the CPU timeline (`measure::sampler`).
+    pub timeline: Option<Timeline>,
     /// With `stop` only: when the timeline's sampler started (`CLOCK_MONOTONIC` ns, the clock
     /// every process shares), the process's peak resident set size in bytes, and the most
     /// descriptors it held open at once (`measure::sampler::FdWatch`).
@@ -97,7 +98,7 @@ impl ServerProcess {
             return Err(StartError {
                 code: answer["code"].as_str().unwrap_or("failed").to_string(),
                 message: answer["message"].as_str().unwrap_or("the server sent no answer").to_string(),
-                fields: answer.get("fields").cloned().unwrap_or(json!({})),
+                validation: serde_json::from_value(answer["fields"]["validation"].clone()).unwrap_or_default(),
             });
         }
         let addr = format!("{}:{}", answer["address"].as_str().unwrap_or(""), answer["port"])
@@ -125,7 +126,7 @@ impl ServerProcess {
             transactions: v["transactions"].as_u64().unwrap_or(0),
             errors: v["errors"].as_u64().unwrap_or(0),
             first_error: v["first_error"].as_str().map(str::to_owned),
-            timeline: v.get("timeline").cloned().unwrap_or(Value::Null),
+            timeline: serde_json::from_value(v["timeline"].clone()).unwrap_or_default(),
             timeline_start_ns: v["timeline_start_ns"].as_u64(),
             peak_rss_bytes: v["peak_rss_bytes"].as_u64(),
             max_fds: v["max_fds"].as_u64().map(|n| n as usize),
@@ -189,14 +190,16 @@ fn stall_gate(stall: Option<Stall>, t0: u64) {
 pub fn child_main(parse: impl Fn(&str, &str, &Params) -> Result<WorkloadCase, String>) -> i32 {
     let mut link = ParentLink::open();
     let Some(config) = link.message() else { return 1 };
-    let refuse = |code: &str, message: String, fields: Value| json!({"type": "error", "code": code, "message": message, "fields": fields});
+    let refuse = |code: &str, message: String, validation: Option<Validation>| {
+        json!({"type": "error", "code": code, "message": message, "fields": {"validation": validation}})
+    };
     let pinned = config["pin_cpu"].as_u64().and_then(|c| pin_to(c as usize));
     let params = config["params"].as_object().cloned().unwrap_or_default();
     let (workload, backend) = (config["workload"].as_str().unwrap_or(""), config["backend"].as_str().unwrap_or(""));
     let case = match parse(workload, backend, &params) {
         Ok(c) => c,
         Err(e) => {
-            link.say(refuse("bad_params", e, json!({})));
+            link.say(refuse("bad_params", e, None));
             return 2;
         }
     };
@@ -204,7 +207,7 @@ pub fn child_main(parse: impl Fn(&str, &str, &Params) -> Result<WorkloadCase, St
     let side = match side.and_then(|side| bind(&case.common).map(|l| (side, l))) {
         Ok(s) => s,
         Err(e) => {
-            link.say(refuse(&e.code, e.message, e.fields));
+            link.say(refuse(&e.code, e.message, e.validation));
             return 2;
         }
     };

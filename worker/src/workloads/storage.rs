@@ -84,11 +84,12 @@
 //! **Files**: everything created in `dir` is removed when the request ends, on every path (a
 //! guard's `Drop`); the orchestrator removes the directory itself afterwards too (after a kill).
 
-use super::base::{choice, measured_fields, number, object, strings, text, Better, Common, Finish, LevelKind, MemorySizing, Metric,
-                  Mode, Params, Sizing, TransactionName, Workload, WorkloadCase, WorkloadSpec, PROCESS_BYTES, RESULT_BYTES,
+use super::base::{choice, number, object, strings, text, Better, Common, Finish, LevelKind, MemorySizing, Metric, Mode, Outcome,
+                  Params, Sizing, TransactionName, Workload, WorkloadCase, WorkloadSpec, PROCESS_BYTES, RESULT_BYTES,
                   RESULT_BYTES_PER_S, THREAD_BYTES};
 use crate::backends::{self, failed, Aead, Backend, BackendError, SectorCipher, XtsBits};
-use crate::kat::{self, CrossCheck};
+use crate::kat;
+use crate::result::{CrossCheck, Measured, StorageFields, StorageResult, Validation, WorkloadDetail};
 use crate::measure::load::{run_load_with, TxnFn};
 use crate::measure::{clock, sampler};
 use crate::ops::{AeadAlg, Op, RawParams};
@@ -822,8 +823,8 @@ fn mem_available() -> Option<u64> {
 
 // ---- the checks before timing ----------------------------------------------------------------
 
-/// The outcome of the checks before timing, as the result's `validation`.
-#[derive(Debug, Clone, serde::Serialize)]
+/// The outcome of the checks before timing (the result's `validation`).
+#[derive(Debug, Clone)]
 struct StorageValidation {
     /// `pass`, `fail: <why>` or `not applicable (<why>)`.
     kat: String,
@@ -853,8 +854,16 @@ impl StorageValidation {
         None
     }
 
-    fn to_json(&self) -> Value {
-        serde_json::to_value(self).unwrap_or_default()
+    /// As the result's `validation`.
+    fn to_validation(&self) -> Validation {
+        Validation {
+            kat: self.kat.clone(),
+            kat_source: Some(self.kat_source.clone()),
+            on_disk: Some(self.on_disk.clone()),
+            cross_decrypt: Some(self.cross_decrypt.clone()),
+            cross_checks: Some(self.cross_checks.clone()),
+            ..Validation::default()
+        }
     }
 }
 
@@ -1029,7 +1038,7 @@ fn on_disk_checks(
         }
         Err(why) => (format!("fail: {why}"), "fail", why),
     };
-    let check = CrossCheck { with: lib.backend.to_string(), status, detail: format!("storage: {detail}") };
+    let check = CrossCheck { with: lib.backend.to_string(), status: status.into(), detail: format!("storage: {detail}") };
     (on_disk, cross_decrypt, vec![check])
 }
 
@@ -1142,17 +1151,17 @@ impl IoThread {
 /// Run `storage`: check, prepare the file, validate, measure at the case's load level, clean up.
 pub fn run(case: &WorkloadCase, spec: &Spec, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
     let Some(dir) = spec.dir.as_deref() else {
-        return Finish::Invalid("dir is required to run".into(), json!({}));
+        return Finish::Invalid("dir is required to run".into(), None);
     };
     let mut scratch = Scratch::default();
     match spec.layer {
         Layer::Userspace => run_userspace(case, spec, backend, dir, &mut scratch, warmup, budget),
         Layer::DmCrypt => {
             if let Some(why) = dm_crypt_unavailable() {
-                return Finish::Unsupported(why, json!({}));
+                return Finish::Unsupported(why, None);
             }
             if spec.scheme == Scheme::Aes256Gcm {
-                return Finish::Unsupported(DM_GCM.into(), json!({}));
+                return Finish::Unsupported(DM_GCM.into(), None);
             }
             dm::run(case, spec, dir, &mut scratch, warmup, budget)
         }
@@ -1173,17 +1182,17 @@ fn run_userspace(
     // The scheme exists on this backend, and its known answers come out, before any file.
     let key = match Key::random(spec.scheme.key_len()) {
         Ok(k) => k,
-        Err(e) => return Finish::Invalid(e, json!({})),
+        Err(e) => return Finish::Invalid(e, None),
     };
     let mut prep = match Crypt::new(backend, spec.scheme, &key.0, u32::MAX) {
         Ok(c) => c,
-        Err(BackendError::Unsupported(why)) => return Finish::Unsupported(why, json!({})),
-        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("the layer could not be set up: {e}"), json!({})),
+        Err(BackendError::Unsupported(why)) => return Finish::Unsupported(why, None),
+        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("the layer could not be set up: {e}"), None),
     };
     let (kat, kat_source) = match known_answer(backend, spec.scheme) {
         Ok(k) => k,
-        Err(BackendError::Unsupported(why)) => return Finish::Unsupported(why, json!({})),
-        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("validation could not run: {e}"), json!({})),
+        Err(BackendError::Unsupported(why)) => return Finish::Unsupported(why, None),
+        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("validation could not run: {e}"), None),
     };
     let mut validation = StorageValidation {
         kat,
@@ -1193,9 +1202,9 @@ fn run_userspace(
         cross_checks: vec![],
     };
     if let Some(why) = validation.failure() {
-        return Finish::Invalid(why, json!({"validation": validation.to_json()}));
+        return Finish::Invalid(why, Some(validation.to_validation()));
     }
-    let invalid = |why: String, v: &StorageValidation| Finish::Invalid(why, json!({"validation": v.to_json()}));
+    let invalid = |why: String, v: &StorageValidation| Finish::Invalid(why, Some(v.to_validation()));
     // The file (and tags file), written in full through the layer.
     let path = data_path(dir);
     let gcm = spec.scheme == Scheme::Aes256Gcm;
@@ -1232,7 +1241,7 @@ fn run_userspace(
         Err(e) if spec.direct && e.raw_os_error() == Some(libc::EINVAL) => {
             return Finish::Unsupported(
                 format!("direct = true: the file system of dir {} does not support O_DIRECT (tmpfs?)", dir.display()),
-                json!({"validation": validation.to_json()}),
+                Some(validation.to_validation()),
             )
         }
         Err(e) => return invalid(format!("opening the file: {e}"), &validation),
@@ -1297,7 +1306,7 @@ fn measure(
                 (threads as u64 * per_thread) >> 20,
                 avail >> 20
             ),
-            json!({"validation": validation.to_json()}),
+            Some(validation.to_validation()),
         );
     }
     let counters = Arc::new(Counters::default());
@@ -1338,18 +1347,18 @@ fn measure(
         counters.writes.store(0, Ordering::Relaxed);
         Ok(())
     };
-    let v_json = validation.to_json();
+    let validated = validation.to_validation();
     let timeline = sampler::Sampler::start();
     let measured = run_load_with(make, case.common.load, warmup, budget, between);
     let mut lm = match measured {
         Ok(lm) => lm,
         Err(BackendError::Unsupported(r)) => {
             let _ = timeline.stop();
-            return Finish::Unsupported(r, json!({"validation": v_json}));
+            return Finish::Unsupported(r, Some(validated.clone()));
         }
         Err(BackendError::Failed(e)) => {
             let _ = timeline.stop();
-            return Finish::Invalid(format!("I/O failed while measured: {e}"), json!({"validation": v_json}));
+            return Finish::Invalid(format!("I/O failed while measured: {e}"), Some(validated.clone()));
         }
     };
     let mut fsync_end_ns = 0;
@@ -1358,7 +1367,7 @@ fn measure(
         for (f, what) in files {
             if let Err(e) = f.sync_data() {
                 let _ = timeline.stop();
-                return Finish::Invalid(format!("fdatasync of the {what} after the window: {e}"), json!({"validation": v_json}));
+                return Finish::Invalid(format!("fdatasync of the {what} after the window: {e}"), Some(validated.clone()));
             }
         }
         let (cpu1, t1) = (sampler::process_cpu_ns(), clock::monotonic_ns());
@@ -1372,35 +1381,36 @@ fn measure(
     if reads + writes != lm.m.ops {
         return Finish::Invalid(
             format!("the window timed {} I/Os but counted {reads} reads and {writes} writes", lm.m.ops),
-            json!({"validation": v_json}),
+            Some(validated.clone()),
         );
     }
     let block = spec.block_bytes as u64;
-    let mut v = measured_fields(&lm, spec.block_bytes);
-    v["client_timeline"] = serde_json::to_value(samples).unwrap_or_default();
-    v["storage"] = json!({
-        "scheme": spec.scheme.name(),
-        "pattern": if spec.pattern == Pattern::Random { "random" } else { "sequential" },
-        "direction": spec.direction.name(),
-        "read_pct": spec.direction.read_pct(),
-        "block_bytes": spec.block_bytes,
-        "file_bytes": spec.file_bytes,
-        "sector_bytes": SECTOR,
-        "direct": spec.direct,
-        "fsync": name_of(&FSYNCS, spec.fsync),
-        "cache": name_of(&CACHES, spec.cache),
-        "layer": name_of(&LAYERS, spec.layer),
-        "reads": reads,
-        "writes": writes,
-        "bytes_read": reads * block,
-        "bytes_written": writes * block,
-        "process_user_ns": lm.process_user_ns,
-        "process_system_ns": lm.process_system_ns,
-        "fsync_end_ns": fsync_end_ns,
-        "library": library,
-    });
-    v["validation"] = v_json;
-    Finish::Ok(v)
+    let storage = StorageFields {
+        scheme: spec.scheme.name().into(),
+        pattern: if spec.pattern == Pattern::Random { "random" } else { "sequential" }.into(),
+        direction: spec.direction.name(),
+        read_pct: spec.direction.read_pct(),
+        block_bytes: spec.block_bytes,
+        file_bytes: spec.file_bytes,
+        sector_bytes: SECTOR,
+        direct: spec.direct,
+        fsync: name_of(&FSYNCS, spec.fsync).into(),
+        cache: name_of(&CACHES, spec.cache).into(),
+        layer: name_of(&LAYERS, spec.layer).into(),
+        reads,
+        writes,
+        bytes_read: reads * block,
+        bytes_written: writes * block,
+        process_user_ns: lm.process_user_ns,
+        process_system_ns: lm.process_system_ns,
+        fsync_end_ns,
+        library,
+    };
+    Finish::Ok(Outcome {
+        measured: Measured::of_load(&lm, spec.block_bytes),
+        validation: Some(validated),
+        detail: WorkloadDetail::Storage(StorageResult { client_timeline: samples, storage }),
+    })
 }
 
 // ---- dm-crypt --------------------------------------------------------------------------------
@@ -1541,7 +1551,7 @@ mod dm {
     ) -> Finish {
         let key = match Key::random(spec.scheme.key_len()) {
             Ok(k) => k,
-            Err(e) => return Finish::Invalid(e, json!({})),
+            Err(e) => return Finish::Invalid(e, None),
         };
         let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
         let mut validation = StorageValidation {
@@ -1555,7 +1565,7 @@ mod dm {
             cross_decrypt: "not run".into(),
             cross_checks: vec![],
         };
-        let invalid = |why: String, v: &StorageValidation| Finish::Invalid(why, json!({"validation": v.to_json()}));
+        let invalid = |why: String, v: &StorageValidation| Finish::Invalid(why, Some(v.to_validation()));
         let backing = data_path(dir).with_extension("img");
         let offset = if spec.scheme == Scheme::Clear { 0 } else { LUKS_DATA_OFFSET };
         let img = match scratch.create(backing.clone()) {
@@ -1654,8 +1664,8 @@ mod dm {
         let clear = super::ClearBackend;
         let spec_clear = Spec { scheme: Scheme::Clear, ..spec.clone() };
         let mut finish = measure(case, &spec_clear, &clear, &[], target, &[(&prep_dev, "volume")], library, validation, warmup, budget);
-        if let Finish::Ok(v) = &mut finish {
-            v["storage"]["scheme"] = spec.scheme.name().into();
+        if let Finish::Ok(Outcome { detail: WorkloadDetail::Storage(r), .. }) = &mut finish {
+            r.storage.scheme = spec.scheme.name().into();
         }
         finish
     }
@@ -1706,6 +1716,23 @@ mod tests {
         }
     }
 
+    /// A run's answer as the protocol sends it (its `result` as JSON), by status.
+    enum Finish {
+        Ok(Value),
+        Unsupported(String),
+        Invalid(String, Value),
+    }
+
+    fn answer(c: &WorkloadCase, f: super::Finish) -> Finish {
+        let v = c.answer_json(f);
+        let reason = v["reason"].as_str().unwrap_or("").to_string();
+        match v["status"].as_str() {
+            Some("ok") => Finish::Ok(v),
+            Some("unsupported") => Finish::Unsupported(reason),
+            _ => Finish::Invalid(reason, v),
+        }
+    }
+
     fn params(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap()
     }
@@ -1722,13 +1749,13 @@ mod tests {
     fn run_on(b: &dyn Backend, dir: &TempDir, p: Value) -> Finish {
         let c = case(b.info().backend, dir, p);
         let _cpu = crate::measure::cpu_test_lock();
-        base::run(&c, b, Duration::from_millis(10), Duration::from_millis(50))
+        answer(&c, base::run(&c, b, Duration::from_millis(10), Duration::from_millis(50)))
     }
 
     fn ok(f: Finish, what: &str) -> Value {
         match f {
             Finish::Ok(v) => v,
-            Finish::Unsupported(r, _) => panic!("{what}: unsupported: {r}"),
+            Finish::Unsupported(r) => panic!("{what}: unsupported: {r}"),
             Finish::Invalid(r, v) => panic!("{what}: invalid: {r} {v}"),
         }
     }
@@ -1794,7 +1821,7 @@ mod tests {
                             assert_sane(&v, scheme, name, &what);
                             assert_eq!(v["load"]["kind"], load.split(':').next().unwrap());
                         }
-                        Finish::Unsupported(why, _) => {
+                        Finish::Unsupported(why) => {
                             assert!(!has(name, scheme), "{what}: unsupported: {why}");
                             assert!(why.contains("XTS") && !why.contains('\n'), "{what}: {why}");
                         }
@@ -1818,7 +1845,7 @@ mod tests {
             let spec: &Spec = c.request().unwrap();
             assert_eq!(check(spec, &*b).unwrap_err(), want);
             match run_on(&*b, &dir, json!({"scheme": scheme.name()})) {
-                Finish::Unsupported(why, _) => assert_eq!(why, want),
+                Finish::Unsupported(why) => assert_eq!(why, want),
                 _ => panic!("{name} {}: not unsupported", scheme.name()),
             }
             assert!(dir.files().is_empty());
@@ -1862,7 +1889,7 @@ mod tests {
         for scheme in [Scheme::Aes128Xts, Scheme::Aes256Xts, Scheme::Aes256Gcm] {
             let dir = TempDir::new("broken");
             let c = case("openssl", &dir, json!({"scheme": scheme.name()}));
-            match base::run(&c, &broken, Duration::ZERO, Duration::from_millis(20)) {
+            match answer(&c, base::run(&c, &broken, Duration::ZERO, Duration::from_millis(20))) {
                 Finish::Invalid(why, v) => {
                     assert!(why.starts_with("known-answer test: fail"), "{}: {why}", scheme.name());
                     assert!(v["validation"]["kat"].as_str().unwrap().starts_with("fail"));
@@ -1928,7 +1955,7 @@ mod tests {
                 let (on_disk, cross, checks) = on_disk_checks(&raw, tags.as_deref(), scheme, &key.0, 64 * 1024, &*checker, &mut crypt);
                 assert_eq!(on_disk, "pass: sectors 0 and 15 on disk differ from the plaintext written", "{name}");
                 assert!(cross.starts_with(&format!("pass: {}", checker.info().library)), "{name}: {cross}");
-                assert_eq!((checks.len(), checks[0].status), (1, "pass"));
+                assert_eq!((checks.len(), checks[0].status.as_str()), (1, "pass"));
                 // A decrypting library that gets it wrong is caught.
                 let broken = crate::kat::tests::Broken;
                 let (_, cross, _) = on_disk_checks(&raw, tags.as_deref(), scheme, &key.0, 64 * 1024, &broken, &mut crypt);
@@ -2098,7 +2125,7 @@ mod tests {
                 assert_sane(&v, Scheme::Aes256Xts, "aws-lc", "direct");
                 assert_eq!((v["storage"]["direct"].as_bool(), v["storage"]["writes"].as_u64()), (Some(true), Some(0)));
             }
-            Finish::Unsupported(why, _) => assert!(why.contains("does not support O_DIRECT"), "{why}"),
+            Finish::Unsupported(why) => assert!(why.contains("does not support O_DIRECT"), "{why}"),
             Finish::Invalid(why, _) => panic!("direct: {why}"),
         }
         assert!(dir.files().is_empty(), "{:?}", dir.files());
@@ -2162,8 +2189,8 @@ mod tests {
                 let want = "dm-crypt layer unavailable: this kernel has no device-mapper (/dev/mapper/control missing)";
                 assert_eq!(dm_crypt_unavailable().as_deref(), Some(want));
                 assert_eq!(checked, Err(want.to_string()));
-                match base::run(&c, &*b, Duration::ZERO, Duration::from_millis(20)) {
-                    Finish::Unsupported(why, _) => assert_eq!(why, want),
+                match answer(&c, base::run(&c, &*b, Duration::ZERO, Duration::from_millis(20))) {
+                    Finish::Unsupported(why) => assert_eq!(why, want),
                     _ => panic!("dm-crypt ran without device-mapper"),
                 }
             } else if let Some(why) = dm_crypt_unavailable() {

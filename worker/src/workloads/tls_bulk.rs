@@ -6,8 +6,9 @@
 //! side. `record_bytes` caps the TLS record's plaintext (the maximum fragment length; default
 //! the library's, 16 KiB).
 
-use super::base::{measured_fields, number, object, Better, Common, Finish, LevelKind, Metric, Mode, Params, ServerSide,
-                  Sizing, StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use super::base::{number, object, Better, Common, Finish, LevelKind, Metric, Mode, Outcome, Params, ServerSide, Sizing,
+                  StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use crate::result::{Measured, TlsResult, WorkloadDetail};
 use super::tls::{self, Session, Transport};
 use super::tls_handshake::{self, Spec as TlsSpec};
 use crate::backends::{Backend, BackendError};
@@ -173,27 +174,32 @@ pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration)
         Ok(n)
     }) {
         Ok(n) => n,
-        Err(e) => return Finish::Invalid(format!("transfer failed: {e}"), json!({})),
+        Err(e) => return Finish::Invalid(format!("transfer failed: {e}"), None),
     };
     if let Some(why) = negotiated.mismatch(&spec.tls.p) {
-        return Finish::Invalid(format!("negotiated differs from the request: {why}"), json!({}));
+        return Finish::Invalid(format!("negotiated differs from the request: {why}"), None);
     }
     let make = || {
         let mut session = connect(&client).map_err(BackendError::Failed)?;
         Ok(Box::new(move || send_one(&mut *session, size).map_err(BackendError::Failed)) as TxnFn)
     };
-    let w = match tls_handshake::socket_window(server, make, load, warmup, budget, "transfer") {
+    let mut w = match tls_handshake::socket_window(server, make, load, warmup, budget, "transfer") {
         Ok(w) => w,
         Err(f) => return f,
     };
-    let mut v = measured_fields(&w.lm, size as usize);
-    v["validation"] = json!({"kat": "not applicable (a protocol workload)", "negotiated": "pass", "cross_checks": checks});
-    v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
-    v["server"] = w.server;
-    v["server"]["errors"] = w.errors.into();
-    v["client_timeline"] = w.client_timeline;
-    v["placement"] = placement.into();
-    Finish::Ok(v)
+    w.server.errors = Some(w.errors);
+    Finish::Ok(Outcome {
+        measured: Measured::of_load(&w.lm, size as usize),
+        validation: Some(tls_handshake::validation("not applicable (a protocol workload)", checks, "pass")),
+        detail: WorkloadDetail::Tls(TlsResult {
+            negotiated,
+            negotiated_counts: None,
+            server: w.server,
+            client_side_cpu_ns: None,
+            client_timeline: w.client_timeline,
+            placement,
+        }),
+    })
 }
 
 /// One transaction on an established session: send `size` bytes, wait for the one-byte ack.

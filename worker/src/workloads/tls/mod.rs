@@ -315,22 +315,8 @@ impl CertKind {
     }
 }
 
-/// What one side of a completed handshake reports was negotiated.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-pub struct Negotiated {
-    /// `"TLSv1.3"` or `"TLSv1.2"`.
-    pub version: String,
-    /// IANA name, e.g. `"TLS_AES_128_GCM_SHA256"`, `"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"`.
-    pub cipher_suite: String,
-    /// `x25519`, `p256`, `x25519mlkem768`; `"none"` when no key exchange happened (TLS 1.2
-    /// resumption); otherwise the library's name or `"0xXXXX"`.
-    pub group: String,
-    /// IANA name, lowercase (`"rsa_pss_rsae_sha256"`, `"ecdsa_secp256r1_sha256"`, `"ed25519"`,
-    /// `"rsa_pkcs1_sha256"`, …); `"none"` when resumed (no certificate signature).
-    pub signature_scheme: String,
-    /// Whether the session was resumed (PSK / session ticket) rather than a full handshake.
-    pub resumed: bool,
-}
+/// What one side of a completed handshake reports was negotiated (a part of the result).
+pub use crate::result::Negotiated;
 
 impl Negotiated {
     /// `None` when this is what `p` asked for; else one line saying what differs (e.g.
