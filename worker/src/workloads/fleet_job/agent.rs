@@ -2,8 +2,8 @@
 //! chosen by name) and answering the management side's requests.
 
 use crate::workloads::base::{ServerSide, StartError};
-use crate::workloads::tls::{self, Authority, NamedIdentity, ServerStack, Transport, Usage};
-use crate::backends::{BackendError, Digest, Signer, Verifier};
+use crate::workloads::tls::{self, Authority, NamedIdentity, ServerStack, Session, Transport, Usage};
+use crate::backends::{Backend, BackendError, Digest, Signer, Verifier};
 use crate::measure::clock;
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -125,7 +125,6 @@ pub(super) fn serve_target(agent: &Agent, stream: TcpStream) -> Result<bool, Str
     if !s.handshake().map_err(|e| format!("agent handshake: {e}"))? {
         return Err("agent handshake would block on a blocking socket".into());
     }
-    let spec = &agent.spec;
     let head = recv(&mut *s, 5)?;
     if head[0] != op::TARGET {
         return Err(format!("expected the target's index first, got request {:?}", head[0] as char));
@@ -140,105 +139,122 @@ pub(super) fn serve_target(agent: &Agent, stream: TcpStream) -> Result<bool, Str
     let mut management: Option<Box<dyn Verifier>> = None;
     loop {
         let request = recv(&mut *s, 1)?[0];
-        if spec.inject_close.contains(&target) {
+        if agent.spec.inject_close.contains(&target) {
             // Test-only: the target goes away in the middle of a phase, without close_notify.
             return Ok(false);
         }
-        match request {
-            op::PUSH => {
-                let count = recv_u32(&mut *s)? as usize;
-                let mut problem = None;
-                let mut mac = match spec.auth {
-                    Auth::Hmac => Some(backend.hmac(spec.digest, &hmac_key(target)).map_err(|e| e.to_string())?),
-                    Auth::Sign => None,
-                };
-                let mut tag = Vec::new();
-                for j in 0..count {
-                    let data = recv_field(&mut *s, spec.item_bytes)?;
-                    let auth = recv_field(&mut *s, 4096)?;
-                    let ok = match spec.auth {
-                        Auth::Hmac => {
-                            mac.as_mut().expect("an HMAC").mac(&data, &mut tag).map_err(|e| e.to_string())?;
-                            tag == auth
-                        }
-                        Auth::Sign => {
-                            if management.is_none() {
-                                let cert = s.peer_certificate().ok_or("the management server presented no certificate")?;
-                                let public = public_of_cert(&cert)?;
-                                management = Some(backend.verifier(spec.sig_alg(), &public).map_err(|e| e.to_string())?);
-                            }
-                            management.as_mut().expect("a verifier").verify(&data, &auth).map_err(|e| e.to_string())?
-                        }
-                    };
-                    if !ok && problem.is_none() {
-                        problem = Some(format!("item {j}: its {} does not verify", if spec.auth == Auth::Hmac { "HMAC" } else { "signature" }));
-                    }
-                }
-                match problem {
-                    None => send(&mut *s, &[op::OK])?,
-                    Some(p) => {
-                        let mut out = vec![op::ERROR];
-                        put_u32(&mut out, p.len());
-                        out.extend_from_slice(p.as_bytes());
-                        send(&mut *s, &out)?;
-                    }
-                }
-            }
-            op::CHECKS => {
-                let count = (recv_u32(&mut *s)? as usize).min(agent.files.len());
-                let tampered = spec.inject_tamper.contains(&target);
-                let mut out = Vec::with_capacity(count * spec.digest.output_len());
-                AGENT_THREAD.with(|t| -> Result<(), String> {
-                    let mut t = t.borrow_mut();
-                    if t.digest.is_none() {
-                        t.digest = Some(backend.digest(spec.digest).map_err(|e| e.to_string())?);
-                    }
-                    let d = t.digest.as_mut().expect("a digest");
-                    let mut one = Vec::new();
-                    for (j, f) in agent.files.iter().take(count).enumerate() {
-                        if j == 0 && tampered {
-                            let mut f = f.clone();
-                            f[0] ^= 1;
-                            d.digest(&f, &mut one).map_err(|e| e.to_string())?;
-                        } else {
-                            d.digest(f, &mut one).map_err(|e| e.to_string())?;
-                        }
-                        out.extend_from_slice(&one);
-                    }
-                    Ok(())
-                })?;
-                send(&mut *s, &out)?;
-            }
-            op::REPORT => {
-                let name = if target == usize::MAX { PROBE.to_string() } else { target_name(target) };
-                let report = format!(
-                    "{name}: {} job done; phases {}; {} items of {} bytes; {} checks of {} bytes hashed with {}",
-                    spec.kind.name,
-                    spec.phases.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
-                    spec.items, spec.item_bytes, spec.checks, spec.file_bytes, spec.digest.name()
-                );
-                let key = if target == usize::MAX { TARGET_KEYS } else { target_key(target) };
-                let sig = AGENT_THREAD.with(|t| -> Result<Vec<u8>, String> {
-                    let mut t = t.borrow_mut();
-                    if !t.signers.contains_key(&key) {
-                        let m = key_material(spec.p.cert, key)?;
-                        let signer = backend.signer(spec.sig_alg(), &m.pair()).map_err(|e| e.to_string())?;
-                        t.signers.insert(key, signer);
-                    }
-                    t.signers.get_mut(&key).expect("a signer").sign(report.as_bytes()).map_err(|e| e.to_string())
-                })?;
-                let mut out = Vec::with_capacity(report.len() + sig.len() + 8);
-                put_u32(&mut out, report.len());
-                out.extend_from_slice(report.as_bytes());
-                put_u32(&mut out, sig.len());
-                out.extend_from_slice(&sig);
-                send(&mut *s, &out)?;
-            }
+        let answer = match request {
+            op::PUSH => check_push(agent, &mut *s, &*backend, target, &mut management)?,
+            op::CHECKS => digest_files(agent, &mut *s, &*backend, target)?,
+            op::REPORT => signed_report(agent, &*backend, target)?,
             op::QUIT => {
                 s.close();
                 return Ok(true);
             }
             other => return Err(format!("unknown request {:?}", other as char)),
+        };
+        send(&mut *s, &answer)?;
+    }
+}
+
+/// `push`: receive the items, check each one's authenticator (an HMAC under the target's key,
+/// or the management key's signature, its key taken from the client certificate), and answer
+/// `OK` or `ERROR` with the first item that did not verify.
+fn check_push(agent: &Agent, s: &mut dyn Session, backend: &dyn Backend, target: usize,
+              management: &mut Option<Box<dyn Verifier>>) -> Result<Vec<u8>, String> {
+    let spec = &agent.spec;
+    let count = recv_u32(s)? as usize;
+    let mut problem = None;
+    let mut mac = match spec.auth {
+        Auth::Hmac => Some(backend.hmac(spec.digest, &hmac_key(target)).map_err(|e| e.to_string())?),
+        Auth::Sign => None,
+    };
+    let mut tag = Vec::new();
+    for j in 0..count {
+        let data = recv_field(s, spec.item_bytes)?;
+        let auth = recv_field(s, 4096)?;
+        let ok = match spec.auth {
+            Auth::Hmac => {
+                mac.as_mut().expect("an HMAC").mac(&data, &mut tag).map_err(|e| e.to_string())?;
+                tag == auth
+            }
+            Auth::Sign => {
+                if management.is_none() {
+                    let cert = s.peer_certificate().ok_or("the management server presented no certificate")?;
+                    let public = public_of_cert(&cert)?;
+                    *management = Some(backend.verifier(spec.sig_alg(), &public).map_err(|e| e.to_string())?);
+                }
+                management.as_mut().expect("a verifier").verify(&data, &auth).map_err(|e| e.to_string())?
+            }
+        };
+        if !ok && problem.is_none() {
+            problem = Some(format!("item {j}: its {} does not verify", if spec.auth == Auth::Hmac { "HMAC" } else { "signature" }));
         }
     }
+    Ok(match problem {
+        None => vec![op::OK],
+        Some(p) => {
+            let mut out = vec![op::ERROR];
+            put_u32(&mut out, p.len());
+            out.extend_from_slice(p.as_bytes());
+            out
+        }
+    })
+}
+
+/// `checks`: the digests of the target's files (one altered for `inject_tamper`), with this
+/// thread's digest.
+fn digest_files(agent: &Agent, s: &mut dyn Session, backend: &dyn Backend, target: usize) -> Result<Vec<u8>, String> {
+    let spec = &agent.spec;
+    let count = (recv_u32(s)? as usize).min(agent.files.len());
+    let tampered = spec.inject_tamper.contains(&target);
+    let mut out = Vec::with_capacity(count * spec.digest.output_len());
+    AGENT_THREAD.with(|t| -> Result<(), String> {
+        let mut t = t.borrow_mut();
+        if t.digest.is_none() {
+            t.digest = Some(backend.digest(spec.digest).map_err(|e| e.to_string())?);
+        }
+        let d = t.digest.as_mut().expect("a digest");
+        let mut one = Vec::new();
+        for (j, f) in agent.files.iter().take(count).enumerate() {
+            if j == 0 && tampered {
+                let mut f = f.clone();
+                f[0] ^= 1;
+                d.digest(&f, &mut one).map_err(|e| e.to_string())?;
+            } else {
+                d.digest(f, &mut one).map_err(|e| e.to_string())?;
+            }
+            out.extend_from_slice(&one);
+        }
+        Ok(())
+    })?;
+    Ok(out)
+}
+
+/// `report`: the target's result in words, signed with its key (this thread's signer).
+fn signed_report(agent: &Agent, backend: &dyn Backend, target: usize) -> Result<Vec<u8>, String> {
+    let spec = &agent.spec;
+    let name = if target == usize::MAX { PROBE.to_string() } else { target_name(target) };
+    let report = format!(
+        "{name}: {} job done; phases {}; {} items of {} bytes; {} checks of {} bytes hashed with {}",
+        spec.kind.name,
+        spec.phases.iter().map(|p| p.name()).collect::<Vec<_>>().join(","),
+        spec.items, spec.item_bytes, spec.checks, spec.file_bytes, spec.digest.name()
+    );
+    let key = if target == usize::MAX { TARGET_KEYS } else { target_key(target) };
+    let sig = AGENT_THREAD.with(|t| -> Result<Vec<u8>, String> {
+        let mut t = t.borrow_mut();
+        if !t.signers.contains_key(&key) {
+            let m = key_material(spec.p.cert, key)?;
+            let signer = backend.signer(spec.sig_alg(), &m.pair()).map_err(|e| e.to_string())?;
+            t.signers.insert(key, signer);
+        }
+        t.signers.get_mut(&key).expect("a signer").sign(report.as_bytes()).map_err(|e| e.to_string())
+    })?;
+    let mut out = Vec::with_capacity(report.len() + sig.len() + 8);
+    put_u32(&mut out, report.len());
+    out.extend_from_slice(report.as_bytes());
+    put_u32(&mut out, sig.len());
+    out.extend_from_slice(&sig);
+    Ok(out)
 }

@@ -131,84 +131,31 @@ pub(super) fn on_disk_checks(
     let last = file_bytes / SECTOR as u64 - 1;
     let sectors: Vec<u64> = if last == 0 { vec![0] } else { vec![0, last] };
     let which = sectors.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(" and ");
-    let read = |sector: u64| -> Result<(Vec<u8>, Vec<u8>), String> {
-        let f = File::open(&raw.path).map_err(|e| format!("opening {}: {e}", raw.path.display()))?;
-        let mut ct = vec![0u8; SECTOR];
-        f.read_exact_at(&mut ct, raw.offset + sector * SECTOR as u64).map_err(|e| format!("reading sector {sector}: {e}"))?;
-        let mut slot = vec![0u8; TAG_SLOT];
-        if let Some(t) = tags {
-            let t = File::open(t).map_err(|e| format!("opening the tags file: {e}"))?;
-            t.read_exact_at(&mut slot, sector * TAG_SLOT as u64).map_err(|e| format!("reading sector {sector}'s tag: {e}"))?;
-        }
-        Ok((ct, slot))
-    };
-    let lib = checker.info();
     let lib_name = checker_label(checker, scheme);
     let mut on_disk = Ok(());
-    let mut cross = Ok(String::new());
+    let mut cross = Ok(());
     for &sector in &sectors {
-        let mut pt = vec![0u8; SECTOR];
-        fill_plaintext(sector, &mut pt);
-        let (ct, slot) = match read(sector) {
+        let (ct, slot) = match read_raw(raw, tags, sector) {
             Ok(x) => x,
             Err(e) => {
                 let e = format!("fail: {e}");
                 return (e.clone(), e, vec![]);
             }
         };
-        if scheme == Scheme::Clear {
-            if ct != pt {
-                on_disk = Err(format!("sector {sector} on disk is not the plaintext written"));
-            }
-            continue;
+        let mut pt = vec![0u8; SECTOR];
+        fill_plaintext(sector, &mut pt);
+        let (problem, encrypted) = sector_on_disk(scheme, sector, &ct, &slot, &pt, crypt);
+        if let Some(why) = problem {
+            on_disk = on_disk.and(Err(why));
         }
-        if ct == pt {
-            on_disk = on_disk.and(Err(format!("sector {sector} on disk is the plaintext: nothing was encrypted")));
-            continue;
+        if encrypted {
+            let decrypted = decrypt_raw(checker, scheme, key, raw, sector, &ct, &slot, &pt);
+            cross = cross.and_then(|_| match decrypted {
+                Ok(d) if d == pt => Ok(()),
+                Ok(_) => Err(format!("{lib_name} decrypted sector {sector} to other bytes than the plaintext written")),
+                Err(e) => Err(format!("{lib_name} could not decrypt sector {sector}: {e}")),
+            });
         }
-        if scheme == Scheme::Aes256Gcm {
-            if slot[..28].iter().all(|&b| b == 0) || slot[28..].iter().any(|&b| b != 0) {
-                on_disk = on_disk.and(Err(format!("sector {sector}'s tag slot is not nonce ‖ tag ‖ 4 zero bytes")));
-                continue;
-            }
-            // A flipped ciphertext bit must not authenticate with the measured library.
-            let mut tampered = ct.clone();
-            tampered[100] ^= 0x04;
-            if crypt.decrypt(sector, &mut tampered, &slot).is_ok() {
-                on_disk = on_disk.and(Err(format!("sector {sector} with a flipped ciphertext bit authenticated")));
-            }
-        }
-        let decrypted = (|| -> Result<Vec<u8>, BackendError> {
-            match scheme.xts() {
-                Some(bits) => {
-                    let mut x = checker.xts(bits, key)?;
-                    let mut last_try = Vec::new();
-                    for &unit in &raw.tweak_units {
-                        let mut buf = ct.clone();
-                        x.decrypt_sector(sector * unit, &mut buf)?;
-                        if buf == pt {
-                            return Ok(buf);
-                        }
-                        last_try = buf;
-                    }
-                    Ok(last_try)
-                }
-                None => {
-                    let mut a = checker.aead(AeadAlg::Aes256Gcm, key)?;
-                    let nonce: [u8; 12] = slot[..12].try_into().expect("12 bytes");
-                    let mut sealed = ct.clone();
-                    sealed.extend_from_slice(&slot[12..28]);
-                    let mut out = Vec::new();
-                    a.open(&nonce, &sector.to_le_bytes(), &sealed, &mut out)?;
-                    Ok(out)
-                }
-            }
-        })();
-        cross = cross.and_then(|_| match decrypted {
-            Ok(d) if d == pt => Ok(String::new()),
-            Ok(_) => Err(format!("{lib_name} decrypted sector {sector} to other bytes than the plaintext written")),
-            Err(e) => Err(format!("{lib_name} could not decrypt sector {sector}: {e}")),
-        });
     }
     let on_disk = match on_disk {
         Ok(()) if scheme == Scheme::Clear => format!("pass: sectors {which} on disk are the plaintext written"),
@@ -220,12 +167,80 @@ pub(super) fn on_disk_checks(
     }
     let what = if scheme == Scheme::Aes256Gcm { "nonce, tag and AAD" } else { "tweak" };
     let (cross_decrypt, status, detail) = match cross {
-        Ok(_) => {
+        Ok(()) => {
             let d = format!("{lib_name} decrypted sectors {which}, read raw from the file, to the plaintext written (same key and {what})");
             (format!("pass: {d}"), "pass", d)
         }
         Err(why) => (format!("fail: {why}"), "fail", why),
     };
-    let check = CrossCheck { with: lib.backend.to_string(), status: status.into(), detail: format!("storage: {detail}") };
+    let check = CrossCheck { with: checker.info().backend.to_string(), status: status.into(), detail: format!("storage: {detail}") };
     (on_disk, cross_decrypt, vec![check])
+}
+
+/// Sector `sector` read raw from below the layer, and its 32-byte tag slot (GCM; zeros else).
+fn read_raw(raw: &Raw, tags: Option<&Path>, sector: u64) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let f = File::open(&raw.path).map_err(|e| format!("opening {}: {e}", raw.path.display()))?;
+    let mut ct = vec![0u8; SECTOR];
+    f.read_exact_at(&mut ct, raw.offset + sector * SECTOR as u64).map_err(|e| format!("reading sector {sector}: {e}"))?;
+    let mut slot = vec![0u8; TAG_SLOT];
+    if let Some(t) = tags {
+        let t = File::open(t).map_err(|e| format!("opening the tags file: {e}"))?;
+        t.read_exact_at(&mut slot, sector * TAG_SLOT as u64).map_err(|e| format!("reading sector {sector}'s tag: {e}"))?;
+    }
+    Ok((ct, slot))
+}
+
+/// What sector `sector` on disk (`ct`, its tag `slot`) must be against its plaintext `pt`: for
+/// clear the plaintext; else not the plaintext, and for GCM a well-formed slot and a flipped
+/// ciphertext bit that does not authenticate with the measured `crypt`. Returns the problem, if
+/// any, and whether the sector is encrypted data for another library to decrypt.
+fn sector_on_disk(scheme: Scheme, sector: u64, ct: &[u8], slot: &[u8], pt: &[u8], crypt: &mut Crypt) -> (Option<String>, bool) {
+    if scheme == Scheme::Clear {
+        return ((ct != pt).then(|| format!("sector {sector} on disk is not the plaintext written")), false);
+    }
+    if ct == pt {
+        return (Some(format!("sector {sector} on disk is the plaintext: nothing was encrypted")), false);
+    }
+    if scheme == Scheme::Aes256Gcm {
+        if slot[..28].iter().all(|&b| b == 0) || slot[28..].iter().any(|&b| b != 0) {
+            return (Some(format!("sector {sector}'s tag slot is not nonce ‖ tag ‖ 4 zero bytes")), false);
+        }
+        // A flipped ciphertext bit must not authenticate with the measured library.
+        let mut tampered = ct.to_vec();
+        tampered[100] ^= 0x04;
+        if crypt.decrypt(sector, &mut tampered, slot).is_ok() {
+            return (Some(format!("sector {sector} with a flipped ciphertext bit authenticated")), true);
+        }
+    }
+    (None, true)
+}
+
+/// Sector `sector` (`ct`, its tag `slot`) decrypted by `checker` with the same key (XTS: each
+/// of the raw layout's tweak units until one gives `pt`; GCM: nonce, tag and AAD).
+#[allow(clippy::too_many_arguments)]
+fn decrypt_raw(checker: &dyn Backend, scheme: Scheme, key: &[u8], raw: &Raw, sector: u64, ct: &[u8], slot: &[u8], pt: &[u8]) -> Result<Vec<u8>, BackendError> {
+    match scheme.xts() {
+        Some(bits) => {
+            let mut x = checker.xts(bits, key)?;
+            let mut last_try = Vec::new();
+            for &unit in &raw.tweak_units {
+                let mut buf = ct.to_vec();
+                x.decrypt_sector(sector * unit, &mut buf)?;
+                if buf == pt {
+                    return Ok(buf);
+                }
+                last_try = buf;
+            }
+            Ok(last_try)
+        }
+        None => {
+            let mut a = checker.aead(AeadAlg::Aes256Gcm, key)?;
+            let nonce: [u8; 12] = slot[..12].try_into().expect("12 bytes");
+            let mut sealed = ct.to_vec();
+            sealed.extend_from_slice(&slot[12..28]);
+            let mut out = Vec::new();
+            a.open(&nonce, &sector.to_le_bytes(), &sealed, &mut out)?;
+            Ok(out)
+        }
+    }
 }

@@ -138,6 +138,55 @@ pub(super) fn run(case: &WorkloadCase, spec: &Spec, dir: &Path, scratch: &mut Sc
     finish
 }
 
+/// The backing file in `dir` (`offset` + `file_bytes` long) attached to a loop device of
+/// 4096-byte sectors: the backing file's path (the volume records the device).
+fn attach(volume: &mut Volume, spec: &Spec, dir: &Path, scratch: &mut Scratch, offset: u64) -> Result<PathBuf, String> {
+    let backing = data_path(dir).with_extension("img");
+    let img = scratch.create(backing.clone())?;
+    img.set_len(offset + spec.file_bytes).map_err(|e| format!("sizing {}: {e}", backing.display()))?;
+    drop(img);
+    let backing_s = backing.to_string_lossy().to_string();
+    match tool("losetup", &["--find", "--show", "--sector-size", "4096", &backing_s], None)? {
+        dev if dev.starts_with("/dev/") => volume.loop_dev = Some(dev),
+        other => return Err(format!("losetup printed '{other}' instead of a device")),
+    }
+    Ok(backing)
+}
+
+/// A LUKS2 volume (aes-xts-plain64 with `key`, the XTS key of the scheme's size, 4096-byte sectors) made on `loop_dev` and opened
+/// (the volume records the mapping): the mapped device's path. The key reaches cryptsetup
+/// through a memfd, never a file.
+fn open_luks(volume: &mut Volume, loop_dev: &str, key: &Key) -> Result<String, String> {
+    let passphrase = hex::encode(&Key::random(32)?.0);
+    let (memfd, key_path) = key_memfd(&key.0)?;
+    // cryptsetup ≥ 2.7 names the option --volume-key-file; older ones --master-key-file.
+    let help = tool("cryptsetup", &["--help"], None).unwrap_or_default();
+    let key_opt = if help.contains("--volume-key-file") { "--volume-key-file" } else { "--master-key-file" };
+    let key_bits = (key.0.len() * 8).to_string();
+    let format = [
+        "luksFormat", "--batch-mode", "--type", "luks2", "--cipher", "aes-xts-plain64", "--key-size", &key_bits,
+        "--sector-size", "4096", "--offset", "32768", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000",
+        key_opt, &key_path, "--key-file", "-", loop_dev,
+    ];
+    let formatted = tool("cryptsetup", &format, Some(passphrase.as_bytes()));
+    drop(memfd);
+    formatted?;
+    let name = format!("cryptoperf-{}-{}", std::process::id(), clock::monotonic_ns());
+    tool("cryptsetup", &["open", "--type", "luks2", "--key-file", "-", loop_dev, &name], Some(passphrase.as_bytes()))?;
+    volume.mapping = Some(name.clone());
+    Ok(format!("/dev/mapper/{name}"))
+}
+
+/// Open `device` for reading and writing, with O_DIRECT when `direct`.
+fn open_device(device: &str, direct: bool) -> Result<File, String> {
+    let mut o = OpenOptions::new();
+    o.read(true).write(true);
+    if direct {
+        o.custom_flags(libc::O_DIRECT);
+    }
+    o.open(device).map_err(|e| format!("opening {device}: {e}"))
+}
+
 pub(super) fn run_on(
     case: &WorkloadCase,
     spec: &Spec,
@@ -151,77 +200,27 @@ pub(super) fn run_on(
         Ok(k) => k,
         Err(e) => return Finish::Invalid(e, None),
     };
-    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    let mut validation = StorageValidation {
-        kat: if spec.scheme == Scheme::Clear {
-            "not applicable (clear: nothing is encrypted)".into()
-        } else {
-            "not applicable (the kernel's dm-crypt encrypts; the kernel tests its AES-XTS when it registers it)".into()
-        },
-        kat_source: String::new(),
-        on_disk: "not run".into(),
-        cross_decrypt: "not run".into(),
-        cross_checks: vec![],
+    let kat = match spec.scheme {
+        Scheme::Clear => "not applicable (clear: nothing is encrypted)",
+        _ => "not applicable (the kernel's dm-crypt encrypts; the kernel tests its AES-XTS when it registers it)",
     };
+    let mut validation =
+        StorageValidation { kat: kat.into(), kat_source: String::new(), on_disk: "not run".into(), cross_decrypt: "not run".into(), cross_checks: vec![] };
     let invalid = |why: String, v: &StorageValidation| Finish::Invalid(why, Some(v.to_validation()));
-    let backing = data_path(dir).with_extension("img");
     let offset = if spec.scheme == Scheme::Clear { 0 } else { LUKS_DATA_OFFSET };
-    let img = match scratch.create(backing.clone()) {
-        Ok(f) => f,
+    let device = attach(volume, spec, dir, scratch, offset).and_then(|backing| {
+        let loop_dev = volume.loop_dev.clone().unwrap_or_default();
+        let device = match spec.scheme.xts() {
+            Some(_) => open_luks(volume, &loop_dev, &key)?,
+            None => loop_dev,
+        };
+        Ok((backing, device))
+    });
+    let (backing, device) = match device {
+        Ok(d) => d,
         Err(e) => return invalid(e, &validation),
     };
-    if let Err(e) = img.set_len(offset + spec.file_bytes) {
-        return invalid(format!("sizing {}: {e}", backing.display()), &validation);
-    }
-    drop(img);
-    let backing_s = backing.to_string_lossy().to_string();
-    match tool("losetup", &["--find", "--show", "--sector-size", "4096", &backing_s], None) {
-        Ok(dev) if dev.starts_with("/dev/") => volume.loop_dev = Some(dev),
-        Ok(other) => return invalid(format!("losetup printed '{other}' instead of a device"), &validation),
-        Err(e) => return invalid(e, &validation),
-    }
-    let loop_dev = volume.loop_dev.clone().unwrap_or_default();
-    let device = if let Some(bits) = spec.scheme.xts() {
-        let passphrase = match Key::random(32) {
-            Ok(p) => hex::encode(&p.0),
-            Err(e) => return invalid(e, &validation),
-        };
-        let (memfd, key_path) = match key_memfd(&key.0) {
-            Ok(k) => k,
-            Err(e) => return invalid(e, &validation),
-        };
-        // cryptsetup ≥ 2.7 names the option --volume-key-file; older ones --master-key-file.
-        let help = tool("cryptsetup", &["--help"], None).unwrap_or_default();
-        let key_opt = if help.contains("--volume-key-file") { "--volume-key-file" } else { "--master-key-file" };
-        let key_bits = (bits.key_len() * 8).to_string();
-        let format = [
-            "luksFormat", "--batch-mode", "--type", "luks2", "--cipher", "aes-xts-plain64", "--key-size", &key_bits,
-            "--sector-size", "4096", "--offset", "32768", "--pbkdf", "pbkdf2", "--pbkdf-force-iterations", "1000",
-            key_opt, &key_path, "--key-file", "-", &loop_dev,
-        ];
-        let formatted = tool("cryptsetup", &format, Some(passphrase.as_bytes()));
-        drop(memfd);
-        if let Err(e) = formatted {
-            return invalid(e, &validation);
-        }
-        let name = format!("cryptoperf-{}-{}", std::process::id(), clock::monotonic_ns());
-        if let Err(e) = tool("cryptsetup", &["open", "--type", "luks2", "--key-file", "-", &loop_dev, &name], Some(passphrase.as_bytes())) {
-            return invalid(e, &validation);
-        }
-        volume.mapping = Some(name.clone());
-        format!("/dev/mapper/{name}")
-    } else {
-        loop_dev.clone()
-    };
-    let open = |direct: bool| {
-        let mut o = OpenOptions::new();
-        o.read(true).write(true);
-        if direct {
-            o.custom_flags(libc::O_DIRECT);
-        }
-        o.open(&device).map_err(|e| format!("opening {device}: {e}"))
-    };
-    let prep_dev = match open(false) {
+    let prep_dev = match open_device(&device, false) {
         Ok(f) => f,
         Err(e) => return invalid(e, &validation),
     };
@@ -235,13 +234,11 @@ pub(super) fn run_on(
     let checker = backends::rustcrypto::RustCrypto;
     let (on_disk, cross_decrypt, cross_checks) =
         on_disk_checks(&raw, None, spec.scheme, &key.0, spec.file_bytes, &checker, &mut Crypt::Clear);
-    validation.on_disk = on_disk;
-    validation.cross_decrypt = cross_decrypt;
-    validation.cross_checks = cross_checks;
+    (validation.on_disk, validation.cross_decrypt, validation.cross_checks) = (on_disk, cross_decrypt, cross_checks);
     if let Some(why) = validation.failure() {
         return invalid(why, &validation);
     }
-    let data = match open(spec.direct) {
+    let data = match open_device(&device, spec.direct) {
         Ok(f) => f,
         Err(e) => return invalid(e, &validation),
     };
@@ -252,16 +249,14 @@ pub(super) fn run_on(
             Err(e) => return invalid(format!("making the cached copy: {e}"), &validation),
         },
     };
-    let library = if spec.scheme == Scheme::Clear {
-        "none".to_string()
-    } else {
-        format!("Linux {} dm-crypt (aes-xts-plain64)", release.trim())
+    let library = match spec.scheme {
+        Scheme::Clear => "none".to_string(),
+        _ => format!("Linux {} dm-crypt (aes-xts-plain64)", std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim()),
     };
     let target = Arc::new(Target { data, tags: None, memfd });
     // The kernel encrypts, so every thread's layer here is clear.
-    let clear = ClearBackend;
     let spec_clear = Spec { scheme: Scheme::Clear, ..spec.clone() };
-    let mut finish = measure(case, &spec_clear, &clear, &[], target, &[(&prep_dev, "volume")], library, validation, warmup, budget);
+    let mut finish = measure(case, &spec_clear, &ClearBackend, &[], target, &[(&prep_dev, "volume")], library, validation, warmup, budget);
     if let Finish::Ok(Outcome { detail: WorkloadDetail::Storage(r), .. }) = &mut finish {
         r.storage.scheme = spec.scheme.name().into();
     }
