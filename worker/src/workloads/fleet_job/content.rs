@@ -32,9 +32,10 @@ pub(super) fn item(j: usize, len: usize) -> Vec<u8> {
     fill(0x17e4_0000 + j as u64, len)
 }
 
-/// The HMAC key the management server and target `i` share (32 bytes).
+/// The HMAC key the management server and target `i` share (32 bytes; the probe's index,
+/// `usize::MAX`, wraps the seed instead of overflowing it).
 pub(super) fn hmac_key(i: usize) -> Vec<u8> {
-    fill(0x4d41_4300_0000 + i as u64, 32)
+    fill(0x4d41_4300_0000u64.wrapping_add(i as u64), 32)
 }
 
 /// A key of the pool in the encodings the backends import ([`KeyPair`]).

@@ -275,7 +275,7 @@ pub(super) fn check_probe(readies: &[Value], spec: &Spec, validation: &mut Valid
 pub(super) struct Job {
     pub(super) t0: u64,
     pub(super) staged: u64,
-    pub(super) dones: Vec<Value>,
+    pub(super) dones: Vec<SliceDone>,
     pub(super) ticks: CpuTicks,
     pub(super) coordinator_cpu: u64,
     pub(super) agent_before: Vec<ServerStats>,
@@ -297,7 +297,11 @@ pub(super) fn run_job(spec: &Spec, backend: &dyn Backend, job: &Prepared, mut ag
     for s in slices.iter_mut() {
         s.tell(&go).map_err(|e| Finish::Invalid(e, None))?;
     }
-    let dones = slices.iter_mut().map(|s| s.answer()).collect::<Result<Vec<_>, _>>().map_err(|e| Finish::Invalid(e, None))?;
+    let dones = slices
+        .iter_mut()
+        .map(|s| s.answer().and_then(|v| serde_json::from_value::<SliceDone>(v).map_err(|e| format!("slice {}'s answer: {e}", s.index))))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| Finish::Invalid(e, None))?;
     let cpu1 = process_cpu_ns();
     let ticks = CpuTicks::now().since(ticks0);
     let agent_pids = agents.iter().map(|a| a.pid()).collect();
@@ -314,7 +318,7 @@ impl Job {
             .dones
             .iter()
             .enumerate()
-            .flat_map(|(j, d)| d["records"].as_array().cloned().unwrap_or_default().into_iter().map(move |r| Record::from_json(&r, j)))
+            .flat_map(|(j, d)| d.records.iter().map(move |r| Record::from_wire(r, j)))
             .collect();
         records.sort_by_key(|r| r.target);
         records
@@ -336,7 +340,7 @@ impl Job {
         }
         let completed = records.iter().filter(|r| r.failure.is_none()).count() as u64;
         let mut cpu_ns = vec![self.coordinator_cpu];
-        cpu_ns.extend(self.dones.iter().map(|d| d["cpu_ns"].as_u64().unwrap_or(0)));
+        cpu_ns.extend(self.dones.iter().map(|d| d.cpu_ns));
         Measurement {
             ops: completed,
             batch: 1,
@@ -394,9 +398,8 @@ impl Job {
             timeline: Some(timeline),
         }];
         out.extend(self.dones.iter().enumerate().map(|(j, d)| JobProcess {
-            role: "slice".into(), index: j, pid: d["pid"].as_u64().map(|p| p as u32), pinned_cpu: d["pinned_cpu"].as_u64().map(|c| c as usize),
-            cpu_ns: d["cpu_ns"].as_u64().unwrap_or(0), peak_rss_bytes: d["peak_rss_bytes"].as_u64(), max_fds: d["max_fds"].as_u64(),
-            timeline_offset_ms: self.offset_ms(d["timeline_start_ns"].as_u64()), timeline: serde_json::from_value(d["timeline"].clone()).unwrap_or_default(),
+            role: "slice".into(), index: j, pid: d.pid, pinned_cpu: d.pinned_cpu, cpu_ns: d.cpu_ns, peak_rss_bytes: d.peak_rss_bytes,
+            max_fds: d.max_fds, timeline_offset_ms: self.offset_ms(d.timeline_start_ns), timeline: d.timeline.clone(),
         }));
         out.extend(self.agent_before.iter().zip(&self.agent_after).enumerate().map(|(a, (before, after))| JobProcess {
             role: "agent".into(), index: a, pid: self.agent_pids[a], pinned_cpu: agent_cpus[a], cpu_ns: after.cpu_ns.saturating_sub(before.cpu_ns),
@@ -487,7 +490,7 @@ pub(super) fn run_checked(case: &WorkloadCase, spec: &Spec, backend: &dyn Backen
         detail: WorkloadDetail::Fleet(Box::new(FleetResult {
             negotiated,
             server: ran.server(&agent_addrs),
-            client_timeline: ran.dones.first().and_then(|d| serde_json::from_value(d["timeline"].clone()).ok()),
+            client_timeline: ran.dones.first().and_then(|d| d.timeline.clone()),
             placement: placement_note,
             fleet,
         })),

@@ -1,7 +1,8 @@
 //! A target's record: its phases' times, as far as it got, and why it failed.
 
 use crate::workloads::tls::Negotiated;
-use serde_json::{json, Value};
+use crate::result::Timeline;
+use serde::{Deserialize, Serialize};
 use super::spec::*;
 
 /// One target's record: its phases' (start, end) in monotonic ns, in order, as far as it got.
@@ -19,21 +20,53 @@ pub struct Record {
 }
 
 impl Record {
-    pub(super) fn to_json(&self) -> Value {
-        json!({"t": self.target, "ph": self.phases.iter().map(|(a, b)| vec![*a, *b]).collect::<Vec<_>>(),
-               "fail": self.failure.as_ref().map(|(p, why)| json!({"phase": p.name(), "reason": why})),
-               "mm": self.mismatches})
+    /// The record as a slice sends it.
+    pub(super) fn to_wire(&self) -> WireRecord {
+        WireRecord {
+            t: self.target,
+            ph: self.phases.clone(),
+            fail: self.failure.as_ref().map(|(p, why)| WireFailure { phase: p.name().into(), reason: why.clone() }),
+            mm: self.mismatches,
+        }
     }
 
-    pub(super) fn from_json(v: &Value, slice: usize) -> Record {
-        let phases = v["ph"]
-            .as_array()
-            .map(|a| a.iter().map(|p| (p[0].as_u64().unwrap_or(0), p[1].as_u64().unwrap_or(0))).collect())
-            .unwrap_or_default();
-        let failure = v["fail"].as_object().map(|f| {
-            (Phase::parse(f["phase"].as_str().unwrap_or("")).unwrap_or(Phase::Connect), f["reason"].as_str().unwrap_or("").to_string())
-        });
-        Record { target: v["t"].as_u64().unwrap_or(0) as usize, slice, phases, failure,
-                 mismatches: v["mm"].as_u64().unwrap_or(0) as usize, negotiated: None }
+    /// A record slice `slice` sent.
+    pub(super) fn from_wire(w: &WireRecord, slice: usize) -> Record {
+        let failure = w.fail.as_ref().map(|f| (Phase::parse(&f.phase).unwrap_or(Phase::Connect), f.reason.clone()));
+        Record { target: w.t, slice, phases: w.ph.clone(), failure, mismatches: w.mm, negotiated: None }
     }
+}
+
+/// A record on the line from a slice to the coordinator (short names: a job of 10,000 targets
+/// sends 10,000 of them): target, phases' (start, end) ns, failure, mismatches.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WireRecord {
+    t: usize,
+    ph: Vec<(u64, u64)>,
+    fail: Option<WireFailure>,
+    mm: usize,
+}
+
+/// The phase a target failed in and why.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WireFailure {
+    phase: String,
+    reason: String,
+}
+
+/// What a slice answers once its targets are done: their records, and what it measured of
+/// itself over the job (CPU, timeline and its start, peak RSS, most descriptors open).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct SliceDone {
+    /// `done`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub records: Vec<WireRecord>,
+    pub cpu_ns: u64,
+    pub timeline: Option<Timeline>,
+    pub timeline_start_ns: Option<u64>,
+    pub peak_rss_bytes: Option<u64>,
+    pub max_fds: Option<u64>,
+    pub pid: Option<u32>,
+    pub pinned_cpu: Option<usize>,
 }

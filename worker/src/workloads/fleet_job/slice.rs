@@ -210,17 +210,18 @@ pub fn slice_main() -> i32 {
     });
     let cpu1 = process_cpu_ns();
     let records = records.into_inner().unwrap_or_else(|e| e.into_inner());
-    link.say(json!({
-        "type": "done",
-        "records": records.iter().map(Record::to_json).collect::<Vec<_>>(),
-        "cpu_ns": (cpu1.0 + cpu1.1).saturating_sub(cpu0.0 + cpu0.1),
-        "timeline": serde_json::to_value(sampler.stop()).unwrap_or_default(),
-        "timeline_start_ns": sampler_t0,
-        "peak_rss_bytes": sampler::peak_rss_bytes(),
-        "max_fds": fds.stop(),
-        "pid": std::process::id(),
-        "pinned_cpu": pinned,
-    }));
+    let done = SliceDone {
+        kind: "done".into(),
+        records: records.iter().map(Record::to_wire).collect(),
+        cpu_ns: (cpu1.0 + cpu1.1).saturating_sub(cpu0.0 + cpu0.1),
+        timeline: Some(sampler.stop()),
+        timeline_start_ns: Some(sampler_t0),
+        peak_rss_bytes: sampler::peak_rss_bytes(),
+        max_fds: Some(fds.stop() as u64),
+        pid: Some(std::process::id()),
+        pinned_cpu: pinned,
+    };
+    link.say(serde_json::to_value(done).unwrap_or_default());
     0
 }
 
