@@ -554,7 +554,7 @@ def calibrated(cells: Sequence[Cell], outcomes: Sequence[Outcome]) -> tuple[dict
             cal.setdefault(o.cell.key, []).append(o)
     # With the Ray executor's every-node, each node calibrates: the group's batch is the largest
     # any node needed, and a cell runs where any node could measure it.
-    batches = {g: schedule.group_batch((o.result or {}).get("batch") for c in members
+    batches = {g: schedule.group_batch(o.result.batch if o.result else None for c in members
                                        for o in cal.get(c.key, ()) if o.status == OK)
                for g, members in schedule.groups(cells).items()}
     runnable = [c for c in cells if c.key not in cal or any(o.status in (OK, "failed") for o in cal[c.key])]
@@ -891,7 +891,7 @@ def speed_blocks(cells: Sequence[Cell], repetitions: int, seed: int, settings: s
                              on_outcome=on_outcome, progress=progress, description=what, unmasked=unmasked)
     if repetitions > 1:
         first = {o.cell.key: o for o in outcomes}
-        batches = {o.cell.group: (o.result or {}).get("batch") for o in outcomes if o.ok}
+        batches = {o.cell.group: o.result.batch if o.result else None for o in outcomes if o.ok}
         later = [c for c in cells if c.key not in first or first[c.key].status in (OK, "failed")]
         if later:
             reps = numbered(schedule.blocks(later, 2, repetitions, seed, batches, start_index=len(outcomes)))

@@ -18,7 +18,8 @@ from typing import Any
 from cryptoperf import analysis, hostinfo
 from cryptoperf.errors import NoSuchRun, StoreError
 from cryptoperf.schedule import looks
-from cryptoperf.model import OK, Cell, CellSummary, Delta, Outcome, Repetition, outcome_from_result
+from cryptoperf.model import FAILED, OK, Cell, CellSummary, Delta, Outcome, Repetition, outcome_from_result
+from cryptoperf.result import UnreadableResult, decode
 from cryptoperf.store import FORMAT_VERSION, Location, Store
 from cryptoperf.study import Study, options_for, parse
 
@@ -183,10 +184,16 @@ def _outcome(row: dict[str, Any], index: int) -> Outcome:
                 cpu=row["cpu"], build=row["build"])
     rep = Repetition(cell=cell, block=int(row["block"]), position=int(row["position"]), index=index,
                      attempt=int(row["attempt"]), batch=row["batch"])
-    if row["status"] == OK and row["result"] is not None:
-        o = outcome_from_result(rep, row["result"])
+    try:
+        result = decode(row["result"]) if row["result"] is not None else None
+    except UnreadableResult as e:
+        result, status, reason = None, FAILED if row["status"] == OK else row["status"], str(e)
     else:
-        o = Outcome(rep, row["status"], row["reason"], row["result"])
+        status, reason = row["status"], row["reason"]
+    if status == OK and result is not None:
+        o = outcome_from_result(rep, result)
+    else:
+        o = Outcome(rep, status, reason, result)
     o.started_at = row.get("started_at") or ""
     o.finished_at = row.get("finished_at") or ""
     o.disturbed = row.get("disturbed") or ""

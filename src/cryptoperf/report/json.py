@@ -43,11 +43,11 @@ def outcome_dict(o: Outcome) -> dict[str, Any]:
     d = rep.cell.as_dict()
     d.update(block=rep.block, position=rep.position, attempt=rep.attempt, batch=rep.batch,
              superseded=o.superseded, disturbed=o.disturbed, status=o.status, reason=o.reason,
-             fips_reported=(o.result or {}).get("fips"),
+             fips_reported=o.result.fips if o.result else None,
              started_at=o.started_at, finished_at=o.finished_at, stderr_tail=o.stderr_tail,
              latency=o.latency.as_dict() if o.latency else None,
              throughput=o.throughput.as_dict() if o.throughput else None,
-             result=o.result, host=o.host)
+             result=o.result.raw if o.result else None, host=o.host)
     return d
 
 
