@@ -22,7 +22,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, builds, cpumask, economics, engine, study as study_mod
-from cryptoperf import opnames, workerbuild
+from cryptoperf import opnames, paths, workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
@@ -34,7 +34,7 @@ from cryptoperf.report import terminal
 from cryptoperf.report.render import write_text as render_write
 from cryptoperf.run.worker import fetch_hello
 from cryptoperf.store import FORMAT_VERSION, mask, shown_default
-from cryptoperf.worker_path import find_worker
+from cryptoperf.builds import find_worker
 
 
 def _stderr() -> Console:
@@ -144,7 +144,7 @@ def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
 def _list_builds() -> None:
     """Print every worker build: name, built or not (path or why not), what it is."""
     out = _stdout()
-    out.print(f"worker builds (cache: {builds.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
+    out.print(f"worker builds (cache: {paths.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
     for name, spec in builds.BUILDS.items():
         available, where = builds.status(name)
         if available and spec.setup is not None:
