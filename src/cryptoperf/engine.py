@@ -28,19 +28,18 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
-from cryptoperf import opnames, preflight, speedstats, workload
+from cryptoperf import opnames, paths, preflight, speedstats, workload
 from cryptoperf.errors import StudyError, StudyInterrupted, UsageError
 from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
-from cryptoperf.report.json import outcome_dict
 from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import local
 from cryptoperf.run.worker import Hello, WorkerClient, WorkerRules, fetch_hello
 from cryptoperf.store import Store
 from cryptoperf.stored import StoredRun, load_run, open_store, settings_of
 from cryptoperf.study import Study
-from cryptoperf.worker_path import find_worker
+from cryptoperf.builds import find_worker
 
 DEFAULT_OUT_DIR = "cryptoperf-results"
 DEFAULT_SPEED_OPS = ("sha256", "aes-128-gcm-seal", "chacha20-poly1305-seal", "rsa2048-sign",
@@ -206,7 +205,7 @@ def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
     files = [c for c in cells if c.op in workload.FILE_WORKLOADS]
     if not files:
         return None
-    root = s.work_dir or str(builds.data_dir() / "work")
+    root = s.work_dir or str(paths.data_dir() / "work")
     sizes = []
     for c in files:
         try:
@@ -467,7 +466,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
             st.reopen_run(run_id, hostinfo.process_identity())
 
         def record(o: Outcome) -> None:
-            rows[id(o)] = st.add_result(run_id, outcome_dict(o))  # stored first: memory never holds more
+            rows[id(o)] = st.add_outcome(run_id, o)  # stored first: memory never holds more
             outcomes.append(o)
 
         def superseded(lost: list[Outcome], why: str) -> None:
@@ -717,7 +716,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
             status = "interrupted"
             try:
                 outcomes = speed_blocks(cells, repetitions, seed, settings, path, progress=progress or None,
-                                        on_outcome=lambda o: st.add_result(run_id, outcome_dict(o)),
+                                        on_outcome=lambda o: st.add_outcome(run_id, o),
                                         unmasked=unmasked)
                 status = "complete"
             finally:

@@ -18,8 +18,7 @@ from typing import Any
 from cryptoperf import analysis, hostinfo
 from cryptoperf.errors import NoSuchRun, StoreError
 from cryptoperf.schedule import looks
-from cryptoperf.model import FAILED, OK, Cell, CellSummary, Delta, Outcome, Repetition, outcome_from_result
-from cryptoperf.result import UnreadableResult, decode
+from cryptoperf.model import CellSummary, Delta, Outcome
 from cryptoperf.store import FORMAT_VERSION, Location, Store
 from cryptoperf.study import Study, options_for, parse
 
@@ -171,35 +170,10 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     study = None
     if meta.get("study_toml"):
         study = parse(meta["study_toml"], f"<study of run {rid}>", stored=True)
-    rows = list(store.results(rid))
-    outcomes = [_outcome(row, i) for i, row in enumerate(rows)]
-    run = StoredRun.from_outcomes(meta, study, outcomes, analysis_settings(meta, study))
-    run.row_ids = [int(row["id"]) for row in rows]
+    stored = store.outcomes(rid)
+    run = StoredRun.from_outcomes(meta, study, list(stored.values()), analysis_settings(meta, study))
+    run.row_ids = list(stored)
     return run
-
-
-def _outcome(row: dict[str, Any], index: int) -> Outcome:
-    cell = Cell(configuration=row["configuration"], backend=row["backend"], label=row["label"],
-                op=row["op"], params=row["params"] or {}, size_bytes=row["size_bytes"],
-                cpu=row["cpu"], build=row["build"])
-    rep = Repetition(cell=cell, block=int(row["block"]), position=int(row["position"]), index=index,
-                     attempt=int(row["attempt"]), batch=row["batch"])
-    try:
-        result = decode(row["result"]) if row["result"] is not None else None
-    except UnreadableResult as e:
-        result, status, reason = None, FAILED if row["status"] == OK else row["status"], str(e)
-    else:
-        status, reason = row["status"], row["reason"]
-    if status == OK and result is not None:
-        o = outcome_from_result(rep, result)
-    else:
-        o = Outcome(rep, status, reason, result)
-    o.started_at = row.get("started_at") or ""
-    o.finished_at = row.get("finished_at") or ""
-    o.disturbed = row.get("disturbed") or ""
-    o.superseded = bool(row.get("superseded"))
-    o.host = row.get("host")
-    return o
 
 
 def open_store(location: str | Path | None = None) -> Store:
