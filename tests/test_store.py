@@ -178,7 +178,7 @@ def test_a_format_2_store_is_upgraded_in_place_and_still_loads_and_reports(tmp_p
 def test_a_result_keeps_the_host_that_ran_it(tmp_path):
     """results.host_json: the fingerprint of the machine that ran a repetition, NULL for the
     run's own; stored.load_run gives it to the Outcome, the JSON document to the repetition."""
-    from cryptoperf.report import json as report_json
+    from cryptoperf.rows import repetition_entry
     with store.Store(tmp_path / "runs.sqlite") as st:
         rid = st.begin_run("study", "t", {"hostname": "head", "cpu_model": "X"}, "s")
         st.add_result(rid, row())
@@ -187,7 +187,7 @@ def test_a_result_keeps_the_host_that_ran_it(tmp_path):
         assert [r["host"] for r in rows] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
         outcomes = list(st.outcomes(rid).values())
     assert [o.host for o in outcomes] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
-    assert [report_json.outcome_dict(o)["host"] for o in outcomes] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
+    assert [repetition_entry(o)["host"] for o in outcomes] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
 
 
 def _measured(block: int, **result) -> Outcome:
