@@ -1,6 +1,7 @@
 """One row flattener (``cryptoperf.rows``) behind the CSV report, ``cryptoperf.load()`` and the
-JSON documents: the three agree column by column on a stored run, the ``speed`` JSON carries
-every field a workload's result has, and the study document lists every field of the study."""
+JSON documents: the three agree column by column on a stored run, and the study document lists
+every field of the study (test_speed.py: the ``speed`` JSON carries every field a workload's
+result has)."""
 
 from __future__ import annotations
 
@@ -68,24 +69,6 @@ def test_a_not_measured_repetition_keeps_its_row_with_empty_figures(v2_run):
         "failed", "worker crashed: boom", None, None, None)
     assert row["params"] == o.cell.worker_params() and row["size_bytes"] == o.cell.size_bytes
     assert rows.speed_entry(failed)["fips_reported"] is None
-
-
-def test_the_speed_json_of_a_workload_carries_what_it_measured(cli, fake_worker):
-    """``speed --json`` of a workload holds its server side, negotiation and own part, as the
-    study document's ``result`` does (it used to copy a fixed list of primitive fields)."""
-    fake_worker()
-    res = cli("speed", "--op", "tls-handshake", "--op", "storage", "-b", "openssl", "--json", "--no-store",
-              "--seconds", "0.01", "--warmup", "0")
-    assert res.code == 0, res.err
-    tls, storage = json.loads(res.out)["results"]
-    assert tls["op"] == "tls-handshake" and tls["status"] == "ok", tls["reason"]
-    assert {"cpu_ns", "transactions", "address", "timeline"} <= set(tls["server"])
-    assert tls["server"]["transactions"] == tls["ops"]
-    assert tls["negotiated"]["version"] == "TLSv1.3" and tls["load"]["kind"] == "closed"
-    assert {"negotiated_counts", "client_timeline", "placement", "mode", "late"} <= set(tls)
-    assert all("server" in r for r in tls["per_repetition"])
-    assert storage["status"] == "ok", storage["reason"]
-    assert {"bytes_read", "bytes_written", "process_user_ns", "process_system_ns"} <= set(storage["storage"])
 
 
 def test_the_study_document_lists_every_field_of_the_study():

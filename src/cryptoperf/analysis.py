@@ -20,8 +20,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf import stats
-from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, CellSummary, Delta, Outcome
+from cryptoperf import speedstats, stats
+from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, Cell, CellSummary, Delta, Outcome
 from cryptoperf.result import WorkerResult
 
 MIN_BLOCKS = stats.MIN_BLOCKS
@@ -42,6 +42,8 @@ class Settings:
             does not enter any verdict).
         verdict_on: the metric verdicts are decided on (``stats.METRICS``: ``latency``, the
             per-repetition p50; ``throughput``, ops/s; ``cpu_per_op``, CPU ns per operation).
+        speed_baseline: a ``speed`` run's ``--baseline`` backend, which its other backends
+            are compared with (``speedstats``); None for a study, or without one.
     """
 
     level: float = stats.DEFAULT_LEVEL
@@ -50,6 +52,7 @@ class Settings:
     looks: int = 1
     noise_threshold_pct: float = 10.0
     verdict_on: str = "latency"
+    speed_baseline: str | None = None
 
     @property
     def metric(self) -> str:
@@ -96,6 +99,8 @@ class Analysis:
         settings: how they were decided.
         comparisons: the deltas with an interval (the family the adjustment covers).
         level: the confidence level of each interval after the adjustment.
+        speed: a run without a study (``speed``): its rows and baseline comparisons
+            (``speedstats.analyse``); None for a study.
     """
 
     summaries: dict[str, CellSummary]
@@ -103,6 +108,7 @@ class Analysis:
     settings: Settings = field(default_factory=Settings)
     comparisons: int = 0
     level: float = stats.DEFAULT_LEVEL
+    speed: speedstats.SpeedAnalysis | None = None
 
     @property
     def method(self) -> str:
@@ -389,11 +395,15 @@ def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[
     return out
 
 
-def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings()) -> Analysis:
-    """Summaries and (with a ``baseline``) deltas of a stored run's outcomes, computed once."""
+def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings(),
+            order: Sequence[Cell] = ()) -> Analysis:
+    """Summaries and (with a ``baseline`` configuration: a study) deltas of a stored run's
+    outcomes, computed once; without one (a ``speed`` run), its rows in the order of the cells
+    ``order`` (then first seen) and their comparison with ``settings.speed_baseline``."""
     summaries = summarize(outcomes)
     if baseline is None:
-        return Analysis(summaries, [], settings, 0, settings.level)
+        speed = speedstats.analyse(outcomes, order, settings.speed_baseline)
+        return Analysis(summaries, [], settings, 0, settings.level, speed)
     ds, m, level = deltas(summaries, baseline, settings)
     return Analysis(summaries, ds, settings, m, level)
 

@@ -276,8 +276,7 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
                           store=store_path, store_results=not no_store, progress=terminal.ProgressBar(err) if not as_json or err.is_terminal
                           else None, console=err)
     if as_json:
-        doc = report_json.speed_document(result.outcomes, result.host, result.settings, result.started_at,
-                                         result.finished_at, baseline=result.baseline, order=result.cells)
+        doc = report_json.speed_document(result, result.settings)
         click.echo(json.dumps(doc, indent=1))
         return
     out = _stdout()

@@ -263,3 +263,30 @@ def _ratio(r: SpeedRow, b: SpeedRow, baseline: str) -> BaselineRatio:
     return BaselineRatio(r.cell.backend, baseline, r, b, r.ops_per_s.value / b.ops_per_s.value, None,
                          f"{n} repetition{'s' if n != 1 else ''} each: no interval; "
                          f"--repetitions {MIN_REPETITIONS} or more gives one")
+
+
+# --------------------------------------------------------------------------- a speed run, analysed
+
+
+@dataclass(frozen=True)
+class SpeedAnalysis:
+    """A ``speed`` run's figures, computed once (``analyse``; kept in ``Analysis.speed``).
+
+    Attributes:
+        rows: one ``SpeedRow`` per (backend, operation, size), in table order.
+        baseline: the backend the others are compared with, or None.
+        ratios: every other backend's row against the baseline's (``compare_to_baseline``;
+            () without a baseline).
+    """
+
+    rows: tuple[SpeedRow, ...]
+    baseline: str | None = None
+    ratios: tuple[BaselineRatio, ...] = ()
+
+
+def analyse(outcomes: Iterable[Outcome], order: Sequence[Cell] = (), baseline: str | None = None) -> SpeedAnalysis:
+    """The rows of a ``speed`` run (``rows``: in the order of ``order``, then first seen) and,
+    with ``baseline`` (a backend), each other backend against it."""
+    speed_rows = rows(outcomes, order)
+    ratios = compare_to_baseline(speed_rows, baseline) if baseline is not None else []
+    return SpeedAnalysis(tuple(speed_rows), baseline, tuple(ratios))

@@ -23,10 +23,9 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 from cryptoperf import __version__, rows, speedstats, stats
-from cryptoperf.model import Cell, Outcome
 from cryptoperf.report.render import write_text
 from cryptoperf.store import FORMAT_VERSION
 from cryptoperf.stored import StoredRun
@@ -63,22 +62,22 @@ def speed_row_entry(row: speedstats.SpeedRow, logical_cpus: int = 1) -> dict[str
     return entry
 
 
-def speed_document(outcomes: Sequence[Outcome], host: Mapping[str, Any], settings: Mapping[str, Any],
-                   started_at: str, finished_at: str, baseline: str | None = None,
-                   order: Sequence[Cell] = ()) -> dict[str, Any]:
-    """The ``speed`` JSON document: ``results`` one ``speed_row_entry`` per (backend, op, size)
-    row (in the order of the cells ``order``, else first seen); with ``baseline`` (a backend),
-    ``baseline``: ``{backend, metric, level, comparisons}``, each comparison a
+def speed_document(run: StoredRun, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``speed`` JSON document of a ``speed`` run, from its analysis (``run.speed``):
+    ``results`` one ``speed_row_entry`` per (backend, op, size) row, in table order; with a
+    baseline backend, ``baseline``: ``{backend, metric, level, comparisons}``, each comparison a
     ``speedstats.BaselineRatio.as_dict`` (another backend's ops/s ÷ the baseline's, with its
-    interval)."""
-    speed_rows = speedstats.rows(outcomes, order)
-    cpus = int(host.get("logical_cpus") or 1)
+    interval). ``settings``: the worker settings the call used (``engine.SpeedRun.settings``;
+    {} for a run read back from the store, which does not keep them)."""
+    m, speed = run.meta, run.speed
+    cpus = int(run.host.get("logical_cpus") or 1)
     doc = {"format_version": FORMAT_VERSION, "kind": "speed", "cryptoperf_version": __version__,
-           "started_at": started_at, "finished_at": finished_at, "settings": dict(settings),
-           "host": dict(host), "results": [speed_row_entry(r, cpus) for r in speed_rows]}
-    if baseline is not None:
-        doc["baseline"] = {"backend": baseline, "metric": "ops_per_s", "level": speedstats.LEVEL,
-                           "comparisons": [c.as_dict() for c in speedstats.compare_to_baseline(speed_rows, baseline)]}
+           "started_at": m.get("started_at") or "", "finished_at": m.get("finished_at") or "",
+           "settings": dict(settings or {}), "host": dict(run.host),
+           "results": [speed_row_entry(r, cpus) for r in speed.rows]}
+    if speed.baseline is not None:
+        doc["baseline"] = {"backend": speed.baseline, "metric": "ops_per_s", "level": speedstats.LEVEL,
+                           "comparisons": [c.as_dict() for c in speed.ratios]}
     return doc
 
 
@@ -101,10 +100,8 @@ def study_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
 def run_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
     """The document of a stored run: a ``study`` document for a study, else a ``speed``
     document. ``stderr_tail`` is '' when rebuilt from the store (which does not keep it)."""
-    m = run.meta
     if run.study is None:
-        return speed_document(run.outcomes, run.host, {}, m.get("started_at") or "",
-                              m.get("finished_at") or "")
+        return speed_document(run)
     return study_document(run, store_path)
 
 
