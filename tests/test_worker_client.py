@@ -29,7 +29,7 @@ def test_hello_and_run(fake_worker):
     with WorkerClient(path) as w:
         hello = w.hello()
         assert hello.protocol == 1 and "openssl" in hello.backend_names and "sha256" in hello.ops
-        assert hello.library_versions()["openssl"] == "OPENSSL fake-1.0"
+        assert {b["backend"]: b["library_version"] for b in hello.backends}["openssl"] == "fake-1.0"
         result = w.run(req(), timeout_s=10)
     assert result["status"] == "ok" and result["id"] == "openssl/sha256/1024/A#1"
     out = outcome_from_result(rep("openssl"), result)

@@ -56,11 +56,6 @@ class Hello:
         """The real backends' names (the mock backends are never listed)."""
         return tuple(b["backend"] for b in self.backends)
 
-    def library_versions(self) -> dict[str, str]:
-        """``{backend: "library library_version"}``, e.g. ``{"openssl": "OpenSSL 3.0.13"}``."""
-        return {b["backend"]: f"{b.get('library', '?')} {b.get('library_version', '?')}"
-                for b in self.backends}
-
     @property
     def rules(self) -> "WorkerRules":
         """The operation rules and limits this worker announced (``WorkerRules.from_hello``)."""
