@@ -20,8 +20,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf import stats
-from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, CellSummary, Delta, Outcome
+from cryptoperf import speedstats, stats
+from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, Cell, CellSummary, Delta, Outcome
+from cryptoperf.result import WorkerResult
 
 MIN_BLOCKS = stats.MIN_BLOCKS
 
@@ -41,6 +42,8 @@ class Settings:
             does not enter any verdict).
         verdict_on: the metric verdicts are decided on (``stats.METRICS``: ``latency``, the
             per-repetition p50; ``throughput``, ops/s; ``cpu_per_op``, CPU ns per operation).
+        speed_baseline: a ``speed`` run's ``--baseline`` backend, which its other backends
+            are compared with (``speedstats``); None for a study, or without one.
     """
 
     level: float = stats.DEFAULT_LEVEL
@@ -49,6 +52,7 @@ class Settings:
     looks: int = 1
     noise_threshold_pct: float = 10.0
     verdict_on: str = "latency"
+    speed_baseline: str | None = None
 
     @property
     def metric(self) -> str:
@@ -95,6 +99,8 @@ class Analysis:
         settings: how they were decided.
         comparisons: the deltas with an interval (the family the adjustment covers).
         level: the confidence level of each interval after the adjustment.
+        speed: a run without a study (``speed``): its rows and baseline comparisons
+            (``speedstats.analyse``); None for a study.
     """
 
     summaries: dict[str, CellSummary]
@@ -102,6 +108,7 @@ class Analysis:
     settings: Settings = field(default_factory=Settings)
     comparisons: int = 0
     level: float = stats.DEFAULT_LEVEL
+    speed: speedstats.SpeedAnalysis | None = None
 
     @property
     def method(self) -> str:
@@ -156,9 +163,13 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, CellSummary]:
 IDENTITY_FIELDS = ("library", "library_version", "fips")
 
 
-def _identity_text(result: Mapping[str, Any], fields: Sequence[str]) -> str:
-    return ", ".join(f"{f} {result.get(f)!r}" if f != "capabilities" else "capability vector "
-                     + str((result.get(f) or {}).get("openssl_ia32cap") or result.get(f)) for f in fields)
+def _identity_text(result: WorkerResult, fields: Sequence[str]) -> str:
+    def text(f: str) -> str:
+        if f != "capabilities":
+            return f"{f} {getattr(result, f)!r}"
+        caps = result.capabilities
+        return "capability vector " + str(caps.openssl_ia32cap if caps and caps.openssl_ia32cap else caps)
+    return ", ".join(text(f) for f in fields)
 
 
 def library_change(outcomes: Sequence[Outcome]) -> str | None:
@@ -168,28 +179,28 @@ def library_change(outcomes: Sequence[Outcome]) -> str | None:
     ``capabilities`` (the capability vector, the mask applied). One line naming the field, the
     blocks and the two values, e.g. ``library changed between repetitions: block 1 ran
     library_version '3.0.13', block 3 '3.0.15'``."""
-    measured = [o for o in outcomes if o.ok and o.result]
+    measured = [(o, o.result) for o in outcomes if o.ok and o.result is not None]
     if len(measured) < 2:
         return None
-    first = measured[0]
-    for o in measured[1:]:
-        fields = [f for f in IDENTITY_FIELDS if o.result.get(f) != first.result.get(f)]
+    first, a = measured[0]
+    for o, b in measured[1:]:
+        fields = [f for f in IDENTITY_FIELDS if getattr(b, f) != getattr(a, f)]
         if fields:
             break
     else:
-        by_host: dict[str, Outcome] = {}
-        for o in measured:
+        by_host: dict[str, tuple[Outcome, WorkerResult]] = {}
+        for o, b in measured:
             host = o.host or {}
             where = str((host.get("ray_node") or {}).get("node_id") or host.get("hostname") or "")
-            seen = by_host.setdefault(where, o)
-            if seen.result.get("capabilities") != o.result.get("capabilities"):
-                first, fields = seen, ["capabilities"]
+            first, a = by_host.setdefault(where, (o, b))
+            if a.capabilities != b.capabilities:
+                fields = ["capabilities"]
                 break
         else:
             return None
     return (f"library changed between repetitions: block {first.repetition.block} ran "
-            f"{_identity_text(first.result, fields)}, block {o.repetition.block} "
-            f"{_identity_text(o.result, fields)}; the cell is rejected (one library per cell), run it again")
+            f"{_identity_text(a, fields)}, block {o.repetition.block} "
+            f"{_identity_text(b, fields)}; the cell is rejected (one library per cell), run it again")
 
 
 def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSummary:
@@ -203,8 +214,7 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
     cpu = {o.repetition.block: o.throughput.cpu_ns_per_op for o in good if o.throughput.cpu_ns_per_op > 0}
     steals = [o.throughput.steal_pct for o in good if o.throughput.steal_pct is not None]
     source = reps or ([calibration] if calibration else [])
-    lib = next((f"{o.result.get('library', '')} {o.result.get('library_version', '')}".strip()
-                for o in source if o.result), None)
+    lib = next((o.result.library_text for o in source if o.result is not None), None)
     first = good[0].result if good else None
     return CellSummary(
         cell=cell, repetitions=len(reps), ok=len(good),
@@ -218,7 +228,7 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
         cv_p50=stats.cv(list(p50.values())), cv_ops_per_s=stats.cv(list(ops.values())),
         steal_pct=float(np.mean(steals)) if steals else None,
         disturbed=sum(1 for o in good if o.disturbed),
-        batch=first.get("batch") if first else None, timing=first.get("timing") if first else None,
+        batch=first.batch if first else None, timing=first.timing if first else None,
         library_version=lib)
 
 
@@ -385,11 +395,15 @@ def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[
     return out
 
 
-def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings()) -> Analysis:
-    """Summaries and (with a ``baseline``) deltas of a stored run's outcomes, computed once."""
+def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings(),
+            order: Sequence[Cell] = ()) -> Analysis:
+    """Summaries and (with a ``baseline`` configuration: a study) deltas of a stored run's
+    outcomes, computed once; without one (a ``speed`` run), its rows in the order of the cells
+    ``order`` (then first seen) and their comparison with ``settings.speed_baseline``."""
     summaries = summarize(outcomes)
     if baseline is None:
-        return Analysis(summaries, [], settings, 0, settings.level)
+        speed = speedstats.analyse(outcomes, order, settings.speed_baseline)
+        return Analysis(summaries, [], settings, 0, settings.level, speed)
     ds, m, level = deltas(summaries, baseline, settings)
     return Analysis(summaries, ds, settings, m, level)
 

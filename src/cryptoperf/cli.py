@@ -22,7 +22,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, builds, cpumask, economics, engine, study as study_mod
-from cryptoperf import opnames, workerbuild
+from cryptoperf import opnames, paths, workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
@@ -34,7 +34,7 @@ from cryptoperf.report import terminal
 from cryptoperf.report.render import write_text as render_write
 from cryptoperf.run.worker import fetch_hello
 from cryptoperf.store import FORMAT_VERSION, mask, shown_default
-from cryptoperf.worker_path import find_worker
+from cryptoperf.builds import find_worker
 
 
 def _stderr() -> Console:
@@ -127,7 +127,7 @@ def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
 def _list_builds() -> None:
     """Print every worker build: name, built or not (path or why not), what it is."""
     out = _stdout()
-    out.print(f"worker builds (cache: {builds.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
+    out.print(f"worker builds (cache: {paths.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
     for b in workerbuild.states():
         label = b.name + (f" = {b.alias}" if b.alias else "")
         out.print(f"  {label:<26} {'built' if b.built else 'missing':<8} {b.description}", markup=False, soft_wrap=True)
@@ -249,8 +249,7 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
                           store=store_path, store_results=not no_store, progress=terminal.ProgressBar(err) if not as_json or err.is_terminal
                           else None, console=err)
     if as_json:
-        doc = report_json.speed_document(result.outcomes, result.host, result.settings, result.started_at,
-                                         result.finished_at, baseline=result.baseline, order=result.cells)
+        doc = report_json.speed_document(result, result.settings)
         click.echo(json.dumps(doc, indent=1))
         return
     out = _stdout()

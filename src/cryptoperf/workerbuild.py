@@ -10,7 +10,7 @@ statically). That takes minutes, so it happens once, on first use, and is cached
     <data dir>/workers/<cache_name>/build.json         what was built, from what, what it reported
     <data dir>/logs/<cache_name>.log                   cargo's full output of the last build
 
-``<data dir>`` is ``builds.data_dir()`` (``$CRYPTOPERF_DATA_DIR`` or the user data directory).
+``<data dir>`` is ``paths.data_dir()`` (``$CRYPTOPERF_DATA_DIR`` or the user data directory).
 
 Sources: the worker's ``Cargo.toml``, ``Cargo.lock`` and ``src/`` ship inside the package
 (``cryptoperf/_worker_src``, copied there by ``setup.py``'s ``build_py``), so an installed
@@ -40,10 +40,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from cryptoperf import __version__, builds
+from cryptoperf import __version__, builds, paths
 from cryptoperf.errors import SetupError, UsageError, WorkerError
 from cryptoperf.run.worker import Hello, fetch_hello
-from cryptoperf.worker_path import find_worker
+from cryptoperf.builds import find_worker
 
 #: Where ``build_py`` puts the worker sources inside the installed package.
 PACKAGED_SOURCES = Path(__file__).with_name("_worker_src")
@@ -119,7 +119,7 @@ def recipe(name: str) -> builds.Setup:
 
 def log_path(name: str) -> Path:
     """Where cargo's full output of build ``name``'s last build goes."""
-    return builds.data_dir() / "logs" / f"{recipe(name).cache_name}.log"
+    return paths.data_dir() / "logs" / f"{recipe(name).cache_name}.log"
 
 
 def announce(name: str) -> str:
@@ -208,7 +208,7 @@ def build(name: str, console: Console | None = None, show_progress: bool | None 
     name = builds.resolve(name)
     spec = builds.get(name)
     cargo, src = preflight(name)
-    root = builds.data_dir()
+    root = paths.data_dir()
     dest = builds.cached_binary(name)
     log = log_path(name)
     target = root / "target"
@@ -217,7 +217,7 @@ def build(name: str, console: Console | None = None, show_progress: bool | None 
             d.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SetupError(f"cannot create the worker cache in {root}: {e}; set "
-                         f"{builds.DATA_DIR_ENV} to a writable directory") from None
+                         f"{paths.DATA_DIR_ENV} to a writable directory") from None
     cmd = [cargo, "build", "--release", "--locked", "--features", ",".join(r.features),
            "--manifest-path", str(src / "Cargo.toml"), "--target-dir", str(target)]
     env = dict(os.environ, CARGO_TERM_COLOR="never", CARGO_TERM_PROGRESS_WHEN="never")
