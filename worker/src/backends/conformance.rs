@@ -40,7 +40,7 @@ use std::fmt::Display;
 use super::{by_name, Aead, Backend, BackendError, KemDecapsulator, Result, XtsBits, NAMES};
 use crate::kat::{self, same, unhex, vectors};
 use crate::ops::keys::{self, KeyPair};
-use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg, SigFamily};
+use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg, SigFamily, FFDH2048_PRIVATE_BITS};
 
 // ---- what each backend has ------------------------------------------------------------------
 
@@ -859,7 +859,13 @@ pub(crate) fn agreements(subjects: &[&dyn Backend], l: &mut Ledger) {
                     same("secret from the other side", &c.derive(ours.public).map_err(|e| e.to_string())?, &s)?;
                     same("secret again", &a.derive(peer.public).map_err(|e| e.to_string())?, &s)?;
                     ensure(a.derive(&flipped(peer.public, 40)).is_err(), "a point off the curve was accepted")?;
-                    same("secret after a refusal", &a.derive(peer.public).map_err(|e| e.to_string())?, &s)
+                    same("secret after a refusal", &a.derive(peer.public).map_err(|e| e.to_string())?, &s)?;
+                    // As a fresh exchange: the peer's key parsed and validated on each call.
+                    for _ in 0..2 {
+                        same("secret, validating", &a.derive_validated(peer.public).map_err(|e| e.to_string())?, &s)?;
+                    }
+                    ensure(a.derive_validated(&flipped(peer.public, 40)).is_err(), "validating: a point off the curve was accepted")?;
+                    same("secret, validating, after a refusal", &a.derive_validated(peer.public).map_err(|e| e.to_string())?, &s)
                 })();
                 l.check(who, "ECDH P-256 fixed keys", r);
             }
@@ -903,7 +909,23 @@ pub(crate) fn agreements(subjects: &[&dyn Backend], l: &mut Ledger) {
                 same("secret again", &fa.derive(&pb).map_err(|e| e.to_string())?, &s)?;
                 let mut one = [0; 256];
                 one[255] = 1;
-                ensure(fa.derive(&one).is_err(), "the public key 1 was accepted")
+                ensure(fa.derive(&one).is_err(), "the public key 1 was accepted")?;
+                // p − 2: in range, but of order 2q; only the full validation (y^q = 1 mod p)
+                // refuses it. Whichever validation the library makes, the first derive with a
+                // peer and every validated one make the same. (OpenSSL 3.0 refuses it, AWS-LC
+                // accepts it: `kat` reports which.)
+                let mut p_minus_2 = unhex(vectors::MODP2048_P);
+                p_minus_2[255] -= 2;
+                let refused = fa.derive(&p_minus_2).is_err();
+                ensure(fa.derive_validated(&p_minus_2).is_err() == refused, "derive and derive_validated validate differently")?;
+                for _ in 0..2 {
+                    same("secret, validating", &fa.derive_validated(&pb).map_err(|e| e.to_string())?, &s)?;
+                }
+                for k in [&fa, &fb] {
+                    let bits = k.private_bits().ok_or("no private exponent length")?;
+                    ensure(bits <= FFDH2048_PRIVATE_BITS && bits > FFDH2048_PRIVATE_BITS - 25, format!("a {bits}-bit private exponent"))?;
+                }
+                Ok(())
             })();
             l.check(who, "FFDH-2048 generated keys", r);
         }
@@ -925,6 +947,17 @@ pub(crate) fn agreement_interop(subjects: &[&dyn Backend], partners: &[&dyn Back
                     same("secrets of both sides", &x, &c.derive(&a.public_key()).map_err(|e| e.to_string())?)
                 })();
                 l.check_pair(name(b), name(p), format!("{alg:?} fixed keys"), r);
+            }
+            // FFDH-2048: generated keys on each side, each validating the other's public key.
+            if let (Some(mut f), Ok(mut q)) = (
+                l.have(b, Cap::Agree(KxAlg::Ffdh2048), b.agreement(KxAlg::Ffdh2048, None)),
+                p.agreement(KxAlg::Ffdh2048, None),
+            ) {
+                let r = (|| {
+                    let x = f.derive_validated(&q.public_key()).map_err(|e| e.to_string())?;
+                    same("secrets of both sides", &x, &q.derive_validated(&f.public_key()).map_err(|e| e.to_string())?)
+                })();
+                l.check_pair(name(b), name(p), "FFDH-2048 generated keys", r);
             }
             let Some(mut g) = l.have(b, Cap::GenerateX25519, b.agreement(KxAlg::X25519, None)) else { continue };
             let Ok(mut bob) = p.agreement(KxAlg::X25519, Some(&keys::X25519_BOB)) else { continue };
@@ -1195,7 +1228,9 @@ fn key_agreements_conform() {
 #[test]
 fn key_agreements_interoperate() {
     run("agreement interop", agreement_interop, |n| {
-        peers_with(n, Cap::Agree(KxAlg::X25519)) * 2 + peers_with(n, Cap::Agree(KxAlg::EcdhP256))
+        peers_with(n, Cap::Agree(KxAlg::X25519)) * 2
+            + peers_with(n, Cap::Agree(KxAlg::EcdhP256))
+            + peers_with(n, Cap::Agree(KxAlg::Ffdh2048))
     });
 }
 
@@ -1243,9 +1278,9 @@ fn every_operation_prepares_or_is_unsupported() {
         }
     }
     for b in &s {
-        // Of the 49 operations: OpenSSL lacks the 21 post-quantum ones (ML-DSA, ML-KEM, the
-        // hybrid); ring those and SHA3-256 and the 4 key agreements; RustCrypto FFDH.
-        let want = match name(&**b) { "ring" => 23, "openssl" => 28, "aws-lc" => 49, _ => 48 };
+        // Of the 51 operations: OpenSSL lacks the 21 post-quantum ones (ML-DSA, ML-KEM, the
+        // hybrid); ring those and SHA3-256 and the 6 key agreements; RustCrypto the 2 FFDH ones.
+        let want = match name(&**b) { "ring" => 23, "openssl" => 30, "aws-lc" => 51, _ => 49 };
         assert_eq!(ran.get(name(&**b)).copied().unwrap_or(0), want, "{}: operations that ran", name(&**b));
     }
 }

@@ -55,7 +55,7 @@ use super::{
 };
 use crate::cpu::{CapVector, Capabilities};
 use crate::ops::keys::KeyPair;
-use crate::ops::{AeadAlg, DigestAlg, KxAlg, RsaPadding, SigAlg};
+use crate::ops::{AeadAlg, DigestAlg, KxAlg, RsaPadding, SigAlg, FFDH2048_PRIVATE_BITS};
 
 /// The OpenSSL library.
 pub struct OpenSsl;
@@ -250,18 +250,25 @@ impl Backend for OpenSsl {
                 )))
             }
             KxAlg::Ffdh2048 => {
-                // The backend generates our key pair; a key passed in is not used.
-                let dh = modp2048()?.generate_key().map_err(failed)?;
+                // The backend generates our key pair; a key passed in is not used. The private
+                // exponent's length is set explicitly (OpenSSL 3's default for this group is
+                // the same), so every backend draws the same length.
+                use foreign_types::ForeignType;
+                let params = modp2048()?;
+                // SAFETY: `params` is a live DH owned here; DH_set_length only stores the length.
+                if unsafe { DH_set_length(params.as_ptr(), FFDH2048_PRIVATE_BITS.into()) } != 1 {
+                    return Err(failed(ErrorStack::get()));
+                }
+                let dh = params.generate_key().map_err(failed)?;
+                let bits = u32::try_from(dh.private_key().num_bits()).unwrap_or(0);
                 let public = dh
                     .public_key()
                     .to_vec_padded(FFDH2048_LEN as i32)
                     .map_err(failed)?;
                 let pkey = PKey::from_dh(dh).map_err(failed)?;
-                Ok(Box::new(OsslAgreement::new(
-                    pkey,
-                    public,
-                    PeerKind::Ffdh2048,
-                )))
+                let mut agreement = OsslAgreement::new(pkey, public, PeerKind::Ffdh2048);
+                agreement.private_bits = Some(bits);
+                Ok(Box::new(agreement))
             }
         }
     }
@@ -273,6 +280,9 @@ const FFDH2048_LEN: usize = 256;
 extern "C" {
     /// `const char *OPENSSL_info(int type)` (OpenSSL >= 3.0, crypto.h); not bound by openssl-sys.
     fn OPENSSL_info(kind: std::ffi::c_int) -> *const c_char;
+    /// `int DH_set_length(DH *dh, long length)` (dh.h; deprecated in 3.0, still exported): the
+    /// private exponent's length in bits for `DH_generate_key`; not bound by openssl-sys.
+    fn DH_set_length(dh: *mut ffi::DH, length: std::ffi::c_long) -> std::ffi::c_int;
 }
 /// `OPENSSL_INFO_CPU_SETTINGS` from crypto.h.
 const OPENSSL_INFO_CPU_SETTINGS: std::ffi::c_int = 1008;
@@ -814,14 +824,21 @@ enum PeerKind {
 }
 
 /// Our private key, and a derivation context for the last peer key seen: the peer's key is
-/// parsed (and checked) only when it changes, so repeated derivations with one peer time
-/// `EVP_PKEY_derive` alone, as `openssl speed ecdh` does.
+/// parsed and validated only when it changes, so repeated derivations with one peer time
+/// `EVP_PKEY_derive` alone, as `openssl speed ecdh`/`ffdh2048` do. The validation is
+/// `EVP_PKEY_derive_set_peer`'s own (`EVP_PKEY_public_check`, what every exchange through
+/// OpenSSL's EVP API pays: in OpenSSL 3.0 the FFC full public-key validation, y^q mod p
+/// included — from 3.4 on only the range for the named safe-prime groups (openssl/openssl pull
+/// request 25088) — and for EC keys the point's order too); `derive_validated` pays it on every
+/// call.
 struct OsslAgreement {
     ours: PKey<Private>,
     public: Vec<u8>,
     kind: PeerKind,
     peer: Option<(Vec<u8>, PkeyCtx<Private>)>,
     out_len: usize,
+    /// Bits of the FFDH private exponent; `None` for X25519 and ECDH.
+    private_bits: Option<u32>,
 }
 
 impl OsslAgreement {
@@ -837,6 +854,7 @@ impl OsslAgreement {
             kind,
             peer: None,
             out_len,
+            private_bits: None,
         }
     }
 
@@ -863,7 +881,9 @@ impl OsslAgreement {
         };
         let mut ctx = PkeyCtx::new(&self.ours).map_err(failed)?;
         ctx.derive_init().map_err(failed)?;
-        ctx.derive_set_peer(&peer).map_err(failed)?;
+        // EVP_PKEY_derive_set_peer validates the peer's key (EVP_PKEY_public_check).
+        ctx.derive_set_peer(&peer)
+            .map_err(|e| BackendError::Failed(format!("peer public key refused: {e}")))?;
         Ok(ctx)
     }
 }
@@ -893,6 +913,15 @@ impl Agreement for OsslAgreement {
             secret[..self.out_len - n].fill(0);
         }
         Ok(secret)
+    }
+
+    fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
+        self.peer = None;
+        self.derive(peer_public)
+    }
+
+    fn private_bits(&self) -> Option<u32> {
+        self.private_bits
     }
 }
 

@@ -708,6 +708,11 @@ impl Agreement for EcdhP256Agreement {
         let shared = p256::ecdh::diffie_hellman(self.secret.to_nonzero_scalar(), peer.as_affine());
         Ok(shared.raw_secret_bytes().to_vec())
     }
+
+    fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
+        self.peer = None;
+        self.derive(peer_public)
+    }
 }
 
 /// An ML-KEM decapsulation key (generated or imported), with its encoded encapsulation key.

@@ -264,6 +264,19 @@ pub const ED25519_TEST1_SIG: Hex = "e5564300c360ac729086e2cc806e828a84877f1eb8e5
 /// (`ops::keys::X25519_ALICE`, `X25519_BOB`).
 pub const X25519_SHARED: Hex = "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742";
 
+/// RFC 3526 §3, the 2048-bit MODP group (group 14): its prime p, big-endian; the generator is 2.
+/// Every backend's FFDH-2048 runs on this group (OpenSSL and AWS-LC build it from their own
+/// `BN_get_rfc3526_prime_2048`; the conformance suite checks the two equal this constant through
+/// the public keys they accept and refuse).
+pub const MODP2048_P: Hex = "ffffffffffffffffc90fdaa22168c234c4c6628b80dc1cd129024e088a67cc74\
+                             020bbea63b139b22514a08798e3404ddef9519b3cd3a431b302b0a6df25f1437\
+                             4fe1356d6d51c245e485b576625e7ec6f44c42e9a637ed6b0bff5cb6f406b7ed\
+                             ee386bfb5a899fa5ae9f24117c4b1fe649286651ece45b3dc2007cb8a163bf05\
+                             98da48361c55d39a69163fa8fd24cf5f83655d23dca3ad961c62f356208552bb\
+                             9ed529077096966d670c354e4abc9804f1746c08ca18217c32905e462e36ce3b\
+                             e39e772c180e86039b2783a2ec07a28fb5c55df06f4c52c9de2bcbf695581718\
+                             3995497cea956ae515d2261898fa051015728e5a8aacaa68ffffffffffffffff";
+
 /// NIST CAVP, ECC CDH Primitive (SP 800-56A) test vectors, `KAS_ECC_CDH_PrimitiveTest.txt`,
 /// curve P-256, COUNT = 0: the IUT's private key (also as PKCS#8 DER in `vectors/`, made from
 /// `D_IUT` with pyca/cryptography), its public key, the CAVS public key and the shared Z.
