@@ -24,7 +24,8 @@
 //!   P-256 and P-384 each with SHA-256 or SHA-384, and nothing with SHA-1 or SHA-512;
 //! - key agreement: ring's `agreement` API has only `EphemeralPrivateKey`, consumed by the one
 //!   `agree_ephemeral` it allows, so there is no fixed key whose derive could be timed on its
-//!   own; FFDH does not exist in ring at all;
+//!   own; FFDH does not exist in ring at all. Its ephemeral key pairs are what a key share is,
+//!   so `x25519-keygen` and `ecdh-p256-keygen` run on ring (`Backend::key_share`);
 //! - ML-KEM, X25519MLKEM768 and ML-DSA: ring has none (the trait's default says so for KEMs);
 //! - AES-XTS (the `storage` workload's sector encryption): ring has none; its AES-256-GCM
 //!   serves the `aes-256-gcm` storage scheme.
@@ -35,11 +36,11 @@ use ring::signature::{
     self, EcdsaKeyPair, EcdsaSigningAlgorithm, Ed25519KeyPair, RsaEncoding, RsaKeyPair,
     UnparsedPublicKey, VerificationAlgorithm,
 };
-use ring::{digest, hmac};
+use ring::{agreement, digest, hmac};
 
 use super::{
-    failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, LibraryInfo, Mac, Result,
-    Signer, Verifier,
+    failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KeyShare, LibraryInfo, Mac,
+    Result, Signer, Verifier,
 };
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KxAlg, RsaPadding, SigAlg};
@@ -257,11 +258,46 @@ impl Backend for Ring {
         match alg {
             KxAlg::X25519 | KxAlg::EcdhP256 => unsupported(
                 "ring has only ephemeral (single-use) key agreement: no reusable key pair, so \
-                 neither a fixed-key derive nor a reusable generated key (x25519-keygen) can be \
-                 timed",
+                 no fixed-key derive can be timed (its key shares are: x25519-keygen, \
+                 ecdh-p256-keygen)",
             ),
             KxAlg::Ffdh2048 => unsupported("ring has no FFDH (finite-field Diffie-Hellman)"),
         }
+    }
+
+    fn key_share(&self, alg: KxAlg) -> Result<Box<dyn KeyShare>> {
+        let algorithm = match alg {
+            KxAlg::X25519 => &agreement::X25519,
+            KxAlg::EcdhP256 => &agreement::ECDH_P256,
+            KxAlg::Ffdh2048 => return unsupported("ring has no FFDH (finite-field Diffie-Hellman)"),
+        };
+        let key = agreement::EphemeralPrivateKey::generate(algorithm, &SystemRandom::new())
+            .map_err(|_| BackendError::Failed("ring could not generate a key pair".into()))?;
+        let public = key
+            .compute_public_key()
+            .map_err(|_| BackendError::Failed("ring could not compute the public key".into()))?
+            .as_ref()
+            .to_vec();
+        Ok(Box::new(RingShare { key, algorithm, public }))
+    }
+}
+
+/// A ring ephemeral key pair: X25519 (32-byte public key) or P-256 (SEC1 uncompressed point),
+/// consumed by its one `agree_ephemeral`, which parses and checks the peer's key.
+struct RingShare {
+    key: agreement::EphemeralPrivateKey,
+    algorithm: &'static agreement::Algorithm,
+    public: Vec<u8>,
+}
+
+impl KeyShare for RingShare {
+    fn public_key(&self) -> &[u8] {
+        &self.public
+    }
+    fn derive(self: Box<Self>, peer_public: &[u8]) -> Result<Vec<u8>> {
+        let peer = agreement::UnparsedPublicKey::new(self.algorithm, peer_public);
+        agreement::agree_ephemeral(self.key, &peer, |secret| secret.to_vec())
+            .map_err(|_| BackendError::Failed("ring refused the peer's public key".into()))
     }
 }
 

@@ -246,7 +246,7 @@ fn known_answer(backend: &dyn Backend, op: Op, params: &Params) -> Result<(Strin
         Op::Encaps(alg) | Op::Decaps(alg) | Op::Keygen(KeyGenAlg::Kem(alg)) => {
             kem_kat(backend, op, alg)?
         }
-        Op::Keygen(KeyGenAlg::X25519) => x25519_keygen_kat(backend)?,
+        Op::Keygen(KeyGenAlg::Kx(alg)) => kx_keygen_kat(backend, alg)?,
         Op::Keygen(KeyGenAlg::Sig(family)) => sig_keygen_kat(backend, keygen_sig_alg(family))?,
     })
 }
@@ -690,29 +690,76 @@ fn hybrid_kat(backend: &dyn Backend, op: Op) -> Result<(String, Check), BackendE
     })
 }
 
-/// X25519 key generation: RFC 7748 §6.1's public key from Alice's private key (the same public
-/// key computation), and two generated key pairs that differ and agree with each other and
-/// with an independent backend's fixed key.
-fn x25519_keygen_kat(backend: &dyn Backend) -> Result<(String, Check), BackendError> {
-    let alice = backend.agreement(KxAlg::X25519, Some(&keys::X25519_ALICE))?;
-    let mut a = backend.agreement(KxAlg::X25519, None)?;
-    let mut b = backend.agreement(KxAlg::X25519, None)?;
-    let (by, mut bob) = independent(backend, |o| o.agreement(KxAlg::X25519, Some(&keys::X25519_BOB)))?;
+/// The peer an independent implementation holds for a key agreement's checks: RFC 7748's Bob
+/// (X25519), the fixed P-256 peer key of `ops::keys`, or a generated FFDH key pair.
+pub(crate) fn fixed_peer(backend: &dyn Backend, alg: KxAlg) -> Result<Box<dyn Agreement>, BackendError> {
+    match alg {
+        KxAlg::X25519 => backend.agreement(alg, Some(&keys::X25519_BOB)),
+        KxAlg::EcdhP256 => backend.agreement(alg, Some(&keys::ECDH_P256_PEER)),
+        KxAlg::Ffdh2048 => backend.agreement(alg, None),
+    }
+}
+
+/// Key-share generation (`x25519-keygen`, `ecdh-p256-keygen`, `ffdh-2048-keygen`): the public
+/// key computed from a published private key where the library imports one (RFC 7748 §6.1's
+/// Alice for X25519, NIST CAVP ECC CDH P-256 COUNT 0's d_IUT → Q_IUT), and the generated shares
+/// that are timed: public keys of the right form that differ, two that agree with each other,
+/// and one whose secret with an independent backend's key that backend derives too (after
+/// validating the generated public key).
+fn kx_keygen_kat(backend: &dyn Backend, alg: KxAlg) -> Result<(String, Check), BackendError> {
+    let (a, b, c) = (backend.key_share(alg)?, backend.key_share(alg)?, backend.key_share(alg)?);
+    let (by, mut peer) = independent(backend, |o| fixed_peer(o, alg))?;
+    // The published key pair whose public key the library must compute, where it imports one.
+    use vectors::cavp_ecdh_p256 as v;
+    let (cavp_raw, cavp_public) = (unhex(v::D_IUT), unhex(v::Q_IUT));
+    let published = match alg {
+        KxAlg::X25519 => Some((keys::X25519_ALICE, "RFC 7748 §6.1 (Alice's public key)")),
+        KxAlg::EcdhP256 => Some((
+            KeyPair { private_pkcs8: v::D_IUT_PKCS8, private_raw: &cavp_raw, public: &cavp_public },
+            "NIST CAVP ECC CDH Primitive, P-256 COUNT = 0 (Q_IUT from d_IUT)",
+        )),
+        KxAlg::Ffdh2048 => None,
+    };
+    let imported = match published {
+        Some((pair, _)) => match backend.agreement(alg, Some(&pair)) {
+            Ok(k) => Some(same("public key of the published private key", &k.public_key(), pair.public)),
+            Err(BackendError::Unsupported(_)) => None,
+            Err(e) => return Err(e),
+        },
+        None => None,
+    };
     let check = (|| {
-        same("public key of RFC 7748 Alice's private key", &alice.public_key(), keys::X25519_ALICE.public)?;
-        length("generated public key", a.public_key().len(), 32)?;
-        if a.public_key() == b.public_key() {
+        imported.clone().unwrap_or(Ok(()))?;
+        let (pa, pb) = (a.public_key().to_vec(), b.public_key().to_vec());
+        match alg {
+            KxAlg::X25519 => length("generated public key", pa.len(), 32)?,
+            KxAlg::EcdhP256 if pa.len() != 65 || pa[0] != 4 => {
+                return Err(format!("generated public key is {} bytes, not an uncompressed point", pa.len()))
+            }
+            KxAlg::EcdhP256 => {}
+            KxAlg::Ffdh2048 => length("generated public key", pa.len(), 256)?,
+        }
+        if pa == pb {
             return Err("two generated key pairs are the same".into());
         }
-        let ab = a.derive(&b.public_key()).map_err(|e| e.to_string())?;
-        same("A·B vs B·A", &ab, &b.derive(&a.public_key()).map_err(|e| e.to_string())?)?;
-        let with_bob = a.derive(keys::X25519_BOB.public).map_err(|e| e.to_string())?;
-        same(&format!("secret with RFC 7748 Bob ({by})"), &with_bob, &bob.derive(&a.public_key()).map_err(|e| e.to_string())?)
+        let ab = a.derive(&pb).map_err(|e| e.to_string())?;
+        same("A·B vs B·A", &ab, &b.derive(&pa).map_err(|e| e.to_string())?)?;
+        let pc = c.public_key().to_vec();
+        let with_peer = c.derive(&peer.public_key()).map_err(|e| e.to_string())?;
+        let theirs = peer.derive_validated(&pc).map_err(|e| format!("the {by} backend refused a generated public key: {e}"))?;
+        same(&format!("secret with the {by} backend's key, both sides"), &with_peer, &theirs)
     })();
-    Ok((
-        format!("RFC 7748 §6.1 (public key), and generated key pairs agreeing with the {by} backend"),
-        check,
-    ))
+    let source = match (imported, published) {
+        (Some(_), Some((_, source))) => {
+            format!("{source}, and generated key pairs agreeing with each other and with the {by} backend")
+        }
+        (_, published) => format!(
+            "consistency check, not a known answer{}: generated key pairs of the right form that differ, \
+             agree with each other and with the {by} backend",
+            if published.is_some() { " (the library imports no private key to compute a published public key from)" } else { "" }
+        ),
+    };
+    Ok((source, check))
 }
 
 /// ML-DSA key generation: the ACVP test case's public key from its seed where the library takes
@@ -824,12 +871,12 @@ fn cross_check(backend: &dyn Backend, other: &dyn Backend, op: Op, params: &Para
                 Err(why) => fail(why),
             }
         }
-        Op::Keygen(KeyGenAlg::X25519) => {
-            let mut ours = backend.agreement(KxAlg::X25519, None)?;
-            let mut theirs = other.agreement(KxAlg::X25519, Some(&keys::X25519_BOB))?;
-            let a = ours.derive(keys::X25519_BOB.public)?;
-            let b = theirs.derive(&ours.public_key())?;
-            agree("a generated key's shared secrets with a fixed key on both sides", &a, &b)
+        Op::Keygen(KeyGenAlg::Kx(alg)) => {
+            let ours = backend.key_share(alg)?;
+            let mut theirs = fixed_peer(other, alg)?;
+            let b = theirs.derive_validated(ours.public_key())?;
+            let a = ours.derive(&theirs.public_key())?;
+            agree("a generated key's shared secrets with the other's key on both sides", &a, &b)
         }
         Op::Encaps(alg) | Op::Decaps(alg) => {
             let (decapsulator, encapsulating) = match op {

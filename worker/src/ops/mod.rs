@@ -268,11 +268,15 @@ impl KemAlg {
 }
 
 /// What a `-keygen` operation generates. Only key generation that happens per use in
-/// practice is offered: ephemeral X25519 and ML-KEM keys (a key share per TLS handshake) and,
-/// for comparison with RSA/ECDSA key generation costs, ML-DSA.
+/// practice is offered: ephemeral key-agreement key pairs (a key share per TLS handshake or
+/// IKE exchange: `x25519-keygen`, `ecdh-p256-keygen` — the secp256r1 share FIPS configurations
+/// use — and `ffdh-2048-keygen`), ML-KEM keys and, for comparison with RSA/ECDSA key generation
+/// costs, ML-DSA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyGenAlg {
-    X25519,
+    /// A fresh key pair of a key agreement with its public key encoded
+    /// (`backends::Backend::key_share`).
+    Kx(KxAlg),
     Kem(KemAlg),
     /// Always an ML-DSA family ([`SigFamily::MlDsa`]).
     Sig(SigFamily),
@@ -348,8 +352,10 @@ pub const ALL_OPS: &[&str] = &[
     "ml-dsa-87-verify",
     "x25519-keygen",
     "x25519-derive",
+    "ecdh-p256-keygen",
     "ecdh-p256-derive",
     "ecdh-p256-derive-validated",
+    "ffdh-2048-keygen",
     "ffdh-2048-derive",
     "ffdh-2048-derive-validated",
     "ml-kem-512-keygen",
@@ -415,8 +421,10 @@ impl Op {
             };
         }
         match (family, verb) {
-            ("x25519", "keygen") => Some(Op::Keygen(KeyGenAlg::X25519)),
-            (kx, "derive") => KxAlg::ALL.into_iter().find(|k| k.name() == kx).map(Op::Derive),
+            (kx, "keygen" | "derive") => {
+                let kx = KxAlg::ALL.into_iter().find(|k| k.name() == kx)?;
+                Some(if verb == "keygen" { Op::Keygen(KeyGenAlg::Kx(kx)) } else { Op::Derive(kx) })
+            }
             _ => None,
         }
     }
@@ -605,6 +613,11 @@ mod tests {
         assert_eq!(Op::parse("x25519-derive-validated"), None, "X25519 has no public-key validation");
         assert_eq!(Op::parse("ffdh-2048-derive-validated"), Some(Op::DeriveValidated(KxAlg::Ffdh2048)));
         assert_eq!(Op::parse("ecdh-p256-derive"), Some(Op::Derive(KxAlg::EcdhP256)));
+        // Every key agreement has its key share's generation, named as its derive is.
+        for kx in KxAlg::ALL {
+            assert_eq!(Op::parse(&format!("{}-keygen", kx.name())), Some(Op::Keygen(KeyGenAlg::Kx(kx))));
+            assert_eq!(Op::parse(&format!("{}-derive", kx.name())), Some(Op::Derive(kx)));
+        }
         assert_eq!(Op::parse("ml-dsa-66-sign"), None);
         assert_eq!(
             Op::parse("x25519mlkem768-encaps"),
@@ -627,7 +640,7 @@ mod tests {
         assert_eq!(Params::resolve(sign, &sized).unwrap().size_bytes, 4096);
         let digest = RawParams { digest: Some("sha256".into()), ..Default::default() };
         assert!(Params::resolve(sign, &digest).is_err());
-        for name in ["ml-kem-768-keygen", "ml-dsa-44-keygen", "x25519-keygen", "x25519mlkem768-decaps"] {
+        for name in ["ml-kem-768-keygen", "ml-dsa-44-keygen", "x25519-keygen", "ecdh-p256-keygen", "x25519mlkem768-decaps"] {
             let op = Op::parse(name).unwrap();
             assert!(!op.is_sized(), "{name}");
             assert!(Params::resolve(op, &sized).is_err(), "{name} has no message");

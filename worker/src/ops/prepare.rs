@@ -123,7 +123,7 @@ pub(crate) fn agreement_with_peer(
 /// One key pair for a `-keygen` operation, dropped at once.
 pub(crate) fn generate_key_pair(backend: &dyn Backend, alg: KeyGenAlg) -> Result<(), BackendError> {
     match alg {
-        KeyGenAlg::X25519 => backend.agreement(KxAlg::X25519, None).map(drop),
+        KeyGenAlg::Kx(kx) => backend.key_share(kx).map(drop),
         KeyGenAlg::Kem(kem) => backend.kem_keypair(kem).map(drop),
         KeyGenAlg::Sig(family) => backend.sig_keygen(keygen_sig_alg(family), None).map(drop),
     }
