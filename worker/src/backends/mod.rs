@@ -15,6 +15,8 @@ pub mod mock;
 pub mod openssl;
 pub mod ring;
 pub mod rustcrypto;
+#[cfg(test)]
+mod xts_bench;
 
 use crate::cpu::Capabilities;
 use crate::ops::keys::KeyPair;
