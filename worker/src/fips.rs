@@ -58,8 +58,60 @@ pub fn mode(backend: &str) -> bool {
 
 #[cfg(feature = "fips")]
 fn openssl_fips() -> Result<(), String> {
-    crate::backends::openssl::fips_provider().clone()
+    openssl_provider().clone()
 }
+
+/// In the FIPS worker: load OpenSSL's FIPS provider (and the base provider, for key encoders)
+/// into the default library context and make `fips=yes` the default property query, once per
+/// process, so every algorithm the backend fetches comes from the FIPS provider. `Err` says
+/// why not: the provider is not installed on this host (Debian's OpenSSL ships none) or failed
+/// its self-tests. The providers stay loaded for the life of the process.
+#[cfg(feature = "fips")]
+fn openssl_provider() -> &'static std::result::Result<(), String> {
+    static ONCE: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
+    ONCE.get_or_init(|| {
+        openssl::init();
+        // SAFETY: plain library calls on the default (NULL) library context; the returned
+        // provider handles are deliberately never unloaded.
+        unsafe {
+            if openssl_sys::OSSL_PROVIDER_load(std::ptr::null_mut(), c"fips".as_ptr()).is_null() {
+                let errors = openssl::error::ErrorStack::get();
+                // A failed explicit load leaves OpenSSL without its implicit default provider;
+                // load it, so OpenSSL still serves as a cross-check reference for the FIPS
+                // module's results (its own cells are refused with the reason below).
+                openssl_sys::OSSL_PROVIDER_load(std::ptr::null_mut(), c"default".as_ptr());
+                let _ = openssl::error::ErrorStack::get();
+                // Where OpenSSL looks for providers: $OPENSSL_MODULES, else its build-time
+                // OPENSSL_MODULES_DIR (OpenSSL_version type 8, include/openssl/crypto.h).
+                let dir = std::env::var("OPENSSL_MODULES").unwrap_or_else(|_| {
+                    std::ffi::CStr::from_ptr(openssl_sys::OpenSSL_version(8)).to_string_lossy().into_owned()
+                });
+                let dir = dir.strip_prefix("MODULESDIR: ").unwrap_or(&dir).trim_matches('"').to_string();
+                let file = std::path::Path::new(&dir).join("fips.so");
+                return Err(if file.exists() {
+                    let first = errors.errors().first().and_then(|e| e.reason()).unwrap_or("unknown error");
+                    format!("OpenSSL's FIPS provider {} failed to load ({first}): OpenSSL cannot run in FIPS mode here", file.display())
+                } else {
+                    format!(
+                        "OpenSSL's FIPS provider is not installed on this host (no {}; Debian's OpenSSL \
+                         ships none): OpenSSL cannot run in FIPS mode here",
+                        file.display()
+                    )
+                });
+            }
+            if openssl_sys::OSSL_PROVIDER_load(std::ptr::null_mut(), c"base".as_ptr()).is_null()
+                || openssl_sys::EVP_default_properties_enable_fips(std::ptr::null_mut(), 1) != 1
+            {
+                return Err(format!(
+                    "OpenSSL's FIPS provider loaded but FIPS properties could not be set: {}",
+                    openssl::error::ErrorStack::get()
+                ));
+            }
+        }
+        Ok(())
+    })
+}
+
 
 #[cfg(not(feature = "fips"))]
 fn openssl_fips() -> Result<(), String> {

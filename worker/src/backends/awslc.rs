@@ -52,7 +52,7 @@
 use std::ffi::{c_char, CStr};
 use std::ptr;
 
-use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
+use aws_lc_rs::aead::{self, LessSafeKey, UnboundKey};
 use aws_lc_rs::agreement;
 use aws_lc_rs::digest;
 use aws_lc_rs::hmac;
@@ -68,8 +68,10 @@ use aws_lc_fips_sys as sys;
 #[cfg(not(feature = "fips"))]
 use aws_lc_sys as sys;
 
+super::ring_api::ring_api!(aws_lc_rs);
+
 use super::{
-    check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+    check_aead_key, check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
     LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
@@ -134,7 +136,7 @@ impl Backend for AwsLc {
     }
 
     fn digest(&self, alg: DigestAlg) -> Result<Box<dyn Digest>> {
-        Ok(Box::new(AwsDigest(digest_alg(alg))))
+        Ok(Box::new(ring_api::Digest(digest_alg(alg))))
     }
 
     fn hmac(&self, alg: DigestAlg, key: &[u8]) -> Result<Box<dyn Mac>> {
@@ -149,28 +151,18 @@ impl Backend for AwsLc {
                 )
             }
         };
-        Ok(Box::new(AwsHmac {
-            key: hmac::Key::new(algorithm, key),
-            len: alg.output_len(),
-        }))
+        Ok(Box::new(ring_api::Hmac(hmac::Key::new(algorithm, key))))
     }
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
-        if key.len() != alg.key_len() {
-            return Err(BackendError::Failed(format!(
-                "{} takes a {}-byte key, got {} bytes",
-                alg.name(),
-                alg.key_len(),
-                key.len()
-            )));
-        }
+        check_aead_key(alg, key)?;
         let algorithm = match alg {
             AeadAlg::Aes128Gcm => &aead::AES_128_GCM,
             AeadAlg::Aes256Gcm => &aead::AES_256_GCM,
             AeadAlg::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
         };
         let key = UnboundKey::new(algorithm, key).map_err(failed)?;
-        Ok(Box::new(AwsAead(LessSafeKey::new(key))))
+        Ok(Box::new(ring_api::Aead(LessSafeKey::new(key))))
     }
 
     fn xts(&self, bits: XtsBits, key: &[u8]) -> Result<Box<dyn SectorCipher>> {
@@ -203,11 +195,8 @@ impl Backend for AwsLc {
                 let have = RsaParameters::public_modulus_len(key_pair.public_key().as_ref())
                     .map_err(failed)?;
                 check_rsa_bits(have, bits)?;
-                Ok(Box::new(AwsRsaSigner {
-                    key_pair,
-                    encoding,
-                    rng: SystemRandom::new(),
-                }))
+                let sig_len = key_pair.public_modulus_len();
+                Ok(Box::new(ring_api::RsaSigner { key: key_pair, encoding, rng: SystemRandom::new(), sig_len }))
             }
             SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => {
                 let algorithm = match (alg, digest) {
@@ -228,17 +217,14 @@ impl Backend for AwsLc {
                 // `from_pkcs8` refuses a key on another curve than the algorithm's.
                 let key_pair = EcdsaKeyPair::from_pkcs8(algorithm, key.private_pkcs8)
                     .map_err(|e| failed(format!("{} private key: {e}", curve_name(alg))))?;
-                Ok(Box::new(AwsEcdsaSigner {
-                    key_pair,
-                    rng: SystemRandom::new(),
-                }))
+                Ok(Box::new(ring_api::EcdsaSigner { key: key_pair, rng: SystemRandom::new() }))
             }
             SigAlg::Ed25519 => {
                 // Checks that the public key belongs to the seed.
                 let key_pair =
                     Ed25519KeyPair::from_seed_and_public_key(key.private_raw, key.public)
                         .map_err(|e| failed(format!("Ed25519 key pair: {e}")))?;
-                Ok(Box::new(AwsEd25519Signer(key_pair)))
+                Ok(Box::new(ring_api::Ed25519Signer(key_pair)))
             }
             SigAlg::MlDsa(level) => {
                 let key_pair = PqdsaKeyPair::from_seed(ml_dsa_signing(level), key.private_raw)
@@ -469,131 +455,6 @@ fn rsa_parameters(digest: DigestAlg, padding: RsaPadding) -> Result<&'static Rsa
             return unsupported("aws-lc-rs has no RSA signatures with SHA3-256")
         }
     })
-}
-
-/// A one-shot digest.
-struct AwsDigest(&'static digest::Algorithm);
-
-impl Digest for AwsDigest {
-    fn digest(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let d = digest::digest(self.0, data);
-        out.clear();
-        out.extend_from_slice(d.as_ref());
-        Ok(())
-    }
-}
-
-/// HMAC with the key set up once.
-struct AwsHmac {
-    key: hmac::Key,
-    len: usize,
-}
-
-impl Mac for AwsHmac {
-    fn mac(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        // `resize` without `clear`: a buffer reused at the same size is not zeroed again.
-        out.resize(self.len, 0);
-        let n = hmac::sign_to_buffer(&self.key, data, out)
-            .map_err(failed)?
-            .len();
-        out.truncate(n);
-        Ok(())
-    }
-}
-
-/// An AEAD with its key expanded, working in place in the caller's buffer.
-struct AwsAead(LessSafeKey);
-
-impl Aead for AwsAead {
-    fn seal(
-        &mut self,
-        nonce: &[u8; 12],
-        aad: &[u8],
-        plaintext: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        out.clear();
-        out.extend_from_slice(plaintext);
-        self.0
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), out)
-            .map_err(|_| BackendError::Failed("AES-GCM/ChaCha20-Poly1305 sealing failed".into()))
-    }
-
-    fn open(
-        &mut self,
-        nonce: &[u8; 12],
-        aad: &[u8],
-        sealed: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        out.clear();
-        if sealed.len() < AeadAlg::TAG_LEN {
-            return Err(BackendError::Failed(
-                "sealed message is shorter than the tag".into(),
-            ));
-        }
-        out.extend_from_slice(sealed);
-        match self.0.open_in_place(
-            Nonce::assume_unique_for_key(*nonce),
-            Aad::from(aad),
-            out.as_mut_slice(),
-        ) {
-            Ok(plaintext) => {
-                let n = plaintext.len();
-                out.truncate(n);
-                Ok(())
-            }
-            Err(_) => {
-                // Never hand out unauthenticated plaintext.
-                out.clear();
-                Err(BackendError::Failed(
-                    "authentication failed (tag mismatch)".into(),
-                ))
-            }
-        }
-    }
-}
-
-/// RSA signing with a SHA-2 digest through `aws-lc-rs`.
-struct AwsRsaSigner {
-    key_pair: RsaKeyPair,
-    encoding: &'static dyn RsaEncoding,
-    rng: SystemRandom,
-}
-
-impl Signer for AwsRsaSigner {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        let mut sig = vec![0; self.key_pair.public_modulus_len()];
-        self.key_pair
-            .sign(self.encoding, &self.rng, msg, &mut sig)
-            .map_err(|e| failed(format!("RSA signing failed: {e}")))?;
-        Ok(sig)
-    }
-}
-
-/// ECDSA signing (DER signatures) through `aws-lc-rs`.
-struct AwsEcdsaSigner {
-    key_pair: EcdsaKeyPair,
-    rng: SystemRandom,
-}
-
-impl Signer for AwsEcdsaSigner {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        let sig = self
-            .key_pair
-            .sign(&self.rng, msg)
-            .map_err(|e| failed(format!("ECDSA signing failed: {e}")))?;
-        Ok(sig.as_ref().to_vec())
-    }
-}
-
-/// Ed25519 signing through `aws-lc-rs`.
-struct AwsEd25519Signer(Ed25519KeyPair);
-
-impl Signer for AwsEd25519Signer {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        Ok(self.0.sign(msg).as_ref().to_vec())
-    }
 }
 
 /// Verification with a public key parsed once.

@@ -14,6 +14,7 @@ pub mod hybrid;
 pub mod mock;
 pub mod openssl;
 pub mod ring;
+mod ring_api;
 pub mod rustcrypto;
 #[cfg(test)]
 mod xts_bench;
@@ -69,32 +70,17 @@ pub trait Aead {
         -> Result<()>;
 }
 
-/// XTS-AES key size: AES-128 (a 32-byte XTS key: two AES-128 keys) or AES-256 (64 bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum XtsBits {
-    Aes128,
-    Aes256,
-}
+/// XTS-AES key sizes are an operation parameter (`crate::ops`); re-exported here for the
+/// workloads that ask a backend for a sector cipher.
+pub use crate::ops::XtsBits;
 
-impl XtsBits {
-    #[cfg(test)]
-    pub const ALL: [XtsBits; 2] = [XtsBits::Aes128, XtsBits::Aes256];
-
-    /// Bytes of the XTS key: Key1 ‖ Key2, two AES keys (32 or 64).
-    pub fn key_len(self) -> usize {
-        match self {
-            XtsBits::Aes128 => 32,
-            XtsBits::Aes256 => 64,
-        }
+/// Refuse an AEAD key of the wrong length for `alg` ([`AeadAlg::key_len`]), with the same words
+/// in every backend (the libraries' own refusals differ, or are a bare "unspecified").
+pub fn check_aead_key(alg: AeadAlg, key: &[u8]) -> Result<()> {
+    if key.len() == alg.key_len() {
+        return Ok(());
     }
-
-    /// `AES-128-XTS` or `AES-256-XTS`.
-    pub fn name(self) -> &'static str {
-        match self {
-            XtsBits::Aes128 => "AES-128-XTS",
-            XtsBits::Aes256 => "AES-256-XTS",
-        }
-    }
+    Err(BackendError::Failed(format!("{} takes a {}-byte key, got {} bytes", alg.name(), alg.key_len(), key.len())))
 }
 
 /// The XTS tweak of a data unit: its sequence number (here the sector number) as a 16-byte

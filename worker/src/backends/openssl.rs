@@ -50,7 +50,7 @@ use openssl::sign::RsaPssSaltlen;
 use openssl_sys as ffi;
 
 use super::{
-    check_xts_key, check_xts_unit, failed, xts_tweak, Aead, Agreement, Backend, BackendError,
+    check_aead_key, check_xts_key, check_xts_unit, failed, xts_tweak, Aead, Agreement, Backend, BackendError,
     Digest, LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::cpu::{CapVector, Capabilities};
@@ -88,14 +88,7 @@ impl Backend for OpenSsl {
     }
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
-        if key.len() != alg.key_len() {
-            return Err(BackendError::Failed(format!(
-                "{} takes a {}-byte key, got {} bytes",
-                alg.name(),
-                alg.key_len(),
-                key.len()
-            )));
-        }
+        check_aead_key(alg, key)?;
         let name = match alg {
             AeadAlg::Aes128Gcm => "AES-128-GCM",
             AeadAlg::Aes256Gcm => "AES-256-GCM",
@@ -286,57 +279,6 @@ extern "C" {
 }
 /// `OPENSSL_INFO_CPU_SETTINGS` from crypto.h.
 const OPENSSL_INFO_CPU_SETTINGS: std::ffi::c_int = 1008;
-
-/// In the FIPS worker: load OpenSSL's FIPS provider (and the base provider, for key encoders)
-/// into the default library context and make `fips=yes` the default property query, once per
-/// process, so every algorithm the backend fetches comes from the FIPS provider. `Err` says
-/// why not: the provider is not installed on this host (Debian's OpenSSL ships none) or failed
-/// its self-tests. The providers stay loaded for the life of the process.
-#[cfg(feature = "fips")]
-pub fn fips_provider() -> &'static std::result::Result<(), String> {
-    static ONCE: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
-    ONCE.get_or_init(|| {
-        openssl::init();
-        // SAFETY: plain library calls on the default (NULL) library context; the returned
-        // provider handles are deliberately never unloaded.
-        unsafe {
-            if ffi::OSSL_PROVIDER_load(ptr::null_mut(), c"fips".as_ptr()).is_null() {
-                let errors = ErrorStack::get();
-                // A failed explicit load leaves OpenSSL without its implicit default provider;
-                // load it, so OpenSSL still serves as a cross-check reference for the FIPS
-                // module's results (its own cells are refused with the reason below).
-                ffi::OSSL_PROVIDER_load(ptr::null_mut(), c"default".as_ptr());
-                let _ = ErrorStack::get();
-                // Where OpenSSL looks for providers: $OPENSSL_MODULES, else its build-time
-                // OPENSSL_MODULES_DIR (OpenSSL_version type 8, include/openssl/crypto.h).
-                let dir = std::env::var("OPENSSL_MODULES").unwrap_or_else(|_| {
-                    std::ffi::CStr::from_ptr(ffi::OpenSSL_version(8)).to_string_lossy().into_owned()
-                });
-                let dir = dir.strip_prefix("MODULESDIR: ").unwrap_or(&dir).trim_matches('"').to_string();
-                let file = std::path::Path::new(&dir).join("fips.so");
-                return Err(if file.exists() {
-                    let first = errors.errors().first().and_then(|e| e.reason()).unwrap_or("unknown error");
-                    format!("OpenSSL's FIPS provider {} failed to load ({first}): OpenSSL cannot run in FIPS mode here", file.display())
-                } else {
-                    format!(
-                        "OpenSSL's FIPS provider is not installed on this host (no {}; Debian's OpenSSL \
-                         ships none): OpenSSL cannot run in FIPS mode here",
-                        file.display()
-                    )
-                });
-            }
-            if ffi::OSSL_PROVIDER_load(ptr::null_mut(), c"base".as_ptr()).is_null()
-                || ffi::EVP_default_properties_enable_fips(ptr::null_mut(), 1) != 1
-            {
-                return Err(format!(
-                    "OpenSSL's FIPS provider loaded but FIPS properties could not be set: {}",
-                    ErrorStack::get()
-                ));
-            }
-        }
-        Ok(())
-    })
-}
 
 /// The capability vector this process's libcrypto uses. OpenSSL 3.0 does not export
 /// `OPENSSL_ia32cap_P`, but `OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS)` formats it, in process,

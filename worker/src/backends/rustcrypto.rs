@@ -22,7 +22,7 @@ use hmac::digest::{Digest as HashFn, FixedOutputReset};
 use rand_core::OsRng;
 
 use super::{
-    check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+    check_aead_key, check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
     LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
@@ -130,14 +130,8 @@ impl Backend for RustCrypto {
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
         use aes_gcm::aead::KeyInit;
-        let bad_key = |_| {
-            BackendError::Failed(format!(
-                "{} takes a {}-byte key, got {} bytes",
-                alg.name(),
-                alg.key_len(),
-                key.len()
-            ))
-        };
+        check_aead_key(alg, key)?;
+        let bad_key = |_| BackendError::Failed(format!("RustCrypto refused the {} key", alg.name()));
         Ok(match alg {
             AeadAlg::Aes128Gcm => Box::new(RcAead(
                 aes_gcm::Aes128Gcm::new_from_slice(key).map_err(bad_key)?,

@@ -117,12 +117,12 @@ fn xts_pt512() -> String {
 /// vector is reproduced here by every backend that has the key size (OpenSSL, AWS-LC for
 /// XTS-AES-256, RustCrypto's xts-mode: `backends::conformance`), three independent
 /// implementations.
-pub fn xts(bits: crate::backends::XtsBits) -> (Vec<XtsVector>, &'static str) {
+pub fn xts(bits: crate::ops::XtsBits) -> (Vec<XtsVector>, &'static str) {
     // The strings live for the process: the vectors are built once per key size.
     static PT512: OnceLock<String> = OnceLock::new();
     let pt512: &'static str = PT512.get_or_init(xts_pt512);
     match bits {
-        crate::backends::XtsBits::Aes128 => (
+        crate::ops::XtsBits::Aes128 => (
             vec![
                 XtsVector {
                     key: "1111111111111111111111111111111122222222222222222222222222222222",
@@ -160,7 +160,7 @@ pub fn xts(bits: crate::backends::XtsBits) -> (Vec<XtsVector>, &'static str) {
             ],
             "IEEE Std 1619-2007 Annex B, XTS-AES-128 vectors 2, 3 and 4",
         ),
-        crate::backends::XtsBits::Aes256 => (
+        crate::ops::XtsBits::Aes256 => (
             vec![XtsVector {
                 key: "27182818284590452353602874713526624977572470936999595749669676273141592653589793238462643383279502884197169399375105820974944592",
                 sector: 0xff,

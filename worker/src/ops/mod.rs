@@ -91,6 +91,34 @@ impl AeadAlg {
     pub const TAG_LEN: usize = 16;
 }
 
+/// XTS-AES key size: AES-128 (a 32-byte XTS key: two AES-128 keys) or AES-256 (64 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum XtsBits {
+    Aes128,
+    Aes256,
+}
+
+impl XtsBits {
+    #[cfg(test)]
+    pub const ALL: [XtsBits; 2] = [XtsBits::Aes128, XtsBits::Aes256];
+
+    /// Bytes of the XTS key: Key1 ‖ Key2, two AES keys (32 or 64).
+    pub fn key_len(self) -> usize {
+        match self {
+            XtsBits::Aes128 => 32,
+            XtsBits::Aes256 => 64,
+        }
+    }
+
+    /// `AES-128-XTS` or `AES-256-XTS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            XtsBits::Aes128 => "AES-128-XTS",
+            XtsBits::Aes256 => "AES-256-XTS",
+        }
+    }
+}
+
 /// RSA signature padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
