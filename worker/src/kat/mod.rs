@@ -22,10 +22,10 @@
 
 pub mod vectors;
 
-use crate::backends::{self, hybrid, Agreement, Backend, BackendError, Verifier, XtsBits};
+use crate::backends::{self, hybrid, Agreement, Backend, BackendError, Verifier};
 use crate::ops::keys::{self, KeyPair};
 use crate::ops::prepare::{keygen_sig_alg, AEAD_KEY, MAC_KEY, MESSAGE_BYTE, NONCE};
-use crate::ops::{KemAlg, KeyGenAlg, KxAlg, Op, Params, RsaPadding, SigAlg, SigFamily, FFDH2048_PRIVATE_BITS};
+use crate::ops::{KemAlg, KeyGenAlg, KxAlg, Op, Params, RsaPadding, SigAlg, SigFamily, XtsBits, FFDH2048_PRIVATE_BITS};
 
 /// One cross-backend check, as reported in a `result`'s `validation.cross_checks`.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -38,11 +38,51 @@ pub struct CrossCheck {
     pub detail: String,
 }
 
+/// The known-answer test's verdict. Serialised (and displayed) as the strings results have
+/// always carried: `pass`, `fail: <why>`, `not applicable (<why>)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KatStatus {
+    Pass,
+    /// The backend's answer was wrong; why, in words.
+    Fail(String),
+    /// No known-answer test applies (a scripted test backend, a protocol workload); why.
+    NotApplicable(String),
+}
+
+impl KatStatus {
+    /// Whether the verdict is a failure (`NotApplicable` is not).
+    pub fn failed(&self) -> bool {
+        matches!(self, KatStatus::Fail(_))
+    }
+}
+
+impl std::fmt::Display for KatStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KatStatus::Pass => f.write_str("pass"),
+            KatStatus::Fail(why) => write!(f, "fail: {why}"),
+            KatStatus::NotApplicable(why) => write!(f, "not applicable ({why})"),
+        }
+    }
+}
+
+impl serde::Serialize for KatStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Compares with the string a result carries (`v.kat == "pass"`).
+impl PartialEq<&str> for KatStatus {
+    fn eq(&self, other: &&str) -> bool {
+        self.to_string() == *other
+    }
+}
+
 /// Outcome of validating a case, reported in the `result` message.
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct Validation {
-    /// `pass`, `fail: <why>` or `not applicable (<why>)`.
-    pub kat: String,
+    pub kat: KatStatus,
     /// Where the known answer comes from (document and test case).
     pub kat_source: String,
     pub cross_checks: Vec<CrossCheck>,
@@ -51,8 +91,7 @@ pub struct Validation {
 impl Validation {
     /// true when the KAT passed (or is not applicable) and no cross check failed.
     pub fn passed(&self) -> bool {
-        (self.kat == "pass" || self.kat.starts_with("not applicable"))
-            && self.cross_checks.iter().all(|c| c.status != "fail")
+        !self.kat.failed() && self.cross_checks.iter().all(|c| c.status != "fail")
     }
 
     /// A one-line reason when `!passed()`: the failed KAT, else the first failed cross check.
@@ -60,7 +99,7 @@ impl Validation {
         if self.passed() {
             return None;
         }
-        if self.kat != "pass" && !self.kat.starts_with("not applicable") {
+        if self.kat.failed() {
             return Some(format!("known-answer test: {} ({})", self.kat, self.kat_source));
         }
         let c = self.cross_checks.iter().find(|c| c.status == "fail")?;
@@ -77,7 +116,7 @@ pub fn validate(backend: &dyn Backend, op: Op, params: &Params) -> Result<Valida
     let name = backend.info().backend;
     if !backends::NAMES.contains(&name) {
         return Ok(Validation {
-            kat: format!("not applicable ({name} is a scripted test backend)"),
+            kat: KatStatus::NotApplicable(format!("{name} is a scripted test backend")),
             kat_source: String::new(),
             cross_checks: vec![],
         });
@@ -114,8 +153,8 @@ pub fn validate_against(
         .collect();
     Ok(Validation {
         kat: match outcome {
-            Ok(()) => "pass".into(),
-            Err(why) => format!("fail: {why}"),
+            Ok(()) => KatStatus::Pass,
+            Err(why) => KatStatus::Fail(why),
         },
         kat_source,
         cross_checks,
