@@ -820,7 +820,7 @@ fn known_answer(backend: &dyn Backend, scheme: Scheme) -> Result<(String, String
         let params = Params::resolve(op, &RawParams::default()).map_err(failed)?;
         let v = kat::validate_against(backend, op, &params, &[])?;
         if v.kat != "pass" {
-            kats.push(v.kat);
+            kats.push(v.kat.to_string());
         }
         source = v.kat_source;
     }
