@@ -83,6 +83,15 @@ pub fn check_aead_key(alg: AeadAlg, key: &[u8]) -> Result<()> {
     Err(BackendError::Failed(format!("{} takes a {}-byte key, got {} bytes", alg.name(), alg.key_len(), key.len())))
 }
 
+/// Refuse an RSA key whose size is not the one the operation names (a wrong key would time the
+/// wrong thing without any error).
+pub fn check_rsa_bits(have: usize, want: u32) -> Result<()> {
+    if have == want as usize {
+        return Ok(());
+    }
+    Err(BackendError::Failed(format!("RSA key has {have} bits, expected {want}")))
+}
+
 /// The XTS tweak of a data unit: its sequence number (here the sector number) as a 16-byte
 /// little-endian value (IEEE Std 1619-2007 §5.1; dm-crypt's `plain64` IV).
 pub fn xts_tweak(sector: u64) -> [u8; 16] {

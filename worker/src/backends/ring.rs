@@ -41,7 +41,7 @@ use ring::{agreement, digest, hmac};
 super::ring_api::ring_api!(ring);
 
 use super::{
-    check_aead_key, failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KeyShare, LibraryInfo, Mac,
+    check_aead_key, check_rsa_bits, failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KeyShare, LibraryInfo, Mac,
     Result, Signer, Verifier,
 };
 use crate::ops::keys::KeyPair;
@@ -296,17 +296,6 @@ impl KeyShare for RingShare {
         let peer = agreement::UnparsedPublicKey::new(self.algorithm, peer_public);
         agreement::agree_ephemeral(self.key, &peer, |secret| secret.to_vec())
             .map_err(|_| BackendError::Failed("ring refused the peer's public key".into()))
-    }
-}
-
-/// Refuse a key whose size is not the one the algorithm names.
-fn check_rsa_bits(have: usize, want: u32) -> Result<()> {
-    if have == want as usize {
-        Ok(())
-    } else {
-        Err(BackendError::Failed(format!(
-            "RSA key has {have} bits, expected {want}"
-        )))
     }
 }
 

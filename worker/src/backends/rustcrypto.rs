@@ -22,7 +22,7 @@ use hmac::digest::{Digest as HashFn, FixedOutputReset};
 use rand_core::OsRng;
 
 use super::{
-    check_aead_key, check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
     LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
@@ -411,17 +411,6 @@ fn rsa_private_key(der: &[u8], bits: u32) -> Result<rsa::RsaPrivateKey> {
         .map_err(|e| failed(format!("RSA private key is not PKCS#8: {e}")))?;
     check_rsa_bits(rsa::traits::PublicKeyParts::size(&key) * 8, bits)?;
     Ok(key)
-}
-
-/// Refuse a key whose size is not the one the algorithm names.
-fn check_rsa_bits(have: usize, want: u32) -> Result<()> {
-    if have == want as usize {
-        Ok(())
-    } else {
-        Err(BackendError::Failed(format!(
-            "RSA key has {have} bits, expected {want}"
-        )))
-    }
 }
 
 /// Parse a P-256 private key from PKCS#8 DER.

@@ -5,8 +5,9 @@
 use super::*;
 use crate::backends::openssl::OpenSsl;
 use crate::backends::rustcrypto::RustCrypto;
-use crate::backends::{Agreement, Digest, LibraryInfo, Mac, Signer};
-use crate::ops::{DigestAlg, KemAlg, RawParams, ALL_OPS};
+use crate::backends::{hybrid, Agreement, Digest, LibraryInfo, Mac, Signer};
+use crate::ops::keys::KeyPair;
+use crate::ops::{DigestAlg, KemAlg, KxAlg, RawParams, ALL_OPS};
 
 fn params(op: Op, digest: Option<&str>, padding: Option<&str>) -> Params {
     let raw = RawParams {

@@ -49,7 +49,6 @@
 //! one data unit per key or IV). AWS-LC has no AES-128-XTS (`EVP_aes_256_xts` is its only XTS
 //! cipher, in AWS-LC and in the FIPS module alike): "unsupported".
 
-use std::ffi::{c_char, CStr};
 use std::ptr;
 
 use aws_lc_rs::aead::{self, LessSafeKey, UnboundKey};
@@ -68,16 +67,19 @@ use aws_lc_fips_sys as sys;
 #[cfg(not(feature = "fips"))]
 use aws_lc_sys as sys;
 
-super::ring_api::ring_api!(aws_lc_rs);
+crate::backends::ring_api::ring_api!(aws_lc_rs);
 
-use super::{
-    check_aead_key, check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+mod c_api;
+use c_api::{AwsFfdh, AwsXts, EvpRsa};
+
+use crate::backends::{
+    check_aead_key, check_rsa_bits, check_xts_key, failed, hybrid, unsupported, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
     LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::cpu::{CapVector, Capabilities};
 use crate::ops::keys::KeyPair;
-use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg, FFDH2048_PRIVATE_BITS};
+use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg};
 
 /// The AWS-LC library.
 pub struct AwsLc;
@@ -194,7 +196,7 @@ impl Backend for AwsLc {
                     .map_err(|e| failed(format!("RSA private key is not PKCS#8: {e}")))?;
                 let have = RsaParameters::public_modulus_len(key_pair.public_key().as_ref())
                     .map_err(failed)?;
-                check_rsa_bits(have, bits)?;
+                check_rsa_bits(have as usize, bits)?;
                 let sig_len = key_pair.public_modulus_len();
                 Ok(Box::new(ring_api::RsaSigner { key: key_pair, encoding, rng: SystemRandom::new(), sig_len }))
             }
@@ -255,7 +257,7 @@ impl Backend for AwsLc {
                 let params = rsa_parameters(digest, padding)?;
                 let have = RsaParameters::public_modulus_len(public)
                     .map_err(|e| failed(format!("RSA public key is not PKCS#1 DER: {e}")))?;
-                check_rsa_bits(have, bits)?;
+                check_rsa_bits(have as usize, bits)?;
                 params
             }
             SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => match (alg, digest) {
@@ -408,18 +410,6 @@ fn curve_name(alg: SigAlg) -> &'static str {
     }
 }
 
-/// Refuse a key whose size is not the one the algorithm names (a wrong key would time the wrong
-/// thing without any error).
-fn check_rsa_bits(have: u32, want: u32) -> Result<()> {
-    if have == want {
-        Ok(())
-    } else {
-        Err(BackendError::Failed(format!(
-            "RSA key has {have} bits, expected {want}"
-        )))
-    }
-}
-
 /// The `aws-lc-rs` RSA signing encoding for SHA-2 digests (PSS: MGF1 with the same digest, salt
 /// length = digest length). SHA-1 is signed through [`EvpRsa`] instead.
 fn rsa_encoding(digest: DigestAlg, padding: RsaPadding) -> Result<&'static dyn RsaEncoding> {
@@ -505,152 +495,6 @@ impl Agreement for AwsAgreement {
     }
 }
 
-/// Byte length of the RFC 3526 group 14 prime, hence of FFDH-2048 public keys and secrets.
-const FFDH2048_LEN: usize = 256;
-
-/// AWS-LC's DH functions (`include/openssl/dh.h`), which aws-lc-sys's pregenerated bindings
-/// leave out. Declared here with the crate's symbol prefix, as `AWS_LC_IA32CAP_P` above (a
-/// version bump fails to link rather than call the wrong thing).
-mod dh_ffi {
-    use super::sys::BIGNUM;
-    use std::ffi::c_int;
-
-    /// `DH` (opaque).
-    #[repr(C)]
-    pub struct Dh {
-        _private: [u8; 0],
-    }
-
-    macro_rules! aws_lc_fns {
-        ($($name:ident: fn($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
-            extern "C" {
-                $(
-                    #[cfg_attr(not(feature = "fips"), link_name = concat!("aws_lc_0_47_0_", stringify!($name)))]
-                    #[cfg_attr(feature = "fips", link_name = concat!("aws_lc_fips_0_14_4_", stringify!($name)))]
-                    pub fn $name($($arg: $ty),*) -> $ret;
-                )*
-            }
-        };
-    }
-
-    aws_lc_fns! {
-        DH_new: fn() -> *mut Dh;
-        DH_free: fn(dh: *mut Dh) -> ();
-        DH_set0_pqg: fn(dh: *mut Dh, p: *mut BIGNUM, q: *mut BIGNUM, g: *mut BIGNUM) -> c_int;
-        DH_generate_key: fn(dh: *mut Dh) -> c_int;
-        DH_get0_pub_key: fn(dh: *const Dh) -> *const BIGNUM;
-        DH_compute_key_padded: fn(out: *mut u8, peers_key: *const BIGNUM, dh: *mut Dh) -> c_int;
-        DH_set_length: fn(dh: *mut Dh, priv_length: std::ffi::c_uint) -> c_int;
-        DH_get0_priv_key: fn(dh: *const Dh) -> *const BIGNUM;
-        BN_get_rfc3526_prime_2048: fn(ret: *mut BIGNUM) -> *mut BIGNUM;
-    }
-}
-
-/// RFC 3526 group 14 as an AWS-LC `DH`: p and generator 2, no q (so `DH_generate_key` takes the
-/// exponent length of `DH_set_length`, and `DH_compute_key` checks a peer's key for its range
-/// only). Errors: `Failed` when AWS-LC cannot allocate it.
-fn modp2048() -> Result<*mut dh_ffi::Dh> {
-    // SAFETY: each pointer is checked before use; DH_set0_pqg takes ownership of p and g on
-    // success only, so they are freed here on failure (BN_free accepts null); the returned DH
-    // is owned by the caller.
-    unsafe {
-        let dh = dh_ffi::DH_new();
-        if dh.is_null() {
-            return Err(lc_error("DH_new"));
-        }
-        let p = dh_ffi::BN_get_rfc3526_prime_2048(ptr::null_mut());
-        let g = sys::BN_new();
-        if p.is_null() || g.is_null() || sys::BN_set_word(g, 2) != 1 || dh_ffi::DH_set0_pqg(dh, p, ptr::null_mut(), g) != 1 {
-            sys::BN_free(p);
-            sys::BN_free(g);
-            dh_ffi::DH_free(dh);
-            return Err(lc_error("FFDH-2048 group (RFC 3526 group 14)"));
-        }
-        Ok(dh)
-    }
-}
-
-/// An FFDH-2048 key pair over RFC 3526 group 14 (generator 2), generated by AWS-LC's C API
-/// (`DH_generate_key`, with a [`FFDH2048_PRIVATE_BITS`]-bit private exponent set by
-/// `DH_set_length`); `aws-lc-rs` has no finite-field DH. The secret is
-/// `DH_compute_key_padded`'s: the prime's length, big-endian, as OpenSSL's after re-padding.
-///
-/// Every derive parses the peer's key and `DH_compute_key_padded` checks it (its range,
-/// 2 ≤ y ≤ p − 2: AWS-LC's own check for a group without q), so nothing is kept between calls
-/// and `derive_validated` is `derive`.
-struct AwsFfdh {
-    dh: *mut dh_ffi::Dh,
-    public: Vec<u8>,
-    private_bits: u32,
-}
-
-// SAFETY: the DH object is owned by this value alone and used through `&mut self` (derive) or
-// not at all (public_key reads the copy); AWS-LC's DH functions are thread-safe per object.
-unsafe impl Send for AwsFfdh {}
-
-impl AwsFfdh {
-    fn generate() -> Result<AwsFfdh> {
-        let dh = modp2048()?;
-        let mut ffdh = AwsFfdh { dh, public: vec![0u8; FFDH2048_LEN], private_bits: 0 };
-        // SAFETY: `dh` is live and owned by `ffdh` (freed by Drop); BN_bn2bin_padded writes
-        // exactly FFDH2048_LEN bytes into `public`, which has that length.
-        unsafe {
-            if dh_ffi::DH_set_length(dh, FFDH2048_PRIVATE_BITS) != 1 || dh_ffi::DH_generate_key(dh) != 1 {
-                return Err(lc_error("DH_generate_key"));
-            }
-            let y = dh_ffi::DH_get0_pub_key(dh);
-            if y.is_null() || sys::BN_bn2bin_padded(ffdh.public.as_mut_ptr(), FFDH2048_LEN, y) != 1 {
-                return Err(lc_error("FFDH-2048 public key"));
-            }
-            let x = dh_ffi::DH_get0_priv_key(dh);
-            ffdh.private_bits = if x.is_null() { 0 } else { sys::BN_num_bits(x) };
-        }
-        Ok(ffdh)
-    }
-}
-
-impl Agreement for AwsFfdh {
-    fn public_key(&self) -> Vec<u8> {
-        self.public.clone()
-    }
-
-    fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        if peer_public.len() != FFDH2048_LEN {
-            return Err(BackendError::Failed(format!(
-                "FFDH-2048 public key must be {FFDH2048_LEN} bytes, got {}",
-                peer_public.len()
-            )));
-        }
-        let mut secret = vec![0u8; FFDH2048_LEN];
-        // SAFETY: `peer` is checked and freed here; DH_compute_key_padded writes DH_size(dh) =
-        // 256 bytes into `secret`, which has that length, and checks the peer key's range.
-        let n = unsafe {
-            let peer = sys::BN_bin2bn(peer_public.as_ptr(), peer_public.len(), ptr::null_mut());
-            if peer.is_null() {
-                return Err(lc_error("FFDH-2048 peer key"));
-            }
-            let n = dh_ffi::DH_compute_key_padded(secret.as_mut_ptr(), peer, self.dh);
-            sys::BN_free(peer);
-            n
-        };
-        if n != FFDH2048_LEN as i32 {
-            return Err(lc_error("DH_compute_key_padded (invalid peer key?)"));
-        }
-        Ok(secret)
-    }
-
-    fn private_bits(&self) -> Option<u32> {
-        Some(self.private_bits)
-    }
-}
-
-impl Drop for AwsFfdh {
-    fn drop(&mut self) {
-        // SAFETY: `dh` came from DH_new and is freed once, here.
-        unsafe { dh_ffi::DH_free(self.dh) }
-    }
-}
-
 /// An ML-KEM decapsulation key (generated or imported), with its encoded encapsulation key.
 struct AwsKemDecapsulator {
     dk: kem::DecapsulationKey,
@@ -720,300 +564,6 @@ impl Signer for AwsMlDsaSigner {
     }
 }
 
-/// RSA with SHA-1 through AWS-LC's C API (`aws-lc-sys`), for what `aws-lc-rs` cannot do:
-/// signing with SHA-1 (both paddings) and verifying SHA-1 PSS.
-///
-/// The key is parsed once into an `EVP_PKEY` and one `EVP_MD_CTX` is allocated once. Each call
-/// resets the context, initialises it for the key with `EVP_sha1()` (`EVP_DigestSignInit` /
-/// `EVP_DigestVerifyInit`, which creates the key context), sets the padding and signs or
-/// verifies in one shot — the same steps `aws-lc-rs` takes per call for SHA-2.
-struct EvpRsa {
-    pkey: *mut sys::EVP_PKEY,
-    ctx: *mut sys::EVP_MD_CTX,
-    padding: RsaPadding,
-    /// Signature length (the modulus length in bytes).
-    sig_len: usize,
-}
-
-impl EvpRsa {
-    /// Parse an RSA private key (PKCS#8 DER) for SHA-1 signing with `padding`.
-    fn signer(pkcs8: &[u8], bits: u32, padding: RsaPadding) -> Result<Self> {
-        aws_lc_rs::init();
-        // SAFETY: `cbs` points into `pkcs8`, which outlives the call; EVP_parse_private_key
-        // returns a new EVP_PKEY or null, and the non-null one is owned by `EvpRsa` (freed in
-        // Drop) from here on.
-        let (pkey, rest) = unsafe {
-            let mut cbs = sys::CBS {
-                data: ptr::null(),
-                len: 0,
-            };
-            sys::CBS_init(&mut cbs, pkcs8.as_ptr(), pkcs8.len());
-            let pkey = sys::EVP_parse_private_key(&mut cbs);
-            (pkey, sys::CBS_len(&cbs))
-        };
-        if pkey.is_null() {
-            return Err(lc_error("parsing the RSA private key (PKCS#8)"));
-        }
-        let this = Self::new(pkey, padding)?;
-        if rest != 0 {
-            return Err(BackendError::Failed(format!(
-                "RSA private key has {rest} bytes after the PKCS#8 structure"
-            )));
-        }
-        this.check(bits)?;
-        Ok(this)
-    }
-
-    /// Parse an RSA public key (PKCS#1 `RSAPublicKey` DER) for SHA-1 PSS verification.
-    fn verifier(pkcs1: &[u8], bits: u32) -> Result<Self> {
-        aws_lc_rs::init();
-        // SAFETY: `pkcs1` is valid for its length; RSA_public_key_from_bytes returns a new RSA
-        // (the whole input must be one RSAPublicKey) or null.
-        let rsa = unsafe { sys::RSA_public_key_from_bytes(pkcs1.as_ptr(), pkcs1.len()) };
-        if rsa.is_null() {
-            return Err(lc_error("parsing the RSA public key (PKCS#1)"));
-        }
-        // SAFETY: `rsa` is a live RSA we own; EVP_PKEY_assign_RSA takes it over on success
-        // only, so on failure it is freed here, and `pkey` (owned by `EvpRsa` once non-null) is
-        // freed by Drop.
-        let pkey = unsafe {
-            let pkey = sys::EVP_PKEY_new();
-            if pkey.is_null() {
-                sys::RSA_free(rsa);
-                return Err(lc_error("EVP_PKEY_new"));
-            }
-            if sys::EVP_PKEY_assign_RSA(pkey, rsa) != 1 {
-                sys::RSA_free(rsa);
-                sys::EVP_PKEY_free(pkey);
-                return Err(lc_error("EVP_PKEY_assign_RSA"));
-            }
-            pkey
-        };
-        let this = Self::new(pkey, RsaPadding::Pss)?;
-        this.check(bits)?;
-        Ok(this)
-    }
-
-    /// Take ownership of `pkey` (non-null) and allocate the digest context.
-    fn new(pkey: *mut sys::EVP_PKEY, padding: RsaPadding) -> Result<Self> {
-        // SAFETY: EVP_MD_CTX_new has no preconditions; `pkey` is a live key; whatever is
-        // non-null is owned by the returned value and freed in Drop.
-        let (ctx, size) = unsafe { (sys::EVP_MD_CTX_new(), sys::EVP_PKEY_size(pkey)) };
-        let this = EvpRsa {
-            pkey,
-            ctx,
-            padding,
-            sig_len: usize::try_from(size).unwrap_or(0),
-        };
-        if ctx.is_null() {
-            return Err(lc_error("EVP_MD_CTX_new"));
-        }
-        Ok(this)
-    }
-
-    /// Refuse a key that is not RSA or not of `bits` bits.
-    fn check(&self, bits: u32) -> Result<()> {
-        // SAFETY: `self.pkey` is a live EVP_PKEY; both functions only read it.
-        let (id, have) = unsafe { (sys::EVP_PKEY_id(self.pkey), sys::EVP_PKEY_bits(self.pkey)) };
-        if id != sys::EVP_PKEY_RSA {
-            return Err(BackendError::Failed(format!(
-                "key is not an RSA key (EVP_PKEY type {id})"
-            )));
-        }
-        check_rsa_bits(u32::try_from(have).unwrap_or(0), bits)
-    }
-
-    /// Reset the context and initialise it for signing (or verifying) with SHA-1 and the
-    /// padding. `false` when AWS-LC refuses a step (its error queue says why).
-    fn init(&mut self, sign: bool) -> bool {
-        let mut pctx: *mut sys::EVP_PKEY_CTX = ptr::null_mut();
-        // SAFETY: `self.ctx` and `self.pkey` are live; the reset frees what the previous call
-        // left in the context; `pctx` is set by the init call to a key context owned by
-        // `self.ctx`, and only used while it lives (in this block).
-        unsafe {
-            sys::EVP_MD_CTX_reset(self.ctx);
-            let md = sys::EVP_sha1();
-            let init = if sign {
-                sys::EVP_DigestSignInit(self.ctx, &mut pctx, md, ptr::null_mut(), self.pkey)
-            } else {
-                sys::EVP_DigestVerifyInit(self.ctx, &mut pctx, md, ptr::null_mut(), self.pkey)
-            };
-            if init != 1 || pctx.is_null() {
-                return false;
-            }
-            match self.padding {
-                RsaPadding::Pkcs1 => {
-                    sys::EVP_PKEY_CTX_set_rsa_padding(pctx, sys::RSA_PKCS1_PADDING) == 1
-                }
-                RsaPadding::Pss => {
-                    sys::EVP_PKEY_CTX_set_rsa_padding(pctx, sys::RSA_PKCS1_PSS_PADDING) == 1
-                        && sys::EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, sys::RSA_PSS_SALTLEN_DIGEST)
-                            == 1
-                        && sys::EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, md) == 1
-                }
-            }
-        }
-    }
-}
-
-impl Signer for EvpRsa {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        if !self.init(true) {
-            return Err(lc_error("RSA SHA-1 signing setup"));
-        }
-        let mut sig = vec![0u8; self.sig_len];
-        let mut len = sig.len();
-        // SAFETY: `self.ctx` was just initialised for signing; `sig` has room for `len` bytes
-        // (EVP_PKEY_size), and `msg` is valid for its length.
-        let ok = unsafe {
-            sys::EVP_DigestSign(
-                self.ctx,
-                sig.as_mut_ptr(),
-                &mut len,
-                msg.as_ptr(),
-                msg.len(),
-            )
-        };
-        if ok != 1 {
-            return Err(lc_error("RSA SHA-1 signing"));
-        }
-        sig.truncate(len);
-        Ok(sig)
-    }
-}
-
-impl Verifier for EvpRsa {
-    fn verify(&mut self, msg: &[u8], sig: &[u8]) -> Result<bool> {
-        if !self.init(false) {
-            return Err(lc_error("RSA SHA-1 verification setup"));
-        }
-        // SAFETY: `self.ctx` was just initialised for verifying; `sig` and `msg` are valid for
-        // their lengths.
-        let ok = unsafe {
-            sys::EVP_DigestVerify(self.ctx, sig.as_ptr(), sig.len(), msg.as_ptr(), msg.len())
-        };
-        if ok != 1 {
-            // An invalid or malformed signature: not valid. AWS-LC queued the reason; drop it
-            // so the queue does not grow across a timed loop.
-            // SAFETY: ERR_clear_error only touches this thread's error queue.
-            unsafe { sys::ERR_clear_error() };
-        }
-        Ok(ok == 1)
-    }
-}
-
-impl Drop for EvpRsa {
-    fn drop(&mut self) {
-        // SAFETY: both pointers are owned by `self` and freed exactly once; both free
-        // functions accept null.
-        unsafe {
-            sys::EVP_MD_CTX_free(self.ctx);
-            sys::EVP_PKEY_free(self.pkey);
-        }
-    }
-}
-
-/// AES-256-XTS through AWS-LC's C API: one cipher context per direction, each with the key set
-/// once (AES key schedules expanded there); a sector sets only the IV.
-struct AwsXts {
-    enc: *mut sys::EVP_CIPHER_CTX,
-    dec: *mut sys::EVP_CIPHER_CTX,
-}
-
-impl AwsXts {
-    /// Both contexts with `key` (64 bytes, already checked).
-    fn new(key: &[u8]) -> Result<AwsXts> {
-        aws_lc_rs::init();
-        // SAFETY: EVP_CIPHER_CTX_new has no preconditions; both contexts are owned by `this`
-        // from here on (freed in Drop, which accepts null). `key` holds the 64 bytes
-        // EVP_aes_256_xts reads; the IV is set per sector.
-        unsafe {
-            let this = AwsXts { enc: sys::EVP_CIPHER_CTX_new(), dec: sys::EVP_CIPHER_CTX_new() };
-            if this.enc.is_null() || this.dec.is_null() {
-                return Err(lc_error("EVP_CIPHER_CTX_new"));
-            }
-            let cipher = sys::EVP_aes_256_xts();
-            let none = ptr::null_mut();
-            if sys::EVP_EncryptInit_ex(this.enc, cipher, none, key.as_ptr(), ptr::null()) != 1 {
-                return Err(lc_error("AES-256-XTS encryption key setup"));
-            }
-            if sys::EVP_DecryptInit_ex(this.dec, cipher, none, key.as_ptr(), ptr::null()) != 1 {
-                return Err(lc_error("AES-256-XTS decryption key setup"));
-            }
-            Ok(this)
-        }
-    }
-
-    /// Set the tweak of `sector` on `ctx` and run the whole data unit through it, in place.
-    fn unit(ctx: *mut sys::EVP_CIPHER_CTX, encrypt: bool, sector: u64, buf: &mut [u8]) -> Result<()> {
-        check_xts_unit(buf)?;
-        let len = std::ffi::c_int::try_from(buf.len())
-            .map_err(|_| BackendError::Failed(format!("a {}-byte XTS data unit is too long", buf.len())))?;
-        let tweak = xts_tweak(sector);
-        let mut out_len: std::ffi::c_int = 0;
-        // SAFETY: `ctx` is a live context initialised with the key; a null cipher, engine and
-        // key keep them and set only the 16-byte IV; the update reads and writes `buf.len()`
-        // bytes of `buf` (in place, which AWS-LC's XTS supports; it never writes more than it
-        // reads, the block size being 1).
-        let ok = unsafe {
-            let p = buf.as_mut_ptr();
-            let none = ptr::null_mut();
-            if encrypt {
-                sys::EVP_EncryptInit_ex(ctx, ptr::null(), none, ptr::null(), tweak.as_ptr()) == 1
-                    && sys::EVP_EncryptUpdate(ctx, p, &mut out_len, p, len) == 1
-            } else {
-                sys::EVP_DecryptInit_ex(ctx, ptr::null(), none, ptr::null(), tweak.as_ptr()) == 1
-                    && sys::EVP_DecryptUpdate(ctx, p, &mut out_len, p, len) == 1
-            }
-        };
-        if !ok {
-            return Err(lc_error(if encrypt { "AES-256-XTS encryption" } else { "AES-256-XTS decryption" }));
-        }
-        if out_len != len {
-            return Err(BackendError::Failed(format!("AWS-LC's XTS wrote {out_len} bytes for a {len}-byte data unit")));
-        }
-        Ok(())
-    }
-}
-
-impl SectorCipher for AwsXts {
-    fn encrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()> {
-        Self::unit(self.enc, true, sector, buf)
-    }
-    fn decrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()> {
-        Self::unit(self.dec, false, sector, buf)
-    }
-}
-
-impl Drop for AwsXts {
-    fn drop(&mut self) {
-        // SAFETY: both contexts are owned by `self` and freed exactly once; the free function
-        // accepts null.
-        unsafe {
-            sys::EVP_CIPHER_CTX_free(self.enc);
-            sys::EVP_CIPHER_CTX_free(self.dec);
-        }
-    }
-}
-
-/// `Failed` with what failed and AWS-LC's first queued error (the queue is then cleared).
-fn lc_error(what: &str) -> BackendError {
-    let mut buf = [0 as c_char; 256];
-    // SAFETY: ERR_get_error/ERR_clear_error touch only this thread's error queue;
-    // ERR_error_string_n writes at most `buf.len()` bytes including the terminating NUL, so
-    // `buf` holds a C string afterwards.
-    let reason = unsafe {
-        let code = sys::ERR_get_error();
-        sys::ERR_clear_error();
-        if code == 0 {
-            return BackendError::Failed(format!("{what} failed"));
-        }
-        sys::ERR_error_string_n(code, buf.as_mut_ptr(), buf.len());
-        CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
-    };
-    BackendError::Failed(format!("{what} failed: {reason}"))
-}
-
 /// What only this backend has: the library version it reports and the crate versions it names.
 /// Everything else (known answers, round trips, tampering, interoperation, what is unsupported)
 /// is checked on every backend by `backends::conformance`.
@@ -1038,7 +588,7 @@ mod tests {
         // FIPS mode exactly in the FIPS build (the AWS-LC FIPS module), never otherwise.
         assert_eq!(info.fips, cfg!(feature = "fips"));
         // Keep CRATE_VERSIONS in step with Cargo.lock.
-        let lock = include_str!("../../Cargo.lock");
+        let lock = include_str!("../../../Cargo.lock");
         for entry in CRATE_VERSIONS.split(", ") {
             let (name, version) = entry.split_once(' ').unwrap();
             let needle = format!("name = \"{name}\"\nversion = \"{version}\"\n");
