@@ -588,7 +588,7 @@ mod tests {
         // FIPS mode exactly in the FIPS build (the AWS-LC FIPS module), never otherwise.
         assert_eq!(info.fips, cfg!(feature = "fips"));
         // Keep CRATE_VERSIONS in step with Cargo.lock.
-        let lock = include_str!("../../../Cargo.lock");
+        let lock = include_str!("../../Cargo.lock");
         for entry in CRATE_VERSIONS.split(", ") {
             let (name, version) = entry.split_once(' ').unwrap();
             let needle = format!("name = \"{name}\"\nversion = \"{version}\"\n");
