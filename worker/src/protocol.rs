@@ -457,6 +457,7 @@ fn op_params() -> Value {
         if let Some(p) = op.default_padding() {
             entry["default_padding"] = p.name().into();
         }
+        entry["fips"] = crate::fips::hello_entry(op);
         (name.to_string(), entry)
     });
     let workloads = workloads::names().into_iter().map(|name| (name.to_string(), workloads::op_params(name)));
@@ -623,6 +624,9 @@ fn run(case: Case) -> Value {
         What::Op { op, params } => (*op, params),
         What::Workload(w) => return w.fill(workloads::run(w, &*case.backend, case.plan.warmup, case.plan.budget), result).to_json(),
     };
+    let (fips_approved, fips_reason) = crate::fips::run_fields(info.fips, op, params);
+    result.fips_approved = Some(fips_approved);
+    result.fips_reason = fips_reason;
     let validation = match kat::validate(&*case.backend, op, params) {
         Ok(v) => v,
         Err(BackendError::Unsupported(r)) => return result.ended(Status::Unsupported, r).to_json(),
@@ -1036,7 +1040,21 @@ mod tests {
                 }
             }
         }
-        // Spot checks against the documented table.
+        // Spot checks against the documented table (the FIPS approval entry apart: its own tests
+        // are in `fips`; here only that every operation has one).
+        let op_params: serde_json::Map<String, Value> = op_params
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(name, e)| {
+                let mut e = e.clone();
+                if e["workload"] != json!(true) {
+                    assert!(e["fips"]["approved"].is_boolean(), "{name}: {e}");
+                }
+                e.as_object_mut().unwrap().remove("fips");
+                (name.clone(), e)
+            })
+            .collect();
         assert_eq!(op_params["ecdsa-p384-sign"], json!({"params": ["size_bytes", "digest"], "default_size_bytes": 32, "default_digest": "sha384"}));
         assert_eq!(
             op_params["rsa2048-verify"],

@@ -63,6 +63,12 @@ pub struct RunResult {
     /// The CPU mask and capabilities (absent when the backend cannot run in this build at all).
     #[serde(flatten)]
     pub mask: Option<MaskFields>,
+    /// A primitive's standing under the FIPS module (`crate::fips::run_fields`): whether the
+    /// module approves the operation as timed (always true outside FIPS mode) and, when not, why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fips_approved: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fips_reason: Option<String>,
     /// The checks made before anything was timed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub validation: Option<Validation>,
@@ -90,6 +96,8 @@ impl RunResult {
             status: Status::Ok,
             reason: None,
             mask: None,
+            fips_approved: None,
+            fips_reason: None,
             validation: None,
             measured: None,
             workload: None,
@@ -157,7 +165,7 @@ pub struct Validation {
 impl From<kat::Validation> for Validation {
     fn from(v: kat::Validation) -> Self {
         Validation {
-            kat: v.kat,
+            kat: v.kat.to_string(),
             kat_source: Some(v.kat_source),
             cross_checks: Some(v.cross_checks.into_iter().map(CrossCheck::from).collect()),
             ..Validation::default()

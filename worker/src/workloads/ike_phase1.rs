@@ -29,7 +29,7 @@ use crate::measure::load::{run_load, TxnFn};
 use crate::measure::sampler::Sampler;
 use crate::result::{IkeResult, Measured, WorkloadDetail};
 use crate::backends::{self, Backend, BackendError, Signer, Verifier};
-use crate::kat::{self, CrossCheck, Validation};
+use crate::kat::{self, CrossCheck, KatStatus, Validation};
 use crate::measure::OpFn;
 use crate::ops::{keys, DigestAlg, KxAlg, Op, RsaPadding, SigAlg, SigFamily};
 use serde_json::{json, Map, Value};
@@ -383,7 +383,7 @@ fn validate_against(backend: &dyn Backend, p: &IkeParams, others: &[Box<dyn Back
     let own = backend.info().backend;
     if !backends::NAMES.contains(&own) {
         return Ok(Validation {
-            kat: format!("not applicable ({own} is a scripted test backend)"),
+            kat: KatStatus::NotApplicable(format!("{own} is a scripted test backend")),
             kat_source: String::new(),
             cross_checks: vec![],
         });
@@ -405,7 +405,7 @@ fn validate_against(backend: &dyn Backend, p: &IkeParams, others: &[Box<dyn Back
     let mut cross_checks = Vec::new();
     for (name, op, params) in parts {
         let v = kat::validate_against(backend, op, &params, others).map_err(|e| in_group(e, p.group))?;
-        if v.kat != "pass" && !v.kat.starts_with("not applicable") {
+        if v.kat.failed() {
             kats.push(format!("{name}: {}", v.kat));
         }
         sources.push(format!("{name}: {}", v.kat_source));
@@ -422,8 +422,8 @@ fn validate_against(backend: &dyn Backend, p: &IkeParams, others: &[Box<dyn Back
     }
     Ok(Validation {
         kat: match kats.is_empty() {
-            true => "pass".into(),
-            false => format!("fail: {}", kats.join("; ")),
+            true => KatStatus::Pass,
+            false => KatStatus::Fail(kats.join("; ")),
         },
         kat_source: sources.join("; "),
         cross_checks,
@@ -593,7 +593,7 @@ mod tests {
             }
         }
         let mock = backends::by_name("mock").unwrap();
-        assert!(validate(&*mock, &params(IkeGroup::X25519)).unwrap().kat.starts_with("not applicable"));
+        assert!(validate(&*mock, &params(IkeGroup::X25519)).unwrap().kat.to_string().starts_with("not applicable"));
     }
 
     /// For each group, the secret of an OpenSSL transaction equals the other side's computation
