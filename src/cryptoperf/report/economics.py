@@ -321,7 +321,7 @@ def text_lines(result: PlanResult, run_meta: Mapping) -> list[str]:
              f"priced with {side_phrase(result)}"]
     rem = remainder_sentence(result)
     if rem:
-        lines.append(f"remainder: {rem}")
+        lines.append(rem)
     lines += _request_lines(result) if result.requests else _op_lines(result)
     if result.change is not None:
         lines.append(f"change {change_text(result, money=False)}")
