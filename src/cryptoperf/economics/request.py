@@ -230,7 +230,8 @@ class Remainder:
         estimate_ns: measured.estimate_ns − primitives.cpu.estimate_ns, > 0.
         low_ns, high_ns: its interval: the workload's and the primitives' intervals each at the
             Bonferroni level 1 − (1 − level) / 2, their bounds subtracted crosswise (conservative:
-            the two come from different runs, so nothing pairs them); None without intervals.
+            it holds whatever the two figures' correlation, and they may come from different
+            runs, where nothing pairs them); None without intervals.
         level: the confidence level of (low_ns, high_ns).
     """
 

@@ -110,8 +110,8 @@ def remainder_sentence(result: PlanResult) -> str | None:
     if rem is None:
         return result.remainder_note
     ci = ("no interval" if rem.low_ns is None else
-          f"{rem.level * 100:.3g} % CI {fmt_ns(rem.low_ns)} – {fmt_ns(rem.high_ns)}, conservative: "
-          "the two runs are not paired")
+          f"{rem.level * 100:.3g} % CI {fmt_ns(rem.low_ns)} – {fmt_ns(rem.high_ns)}, conservative: the "
+          "workload's and the primitives' intervals subtracted crosswise")
     return (f"Non-crypto remainder {fmt_ns(rem.estimate_ns)} per request ({ci}): the {SIDE_TEXT[rem.side]} "
             f"per transaction of {rem.cell['cell']} in run {rem.run_id}, {fmt_ns(rem.measured.estimate_ns)}, "
             f"minus the request's primitives, {fmt_ns(rem.primitives.cpu.estimate_ns)}; taken to stay the same "
