@@ -864,30 +864,19 @@ def test_plan_refuses_a_run_without_enough_repetitions_and_says_which_run(cli, f
 
 # ----------------------------------------------------------------------------- whose CPU: --side (a workload)
 
-HANDSHAKE_STUDY = """\
-[study]
-name = "handshakes"
-baseline = "rsa"
-backends = ["aws-lc"]
-repetitions = 3
-seconds = 0.01
-warmup_s = 0
-timeout_s = 10
-
-[[configuration]]
-name = "rsa"
-cert = "rsa2048"
-
-[[configuration]]
-name = "ecdsa"
-cert = "ecdsa-p256"
-
-[[operation]]
+def _handshake_study():
+    """tls_run's study (configurations rsa and ecdsa) with a TLS handshake workload on aws-lc
+    at closed:2 in place of its primitives."""
+    from stored_runs import TLS_STUDY
+    head = TLS_STUDY.split("[[operation]]")[0]
+    return head.replace('name = "tls-server"', 'name = "handshakes"').replace('"openssl"', '"aws-lc"') + \
+        """[[operation]]
 label = "full handshake"
 op = "tls-handshake"
 params = { cert = "{cert}", group = "x25519", session = "full" }
 loads = ["closed:2"]
 """
+
 
 #: CPU ns per full handshake of each side (before the blocks' DRIFT), as measured on a TLS 1.3
 #: server: ECDSA P-256 halves the server's CPU while the client's rises (verifying ECDSA costs
@@ -923,13 +912,13 @@ def _sides(r, conf, block):
 
 @pytest.fixture(scope="module")
 def handshake_store(tmp_path_factory):
-    """A store with run 1 = tls_run's primitives (rsa, ecdsa) and run 2 = HANDSHAKE_STUDY, a
+    """A store with run 1 = tls_run's primitives (rsa, ecdsa) and run 2 = _handshake_study(), a
     TLS handshake workload on the same host with SERVER_NS / CLIENT_NS per handshake."""
     from stored_runs import TLS_CPU_NS, TLS_STUDY, run_study
     d = tmp_path_factory.mktemp("handshakes")
     store = d / "runs.sqlite"
     run_study(d / "primitives", store, TLS_STUDY, {"rep_factors": DRIFT, "latency_ns": TLS_CPU_NS})
-    run_study(d / "workload", store, HANDSHAKE_STUDY, {"rep_factors": DRIFT})
+    run_study(d / "workload", store, _handshake_study(), {"rep_factors": DRIFT})
     _edit_results(store, 2, _sides)
     return store
 
