@@ -1045,6 +1045,18 @@ def test_remainder_is_the_workload_minus_its_primitives(handshake_runs):
     assert res.cores[0].cores / bare.cores[0].cores == pytest.approx(339 / 95, rel=1e-4)
 
 
+def test_remainder_label_picks_the_requests_configuration(handshake_runs):
+    prims, hs = handshake_runs
+    by_label = econ.plan(prims, None, 3000, request=ECDSA_REQUEST, remainder_run=hs, remainder_op=HS)
+    assert by_label.remainder.cell["configuration"] == "ecdsa"
+    assert by_label.remainder.estimate_ns == pytest.approx(244_000, rel=1e-5)
+    # nothing to pick one by: the cell keys, in one line
+    from cryptoperf.economics.planning import _remainder_cell
+    with pytest.raises(EconomicsError, match=r"matches 2 cells of run 2; give one of their keys: "
+                                             r"'aws-lc/full handshake @ c=2/-/rsa', 'aws-lc/full handshake @ c=2/-/ecdsa'"):
+        _remainder_cell(hs, HS, [])
+
+
 def test_remainder_stays_when_only_the_primitives_change(handshake_runs):
     # ecdsa → rsa with the remainder measured on ecdsa's handshake: 339 µs → 339 + (1070 − 95) µs
     prims, hs = handshake_runs
@@ -1089,7 +1101,6 @@ def test_remainder_refusals_are_one_line(cli, handshake_store, handshake_runs, t
     _, hs = handshake_runs
     base = ["plan", "1", "--per-request", ECDSA_REQUEST, "--rate", "3k"]
     cases = [
-        (["--remainder-from", "2", "--remainder-op", "full handshake @ c=2"], ["matches 2 cells of run 2"]),
         (["--remainder-from", "2"], ["--remainder-from needs --remainder-op"]),
         (["--remainder-op", "openssl/x25519-keygen/-/ecdsa"], ["is a primitive operation"]),
         (["--remainder-from", "9", "--remainder-op", "x"], ["--remainder-from: no run 9"]),

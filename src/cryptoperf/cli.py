@@ -736,8 +736,9 @@ def publish(directory: str, store_path: str | None) -> None:
               help="With --per-request: a run (same host) with the workload whose non-crypto rest per "
                    "transaction (its CPU minus the request's primitives) is added [default: RUN_ID].")
 @click.option("--remainder-op", "remainder_op", metavar="CELL",
-              help="With --per-request: that workload's cell, by label (e.g. 'full handshake @ c=1') or by "
-                   "key when the label matches several; its --side CPU (server by default).")
+              help="With --per-request: that workload's cell, by label (e.g. 'full handshake @ c=2': the cell "
+                   "of the request's configuration and backend if it has several) or by key; its --side CPU "
+                   "(server by default).")
 @click.option("--from", "from_config", metavar="CONFIG", help="Cost of a change: from this configuration …")
 @click.option("--to", "to_config", metavar="CONFIG", help="… to this one (same backend, label and size).")
 @click.option("--core-price-per-year", type=float, metavar="Q",
@@ -773,22 +774,23 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     (a) cores needed for --rate: rate × CPU ns per op (or per request) / 1e9, from the
         geometric mean CPU time over repetitions (with its 95 % CI and range), and one
         core's capacity;
-    A workload (a TLS handshake at a load level) is priced with its server's CPU
-    per transaction unless --side says otherwise; every answer names the side.
-    With --per-request, --remainder-op adds what a workload measured on the same host
-    spends per transaction beyond the request's primitives (the non-crypto rest);
-    without it the answer says the remainder is left out.
     (b) with --from C1 --to C2: cores before and after that change of configuration;
     (c) with --accel-ops-per-s, --accel-price-per-year and --core-price-per-year (with --op
         only): the rate above which offloading to the accelerator saves money, and what it
         saves at --rate.
 
+    A workload (a TLS handshake at a load level) is priced with its server's CPU per
+    transaction unless --side says otherwise; every answer names the side. With
+    --per-request, --remainder-op adds what a workload measured on the same host spends
+    per transaction beyond the request's primitives (the non-crypto rest); without it,
+    the answer says the remainder is left out.
+
     \b
     cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
     cryptoperf plan --op rsa --from old --to new --rate 9.6 --format md -o plan.md
     cryptoperf plan 7 --op "full handshake @ c=2" --from rsa --to ecdsa --rate 3k
-    cryptoperf plan 8 --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" \
-        --remainder-from 7 --remainder-op "full handshake @ c=1" --rate 3k
+    cryptoperf plan 7 --per-request "sign + x25519-keygen + x25519-derive" --from rsa --to ecdsa
+      --backend aws-lc --remainder-op "full handshake @ c=2" --rate 3k
 
     Method and a worked example: docs/methodology.md, "Economics".
     """

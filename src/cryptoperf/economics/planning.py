@@ -355,8 +355,9 @@ def plan(run: StoredRun, op: str | None, rate_per_s: float | str, *, request: st
 
     ``side`` (``server``, ``client``, ``both``) chooses whose CPU a workload cell is priced
     with; by default its server's when it has one (``sides.default_side``). With a request,
-    ``remainder_op`` names a workload cell of ``remainder_run`` (default ``run``; a label or
-    op matching one cell, or a cell key) whose ``side`` CPU per transaction minus the request's
+    ``remainder_op`` names a workload cell of ``remainder_run`` (default ``run``; a cell key, or a
+    label or op matching one cell, or one with the configuration and backend of the request's
+    first configuration) whose ``side`` CPU per transaction minus the request's
     primitives is added to the request (``request.remainder``); both runs must come from the
     same host.
 
@@ -423,10 +424,16 @@ def _plan_op(run: StoredRun, op: str | None, rate: float, chosen: list[CellSumma
                       offload=tuple(offloads), core_price_per_year=core_price_per_year, options=options)
 
 
-def _remainder_cell(rrun: StoredRun, name: str) -> CellSummary:
-    """The workload cell ``name`` (a cell key, or a label or op matching one cell) of ``rrun``."""
+def _remainder_cell(rrun: StoredRun, name: str, terms: list[CellSummary]) -> CellSummary:
+    """The workload cell ``name`` of ``rrun``: a cell key, or a label or op matching one cell —
+    or several, of which one has the configuration (and if need be the backend) all of
+    ``terms`` (the request's first configuration) have."""
     by_key = rrun.summaries.get(name)
     cells = [by_key] if by_key is not None else find_cells(rrun, name, flag="--remainder-op")
+    for attrs in (("configuration",), ("configuration", "backend")):
+        where = {tuple(getattr(s.cell, a) for a in attrs) for s in terms}
+        if len(cells) > 1 and len(where) == 1:
+            cells = [s for s in cells if tuple(getattr(s.cell, a) for a in attrs) in where] or cells
     if len(cells) > 1:
         raise EconomicsError(f"--remainder-op {name} matches {len(cells)} cells of run {rrun.id}; give one "
                              f"of their keys: {', '.join(repr(s.cell.key) for s in cells)}")
@@ -438,7 +445,7 @@ def _remainder_cell(rrun: StoredRun, name: str) -> CellSummary:
 
 def _remainder(run: StoredRun, rrun: StoredRun, name: str, side: str | None, primitives: RequestCpu,
                terms: list[CellSummary]) -> Remainder:
-    cell = _remainder_cell(rrun, name)
+    cell = _remainder_cell(rrun, name, terms)
     if rrun.id != run.id:
         backends = {s.cell.backend for s in terms} | {cell.cell.backend}
         wanted = set(SAME_HOST) | {f"library {b}" for b in backends}
