@@ -15,7 +15,7 @@ over the same interval; docs/worker-protocol.md, "Workloads"), never ``server.cp
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 from cryptoperf import analysis
 from cryptoperf.model import CellSummary, Outcome
@@ -49,21 +49,27 @@ def side_cpu_ns_per_tx(outcome: Outcome, side: str) -> float | None:
     r = outcome.result
     if not outcome.ok or not r:
         return None
-    ops, server = r.get("ops"), r.get("server")
+    ops, server = _field(r, "ops"), _field(r, "server")
     if side == "process":
-        cpu = r.get("cpu_ns_total")
+        cpu = _field(r, "cpu_ns_total")
         return cpu / ops if cpu and ops else None
-    if not isinstance(server, dict):
+    if server is None:
         return None
     if side == "server":
-        cpu, tx = server.get("cpu_ns"), server.get("transactions")
+        cpu, tx = _field(server, "cpu_ns"), _field(server, "transactions")
         return cpu / tx if cpu is not None and tx else None
     if side == "client":
-        cpu = r.get("client_side_cpu_ns")
-        cpu = r.get("cpu_ns_total") if cpu is None else cpu
+        cpu = _field(r, "client_side_cpu_ns")
+        cpu = _field(r, "cpu_ns_total") if cpu is None else cpu
         return cpu / ops if cpu is not None and ops else None
     s, c = side_cpu_ns_per_tx(outcome, "server"), side_cpu_ns_per_tx(outcome, "client")
     return None if s is None or c is None else s + c
+
+
+def _field(obj: Any, name: str) -> Any:
+    """Field ``name`` of a worker result or its server part, whether a message (a mapping) or
+    a decoded object with attributes; None when absent."""
+    return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
 def cell_sides(run: StoredRun, s: CellSummary) -> tuple[str, ...]:
