@@ -23,7 +23,7 @@ from cryptoperf.compare import Comparison, HostDifference, host_differences, mat
 from cryptoperf.model import CellSummary, Delta
 from cryptoperf.report import plots, view
 from cryptoperf.report.core_sections import plot_verdict_text
-from cryptoperf.report.plan import report_css
+from cryptoperf.report.economics import report_css
 from cryptoperf.report.render import environment
 from cryptoperf.report.terminal import (configuration_text, fmt_count, fmt_date, fmt_ns, fmt_size,
                                         interval_header, verdict_counts)
