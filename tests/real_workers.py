@@ -9,7 +9,7 @@ import functools
 import os
 from pathlib import Path
 
-from cryptoperf import builds, worker_path
+from cryptoperf import builds
 from cryptoperf.errors import WorkerError
 from cryptoperf.run.worker import fetch_hello
 
@@ -20,11 +20,11 @@ def find(build: str = builds.DEFAULT) -> tuple[Path | None, str]:
 
     The binary is its variable's ($CRYPTOPERF_WORKER, $CRYPTOPERF_WORKER_FIPS) when set, so
     that a fresh build is tested rather than an older installed one that
-    ``worker_path.candidates`` would find first; else the first candidate that answers hello.
+    ``builds.candidates`` would find first; else the first candidate that answers hello.
     """
     spec = builds.get(build)
     env = os.environ.get(spec.env_var)
-    candidates = [Path(env)] if env else worker_path.candidates(build)
+    candidates = [Path(env)] if env else builds.candidates(build)
     problems = []
     for p in candidates:
         if not (p.is_file() and os.access(p, os.X_OK)):

@@ -4,7 +4,7 @@ traceback."""
 import pytest
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error, run_subprocess
-from cryptoperf import engine, worker_path
+from cryptoperf import builds, engine
 
 STUDY = TWO_CONFIG_STUDY.format(reps=3, timeout=5)
 
@@ -91,7 +91,7 @@ def test_speed_usage_errors(cli, fake_worker, args, fragments):
 
 def test_missing_worker_binary(cli, write_study, monkeypatch, tmp_path):
     monkeypatch.delenv("CRYPTOPERF_WORKER", raising=False)
-    monkeypatch.setattr(worker_path, "candidates", lambda build="default": [tmp_path / "none"])
+    monkeypatch.setattr(builds, "candidates", lambda build="default": [tmp_path / "none"])
     msg = "cryptoperf-worker not found; reinstall with `pip install .` or set CRYPTOPERF_WORKER"
     assert_one_line_error(cli("speed"), msg, code=1)
     assert_one_line_error(cli("study", write_study(STUDY)), msg, code=1)

@@ -394,7 +394,7 @@ def test_a_tls_server_leaves_loopback_only_for_an_explicit_address(real_worker):
 def test_the_worker_binds_only_where_a_request_says():
     """Source guard: outside tests, the worker binds a socket in one place, the workload
     server's ``bind`` (worker/src/workloads/server.rs), at the request's ``address`` — whose
-    default is loopback (worker/src/workloads/mod.rs)."""
+    default is loopback (worker/src/workloads/base.rs)."""
     sites = []
     for f in sorted((ROOT / "worker" / "src").rglob("*.rs")):
         if f.name == "tests.rs":
@@ -406,7 +406,7 @@ def test_the_worker_binds_only_where_a_request_says():
     assert sites == [("worker/src/workloads/server.rs", "TcpListener::bind(addr)")], sites
     server = (ROOT / "worker" / "src" / "workloads" / "server.rs").read_text()
     assert "let addr = SocketAddr::new(common.address, common.port);" in server
-    common = (ROOT / "worker" / "src" / "workloads" / "mod.rs").read_text()
+    common = (ROOT / "worker" / "src" / "workloads" / "base.rs").read_text()
     assert 'text(params, "address", "127.0.0.1")' in common
 
 

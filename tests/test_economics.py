@@ -168,10 +168,10 @@ def test_break_even_with_unit_steps():
     be = econ.break_even(1.5 * MS, acc, 1000)
     assert be.first_rate_per_s == pytest.approx(66.6667, rel=1e-5)
     assert be.rate_per_s == pytest.approx(133.3333, rel=1e-5)
-    assert econ.saving_per_year(101, 1.5 * MS, acc, 1000) == pytest.approx(-48.5)
-    assert econ.saving_per_year(134, 1.5 * MS, acc, 1000) == pytest.approx(1)
+    assert econ.offload(101, 1.5 * MS, acc, 1000).saving_per_year == pytest.approx(-48.5)
+    assert econ.offload(134, 1.5 * MS, acc, 1000).saving_per_year == pytest.approx(1)
     for rate in np.arange(be.rate_per_s + 0.01, 2000, 0.37):  # positive at every rate above
-        assert econ.saving_per_year(rate, 1.5 * MS, acc, 1000) > 0, rate
+        assert econ.offload(rate, 1.5 * MS, acc, 1000).saving_per_year > 0, rate
 
 
 @pytest.mark.parametrize("cpu_ms, a, p, m", [(13, 460, 500, 1), (1.5, 100, 100, 1), (2, 50, 70, 2),
@@ -180,7 +180,7 @@ def test_break_even_matches_brute_force(cpu_ms, a, p, m):
     acc = econ.Accelerator(a, p, min_units=m)
     be = econ.break_even(cpu_ms * MS, acc, 1000)
     rates = np.linspace(0.001, be.rate_per_s * 4 + 5 * a, 40001)
-    paying = np.array([econ.saving_per_year(r, cpu_ms * MS, acc, 1000) > 0 for r in rates])
+    paying = np.array([econ.offload(r, cpu_ms * MS, acc, 1000).saving_per_year > 0 for r in rates])
     last_loss = rates[~paying].max()
     first_gain = rates[paying].min()
     step = rates[1] - rates[0]
@@ -244,7 +244,7 @@ def test_plan_uses_the_cpu_of_the_run(econ_stored):
     (c,) = res.cores
     assert sorted(c.cpu.samples_ns.values()) == pytest.approx(sorted((13 * MS, 13.65 * MS, 13 / 1.05 * MS)))
     assert c.cpu.estimate_ns == pytest.approx(13 * MS) and c.cores == pytest.approx(0.1248)
-    assert res.cells[0]["configuration"] == "old" and res.change is None and res.offload == []
+    assert res.cells[0]["configuration"] == "old" and res.change is None and res.offload == ()
 
 
 def test_plan_change_and_offload(econ_stored):
@@ -286,7 +286,7 @@ def test_cli_plan_reference_example(cli, econ_store):
     assert "0.125 cores (12.5 % of a core)" in res.out
     assert "0.0288 cores (2.88 % of a core)" in res.out
     assert "one core sustains  76.9 ops/s" in res.out and "333 ops/s" in res.out
-    assert "change old → new at 9.6 ops/s: 0.125 → 0.0288 cores, -0.096 cores (-76.9 %" in res.out
+    assert "change old → new at 9.6 ops/s, worker CPU: 0.125 → 0.0288 cores, -0.096 cores (-76.9 %" in res.out
 
 
 def test_cli_plan_accelerator(cli, econ_store):
@@ -505,7 +505,7 @@ def test_plan_request_sums_the_terms(tls_stored):
     assert c.ops_per_s_per_core == pytest.approx(934.579, rel=1e-5)
     assert (c.cpu.low_ns, c.cpu.high_ns) == pytest.approx(_drift_interval(1_070_000), rel=1e-5)
     assert (c.cores_low, c.cores_high) == pytest.approx(_drift_interval(2.14), rel=1e-5)
-    assert res.change is None and res.offload == [] and len(res.cells) == 3
+    assert res.change is None and res.offload == () and len(res.cells) == 3
 
 
 @pytest.mark.parametrize("request_text", ["ecdsa-p256-sign + x25519-keygen + 2*x25519-derive",
@@ -569,8 +569,8 @@ def test_plan_request_with_different_blocks_says_so(tls_stored, tls_store, cli):
     (req,) = res.requests
     assert req.method == econ.SUMMED_INTERVALS
     assert req.cpu.low_ns is not None and req.cpu.low_ns < req.cpu.estimate_ns < req.cpu.high_ns
-    from cryptoperf.report.terminal import plan_lines
-    text = "\n".join(plan_lines(res, run.meta))
+    from cryptoperf.report.economics import text_lines
+    text = "\n".join(text_lines(res, run.meta))
     assert "sum of the terms' 98.33 % intervals" in text
     # with only 2 repetitions of a term left, there is no cost to plan with: refused
     run.summaries[key] = dataclasses.replace(s, cpu_ns_per_op_by_block={1: b[1], 2: b[2]})
@@ -618,7 +618,7 @@ def test_cli_plan_per_request_change(cli, tls_store):
     res = cli("plan", "--per-request", REQUEST, "--from", "rsa", "--to", "ecdsa", "--rate", "2000/s",
               "--store", tls_store)
     assert res.code == 0, res.err
-    assert "change rsa → ecdsa at 2,000 requests/s: 2.14 → 0.19 cores, -1.95 cores (-91.1 %; 95 % CI" in res.out
+    assert "change rsa → ecdsa at 2,000 requests/s, worker CPU: 2.14 → 0.19 cores, -1.95 cores (-91.1 %; 95 % CI" in res.out
     assert "3 paired blocks" in res.out
 
 
@@ -698,7 +698,7 @@ def test_cli_plan_markdown(cli, tls_store, tmp_path):
     assert "| ecdsa | 95 µs |" in md
     assert "| sign (ecdsa-p256-sign) | openssl | ecdsa | 25 µs |" in md
     assert "Interval: t interval of the per-block totals" in md
-    assert "**Change** rsa → ecdsa at 2,000 requests/s: 2.14 → 0.19 cores, -1.95 cores" in md
+    assert "**Change** rsa → ecdsa at 2,000 requests/s, worker CPU: 2.14 → 0.19 cores, -1.95 cores" in md
     assert _md_caveat(md)
     # written with -o: a file, its path printed; a file the user named is never replaced (one-line
     # error, as `cryptoperf report -o`), nor one cryptoperf named (a numeric suffix)
@@ -725,7 +725,7 @@ def test_cli_plan_html_is_a_self_contained_file_never_overwritten(cli, tls_store
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert "<script" not in page.lower() and "http://" not in page and "https://" not in page
     assert "<link" not in page and "@import" not in page
-    from cryptoperf.report.plan import report_css
+    from cryptoperf.report.economics import report_css
     assert report_css() and report_css() in page  # the report's own CSS, inline
     assert f"CPU for 2,000 requests/s of {REQUEST} (configuration ecdsa)" in page
     assert "sign (ecdsa-p256-sign)" in page and "95 µs" in page and "0.19" in page
@@ -824,7 +824,7 @@ def test_cli_plan_markdown_of_one_operation(cli, econ_store):
                          "pays for itself\n")
     assert "| old (rsa2048-sign, openssl) | 13 ms | 11.5 ms – 14.7 ms | 76.9 | 0.125 | 0.111 – 0.141 | 124.80 |" in md
     assert "| new (rsa2048-sign, openssl) | 3 ms |" in md
-    assert "**Change** old → new at 9.6 ops/s: 0.125 → 0.0288 cores, -0.096 cores (-76.9 %" in md
+    assert "**Change** old → new at 9.6 ops/s, worker CPU: 0.125 → 0.0288 cores, -0.096 cores (-76.9 %" in md
     assert "| old (rsa2048-sign, openssl) | 38.76 ops/s | 1 | -376.16 | does not pay |" in md
     assert _md_caveat(md)
 
@@ -860,3 +860,270 @@ def test_plan_refuses_a_run_without_enough_repetitions_and_says_which_run(cli, f
     assert res.code == 0 and "using run 1 (study rsa-upgrade" in res.err, res.err
     assert_one_line_error(cli("plan", "2", "--op", "rsa2048-sign", "--rate", "9.6", "--store", store),
                           "run 2 has 1 measured repetition", "needs 3", code=2)
+
+
+# ----------------------------------------------------------------------------- whose CPU: --side (a workload)
+
+def _handshake_study():
+    """tls_run's study (configurations rsa and ecdsa) with a TLS handshake workload on aws-lc
+    at closed:2 in place of its primitives."""
+    from stored_runs import TLS_STUDY
+    head = TLS_STUDY.split("[[operation]]")[0]
+    return head.replace('name = "tls-server"', 'name = "handshakes"').replace('"openssl"', '"aws-lc"') + \
+        """[[operation]]
+label = "full handshake"
+op = "tls-handshake"
+params = { cert = "{cert}", group = "x25519", session = "full" }
+loads = ["closed:2"]
+"""
+
+
+#: CPU ns per full handshake of each side (before the blocks' DRIFT), as measured on a TLS 1.3
+#: server: ECDSA P-256 halves the server's CPU while the client's rises (verifying ECDSA costs
+#: a client more than verifying RSA)
+SERVER_NS = {"rsa": 658_000, "ecdsa": 339_000}
+CLIENT_NS = {"rsa": 120_000, "ecdsa": 160_000}
+#: server.transactions ÷ ops in a stored result whose server counters ran from before the
+#: warm-up (as in every result before the window fix): the server figure must not use ops
+SERVER_TX_FACTOR = 1.3
+
+
+def _edit_results(store, run_id, edit):
+    """Apply ``edit(result, configuration, block)`` to every stored result of run ``run_id``."""
+    import sqlite3
+    db = sqlite3.connect(store)
+    for rid, conf, block, text in db.execute(
+            "SELECT id, configuration, block, result_json FROM results WHERE run_id = ?", (run_id,)).fetchall():
+        r = json.loads(text)
+        edit(r, conf, block)
+        db.execute("UPDATE results SET result_json = ? WHERE id = ?", (json.dumps(r), rid))
+    db.commit()
+    db.close()
+
+
+def _sides(r, conf, block):
+    """Script each side's CPU per handshake into a fake-worker result."""
+    f = DRIFT[(block - 1) % 3] if block else 1.0
+    ops = r["ops"]
+    r["cpu_ns_total"] = int(ops * CLIENT_NS[conf] * f)
+    tx = int(round(ops * SERVER_TX_FACTOR))
+    r["server"]["cpu_ns"], r["server"]["transactions"] = int(tx * SERVER_NS[conf] * f), tx
+
+
+@pytest.fixture(scope="module")
+def handshake_store(tmp_path_factory):
+    """A store with run 1 = tls_run's primitives (rsa, ecdsa) and run 2 = _handshake_study(), a
+    TLS handshake workload on the same host with SERVER_NS / CLIENT_NS per handshake."""
+    from stored_runs import TLS_CPU_NS, TLS_STUDY, run_study
+    d = tmp_path_factory.mktemp("handshakes")
+    store = d / "runs.sqlite"
+    run_study(d / "primitives", store, TLS_STUDY, {"rep_factors": DRIFT, "latency_ns": TLS_CPU_NS})
+    run_study(d / "workload", store, _handshake_study(), {"rep_factors": DRIFT})
+    _edit_results(store, 2, _sides)
+    return store
+
+
+@pytest.fixture(scope="module")
+def handshake_runs(handshake_store):
+    with Store(handshake_store) as st:
+        return load_run(st, 1), load_run(st, 2)
+
+
+HS = "full handshake @ c=2"
+
+
+def test_plan_prices_a_workload_with_its_servers_cpu(handshake_runs):
+    # finding: plan priced a TLS workload with the client's CPU, so ECDSA "needed +33 % cores"
+    # while the server's CPU per handshake halved. At 3,000 handshakes/s the server needs
+    # 3000 × 658 µs = 1.974 cores with RSA-2048, 3000 × 339 µs = 1.017 with ECDSA: fewer
+    _, run = handshake_runs
+    res = econ.plan(run, HS, "3k", from_config="rsa", to_config="ecdsa")
+    assert res.side == "server" and res.unit == "transactions/s" and res.per == "transaction"
+    assert res.cores[0].cpu.estimate_ns == pytest.approx(658_000, rel=1e-5)  # cpu_ns ÷ server.transactions
+    assert res.change.before.cores == pytest.approx(1.974, rel=1e-5)
+    assert res.change.after.cores == pytest.approx(1.017, rel=1e-5)
+    assert res.change.delta_cores < 0 and res.change.delta_high < 0
+    # the client's side, asked for, is what plan used to print silently: +33 %
+    client = econ.plan(run, HS, "3k", from_config="rsa", to_config="ecdsa", side="client")
+    assert client.side == "client" and client.change.delta_pct == pytest.approx(100 / 3, rel=1e-4)
+    both = econ.plan(run, HS, "3k", from_config="rsa", to_config="ecdsa", side="both")
+    assert both.cores[0].cpu.estimate_ns == pytest.approx(778_000, rel=1e-5)
+    assert both.cores[1].cpu.estimate_ns == pytest.approx(499_000, rel=1e-5)
+
+
+def test_side_cpu_is_one_side_over_its_own_transactions(handshake_runs):
+    _, run = handshake_runs
+    o = next(o for o in run.outcomes if o.ok and o.repetition.block == 1 and o.cell.configuration == "rsa")
+    assert econ.side_cpu_ns_per_tx(o, "server") == pytest.approx(658_000, rel=1e-5)
+    assert econ.side_cpu_ns_per_tx(o, "client") == pytest.approx(120_000, rel=1e-5)
+    assert econ.side_cpu_ns_per_tx(o, "both") == pytest.approx(778_000, rel=1e-5)
+    ops, tx = o.result["ops"], o.result["server"]["transactions"]
+    assert tx / ops == pytest.approx(SERVER_TX_FACTOR, rel=1e-2)  # server.cpu_ns / ops would be ×1.3
+    # memory mode: each side's share of the one thread's CPU
+    mem = dataclasses.replace(o, result={"ops": 10, "cpu_ns_total": 90_000, "client_side_cpu_ns": 20_000,
+                                         "server": {"cpu_ns": 70_000, "transactions": 10}})
+    assert (econ.side_cpu_ns_per_tx(mem, "client"), econ.side_cpu_ns_per_tx(mem, "server")) == (2000, 7000)
+    # a primitive has the worker's CPU only; an external server has no server figure
+    prim = dataclasses.replace(o, result={"ops": 10, "cpu_ns_total": 90_000})
+    assert econ.side_cpu_ns_per_tx(prim, "server") is None and econ.side_cpu_ns_per_tx(prim, "client") is None
+    assert econ.side_cpu_ns_per_tx(prim, "process") == 9000
+    ext = dataclasses.replace(o, result={"ops": 10, "cpu_ns_total": 90_000,
+                                         "server": {"cpu_ns": None, "transactions": None}})
+    assert econ.side_cpu_ns_per_tx(ext, "server") is None and econ.side_cpu_ns_per_tx(ext, "client") == 9000
+    with pytest.raises(ValueError, match="unknown side"):
+        econ.side_cpu_ns_per_tx(o, "kernel")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "md", "html"])
+def test_every_format_names_the_side(cli, handshake_store, fmt):
+    res = cli("plan", "2", "--op", HS, "--from", "rsa", "--to", "ecdsa", "--rate", "3k", "--format", fmt, "-o", "-",
+              "--store", handshake_store)
+    assert res.code == 0, res.err
+    import html
+    out = html.unescape(res.out)
+    if fmt == "json":
+        doc = json.loads(out)
+        assert doc["side"] == "server" and doc["side_text"] == "server CPU" and doc["unit"] == "transactions/s"
+        assert doc["change"]["delta_cores"] == pytest.approx(-0.957, rel=1e-4)
+        assert "--side server" in doc["command"]
+        return
+    assert "server CPU per transaction (the server process's CPU ÷ the server's own transactions)" in out
+    assert "rsa → ecdsa at 3,000 transactions/s, server CPU: 1.97 → 1.02 cores, -0.957 cores (-48.5 %" in out
+    if fmt == "text":
+        assert "CPU per tx         658 µs (server CPU; geometric mean of 3 repetitions" in out
+    if fmt == "md":
+        assert out.startswith(f"# Server CPU for 3,000 transactions/s of {HS}, the change from rsa to ecdsa\n")
+        assert "| rsa (tls-handshake, aws-lc) | 658 µs |" in out and "| server CPU per transaction |" in out
+
+
+def test_cli_plan_side_client_and_errors(cli, handshake_store):
+    res = cli("plan", "2", "--op", HS, "--from", "rsa", "--to", "ecdsa", "--rate", "3k", "--side", "client",
+              "--store", handshake_store)
+    assert res.code == 0, res.err
+    assert "rsa → ecdsa at 3,000 transactions/s, client CPU: 0.36 → 0.48 cores, +0.12 cores (+33.3 %" in res.out
+    assert_one_line_error(cli("plan", "1", "--op", "x25519-keygen", "--configuration", "rsa", "--rate", "1k",
+                              "--side", "server", "--store", handshake_store),
+                          "has no server side (its only CPU figure is the worker's)", code=2)
+    assert_one_line_error(cli("plan", "2", "--op", HS, "--configuration", "rsa", "--rate", "1k", "--side", "kernel",
+                              "--store", handshake_store), "kernel", code=2)
+
+
+def test_plan_says_when_an_external_server_was_not_measured(handshake_store, tmp_path):
+    import shutil
+    store = tmp_path / "external.sqlite"
+    shutil.copy(handshake_store, store)
+    _edit_results(store, 2, lambda r, c, b: r["server"].update(cpu_ns=None, transactions=None))
+    with Store(store) as st:
+        run = load_run(st, 2)
+    with pytest.raises(EconomicsError, match="did not measure its server's CPU .*give --side client"):
+        econ.plan(run, HS, 1000, configuration="rsa")
+    assert econ.plan(run, HS, 1000, configuration="rsa", side="client").cores[0].cpu.estimate_ns == \
+        pytest.approx(120_000, rel=1e-5)
+
+
+# ----------------------------------------------------------------------------- the non-crypto remainder
+
+ECDSA_REQUEST = "ecdsa-p256-sign + x25519-keygen + x25519-derive"
+
+
+def _ecdsa_key(run):
+    return next(s.cell.key for s in run.summaries.values() if s.cell.configuration == "ecdsa")
+
+
+def test_remainder_is_the_workload_minus_its_primitives(handshake_runs):
+    # ECDSA P-256: the server spends 339 µs per handshake; its primitives 25 + 30 + 40 = 95 µs;
+    # the remainder 244 µs, so the request with it costs the measured 339 µs again
+    prims, hs = handshake_runs
+    res = econ.plan(prims, None, 3000, request=ECDSA_REQUEST, remainder_run=hs, remainder_op=_ecdsa_key(hs))
+    rem = res.remainder
+    assert rem.side == "server" and rem.run_id == 2
+    assert rem.estimate_ns == pytest.approx(244_000, rel=1e-5)
+    assert rem.low_ns < rem.estimate_ns < rem.high_ns
+    assert res.cores[0].cpu.estimate_ns == pytest.approx(339_000, rel=1e-5)
+    assert res.cores[0].cores == pytest.approx(1.017, rel=1e-5)
+    assert res.requests[0].cpu.estimate_ns == pytest.approx(95_000, rel=1e-5)
+    # without it, the primitives alone under-count the server ~3.6×, and the answer says so
+    bare = econ.plan(prims, None, 3000, request=ECDSA_REQUEST)
+    assert bare.remainder is None and bare.remainder_note == econ.REMAINDER_LEFT_OUT
+    assert res.cores[0].cores / bare.cores[0].cores == pytest.approx(339 / 95, rel=1e-4)
+
+
+def test_remainder_label_picks_the_requests_configuration(handshake_runs):
+    prims, hs = handshake_runs
+    by_label = econ.plan(prims, None, 3000, request=ECDSA_REQUEST, remainder_run=hs, remainder_op=HS)
+    assert by_label.remainder.cell["configuration"] == "ecdsa"
+    assert by_label.remainder.estimate_ns == pytest.approx(244_000, rel=1e-5)
+    # nothing to pick one by: the cell keys, in one line
+    from cryptoperf.economics.planning import _remainder_cell
+    with pytest.raises(EconomicsError, match=r"matches 2 cells of run 2; give one of their keys: "
+                                             r"'aws-lc/full handshake @ c=2/-/rsa', 'aws-lc/full handshake @ c=2/-/ecdsa'"):
+        _remainder_cell(hs, HS, [])
+
+
+def test_remainder_stays_when_only_the_primitives_change(handshake_runs):
+    # ecdsa → rsa with the remainder measured on ecdsa's handshake: 339 µs → 339 + (1070 − 95) µs
+    prims, hs = handshake_runs
+    res = econ.plan(prims, None, 1000, request="sign + x25519-keygen + x25519-derive", from_config="ecdsa",
+                    to_config="rsa", remainder_run=hs, remainder_op=_ecdsa_key(hs))
+    before, after = res.cores
+    assert before.cpu.estimate_ns == pytest.approx(339_000, rel=1e-5)
+    assert after.cpu.estimate_ns == pytest.approx(1_314_000, rel=1e-5)
+    assert after.cpu.low_ns < after.cpu.estimate_ns < after.cpu.high_ns
+    assert res.change.delta_cores == pytest.approx(0.975, rel=1e-5) and res.change.ratio is None
+    assert res.change.delta_pct == pytest.approx((1314 / 339 - 1) * 100, rel=1e-4)
+
+
+def test_cli_remainder_and_left_out_in_every_format(cli, handshake_store, handshake_runs):
+    _, hs = handshake_runs
+    args = ["plan", "1", "--per-request", ECDSA_REQUEST, "--rate", "3k", "--store", handshake_store]
+    with_rem = args + ["--remainder-from", "2", "--remainder-op", _ecdsa_key(hs)]
+    for fmt in ("text", "md", "html", "json"):
+        bare = cli(*args, "--format", fmt, "-o", "-")
+        full = cli(*with_rem, "--format", fmt, "-o", "-")
+        assert bare.code == 0 and full.code == 0, (bare.err, full.err)
+        if fmt == "json":
+            assert json.loads(bare.out)["remainder"] is None
+            assert json.loads(bare.out)["remainder_note"] == econ.REMAINDER_LEFT_OUT
+            doc = json.loads(full.out)
+            assert doc["remainder"]["estimate_ns"] == pytest.approx(244_000, rel=1e-5)
+            assert doc["remainder"]["side"] == "server" and doc["remainder_note"] is None
+            assert doc["cores"][0]["cores"] == pytest.approx(1.017, rel=1e-5)
+            continue
+        assert "The non-crypto remainder is left out" in bare.out
+        assert "left out" not in full.out
+        assert "Non-crypto remainder 244 µs per request" in full.out
+        assert "the server CPU per transaction of" in full.out
+    text = cli(*with_rem).out
+    assert "CPU per request    339 µs (primitives + remainder;" in text
+    assert "cores needed       1.02 cores" in text
+
+
+def test_remainder_refusals_are_one_line(cli, handshake_store, handshake_runs, tmp_path):
+    import shutil
+    import sqlite3
+    _, hs = handshake_runs
+    base = ["plan", "1", "--per-request", ECDSA_REQUEST, "--rate", "3k"]
+    cases = [
+        (["--remainder-from", "2"], ["--remainder-from needs --remainder-op"]),
+        (["--remainder-op", "openssl/x25519-keygen/-/ecdsa"], ["is a primitive operation"]),
+        (["--remainder-from", "9", "--remainder-op", "x"], ["--remainder-from: no run 9"]),
+        (["--side", "client"], ["--side chooses a workload's side"]),
+    ]
+    for extra, fragments in cases:
+        assert_one_line_error(cli(*base, *extra, "--store", handshake_store), *fragments, code=2)
+    # the rsa handshake (658 µs) costs less than the rsa primitives (1.07 ms): it is not made of them
+    rsa = next(s.cell.key for s in hs.summaries.values() if s.cell.configuration == "rsa")
+    assert_one_line_error(cli("plan", "1", "--per-request", REQUEST, "--configuration", "rsa", "--rate", "3k",
+                              "--remainder-from", "2", "--remainder-op", rsa, "--store", handshake_store),
+                          "(658 µs) is not more than the request's primitives (1070 µs)", code=2)
+    # a workload from another host (here: another kernel)
+    store = tmp_path / "other-host.sqlite"
+    shutil.copy(handshake_store, store)
+    db = sqlite3.connect(store)
+    host = json.loads(db.execute("SELECT host_json FROM runs WHERE id = 2").fetchone()[0])
+    host["kernel"] = "Linux 9.9.9-test #1 SMP"
+    db.execute("UPDATE runs SET host_json = ? WHERE id = 2", (json.dumps(host),))
+    db.commit()
+    db.close()
+    assert_one_line_error(cli(*base, "--remainder-from", "2", "--remainder-op", _ecdsa_key(hs), "--store", store),
+                          "--remainder-from run 2 ran on another host than run 1 (kernel:", code=2)

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from conftest import assert_one_line_error, worker_rules
-from cryptoperf import builds, schedule, stored, study, worker_path
+from cryptoperf import builds, schedule, stored, study
 from cryptoperf.errors import StudyError
 from cryptoperf.store import Store
 
@@ -101,8 +101,8 @@ def test_missing_fips_build_is_one_line_naming_the_configuration(cli, write_stud
                                                                  monkeypatch, tmp_path):
     fake_worker()
     monkeypatch.delenv("CRYPTOPERF_WORKER_FIPS", raising=False)
-    real = worker_path.candidates
-    monkeypatch.setattr(worker_path, "candidates",
+    real = builds.candidates
+    monkeypatch.setattr(builds, "candidates",
                         lambda build="default": [tmp_path / "none"] if build == "fips" else real(build))
     monkeypatch.setattr(builds.shutil, "which", lambda tool: None if tool == "go" else f"/usr/bin/{tool}")
     path = write_study(FIPS_STUDY)

@@ -135,7 +135,8 @@ def test_first_hour_runs(fake_worker, tmp_path, monkeypatch, capsys):
     plan = output("plan --per-request")
     assert "sign (ecdsa-p256-sign)" in plan.out and "sign (rsa3072-sign)" in plan.out
     assert re.search(r"cores needed +[\d.]+ cores", plan.out), plan.out
-    assert re.search(r"change ecdsa → rsa at 2,000 requests/s: [\d.]+ → [\d.]+ cores, \+[\d.]+ cores", plan.out)
+    assert re.search(r"change ecdsa → rsa at 2,000 requests/s, worker CPU: [\d.]+ → [\d.]+ cores, \+[\d.]+ cores", plan.out)
+    assert "The non-crypto remainder is left out" in plan.out
     assert "using run 1 (study tls-certs" in plan.err
 
     fips = output("study docs/first-hour/fips-aes.toml")

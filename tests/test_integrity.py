@@ -11,6 +11,7 @@ import pytest
 from conftest import TWO_CONFIG_STUDY
 from cryptoperf import analysis
 from cryptoperf.model import OK, REJECTED, Cell, Outcome, Repetition
+from cryptoperf.result import decode
 
 STUDY = TWO_CONFIG_STUDY.format(reps=4, timeout=5)
 
@@ -65,9 +66,9 @@ def test_the_same_library_throughout_is_not_rejected(cli, write_study, fake_work
 
 def _outcome(block, host=None, **result):
     cell = Cell("B", "openssl", "hash", "sha512")
-    base = {"library": "OPENSSL", "library_version": "3.0", "fips": False,
+    base = {"status": "ok", "library": "OPENSSL", "library_version": "3.0", "fips": False,
             "capabilities": {"openssl_ia32cap": "0xff:0x0"}}
-    return Outcome(Repetition(cell, block, block), OK, result={**base, **result}, host=host)
+    return Outcome(Repetition(cell, block, block), OK, result=decode({**base, **result}), host=host)
 
 
 def test_capability_vectors_are_compared_per_machine_and_libraries_across_machines():
@@ -84,5 +85,5 @@ def test_capability_vectors_are_compared_per_machine_and_libraries_across_machin
     assert why and "library_version '3.0', block 2 library_version '3.1'" in why
     # failed repetitions (no measurement) do not count
     failed = Outcome(Repetition(Cell("B", "openssl", "hash", "sha512"), 5, 5), "failed",
-                     result={"library_version": "9"})
+                     result=decode({"status": "ok", "library_version": "9"}))
     assert analysis.library_change([_outcome(1), failed, _outcome(2)]) is None

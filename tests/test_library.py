@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_WORKER, ROOT, assert_one_line_error, fake_worker_script, worker_rules
-from cryptoperf import builds, schedule, store, study, worker_path, workerbuild
+from cryptoperf import builds, paths, schedule, store, study, workerbuild
 from cryptoperf.errors import StudyError, UsageError
 
 #: The real worker's rules (tests/fixtures/worker-hello.json) with its four backends.
@@ -154,16 +154,16 @@ def test_the_cached_build_lives_under_the_data_dir(tmp_path, monkeypatch):
     assert builds.cached_binary("openssl@3.6") == cached
     assert builds.cached_binary("default") is None
     # only the cache is searched: never the default build's binary of the same name
-    assert worker_path.candidates("openssl@3.6") == [cached]
+    assert builds.candidates("openssl@3.6") == [cached]
     with pytest.raises(builds.BuildUnavailable) as e:
-        worker_path.find_worker("openssl@3.6")
+        builds.find_worker("openssl@3.6")
     assert "not built yet" in str(e.value) and "run `cryptoperf setup openssl@3.6`" in str(e.value)
     assert store.default_path() == tmp_path / "data" / "runs.sqlite"
 
 
 def test_data_dir_defaults_to_the_user_data_dir(monkeypatch):
     monkeypatch.delenv("CRYPTOPERF_DATA_DIR", raising=False)
-    assert builds.data_dir().name == "cryptoperf"
+    assert paths.data_dir().name == "cryptoperf"
 
 
 def test_recipe_names_what_setup_can_make():
@@ -279,7 +279,7 @@ def test_setup_builds_caches_and_checks_the_worker(cli, fake_cargo, data_dir, fa
     log = (data_dir / "logs" / "openssl-3.6.log").read_text()
     assert log.startswith("$ ") and "Compiling openssl-sys v0.9.118" in log
     # found where it was cached, and not rebuilt
-    assert worker_path.find_worker("openssl@3.6") == cached
+    assert builds.find_worker("openssl@3.6") == cached
     again = cli("setup", "openssl@3.6")
     assert again.code == 0 and "openssl@3.6 is already built (OPENSSL 3.6.3" in again.out
     listing = cli("setup", "--list")

@@ -386,6 +386,7 @@ def _measured(rep: Repetition, p50_ns: int) -> Outcome:
     from hdrh.histogram import HdrHistogram
     h = HdrHistogram(1, 10**9, 3)
     h.record_value(p50_ns, 100)
-    result = {"histogram": h.encode().decode(), "ops": 100, "wall_ns": 100 * p50_ns, "batch": 1,
-              "cpu_ns_total": 100 * p50_ns, "threads": 1}
-    return Outcome(rep, "ok", "", result, stats.latency_from_histogram(result["histogram"]), stats.throughput(result))
+    from cryptoperf.result import decode
+    result = decode({"status": "ok", "histogram": h.encode().decode(), "ops": 100, "wall_ns": 100 * p50_ns,
+                     "batch": 1, "cpu_ns_total": 100 * p50_ns, "threads": 1})
+    return Outcome(rep, "ok", "", result, stats.latency_from_histogram(result.histogram), stats.throughput(result))

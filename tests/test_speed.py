@@ -333,3 +333,47 @@ def test_no_store_measures_and_stores_nothing(cli, fake_worker, tmp_path):
     assert not (tmp_path / "runs.sqlite").exists()
     assert cli("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01", "--warmup", "0").code == 0
     assert (tmp_path / "runs.sqlite").exists()
+
+
+def test_the_speed_json_of_a_workload_carries_what_it_measured(cli, fake_worker):
+    """``speed --json`` of a workload holds its server side, negotiation and own part, as the
+    study document's ``result`` does (it used to copy a fixed list of primitive fields)."""
+    fake_worker()
+    res = cli("speed", "--op", "tls-handshake", "--op", "storage", "-b", "openssl", "--json", "--no-store",
+              "--seconds", "0.01", "--warmup", "0")
+    assert res.code == 0, res.err
+    tls, storage = json.loads(res.out)["results"]
+    assert tls["op"] == "tls-handshake" and tls["status"] == "ok", tls["reason"]
+    assert {"cpu_ns", "transactions", "address", "timeline"} <= set(tls["server"])
+    assert tls["server"]["transactions"] == tls["ops"]
+    assert tls["negotiated"]["version"] == "TLSv1.3" and tls["load"]["kind"] == "closed"
+    assert {"negotiated_counts", "client_timeline", "placement", "mode", "late"} <= set(tls)
+    assert all("server" in r for r in tls["per_repetition"])
+    assert storage["status"] == "ok", storage["reason"]
+    assert {"bytes_read", "bytes_written", "process_user_ns", "process_system_ns"} <= set(storage["storage"])
+
+
+def test_speed_returns_its_stored_run_analysed_once(fake_worker, tmp_path, monkeypatch):
+    """``speed`` gives back the stored run it made (a ``StoredRun`` whose analysis holds its rows
+    and baseline comparisons), analysed once: the JSON document and the table read that
+    analysis, and the run read back from the store gives the same document."""
+    from cryptoperf import speedstats, stored
+    from cryptoperf.report import json as report_json, terminal
+    fake_worker({"noise_cv": 0.02})
+    calls = []
+    real = speedstats.rows
+    monkeypatch.setattr(speedstats, "rows", lambda *a, **k: calls.append(1) or real(*a, **k))
+    run = engine.speed(["openssl", "aws-lc"], ["sha256"], seconds=0.01, warmup_s=0, repetitions=3,
+                       baseline="openssl", store=tmp_path / "s.sqlite")
+    assert isinstance(run, stored.StoredRun) and run.meta["kind"] == "speed" and run.run_id == 1
+    assert calls == [1] and run.analysis.speed.baseline == "openssl" and len(run.rows()) == 2
+    doc = report_json.speed_document(run, run.settings)
+    terminal.speed_table(run.rows(), terminal.Notes())
+    assert calls == [1]
+    (ratio,) = doc["baseline"]["comparisons"]
+    assert ratio["backend"] == "aws-lc" and ratio["interval"] is not None
+    with Store(tmp_path / "s.sqlite") as st:
+        again = report_json.run_document(stored.load_run(st, run.run_id), st.location)
+    assert again["settings"] == {} and doc["settings"]["repetitions"] == 3
+    by = lambda d: sorted(d["results"], key=lambda r: r["backend"])  # noqa: E731 (first-seen order when stored)
+    assert by(again) == by(doc) and again["baseline"] == doc["baseline"]

@@ -7,6 +7,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from cryptoperf import stats
+from cryptoperf.result import decode
 
 
 def encoded(values_counts):
@@ -64,16 +65,17 @@ def test_bad_histogram_raises_value_error():
 
 
 def test_throughput_derivation():
-    tp = stats.throughput({"ops": 2000, "wall_ns": 500_000_000, "cpu_ns_total": 400_000_000,
-                           "bytes_per_op": 4096, "steal_ticks": 2, "total_ticks": 200, "busy_ticks": 110})
+    tp = stats.throughput(decode({"status": "ok", "ops": 2000, "wall_ns": 500_000_000, "cpu_ns_total": 400_000_000,
+                                  "bytes_per_op": 4096, "steal_ticks": 2, "total_ticks": 200, "busy_ticks": 110}))
     assert tp.ops_per_s == 4000
     assert tp.bytes_per_s == 4000 * 4096
     assert tp.cpu_ns_per_op == 200_000
     assert tp.steal_pct == 1.0 and tp.busy_pct == 55.0
-    unsized = stats.throughput({"ops": 10, "wall_ns": 10, "cpu_ns_total": 10, "bytes_per_op": 0})
+    unsized = stats.throughput(decode({"status": "ok", "ops": 10, "wall_ns": 10, "cpu_ns_total": 10,
+                                       "bytes_per_op": 0}))
     assert unsized.bytes_per_s is None and unsized.steal_pct is None
     with pytest.raises(ValueError):
-        stats.throughput({"ops": 0, "wall_ns": 10})
+        stats.throughput(decode({"status": "ok", "ops": 0, "wall_ns": 10}))
 
 
 def test_cv():

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
+from hdrh.histogram import HdrHistogram
+
 from cryptoperf import store, stored
 from cryptoperf.errors import StoreError
+from cryptoperf.model import Cell, Outcome, Repetition, outcome_from_result
+from cryptoperf.result import decode
 
 FIXTURES = Path(__file__).with_name("fixtures")
 
@@ -174,16 +178,77 @@ def test_a_format_2_store_is_upgraded_in_place_and_still_loads_and_reports(tmp_p
 def test_a_result_keeps_the_host_that_ran_it(tmp_path):
     """results.host_json: the fingerprint of the machine that ran a repetition, NULL for the
     run's own; stored.load_run gives it to the Outcome, the JSON document to the repetition."""
-    from cryptoperf.report import json as report_json
+    from cryptoperf.rows import repetition_entry
     with store.Store(tmp_path / "runs.sqlite") as st:
         rid = st.begin_run("study", "t", {"hostname": "head", "cpu_model": "X"}, "s")
         st.add_result(rid, row())
         st.add_result(rid, row(block=2, host={"hostname": "node-b", "cpu_model": "Y"}))
         rows = list(st.results(rid))
         assert [r["host"] for r in rows] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
-        outcomes = [stored._outcome(r, i) for i, r in enumerate(rows)]
+        outcomes = list(st.outcomes(rid).values())
     assert [o.host for o in outcomes] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
-    assert [report_json.outcome_dict(o)["host"] for o in outcomes] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
+    assert [repetition_entry(o)["host"] for o in outcomes] == [None, {"hostname": "node-b", "cpu_model": "Y"}]
+
+
+def _measured(block: int, **result) -> Outcome:
+    hist = HdrHistogram(1, 3_600_000_000_000, 3)
+    hist.record_value(2000, 500)
+    message = {"type": "result", "id": f"k#{block}", "backend": "openssl", "op": "sha256", "status": "ok",
+               "library": "OpenSSL", "library_version": "3.0.13", "fips": False, "params": {"size_bytes": 64},
+               "threads": 1, "ops": 500, "bytes_per_op": 64, "batch": 8, "timing": "batched",
+               "wall_ns": 1_000_000, "cpu_ns": [990_000], "cpu_ns_total": 990_000, "tsc_cycles": None,
+               "steal_ticks": 0, "total_ticks": 200, "busy_ticks": 100,
+               "histogram": hist.encode().decode("ascii"), "samples": 62, "a_newer_field": {"x": [1]}, **result}
+    rep = Repetition(Cell("A", "openssl", "sha", "sha256", {"digest": "x"}, 64, "no-aesni", "fips"), block,
+                     position=1, attempt=2, batch=8)
+    o = outcome_from_result(rep, decode(dict(message, cpu_mask="no-aesni", fips=True)))
+    o.started_at, o.finished_at, o.disturbed, o.superseded = "t0", "t1", "steal 9 %", True
+    o.host = {"hostname": "node-a"}
+    return o
+
+
+def test_an_outcome_goes_in_and_comes_back_typed_through_one_codec(tmp_path):
+    """Store.add_outcome / Store.outcomes: what a repetition was (its cell, block, order, attempt,
+    batch, status, host, timestamps) and the worker's message exactly as received come back;
+    latency and throughput are derived again from that message, as a study derives them."""
+    o = _measured(3)
+    failed = Outcome(Repetition(Cell("B", "ring", "sha", "sha256", {}, 64), 3), "failed", "worker crashed: boom")
+    with store.Store(tmp_path / "runs.sqlite") as st:
+        rid = st.begin_run("study", "t", {"hostname": "head"}, "s")
+        ids = [st.add_outcome(rid, o), st.add_outcome(rid, failed)]
+        back = st.outcomes(rid)
+        (row, _) = list(st.results(rid))
+    assert list(back) == ids
+    got, got_failed = back.values()
+    assert got.repetition == o.repetition and got.cell == o.cell and got.cell.params == {"digest": "x"}
+    assert (got.status, got.reason, got.started_at, got.finished_at, got.disturbed, got.superseded, got.host) == (
+        "ok", "", "t0", "t1", "steal 9 %", True, {"hostname": "node-a"})
+    assert got.result == o.result and got.result.raw == o.result.raw and got.result.extras == {"a_newer_field": {"x": [1]}}
+    assert got.latency == o.latency and got.throughput == o.throughput
+    assert (got_failed.status, got_failed.reason, got_failed.result) == ("failed", "worker crashed: boom", None)
+    # the row: the cell's columns and the message as received, nothing derived
+    assert row["result"] == dict(o.result.raw) and "latency" not in row and row["cell"] == o.cell.key
+    assert (row["cpu"], row["build"], row["fips"], row["block"], row["position"], row["attempt"], row["batch"]) == (
+        "no-aesni", "fips", 1, 3, 1, 2, 8)
+
+
+def test_a_stored_result_that_cannot_be_read_fails_its_outcome_with_the_field(tmp_path):
+    with store.Store(tmp_path / "runs.sqlite") as st:
+        rid = st.begin_run("study", "t", {}, "s")
+        st.add_result(rid, row(result={"status": "ok", "ops": "many"}))
+        st.add_result(rid, row(block=2, status="unsupported", reason="no", result={"status": "unsupported", "fips": 3}))
+        ok, unsupported = st.outcomes(rid).values()
+    assert ok.status == "failed" and ok.reason.startswith("stored unreadable result: ops is 'many'") and ok.result is None
+    assert (unsupported.status, unsupported.reason, unsupported.result) == (
+        "unsupported", "no; stored unreadable result: fips is 3 (int), not true or false", None)
+
+
+def test_writable_problem_creates_nothing(tmp_path):
+    assert store.writable_problem(tmp_path / "new" / "runs.sqlite") is None and not (tmp_path / "new").exists()
+    assert "is a directory" in store.writable_problem(tmp_path)
+    with store.Store(tmp_path / "runs.sqlite"):
+        pass
+    assert store.writable_problem(str(tmp_path / "runs.sqlite")) is None
 
 
 def test_sqlite_store_runs_in_wal_mode_with_a_busy_timeout(tmp_path):

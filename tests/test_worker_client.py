@@ -5,7 +5,7 @@ import time
 import pytest
 
 from conftest import WORKER_HELLO
-from cryptoperf import cpumask, worker_path
+from cryptoperf import builds, cpumask
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
 from cryptoperf.model import Cell, Repetition, outcome_from_result
@@ -29,7 +29,7 @@ def test_hello_and_run(fake_worker):
     with WorkerClient(path) as w:
         hello = w.hello()
         assert hello.protocol == 1 and "openssl" in hello.backend_names and "sha256" in hello.ops
-        assert hello.library_versions()["openssl"] == "OPENSSL fake-1.0"
+        assert {b["backend"]: b["library_version"] for b in hello.backends}["openssl"] == "fake-1.0"
         result = w.run(req(), timeout_s=10)
     assert result["status"] == "ok" and result["id"] == "openssl/sha256/1024/A#1"
     out = outcome_from_result(rep("openssl"), result)
@@ -179,19 +179,19 @@ def test_unsupported_and_invalid_are_answers(fake_worker):
 def test_find_worker_env_and_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("CRYPTOPERF_WORKER", str(tmp_path / "nope"))
     with pytest.raises(WorkerNotFound, match="CRYPTOPERF_WORKER=.*not an executable"):
-        worker_path.find_worker()
+        builds.find_worker()
     monkeypatch.delenv("CRYPTOPERF_WORKER")
-    monkeypatch.setattr(worker_path, "candidates", lambda build="default": [tmp_path / "a", tmp_path / "b"])
+    monkeypatch.setattr(builds, "candidates", lambda build="default": [tmp_path / "a", tmp_path / "b"])
     with pytest.raises(WorkerNotFound, match=r"reinstall with `pip install .` or set CRYPTOPERF_WORKER"):
-        worker_path.find_worker()
+        builds.find_worker()
     exe = tmp_path / "b"
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
-    assert worker_path.find_worker() == exe
+    assert builds.find_worker() == exe
 
 
 def test_candidates_order():
-    c = worker_path.candidates()
+    c = builds.candidates()
     import sysconfig
     assert c[0].parent == __import__("pathlib").Path(sysconfig.get_path("scripts"))
     assert {p.parent.name for p in c[-2:]} == {"release", "debug"}

@@ -20,10 +20,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf import stats
+from cryptoperf import speedstats, stats, workloads
 from cryptoperf.cpumask import BASELINE as BASELINE_MASK
-from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, CellSummary, Delta, Outcome
-from cryptoperf import workloads
+from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, Cell, CellSummary, Delta, Outcome
+from cryptoperf.result import WorkerResult
 from cryptoperf.workloads import WorkloadAnalysis, access
 
 MIN_BLOCKS = stats.MIN_BLOCKS
@@ -44,6 +44,8 @@ class Settings:
             does not enter any verdict).
         verdict_on: the metric verdicts are decided on (``stats.METRICS``: ``latency``, the
             per-repetition p50; ``throughput``, ops/s; ``cpu_per_op``, CPU ns per operation).
+        speed_baseline: a ``speed`` run's ``--baseline`` backend, which its other backends
+            are compared with (``speedstats``); None for a study, or without one.
     """
 
     level: float = stats.DEFAULT_LEVEL
@@ -52,6 +54,7 @@ class Settings:
     looks: int = 1
     noise_threshold_pct: float = 10.0
     verdict_on: str = "latency"
+    speed_baseline: str | None = None
 
     @property
     def metric(self) -> str:
@@ -200,6 +203,8 @@ class Analysis:
         histograms: cell key → the encoded latency histograms of its measured repetitions, in
             block order (``distribution`` merges them).
         disturbances: the repetitions the host disturbed (``Disturbance``), in block order.
+        speed: a run without a study (``speed``): its rows and baseline comparisons
+            (``speedstats.analyse``); None for a study.
     """
 
     summaries: dict[str, CellSummary]
@@ -211,6 +216,7 @@ class Analysis:
     workloads: WorkloadAnalysis = field(default_factory=WorkloadAnalysis)
     histograms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     disturbances: tuple[Disturbance, ...] = ()
+    speed: speedstats.SpeedAnalysis | None = None
     _distributions: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def distribution(self, key: str) -> tuple[stats.Latency, np.ndarray, np.ndarray] | None:
@@ -276,9 +282,13 @@ def summarize(outcomes: Sequence[Outcome]) -> dict[str, CellSummary]:
 IDENTITY_FIELDS = ("library", "library_version", "fips")
 
 
-def _identity_text(result: Mapping[str, Any], fields: Sequence[str]) -> str:
-    return ", ".join(f"{f} {result.get(f)!r}" if f != "capabilities" else "capability vector "
-                     + str((result.get(f) or {}).get("openssl_ia32cap") or result.get(f)) for f in fields)
+def _identity_text(result: WorkerResult, fields: Sequence[str]) -> str:
+    def text(f: str) -> str:
+        if f != "capabilities":
+            return f"{f} {getattr(result, f)!r}"
+        caps = result.capabilities
+        return "capability vector " + str(caps.openssl_ia32cap if caps and caps.openssl_ia32cap else caps)
+    return ", ".join(text(f) for f in fields)
 
 
 def library_change(outcomes: Sequence[Outcome]) -> str | None:
@@ -288,28 +298,28 @@ def library_change(outcomes: Sequence[Outcome]) -> str | None:
     ``capabilities`` (the capability vector, the mask applied). One line naming the field, the
     blocks and the two values, e.g. ``library changed between repetitions: block 1 ran
     library_version '3.0.13', block 3 '3.0.15'``."""
-    measured = [o for o in outcomes if o.ok and o.result]
+    measured = [(o, o.result) for o in outcomes if o.ok and o.result is not None]
     if len(measured) < 2:
         return None
-    first = measured[0]
-    for o in measured[1:]:
-        fields = [f for f in IDENTITY_FIELDS if o.result.get(f) != first.result.get(f)]
+    first, a = measured[0]
+    for o, b in measured[1:]:
+        fields = [f for f in IDENTITY_FIELDS if getattr(b, f) != getattr(a, f)]
         if fields:
             break
     else:
-        by_host: dict[str, Outcome] = {}
-        for o in measured:
+        by_host: dict[str, tuple[Outcome, WorkerResult]] = {}
+        for o, b in measured:
             host = o.host or {}
             where = str((host.get("ray_node") or {}).get("node_id") or host.get("hostname") or "")
-            seen = by_host.setdefault(where, o)
-            if seen.result.get("capabilities") != o.result.get("capabilities"):
-                first, fields = seen, ["capabilities"]
+            first, a = by_host.setdefault(where, (o, b))
+            if a.capabilities != b.capabilities:
+                fields = ["capabilities"]
                 break
         else:
             return None
     return (f"library changed between repetitions: block {first.repetition.block} ran "
-            f"{_identity_text(first.result, fields)}, block {o.repetition.block} "
-            f"{_identity_text(o.result, fields)}; the cell is rejected (one library per cell), run it again")
+            f"{_identity_text(a, fields)}, block {o.repetition.block} "
+            f"{_identity_text(b, fields)}; the cell is rejected (one library per cell), run it again")
 
 
 def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSummary:
@@ -323,8 +333,7 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
     cpu = {o.repetition.block: o.throughput.cpu_ns_per_op for o in good if o.throughput.cpu_ns_per_op > 0}
     steals = [o.throughput.steal_pct for o in good if o.throughput.steal_pct is not None]
     source = reps or ([calibration] if calibration else [])
-    lib = next((f"{o.result.get('library', '')} {o.result.get('library_version', '')}".strip()
-                for o in source if o.result), None)
+    lib = next((o.result.library_text for o in source if o.result is not None), None)
     first = good[0].result if good else None
     return CellSummary(
         cell=cell, repetitions=len(reps), ok=len(good),
@@ -338,7 +347,7 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
         cv_p50=stats.cv(list(p50.values())), cv_ops_per_s=stats.cv(list(ops.values())),
         steal_pct=float(np.mean(steals)) if steals else None,
         disturbed=sum(1 for o in good if o.disturbed),
-        batch=first.get("batch") if first else None, timing=first.get("timing") if first else None,
+        batch=first.batch if first else None, timing=first.timing if first else None,
         library_version=lib)
 
 
@@ -526,11 +535,15 @@ def cpu_masks(outcomes: Iterable[Outcome]) -> dict[str, bool | None]:
 
 
 def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings(),
-            context: Context = Context()) -> Analysis:
-    """Summaries and (with a ``baseline``) deltas of a stored run's outcomes, computed once;
-    ``context`` (``context_of``) says what the outcomes alone do not."""
+            order: Sequence[Cell] = (), context: Context = Context()) -> Analysis:
+    """Summaries and (with a ``baseline`` configuration: a study) deltas of a stored run's
+    outcomes, computed once, with the workload figures, CPU masks, histograms and disturbances;
+    without a baseline (a ``speed`` run), its rows in the order of the cells ``order`` (then first
+    seen) and their comparison with ``settings.speed_baseline``. ``context`` (``context_of``)
+    says what the outcomes alone do not."""
     summaries = summarize(outcomes)
     ds, m, level = deltas(summaries, baseline, settings, context) if baseline is not None else ([], 0, settings.level)
+    speed = speedstats.analyse(outcomes, order, settings.speed_baseline) if baseline is None else None
     kept = analysed(outcomes)
     hists: dict[str, list[str]] = {}
     for o in sorted(kept, key=lambda o: o.repetition.block):
@@ -540,7 +553,7 @@ def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Setting
     figures = workloads.analyse(summaries, kept, ds, workloads.Context(
         baseline or "", context.series, context.host_cpus, context.p99_bounds_ms, context.transactions))
     return Analysis(summaries, ds, settings, m, level, cpu_masks(outcomes), figures,
-                    {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes))
+                    {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes), speed)
 
 
 def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tuple[str, str],

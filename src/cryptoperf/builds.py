@@ -17,20 +17,21 @@ configuration chooses its binary by naming a build. The builds:
   caches it under ``data_dir()/workers/openssl-3.6``. A study asks for it with ``library =
   "openssl@3.6"``; ``openssl@system`` names the default build (``LIBRARIES``).
 
-``worker_path.find_worker(name)`` finds a build's binary or raises ``BuildUnavailable`` with one
-line saying why and what makes it; ``status`` says the same without raising, for listings.
+``find_worker(name)`` finds a build's binary (``candidates`` says where it looks) or raises
+``BuildUnavailable`` with one line saying why and what makes it; ``status`` says the same
+without raising, for listings.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
-
 from cryptoperf.errors import WorkerNotFound
+from cryptoperf.paths import data_dir
 
 DEFAULT = "default"
 FIPS = "fips"
@@ -40,9 +41,6 @@ OPENSSL_NEXT = "openssl@3.6"
 SYSTEM_LIBRARY = "openssl@system"
 #: The backend a ``library`` other than the system one changes; the others are the same code.
 LIBRARY_BACKEND = "openssl"
-
-#: Environment variable that moves cryptoperf's data directory (the worker-build cache).
-DATA_DIR_ENV = "CRYPTOPERF_DATA_DIR"
 
 #: What the FIPS build needs on the build machine (aws-lc-fips-sys builds the module with them).
 FIPS_BUILD_TOOLS = ("cmake", "go", "perl")
@@ -117,13 +115,6 @@ BUILDS: dict[str, Build] = {
 LIBRARIES: dict[str, str] = {SYSTEM_LIBRARY: DEFAULT, OPENSSL_NEXT: OPENSSL_NEXT}
 
 
-def data_dir() -> Path:
-    """cryptoperf's data directory: ``$CRYPTOPERF_DATA_DIR`` if set, else
-    ``platformdirs.user_data_dir("cryptoperf")`` (e.g. ``~/.local/share/cryptoperf``)."""
-    env = os.environ.get(DATA_DIR_ENV)
-    return Path(env) if env else Path(platformdirs.user_data_dir("cryptoperf"))
-
-
 def cached_binary(name: str) -> Path | None:
     """Where ``cryptoperf setup`` puts build ``name``'s binary
     (``data_dir()/workers/<cache_name>/<binary>``); None for a build ``pip install .`` makes.
@@ -192,9 +183,59 @@ def check_hello(name: str, path, hello: dict) -> None:
 
 def status(name: str) -> tuple[bool, str]:
     """(available, path or the reason it is not) for build ``name``, without raising; the path
-    is ``worker_path.find_worker(name)``'s."""
-    from cryptoperf import worker_path  # it imports this module
+    is ``find_worker(name)``'s."""
     try:
-        return True, str(worker_path.find_worker(name))
+        return True, str(find_worker(name))
     except WorkerNotFound as e:
         return False, str(e)
+
+
+# --------------------------------------------------------------------------- finding a binary
+
+
+def candidates(build: str = DEFAULT) -> list[Path]:
+    """Where build ``build``'s binary is looked for, in order (its env variable is handled by
+    ``find_worker``): the scripts directory of this Python (where ``pip install .`` puts it),
+    PATH, then ``worker/target/release`` and ``worker/target/debug`` of the source checkout
+    this package is imported from (when run from ``src/``), the more recently built first.
+    A build made by ``cryptoperf setup`` (``Build.setup``) is looked for only where setup
+    caches it (``cached_binary``)."""
+    cached = cached_binary(build)
+    if cached is not None:
+        return [cached]
+    name = get(build).binary
+    out = [Path(sysconfig.get_path("scripts")) / name]
+    on_path = shutil.which(name)
+    if on_path:
+        out.append(Path(on_path))
+    checkout = Path(__file__).resolve().parents[2]
+    made = [checkout / "worker" / "target" / kind / name for kind in ("release", "debug")]
+    made.sort(key=lambda p: p.stat().st_mtime if p.exists() else 0.0, reverse=True)
+    return out + made
+
+
+def _runnable(p: Path) -> bool:
+    return p.is_file() and os.access(p, os.X_OK)
+
+
+def find_worker(build: str = DEFAULT) -> Path:
+    """The binary of worker build ``build``: its env variable (``$CRYPTOPERF_WORKER``,
+    ``$CRYPTOPERF_WORKER_FIPS``) if set, else the first runnable ``candidates(build)``.
+
+    Raises WorkerNotFound with the fix (reinstall, or set the variable); for a build other than
+    the default, BuildUnavailable saying why it is missing (``missing_reason``).
+    """
+    spec = get(build)
+    env = os.environ.get(spec.env_var)
+    if env:
+        p = Path(env)
+        if not _runnable(p):
+            raise WorkerNotFound(f"{spec.env_var}={env} is not an executable file; "
+                                 f"point it at a {spec.binary} binary or unset it")
+        return p
+    for p in candidates(build):
+        if _runnable(p):
+            return p
+    if build == DEFAULT:
+        raise WorkerNotFound(missing_reason(build))
+    raise BuildUnavailable(missing_reason(build))

@@ -22,7 +22,7 @@ import click
 from rich.console import Console
 
 from cryptoperf import PROTOCOL_VERSION, __version__, builds, cpumask, economics, engine, study as study_mod
-from cryptoperf import opnames, workerbuild
+from cryptoperf import opnames, paths, workerbuild
 from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
@@ -34,7 +34,7 @@ from cryptoperf.report import terminal
 from cryptoperf.report.render import write_text as render_write
 from cryptoperf.run.worker import fetch_hello
 from cryptoperf.store import FORMAT_VERSION, mask, shown_default
-from cryptoperf.worker_path import find_worker
+from cryptoperf.builds import find_worker
 
 
 def _stderr() -> Console:
@@ -120,45 +120,18 @@ def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
     for raw in names:
         workerbuild.recipe(raw)  # every name checked before anything is built
     err, out = _stderr(), _stdout()
-    for raw in dict.fromkeys(builds.resolve(n) for n in names):
-        cached = builds.cached_binary(raw)
-        stale = ""
-        if not force and cached.exists():
-            try:
-                h = workerbuild.verified_hello(raw, cached)
-            except builds.BuildUnavailable as e:
-                stale = f"{e}: rebuilding"
-            else:
-                lib = {b["backend"]: b for b in h.backends}[builds.get(raw).setup.backend]
-                out.print(f"{raw} is already built ({lib['library']} {lib['library_version']}): "
-                          f"{cached} (--force rebuilds it)", markup=False, soft_wrap=True)
-                continue
-        workerbuild.preflight(raw)
-        if stale:
-            err.print(stale, markup=False, soft_wrap=True)
-        err.print(workerbuild.announce(raw), markup=False, soft_wrap=True)
-        made = workerbuild.build(raw, err)
-        out.print(workerbuild.done_line(made), markup=False, soft_wrap=True)
+    for name in dict.fromkeys(builds.resolve(n) for n in names):
+        out.print(workerbuild.setup(name, force, err), markup=False, soft_wrap=True)
 
 
 def _list_builds() -> None:
     """Print every worker build: name, built or not (path or why not), what it is."""
     out = _stdout()
-    out.print(f"worker builds (cache: {builds.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
-    for name, spec in builds.BUILDS.items():
-        available, where = builds.status(name)
-        if available and spec.setup is not None:
-            try:
-                h = workerbuild.verified_hello(name, Path(where))
-                lib = {b["backend"]: b for b in h.backends}[spec.setup.backend]
-                where += f" ({lib['library']} {lib['library_version']})"
-            except builds.BuildUnavailable as e:
-                available, where = False, str(e)
-        state = "built" if available else "missing"
-        alias = [k for k, v in builds.LIBRARIES.items() if v == name and k != name]
-        label = name + (f" = {alias[0]}" if alias else "")
-        out.print(f"  {label:<26} {state:<8} {spec.description}", markup=False, soft_wrap=True)
-        out.print(f"  {'':<26} {'':<8} {where}", markup=False, soft_wrap=True)
+    out.print(f"worker builds (cache: {paths.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
+    for b in workerbuild.states():
+        label = b.name + (f" = {b.alias}" if b.alias else "")
+        out.print(f"  {label:<26} {'built' if b.built else 'missing':<8} {b.description}", markup=False, soft_wrap=True)
+        out.print(f"  {'':<26} {'':<8} {b.where}", markup=False, soft_wrap=True)
 
 
 class SizeType(click.ParamType):
@@ -276,8 +249,7 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
                           store=store_path, store_results=not no_store, progress=terminal.ProgressBar(err) if not as_json or err.is_terminal
                           else None, console=err)
     if as_json:
-        doc = report_json.speed_document(result.outcomes, result.host, result.settings, result.started_at,
-                                         result.finished_at, baseline=result.baseline, order=result.cells)
+        doc = report_json.speed_document(result, result.settings)
         click.echo(json.dumps(doc, indent=1))
         return
     out = _stdout()
@@ -729,6 +701,16 @@ def publish(directory: str, store_path: str | None) -> None:
 @click.option("--configuration", "configuration", metavar="C", help="Configuration of the run to use.")
 @click.option("--backend", "backend", metavar="B", help="Backend of the run to use.")
 @click.option("--size", "size", metavar="BYTES", help="Message size of the cell to use: 1024, 16k, 1MiB (k = 1024).")
+@click.option("--side", "side", type=click.Choice(["server", "client", "both"]), default=None,
+              help="Whose CPU to price a workload with: its server's (the default for a workload that runs a "
+                   "server), its client's, or both added up. A primitive has one: the worker's.")
+@click.option("--remainder-from", "remainder_from", metavar="RUN",
+              help="With --per-request: a run (same host) with the workload whose non-crypto rest per "
+                   "transaction (its CPU minus the request's primitives) is added [default: RUN_ID].")
+@click.option("--remainder-op", "remainder_op", metavar="CELL",
+              help="With --per-request: that workload's cell, by label (e.g. 'full handshake @ c=2': the cell "
+                   "of the request's configuration and backend if it has several) or by key; its --side CPU "
+                   "(server by default).")
 @click.option("--from", "from_config", metavar="CONFIG", help="Cost of a change: from this configuration …")
 @click.option("--to", "to_config", metavar="CONFIG", help="… to this one (same backend, label and size).")
 @click.option("--core-price-per-year", type=float, metavar="Q",
@@ -751,7 +733,8 @@ def publish(directory: str, store_path: str | None) -> None:
               help=f"File to write, '-' for stdout [default: stdout; for html {DEFAULT_OUT_DIR}/plan-run<id>.html, "
                    "or plan-run<id>-2.html … if taken]. An existing file is never replaced.")
 def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None, configuration: str | None,
-             backend: str | None, size: str | None, from_config: str | None, to_config: str | None,
+             backend: str | None, size: str | None, side: str | None, remainder_from: str | None,
+             remainder_op: str | None, from_config: str | None, to_config: str | None,
              core_price_per_year: float | None, accel_ops_per_s: float | None,
              accel_price_per_year: float | None, accel_host_cpu_us_per_op: float,
              accel_latency_us: float | None, accel_min_units: int, store_path: str | None,
@@ -768,13 +751,22 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
         only): the rate above which offloading to the accelerator saves money, and what it
         saves at --rate.
 
+    A workload (a TLS handshake at a load level) is priced with its server's CPU per
+    transaction unless --side says otherwise; every answer names the side. With
+    --per-request, --remainder-op adds what a workload measured on the same host spends
+    per transaction beyond the request's primitives (the non-crypto rest); without it,
+    the answer says the remainder is left out.
+
     \b
     cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
     cryptoperf plan --op rsa --from old --to new --rate 9.6 --format md -o plan.md
+    cryptoperf plan 7 --op "full handshake @ c=2" --from rsa --to ecdsa --rate 3k
+    cryptoperf plan 7 --per-request "sign + x25519-keygen + x25519-derive" --from rsa --to ecdsa
+      --backend aws-lc --remainder-op "full handshake @ c=2" --rate 3k
 
     Method and a worked example: docs/methodology.md, "Economics".
     """
-    from cryptoperf.report import plan as report_plan
+    from cryptoperf.report import economics as report_economics
 
     if op and request:
         raise UsageError("give either --op OP (one operation) or --per-request 'OP + OP …' "
@@ -809,15 +801,20 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
             min_units=accel_min_units)
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
+        try:
+            remainder_run = None if remainder_from is None else stored.load_run(store, remainder_from)
+        except UsageError as e:
+            raise UsageError(f"--remainder-from: {e}") from None
     result = economics.plan(run, op or None, rate_per_s, request=request, configuration=configuration,
                             backend=backend, size_bytes=size_bytes, from_config=from_config, to_config=to_config,
-                            accelerator=accel, core_price_per_year=core_price_per_year)
-    text = report_plan.render(result, run, fmt)
+                            accelerator=accel, core_price_per_year=core_price_per_year, side=side,
+                            remainder_run=remainder_run, remainder_op=remainder_op)
+    text = report_economics.render(result, run, fmt)
     if output == "-" or (output is None and fmt != "html"):
         _using(run)
         click.echo(text, nl=False)
         return
-    target = Path(output) if output else report_plan.default_path(DEFAULT_OUT_DIR, run, fmt)
+    target = Path(output) if output else report_economics.default_path(DEFAULT_OUT_DIR, run, fmt)
     written = render_write(text, target, fix="pass another -o PATH, or -o - for stdout", unique=output is None)
     _using(run)
     click.echo(str(written))

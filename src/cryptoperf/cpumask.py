@@ -45,15 +45,6 @@ MASKS: dict[str, str] = {
 }
 NAMES: tuple[str, ...] = tuple(MASKS)
 
-DESCRIPTIONS: dict[str, str] = {
-    "baseline": "no mask: every extension the CPU has",
-    "no-aesni": "AES-NI and PCLMULQDQ (and VAES, VPCLMULQDQ) off: AES and GHASH in software",
-    "no-shani": "SHA extensions off",
-    "no-avx2": "AVX2 and AVX-512 off",
-    "no-avx512": "AVX-512 off",
-    "no-bignum": "BMI2, ADX and AVX-512 IFMA off: RSA and DH without their big-number extensions",
-}
-
 
 def worker_env(mask: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for a worker that runs under ``mask``: ``base`` (default: this

@@ -28,19 +28,18 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
-from cryptoperf import opnames, preflight, speedstats, workload
+from cryptoperf import opnames, paths, preflight, speedstats, workload
 from cryptoperf.errors import StudyError, StudyInterrupted, UsageError
 from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
-from cryptoperf.report.json import outcome_dict
 from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import local
 from cryptoperf.run.worker import Hello, WorkerClient, WorkerRules, fetch_hello
-from cryptoperf.store import Store
+from cryptoperf.store import FORMAT_VERSION, Store
 from cryptoperf.stored import StoredRun, load_run, open_store, settings_of
 from cryptoperf.study import Study
-from cryptoperf.worker_path import find_worker
+from cryptoperf.builds import find_worker
 
 DEFAULT_OUT_DIR = "cryptoperf-results"
 DEFAULT_SPEED_OPS = ("sha256", "aes-128-gcm-seal", "chacha20-poly1305-seal", "rsa2048-sign",
@@ -206,7 +205,7 @@ def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
     files = [c for c in cells if c.op in workload.FILE_WORKLOADS]
     if not files:
         return None
-    root = s.work_dir or str(builds.data_dir() / "work")
+    root = s.work_dir or str(paths.data_dir() / "work")
     sizes = []
     for c in files:
         try:
@@ -467,7 +466,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
             st.reopen_run(run_id, hostinfo.process_identity())
 
         def record(o: Outcome) -> None:
-            rows[id(o)] = st.add_result(run_id, outcome_dict(o))  # stored first: memory never holds more
+            rows[id(o)] = st.add_outcome(run_id, o)  # stored first: memory never holds more
             outcomes.append(o)
 
         def superseded(lost: list[Outcome], why: str) -> None:
@@ -554,7 +553,7 @@ def calibrated(cells: Sequence[Cell], outcomes: Sequence[Outcome]) -> tuple[dict
             cal.setdefault(o.cell.key, []).append(o)
     # With the Ray executor's every-node, each node calibrates: the group's batch is the largest
     # any node needed, and a cell runs where any node could measure it.
-    batches = {g: schedule.group_batch((o.result or {}).get("batch") for c in members
+    batches = {g: schedule.group_batch(o.result.batch if o.result else None for c in members
                                        for o in cal.get(c.key, ()) if o.status == OK)
                for g, members in schedule.groups(cells).items()}
     runnable = [c for c in cells if c.key not in cal or any(o.status in (OK, "failed") for o in cal[c.key])]
@@ -584,41 +583,71 @@ class StudyRun(StoredRun):
 
 
 @dataclass
-class SpeedRun:
-    """What ``speed`` measured: the outcomes (every repetition of every backend × operation ×
-    size, in the order they ran), the host, the worker settings and the stored run's id (None
-    when not stored).
+class SpeedRun(StoredRun):
+    """What ``speed`` measured, as the stored run it is (a ``StoredRun`` of kind ``speed``,
+    analysed once: ``analysis.speed`` holds its rows and baseline comparisons), with what the
+    call knew beyond the store: ``settings`` (the worker settings, build and notes: the JSON
+    document's ``settings``), ``store_path`` (None when not stored), ``cells`` (the rows, in
+    table order: backend, operation, size), ``notes`` (lines saying how options were applied,
+    e.g. which operations took ``--size``)."""
 
-    Also: cells (the rows, in table order: backend, operation, size), repetitions (blocks
-    asked for), baseline (the backend the others are compared with, or None), notes (lines
-    saying how options were applied, e.g. which operations took ``--size``)."""
-
-    outcomes: list[Outcome]
-    host: dict[str, Any]
-    settings: dict[str, Any]
-    started_at: str
-    finished_at: str
-    run_id: int | None
-    store_path: Path | str | None
+    settings: dict[str, Any] = field(default_factory=dict)
+    store_path: Path | str | None = None
     cells: list[Cell] = field(default_factory=list)
-    repetitions: int = 1
-    baseline: str | None = None
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def run_id(self) -> int | None:
+        """The stored run's id (None when not stored)."""
+        return self.meta.get("id")
+
+    @property
+    def started_at(self) -> str:
+        """When it started (UTC ISO 8601)."""
+        return str(self.meta.get("started_at") or "")
+
+    @property
+    def finished_at(self) -> str:
+        """When it finished (UTC ISO 8601)."""
+        return str(self.meta.get("finished_at") or "")
+
+    @property
+    def repetitions(self) -> int:
+        """Blocks asked for."""
+        return int(self.settings.get("repetitions") or 1)
+
+    @property
+    def baseline(self) -> str | None:
+        """The backend the others are compared with, or None."""
+        return self.speed.baseline
+
     def rows(self) -> list[speedstats.SpeedRow]:
-        """One row per (backend, operation, size) over its repetitions (``speedstats.rows``)."""
-        return speedstats.rows(self.outcomes, self.cells)
+        """One row per (backend, operation, size) over its repetitions, as analysed."""
+        return list(self.speed.rows)
 
     def baseline_ratios(self) -> list[speedstats.BaselineRatio]:
-        """Every other backend's ops/s against the baseline backend's, per operation and size
-        (``speedstats.compare_to_baseline``); [] without a baseline."""
-        if self.baseline is None:
-            return []
-        return speedstats.compare_to_baseline(self.rows(), self.baseline)
+        """Every other backend's ops/s against the baseline backend's, per operation and size,
+        as analysed; [] without a baseline."""
+        return list(self.speed.ratios)
 
 
 #: Most repetitions (blocks) ``speed`` runs.
 MAX_SPEED_REPETITIONS = 1000
+
+
+@dataclass(frozen=True)
+class _SpeedPlan:
+    """``speed``'s arguments checked against its worker: the cells, where they run, and how."""
+
+    cells: list[Cell]
+    worker: Path
+    hello: Hello
+    build: str
+    settings: schedule.Settings
+    unmasked: dict[tuple[str, str], str]
+    baseline: str | None
+    info: dict[str, Any]
+    notes: list[str]
 
 
 def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence[int | str] = (), *,
@@ -631,7 +660,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     """Measure operations on backends: each (backend, operation, size) ``repetitions`` times,
     each in a fresh worker process, in randomised blocks (a block runs every row once, in an
     order drawn from ``seed``; blocks after the first use the batch size the first measured for
-    each row); stored as a ``speed`` run.
+    each row); stored as a ``speed`` run, and returned as that stored run, analysed once.
 
     Args:
         backends, ops: names as people write them: operations match ignoring case and
@@ -648,7 +677,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
         repetitions: blocks, 1..``MAX_SPEED_REPETITIONS``; 3 or more give every figure a 95 %
             interval (``speedstats``).
         baseline: a backend among those measured, the others are compared with
-            (``SpeedRun.baseline_ratios``).
+            (``SpeedRun.baseline_ratios``; stored with the run's analysis settings).
         store, store_results: the store the run is recorded in (a path or URL, as
             ``run_study`` takes; default: ``store.default_location()``);
             with ``store_results`` False nothing is stored (``run_id`` is None).
@@ -661,6 +690,48 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     if timeout_s is not None and timeout_s <= warmup_s + seconds:
         raise UsageError(f"--timeout {timeout_s:g} s does not exceed --warmup + --seconds = "
                          f"{warmup_s + seconds:g} s; raise --timeout")
+    plan = _plan_speed(backends, ops, sizes, seconds=seconds, warmup_s=warmup_s, threads=threads,
+                       timeout_s=timeout_s, cpu=cpu, fips=fips, library=library, params=params or {},
+                       baseline=baseline, setup=setup, console=console)
+    plan.info.update(repetitions=repetitions, seed=seed)
+    host = hostinfo.fingerprint(plan.hello.raw)
+    host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]
+    if progress is True:
+        progress = ProgressBar()
+    settings = analysis.Settings(speed_baseline=plan.baseline)
+    started = local.utc_now()
+
+    def measure(on_outcome: Callable[[Outcome], None] | None) -> list[Outcome]:
+        return speed_blocks(plan.cells, repetitions, seed, plan.settings, plan.worker, progress=progress or None,
+                            on_outcome=on_outcome, unmasked=plan.unmasked)
+
+    if not store_results:
+        outcomes = measure(None)
+        meta = {"id": None, "kind": "speed", "started_at": started, "finished_at": local.utc_now(),
+                "status": "complete", "host": host, "seed": seed, "analysis": settings.as_dict(),
+                "format_version": FORMAT_VERSION}
+        store_path = None
+    else:
+        with Store(store) as st:
+            run_id = st.begin_run("speed", started, host, seed=seed, analysis=settings.as_dict(),
+                                  process=hostinfo.process_identity())
+            status = "interrupted"
+            try:
+                outcomes = measure(lambda o: st.add_outcome(run_id, o))
+                status = "complete"
+            finally:
+                st.finish_run(run_id, local.utc_now(), status)
+            meta = next(r for r in st.runs() if int(r["id"]) == run_id)
+            store_path = st.path if st.path is not None else st.location
+    return SpeedRun(meta, None, outcomes, analysis.analyse(outcomes, None, settings, plan.cells),
+                    settings=plan.info, store_path=store_path, cells=plan.cells, notes=plan.notes)
+
+
+def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int | str], *, seconds: float,
+                warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, library: str,
+                params: Mapping[str, str], baseline: str | None, setup: bool, console: Any) -> _SpeedPlan:
+    """``speed``'s arguments checked against the worker build they need (made first with
+    ``setup``), and its cells. Raises UsageError, WorkerError subclasses."""
     if fips and library != builds.SYSTEM_LIBRARY:
         raise UsageError(f"--fips with --library {library} is not supported: the FIPS build uses the "
                          "system OpenSSL")
@@ -681,11 +752,11 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
                                ("--threads", threads, "max_threads")):
         if value > rules.limits[limit]:
             raise UsageError(f"{name} {value:g} is above the worker's limit of {rules.limits[limit]:g}")
-    sizes = speed_sizes(sizes, rules.limits["max_size_bytes"])
+    checked_sizes = speed_sizes(sizes, rules.limits["max_size_bytes"])
     cpumask.check_hello(hello.raw.get("cpu_masks"), [cpu])
     chosen_ops = tuple(ops) or tuple(o for o in DEFAULT_SPEED_OPS if o in hello.ops)
-    notes = sizes_note(sizes, chosen_ops, rules)
-    op_params, more = speed_params(params or {}, chosen_ops, rules)
+    notes = sizes_note(checked_sizes, chosen_ops, rules)
+    op_params, more = speed_params(params, chosen_ops, rules)
     notes += more
     for op in chosen_ops:
         if op in rules.workloads and "load" not in op_params[op]:
@@ -698,38 +769,16 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
         baseline = speed_baseline(baseline, chosen_backends)
     cells = [Cell("", b, op, op, op_params[op], size, cpu, build)
              for b in chosen_backends for op in chosen_ops
-             for size in (sizes if sizes and rules.takes_message(op) else (None,))]
+             for size in (checked_sizes if checked_sizes and rules.takes_message(op) else (None,))]
     settings = schedule.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,
                                  timeout_s=timeout_s or warmup_s + seconds + 60)
-    host = hostinfo.fingerprint(hello.raw)
-    host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]
-    if progress is True:
-        progress = ProgressBar()
-    started = local.utc_now()
-    unmasked = unmasked_vectors({build: workers[build]})
-    if not store_results:
-        outcomes = speed_blocks(cells, repetitions, seed, settings, path, progress=progress or None,
-                                unmasked=unmasked)
-        run_id, store_path = None, None
-    else:
-        with Store(store) as st:
-            run_id = st.begin_run("speed", started, host, seed=seed, process=hostinfo.process_identity())
-            status = "interrupted"
-            try:
-                outcomes = speed_blocks(cells, repetitions, seed, settings, path, progress=progress or None,
-                                        on_outcome=lambda o: st.add_result(run_id, outcome_dict(o)),
-                                        unmasked=unmasked)
-                status = "complete"
-            finally:
-                st.finish_run(run_id, local.utc_now(), status)
-            store_path = st.path if st.path is not None else st.location
     info = {"seconds": seconds, "warmup_s": warmup_s, "threads": threads, "cpu": cpu,
-            "openssl_ia32cap": cpumask.MASKS[cpu], "build": build, "repetitions": repetitions, "seed": seed,
+            "openssl_ia32cap": cpumask.MASKS[cpu], "build": build,
             "params": {k: v for p in op_params.values() for k, v in p.items()}, "baseline": baseline,
             "notes": notes,
             "builds": {n: dict(zip(("available", "path_or_reason"), builds.status(n))) for n in builds.BUILDS}}
-    return SpeedRun(outcomes, host, info, started, local.utc_now(), run_id, store_path, cells=cells,
-                    repetitions=repetitions, baseline=baseline, notes=notes)
+    return _SpeedPlan(cells, path, hello, build, settings, unmasked_vectors({build: workers[build]}), baseline,
+                      info, notes)
 
 
 def check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_mock: bool = False) -> list[str]:
@@ -877,7 +926,11 @@ def speed_blocks(cells: Sequence[Cell], repetitions: int, seed: int, settings: s
     the block), each repetition in a fresh worker. Blocks after the first use the batch size
     the first measured for each cell, so that every repetition of a row times the same
     statistic, and skip the cells the first found unsupported or invalid (more repetitions
-    cannot change that answer). Returns the outcomes in execution order."""
+    cannot change that answer). Returns the outcomes in execution order.
+
+    The blocks are ``schedule.blocks``' (as a study's); the loop stays apart from
+    ``_run_study``'s because ``speed``'s first block is measured, where a study calibrates in a
+    block 0 it does not analyse: sharing that loop would cost every row one more repetition."""
     def numbered(reps: list[Repetition]) -> list[Repetition]:
         at: dict[int, int] = {}
         out = []
@@ -891,7 +944,7 @@ def speed_blocks(cells: Sequence[Cell], repetitions: int, seed: int, settings: s
                              on_outcome=on_outcome, progress=progress, description=what, unmasked=unmasked)
     if repetitions > 1:
         first = {o.cell.key: o for o in outcomes}
-        batches = {o.cell.group: (o.result or {}).get("batch") for o in outcomes if o.ok}
+        batches = {o.cell.group: o.result.batch if o.result else None for o in outcomes if o.ok}
         later = [c for c in cells if c.key not in first or first[c.key].status in (OK, "failed")]
         if later:
             reps = numbered(schedule.blocks(later, 2, repetitions, seed, batches, start_index=len(outcomes)))

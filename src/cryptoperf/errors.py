@@ -87,7 +87,7 @@ class WorkerError(CryptoperfError):
 
 
 class WorkerNotFound(WorkerError):
-    """No ``cryptoperf-worker`` binary was found (see ``worker_path.find_worker``)."""
+    """No ``cryptoperf-worker`` binary was found (see ``builds.find_worker``)."""
 
 
 class ProtocolMismatch(WorkerError):

@@ -11,24 +11,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from cryptoperf.errors import MissingDependency
-from cryptoperf.hostinfo import other_load_pct
-from cryptoperf.report.json import speed_entry
 from cryptoperf.model import Outcome
+from cryptoperf.rows import ROW_COLUMNS, repetition_row
 from cryptoperf.store import Store
 from cryptoperf.stored import describe, load_run, open_store
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
 
-#: The DataFrame's columns, in order. Units are in the names; numbers are NaN (or <NA>) for
-#: repetitions that were not measured (status unsupported, invalid or failed).
-COLUMNS = ("run_id", "study", "configuration", "backend", "library", "library_version", "label", "op",
-           "size_bytes", "cpu", "build", "fips", "block", "position", "attempt", "superseded", "disturbed",
-           "status", "reason", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
-           "min_ns", "max_ns", "mean_ns", "stddev_ns", "ops_per_s", "bytes_per_s", "cpu_ns_per_op",
-           "steal_pct", "busy_pct", "other_load_pct", "batch", "timing", "threads", "ops", "started_at",
-           "finished_at")
-_INT_COLUMNS = ("run_id", "size_bytes", "block", "position", "attempt", "batch", "threads", "ops")
+#: The DataFrame's columns, in order: the run and its study, then ``rows.ROW_COLUMNS`` (without
+#: ``params``). Units are in the names; numbers are NaN (or <NA>) for repetitions that were not
+#: measured (status unsupported, invalid or failed).
+COLUMNS = ("run_id", "study") + tuple(c for c in ROW_COLUMNS if c != "params")
+_INT_COLUMNS = ("run_id", "size_bytes", "block", "position", "attempt", "batch", "threads", "ops", "wall_ns")
 _FLOAT_COLUMNS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns", "stddev_ns",
                   "ops_per_s", "bytes_per_s", "cpu_ns_per_op", "steal_pct", "busy_pct", "other_load_pct")
 
@@ -44,20 +39,11 @@ def _pandas():
 
 def row(run_id: int, study: str | None, o: Outcome, logical_cpus: int = 1) -> dict[str, Any]:
     """One DataFrame row (a dict with every name in COLUMNS) for one repetition of one cell:
-    the fields of a ``speed`` JSON entry (``report.json.speed_entry``) plus the run, study,
-    configuration, label, CPU mask, build, block, position in the block's order, attempt,
-    superseded, disturbed, min latency, busy %, other load (% of ``logical_cpus`` busy beyond
-    the worker's own threads) and timestamps."""
-    e = speed_entry(o)
-    lat, tp = o.latency, o.throughput
-    c, rep = o.cell, o.repetition
-    extra = {"run_id": run_id, "study": study, "configuration": c.configuration, "label": c.label,
-             "cpu": c.cpu, "build": c.build, "fips": c.fips, "block": rep.block, "position": rep.position,
-             "attempt": rep.attempt, "superseded": o.superseded, "disturbed": o.disturbed,
-             "min_ns": lat.min_ns if lat else None, "busy_pct": tp.busy_pct if tp else None,
-             "other_load_pct": other_load_pct(o.result, logical_cpus) if tp and o.result else None,
-             "started_at": o.started_at or None, "finished_at": o.finished_at or None}
-    return {c: extra[c] if c in extra else e[c] for c in COLUMNS}
+    ``rows.repetition_row`` (other load as a share of ``logical_cpus``) with the run's id and
+    its study's name."""
+    r = repetition_row(o, logical_cpus)
+    r.update(run_id=run_id, study=study)
+    return {c: r[c] for c in COLUMNS}
 
 
 def load(run_id: int | str | Iterable[int | str] | None = None,

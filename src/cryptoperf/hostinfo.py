@@ -16,7 +16,10 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cryptoperf.result import WorkerResult
 
 CRYPTO_FLAGS = ("aes", "pclmulqdq", "sha_ni", "avx", "avx2", "avx512f", "vaes", "vpclmulqdq")
 
@@ -312,32 +315,32 @@ def run_checks() -> list[CheckResult]:
 # --------------------------------------------------------------------------- per repetition
 
 
-def other_load_pct(result: Mapping[str, Any], logical_cpus: int) -> float | None:
+def other_load_pct(result: "WorkerResult", logical_cpus: int) -> float | None:
     """Share of all CPUs (in %) that other work kept busy during a repetition's window: the
     system-wide busy ticks beyond the worker's own threads (its CPU time over the window, spread
     over ``logical_cpus``). None without the counters. ``result`` is a worker result; a socket
     workload's server process counts as the worker's own (``server.cpu_ns`` when it listened
     on an address; in memory mode the server side is already inside ``cpu_ns_total``)."""
-    total, busy = result.get("total_ticks"), result.get("busy_ticks")
-    wall, cpu = result.get("wall_ns"), result.get("cpu_ns_total")
+    total, busy = result.total_ticks, result.busy_ticks
+    wall, cpu = result.wall_ns, result.cpu_ns_total
     if not total or busy is None or not wall or cpu is None or logical_cpus < 1:
         return None
-    server = result.get("server") or {}
-    if server.get("address") and server.get("cpu_ns"):
-        cpu += server["cpu_ns"]
+    server = result.server
+    if server is not None and server.address and server.cpu_ns:
+        cpu += server.cpu_ns
     own = 100.0 * cpu / (wall * logical_cpus)
     return max(0.0, 100.0 * busy / total - own)
 
 
-def disturbance(result: Mapping[str, Any] | None, logical_cpus: int, max_steal_pct: float,
+def disturbance(result: "WorkerResult | None", logical_cpus: int, max_steal_pct: float,
                 max_other_load_pct: float) -> str:
     """Why the host disturbed a repetition, or '' if it did not: steal (CPU time the hypervisor
     took) or other load (busy CPUs beyond the worker's threads) above the thresholds (in %),
     read from the worker's /proc/stat counters around its window."""
-    if not result:
+    if result is None:
         return ""
     why = []
-    total, steal = result.get("total_ticks"), result.get("steal_ticks")
+    total, steal = result.total_ticks, result.steal_ticks
     if total and steal is not None and 100.0 * steal / total > max_steal_pct:
         why.append(f"steal {100.0 * steal / total:.1f} % > {max_steal_pct:g} %")
     other = other_load_pct(result, logical_cpus)

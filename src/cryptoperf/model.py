@@ -25,9 +25,9 @@ from typing import Any, Mapping
 from cryptoperf import stats, workload
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD, FIPS as FIPS_BUILD
 from cryptoperf.cpumask import BASELINE
+from cryptoperf.result import WorkerResult
 
 OK, UNSUPPORTED, INVALID, FAILED = "ok", "unsupported", "invalid", "failed"
-STATUSES = (OK, UNSUPPORTED, INVALID, FAILED)
 #: A cell summary's status (never an outcome's) when its measured repetitions ran on different
 #: libraries (``analysis.library_change``): its figures are kept, its comparisons are n/a.
 REJECTED = "rejected"
@@ -179,7 +179,8 @@ class Outcome:
             error), ``invalid`` (validation failed, never timed) or ``failed`` (crash, timeout,
             refused request, unreadable result).
         reason: why, for every status but ok ('' for ok).
-        result: the worker's ``result`` message, or None when there is none.
+        result: the worker's ``result`` message, decoded (``result.WorkerResult``), or None
+            when there is none.
         latency: latency figures (ns) from the histogram, for ok outcomes.
         throughput: derived figures (ops_per_s, bytes_per_s, cpu_ns_per_op, steal_pct), for ok.
         stderr_tail: the worker's last stderr lines for failed repetitions.
@@ -198,7 +199,7 @@ class Outcome:
     repetition: Repetition
     status: str
     reason: str = ""
-    result: dict[str, Any] | None = None
+    result: WorkerResult | None = None
     latency: stats.Latency | None = None
     throughput: stats.Throughput | None = None
     stderr_tail: str = ""
@@ -219,33 +220,34 @@ class Outcome:
         return self.repetition.cell
 
 
-def outcome_from_result(rep: Repetition, result: dict[str, Any]) -> Outcome:
-    """Turn a worker ``result`` message into an Outcome, deriving latency and throughput for
+def outcome_from_result(rep: Repetition, result: WorkerResult) -> Outcome:
+    """Turn a worker's decoded ``result`` into an Outcome, deriving latency and throughput for
     ``ok`` results; an ok result whose histogram or counters cannot be read becomes ``failed``."""
-    status = result.get("status")
+    status = result.status
     cell = rep.cell
-    if cell.cpu != BASELINE and result.get("cpu_mask") != cell.cpu:
+    if cell.cpu != BASELINE and result.cpu_mask != cell.cpu:
         return Outcome(rep, FAILED, f"the worker did not verify CPU mask '{cell.cpu}' "
-                       f"(its result names {result.get('cpu_mask')!r}); rebuild it with `pip install .`",
+                       f"(its result names {result.cpu_mask!r}); rebuild it with `pip install .`",
                        result)
     if status in (UNSUPPORTED, INVALID):
-        return Outcome(rep, status, result.get("reason") or status, result)
-    if status == OK and cell.build == FIPS_BUILD and result.get("fips") is not True:
+        return Outcome(rep, status, result.reason or status, result)
+    if status == OK and cell.build == FIPS_BUILD and result.fips is not True:
         return Outcome(rep, FAILED, f"the FIPS worker measured {cell.backend} without reporting "
-                       f"FIPS mode (its result says fips={result.get('fips')!r}); not counted as FIPS",
+                       f"FIPS mode (its result says fips={result.fips!r}); not counted as FIPS",
                        result)
     if status != OK:
         return Outcome(rep, FAILED, f"worker returned unknown status {status!r}", result)
-    if rep.batch is not None and result.get("batch") != rep.batch:
-        return Outcome(rep, FAILED, f"the worker timed batches of {result.get('batch')} operations, not "
+    if rep.batch is not None and result.batch != rep.batch:
+        return Outcome(rep, FAILED, f"the worker timed batches of {result.batch} operations, not "
                        f"the {rep.batch} asked for; rebuild it with `pip install .`", result)
     try:
-        latency = stats.latency_from_histogram(result["histogram"])
+        if result.histogram is None:
+            raise ValueError("the result has no histogram")
+        latency = stats.latency_from_histogram(result.histogram)
         tp = stats.throughput(result)
-    except (KeyError, ValueError) as e:
+    except ValueError as e:
         return Outcome(rep, FAILED, f"unreadable result: {e}", result)
     return Outcome(rep, OK, "", result, latency, tp)
-
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from cryptoperf import workload
-from cryptoperf.errors import PreflightError, StoreError
+from cryptoperf.errors import PreflightError
 
 if TYPE_CHECKING:  # engine imports this module
     from cryptoperf.engine import StudyPlan
@@ -257,57 +257,6 @@ def directory_problem(directory: str | os.PathLike, what: str, link: bool = Fals
     return None
 
 
-def sqlite_problem(path: Path) -> str | None:
-    """Why a SQLite store at ``path`` cannot be written, or None: an existing file must open
-    for writing (not on a read-only filesystem, not a directory), and its directory must take
-    new files (the write-ahead log and shared-memory files beside it)."""
-    if path.is_dir():
-        return f"store {path} is a directory; give a SQLite file's path"
-    if path.exists():
-        try:
-            with open(path, "r+b"):
-                pass
-        except OSError as e:
-            return f"store {path} is not writable: {e.strerror or e}"
-    return directory_problem(path.parent, f"store {path}: its directory")
-
-
-def postgresql_problem(location: Any) -> str | None:
-    """Why a PostgreSQL store (a ``store.Location``) cannot be written, or None: the server is
-    in read-only mode (a standby, or ``default_transaction_read_only``), or the role may not
-    insert into the store's tables (or, with none yet, create them). Raises StoreError (one
-    line, password masked) when the server cannot be reached or refuses the login, as opening
-    the store would."""
-    import sqlalchemy as sa
-
-    from cryptoperf.store import PG_CONNECT_TIMEOUT_S, _pg_fix, _reason
-    args: dict[str, Any] = {"application_name": "cryptoperf"}
-    if "connect_timeout" not in location.url.query:
-        args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
-    engine = sa.create_engine(location.url, connect_args=args)
-    try:
-        with engine.connect() as conn:
-            read_only = conn.execute(sa.text("SELECT current_setting('transaction_read_only')")).scalar()
-            if read_only == "on":
-                return (f"store {location.shown} is read-only (a standby server, or default_transaction_read_only "
-                        "= on); give the primary's URL")
-            tables = conn.execute(sa.text(
-                "SELECT has_table_privilege(c.oid, 'INSERT') AND has_table_privilege(c.oid, 'UPDATE') "
-                "FROM pg_class c WHERE c.oid = to_regclass('results') OR c.oid = to_regclass('runs')")).scalars().all()
-            if tables and not all(tables):
-                return (f"store {location.shown}: the role may not insert into its tables runs and results; "
-                        "GRANT INSERT, UPDATE on them, or use another role")
-            if not tables and not conn.execute(sa.text("SELECT has_schema_privilege(current_schema(), 'CREATE')")).scalar():
-                return (f"store {location.shown}: the role may not create the store's tables in its schema; "
-                        "grant CREATE on the schema, or use another database")
-    except sa.exc.SQLAlchemyError as e:
-        reason = location.scrub(_reason(e))
-        raise StoreError(f"cannot open store {location.shown}: {reason}; {_pg_fix(reason)}") from None
-    finally:
-        engine.dispose()
-    return None
-
-
 def mem_available(meminfo: str | os.PathLike = "/proc/meminfo") -> int | None:
     """``MemAvailable`` in bytes (the kernel's estimate of memory available to a new workload
     without swapping), or None where there is no such file or line."""
@@ -381,21 +330,18 @@ def check(plan: "StudyPlan", out_dir: str | os.PathLike | None, store: str | os.
     reached; nothing is created or left behind.
     """
     from cryptoperf import builds
-    from cryptoperf.store import Location
+    from cryptoperf.store import Location, writable_problem
     needs = needs or estimate(plan)
     if out_dir is not None:
         problem = directory_problem(out_dir, "--out", link=True)
         if problem:
             raise PreflightError(f"{problem}; pass --out DIR to write elsewhere")
     where = Location(store)
-    if where.path is not None:
-        problem = sqlite_problem(where.path)
-        if problem:
-            raise PreflightError(f"{problem}; pass --store PATH to use another file")
-    else:
-        problem = postgresql_problem(where)
-        if problem:
-            raise PreflightError(problem)
+    problem = writable_problem(where)
+    if problem is None and where.path is not None:
+        problem = directory_problem(where.path.parent, f"store {where.path}: its directory")
+    if problem:
+        raise PreflightError(problem + ("; pass --store PATH to use another file" if where.path is not None else ""))
     parts: list[tuple[str, Path, int]] = []
     if where.path is not None:
         parts.append(("store", where.path.parent, 2 * needs.store_bytes))

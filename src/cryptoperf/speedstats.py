@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from cryptoperf import stats
 from cryptoperf.model import OK, Cell, Outcome
+from cryptoperf.result import WorkerResult
 
 LEVEL = stats.DEFAULT_LEVEL
 #: Fewest measured repetitions (or paired blocks) an interval is computed from.
@@ -78,19 +79,26 @@ class SpeedRow:
         return [o for o in self.outcomes if o.ok and o.latency and o.throughput]
 
     @property
-    def result(self) -> Mapping[str, Any]:
-        """The worker result of the first measured repetition (else of the first one; {})."""
+    def first_result(self) -> WorkerResult | None:
+        """The worker result of the first measured repetition (else of the first one; None
+        when it has none)."""
         first = next(iter(self.measured), None) or next(iter(self.outcomes), None)
-        return (first.result if first else None) or {}
+        return first.result if first else None
+
+    @property
+    def result(self) -> WorkerResult | Mapping[str, Any]:
+        """Transitional (for the terminal table until it reads ``first_result``):
+        ``first_result``, or {} without one."""
+        return self.first_result or {}
 
     @property
     def size_bytes(self) -> int | None:
         """The message size measured (the worker's default when none was asked for); None for
         an operation without a message."""
-        r = self.result
-        if r and not r.get("bytes_per_op"):
+        r = self.first_result
+        if r is not None and not r.bytes_per_op:
             return None if self.status == OK else self.cell.size_bytes
-        return (r.get("params") or {}).get("size_bytes", self.cell.size_bytes)
+        return (r.params if r is not None else {}).get("size_bytes", self.cell.size_bytes)
 
     def ops_per_s_by_block(self) -> dict[int, float]:
         """Block → the measured repetition's ops/s."""
@@ -255,3 +263,30 @@ def _ratio(r: SpeedRow, b: SpeedRow, baseline: str) -> BaselineRatio:
     return BaselineRatio(r.cell.backend, baseline, r, b, r.ops_per_s.value / b.ops_per_s.value, None,
                          f"{n} repetition{'s' if n != 1 else ''} each: no interval; "
                          f"--repetitions {MIN_REPETITIONS} or more gives one")
+
+
+# --------------------------------------------------------------------------- a speed run, analysed
+
+
+@dataclass(frozen=True)
+class SpeedAnalysis:
+    """A ``speed`` run's figures, computed once (``analyse``; kept in ``Analysis.speed``).
+
+    Attributes:
+        rows: one ``SpeedRow`` per (backend, operation, size), in table order.
+        baseline: the backend the others are compared with, or None.
+        ratios: every other backend's row against the baseline's (``compare_to_baseline``;
+            () without a baseline).
+    """
+
+    rows: tuple[SpeedRow, ...]
+    baseline: str | None = None
+    ratios: tuple[BaselineRatio, ...] = ()
+
+
+def analyse(outcomes: Iterable[Outcome], order: Sequence[Cell] = (), baseline: str | None = None) -> SpeedAnalysis:
+    """The rows of a ``speed`` run (``rows``: in the order of ``order``, then first seen) and,
+    with ``baseline`` (a backend), each other backend against it."""
+    speed_rows = rows(outcomes, order)
+    ratios = compare_to_baseline(speed_rows, baseline) if baseline is not None else []
+    return SpeedAnalysis(tuple(speed_rows), baseline, tuple(ratios))

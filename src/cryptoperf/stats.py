@@ -13,11 +13,14 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 from scipy import stats as scipy_stats
 from hdrh.histogram import HdrHistogram
+
+if TYPE_CHECKING:  # pragma: no cover
+    from cryptoperf.result import WorkerResult
 
 PERCENTILES = (50.0, 90.0, 99.0, 99.9)
 
@@ -149,24 +152,24 @@ class Throughput:
         return dict(self.__dict__)
 
 
-def throughput(result: Mapping[str, Any]) -> Throughput:
-    """Derive ``Throughput`` from a worker result with ``ops``, ``wall_ns``, ``cpu_ns_total``,
+def throughput(result: "WorkerResult") -> Throughput:
+    """Derive ``Throughput`` from a worker result's ``ops``, ``wall_ns``, ``cpu_ns_total``,
     ``bytes_per_op``, ``steal_ticks``, ``busy_ticks``, ``total_ticks``.
 
     Raises ValueError if ``ops`` or ``wall_ns`` is missing or not positive.
     """
-    ops, wall_ns = result.get("ops"), result.get("wall_ns")
+    ops, wall_ns = result.ops, result.wall_ns
     if not ops or not wall_ns or ops <= 0 or wall_ns <= 0:
         raise ValueError(f"result has no operations or no window (ops={ops}, wall_ns={wall_ns})")
     ops_per_s = ops / (wall_ns / 1e9)
-    bytes_per_op = result.get("bytes_per_op") or 0
-    total = result.get("total_ticks") or 0
-    steal = result.get("steal_ticks")
-    busy = result.get("busy_ticks")
+    bytes_per_op = result.bytes_per_op or 0
+    total = result.total_ticks or 0
+    steal = result.steal_ticks
+    busy = result.busy_ticks
     return Throughput(
         ops_per_s=ops_per_s,
         bytes_per_s=ops_per_s * bytes_per_op if bytes_per_op else None,
-        cpu_ns_per_op=(result.get("cpu_ns_total") or 0) / ops,
+        cpu_ns_per_op=(result.cpu_ns_total or 0) / ops,
         steal_pct=100.0 * steal / total if total and steal is not None else None,
         busy_pct=100.0 * busy / total if total and busy is not None else None,
     )

@@ -10,6 +10,11 @@ finished repetition, each committed in a transaction of its own as soon as it fi
 crash loses nothing already measured and two studies writing to one store at once (two
 processes, or two machines) each keep every repetition under their own run id.
 
+A repetition goes in as an ``Outcome`` (``Store.add_outcome``) and comes back as one
+(``Store.outcomes``) through one codec, ``outcome_row`` / ``row_outcome``: the row keeps what the
+repetition was and the worker's message exactly as received; latency, throughput and the typed
+result are derived again on reading, with the code a study uses, for rows of every format.
+
 Both kinds of store have one schema (``METADATA``, SQLAlchemy Core) and one upgrade path
 (``_UPGRADES``). A SQLite store runs in WAL mode with a busy timeout, so readers never block
 and concurrent writers wait for each other instead of failing. A PostgreSQL URL's password
@@ -53,10 +58,10 @@ import sqlalchemy as sa
 from sqlalchemy import Column, ForeignKey, Index, Integer, MetaData, Table, Text, event, text
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 
-from cryptoperf import builds
-from cryptoperf.builds import data_dir
 from cryptoperf.errors import MissingDependency, StoreError
-from cryptoperf.model import speed_cell_attrs
+from cryptoperf.model import FAILED, OK, Cell, Outcome, Repetition, outcome_from_result, speed_cell_attrs
+from cryptoperf.paths import data_dir
+from cryptoperf.result import UnreadableResult, decode
 
 FORMAT_VERSION = 3
 
@@ -130,6 +135,12 @@ meta_table = Table(
 )
 
 
+#: The worker builds format 1 knew, by a configuration's ``library`` (``fips = true`` was the
+#: ``fips`` build): frozen here, as format 1 wrote them, so the upgrade reads old stores the same
+#: whatever builds come later.
+_FORMAT_1_BUILDS = {"openssl@system": "default", "openssl@3.6": "openssl@3.6"}
+
+
 def _upgrade_1_to_2(db: Connection) -> None:
     """Format 1 → 2: the new columns, filled from what format 1 kept (see the changelog)."""
     for column in ("cpu TEXT NOT NULL DEFAULT 'baseline'", "build TEXT NOT NULL DEFAULT 'default'",
@@ -150,8 +161,8 @@ def _upgrade_1_to_2(db: Connection) -> None:
             doc = {}
         for c in doc.get("configuration") or []:
             if isinstance(c, dict) and isinstance(c.get("name"), str):
-                build = builds.for_configuration(bool(c.get("fips", False)),
-                                                 str(c.get("library", builds.SYSTEM_LIBRARY)))
+                library = str(c.get("library", "openssl@system"))
+                build = "fips" if c.get("fips", False) else _FORMAT_1_BUILDS.get(library, library)
                 configs[c["name"]] = (str(c.get("cpu", "baseline")), build)
         configs_of[run_id] = configs
     rows = db.execute(text("SELECT id, run_id, cell, configuration, backend, label, size_bytes, repetition "
@@ -168,7 +179,7 @@ def _upgrade_1_to_2(db: Connection) -> None:
         positions[group] = pos + 1
         db.execute(text("UPDATE results SET cpu = :cpu, build = :build, fips = :fips, position = :pos "
                         "WHERE id = :id"),
-                   {"cpu": cpu, "build": build, "fips": int(build == builds.FIPS), "pos": pos, "id": rid})
+                   {"cpu": cpu, "build": build, "fips": int(build == "fips"), "pos": pos, "id": rid})
 
 
 def _upgrade_2_to_3(db: Connection) -> None:
@@ -184,7 +195,7 @@ _UPGRADES: dict[int, Callable[[Connection], None]] = {1: _upgrade_1_to_2, 2: _up
 
 def default_path() -> Path:
     """``<user data dir>/cryptoperf/runs.sqlite`` (e.g. ~/.local/share/cryptoperf/runs.sqlite);
-    under ``$CRYPTOPERF_DATA_DIR`` instead when that is set (``builds.data_dir``)."""
+    under ``$CRYPTOPERF_DATA_DIR`` instead when that is set (``paths.data_dir``)."""
     return data_dir() / "runs.sqlite"
 
 
@@ -302,6 +313,71 @@ def _pg_fix(reason: str) -> str:
     return "check the URL (postgresql://USER@HOST:PORT/DATABASE); or pass --store with another store"
 
 
+def _pg_connect_args(where: Location) -> dict[str, Any]:
+    """The driver arguments of a PostgreSQL connection: the application name, and the
+    connect timeout unless the URL sets one."""
+    args: dict[str, Any] = {"application_name": "cryptoperf"}
+    if "connect_timeout" not in where.url.query:
+        args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
+    return args
+
+
+def writable_problem(location: str | os.PathLike | Location | None) -> str | None:
+    """Why the store at ``location`` (as ``Store`` takes it, or a parsed ``Location``) could
+    not be written, found without creating or changing anything, or None. A SQLite store:
+    the path is a directory, or an existing file does not open for writing (a read-only
+    filesystem) — whether its directory takes new files is the caller's to probe. A
+    PostgreSQL store: the server is in read-only mode (a standby, or
+    ``default_transaction_read_only``), or the role may not insert into the store's tables
+    (or, with none yet, create them).
+
+    Raises StoreError (one line, password masked, with the fix) when a PostgreSQL server
+    cannot be reached or refuses the login, as opening the store would; MissingDependency
+    without the PostgreSQL driver."""
+    where = location if isinstance(location, Location) else Location(location)
+    if where.path is not None:
+        if where.path.is_dir():
+            return f"store {where.path} is a directory; give a SQLite file's path"
+        if where.path.exists():
+            try:
+                with open(where.path, "r+b"):
+                    pass
+            except OSError as e:
+                return f"store {where.path} is not writable: {e.strerror or e}"
+        return None
+    try:
+        engine = sa.create_engine(where.url, connect_args=_pg_connect_args(where))
+    except ImportError:
+        raise MissingDependency(f"cannot use store {where.shown}: the PostgreSQL driver psycopg is not "
+                                "installed; pip install 'psycopg[binary]' (or cryptoperf's "
+                                "'postgresql' extra)") from None
+    try:
+        with engine.connect() as conn:
+            return _pg_write_problem(conn, where.shown)
+    except sa.exc.SQLAlchemyError as e:
+        reason = where.scrub(_reason(e))
+        raise StoreError(f"cannot open store {where.shown}: {reason}; {_pg_fix(reason)}") from None
+    finally:
+        engine.dispose()
+
+
+def _pg_write_problem(conn: Connection, shown: str) -> str | None:
+    read_only = conn.execute(text("SELECT current_setting('transaction_read_only')")).scalar()
+    if read_only == "on":
+        return (f"store {shown} is read-only (a standby server, or default_transaction_read_only "
+                "= on); give the primary's URL")
+    tables = conn.execute(text(
+        "SELECT has_table_privilege(c.oid, 'INSERT') AND has_table_privilege(c.oid, 'UPDATE') "
+        "FROM pg_class c WHERE c.oid = to_regclass('results') OR c.oid = to_regclass('runs')")).scalars().all()
+    if tables and not all(tables):
+        return (f"store {shown}: the role may not insert into its tables runs and results; "
+                "GRANT INSERT, UPDATE on them, or use another role")
+    if not tables and not conn.execute(text("SELECT has_schema_privilege(current_schema(), 'CREATE')")).scalar():
+        return (f"store {shown}: the role may not create the store's tables in its schema; "
+                "grant CREATE on the schema, or use another database")
+    return None
+
+
 class Store:
     """An open store, SQLite or PostgreSQL. Use as a context manager or call ``close()``.
 
@@ -348,11 +424,8 @@ class Store:
             event.listen(engine, "connect", _sqlite_connect)
             event.listen(engine, "begin", _sqlite_begin)
             return engine
-        args: dict[str, Any] = {"application_name": "cryptoperf"}
-        if "connect_timeout" not in self._where.url.query:
-            args["connect_timeout"] = PG_CONNECT_TIMEOUT_S
         try:
-            return sa.create_engine(self._where.url, pool_pre_ping=True, connect_args=args)
+            return sa.create_engine(self._where.url, pool_pre_ping=True, connect_args=_pg_connect_args(self._where))
         except ImportError:
             raise MissingDependency(f"cannot use store {self.location}: the PostgreSQL driver psycopg is not "
                                     "installed; pip install 'psycopg[binary]' (or cryptoperf's "
@@ -483,15 +556,18 @@ class Store:
             analysis_json=json.dumps(dict(analysis)) if analysis is not None else None,
             process_json=json.dumps(dict(process)) if process is not None else None))
 
-    def add_result(self, run_id: int, outcome_row: Mapping[str, Any]) -> int:
-        """Insert and commit one ``results`` row, in a transaction of its own; return its id.
-        ``outcome_row`` has the keys ``cell``, ``configuration``, ``backend``, ``label``,
-        ``op``, ``params``, ``size_bytes``, ``cpu``, ``build``, ``fips``, ``block``,
-        ``position``, ``attempt``, ``superseded``, ``disturbed``, ``batch``, ``status``,
-        ``reason``, ``started_at``, ``finished_at``, ``result`` (the worker's message or None)
-        and optionally ``host`` (the fingerprint of the machine that ran it; None or absent:
-        the run's host) — as made by ``report.json.outcome_dict``."""
-        r = outcome_row
+    def add_outcome(self, run_id: int, outcome: Outcome) -> int:
+        """Insert and commit one repetition's outcome as a ``results`` row, in a transaction of
+        its own (``outcome_row``: the worker's message as received, never the derived figures);
+        return the row's id."""
+        return self.add_result(run_id, outcome_row(outcome))
+
+    def add_result(self, run_id: int, row: Mapping[str, Any]) -> int:
+        """Insert and commit one ``results`` row given as ``results`` gives rows back (its
+        columns, ``params``, ``result`` and ``host`` decoded; ``outcome_row`` makes one from an
+        Outcome), in a transaction of its own; return its id. For copying rows between runs;
+        a repetition is stored with ``add_outcome``."""
+        r = row
         host = r.get("host")
         return self._write(sa.insert(results_table).values(
             run_id=run_id, cell=r["cell"], configuration=r["configuration"], backend=r["backend"],
@@ -556,7 +632,8 @@ class Store:
 
     def results(self, run_id: int) -> Iterator[dict[str, Any]]:
         """The ``results`` rows of one run as dicts, in the order they were stored: ``params``,
-        ``result`` and ``host`` (None: the run's host) decoded."""
+        ``result`` and ``host`` (None: the run's host) decoded from JSON, nothing else (what
+        ``add_result`` takes back)."""
         rows = self._read(sa.select(results_table).where(results_table.c.run_id == run_id)
                           .order_by(results_table.c.id))
         for row in rows:
@@ -567,6 +644,64 @@ class Store:
             hj = d.pop("host_json", None)
             d["host"] = json.loads(hj) if hj else None
             yield d
+
+    def outcomes(self, run_id: int) -> dict[int, Outcome]:
+        """The outcomes of one run, typed (``row_outcome``), by their ``results`` row id, in
+        the order they were stored; rows of every format version read alike."""
+        return {int(row["id"]): row_outcome(row, i) for i, row in enumerate(self.results(run_id))}
+
+
+# --------------------------------------------------------------------------- the codec
+
+
+def outcome_row(o: Outcome) -> dict[str, Any]:
+    """The ``results`` row of an outcome (as ``Store.results`` gives rows back): its cell's
+    columns (``cell`` its key), its repetition's (``block``, ``position``, ``attempt``,
+    ``batch`` requested), ``status``, ``reason``, timestamps, ``superseded``, ``disturbed``,
+    ``result`` (the worker's message exactly as received, ``WorkerResult.raw``; None without
+    one) and ``host`` (None: the run's host). Derived figures are not stored: ``row_outcome``
+    derives them again, with the code a study uses."""
+    c, rep = o.cell, o.repetition
+    return {"cell": c.key, "configuration": c.configuration, "backend": c.backend, "label": c.label,
+            "op": c.op, "params": dict(c.params), "size_bytes": c.size_bytes, "cpu": c.cpu, "build": c.build,
+            "fips": c.fips, "block": rep.block, "position": rep.position, "attempt": rep.attempt,
+            "batch": rep.batch, "status": o.status, "reason": o.reason, "started_at": o.started_at,
+            "finished_at": o.finished_at, "superseded": o.superseded, "disturbed": o.disturbed,
+            "result": dict(o.result.raw) if o.result is not None else None,
+            "host": dict(o.host) if o.host is not None else None}
+
+
+def row_outcome(row: Mapping[str, Any], index: int) -> Outcome:
+    """The Outcome of a ``results`` row (``Store.results``'s shape, of any format version),
+    ``index`` its place in the run (``Repetition.index``): the worker's message decoded
+    (``result.decode``) and, for a measured one, latency and throughput derived again
+    (``model.outcome_from_result``). A stored message that cannot be decoded leaves the
+    outcome without a result: ``failed`` with why if it was ``ok``; any other status is kept,
+    why added to its reason."""
+    cell = Cell(configuration=row["configuration"], backend=row["backend"], label=row["label"],
+                op=row["op"], params=row["params"] or {}, size_bytes=row["size_bytes"],
+                cpu=row["cpu"], build=row["build"])
+    rep = Repetition(cell=cell, block=int(row["block"]), position=int(row["position"]), index=index,
+                     attempt=int(row["attempt"]), batch=row["batch"])
+    status, reason = row["status"], row["reason"]
+    try:
+        result = decode(row["result"]) if row["result"] is not None else None
+    except UnreadableResult as e:
+        result = None
+        if status == OK:
+            status, reason = FAILED, f"stored {e}"
+        else:  # its own reason first: that is what the outcome was
+            reason = f"{reason}; stored {e}" if reason else f"stored {e}"
+    if status == OK and result is not None:
+        o = outcome_from_result(rep, result)
+    else:
+        o = Outcome(rep, status, reason, result)
+    o.started_at = row.get("started_at") or ""
+    o.finished_at = row.get("finished_at") or ""
+    o.disturbed = row.get("disturbed") or ""
+    o.superseded = bool(row.get("superseded"))
+    o.host = row.get("host")
+    return o
 
 
 def _sqlite_connect(dbapi_connection: sqlite3.Connection, _record: Any) -> None:

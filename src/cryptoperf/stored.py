@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
-from cryptoperf import analysis, hostinfo
+from cryptoperf import analysis, hostinfo, speedstats
 from cryptoperf.errors import NoSuchRun, StoreError
 from cryptoperf.schedule import looks
-from cryptoperf.model import OK, Cell, CellSummary, Delta, Outcome, Repetition, outcome_from_result
+from cryptoperf.model import Cell, CellSummary, Delta, Outcome
 from cryptoperf.store import FORMAT_VERSION, Location, Store
 from cryptoperf.study import Study, options_for, parse
 
@@ -33,7 +33,8 @@ class StoredRun:
         study: the parsed study (None for a ``speed`` run).
         outcomes: one Outcome per stored repetition (calibration and superseded ones
             included), in the order they finished.
-        analysis: summaries and deltas, computed once (``analysis.analyse``).
+        analysis: summaries and deltas (a study) or rows and baseline comparisons (a
+            ``speed`` run, ``analysis.speed``), computed once (``analysis.analyse``).
         row_ids: the ``results`` row id of each outcome, in the same order, when read back
             from a store ([] when built in memory).
     """
@@ -77,11 +78,20 @@ class StoredRun:
 
     @classmethod
     def from_outcomes(cls, meta: dict[str, Any], study: Study | None, outcomes: list[Outcome],
-                      settings: analysis.Settings) -> "StoredRun":
-        """A stored run from its outcomes, analysed once with ``settings``."""
+                      settings: analysis.Settings, order: Sequence[Cell] = ()) -> "StoredRun":
+        """A stored run from its outcomes, analysed once with ``settings`` (a ``speed`` run's
+        rows in the order of the cells ``order``, then first seen)."""
         baseline = study.baseline if study is not None else None
         context = analysis.context_of(meta.get("host"), study)
-        return cls(meta, study, outcomes, analysis.analyse(outcomes, baseline, settings, context))
+        return cls(meta, study, outcomes, analysis.analyse(outcomes, baseline, settings, order, context))
+
+    @property
+    def speed(self) -> "speedstats.SpeedAnalysis":
+        """A ``speed`` run's rows and baseline comparisons (``analysis.speed``). Raises
+        ValueError for a study's run, which has none."""
+        if self.analysis.speed is None:
+            raise ValueError(f"run {self.meta.get('id')} is a study's: it has deltas, not speed rows")
+        return self.analysis.speed
 
 
 def analysis_settings(meta: dict[str, Any], study: Study | None) -> analysis.Settings:
@@ -171,29 +181,10 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     study = None
     if meta.get("study_toml"):
         study = parse(meta["study_toml"], f"<study of run {rid}>", stored=True)
-    rows = list(store.results(rid))
-    outcomes = [_outcome(row, i) for i, row in enumerate(rows)]
-    run = StoredRun.from_outcomes(meta, study, outcomes, analysis_settings(meta, study))
-    run.row_ids = [int(row["id"]) for row in rows]
+    stored = store.outcomes(rid)
+    run = StoredRun.from_outcomes(meta, study, list(stored.values()), analysis_settings(meta, study))
+    run.row_ids = list(stored)
     return run
-
-
-def _outcome(row: dict[str, Any], index: int) -> Outcome:
-    cell = Cell(configuration=row["configuration"], backend=row["backend"], label=row["label"],
-                op=row["op"], params=row["params"] or {}, size_bytes=row["size_bytes"],
-                cpu=row["cpu"], build=row["build"])
-    rep = Repetition(cell=cell, block=int(row["block"]), position=int(row["position"]), index=index,
-                     attempt=int(row["attempt"]), batch=row["batch"])
-    if row["status"] == OK and row["result"] is not None:
-        o = outcome_from_result(rep, row["result"])
-    else:
-        o = Outcome(rep, row["status"], row["reason"], row["result"])
-    o.started_at = row.get("started_at") or ""
-    o.finished_at = row.get("finished_at") or ""
-    o.disturbed = row.get("disturbed") or ""
-    o.superseded = bool(row.get("superseded"))
-    o.host = row.get("host")
-    return o
 
 
 def open_store(location: str | Path | None = None) -> Store:

@@ -10,7 +10,7 @@ statically). That takes minutes, so it happens once, on first use, and is cached
     <data dir>/workers/<cache_name>/build.json         what was built, from what, what it reported
     <data dir>/logs/<cache_name>.log                   cargo's full output of the last build
 
-``<data dir>`` is ``builds.data_dir()`` (``$CRYPTOPERF_DATA_DIR`` or the user data directory).
+``<data dir>`` is ``paths.data_dir()`` (``$CRYPTOPERF_DATA_DIR`` or the user data directory).
 
 Sources: the worker's ``Cargo.toml``, ``Cargo.lock`` and ``src/`` ship inside the package
 (``cryptoperf/_worker_src``, copied there by ``setup.py``'s ``build_py``), so an installed
@@ -40,10 +40,10 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from cryptoperf import __version__, builds
+from cryptoperf import __version__, builds, paths
 from cryptoperf.errors import SetupError, UsageError, WorkerError
 from cryptoperf.run.worker import Hello, fetch_hello
-from cryptoperf.worker_path import find_worker
+from cryptoperf.builds import find_worker
 
 #: Where ``build_py`` puts the worker sources inside the installed package.
 PACKAGED_SOURCES = Path(__file__).with_name("_worker_src")
@@ -119,7 +119,7 @@ def recipe(name: str) -> builds.Setup:
 
 def log_path(name: str) -> Path:
     """Where cargo's full output of build ``name``'s last build goes."""
-    return builds.data_dir() / "logs" / f"{recipe(name).cache_name}.log"
+    return paths.data_dir() / "logs" / f"{recipe(name).cache_name}.log"
 
 
 def announce(name: str) -> str:
@@ -208,7 +208,7 @@ def build(name: str, console: Console | None = None, show_progress: bool | None 
     name = builds.resolve(name)
     spec = builds.get(name)
     cargo, src = preflight(name)
-    root = builds.data_dir()
+    root = paths.data_dir()
     dest = builds.cached_binary(name)
     log = log_path(name)
     target = root / "target"
@@ -217,7 +217,7 @@ def build(name: str, console: Console | None = None, show_progress: bool | None 
             d.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise SetupError(f"cannot create the worker cache in {root}: {e}; set "
-                         f"{builds.DATA_DIR_ENV} to a writable directory") from None
+                         f"{paths.DATA_DIR_ENV} to a writable directory") from None
     cmd = [cargo, "build", "--release", "--locked", "--features", ",".join(r.features),
            "--manifest-path", str(src / "Cargo.toml"), "--target-dir", str(target)]
     env = dict(os.environ, CARGO_TERM_COLOR="never", CARGO_TERM_PROGRESS_WHEN="never")
@@ -330,6 +330,76 @@ def ensure(name: str, who: str, auto: bool, console: Console | None = None,
     made = build(name, console, show_progress)
     console.print(done_line(made), markup=False, soft_wrap=True)
     return made.path, made.hello
+
+
+def library_text(name: str, hello: Hello) -> str:
+    """``OpenSSL 3.6.3 ...``: the library and version the recipe's backend of build ``name``
+    reports in ``hello`` ('' for a build without a recipe or a hello without that backend)."""
+    spec = builds.get(name)
+    if spec.setup is None:
+        return ""
+    lib = {b["backend"]: b for b in hello.backends}.get(spec.setup.backend)
+    return f"{lib['library']} {lib['library_version']}" if lib else ""
+
+
+def setup(name: str, force: bool, console: Console) -> str:
+    """``cryptoperf setup NAME``: build ``name`` (a build name or library) unless a usable build
+    is cached (or ``force``), announcing the build and its progress on ``console``. Returns the
+    line to print: where the build is, with its library, and whether it was built now.
+
+    Raises UsageError for a name setup does not make, SetupError and BuildUnavailable as
+    ``build`` does.
+    """
+    recipe(name)
+    name = builds.resolve(name)
+    cached = builds.cached_binary(name)
+    stale = ""
+    if not force and cached is not None and cached.exists():
+        try:
+            hello = verified_hello(name, cached)
+        except builds.BuildUnavailable as e:
+            stale = f"{e}: rebuilding"
+        else:
+            return f"{name} is already built ({library_text(name, hello)}): {cached} (--force rebuilds it)"
+    preflight(name)
+    if stale:
+        console.print(stale, markup=False, soft_wrap=True)
+    console.print(announce(name), markup=False, soft_wrap=True)
+    return done_line(build(name, console))
+
+
+@dataclass(frozen=True)
+class BuildState:
+    """One worker build as ``cryptoperf setup --list`` shows it.
+
+    Attributes:
+        name: the build (``default``, ``fips``, ``openssl@3.6``); alias: the library name that
+            selects it in a study when it differs ('' otherwise).
+        built: whether a usable binary is there; where: its path (with the library it reports,
+            for a setup build) or why it is missing; description: what the build is.
+    """
+
+    name: str
+    alias: str
+    built: bool
+    where: str
+    description: str
+
+
+def states() -> list[BuildState]:
+    """Every worker build, built or not: a setup build counts as built only when its binary
+    answers as that build (``verified_hello``)."""
+    out = []
+    for name, spec in builds.BUILDS.items():
+        available, where = builds.status(name)
+        if available and spec.setup is not None:
+            try:
+                where += f" ({library_text(name, verified_hello(name, Path(where)))})"
+            except builds.BuildUnavailable as e:
+                available, where = False, str(e)
+        alias = next((k for k, v in builds.LIBRARIES.items() if v == name and k != name), "")
+        out.append(BuildState(name, alias, available, where, spec.description))
+    return out
 
 
 def done_line(made: Made) -> str:

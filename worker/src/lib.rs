@@ -13,6 +13,7 @@ mod kat;
 mod measure;
 mod ops;
 mod protocol;
+mod result;
 mod workloads;
 
 use std::io::Write;
@@ -24,6 +25,8 @@ usage: cryptoperf-worker            serve protocol v1 on stdin/stdout (docs/work
        cryptoperf-worker --hello    print the capabilities (backends, library versions,
                                     supported operations) as JSON and exit
        cryptoperf-worker --version  print the version and protocol version
+       cryptoperf-worker --result-schema
+                                    print the JSON Schema of the `result` message
        cryptoperf-worker --serve-workload
                                     the server side of a socket workload (started by a
                                     worker for its own run, not by hand; docs/worker-protocol.md)
@@ -49,7 +52,7 @@ pub fn main(args: Vec<String>) -> i32 {
                 1
             }
         },
-        [workloads::server::FLAG] => workloads::server::child_main(),
+        [workloads::server::FLAG] => workloads::serve_workload(),
         [workloads::fleet_job::SLICE_FLAG] => workloads::fleet_job::slice_main(),
         ["--hello"] => {
             let request = br#"{"type":"hello","protocol":1,"detail":true}"#;
@@ -59,6 +62,10 @@ pub fn main(args: Vec<String>) -> i32 {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{}", serde_json::to_string_pretty(&hello).unwrap_or_default());
             code
+        }
+        ["--result-schema"] => {
+            print!("{}", result::schema_text());
+            0
         }
         ["--version"] => {
             println!(

@@ -4,12 +4,11 @@
 use crate::backends::{self, Backend, BackendError};
 use crate::cpu::{self, CapVector, CpuInfo, CpuMask, MaskProblem, CPU_MASKS};
 use crate::kat;
-use crate::measure::{self, Measurement, Plan};
+use crate::measure::{self, Plan};
+use crate::result::{MaskFields, Measured, RunResult, Status};
 use crate::workloads;
 use crate::ops::prepare::{bytes_per_op, prepare};
 use crate::ops::{self, DigestAlg, Op, Params, RawParams, RsaPadding, ALL_OPS};
-use base64::Engine as _;
-use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::io::{BufRead, Write};
@@ -399,7 +398,7 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
                 entry["ops"] = ALL_OPS
                     .iter()
                     .map(|name| support(&*b, name, refused.as_deref()))
-                    .chain(workloads::NAMES.iter().map(|name| workload_support(info.backend, name, refused.as_deref())))
+                    .chain(workloads::names().into_iter().map(|name| workload_support(info.backend, name, refused.as_deref())))
                     .collect();
             }
             entry
@@ -421,7 +420,7 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
             }))
             .collect::<Vec<_>>(),
         "backends": backends,
-        "ops": ALL_OPS.iter().chain(workloads::NAMES.iter()).collect::<Vec<_>>(),
+        "ops": ALL_OPS.iter().copied().chain(workloads::names()).collect::<Vec<_>>(),
         "limits": limits(),
         "op_params": op_params(),
         "param_values": param_values(),
@@ -429,16 +428,21 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
 }
 
 /// `hello`'s `limits`: the largest values `parse_run` and `Params::resolve` accept, from the
-/// constants they check, and the longest request line `serve` reads.
+/// constants they check, the longest request line `serve` reads, and a workload level's limits
+/// (`max_concurrency`, `open_threads`, `max_targets`).
 fn limits() -> Value {
-    json!({
+    let mut v = json!({
         "max_threads": MAX_THREADS,
         "max_seconds": MAX_SECONDS,
         "max_warmup_s": MAX_WARMUP_S,
         "max_size_bytes": ops::MAX_SIZE,
         "max_batch": measure::MAX_BATCH,
         "max_request_bytes": MAX_REQUEST_BYTES,
-    })
+    });
+    for (name, limit) in workloads::base::limits() {
+        v[name] = limit.into();
+    }
+    v
 }
 
 /// `hello`'s `op_params`: per operation, the `params` fields it takes and the defaults
@@ -453,9 +457,10 @@ fn op_params() -> Value {
         if let Some(p) = op.default_padding() {
             entry["default_padding"] = p.name().into();
         }
+        entry["fips"] = crate::fips::hello_entry(op);
         (name.to_string(), entry)
     });
-    let workloads = workloads::NAMES.iter().map(|name| (name.to_string(), workloads::op_params(name)));
+    let workloads = workloads::names().into_iter().map(|name| (name.to_string(), workloads::op_params(name)));
     Value::Object(entries.chain(workloads).collect())
 }
 
@@ -520,7 +525,7 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
         What::Workload(Box::new(case))
     } else {
         let op = Op::parse(&req.op).ok_or_else(|| {
-            let known: Vec<&str> = ALL_OPS.iter().chain(workloads::NAMES.iter()).copied().collect();
+            let known: Vec<&str> = ALL_OPS.iter().copied().chain(workloads::names()).collect();
             refuse("unknown_op", format!("unknown operation '{}'; known: {}", req.op, known.join(", ")))
         })?;
         let raw: RawParams = serde_json::from_value(Value::Object(req.params.clone()))
@@ -597,84 +602,72 @@ fn ready_to_run(case: Case) -> Result<Case, RequestError> {
 /// Validate, then measure, a case; the `result` message in every outcome.
 fn run(case: Case) -> Value {
     let info = case.backend.info();
-    let mut result = json!({
-        "type": "result",
-        "id": case.id,
-        "backend": case.backend_name,
-        "op": case.op_name,
-        "library": info.library,
-        "library_version": info.library_version,
-        "fips": info.fips,
-        "params": match &case.what {
-            What::Op { params, .. } => serde_json::to_value(params).expect("Params serialise"),
-            What::Workload(w) => Value::Object(w.raw.clone()),
+    let params = match &case.what {
+        What::Op { params, .. } => match serde_json::to_value(params).expect("Params serialise") {
+            Value::Object(m) => m,
+            _ => Map::new(),
         },
-        "threads": case.plan.threads,
-    });
-    let outcome = |status: &str, reason: String| (status.to_string(), reason);
+        What::Workload(w) => w.raw.clone(),
+    };
+    let result = RunResult::new(case.id.clone(), case.backend_name.clone(), case.op_name.clone(), &info, params, case.plan.threads);
     // The capability mask: recorded in every result, and verified before anything is checked
     // or timed when the request names one (docs/worker-protocol.md, "CPU capability masks").
     // In the FIPS worker, a library without FIPS mode here is never measured as FIPS.
     if let Some(r) = crate::fips::unavailable(info.backend) {
-        return finish(result, outcome("unsupported", r));
+        return result.ended(Status::Unsupported, r).to_json();
     }
-    let caps = case.backend.capabilities();
-    result["cpu_mask"] = case.cpu_mask.map(|m| m.name).into();
-    result["capabilities"] = caps.to_json();
-    if let Some(mask) = case.cpu_mask {
-        if let cpu::Capabilities::Vector { vector, .. } = &caps {
-            result["cpu_mask_cleared"] = mask_cleared(mask, vector).into();
-        }
-        let env = std::env::var(cpu::MASK_ENV).ok();
-        match cpu::check_mask(mask, &info.library, &caps, env.as_deref(), case.cpu_vector_unmasked.as_ref()) {
-            Ok(()) => {}
-            Err(MaskProblem::NotMaskable(r)) => return finish(result, outcome("unsupported", r)),
-            Err(MaskProblem::NotApplied(r)) => return finish(result, outcome("invalid", r)),
-        }
+    let (mut result, problem) = masked(result, &case, &info.library);
+    if let Some((status, reason)) = problem {
+        return result.ended(status, reason).to_json();
     }
     let (op, params) = match &case.what {
         What::Op { op, params } => (*op, params),
-        What::Workload(w) => {
-            return match workloads::run(w, &*case.backend, case.plan.warmup, case.plan.budget) {
-                workloads::Finish::Ok(fields) => {
-                    merge(&mut result, fields);
-                    result["status"] = "ok".into();
-                    result
-                }
-                workloads::Finish::Unsupported(r, fields) => {
-                    merge(&mut result, fields);
-                    finish(result, outcome("unsupported", r))
-                }
-                workloads::Finish::Invalid(r, fields) => {
-                    merge(&mut result, fields);
-                    finish(result, outcome("invalid", r))
-                }
-            };
-        }
+        What::Workload(w) => return w.fill(workloads::run(w, &*case.backend, case.plan.warmup, case.plan.budget), result).to_json(),
     };
+    let (fips_approved, fips_reason) = crate::fips::run_fields(info.fips, op, params);
+    result.fips_approved = Some(fips_approved);
+    result.fips_reason = fips_reason;
     let validation = match kat::validate(&*case.backend, op, params) {
         Ok(v) => v,
-        Err(BackendError::Unsupported(r)) => return finish(result, outcome("unsupported", r)),
-        Err(BackendError::Failed(e)) => {
-            return finish(result, outcome("invalid", format!("validation could not run: {e}")))
-        }
+        Err(BackendError::Unsupported(r)) => return result.ended(Status::Unsupported, r).to_json(),
+        Err(BackendError::Failed(e)) => return result.ended(Status::Invalid, format!("validation could not run: {e}")).to_json(),
     };
-    result["validation"] = serde_json::to_value(&validation).expect("Validation serialises");
-    if let Some(why) = validation.failure() {
-        return finish(result, outcome("invalid", why));
+    let failure = validation.failure();
+    result.validation = Some(validation.into());
+    if let Some(why) = failure {
+        return result.ended(Status::Invalid, why).to_json();
     }
     let backend = &*case.backend;
     match measure::measure(|| prepare(backend, op, params), case.plan) {
         Ok(m) => {
-            merge(&mut result, measurement_fields(&m, bytes_per_op(op, params)));
-            result["status"] = "ok".into();
-            result
+            result.measured = Some(Measured::of(&m, bytes_per_op(op, params)));
+            result.to_json()
         }
-        Err(BackendError::Unsupported(r)) => finish(result, outcome("unsupported", r)),
-        Err(BackendError::Failed(e)) => {
-            finish(result, outcome("invalid", format!("operation failed while measured: {e}")))
-        }
+        Err(BackendError::Unsupported(r)) => result.ended(Status::Unsupported, r).to_json(),
+        Err(BackendError::Failed(e)) => result.ended(Status::Invalid, format!("operation failed while measured: {e}")).to_json(),
     }
+}
+
+/// `result` with the case's CPU mask and the library's capabilities, and, when the request
+/// names a mask, the problem if it is not applied (`unsupported`: the library has no runtime
+/// mask; `invalid`: the mask is not in force).
+fn masked(mut result: RunResult, case: &Case, library: &str) -> (RunResult, Option<(Status, String)>) {
+    let caps = case.backend.capabilities();
+    let mut mask = MaskFields { cpu_mask: case.cpu_mask.map(|m| m.name.to_string()), capabilities: caps.to_json(), cpu_mask_cleared: None };
+    let mut problem = None;
+    if let Some(m) = case.cpu_mask {
+        if let cpu::Capabilities::Vector { vector, .. } = &caps {
+            mask.cpu_mask_cleared = Some(mask_cleared(m, vector).into_iter().map(str::to_string).collect());
+        }
+        let env = std::env::var(cpu::MASK_ENV).ok();
+        problem = match cpu::check_mask(m, library, &caps, env.as_deref(), case.cpu_vector_unmasked.as_ref()) {
+            Ok(()) => None,
+            Err(MaskProblem::NotMaskable(r)) => Some((Status::Unsupported, r)),
+            Err(MaskProblem::NotApplied(r)) => Some((Status::Invalid, r)),
+        };
+    }
+    result.mask = Some(mask);
+    (result, problem)
 }
 
 /// The `check` answer: `{"type":"checked", id, backend, op, status, reason}` — `supported`, or
@@ -711,42 +704,6 @@ fn mask_cleared(mask: &CpuMask, library: &CapVector) -> Vec<&'static str> {
     mask.flags.iter().copied().filter(|f| hw.has(f) && !library.has(f)).collect()
 }
 
-fn finish(mut result: Value, (status, reason): (String, String)) -> Value {
-    result["status"] = status.into();
-    result["reason"] = reason.into();
-    result
-}
-
-fn merge(into: &mut Value, from: Value) {
-    if let (Value::Object(into), Value::Object(from)) = (into, from) {
-        into.extend(from);
-    }
-}
-
-/// The measured fields of a `result`, histogram encoded as HdrHistogram V2 compressed + base64.
-pub(crate) fn measurement_fields(m: &Measurement, bytes_per_op: usize) -> Value {
-    let mut encoded = Vec::new();
-    V2DeflateSerializer::new()
-        .serialize(&m.histogram, &mut encoded)
-        .expect("serialising a histogram into memory cannot fail");
-    json!({
-        "ops": m.ops,
-        "bytes_per_op": bytes_per_op,
-        "batch": m.batch,
-        "timing": m.timing,
-        "wall_ns": m.wall_ns,
-        "cpu_ns": m.cpu_ns,
-        "cpu_ns_total": m.cpu_ns.iter().sum::<u64>(),
-        "tsc_cycles": m.tsc_cycles,
-        "steal_ticks": m.ticks.steal,
-        "busy_ticks": m.ticks.busy,
-        "total_ticks": m.ticks.total,
-        "histogram": base64::engine::general_purpose::STANDARD.encode(encoded),
-        "samples": m.samples,
-        "sample_ns_stats": {"min": m.sample_min_ns, "max": m.sample_max_ns},
-    })
-}
-
 /// The decoder's property tests (proptest): every input gets one answer, no panic, no hang.
 #[cfg(test)]
 #[path = "protocol_fuzz.rs"]
@@ -755,6 +712,7 @@ mod fuzz;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use base64::Engine as _;
 
     /// Feed `requests` (one per line) to a worker; return its exit status and response lines.
     fn converse(requests: &[&str]) -> (i32, Vec<Value>) {
@@ -966,7 +924,8 @@ mod tests {
         assert_eq!(
             limits,
             json!({"max_threads": 1024, "max_seconds": 3600.0, "max_warmup_s": 600.0,
-                   "max_size_bytes": 67108864, "max_batch": 1048576, "max_request_bytes": 1048576})
+                   "max_size_bytes": 67108864, "max_batch": 1048576, "max_request_bytes": 1048576,
+                   "max_concurrency": 1024, "open_threads": 32, "max_targets": 10000})
         );
         let base = json!({"backend": "mock", "op": "sha256"});
         let with = |field: &str, value: Value| {
@@ -991,6 +950,17 @@ mod tests {
         let e = refusal(sized(plus_one("max_size_bytes")));
         assert_eq!(e.code, "bad_params");
         assert!(e.message.contains("size_bytes 67108865 is larger than the limit"), "{}", e.message);
+        // A workload's level: the most connections, an open level's threads, the most targets.
+        let level = |op: &str, load: String| json!({"backend": "aws-lc", "op": op, "params": {"load": load}});
+        let n = |name: &str| limits[name].as_u64().unwrap();
+        assert!(parse(level("tls-handshake", format!("closed:{}", n("max_concurrency")))).is_ok());
+        let e = refusal(level("tls-handshake", format!("closed:{}", n("max_concurrency") + 1)));
+        assert!(e.message.contains("THREADS 1..=1024"), "{}", e.message);
+        let Ok(Case { what: What::Workload(w), .. }) = parse(level("tls-handshake", "open:100".into())) else { panic!("open:100") };
+        assert_eq!(w.common.load.threads() as u64, n("open_threads"));
+        assert!(parse(level("fleet-job", format!("targets:{}", n("max_targets")))).is_ok());
+        let e = refusal(level("fleet-job", format!("targets:{}", n("max_targets") + 1)));
+        assert!(e.message.contains("1..=10000"), "{}", e.message);
     }
 
     /// `op_params` and `param_values` are what Params parsing accepts: for every operation each
@@ -1020,12 +990,12 @@ mod tests {
                 // a parameter it does not list is refused, and so is a value outside the list.
                 let request = |params: Value| json!({"backend": "aws-lc", "op": name, "params": params});
                 for param in &params {
-                    for value in values.get(*param).and_then(Value::as_array).cloned().unwrap_or_default() {
-                        match parse(request(json!({*param: value.clone()}))) {
-                            Ok(_) => {}
-                            // ike-phase1 has no server, tls-bulk no memory mode: refused with the reason
-                            Err(e) if *param == "mode" && e.message.contains("mode must be") => {}
-                            Err(e) => panic!("{name} refused its announced {param} {value}: {}", e.message),
+                    // (`mode`: the workload's own modes; the others are refused, as
+                    // workloads::tests checks.)
+                    let announced = if *param == "mode" { &entry["modes"] } else { &values[*param] };
+                    for value in announced.as_array().cloned().unwrap_or_default() {
+                        if let Err(e) = parse(request(json!({*param: value.clone()}))) {
+                            panic!("{name} refused its announced {param} {value}: {}", e.message);
                         }
                     }
                     if values.get(*param).is_some() {
@@ -1070,7 +1040,21 @@ mod tests {
                 }
             }
         }
-        // Spot checks against the documented table.
+        // Spot checks against the documented table (the FIPS approval entry apart: its own tests
+        // are in `fips`; here only that every operation has one).
+        let op_params: serde_json::Map<String, Value> = op_params
+            .as_object()
+            .unwrap()
+            .iter()
+            .map(|(name, e)| {
+                let mut e = e.clone();
+                if e["workload"] != json!(true) {
+                    assert!(e["fips"]["approved"].is_boolean(), "{name}: {e}");
+                }
+                e.as_object_mut().unwrap().remove("fips");
+                (name.clone(), e)
+            })
+            .collect();
         assert_eq!(op_params["ecdsa-p384-sign"], json!({"params": ["size_bytes", "digest"], "default_size_bytes": 32, "default_digest": "sha384"}));
         assert_eq!(
             op_params["rsa2048-verify"],

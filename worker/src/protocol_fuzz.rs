@@ -261,7 +261,7 @@ fn names() -> Vec<String> {
 
 fn all_names() -> Vec<String> {
     let mut v: Vec<String> = backends::NAMES.iter().map(|s| s.to_string()).collect();
-    v.extend(ALL_OPS.iter().chain(workloads::NAMES.iter()).map(|s| s.to_string()));
+    v.extend(ALL_OPS.iter().copied().chain(workloads::names()).map(|s| s.to_string()));
     v.extend(CPU_MASKS.iter().map(|m| m.name.to_string()));
     v.extend(param_keys());
     for values in param_values().as_object().into_iter().flat_map(|m| m.values()) {
@@ -275,7 +275,7 @@ fn all_names() -> Vec<String> {
 /// Every `params` key of every operation and workload.
 fn param_keys() -> Vec<String> {
     let mut v: Vec<String> = ops::PARAM_NAMES.iter().map(|s| s.to_string()).collect();
-    for w in workloads::NAMES {
+    for w in workloads::names() {
         v.extend(workloads::param_names(w).into_iter().map(str::to_string));
     }
     v.sort();
@@ -335,7 +335,7 @@ fn value_for(field: &str) -> BoxedStrategy<Value> {
         "backend" => select(vec!["openssl", "aws-lc", "ring", "rustcrypto", "mock", "mock:2", "mock:crash", "nosuch"])
             .prop_map(Value::from)
             .boxed(),
-        "op" => select(ALL_OPS.iter().chain(workloads::NAMES.iter()).copied().collect::<Vec<_>>()).prop_map(Value::from).boxed(),
+        "op" => select(ALL_OPS.iter().copied().chain(workloads::names()).collect::<Vec<_>>()).prop_map(Value::from).boxed(),
         "params" => params().boxed(),
         "threads" | "batch" | "warmup_s" | "seconds" => number().boxed(),
         "cpu_mask" => select(CPU_MASKS.iter().map(|m| m.name).collect::<Vec<_>>()).prop_map(Value::from).boxed(),
@@ -396,9 +396,9 @@ fn corpus() -> Vec<String> {
                              "op": name, "params": params, "threads": 1 + i % 3, "warmup_s": 0, "seconds": 0.01, "batch": null});
         lines.push(request.to_string());
     }
-    for name in workloads::NAMES {
+    for name in workloads::names() {
         let mut params = op_params[name]["defaults"].as_object().cloned().unwrap_or_default();
-        if name == workloads::storage::NAME {
+        if op_params[name]["needs_dir"] == true {
             params.insert("dir".into(), std::env::temp_dir().to_string_lossy().into_owned().into());
         }
         for kind in ["run", "check"] {

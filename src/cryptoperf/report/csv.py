@@ -12,48 +12,27 @@ import io
 import json
 from typing import Any
 
-from cryptoperf.hostinfo import other_load_pct
+from cryptoperf import rows as rows_mod
 from cryptoperf.report import view
 from cryptoperf.stored import StoredRun
 
-#: The columns, in order. Durations are ns, rates per second, shares in percent.
-COLUMNS = ("run_id", "configuration", "backend", "library", "library_version", "label", "op",
-           "size_bytes", "params", "cpu", "build", "fips", "block", "position", "attempt",
-           "superseded", "disturbed", "status", "reason", "threads", "timing", "batch",
-           "ops", "wall_ns", "ops_per_s", "bytes_per_s", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
-           "min_ns", "max_ns", "mean_ns", "stddev_ns", "cpu_ns_per_op", "steal_pct", "busy_pct",
-           "other_load_pct",
-           "started_at", "finished_at")
+#: The columns, in order: the run, then ``rows.ROW_COLUMNS``. Durations are ns, rates per
+#: second, shares in percent.
+COLUMNS = ("run_id",) + rows_mod.ROW_COLUMNS
 
 
 def rows(run: StoredRun) -> list[dict[str, Any]]:
-    """The CSV rows of ``run`` as dicts keyed by ``COLUMNS`` (None for empty cells)."""
+    """The CSV rows of ``run`` as dicts keyed by ``COLUMNS`` (None for empty cells), each a
+    ``rows.repetition_row`` with its ``params`` as JSON text and flags as 0/1."""
+    cpus = int(run.host.get("logical_cpus") or 1)
     out = []
     for g in view.groups(run):
         for s in g.cells:
             for o in view.outcomes_of(run, s):
-                r = o.result or {}
-                c, rep = o.cell, o.repetition
-                row: dict[str, Any] = dict.fromkeys(COLUMNS)
-                row.update(run_id=run.id, configuration=c.configuration, backend=c.backend,
-                           library=r.get("library"), library_version=r.get("library_version"),
-                           label=c.label, op=c.op, size_bytes=c.size_bytes,
-                           params=json.dumps(r.get("params") or c.worker_params(), sort_keys=True),
-                           cpu=c.cpu, build=c.build, fips=int(c.fips), block=rep.block,
-                           position=rep.position, attempt=rep.attempt, superseded=int(o.superseded),
-                           disturbed=o.disturbed, status=o.status, reason=o.reason,
-                           threads=r.get("threads"), timing=r.get("timing"), batch=r.get("batch"),
-                           started_at=o.started_at, finished_at=o.finished_at)
-                if o.ok and o.latency and o.throughput:
-                    lat, tp = o.latency, o.throughput
-                    row.update(ops=r.get("ops"), wall_ns=r.get("wall_ns"), ops_per_s=tp.ops_per_s,
-                               bytes_per_s=tp.bytes_per_s, p50_ns=lat.p50_ns, p90_ns=lat.p90_ns,
-                               p99_ns=lat.p99_ns, p999_ns=lat.p999_ns, min_ns=lat.min_ns,
-                               max_ns=lat.max_ns, mean_ns=lat.mean_ns, stddev_ns=lat.stddev_ns,
-                               cpu_ns_per_op=tp.cpu_ns_per_op, steal_pct=tp.steal_pct,
-                               busy_pct=tp.busy_pct,
-                               other_load_pct=other_load_pct(r, int(run.host.get("logical_cpus") or 1)))
-                out.append(row)
+                row = rows_mod.repetition_row(o, cpus)
+                row.update(run_id=run.id, params=json.dumps(row["params"], sort_keys=True), fips=int(row["fips"]),
+                           superseded=int(row["superseded"]))
+                out.append({k: row[k] for k in COLUMNS})
     return out
 
 

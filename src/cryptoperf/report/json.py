@@ -6,7 +6,9 @@ Two kinds, both ``{"format_version": 1, "kind": ..., "cryptoperf_version": ..., 
   ``library_version``, ``op``, ``size_bytes``, ``status``, ``ops_per_s``, ``bytes_per_s``,
   ``p50_ns``, ``p99_ns``, ``cpu_ns_per_op``, ``batch`` (numbers are null unless status is ok;
   geometric means over the row's repetitions, with ``intervals`` and ``per_repetition``), and
-  with ``--baseline`` a ``baseline`` section (each backend's ops/s against the baseline's).
+  every other field of its worker result as received (``rows.speed_entry``: validation,
+  capabilities, histogram, and a workload's ``server``, ``negotiated``, own part ...); with
+  ``--baseline`` a ``baseline`` section (each backend's ops/s against the baseline's).
 - ``study``: ``study`` (options and the file's text), ``repetitions`` (every repetition: its cell,
   block and place in the block's order, outcome, derived figures and the worker's full result
   message; calibration repetitions have block 0), ``cells`` (summaries over repetitions),
@@ -21,76 +23,28 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
-from cryptoperf import __version__, speedstats, stats
-from cryptoperf.model import Cell, Outcome
+from cryptoperf import __version__, rows, speedstats, stats
 from cryptoperf.report.render import write_text
 from cryptoperf.store import FORMAT_VERSION
 from cryptoperf.stored import StoredRun
-from cryptoperf.study import Study
 
 
-def outcome_dict(o: Outcome) -> dict[str, Any]:
-    """One repetition as a JSON-ready dict: the cell's fields (``fips`` is the cell's build;
-    ``fips_reported`` what the worker said), ``block``, ``position``, ``attempt``, ``batch``
-    (requested), ``superseded``, ``disturbed``, ``status``, ``reason``, timestamps,
-    ``stderr_tail``, ``latency`` and ``throughput`` (derived; null unless ok), ``result``
-    (the worker's message, histogram included; null if there was none) and ``host`` (the
-    fingerprint of the machine that ran it when that is not the run's host, e.g. a Ray node;
-    null otherwise)."""
-    rep = o.repetition
-    d = rep.cell.as_dict()
-    d.update(block=rep.block, position=rep.position, attempt=rep.attempt, batch=rep.batch,
-             superseded=o.superseded, disturbed=o.disturbed, status=o.status, reason=o.reason,
-             fips_reported=(o.result or {}).get("fips"),
-             started_at=o.started_at, finished_at=o.finished_at, stderr_tail=o.stderr_tail,
-             latency=o.latency.as_dict() if o.latency else None,
-             throughput=o.throughput.as_dict() if o.throughput else None,
-             result=o.result, host=o.host)
-    return d
-
-
-def speed_entry(o: Outcome) -> dict[str, Any]:
-    """One ``speed`` result entry (flat, units in the names; see module doc)."""
-    r = o.result or {}
-    lat, tp = o.latency, o.throughput
-    params = r.get("params") or o.cell.worker_params()
-    return {
-        "backend": o.cell.backend, "library": r.get("library"),
-        "library_version": r.get("library_version"), "fips": r.get("fips"),
-        "op": o.cell.op, "size_bytes": params.get("size_bytes", o.cell.size_bytes),
-        "params": params, "status": o.status, "reason": o.reason,
-        "ops_per_s": tp.ops_per_s if tp else None,
-        "bytes_per_s": tp.bytes_per_s if tp else None,
-        "p50_ns": lat.p50_ns if lat else None, "p90_ns": lat.p90_ns if lat else None,
-        "p99_ns": lat.p99_ns if lat else None, "p999_ns": lat.p999_ns if lat else None,
-        "max_ns": lat.max_ns if lat else None, "mean_ns": lat.mean_ns if lat else None,
-        "stddev_ns": lat.stddev_ns if lat else None,
-        "cpu_ns_per_op": tp.cpu_ns_per_op if tp else None,
-        "steal_pct": tp.steal_pct if tp else None,
-        "build": o.cell.build,
-        "cpu_mask": o.cell.cpu, "capabilities": r.get("capabilities"),
-        "cpu_mask_cleared": r.get("cpu_mask_cleared"),
-        "batch": r.get("batch"), "timing": r.get("timing"), "threads": r.get("threads"),
-        "ops": r.get("ops"), "wall_ns": r.get("wall_ns"), "validation": r.get("validation"),
-        "histogram": r.get("histogram"),
-    }
-
-
-def speed_row_entry(row: speedstats.SpeedRow) -> dict[str, Any]:
+def speed_row_entry(row: speedstats.SpeedRow, logical_cpus: int = 1) -> dict[str, Any]:
     """One ``speed`` result entry for a (backend, op, size) row over its repetitions: the
-    fields of ``speed_entry`` (of its first measured repetition) with ``ops_per_s``,
+    fields of ``rows.speed_entry`` (of its first measured repetition: the repetition's row and
+    every other field of the worker's result, a workload's included) with ``ops_per_s``,
     ``bytes_per_s``, ``p50_ns``, ``p99_ns``, ``p999_ns`` and ``cpu_ns_per_op`` the geometric
     means over the measured repetitions (the values themselves for one), plus
     ``repetitions`` and ``repetitions_ok`` (counts), ``intervals`` (``ops_per_s``,
     ``bytes_per_s``, ``p50_ns``, ``cpu_ns_per_op`` → ``{value, ci_low, ci_high, level, n}``,
     bounds null below 3 repetitions; null without a measurement) and ``per_repetition`` (one
-    ``speed_entry`` per repetition with its ``block`` and ``position``). With more than one
+    ``rows.speed_entry`` per repetition). With more than one
     measured repetition ``histogram`` holds them all (merged), and ``p90_ns``, ``max_ns``,
     ``mean_ns``, ``stddev_ns`` are the merged histogram's."""
     first = row.measured[0] if row.measured else row.outcomes[0]
-    entry = speed_entry(first)
+    entry = rows.speed_entry(first, logical_cpus)
     entry.update(status=row.status, reason=row.reason, size_bytes=entry["size_bytes"],
                  repetitions=len(row.outcomes), repetitions_ok=len(row.measured))
     estimates = {"ops_per_s": row.ops_per_s, "bytes_per_s": row.bytes_per_s, "p50_ns": row.p50_ns,
@@ -100,53 +54,31 @@ def speed_row_entry(row: speedstats.SpeedRow) -> dict[str, Any]:
         entry.update(p99_ns=row.p99_ns, p999_ns=row.p999_ns, steal_pct=row.steal_pct)
     entry["intervals"] = {k: e.as_dict() if e is not None else None for k, e in estimates.items()}
     if len(row.measured) > 1:
-        merged = stats.merge_histograms([o.result["histogram"] for o in row.measured])
+        merged = stats.merge_histograms([o.result.histogram for o in row.measured if o.result and o.result.histogram])
         lat = stats.latency_of(merged)
         entry.update(histogram=merged.encode().decode("ascii"), p90_ns=lat.p90_ns, max_ns=lat.max_ns,
                      mean_ns=lat.mean_ns, stddev_ns=lat.stddev_ns)
-    entry["per_repetition"] = [dict(speed_entry(o), block=o.repetition.block, position=o.repetition.position)
-                               for o in row.outcomes]
+    entry["per_repetition"] = [rows.speed_entry(o, logical_cpus) for o in row.outcomes]
     return entry
 
 
-def speed_document(outcomes: Sequence[Outcome], host: Mapping[str, Any], settings: Mapping[str, Any],
-                   started_at: str, finished_at: str, baseline: str | None = None,
-                   order: Sequence[Cell] = ()) -> dict[str, Any]:
-    """The ``speed`` JSON document: ``results`` one ``speed_row_entry`` per (backend, op, size)
-    row (in the order of the cells ``order``, else first seen); with ``baseline`` (a backend),
-    ``baseline``: ``{backend, metric, level, comparisons}``, each comparison a
+def speed_document(run: StoredRun, settings: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``speed`` JSON document of a ``speed`` run, from its analysis (``run.speed``):
+    ``results`` one ``speed_row_entry`` per (backend, op, size) row, in table order; with a
+    baseline backend, ``baseline``: ``{backend, metric, level, comparisons}``, each comparison a
     ``speedstats.BaselineRatio.as_dict`` (another backend's ops/s ÷ the baseline's, with its
-    interval)."""
-    rows = speedstats.rows(outcomes, order)
+    interval). ``settings``: the worker settings the call used (``engine.SpeedRun.settings``;
+    {} for a run read back from the store, which does not keep them)."""
+    m, speed = run.meta, run.speed
+    cpus = int(run.host.get("logical_cpus") or 1)
     doc = {"format_version": FORMAT_VERSION, "kind": "speed", "cryptoperf_version": __version__,
-           "started_at": started_at, "finished_at": finished_at, "settings": dict(settings),
-           "host": dict(host), "results": [speed_row_entry(r) for r in rows]}
-    if baseline is not None:
-        doc["baseline"] = {"backend": baseline, "metric": "ops_per_s", "level": speedstats.LEVEL,
-                           "comparisons": [c.as_dict() for c in speedstats.compare_to_baseline(rows, baseline)]}
+           "started_at": m.get("started_at") or "", "finished_at": m.get("finished_at") or "",
+           "settings": dict(settings or {}), "host": dict(run.host),
+           "results": [speed_row_entry(r, cpus) for r in speed.rows]}
+    if speed.baseline is not None:
+        doc["baseline"] = {"backend": speed.baseline, "metric": "ops_per_s", "level": speedstats.LEVEL,
+                           "comparisons": [c.as_dict() for c in speed.ratios]}
     return doc
-
-
-def study_dict(study: Study) -> dict[str, Any]:
-    """A study's options, configurations, operations and the file's text."""
-    return {
-        "path": study.path, "name": study.name, "description": study.description,
-        "baseline": study.baseline, "backends": list(study.backends or ()),
-        "repetitions": study.repetitions, "until": study.until,
-        "max_repetitions": study.max_repetitions, "margin_pct": study.margin_pct,
-        "verdict_on": study.verdict_on,
-        "multiplicity": study.multiplicity, "seconds": study.seconds, "warmup_s": study.warmup_s,
-        "threads": study.threads, "timeout_s": study.timeout_s, "seed": study.seed,
-        "max_steal_pct": study.max_steal_pct, "max_other_load_pct": study.max_other_load_pct,
-        "noise_threshold_pct": study.noise_threshold_pct,
-        "configurations": [{"name": c.name, "description": c.description, "backend": c.backend,
-                            "variables": dict(c.variables), "params": dict(c.params), "cpu": c.cpu,
-                            "fips": c.fips, "build": c.build, "library": c.library}
-                           for c in study.configurations],
-        "operations": [{"label": o.label, "op": o.op, "sizes": list(o.sizes) if o.sizes else None}
-                       for o in study.operations],
-        "toml": study.text,
-    }
 
 
 def study_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
@@ -157,10 +89,10 @@ def study_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
     m = run.meta
     return {"format_version": FORMAT_VERSION, "kind": "study", "cryptoperf_version": __version__,
             "status": m.get("status") or "", "started_at": m.get("started_at") or "",
-            "finished_at": m.get("finished_at") or "", "study": study_dict(run.study),
+            "finished_at": m.get("finished_at") or "", "study": rows.study_dict(run.study),
             "host": dict(run.host), "store": {"path": str(store_path), "run_id": run.id},
             "analysis": run.analysis.as_dict(),
-            "repetitions": [outcome_dict(o) for o in run.outcomes],
+            "repetitions": [rows.repetition_entry(o) for o in run.outcomes],
             "cells": [s.as_dict() for s in run.summaries.values()],
             "deltas": [d.as_dict() for d in run.deltas]}
 
@@ -168,10 +100,8 @@ def study_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
 def run_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
     """The document of a stored run: a ``study`` document for a study, else a ``speed``
     document. ``stderr_tail`` is '' when rebuilt from the store (which does not keep it)."""
-    m = run.meta
     if run.study is None:
-        return speed_document(run.outcomes, run.host, {}, m.get("started_at") or "",
-                              m.get("finished_at") or "")
+        return speed_document(run)
     return study_document(run, store_path)
 
 

@@ -23,8 +23,8 @@ from cryptoperf.compare import Comparison, HostDifference, host_differences, mat
 from cryptoperf.model import CellSummary, Delta
 from cryptoperf.report import format as formats
 from cryptoperf.report import plots, view
+from cryptoperf.report.economics import report_css
 from cryptoperf.report.sections.core import plot_verdict_text
-from cryptoperf.report.plan import report_css
 from cryptoperf.report.render import environment
 from cryptoperf.report.format import (configuration_text, fmt_count, fmt_date, fmt_ns, interval_header,
                                       verdict_counts)

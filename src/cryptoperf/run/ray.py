@@ -252,7 +252,7 @@ def node_facts(builds_needed: Sequence[str]) -> dict[str, Any]:
     if key in _FACTS:
         return _FACTS[key]
     from cryptoperf.run.worker import fetch_hello
-    from cryptoperf.worker_path import find_worker
+    from cryptoperf.builds import find_worker
     out: dict[str, Any] = {"cryptoperf": cryptoperf.__version__, "protocol": PROTOCOL_VERSION,
                            "hostname": socket.gethostname(), "builds": {}, "error": None, "_workers": {}}
     hellos = {}

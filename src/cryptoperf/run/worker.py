@@ -1,7 +1,8 @@
 """The client side of the worker protocol (docs/worker-protocol.md, version 1).
 
 ``WorkerClient`` spawns one worker process, greets it with ``hello`` (refusing another protocol
-version), sends ``run`` requests and reads their results. Responses are read by a dedicated
+version), sends ``run`` requests and reads their results, each decoded here, once, into a
+typed ``result.WorkerResult``. Responses are read by a dedicated
 reader thread into a queue, so every wait has a timeout; stderr is collected by a second
 thread (its tail explains crashes). The child is killed on timeout and on any exception.
 """
@@ -22,6 +23,7 @@ from cryptoperf import PROTOCOL_VERSION
 from cryptoperf.cpumask import ENV_VAR as MASK_ENV_VAR
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerRequestError,
                                WorkerTimeout)
+from cryptoperf.result import WorkerResult, decode
 
 STDERR_TAIL_LINES = 20
 HELLO_TIMEOUT_S = 60.0
@@ -53,11 +55,6 @@ class Hello:
     def backend_names(self) -> tuple[str, ...]:
         """The real backends' names (the mock backends are never listed)."""
         return tuple(b["backend"] for b in self.backends)
-
-    def library_versions(self) -> dict[str, str]:
-        """``{backend: "library library_version"}``, e.g. ``{"openssl": "OpenSSL 3.0.13"}``."""
-        return {b["backend"]: f"{b.get('library', '?')} {b.get('library_version', '?')}"
-                for b in self.backends}
 
     @property
     def rules(self) -> "WorkerRules":
@@ -317,12 +314,14 @@ class WorkerClient:
         except (KeyError, TypeError) as e:
             raise WorkerError(f"worker hello lacks a required field: {e}") from None
 
-    def run(self, request: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
+    def run(self, request: Mapping[str, Any], timeout_s: float) -> WorkerResult:
         """Send one ``run`` request; return its ``result`` message (status ok, unsupported or
-        invalid). ``timeout_s`` bounds the whole wait, in seconds.
+        invalid), decoded once here (``result.decode``; the message as received is its
+        ``raw``). ``timeout_s`` bounds the whole wait, in seconds.
 
-        Raises WorkerTimeout (worker killed), WorkerCrashed (with the stderr tail) or
-        WorkerRequestError (an ``error`` answer: unknown backend/op, bad params).
+        Raises WorkerTimeout (worker killed), WorkerCrashed (with the stderr tail),
+        WorkerRequestError (an ``error`` answer: unknown backend/op, bad params) or
+        UnreadableResult (a WorkerError: a result with a field of the wrong type).
         """
         self._send(request)
         msg = self._receive(timeout_s)
@@ -332,8 +331,7 @@ class WorkerClient:
             raise WorkerError(f"worker answered run with a '{msg['type']}' message")
         if msg.get("id") != request.get("id"):
             raise WorkerError(f"worker answered run {request.get('id')!r} with id {msg.get('id')!r}")
-        return msg
-
+        return decode(msg)
 
     def check(self, request: Mapping[str, Any], timeout_s: float) -> dict[str, Any]:
         """Send a ``check`` (a ``run`` request's fields, ``type`` check): whether the worker can

@@ -38,7 +38,9 @@
 //!   P-384 with SHA-1 (no such verification algorithms);
 //!
 //! FFDH-2048 (RFC 3526 group 14) is not in `aws-lc-rs` either; it goes through AWS-LC's C API
-//! (`DH_generate_key`, `DH_compute_key_padded` on `BN_get_rfc3526_prime_2048`).
+//! (`DH_generate_key` with a 225-bit private exponent set by `DH_set_length`, as OpenSSL draws
+//! for this group; `DH_compute_key_padded` on `BN_get_rfc3526_prime_2048`, which checks the
+//! peer's key for its range on every call: AWS-LC's own validation for a group without q).
 //!
 //! XTS-AES (the `storage` workload's sector encryption) is not in `aws-lc-rs` either: AES-256-XTS
 //! goes through AWS-LC's C API (`EVP_aes_256_xts`; one `EVP_CIPHER_CTX` per direction with the
@@ -47,10 +49,9 @@
 //! one data unit per key or IV). AWS-LC has no AES-128-XTS (`EVP_aes_256_xts` is its only XTS
 //! cipher, in AWS-LC and in the FIPS module alike): "unsupported".
 
-use std::ffi::{c_char, CStr};
 use std::ptr;
 
-use aws_lc_rs::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
+use aws_lc_rs::aead::{self, LessSafeKey, UnboundKey};
 use aws_lc_rs::agreement;
 use aws_lc_rs::digest;
 use aws_lc_rs::hmac;
@@ -66,8 +67,13 @@ use aws_lc_fips_sys as sys;
 #[cfg(not(feature = "fips"))]
 use aws_lc_sys as sys;
 
-use super::{
-    check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+crate::backends::ring_api::ring_api!(aws_lc_rs);
+
+mod c_api;
+use c_api::{AwsFfdh, AwsXts, EvpRsa};
+
+use crate::backends::{
+    check_aead_key, check_rsa_bits, check_xts_key, failed, hybrid, unsupported, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
     LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
@@ -132,7 +138,7 @@ impl Backend for AwsLc {
     }
 
     fn digest(&self, alg: DigestAlg) -> Result<Box<dyn Digest>> {
-        Ok(Box::new(AwsDigest(digest_alg(alg))))
+        Ok(Box::new(ring_api::Digest(digest_alg(alg))))
     }
 
     fn hmac(&self, alg: DigestAlg, key: &[u8]) -> Result<Box<dyn Mac>> {
@@ -147,28 +153,18 @@ impl Backend for AwsLc {
                 )
             }
         };
-        Ok(Box::new(AwsHmac {
-            key: hmac::Key::new(algorithm, key),
-            len: alg.output_len(),
-        }))
+        Ok(Box::new(ring_api::Hmac(hmac::Key::new(algorithm, key))))
     }
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
-        if key.len() != alg.key_len() {
-            return Err(BackendError::Failed(format!(
-                "{} takes a {}-byte key, got {} bytes",
-                alg.name(),
-                alg.key_len(),
-                key.len()
-            )));
-        }
+        check_aead_key(alg, key)?;
         let algorithm = match alg {
             AeadAlg::Aes128Gcm => &aead::AES_128_GCM,
             AeadAlg::Aes256Gcm => &aead::AES_256_GCM,
             AeadAlg::ChaCha20Poly1305 => &aead::CHACHA20_POLY1305,
         };
         let key = UnboundKey::new(algorithm, key).map_err(failed)?;
-        Ok(Box::new(AwsAead(LessSafeKey::new(key))))
+        Ok(Box::new(ring_api::Aead(LessSafeKey::new(key))))
     }
 
     fn xts(&self, bits: XtsBits, key: &[u8]) -> Result<Box<dyn SectorCipher>> {
@@ -200,12 +196,9 @@ impl Backend for AwsLc {
                     .map_err(|e| failed(format!("RSA private key is not PKCS#8: {e}")))?;
                 let have = RsaParameters::public_modulus_len(key_pair.public_key().as_ref())
                     .map_err(failed)?;
-                check_rsa_bits(have, bits)?;
-                Ok(Box::new(AwsRsaSigner {
-                    key_pair,
-                    encoding,
-                    rng: SystemRandom::new(),
-                }))
+                check_rsa_bits(have as usize, bits)?;
+                let sig_len = key_pair.public_modulus_len();
+                Ok(Box::new(ring_api::RsaSigner { key: key_pair, encoding, rng: SystemRandom::new(), sig_len }))
             }
             SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => {
                 let algorithm = match (alg, digest) {
@@ -226,17 +219,14 @@ impl Backend for AwsLc {
                 // `from_pkcs8` refuses a key on another curve than the algorithm's.
                 let key_pair = EcdsaKeyPair::from_pkcs8(algorithm, key.private_pkcs8)
                     .map_err(|e| failed(format!("{} private key: {e}", curve_name(alg))))?;
-                Ok(Box::new(AwsEcdsaSigner {
-                    key_pair,
-                    rng: SystemRandom::new(),
-                }))
+                Ok(Box::new(ring_api::EcdsaSigner { key: key_pair, rng: SystemRandom::new() }))
             }
             SigAlg::Ed25519 => {
                 // Checks that the public key belongs to the seed.
                 let key_pair =
                     Ed25519KeyPair::from_seed_and_public_key(key.private_raw, key.public)
                         .map_err(|e| failed(format!("Ed25519 key pair: {e}")))?;
-                Ok(Box::new(AwsEd25519Signer(key_pair)))
+                Ok(Box::new(ring_api::Ed25519Signer(key_pair)))
             }
             SigAlg::MlDsa(level) => {
                 let key_pair = PqdsaKeyPair::from_seed(ml_dsa_signing(level), key.private_raw)
@@ -267,7 +257,7 @@ impl Backend for AwsLc {
                 let params = rsa_parameters(digest, padding)?;
                 let have = RsaParameters::public_modulus_len(public)
                     .map_err(|e| failed(format!("RSA public key is not PKCS#1 DER: {e}")))?;
-                check_rsa_bits(have, bits)?;
+                check_rsa_bits(have as usize, bits)?;
                 params
             }
             SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => match (alg, digest) {
@@ -420,18 +410,6 @@ fn curve_name(alg: SigAlg) -> &'static str {
     }
 }
 
-/// Refuse a key whose size is not the one the algorithm names (a wrong key would time the wrong
-/// thing without any error).
-fn check_rsa_bits(have: u32, want: u32) -> Result<()> {
-    if have == want {
-        Ok(())
-    } else {
-        Err(BackendError::Failed(format!(
-            "RSA key has {have} bits, expected {want}"
-        )))
-    }
-}
-
 /// The `aws-lc-rs` RSA signing encoding for SHA-2 digests (PSS: MGF1 with the same digest, salt
 /// length = digest length). SHA-1 is signed through [`EvpRsa`] instead.
 fn rsa_encoding(digest: DigestAlg, padding: RsaPadding) -> Result<&'static dyn RsaEncoding> {
@@ -467,131 +445,6 @@ fn rsa_parameters(digest: DigestAlg, padding: RsaPadding) -> Result<&'static Rsa
             return unsupported("aws-lc-rs has no RSA signatures with SHA3-256")
         }
     })
-}
-
-/// A one-shot digest.
-struct AwsDigest(&'static digest::Algorithm);
-
-impl Digest for AwsDigest {
-    fn digest(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let d = digest::digest(self.0, data);
-        out.clear();
-        out.extend_from_slice(d.as_ref());
-        Ok(())
-    }
-}
-
-/// HMAC with the key set up once.
-struct AwsHmac {
-    key: hmac::Key,
-    len: usize,
-}
-
-impl Mac for AwsHmac {
-    fn mac(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        // `resize` without `clear`: a buffer reused at the same size is not zeroed again.
-        out.resize(self.len, 0);
-        let n = hmac::sign_to_buffer(&self.key, data, out)
-            .map_err(failed)?
-            .len();
-        out.truncate(n);
-        Ok(())
-    }
-}
-
-/// An AEAD with its key expanded, working in place in the caller's buffer.
-struct AwsAead(LessSafeKey);
-
-impl Aead for AwsAead {
-    fn seal(
-        &mut self,
-        nonce: &[u8; 12],
-        aad: &[u8],
-        plaintext: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        out.clear();
-        out.extend_from_slice(plaintext);
-        self.0
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), out)
-            .map_err(|_| BackendError::Failed("AES-GCM/ChaCha20-Poly1305 sealing failed".into()))
-    }
-
-    fn open(
-        &mut self,
-        nonce: &[u8; 12],
-        aad: &[u8],
-        sealed: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        out.clear();
-        if sealed.len() < AeadAlg::TAG_LEN {
-            return Err(BackendError::Failed(
-                "sealed message is shorter than the tag".into(),
-            ));
-        }
-        out.extend_from_slice(sealed);
-        match self.0.open_in_place(
-            Nonce::assume_unique_for_key(*nonce),
-            Aad::from(aad),
-            out.as_mut_slice(),
-        ) {
-            Ok(plaintext) => {
-                let n = plaintext.len();
-                out.truncate(n);
-                Ok(())
-            }
-            Err(_) => {
-                // Never hand out unauthenticated plaintext.
-                out.clear();
-                Err(BackendError::Failed(
-                    "authentication failed (tag mismatch)".into(),
-                ))
-            }
-        }
-    }
-}
-
-/// RSA signing with a SHA-2 digest through `aws-lc-rs`.
-struct AwsRsaSigner {
-    key_pair: RsaKeyPair,
-    encoding: &'static dyn RsaEncoding,
-    rng: SystemRandom,
-}
-
-impl Signer for AwsRsaSigner {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        let mut sig = vec![0; self.key_pair.public_modulus_len()];
-        self.key_pair
-            .sign(self.encoding, &self.rng, msg, &mut sig)
-            .map_err(|e| failed(format!("RSA signing failed: {e}")))?;
-        Ok(sig)
-    }
-}
-
-/// ECDSA signing (DER signatures) through `aws-lc-rs`.
-struct AwsEcdsaSigner {
-    key_pair: EcdsaKeyPair,
-    rng: SystemRandom,
-}
-
-impl Signer for AwsEcdsaSigner {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        let sig = self
-            .key_pair
-            .sign(&self.rng, msg)
-            .map_err(|e| failed(format!("ECDSA signing failed: {e}")))?;
-        Ok(sig.as_ref().to_vec())
-    }
-}
-
-/// Ed25519 signing through `aws-lc-rs`.
-struct AwsEd25519Signer(Ed25519KeyPair);
-
-impl Signer for AwsEd25519Signer {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        Ok(self.0.sign(msg).as_ref().to_vec())
-    }
 }
 
 /// Verification with a public key parsed once.
@@ -635,125 +488,10 @@ impl Agreement for AwsAgreement {
         agreement::agree(&self.key, peer.clone(), (), |secret| Ok(secret.to_vec()))
             .map_err(|()| BackendError::Failed("key agreement failed (invalid peer key?)".into()))
     }
-}
 
-/// Byte length of the RFC 3526 group 14 prime, hence of FFDH-2048 public keys and secrets.
-const FFDH2048_LEN: usize = 256;
-
-/// AWS-LC's DH functions (`include/openssl/dh.h`), which aws-lc-sys's pregenerated bindings
-/// leave out. Declared here with the crate's symbol prefix, as `AWS_LC_IA32CAP_P` above (a
-/// version bump fails to link rather than call the wrong thing).
-mod dh_ffi {
-    use super::sys::BIGNUM;
-    use std::ffi::c_int;
-
-    /// `DH` (opaque).
-    #[repr(C)]
-    pub struct Dh {
-        _private: [u8; 0],
-    }
-
-    macro_rules! aws_lc_fns {
-        ($($name:ident: fn($($arg:ident: $ty:ty),*) -> $ret:ty;)*) => {
-            extern "C" {
-                $(
-                    #[cfg_attr(not(feature = "fips"), link_name = concat!("aws_lc_0_47_0_", stringify!($name)))]
-                    #[cfg_attr(feature = "fips", link_name = concat!("aws_lc_fips_0_14_4_", stringify!($name)))]
-                    pub fn $name($($arg: $ty),*) -> $ret;
-                )*
-            }
-        };
-    }
-
-    aws_lc_fns! {
-        DH_new: fn() -> *mut Dh;
-        DH_free: fn(dh: *mut Dh) -> ();
-        DH_set0_pqg: fn(dh: *mut Dh, p: *mut BIGNUM, q: *mut BIGNUM, g: *mut BIGNUM) -> c_int;
-        DH_generate_key: fn(dh: *mut Dh) -> c_int;
-        DH_get0_pub_key: fn(dh: *const Dh) -> *const BIGNUM;
-        DH_compute_key_padded: fn(out: *mut u8, peers_key: *const BIGNUM, dh: *mut Dh) -> c_int;
-        BN_get_rfc3526_prime_2048: fn(ret: *mut BIGNUM) -> *mut BIGNUM;
-    }
-}
-
-/// An FFDH-2048 key pair over RFC 3526 group 14 (generator 2), generated by AWS-LC's C API
-/// (`DH_generate_key`); `aws-lc-rs` has no finite-field DH. The secret is
-/// `DH_compute_key_padded`'s: the prime's length, big-endian, as OpenSSL's after re-padding.
-struct AwsFfdh {
-    dh: *mut dh_ffi::Dh,
-    public: Vec<u8>,
-}
-
-// SAFETY: the DH object is owned by this value alone and used through `&mut self` (derive) or
-// not at all (public_key reads the copy); AWS-LC's DH functions are thread-safe per object.
-unsafe impl Send for AwsFfdh {}
-
-impl AwsFfdh {
-    fn generate() -> Result<AwsFfdh> {
-        // SAFETY: each pointer is checked before use; DH_set0_pqg takes ownership of p and g
-        // on success only, so they are freed here on failure; the DH is freed by Drop once
-        // owned by the returned value.
-        unsafe {
-            let dh = dh_ffi::DH_new();
-            if dh.is_null() {
-                return Err(lc_error("DH_new"));
-            }
-            let mut ffdh = AwsFfdh { dh, public: Vec::new() };
-            let p = dh_ffi::BN_get_rfc3526_prime_2048(ptr::null_mut());
-            let g = sys::BN_new();
-            if p.is_null() || g.is_null() || sys::BN_set_word(g, 2) != 1 || dh_ffi::DH_set0_pqg(dh, p, ptr::null_mut(), g) != 1 {
-                sys::BN_free(p);
-                sys::BN_free(g);
-                return Err(lc_error("FFDH-2048 group (RFC 3526 group 14)"));
-            }
-            if dh_ffi::DH_generate_key(dh) != 1 {
-                return Err(lc_error("DH_generate_key"));
-            }
-            ffdh.public = vec![0u8; FFDH2048_LEN];
-            let y = dh_ffi::DH_get0_pub_key(dh);
-            if y.is_null() || sys::BN_bn2bin_padded(ffdh.public.as_mut_ptr(), FFDH2048_LEN, y) != 1 {
-                return Err(lc_error("FFDH-2048 public key"));
-            }
-            Ok(ffdh)
-        }
-    }
-}
-
-impl Agreement for AwsFfdh {
-    fn public_key(&self) -> Vec<u8> {
-        self.public.clone()
-    }
-
-    fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        if peer_public.len() != FFDH2048_LEN {
-            return Err(BackendError::Failed(format!(
-                "FFDH-2048 public key must be {FFDH2048_LEN} bytes, got {}",
-                peer_public.len()
-            )));
-        }
-        let mut secret = vec![0u8; FFDH2048_LEN];
-        // SAFETY: `peer` is checked and freed here; DH_compute_key_padded writes DH_size(dh) =
-        // 256 bytes into `secret`, which has that length, and checks the peer key's range.
-        let n = unsafe {
-            let peer = sys::BN_bin2bn(peer_public.as_ptr(), peer_public.len(), ptr::null_mut());
-            if peer.is_null() {
-                return Err(lc_error("FFDH-2048 peer key"));
-            }
-            let n = dh_ffi::DH_compute_key_padded(secret.as_mut_ptr(), peer, self.dh);
-            sys::BN_free(peer);
-            n
-        };
-        if n != FFDH2048_LEN as i32 {
-            return Err(lc_error("DH_compute_key_padded (invalid peer key?)"));
-        }
-        Ok(secret)
-    }
-}
-
-impl Drop for AwsFfdh {
-    fn drop(&mut self) {
-        // SAFETY: `dh` came from DH_new and is freed once, here.
-        unsafe { dh_ffi::DH_free(self.dh) }
+    fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
+        self.peer = None;
+        self.derive(peer_public)
     }
 }
 
@@ -824,300 +562,6 @@ impl Signer for AwsMlDsaSigner {
         sig.truncate(n);
         Ok(sig)
     }
-}
-
-/// RSA with SHA-1 through AWS-LC's C API (`aws-lc-sys`), for what `aws-lc-rs` cannot do:
-/// signing with SHA-1 (both paddings) and verifying SHA-1 PSS.
-///
-/// The key is parsed once into an `EVP_PKEY` and one `EVP_MD_CTX` is allocated once. Each call
-/// resets the context, initialises it for the key with `EVP_sha1()` (`EVP_DigestSignInit` /
-/// `EVP_DigestVerifyInit`, which creates the key context), sets the padding and signs or
-/// verifies in one shot — the same steps `aws-lc-rs` takes per call for SHA-2.
-struct EvpRsa {
-    pkey: *mut sys::EVP_PKEY,
-    ctx: *mut sys::EVP_MD_CTX,
-    padding: RsaPadding,
-    /// Signature length (the modulus length in bytes).
-    sig_len: usize,
-}
-
-impl EvpRsa {
-    /// Parse an RSA private key (PKCS#8 DER) for SHA-1 signing with `padding`.
-    fn signer(pkcs8: &[u8], bits: u32, padding: RsaPadding) -> Result<Self> {
-        aws_lc_rs::init();
-        // SAFETY: `cbs` points into `pkcs8`, which outlives the call; EVP_parse_private_key
-        // returns a new EVP_PKEY or null, and the non-null one is owned by `EvpRsa` (freed in
-        // Drop) from here on.
-        let (pkey, rest) = unsafe {
-            let mut cbs = sys::CBS {
-                data: ptr::null(),
-                len: 0,
-            };
-            sys::CBS_init(&mut cbs, pkcs8.as_ptr(), pkcs8.len());
-            let pkey = sys::EVP_parse_private_key(&mut cbs);
-            (pkey, sys::CBS_len(&cbs))
-        };
-        if pkey.is_null() {
-            return Err(lc_error("parsing the RSA private key (PKCS#8)"));
-        }
-        let this = Self::new(pkey, padding)?;
-        if rest != 0 {
-            return Err(BackendError::Failed(format!(
-                "RSA private key has {rest} bytes after the PKCS#8 structure"
-            )));
-        }
-        this.check(bits)?;
-        Ok(this)
-    }
-
-    /// Parse an RSA public key (PKCS#1 `RSAPublicKey` DER) for SHA-1 PSS verification.
-    fn verifier(pkcs1: &[u8], bits: u32) -> Result<Self> {
-        aws_lc_rs::init();
-        // SAFETY: `pkcs1` is valid for its length; RSA_public_key_from_bytes returns a new RSA
-        // (the whole input must be one RSAPublicKey) or null.
-        let rsa = unsafe { sys::RSA_public_key_from_bytes(pkcs1.as_ptr(), pkcs1.len()) };
-        if rsa.is_null() {
-            return Err(lc_error("parsing the RSA public key (PKCS#1)"));
-        }
-        // SAFETY: `rsa` is a live RSA we own; EVP_PKEY_assign_RSA takes it over on success
-        // only, so on failure it is freed here, and `pkey` (owned by `EvpRsa` once non-null) is
-        // freed by Drop.
-        let pkey = unsafe {
-            let pkey = sys::EVP_PKEY_new();
-            if pkey.is_null() {
-                sys::RSA_free(rsa);
-                return Err(lc_error("EVP_PKEY_new"));
-            }
-            if sys::EVP_PKEY_assign_RSA(pkey, rsa) != 1 {
-                sys::RSA_free(rsa);
-                sys::EVP_PKEY_free(pkey);
-                return Err(lc_error("EVP_PKEY_assign_RSA"));
-            }
-            pkey
-        };
-        let this = Self::new(pkey, RsaPadding::Pss)?;
-        this.check(bits)?;
-        Ok(this)
-    }
-
-    /// Take ownership of `pkey` (non-null) and allocate the digest context.
-    fn new(pkey: *mut sys::EVP_PKEY, padding: RsaPadding) -> Result<Self> {
-        // SAFETY: EVP_MD_CTX_new has no preconditions; `pkey` is a live key; whatever is
-        // non-null is owned by the returned value and freed in Drop.
-        let (ctx, size) = unsafe { (sys::EVP_MD_CTX_new(), sys::EVP_PKEY_size(pkey)) };
-        let this = EvpRsa {
-            pkey,
-            ctx,
-            padding,
-            sig_len: usize::try_from(size).unwrap_or(0),
-        };
-        if ctx.is_null() {
-            return Err(lc_error("EVP_MD_CTX_new"));
-        }
-        Ok(this)
-    }
-
-    /// Refuse a key that is not RSA or not of `bits` bits.
-    fn check(&self, bits: u32) -> Result<()> {
-        // SAFETY: `self.pkey` is a live EVP_PKEY; both functions only read it.
-        let (id, have) = unsafe { (sys::EVP_PKEY_id(self.pkey), sys::EVP_PKEY_bits(self.pkey)) };
-        if id != sys::EVP_PKEY_RSA {
-            return Err(BackendError::Failed(format!(
-                "key is not an RSA key (EVP_PKEY type {id})"
-            )));
-        }
-        check_rsa_bits(u32::try_from(have).unwrap_or(0), bits)
-    }
-
-    /// Reset the context and initialise it for signing (or verifying) with SHA-1 and the
-    /// padding. `false` when AWS-LC refuses a step (its error queue says why).
-    fn init(&mut self, sign: bool) -> bool {
-        let mut pctx: *mut sys::EVP_PKEY_CTX = ptr::null_mut();
-        // SAFETY: `self.ctx` and `self.pkey` are live; the reset frees what the previous call
-        // left in the context; `pctx` is set by the init call to a key context owned by
-        // `self.ctx`, and only used while it lives (in this block).
-        unsafe {
-            sys::EVP_MD_CTX_reset(self.ctx);
-            let md = sys::EVP_sha1();
-            let init = if sign {
-                sys::EVP_DigestSignInit(self.ctx, &mut pctx, md, ptr::null_mut(), self.pkey)
-            } else {
-                sys::EVP_DigestVerifyInit(self.ctx, &mut pctx, md, ptr::null_mut(), self.pkey)
-            };
-            if init != 1 || pctx.is_null() {
-                return false;
-            }
-            match self.padding {
-                RsaPadding::Pkcs1 => {
-                    sys::EVP_PKEY_CTX_set_rsa_padding(pctx, sys::RSA_PKCS1_PADDING) == 1
-                }
-                RsaPadding::Pss => {
-                    sys::EVP_PKEY_CTX_set_rsa_padding(pctx, sys::RSA_PKCS1_PSS_PADDING) == 1
-                        && sys::EVP_PKEY_CTX_set_rsa_pss_saltlen(pctx, sys::RSA_PSS_SALTLEN_DIGEST)
-                            == 1
-                        && sys::EVP_PKEY_CTX_set_rsa_mgf1_md(pctx, md) == 1
-                }
-            }
-        }
-    }
-}
-
-impl Signer for EvpRsa {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        if !self.init(true) {
-            return Err(lc_error("RSA SHA-1 signing setup"));
-        }
-        let mut sig = vec![0u8; self.sig_len];
-        let mut len = sig.len();
-        // SAFETY: `self.ctx` was just initialised for signing; `sig` has room for `len` bytes
-        // (EVP_PKEY_size), and `msg` is valid for its length.
-        let ok = unsafe {
-            sys::EVP_DigestSign(
-                self.ctx,
-                sig.as_mut_ptr(),
-                &mut len,
-                msg.as_ptr(),
-                msg.len(),
-            )
-        };
-        if ok != 1 {
-            return Err(lc_error("RSA SHA-1 signing"));
-        }
-        sig.truncate(len);
-        Ok(sig)
-    }
-}
-
-impl Verifier for EvpRsa {
-    fn verify(&mut self, msg: &[u8], sig: &[u8]) -> Result<bool> {
-        if !self.init(false) {
-            return Err(lc_error("RSA SHA-1 verification setup"));
-        }
-        // SAFETY: `self.ctx` was just initialised for verifying; `sig` and `msg` are valid for
-        // their lengths.
-        let ok = unsafe {
-            sys::EVP_DigestVerify(self.ctx, sig.as_ptr(), sig.len(), msg.as_ptr(), msg.len())
-        };
-        if ok != 1 {
-            // An invalid or malformed signature: not valid. AWS-LC queued the reason; drop it
-            // so the queue does not grow across a timed loop.
-            // SAFETY: ERR_clear_error only touches this thread's error queue.
-            unsafe { sys::ERR_clear_error() };
-        }
-        Ok(ok == 1)
-    }
-}
-
-impl Drop for EvpRsa {
-    fn drop(&mut self) {
-        // SAFETY: both pointers are owned by `self` and freed exactly once; both free
-        // functions accept null.
-        unsafe {
-            sys::EVP_MD_CTX_free(self.ctx);
-            sys::EVP_PKEY_free(self.pkey);
-        }
-    }
-}
-
-/// AES-256-XTS through AWS-LC's C API: one cipher context per direction, each with the key set
-/// once (AES key schedules expanded there); a sector sets only the IV.
-struct AwsXts {
-    enc: *mut sys::EVP_CIPHER_CTX,
-    dec: *mut sys::EVP_CIPHER_CTX,
-}
-
-impl AwsXts {
-    /// Both contexts with `key` (64 bytes, already checked).
-    fn new(key: &[u8]) -> Result<AwsXts> {
-        aws_lc_rs::init();
-        // SAFETY: EVP_CIPHER_CTX_new has no preconditions; both contexts are owned by `this`
-        // from here on (freed in Drop, which accepts null). `key` holds the 64 bytes
-        // EVP_aes_256_xts reads; the IV is set per sector.
-        unsafe {
-            let this = AwsXts { enc: sys::EVP_CIPHER_CTX_new(), dec: sys::EVP_CIPHER_CTX_new() };
-            if this.enc.is_null() || this.dec.is_null() {
-                return Err(lc_error("EVP_CIPHER_CTX_new"));
-            }
-            let cipher = sys::EVP_aes_256_xts();
-            let none = ptr::null_mut();
-            if sys::EVP_EncryptInit_ex(this.enc, cipher, none, key.as_ptr(), ptr::null()) != 1 {
-                return Err(lc_error("AES-256-XTS encryption key setup"));
-            }
-            if sys::EVP_DecryptInit_ex(this.dec, cipher, none, key.as_ptr(), ptr::null()) != 1 {
-                return Err(lc_error("AES-256-XTS decryption key setup"));
-            }
-            Ok(this)
-        }
-    }
-
-    /// Set the tweak of `sector` on `ctx` and run the whole data unit through it, in place.
-    fn unit(ctx: *mut sys::EVP_CIPHER_CTX, encrypt: bool, sector: u64, buf: &mut [u8]) -> Result<()> {
-        check_xts_unit(buf)?;
-        let len = std::ffi::c_int::try_from(buf.len())
-            .map_err(|_| BackendError::Failed(format!("a {}-byte XTS data unit is too long", buf.len())))?;
-        let tweak = xts_tweak(sector);
-        let mut out_len: std::ffi::c_int = 0;
-        // SAFETY: `ctx` is a live context initialised with the key; a null cipher, engine and
-        // key keep them and set only the 16-byte IV; the update reads and writes `buf.len()`
-        // bytes of `buf` (in place, which AWS-LC's XTS supports; it never writes more than it
-        // reads, the block size being 1).
-        let ok = unsafe {
-            let p = buf.as_mut_ptr();
-            let none = ptr::null_mut();
-            if encrypt {
-                sys::EVP_EncryptInit_ex(ctx, ptr::null(), none, ptr::null(), tweak.as_ptr()) == 1
-                    && sys::EVP_EncryptUpdate(ctx, p, &mut out_len, p, len) == 1
-            } else {
-                sys::EVP_DecryptInit_ex(ctx, ptr::null(), none, ptr::null(), tweak.as_ptr()) == 1
-                    && sys::EVP_DecryptUpdate(ctx, p, &mut out_len, p, len) == 1
-            }
-        };
-        if !ok {
-            return Err(lc_error(if encrypt { "AES-256-XTS encryption" } else { "AES-256-XTS decryption" }));
-        }
-        if out_len != len {
-            return Err(BackendError::Failed(format!("AWS-LC's XTS wrote {out_len} bytes for a {len}-byte data unit")));
-        }
-        Ok(())
-    }
-}
-
-impl SectorCipher for AwsXts {
-    fn encrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()> {
-        Self::unit(self.enc, true, sector, buf)
-    }
-    fn decrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()> {
-        Self::unit(self.dec, false, sector, buf)
-    }
-}
-
-impl Drop for AwsXts {
-    fn drop(&mut self) {
-        // SAFETY: both contexts are owned by `self` and freed exactly once; the free function
-        // accepts null.
-        unsafe {
-            sys::EVP_CIPHER_CTX_free(self.enc);
-            sys::EVP_CIPHER_CTX_free(self.dec);
-        }
-    }
-}
-
-/// `Failed` with what failed and AWS-LC's first queued error (the queue is then cleared).
-fn lc_error(what: &str) -> BackendError {
-    let mut buf = [0 as c_char; 256];
-    // SAFETY: ERR_get_error/ERR_clear_error touch only this thread's error queue;
-    // ERR_error_string_n writes at most `buf.len()` bytes including the terminating NUL, so
-    // `buf` holds a C string afterwards.
-    let reason = unsafe {
-        let code = sys::ERR_get_error();
-        sys::ERR_clear_error();
-        if code == 0 {
-            return BackendError::Failed(format!("{what} failed"));
-        }
-        sys::ERR_error_string_n(code, buf.as_mut_ptr(), buf.len());
-        CStr::from_ptr(buf.as_ptr()).to_string_lossy().into_owned()
-    };
-    BackendError::Failed(format!("{what} failed: {reason}"))
 }
 
 /// What only this backend has: the library version it reports and the crate versions it names.

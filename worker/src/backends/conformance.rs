@@ -40,7 +40,7 @@ use std::fmt::Display;
 use super::{by_name, Aead, Backend, BackendError, KemDecapsulator, Result, XtsBits, NAMES};
 use crate::kat::{self, same, unhex, vectors};
 use crate::ops::keys::{self, KeyPair};
-use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg, SigFamily};
+use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg, SigFamily, FFDH2048_PRIVATE_BITS};
 
 // ---- what each backend has ------------------------------------------------------------------
 
@@ -58,6 +58,8 @@ pub(crate) enum Cap {
     GenerateX25519,
     /// `agreement(EcdhP256, None)`: a generated, reusable P-256 key pair (an ephemeral share).
     GenerateP256,
+    /// `key_share(alg)`: a fresh single-use key pair (what `-keygen` times).
+    KeyShare(KxAlg),
     /// `kem_keypair` and `kem_encapsulator`.
     Kem(KemAlg),
     /// `kem_decapsulator`: import a FIPS 203 decapsulation key.
@@ -87,7 +89,7 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
         "openssl" => match cap {
             Cap::Digest(_) | Cap::Hmac(_) | Cap::Aead(_) => true,
             Cap::Sign(alg) | Cap::Verify(alg) => !matches!(alg, SigAlg::MlDsa(_)),
-            Cap::Agree(_) | Cap::GenerateX25519 | Cap::GenerateP256 => true,
+            Cap::Agree(_) | Cap::GenerateX25519 | Cap::GenerateP256 | Cap::KeyShare(_) => true,
             Cap::Kem(_) | Cap::KemImport(_) | Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
             Cap::SigKeygen(_) | Cap::SigKeygenSeeded(_) => false,
             Cap::Xts(_) => true,
@@ -105,7 +107,7 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
             Cap::Verify(SigAlg::EcdsaP256 { digest }) => digest != Sha3_256,
             Cap::Verify(SigAlg::EcdsaP384 { digest }) => sha2(digest),
             Cap::Sign(_) | Cap::Verify(_) => true, // Ed25519, ML-DSA
-            Cap::Agree(_) => true,
+            Cap::Agree(_) | Cap::KeyShare(_) => true,
             Cap::GenerateX25519 | Cap::GenerateP256 | Cap::Kem(_) => true,
             Cap::KemImport(k) => is_ml_kem(k),
             Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
@@ -115,7 +117,8 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
         },
         // ring: no SHA-3, no SHA-1 RSA signing (SHA-1 PKCS#1 verification only), ECDSA signing
         // only P-256/SHA-256 and P-384/SHA-384 and verification with SHA-256/384, only
-        // ephemeral key agreement, no post-quantum algorithms.
+        // ephemeral key agreement (so key shares, no fixed-key derive), no post-quantum
+        // algorithms.
         "ring" => match cap {
             Cap::Digest(d) | Cap::Hmac(d) => d != Sha3_256,
             Cap::Aead(_) => true,
@@ -131,6 +134,7 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
             Cap::Sign(SigAlg::Ed25519) | Cap::Verify(SigAlg::Ed25519) => true,
             Cap::Sign(SigAlg::MlDsa(_)) | Cap::Verify(SigAlg::MlDsa(_)) => false,
             Cap::Agree(_) | Cap::GenerateX25519 | Cap::GenerateP256 => false,
+            Cap::KeyShare(alg) => alg != KxAlg::Ffdh2048,
             Cap::Kem(_) | Cap::KemImport(_) | Cap::KemSeeded(_) | Cap::KemEncapsWithM(_) => false,
             Cap::SigKeygen(_) | Cap::SigKeygenSeeded(_) => false,
             Cap::Xts(_) => false,
@@ -141,7 +145,7 @@ pub(crate) fn supports(name: &str, cap: Cap) -> Option<bool> {
             Cap::Sign(SigAlg::EcdsaP384 { digest }) | Cap::Verify(SigAlg::EcdsaP384 { digest }) => {
                 digest != Sha1
             }
-            Cap::Agree(alg) => alg != KxAlg::Ffdh2048,
+            Cap::Agree(alg) | Cap::KeyShare(alg) => alg != KxAlg::Ffdh2048,
             Cap::KemImport(k) | Cap::KemSeeded(k) | Cap::KemEncapsWithM(k) => is_ml_kem(k),
             _ => true,
         },
@@ -859,7 +863,13 @@ pub(crate) fn agreements(subjects: &[&dyn Backend], l: &mut Ledger) {
                     same("secret from the other side", &c.derive(ours.public).map_err(|e| e.to_string())?, &s)?;
                     same("secret again", &a.derive(peer.public).map_err(|e| e.to_string())?, &s)?;
                     ensure(a.derive(&flipped(peer.public, 40)).is_err(), "a point off the curve was accepted")?;
-                    same("secret after a refusal", &a.derive(peer.public).map_err(|e| e.to_string())?, &s)
+                    same("secret after a refusal", &a.derive(peer.public).map_err(|e| e.to_string())?, &s)?;
+                    // As a fresh exchange: the peer's key parsed and validated on each call.
+                    for _ in 0..2 {
+                        same("secret, validating", &a.derive_validated(peer.public).map_err(|e| e.to_string())?, &s)?;
+                    }
+                    ensure(a.derive_validated(&flipped(peer.public, 40)).is_err(), "validating: a point off the curve was accepted")?;
+                    same("secret, validating, after a refusal", &a.derive_validated(peer.public).map_err(|e| e.to_string())?, &s)
                 })();
                 l.check(who, "ECDH P-256 fixed keys", r);
             }
@@ -903,7 +913,23 @@ pub(crate) fn agreements(subjects: &[&dyn Backend], l: &mut Ledger) {
                 same("secret again", &fa.derive(&pb).map_err(|e| e.to_string())?, &s)?;
                 let mut one = [0; 256];
                 one[255] = 1;
-                ensure(fa.derive(&one).is_err(), "the public key 1 was accepted")
+                ensure(fa.derive(&one).is_err(), "the public key 1 was accepted")?;
+                // p − 2: in range, but of order 2q; only the full validation (y^q = 1 mod p)
+                // refuses it. Whichever validation the library makes, the first derive with a
+                // peer and every validated one make the same. (OpenSSL 3.0 refuses it, AWS-LC
+                // accepts it: `kat` reports which.)
+                let mut p_minus_2 = unhex(vectors::MODP2048_P);
+                p_minus_2[255] -= 2;
+                let refused = fa.derive(&p_minus_2).is_err();
+                ensure(fa.derive_validated(&p_minus_2).is_err() == refused, "derive and derive_validated validate differently")?;
+                for _ in 0..2 {
+                    same("secret, validating", &fa.derive_validated(&pb).map_err(|e| e.to_string())?, &s)?;
+                }
+                for k in [&fa, &fb] {
+                    let bits = k.private_bits().ok_or("no private exponent length")?;
+                    ensure(bits <= FFDH2048_PRIVATE_BITS && bits > FFDH2048_PRIVATE_BITS - 25, format!("a {bits}-bit private exponent"))?;
+                }
+                Ok(())
             })();
             l.check(who, "FFDH-2048 generated keys", r);
         }
@@ -926,6 +952,17 @@ pub(crate) fn agreement_interop(subjects: &[&dyn Backend], partners: &[&dyn Back
                 })();
                 l.check_pair(name(b), name(p), format!("{alg:?} fixed keys"), r);
             }
+            // FFDH-2048: generated keys on each side, each validating the other's public key.
+            if let (Some(mut f), Ok(mut q)) = (
+                l.have(b, Cap::Agree(KxAlg::Ffdh2048), b.agreement(KxAlg::Ffdh2048, None)),
+                p.agreement(KxAlg::Ffdh2048, None),
+            ) {
+                let r = (|| {
+                    let x = f.derive_validated(&q.public_key()).map_err(|e| e.to_string())?;
+                    same("secrets of both sides", &x, &q.derive_validated(&f.public_key()).map_err(|e| e.to_string())?)
+                })();
+                l.check_pair(name(b), name(p), "FFDH-2048 generated keys", r);
+            }
             let Some(mut g) = l.have(b, Cap::GenerateX25519, b.agreement(KxAlg::X25519, None)) else { continue };
             let Ok(mut bob) = p.agreement(KxAlg::X25519, Some(&keys::X25519_BOB)) else { continue };
             let r = (|| {
@@ -933,6 +970,59 @@ pub(crate) fn agreement_interop(subjects: &[&dyn Backend], partners: &[&dyn Back
                 same("secrets of both sides", &x, &bob.derive(&g.public_key()).map_err(|e| e.to_string())?)
             })();
             l.check_pair(name(b), name(p), "X25519 generated key with RFC 7748 Bob", r);
+        }
+    }
+}
+
+/// Key shares (`key_share`, what `-keygen` times): for each key agreement, two fresh shares
+/// have public keys of the algorithm's form that differ and derive the same secret with each
+/// other; a third share derives with every partner's key (RFC 7748's Bob, the fixed P-256
+/// peer, a generated FFDH key) the secret that partner derives after validating the share's
+/// public key; a bad peer key (all-zero X25519, a point off the curve, the FFDH key 1) is
+/// refused. Where the library lacks it, it says why.
+pub(crate) fn key_shares(subjects: &[&dyn Backend], partners: &[&dyn Backend], l: &mut Ledger) {
+    for &b in subjects {
+        let who = name(b);
+        for alg in KxAlg::ALL {
+            let cap = Cap::KeyShare(alg);
+            let (Some(x), Some(y), Some(z)) = (
+                l.have(b, cap, b.key_share(alg)),
+                l.have(b, cap, b.key_share(alg)),
+                l.have(b, cap, b.key_share(alg)),
+            ) else {
+                continue;
+            };
+            let (px, py) = (x.public_key().to_vec(), y.public_key().to_vec());
+            let form = match alg {
+                KxAlg::X25519 => ensure(px.len() == 32, format!("public key is {} bytes", px.len())),
+                KxAlg::EcdhP256 => ensure(px.len() == 65 && px[0] == 4, format!("public key is {} bytes, not an uncompressed point", px.len())),
+                KxAlg::Ffdh2048 => ensure(px.len() == 256, format!("public key is {} bytes", px.len())),
+            };
+            let r = form.and_then(|()| {
+                ensure(px != py, "two generated key pairs are the same")?;
+                let s = x.derive(&py).map_err(|e| e.to_string())?;
+                same("X·Y vs Y·X", &s, &y.derive(&px).map_err(|e| e.to_string())?)
+            });
+            l.check(who, format!("{} key shares", alg.name()), r);
+            let bad = match alg {
+                KxAlg::X25519 => vec![0; 32],
+                KxAlg::EcdhP256 => flipped(keys::ECDH_P256_PEER.public, 40),
+                KxAlg::Ffdh2048 => {
+                    let mut one = vec![0; 256];
+                    one[255] = 1;
+                    one
+                }
+            };
+            l.check(who, format!("{}: a share refuses a bad peer key", alg.name()), ensure(z.derive(&bad).is_err(), "accepted"));
+            for &p in partners.iter().filter(|p| name(**p) != who) {
+                let Ok(mut theirs) = kat::fixed_peer(p, alg) else { continue };
+                let Ok(share) = b.key_share(alg) else { continue };
+                let r = (|| {
+                    let t = theirs.derive_validated(share.public_key()).map_err(|e| format!("refused our share: {e}"))?;
+                    same("secrets of both sides", &share.derive(&theirs.public_key()).map_err(|e| e.to_string())?, &t)
+                })();
+                l.check_pair(who, name(p), format!("{} key share", alg.name()), r);
+            }
         }
     }
 }
@@ -1195,7 +1285,20 @@ fn key_agreements_conform() {
 #[test]
 fn key_agreements_interoperate() {
     run("agreement interop", agreement_interop, |n| {
-        peers_with(n, Cap::Agree(KxAlg::X25519)) * 2 + peers_with(n, Cap::Agree(KxAlg::EcdhP256))
+        peers_with(n, Cap::Agree(KxAlg::X25519)) * 2
+            + peers_with(n, Cap::Agree(KxAlg::EcdhP256))
+            + peers_with(n, Cap::Agree(KxAlg::Ffdh2048))
+    });
+}
+
+#[test]
+fn key_shares_conform_and_interoperate() {
+    run("key shares", key_shares, |n| {
+        KxAlg::ALL
+            .into_iter()
+            .filter(|&k| supports(n, Cap::KeyShare(k)) == Some(true))
+            .map(|k| 2 + NAMES.iter().filter(|&&o| o != n && supports(o, Cap::Agree(k)) == Some(true)).count())
+            .sum()
     });
 }
 
@@ -1243,9 +1346,10 @@ fn every_operation_prepares_or_is_unsupported() {
         }
     }
     for b in &s {
-        // Of the 49 operations: OpenSSL lacks the 21 post-quantum ones (ML-DSA, ML-KEM, the
-        // hybrid); ring those and SHA3-256 and the 4 key agreements; RustCrypto FFDH.
-        let want = match name(&**b) { "ring" => 23, "openssl" => 28, "aws-lc" => 49, _ => 48 };
+        // Of the 53 operations: OpenSSL lacks the 21 post-quantum ones (ML-DSA, ML-KEM, the
+        // hybrid); ring those and SHA3-256 and the 6 key agreements but for the X25519 and
+        // P-256 key shares; RustCrypto the 3 FFDH ones.
+        let want = match name(&**b) { "ring" => 25, "openssl" => 32, "aws-lc" => 53, _ => 50 };
         assert_eq!(ran.get(name(&**b)).copied().unwrap_or(0), want, "{}: operations that ran", name(&**b));
     }
 }
@@ -1259,7 +1363,7 @@ fn every_operation_prepares_or_is_unsupported() {
 #[test]
 fn suite_functions_fail_on_broken_backends() {
     type Suite = fn(&[&dyn Backend], &[&dyn Backend], &mut Ledger);
-    let suites: [(&str, Suite); 15] = [
+    let suites: [(&str, Suite); 16] = [
         ("digests", digests),
         ("hmacs", hmacs),
         ("aeads", |s, _, l| aeads(s, l)),
@@ -1270,6 +1374,7 @@ fn suite_functions_fail_on_broken_backends() {
         ("signature interop", signature_interop),
         ("agreements", |s, _, l| agreements(s, l)),
         ("agreement interop", agreement_interop),
+        ("key shares", key_shares),
         ("KEM round trips", |s, _, l| kem_round_trips(s, l)),
         ("KEM interop", kem_interop),
         ("ML-DSA keys", ml_dsa_keys),
@@ -1296,6 +1401,7 @@ fn suite_functions_fail_on_broken_backends() {
         ("signature interop", signature_interop),
         ("agreements", |s, _, l| agreements(s, l)),
         ("agreement interop", agreement_interop),
+        ("key shares", key_shares),
         ("xts", |s, _, l| xts_ciphers(s, l)),
         ("xts interop", xts_interop),
     ] {

@@ -14,7 +14,10 @@ pub mod hybrid;
 pub mod mock;
 pub mod openssl;
 pub mod ring;
+mod ring_api;
 pub mod rustcrypto;
+#[cfg(test)]
+mod xts_bench;
 
 use crate::cpu::Capabilities;
 use crate::ops::keys::KeyPair;
@@ -67,32 +70,26 @@ pub trait Aead {
         -> Result<()>;
 }
 
-/// XTS-AES key size: AES-128 (a 32-byte XTS key: two AES-128 keys) or AES-256 (64 bytes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum XtsBits {
-    Aes128,
-    Aes256,
+/// XTS-AES key sizes are an operation parameter (`crate::ops`); re-exported here for the
+/// workloads that ask a backend for a sector cipher.
+pub use crate::ops::XtsBits;
+
+/// Refuse an AEAD key of the wrong length for `alg` ([`AeadAlg::key_len`]), with the same words
+/// in every backend (the libraries' own refusals differ, or are a bare "unspecified").
+pub fn check_aead_key(alg: AeadAlg, key: &[u8]) -> Result<()> {
+    if key.len() == alg.key_len() {
+        return Ok(());
+    }
+    Err(BackendError::Failed(format!("{} takes a {}-byte key, got {} bytes", alg.name(), alg.key_len(), key.len())))
 }
 
-impl XtsBits {
-    #[cfg(test)]
-    pub const ALL: [XtsBits; 2] = [XtsBits::Aes128, XtsBits::Aes256];
-
-    /// Bytes of the XTS key: Key1 ‖ Key2, two AES keys (32 or 64).
-    pub fn key_len(self) -> usize {
-        match self {
-            XtsBits::Aes128 => 32,
-            XtsBits::Aes256 => 64,
-        }
+/// Refuse an RSA key whose size is not the one the operation names (a wrong key would time the
+/// wrong thing without any error).
+pub fn check_rsa_bits(have: usize, want: u32) -> Result<()> {
+    if have == want as usize {
+        return Ok(());
     }
-
-    /// `AES-128-XTS` or `AES-256-XTS`.
-    pub fn name(self) -> &'static str {
-        match self {
-            XtsBits::Aes128 => "AES-128-XTS",
-            XtsBits::Aes256 => "AES-256-XTS",
-        }
-    }
+    Err(BackendError::Failed(format!("RSA key has {have} bits, expected {want}")))
 }
 
 /// The XTS tweak of a data unit: its sequence number (here the sector number) as a 16-byte
@@ -163,8 +160,55 @@ pub trait Agreement {
     /// Our public key, in the encoding of [`KeyPair::public`] (for FFDH: big-endian, the
     /// prime's length).
     fn public_key(&self) -> Vec<u8>;
-    /// Derive the shared secret with the peer's public key (same encoding).
+    /// Derive the shared secret with the peer's public key (same encoding). An implementation
+    /// may keep the peer's parsed and validated key between calls while the peer's bytes stay
+    /// the same (what `-derive` times: the derive alone, as `openssl speed` does).
     fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>>;
+    /// Derive as a fresh exchange does (`-derive-validated`): parse the peer's public key from
+    /// its bytes and validate it as the library's own key exchange does, on every call, keeping
+    /// nothing from an earlier one. The validation is the library's: for FFDH, NIST SP 800-56A
+    /// Rev. 3 §5.6.2.3.1's full check (2 ≤ y ≤ p − 2 and y^q = 1 mod p) in OpenSSL 3.0's
+    /// `EVP_PKEY_derive_set_peer`, the range check alone (2 ≤ y ≤ p − 2) in AWS-LC's
+    /// `DH_compute_key` for a group without q and in OpenSSL from 3.4 on for the named
+    /// safe-prime groups; for P-256, that the point is on the curve (OpenSSL also multiplies it
+    /// by the group order). The known-answer test finds out which and says so. Errors: `Failed`
+    /// for a peer key the validation refuses. The default calls [`Agreement::derive`], which is
+    /// right only for an implementation that keeps nothing between calls: one that does must
+    /// override it.
+    fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
+        self.derive(peer_public)
+    }
+    /// Bits of our private exponent (FFDH key pairs: at most
+    /// [`crate::ops::FFDH2048_PRIVATE_BITS`]), for the check that every backend draws the same
+    /// length; `None` where the length is fixed by the algorithm (X25519, ECDH).
+    fn private_bits(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// A fresh key pair for one key exchange (an ephemeral key share, as a TLS client or server or
+/// an IKE peer makes per exchange), its public key already encoded, used once.
+pub trait KeyShare {
+    /// Our public key, in the encoding of [`KeyPair::public`] (what is sent to the peer).
+    fn public_key(&self) -> &[u8];
+    /// Derive the shared secret with the peer's public key, consuming the key pair. Errors:
+    /// `Failed` for a peer key the library refuses.
+    fn derive(self: Box<Self>, peer_public: &[u8]) -> Result<Vec<u8>>;
+}
+
+/// A [`KeyShare`] made from a reusable [`Agreement`] (the default of [`Backend::key_share`]).
+struct AgreementShare {
+    agreement: Box<dyn Agreement>,
+    public: Vec<u8>,
+}
+
+impl KeyShare for AgreementShare {
+    fn public_key(&self) -> &[u8] {
+        &self.public
+    }
+    fn derive(mut self: Box<Self>, peer_public: &[u8]) -> Result<Vec<u8>> {
+        self.agreement.derive_validated(peer_public)
+    }
 }
 
 /// The decapsulating side of a KEM: a key pair generated by the backend (outside the timed
@@ -257,6 +301,15 @@ pub trait Backend: Send + Sync {
     /// lacks the agreement (or a reusable key pair for it), `Failed` on a bad key.
     fn agreement(&self, alg: KxAlg, _ours: Option<&KeyPair>) -> Result<Box<dyn Agreement>> {
         unsupported(format!("{} has no reusable {alg:?} key agreement", self.info().library))
+    }
+    /// A fresh key pair for one exchange, its public key encoded: what `x25519-keygen`,
+    /// `ecdh-p256-keygen` and `ffdh-2048-keygen` time. The default generates a reusable key pair
+    /// (`agreement(alg, None)`) and encodes its public key; a library with only single-use key
+    /// pairs (ring) overrides it. Errors: as [`Backend::agreement`].
+    fn key_share(&self, alg: KxAlg) -> Result<Box<dyn KeyShare>> {
+        let agreement = self.agreement(alg, None)?;
+        let public = agreement.public_key();
+        Ok(Box::new(AgreementShare { agreement, public }))
     }
     fn kem_keypair(&self, alg: KemAlg) -> Result<Box<dyn KemDecapsulator>> {
         unsupported(format!("{} has no {}", self.info().library, alg.display()))

@@ -34,12 +34,11 @@
 use std::ffi::{c_char, CString};
 use std::ptr;
 
-use openssl::bn::{BigNum, BigNumContext};
+use openssl::bn::BigNumContext;
 use openssl::cipher::Cipher;
 use openssl::cipher_ctx::CipherCtx;
-use openssl::dh::Dh;
 use openssl::error::ErrorStack;
-use openssl::ec::{EcGroup, EcKey, EcPoint, PointConversionForm};
+use openssl::ec::{EcGroup, EcKey, EcPoint};
 use openssl::md::Md;
 use openssl::md_ctx::MdCtx;
 use openssl::nid::Nid;
@@ -50,10 +49,12 @@ use openssl::sign::RsaPssSaltlen;
 use openssl_sys as ffi;
 
 use super::{
-    check_xts_key, check_xts_unit, failed, xts_tweak, Aead, Agreement, Backend, BackendError,
+    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, xts_tweak, Aead, Agreement, Backend, BackendError,
     Digest, LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::cpu::{CapVector, Capabilities};
+
+mod kx;
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KxAlg, RsaPadding, SigAlg};
 
@@ -88,14 +89,7 @@ impl Backend for OpenSsl {
     }
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
-        if key.len() != alg.key_len() {
-            return Err(BackendError::Failed(format!(
-                "{} takes a {}-byte key, got {} bytes",
-                alg.name(),
-                alg.key_len(),
-                key.len()
-            )));
-        }
+        check_aead_key(alg, key)?;
         let name = match alg {
             AeadAlg::Aes128Gcm => "AES-128-GCM",
             AeadAlg::Aes256Gcm => "AES-256-GCM",
@@ -154,7 +148,7 @@ impl Backend for OpenSsl {
                 padding,
             } => {
                 let pkey = private_key_from_der(key.private_pkcs8)?;
-                check_rsa_bits(pkey.bits(), bits)?;
+                check_rsa_bits(pkey.bits() as usize, bits)?;
                 let mut ctx = PkeyCtx::new(&pkey).map_err(failed)?;
                 ctx.sign_init().map_err(failed)?;
                 let md = fetch_md(digest)?;
@@ -190,7 +184,7 @@ impl Backend for OpenSsl {
             } => {
                 let rsa = Rsa::public_key_from_der_pkcs1(public).map_err(failed)?;
                 let pkey = PKey::from_rsa(rsa).map_err(failed)?;
-                check_rsa_bits(pkey.bits(), bits)?;
+                check_rsa_bits(pkey.bits() as usize, bits)?;
                 let mut ctx = PkeyCtx::new(&pkey).map_err(failed)?;
                 ctx.verify_init().map_err(failed)?;
                 let md = fetch_md(digest)?;
@@ -210,65 +204,9 @@ impl Backend for OpenSsl {
     }
 
     fn agreement(&self, alg: KxAlg, ours: Option<&KeyPair>) -> Result<Box<dyn Agreement>> {
-        match alg {
-            KxAlg::X25519 => {
-                let pkey = match ours {
-                    Some(ours) => PKey::private_key_from_raw_bytes(ours.private_raw, Id::X25519)
-                        .map_err(failed)?,
-                    // A fresh key pair (`x25519-keygen`).
-                    None => PKey::generate_x25519().map_err(failed)?,
-                };
-                let public = pkey.raw_public_key().map_err(failed)?;
-                Ok(Box::new(OsslAgreement::new(pkey, public, PeerKind::X25519)))
-            }
-            KxAlg::EcdhP256 => {
-                let pkey = match ours {
-                    Some(ours) => private_key_from_der(ours.private_pkcs8)?,
-                    // A fresh key pair (an ephemeral ECDH share, e.g. IKE's KE payload).
-                    None => {
-                        let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).map_err(failed)?;
-                        PKey::from_ec_key(EcKey::generate(&group).map_err(failed)?).map_err(failed)?
-                    }
-                };
-                let ec = pkey.ec_key().map_err(failed)?;
-                check_curve(
-                    ec.group(),
-                    SigAlg::EcdsaP256 {
-                        digest: DigestAlg::Sha256,
-                    },
-                )?;
-                let mut bn_ctx = BigNumContext::new().map_err(failed)?;
-                let public = ec
-                    .public_key()
-                    .to_bytes(ec.group(), PointConversionForm::UNCOMPRESSED, &mut bn_ctx)
-                    .map_err(failed)?;
-                let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).map_err(failed)?;
-                Ok(Box::new(OsslAgreement::new(
-                    pkey,
-                    public,
-                    PeerKind::EcP256(group),
-                )))
-            }
-            KxAlg::Ffdh2048 => {
-                // The backend generates our key pair; a key passed in is not used.
-                let dh = modp2048()?.generate_key().map_err(failed)?;
-                let public = dh
-                    .public_key()
-                    .to_vec_padded(FFDH2048_LEN as i32)
-                    .map_err(failed)?;
-                let pkey = PKey::from_dh(dh).map_err(failed)?;
-                Ok(Box::new(OsslAgreement::new(
-                    pkey,
-                    public,
-                    PeerKind::Ffdh2048,
-                )))
-            }
-        }
+        kx::agreement(alg, ours)
     }
 }
-
-/// Byte length of the RFC 3526 group 14 prime, hence of FFDH-2048 public keys and secrets.
-const FFDH2048_LEN: usize = 256;
 
 extern "C" {
     /// `const char *OPENSSL_info(int type)` (OpenSSL >= 3.0, crypto.h); not bound by openssl-sys.
@@ -276,57 +214,6 @@ extern "C" {
 }
 /// `OPENSSL_INFO_CPU_SETTINGS` from crypto.h.
 const OPENSSL_INFO_CPU_SETTINGS: std::ffi::c_int = 1008;
-
-/// In the FIPS worker: load OpenSSL's FIPS provider (and the base provider, for key encoders)
-/// into the default library context and make `fips=yes` the default property query, once per
-/// process, so every algorithm the backend fetches comes from the FIPS provider. `Err` says
-/// why not: the provider is not installed on this host (Debian's OpenSSL ships none) or failed
-/// its self-tests. The providers stay loaded for the life of the process.
-#[cfg(feature = "fips")]
-pub fn fips_provider() -> &'static std::result::Result<(), String> {
-    static ONCE: std::sync::OnceLock<std::result::Result<(), String>> = std::sync::OnceLock::new();
-    ONCE.get_or_init(|| {
-        openssl::init();
-        // SAFETY: plain library calls on the default (NULL) library context; the returned
-        // provider handles are deliberately never unloaded.
-        unsafe {
-            if ffi::OSSL_PROVIDER_load(ptr::null_mut(), c"fips".as_ptr()).is_null() {
-                let errors = ErrorStack::get();
-                // A failed explicit load leaves OpenSSL without its implicit default provider;
-                // load it, so OpenSSL still serves as a cross-check reference for the FIPS
-                // module's results (its own cells are refused with the reason below).
-                ffi::OSSL_PROVIDER_load(ptr::null_mut(), c"default".as_ptr());
-                let _ = ErrorStack::get();
-                // Where OpenSSL looks for providers: $OPENSSL_MODULES, else its build-time
-                // OPENSSL_MODULES_DIR (OpenSSL_version type 8, include/openssl/crypto.h).
-                let dir = std::env::var("OPENSSL_MODULES").unwrap_or_else(|_| {
-                    std::ffi::CStr::from_ptr(ffi::OpenSSL_version(8)).to_string_lossy().into_owned()
-                });
-                let dir = dir.strip_prefix("MODULESDIR: ").unwrap_or(&dir).trim_matches('"').to_string();
-                let file = std::path::Path::new(&dir).join("fips.so");
-                return Err(if file.exists() {
-                    let first = errors.errors().first().and_then(|e| e.reason()).unwrap_or("unknown error");
-                    format!("OpenSSL's FIPS provider {} failed to load ({first}): OpenSSL cannot run in FIPS mode here", file.display())
-                } else {
-                    format!(
-                        "OpenSSL's FIPS provider is not installed on this host (no {}; Debian's OpenSSL \
-                         ships none): OpenSSL cannot run in FIPS mode here",
-                        file.display()
-                    )
-                });
-            }
-            if ffi::OSSL_PROVIDER_load(ptr::null_mut(), c"base".as_ptr()).is_null()
-                || ffi::EVP_default_properties_enable_fips(ptr::null_mut(), 1) != 1
-            {
-                return Err(format!(
-                    "OpenSSL's FIPS provider loaded but FIPS properties could not be set: {}",
-                    ErrorStack::get()
-                ));
-            }
-        }
-        Ok(())
-    })
-}
 
 /// The capability vector this process's libcrypto uses. OpenSSL 3.0 does not export
 /// `OPENSSL_ia32cap_P`, but `OPENSSL_info(OPENSSL_INFO_CPU_SETTINGS)` formats it, in process,
@@ -383,18 +270,6 @@ fn no_ml_dsa(level: crate::ops::MlDsaLevel) -> String {
     )
 }
 
-/// Refuse a key whose size is not the one the algorithm names (a wrong key would time the wrong
-/// thing without any error).
-fn check_rsa_bits(have: u32, want: u32) -> Result<()> {
-    if have == want {
-        Ok(())
-    } else {
-        Err(BackendError::Failed(format!(
-            "RSA key has {have} bits, expected {want}"
-        )))
-    }
-}
-
 /// The OpenSSL curve of an ECDSA scheme.
 fn curve_nid(alg: SigAlg) -> Nid {
     match alg {
@@ -419,13 +294,6 @@ fn ec_public_key(group: &EcGroup, sec1: &[u8]) -> Result<EcKey<Public>> {
     let mut bn_ctx = BigNumContext::new().map_err(failed)?;
     let point = EcPoint::from_bytes(group, sec1, &mut bn_ctx).map_err(failed)?;
     EcKey::from_public_key(group, &point).map_err(failed)
-}
-
-/// The RFC 3526 group 14 parameters (2048-bit MODP prime, generator 2).
-fn modp2048() -> Result<Dh<openssl::pkey::Params>> {
-    let p = BigNum::get_rfc3526_prime_2048().map_err(failed)?;
-    let g = BigNum::from_u32(2).map_err(failed)?;
-    Dh::from_pqg(p, None, g).map_err(failed)
 }
 
 /// Set RSA padding (and for PSS: MGF1 with the same digest, salt length = digest length) and
@@ -803,96 +671,6 @@ impl Verifier for OsslEd25519Verifier {
             }
             Err(_) => Ok(false),
         }
-    }
-}
-
-/// How to parse a peer's public key for an [`OsslAgreement`].
-enum PeerKind {
-    X25519,
-    EcP256(EcGroup),
-    Ffdh2048,
-}
-
-/// Our private key, and a derivation context for the last peer key seen: the peer's key is
-/// parsed (and checked) only when it changes, so repeated derivations with one peer time
-/// `EVP_PKEY_derive` alone, as `openssl speed ecdh` does.
-struct OsslAgreement {
-    ours: PKey<Private>,
-    public: Vec<u8>,
-    kind: PeerKind,
-    peer: Option<(Vec<u8>, PkeyCtx<Private>)>,
-    out_len: usize,
-}
-
-impl OsslAgreement {
-    fn new(ours: PKey<Private>, public: Vec<u8>, kind: PeerKind) -> Self {
-        let out_len = match kind {
-            PeerKind::X25519 => 32,
-            PeerKind::EcP256(_) => 32,
-            PeerKind::Ffdh2048 => FFDH2048_LEN,
-        };
-        OsslAgreement {
-            ours,
-            public,
-            kind,
-            peer: None,
-            out_len,
-        }
-    }
-
-    /// A derivation context with `peer_public` set as the peer.
-    fn context_for(&self, peer_public: &[u8]) -> Result<PkeyCtx<Private>> {
-        let peer: PKey<Public> = match &self.kind {
-            PeerKind::X25519 => {
-                PKey::public_key_from_raw_bytes(peer_public, Id::X25519).map_err(failed)?
-            }
-            PeerKind::EcP256(group) => {
-                PKey::from_ec_key(ec_public_key(group, peer_public)?).map_err(failed)?
-            }
-            PeerKind::Ffdh2048 => {
-                if peer_public.len() != FFDH2048_LEN {
-                    return Err(BackendError::Failed(format!(
-                        "FFDH-2048 public key must be {FFDH2048_LEN} bytes, got {}",
-                        peer_public.len()
-                    )));
-                }
-                let y = BigNum::from_slice(peer_public).map_err(failed)?;
-                let dh = modp2048()?.set_public_key(y).map_err(failed)?;
-                PKey::from_dh(dh).map_err(failed)?
-            }
-        };
-        let mut ctx = PkeyCtx::new(&self.ours).map_err(failed)?;
-        ctx.derive_init().map_err(failed)?;
-        ctx.derive_set_peer(&peer).map_err(failed)?;
-        Ok(ctx)
-    }
-}
-
-impl Agreement for OsslAgreement {
-    fn public_key(&self) -> Vec<u8> {
-        self.public.clone()
-    }
-
-    fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        if self
-            .peer
-            .as_ref()
-            .is_none_or(|(bytes, _)| bytes.as_slice() != peer_public)
-        {
-            self.peer = None;
-            let ctx = self.context_for(peer_public)?;
-            self.peer = Some((peer_public.to_vec(), ctx));
-        }
-        let (_, ctx) = self.peer.as_mut().expect("set just above");
-        let mut secret = vec![0; self.out_len];
-        let n = ctx.derive(Some(&mut secret)).map_err(failed)?;
-        if n < self.out_len {
-            // FFDH: OpenSSL strips leading zero bytes; the secret is the prime's length,
-            // big-endian (RFC 8446 §7.4.1), so put them back.
-            secret.copy_within(..n, self.out_len - n);
-            secret[..self.out_len - n].fill(0);
-        }
-        Ok(secret)
     }
 }
 

@@ -24,22 +24,25 @@
 //!   P-256 and P-384 each with SHA-256 or SHA-384, and nothing with SHA-1 or SHA-512;
 //! - key agreement: ring's `agreement` API has only `EphemeralPrivateKey`, consumed by the one
 //!   `agree_ephemeral` it allows, so there is no fixed key whose derive could be timed on its
-//!   own; FFDH does not exist in ring at all;
+//!   own; FFDH does not exist in ring at all. Its ephemeral key pairs are what a key share is,
+//!   so `x25519-keygen` and `ecdh-p256-keygen` run on ring (`Backend::key_share`);
 //! - ML-KEM, X25519MLKEM768 and ML-DSA: ring has none (the trait's default says so for KEMs);
 //! - AES-XTS (the `storage` workload's sector encryption): ring has none; its AES-256-GCM
 //!   serves the `aes-256-gcm` storage scheme.
 
-use ring::aead::{self, Aad, LessSafeKey, Nonce, UnboundKey};
+use ring::aead::{self, LessSafeKey, UnboundKey};
 use ring::rand::SystemRandom;
 use ring::signature::{
     self, EcdsaKeyPair, EcdsaSigningAlgorithm, Ed25519KeyPair, RsaEncoding, RsaKeyPair,
     UnparsedPublicKey, VerificationAlgorithm,
 };
-use ring::{digest, hmac};
+use ring::{agreement, digest, hmac};
+
+super::ring_api::ring_api!(ring);
 
 use super::{
-    failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, LibraryInfo, Mac, Result,
-    Signer, Verifier,
+    check_aead_key, check_rsa_bits, failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KeyShare, LibraryInfo, Mac,
+    Result, Signer, Verifier,
 };
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KxAlg, RsaPadding, SigAlg};
@@ -69,7 +72,7 @@ impl Backend for Ring {
             DigestAlg::Sha512 => &digest::SHA512,
             DigestAlg::Sha3_256 => return unsupported("ring has no SHA3-256"),
         };
-        Ok(Box::new(RingDigest(alg)))
+        Ok(Box::new(ring_api::Digest(alg)))
     }
 
     fn hmac(&self, alg: DigestAlg, key: &[u8]) -> Result<Box<dyn Mac>> {
@@ -80,7 +83,7 @@ impl Backend for Ring {
             DigestAlg::Sha512 => hmac::HMAC_SHA512,
             DigestAlg::Sha3_256 => return unsupported("ring has no HMAC-SHA3-256 (no SHA-3)"),
         };
-        Ok(Box::new(RingHmac(hmac::Key::new(alg, key))))
+        Ok(Box::new(ring_api::Hmac(hmac::Key::new(alg, key))))
     }
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
@@ -99,15 +102,10 @@ impl Backend for Ring {
                 AeadAlg::TAG_LEN
             )));
         }
-        let key = UnboundKey::new(ring_alg, key).map_err(|_| {
-            BackendError::Failed(format!(
-                "{} takes a {}-byte key, got {} bytes",
-                alg.name(),
-                alg.key_len(),
-                key.len()
-            ))
-        })?;
-        Ok(Box::new(RingAead(LessSafeKey::new(key))))
+        check_aead_key(alg, key)?;
+        let key = UnboundKey::new(ring_alg, key)
+            .map_err(|_| BackendError::Failed(format!("ring refused the {} key", alg.name())))?;
+        Ok(Box::new(ring_api::Aead(LessSafeKey::new(key))))
     }
 
     fn xts(&self, _: super::XtsBits, _: &[u8]) -> Result<Box<dyn super::SectorCipher>> {
@@ -140,8 +138,9 @@ impl Backend for Ring {
                 };
                 let key = RsaKeyPair::from_pkcs8(key.private_pkcs8)
                     .map_err(|e| failed(format!("ring rejected the RSA private key: {e}")))?;
-                check_rsa_bits(key.public().modulus_len() * 8, bits)?;
-                Ok(Box::new(RsaSigner { key, encoding, rng }))
+                let sig_len = key.public().modulus_len();
+                check_rsa_bits(sig_len * 8, bits)?;
+                Ok(Box::new(ring_api::RsaSigner { key, encoding, rng, sig_len }))
             }
             SigAlg::EcdsaP256 { digest } => {
                 let alg = match digest {
@@ -168,7 +167,7 @@ impl Backend for Ring {
             SigAlg::Ed25519 => {
                 let key = Ed25519KeyPair::from_seed_and_public_key(key.private_raw, key.public)
                     .map_err(|e| failed(format!("ring rejected the Ed25519 key pair: {e}")))?;
-                Ok(Box::new(Ed25519Signer(key)))
+                Ok(Box::new(ring_api::Ed25519Signer(key)))
             }
             SigAlg::MlDsa(level) => unsupported(format!("ring has no {} (no ML-DSA)", level.name())),
         }
@@ -257,22 +256,46 @@ impl Backend for Ring {
         match alg {
             KxAlg::X25519 | KxAlg::EcdhP256 => unsupported(
                 "ring has only ephemeral (single-use) key agreement: no reusable key pair, so \
-                 neither a fixed-key derive nor a reusable generated key (x25519-keygen) can be \
-                 timed",
+                 no fixed-key derive can be timed (its key shares are: x25519-keygen, \
+                 ecdh-p256-keygen)",
             ),
             KxAlg::Ffdh2048 => unsupported("ring has no FFDH (finite-field Diffie-Hellman)"),
         }
     }
+
+    fn key_share(&self, alg: KxAlg) -> Result<Box<dyn KeyShare>> {
+        let algorithm = match alg {
+            KxAlg::X25519 => &agreement::X25519,
+            KxAlg::EcdhP256 => &agreement::ECDH_P256,
+            KxAlg::Ffdh2048 => return unsupported("ring has no FFDH (finite-field Diffie-Hellman)"),
+        };
+        let key = agreement::EphemeralPrivateKey::generate(algorithm, &SystemRandom::new())
+            .map_err(|_| BackendError::Failed("ring could not generate a key pair".into()))?;
+        let public = key
+            .compute_public_key()
+            .map_err(|_| BackendError::Failed("ring could not compute the public key".into()))?
+            .as_ref()
+            .to_vec();
+        Ok(Box::new(RingShare { key, algorithm, public }))
+    }
 }
 
-/// Refuse a key whose size is not the one the algorithm names.
-fn check_rsa_bits(have: usize, want: u32) -> Result<()> {
-    if have == want as usize {
-        Ok(())
-    } else {
-        Err(BackendError::Failed(format!(
-            "RSA key has {have} bits, expected {want}"
-        )))
+/// A ring ephemeral key pair: X25519 (32-byte public key) or P-256 (SEC1 uncompressed point),
+/// consumed by its one `agree_ephemeral`, which parses and checks the peer's key.
+struct RingShare {
+    key: agreement::EphemeralPrivateKey,
+    algorithm: &'static agreement::Algorithm,
+    public: Vec<u8>,
+}
+
+impl KeyShare for RingShare {
+    fn public_key(&self) -> &[u8] {
+        &self.public
+    }
+    fn derive(self: Box<Self>, peer_public: &[u8]) -> Result<Vec<u8>> {
+        let peer = agreement::UnparsedPublicKey::new(self.algorithm, peer_public);
+        agreement::agree_ephemeral(self.key, &peer, |secret| secret.to_vec())
+            .map_err(|_| BackendError::Failed("ring refused the peer's public key".into()))
     }
 }
 
@@ -340,126 +363,7 @@ fn ecdsa_signer(
             "ring rejected the {curve} private key (PKCS#8): {e}"
         ))
     })?;
-    Ok(Box::new(EcdsaSigner { key, rng }))
-}
-
-/// A hash: ring's one-shot digest.
-struct RingDigest(&'static digest::Algorithm);
-
-impl Digest for RingDigest {
-    fn digest(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        out.clear();
-        out.extend_from_slice(digest::digest(self.0, data).as_ref());
-        Ok(())
-    }
-}
-
-/// HMAC with the key prepared once (inner and outer states precomputed).
-struct RingHmac(hmac::Key);
-
-impl Mac for RingHmac {
-    fn mac(&mut self, data: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        out.clear();
-        out.extend_from_slice(hmac::sign(&self.0, data).as_ref());
-        Ok(())
-    }
-}
-
-/// An AEAD with its key expanded, working in place in the caller's buffer.
-struct RingAead(LessSafeKey);
-
-impl Aead for RingAead {
-    fn seal(
-        &mut self,
-        nonce: &[u8; 12],
-        aad: &[u8],
-        plaintext: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        out.clear();
-        out.extend_from_slice(plaintext);
-        self.0
-            .seal_in_place_append_tag(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), out)
-            .map_err(|_| {
-                out.clear();
-                BackendError::Failed("ring refused to seal (message too long?)".into())
-            })
-    }
-
-    fn open(
-        &mut self,
-        nonce: &[u8; 12],
-        aad: &[u8],
-        sealed: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        out.clear();
-        if sealed.len() < AeadAlg::TAG_LEN {
-            return Err(BackendError::Failed(
-                "sealed message is shorter than the tag".into(),
-            ));
-        }
-        out.extend_from_slice(sealed);
-        let opened = self
-            .0
-            .open_in_place(Nonce::assume_unique_for_key(*nonce), Aad::from(aad), out)
-            .map(|plaintext| plaintext.len());
-        match opened {
-            Ok(len) => {
-                out.truncate(len);
-                Ok(())
-            }
-            Err(_) => {
-                out.clear();
-                Err(BackendError::Failed(
-                    "authentication failed (tag mismatch)".into(),
-                ))
-            }
-        }
-    }
-}
-
-/// RSA signing with a parsed key pair; `rng` salts PSS (PKCS#1 v1.5 does not use it).
-struct RsaSigner {
-    key: RsaKeyPair,
-    encoding: &'static dyn RsaEncoding,
-    rng: SystemRandom,
-}
-
-impl Signer for RsaSigner {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        let mut sig = vec![0; self.key.public().modulus_len()];
-        self.key
-            .sign(self.encoding, &self.rng, msg, &mut sig)
-            .map_err(|_| BackendError::Failed("ring's RSA signing failed".into()))?;
-        Ok(sig)
-    }
-}
-
-/// ECDSA signing with a parsed key pair; signatures are DER `Ecdsa-Sig-Value`, nonces random
-/// (hedged with the key and the message hash, as ring does).
-struct EcdsaSigner {
-    key: EcdsaKeyPair,
-    rng: SystemRandom,
-}
-
-impl Signer for EcdsaSigner {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        let sig = self
-            .key
-            .sign(&self.rng, msg)
-            .map_err(|_| BackendError::Failed("ring's ECDSA signing failed".into()))?;
-        Ok(sig.as_ref().to_vec())
-    }
-}
-
-/// Ed25519 signing with the key pair expanded once.
-struct Ed25519Signer(Ed25519KeyPair);
-
-impl Signer for Ed25519Signer {
-    fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        Ok(self.0.sign(msg).as_ref().to_vec())
-    }
+    Ok(Box::new(ring_api::EcdsaSigner { key, rng }))
 }
 
 /// Verification through `UnparsedPublicKey`; ring reports every failure (bad encoding,

@@ -22,7 +22,7 @@ use hmac::digest::{Digest as HashFn, FixedOutputReset};
 use rand_core::OsRng;
 
 use super::{
-    check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
     LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
@@ -130,14 +130,8 @@ impl Backend for RustCrypto {
 
     fn aead(&self, alg: AeadAlg, key: &[u8]) -> Result<Box<dyn Aead>> {
         use aes_gcm::aead::KeyInit;
-        let bad_key = |_| {
-            BackendError::Failed(format!(
-                "{} takes a {}-byte key, got {} bytes",
-                alg.name(),
-                alg.key_len(),
-                key.len()
-            ))
-        };
+        check_aead_key(alg, key)?;
+        let bad_key = |_| BackendError::Failed(format!("RustCrypto refused the {} key", alg.name()));
         Ok(match alg {
             AeadAlg::Aes128Gcm => Box::new(RcAead(
                 aes_gcm::Aes128Gcm::new_from_slice(key).map_err(bad_key)?,
@@ -419,17 +413,6 @@ fn rsa_private_key(der: &[u8], bits: u32) -> Result<rsa::RsaPrivateKey> {
     Ok(key)
 }
 
-/// Refuse a key whose size is not the one the algorithm names.
-fn check_rsa_bits(have: usize, want: u32) -> Result<()> {
-    if have == want as usize {
-        Ok(())
-    } else {
-        Err(BackendError::Failed(format!(
-            "RSA key has {have} bits, expected {want}"
-        )))
-    }
-}
-
 /// Parse a P-256 private key from PKCS#8 DER.
 fn ec_secret_p256(der: &[u8]) -> Result<p256::SecretKey> {
     use p256::pkcs8::DecodePrivateKey;
@@ -707,6 +690,11 @@ impl Agreement for EcdhP256Agreement {
         let (_, peer) = self.peer.as_ref().expect("set just above");
         let shared = p256::ecdh::diffie_hellman(self.secret.to_nonzero_scalar(), peer.as_affine());
         Ok(shared.raw_secret_bytes().to_vec())
+    }
+
+    fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
+        self.peer = None;
+        self.derive(peer_public)
     }
 }
 

@@ -117,12 +117,12 @@ fn xts_pt512() -> String {
 /// vector is reproduced here by every backend that has the key size (OpenSSL, AWS-LC for
 /// XTS-AES-256, RustCrypto's xts-mode: `backends::conformance`), three independent
 /// implementations.
-pub fn xts(bits: crate::backends::XtsBits) -> (Vec<XtsVector>, &'static str) {
+pub fn xts(bits: crate::ops::XtsBits) -> (Vec<XtsVector>, &'static str) {
     // The strings live for the process: the vectors are built once per key size.
     static PT512: OnceLock<String> = OnceLock::new();
     let pt512: &'static str = PT512.get_or_init(xts_pt512);
     match bits {
-        crate::backends::XtsBits::Aes128 => (
+        crate::ops::XtsBits::Aes128 => (
             vec![
                 XtsVector {
                     key: "1111111111111111111111111111111122222222222222222222222222222222",
@@ -160,7 +160,7 @@ pub fn xts(bits: crate::backends::XtsBits) -> (Vec<XtsVector>, &'static str) {
             ],
             "IEEE Std 1619-2007 Annex B, XTS-AES-128 vectors 2, 3 and 4",
         ),
-        crate::backends::XtsBits::Aes256 => (
+        crate::ops::XtsBits::Aes256 => (
             vec![XtsVector {
                 key: "27182818284590452353602874713526624977572470936999595749669676273141592653589793238462643383279502884197169399375105820974944592",
                 sector: 0xff,
@@ -263,6 +263,19 @@ pub const ED25519_TEST1_SIG: Hex = "e5564300c360ac729086e2cc806e828a84877f1eb8e5
 /// RFC 7748 §6.1: the shared secret of Alice's private key and Bob's public key
 /// (`ops::keys::X25519_ALICE`, `X25519_BOB`).
 pub const X25519_SHARED: Hex = "4a5d9d5ba4ce2de1728e3bf480350f25e07e21c947d19e3376f09b3c1e161742";
+
+/// RFC 3526 §3, the 2048-bit MODP group (group 14): its prime p, big-endian; the generator is 2.
+/// Every backend's FFDH-2048 runs on this group (OpenSSL and AWS-LC build it from their own
+/// `BN_get_rfc3526_prime_2048`; the conformance suite checks the two equal this constant through
+/// the public keys they accept and refuse).
+pub const MODP2048_P: Hex = "ffffffffffffffffc90fdaa22168c234c4c6628b80dc1cd129024e088a67cc74\
+                             020bbea63b139b22514a08798e3404ddef9519b3cd3a431b302b0a6df25f1437\
+                             4fe1356d6d51c245e485b576625e7ec6f44c42e9a637ed6b0bff5cb6f406b7ed\
+                             ee386bfb5a899fa5ae9f24117c4b1fe649286651ece45b3dc2007cb8a163bf05\
+                             98da48361c55d39a69163fa8fd24cf5f83655d23dca3ad961c62f356208552bb\
+                             9ed529077096966d670c354e4abc9804f1746c08ca18217c32905e462e36ce3b\
+                             e39e772c180e86039b2783a2ec07a28fb5c55df06f4c52c9de2bcbf695581718\
+                             3995497cea956ae515d2261898fa051015728e5a8aacaa68ffffffffffffffff";
 
 /// NIST CAVP, ECC CDH Primitive (SP 800-56A) test vectors, `KAS_ECC_CDH_PrimitiveTest.txt`,
 /// curve P-256, COUNT = 0: the IUT's private key (also as PKCS#8 DER in `vectors/`, made from

@@ -107,23 +107,6 @@ impl Load {
             Load::Targets { .. } => 1,
         }
     }
-
-    /// The level as JSON: `kind` (`closed`/`open`), `concurrency` or `threads`, `rate_per_s`
-    /// (the pace or the arrival rate; null for an unpaced closed loop), `corrected` (whether
-    /// latency is measured from the intended start).
-    pub fn to_json(&self) -> serde_json::Value {
-        match *self {
-            Load::Closed { concurrency, pace_per_s } => serde_json::json!({
-                "kind": "closed", "concurrency": concurrency, "rate_per_s": pace_per_s, "corrected": false,
-            }),
-            Load::Open { rate_per_s, threads } => serde_json::json!({
-                "kind": "open", "threads": threads, "rate_per_s": rate_per_s, "corrected": true,
-            }),
-            Load::Targets { targets } => serde_json::json!({
-                "kind": "targets", "targets": targets, "rate_per_s": null, "corrected": false,
-            }),
-        }
-    }
 }
 
 /// What a level's window measured, beyond [`Measurement`].
@@ -478,7 +461,6 @@ mod tests {
     #[test]
     fn a_job_level_names_its_targets_and_is_no_time_window() {
         assert_eq!(Load::parse("targets:1000"), Ok(Load::Targets { targets: 1000 }));
-        assert_eq!(Load::Targets { targets: 7 }.to_json()["targets"], 7);
         for bad in ["targets:0", "targets:-3", "targets:many", "targets:100000"] {
             let e = Load::parse(bad).unwrap_err();
             assert!(e.contains(bad) && e.contains("targets:N"), "{bad}: {e}");

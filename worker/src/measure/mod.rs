@@ -53,7 +53,7 @@ pub struct Plan {
 }
 
 /// How operations were timed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Timing {
     /// Samples of `batch` operations, each recorded as `batch` values of t/batch.

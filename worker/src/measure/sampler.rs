@@ -13,8 +13,9 @@ use std::time::Duration;
 /// Time between samples: 100 ms.
 pub const INTERVAL: Duration = Duration::from_millis(100);
 
-/// One interval's CPU use.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+/// One interval's CPU use (sent by helper processes to the worker that started them, so it is
+/// read back too).
+#[derive(Clone, Debug, Serialize, serde::Deserialize, schemars::JsonSchema, PartialEq)]
 pub struct CpuSample {
     /// End of the interval, ms since the sampler started.
     pub t_ms: f64,

@@ -91,6 +91,34 @@ impl AeadAlg {
     pub const TAG_LEN: usize = 16;
 }
 
+/// XTS-AES key size: AES-128 (a 32-byte XTS key: two AES-128 keys) or AES-256 (64 bytes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum XtsBits {
+    Aes128,
+    Aes256,
+}
+
+impl XtsBits {
+    #[cfg(test)]
+    pub const ALL: [XtsBits; 2] = [XtsBits::Aes128, XtsBits::Aes256];
+
+    /// Bytes of the XTS key: Key1 ‖ Key2, two AES keys (32 or 64).
+    pub fn key_len(self) -> usize {
+        match self {
+            XtsBits::Aes128 => 32,
+            XtsBits::Aes256 => 64,
+        }
+    }
+
+    /// `AES-128-XTS` or `AES-256-XTS`.
+    pub fn name(self) -> &'static str {
+        match self {
+            XtsBits::Aes128 => "AES-128-XTS",
+            XtsBits::Aes256 => "AES-256-XTS",
+        }
+    }
+}
+
 /// RSA signature padding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -165,9 +193,39 @@ pub enum SigAlg {
 pub enum KxAlg {
     X25519,
     EcdhP256,
-    /// Finite-field DH over RFC 3526 MODP group 14 (2048-bit prime, generator 2).
+    /// Finite-field DH over RFC 3526 MODP group 14 (2048-bit prime, generator 2), with a
+    /// private exponent of [`FFDH2048_PRIVATE_BITS`] bits on every backend.
     Ffdh2048,
 }
+
+impl KxAlg {
+    pub const ALL: [KxAlg; 3] = [KxAlg::X25519, KxAlg::EcdhP256, KxAlg::Ffdh2048];
+
+    /// The prefix of the operation names: `x25519`, `ecdh-p256`, `ffdh-2048`.
+    pub fn name(self) -> &'static str {
+        match self {
+            KxAlg::X25519 => "x25519",
+            KxAlg::EcdhP256 => "ecdh-p256",
+            KxAlg::Ffdh2048 => "ffdh-2048",
+        }
+    }
+
+    /// Whether the public key has a validation beyond its encoding that a fresh exchange pays
+    /// (NIST SP 800-56A Rev. 3 §5.6.2.3: FFC and ECC public keys; X25519 has none, RFC 7748),
+    /// so that a `-derive-validated` operation exists for it.
+    pub fn has_public_key_validation(self) -> bool {
+        !matches!(self, KxAlg::X25519)
+    }
+}
+
+/// Bits of the private exponent of an FFDH-2048 key pair (drawn uniformly from
+/// [1, 2^225 − 1]), on every backend: the exponent length RFC 7919 Appendix A.1 gives for the
+/// 2048-bit group (at least 225 bits), which OpenSSL 3 uses by default for the RFC 3526 group
+/// of the same size, and within NIST SP 800-56A Rev. 3 §5.6.1.1.4 (2s ≤ N ≤ len(q), s = 112
+/// bits of security for a 2048-bit prime, so N ≥ 224). AWS-LC would otherwise draw a
+/// full-length (2047-bit) exponent, which costs about 7× as much per exponentiation: equal
+/// lengths make a cross-backend comparison compare implementations, not exponent lengths.
+pub const FFDH2048_PRIVATE_BITS: u32 = 225;
 
 /// Key-encapsulation mechanisms: ML-KEM (FIPS 203), and the hybrid TLS key exchange
 /// X25519MLKEM768 (draft-ietf-tls-ecdhe-mlkem) seen as a KEM, as TLS 1.3 sees every group:
@@ -238,11 +296,15 @@ impl KemAlg {
 }
 
 /// What a `-keygen` operation generates. Only key generation that happens per use in
-/// practice is offered: ephemeral X25519 and ML-KEM keys (a key share per TLS handshake) and,
-/// for comparison with RSA/ECDSA key generation costs, ML-DSA.
+/// practice is offered: ephemeral key-agreement key pairs (a key share per TLS handshake or
+/// IKE exchange: `x25519-keygen`, `ecdh-p256-keygen` — the secp256r1 share FIPS configurations
+/// use — and `ffdh-2048-keygen`), ML-KEM keys and, for comparison with RSA/ECDSA key generation
+/// costs, ML-DSA.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum KeyGenAlg {
-    X25519,
+    /// A fresh key pair of a key agreement with its public key encoded
+    /// (`backends::Backend::key_share`).
+    Kx(KxAlg),
     Kem(KemAlg),
     /// Always an ML-DSA family ([`SigFamily::MlDsa`]).
     Sig(SigFamily),
@@ -263,6 +325,12 @@ pub enum Op {
     Decaps(KemAlg),
     /// Key-pair generation: the only operations whose key generation is inside the timed loop.
     Keygen(KeyGenAlg),
+    /// A key agreement as a fresh exchange pays it (`-derive-validated`): the peer's public key
+    /// parsed from its bytes and validated as the library's key exchange validates it, on every
+    /// call, then the derive (`backends::Agreement::derive_validated`). `Derive` times the
+    /// derive alone, with the peer's key parsed and validated once before timing (as `openssl
+    /// speed` does). Only for algorithms with [`KxAlg::has_public_key_validation`].
+    DeriveValidated(KxAlg),
 }
 
 /// A signature scheme before its parameters (digest, padding) are applied.
@@ -312,8 +380,12 @@ pub const ALL_OPS: &[&str] = &[
     "ml-dsa-87-verify",
     "x25519-keygen",
     "x25519-derive",
+    "ecdh-p256-keygen",
     "ecdh-p256-derive",
+    "ecdh-p256-derive-validated",
+    "ffdh-2048-keygen",
     "ffdh-2048-derive",
+    "ffdh-2048-derive-validated",
     "ml-kem-512-keygen",
     "ml-kem-512-encaps",
     "ml-kem-512-decaps",
@@ -331,6 +403,12 @@ pub const ALL_OPS: &[&str] = &[
 impl Op {
     /// Parse a canonical name. `None` for an unknown name (the caller lists [`ALL_OPS`]).
     pub fn parse(name: &str) -> Option<Op> {
+        if let Some(kx) = name.strip_suffix("-derive-validated") {
+            return KxAlg::ALL
+                .into_iter()
+                .find(|k| k.name() == kx && k.has_public_key_validation())
+                .map(Op::DeriveValidated);
+        }
         if let Some(d) = DigestAlg::from_name(name) {
             return Some(Op::Digest(d));
         }
@@ -371,10 +449,10 @@ impl Op {
             };
         }
         match (family, verb) {
-            ("x25519", "keygen") => Some(Op::Keygen(KeyGenAlg::X25519)),
-            ("x25519", "derive") => Some(Op::Derive(KxAlg::X25519)),
-            ("ecdh-p256", "derive") => Some(Op::Derive(KxAlg::EcdhP256)),
-            ("ffdh-2048", "derive") => Some(Op::Derive(KxAlg::Ffdh2048)),
+            (kx, "keygen" | "derive") => {
+                let kx = KxAlg::ALL.into_iter().find(|k| k.name() == kx)?;
+                Some(if verb == "keygen" { Op::Keygen(KeyGenAlg::Kx(kx)) } else { Op::Derive(kx) })
+            }
             _ => None,
         }
     }
@@ -560,6 +638,14 @@ mod tests {
         assert_eq!(Op::parse("ml-kem-768-sign"), None);
         assert_eq!(Op::parse("ml-dsa-65-encaps"), None);
         assert_eq!(Op::parse("ed25519-keygen"), None);
+        assert_eq!(Op::parse("x25519-derive-validated"), None, "X25519 has no public-key validation");
+        assert_eq!(Op::parse("ffdh-2048-derive-validated"), Some(Op::DeriveValidated(KxAlg::Ffdh2048)));
+        assert_eq!(Op::parse("ecdh-p256-derive"), Some(Op::Derive(KxAlg::EcdhP256)));
+        // Every key agreement has its key share's generation, named as its derive is.
+        for kx in KxAlg::ALL {
+            assert_eq!(Op::parse(&format!("{}-keygen", kx.name())), Some(Op::Keygen(KeyGenAlg::Kx(kx))));
+            assert_eq!(Op::parse(&format!("{}-derive", kx.name())), Some(Op::Derive(kx)));
+        }
         assert_eq!(Op::parse("ml-dsa-66-sign"), None);
         assert_eq!(
             Op::parse("x25519mlkem768-encaps"),
@@ -582,7 +668,7 @@ mod tests {
         assert_eq!(Params::resolve(sign, &sized).unwrap().size_bytes, 4096);
         let digest = RawParams { digest: Some("sha256".into()), ..Default::default() };
         assert!(Params::resolve(sign, &digest).is_err());
-        for name in ["ml-kem-768-keygen", "ml-dsa-44-keygen", "x25519-keygen", "x25519mlkem768-decaps"] {
+        for name in ["ml-kem-768-keygen", "ml-dsa-44-keygen", "x25519-keygen", "ecdh-p256-keygen", "x25519mlkem768-decaps"] {
             let op = Op::parse(name).unwrap();
             assert!(!op.is_sized(), "{name}");
             assert!(Params::resolve(op, &sized).is_err(), "{name} has no message");

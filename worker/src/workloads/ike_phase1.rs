@@ -23,10 +23,17 @@
 //! generation and certificate parsing; this workload times the asymmetric operations, which
 //! dominate an IKE SA set-up.
 
+use super::base::{choice, number, object, text, Better, Common, Finish, LevelKind, Metric, Mode, Params, Sizing,
+                  TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use crate::measure::load::{run_load, TxnFn};
+use crate::measure::sampler::Sampler;
+use crate::result::{IkeResult, Measured, WorkloadDetail};
 use crate::backends::{self, Backend, BackendError, Signer, Verifier};
-use crate::kat::{self, CrossCheck, Validation};
+use crate::kat::{self, CrossCheck, KatStatus, Validation};
 use crate::measure::OpFn;
-use crate::ops::{keys, DigestAlg, KxAlg, Op, Params, RsaPadding, SigAlg, SigFamily};
+use crate::ops::{keys, DigestAlg, KxAlg, Op, RsaPadding, SigAlg, SigFamily};
+use serde_json::{json, Map, Value};
+use std::time::Duration;
 
 /// The Diffie-Hellman group of the exchange (IKEv2 transform type 4).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
@@ -96,15 +103,13 @@ pub const NAME: &str = "ike-phase1";
 pub const PARAMS: [&str; 3] = ["dh_group", "rsa_bits", "digest"];
 
 /// The values a parameter takes when not given.
-pub fn defaults() -> serde_json::Map<String, serde_json::Value> {
-    let v = serde_json::json!({"dh_group": "modp2048", "rsa_bits": 2048, "digest": "sha256", "load": "closed:1", "mode": "memory"});
-    v.as_object().cloned().unwrap_or_default()
+pub fn defaults() -> Map<String, Value> {
+    object(json!({"dh_group": "modp2048", "rsa_bits": 2048, "digest": "sha256", "load": "closed:1", "mode": "memory"}))
 }
 
 /// Check a request's `dh_group`, `rsa_bits` and `digest` (the common workload parameters are
-/// checked by `workloads::parse`). Errors: one line naming the parameter and its values.
-pub fn parse_params(params: &serde_json::Map<String, serde_json::Value>) -> Result<IkeParams, String> {
-    use super::{choice, number, text};
+/// checked against the spec first). Errors: one line naming the parameter and its values.
+pub fn parse_params(params: &Map<String, Value>) -> Result<IkeParams, String> {
     let groups: Vec<&str> = IkeGroup::ALL.iter().map(|g| g.name()).collect();
     let group = choice("dh_group", &text(params, "dh_group", "modp2048")?, IkeGroup::parse, &groups)?;
     let rsa_bits = number(params, "rsa_bits", 2048, 2048..=4096)? as u32;
@@ -114,6 +119,84 @@ pub fn parse_params(params: &serde_json::Map<String, serde_json::Value>) -> Resu
     let digests: Vec<&str> = DigestAlg::ALL.iter().map(|d| d.name()).collect();
     let digest = choice("digest", &text(params, "digest", "sha256")?, DigestAlg::from_name, &digests)?;
     Ok(IkeParams { group, rsa_bits, digest })
+}
+
+/// The `ike-phase1` workload: both sides' crypto in this process (there is no server process).
+pub struct IkePhase1;
+
+impl Workload for IkePhase1 {
+    type Request = IkeParams;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn spec(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            own_params: &PARAMS,
+            common_params: &COMMON_PARAMS,
+            param_values: vec![("dh_group", IkeGroup::ALL.iter().map(|g| g.name().to_string()).collect())],
+            defaults: defaults(),
+            required: &[],
+            job_kinds: None,
+            levels: &[LevelKind::Closed, LevelKind::Open],
+            bytes_per_tx_param: None,
+            modes: &[Mode::Memory],
+            default_mode: Mode::Memory,
+            server: false,
+            needs_dir: false,
+            file_bytes_param: None,
+            job: false,
+            calibration_load: None,
+            transaction: TransactionName { one: "exchange", many: "exchanges" },
+            sizing: Sizing::windowed(false),
+            metrics: vec![
+                Metric::new("ops_per_s", "tx/s", Better::Higher),
+                Metric::new("p50_ns", "ns", Better::Lower),
+                Metric::new("p99_ns", "ns", Better::Lower),
+                Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
+            ],
+        }
+    }
+
+    fn parse(&self, _: &str, params: &Params, _: &Common) -> Result<IkeParams, String> {
+        parse_params(params)
+    }
+
+    fn check(&self, p: &IkeParams, backend: &dyn Backend) -> Result<(), String> {
+        match prepare(backend, p) {
+            Err(BackendError::Unsupported(r)) => Err(r),
+            _ => Ok(()),
+        }
+    }
+
+    fn run(&self, p: &IkeParams, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
+        run(backend, p, &case.common, warmup, budget)
+    }
+}
+
+/// Validate the transaction's parts, then run it at the load level in this process.
+fn run(backend: &dyn Backend, p: &IkeParams, common: &Common, warmup: Duration, budget: Duration) -> Finish {
+    let validation = match validate(backend, p) {
+        Ok(v) => v,
+        Err(BackendError::Unsupported(r)) => return Finish::Unsupported(r, None),
+        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("validation could not run: {e}"), None),
+    };
+    if let Some(why) = validation.failure() {
+        return Finish::Invalid(why, Some(validation.into()));
+    }
+    let timeline = Sampler::start();
+    let measured = run_load(|| prepare(backend, p).map(|f| f as TxnFn), common.load, warmup, budget);
+    let client_timeline = timeline.stop();
+    match measured {
+        Ok(lm) => Finish::Ok(super::base::Outcome {
+            measured: Measured::of_load(&lm, 0),
+            validation: Some(validation.into()),
+            detail: WorkloadDetail::Ike(IkeResult { client_timeline }),
+        }),
+        Err(BackendError::Unsupported(r)) => Finish::Unsupported(r, Some(validation.into())),
+        Err(BackendError::Failed(e)) => Finish::Invalid(format!("transaction failed while measured: {e}"), Some(validation.into())),
+    }
 }
 
 /// Parameters of an `ike-phase1` transaction.
@@ -300,18 +383,18 @@ fn validate_against(backend: &dyn Backend, p: &IkeParams, others: &[Box<dyn Back
     let own = backend.info().backend;
     if !backends::NAMES.contains(&own) {
         return Ok(Validation {
-            kat: format!("not applicable ({own} is a scripted test backend)"),
+            kat: KatStatus::NotApplicable(format!("{own} is a scripted test backend")),
             kat_source: String::new(),
             cross_checks: vec![],
         });
     }
     let family = SigFamily::Rsa(p.rsa_bits);
-    let sig_params = Params {
+    let sig_params = crate::ops::Params {
         size_bytes: t.our_octets.len(),
         digest: Some(p.digest),
         padding: Some(RsaPadding::Pkcs1),
     };
-    let kx_params = Params { size_bytes: 0, digest: None, padding: None };
+    let kx_params = crate::ops::Params { size_bytes: 0, digest: None, padding: None };
     let parts = [
         (format!("rsa{}-sign", p.rsa_bits), Op::Sign(family), sig_params),
         (format!("rsa{}-verify", p.rsa_bits), Op::Verify(family), sig_params),
@@ -322,7 +405,7 @@ fn validate_against(backend: &dyn Backend, p: &IkeParams, others: &[Box<dyn Back
     let mut cross_checks = Vec::new();
     for (name, op, params) in parts {
         let v = kat::validate_against(backend, op, &params, others).map_err(|e| in_group(e, p.group))?;
-        if v.kat != "pass" && !v.kat.starts_with("not applicable") {
+        if v.kat.failed() {
             kats.push(format!("{name}: {}", v.kat));
         }
         sources.push(format!("{name}: {}", v.kat_source));
@@ -339,8 +422,8 @@ fn validate_against(backend: &dyn Backend, p: &IkeParams, others: &[Box<dyn Back
     }
     Ok(Validation {
         kat: match kats.is_empty() {
-            true => "pass".into(),
-            false => format!("fail: {}", kats.join("; ")),
+            true => KatStatus::Pass,
+            false => KatStatus::Fail(kats.join("; ")),
         },
         kat_source: sources.join("; "),
         cross_checks,
@@ -510,7 +593,7 @@ mod tests {
             }
         }
         let mock = backends::by_name("mock").unwrap();
-        assert!(validate(&*mock, &params(IkeGroup::X25519)).unwrap().kat.starts_with("not applicable"));
+        assert!(validate(&*mock, &params(IkeGroup::X25519)).unwrap().kat.to_string().starts_with("not applicable"));
     }
 
     /// For each group, the secret of an OpenSSL transaction equals the other side's computation

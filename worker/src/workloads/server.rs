@@ -13,42 +13,20 @@
 //! Keys stay in the server process's memory; nothing is written to disk. The listener binds the
 //! request's address, loopback unless the request named another.
 
-use super::{Common, Stall};
+use super::base::{pin_to, Common, ParentLink, Params, Stall, StartError, WorkloadCase};
+use crate::result::{Timeline, Validation};
 use crate::measure::clock;
 use crate::measure::sampler::{process_cpu_ns, Sampler};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+
 /// The command-line flag that makes a worker a workload server.
 pub const FLAG: &str = "--serve-workload";
-
-/// What a workload's server side does with one accepted connection.
-pub type Handler = Arc<dyn Fn(TcpStream) -> Result<u64, String> + Send + Sync>;
-
-/// A workload's server side, ready to listen: the connection handler (returns the transactions
-/// it served on the connection) and the `setup` fields the client needs.
-pub struct ServerSide {
-    pub handler: Handler,
-    pub setup: Value,
-    /// Run once by every serving thread before the server says it listens: per-thread state a
-    /// handler would otherwise make at its first connection, inside a measurement (`fleet-job`'s
-    /// agents: a signer per key). `None`: nothing to prepare.
-    pub thread_init: Option<Arc<dyn Fn() + Send + Sync>>,
-}
-
-/// Why the server could not start: `code` as in the protocol's errors (`port_in_use`,
-/// `unsupported`, `invalid`, `failed`) and one line.
-#[derive(Debug)]
-pub struct StartError {
-    pub code: String,
-    pub message: String,
-    /// Fields the server learnt before failing (e.g. `validation`).
-    pub fields: Value,
-}
 
 /// The server's counters at one moment.
 #[derive(Clone, Debug, Default)]
@@ -58,8 +36,8 @@ pub struct ServerStats {
     pub transactions: u64,
     pub errors: u64,
     pub first_error: Option<String>,
-    /// With `stop` only: the CPU timeline (`measure::sampler`) as JSON.
-    pub timeline: Value,
+    /// With `stop` only: the CPU timeline (`measure::sampler`).
+    pub timeline: Option<Timeline>,
     /// With `stop` only: when the timeline's sampler started (`CLOCK_MONOTONIC` ns, the clock
     /// every process shares), the process's peak resident set size in bytes, and the most
     /// descriptors it held open at once (`measure::sampler::FdWatch`).
@@ -93,7 +71,7 @@ impl ServerProcess {
     /// the workload's server side as it is.
     pub fn start_side(workload: &str, backend: &str, params: &serde_json::Map<String, Value>, threads: usize,
                       pin_cpu: Option<usize>, side: Value) -> Result<ServerProcess, StartError> {
-        let failed = |m: String| StartError { code: "failed".into(), message: m, fields: json!({}) };
+        let failed = |m: String| StartError::new("failed", m);
         let exe = std::env::current_exe().map_err(|e| failed(format!("cannot find the worker binary: {e}")))?;
         let mut child = Command::new(exe)
             .arg(FLAG)
@@ -120,7 +98,7 @@ impl ServerProcess {
             return Err(StartError {
                 code: answer["code"].as_str().unwrap_or("failed").to_string(),
                 message: answer["message"].as_str().unwrap_or("the server sent no answer").to_string(),
-                fields: answer.get("fields").cloned().unwrap_or(json!({})),
+                validation: serde_json::from_value(answer["fields"]["validation"].clone()).unwrap_or_default(),
             });
         }
         let addr = format!("{}:{}", answer["address"].as_str().unwrap_or(""), answer["port"])
@@ -148,7 +126,7 @@ impl ServerProcess {
             transactions: v["transactions"].as_u64().unwrap_or(0),
             errors: v["errors"].as_u64().unwrap_or(0),
             first_error: v["first_error"].as_str().map(str::to_owned),
-            timeline: v.get("timeline").cloned().unwrap_or(Value::Null),
+            timeline: serde_json::from_value(v["timeline"].clone()).unwrap_or_default(),
             timeline_start_ns: v["timeline_start_ns"].as_u64(),
             peak_rss_bytes: v["peak_rss_bytes"].as_u64(),
             max_fds: v["max_fds"].as_u64().map(|n| n as usize),
@@ -185,14 +163,12 @@ impl Drop for ServerProcess {
 /// Bind `address:port`; a port in use is `port_in_use` with one line.
 pub fn bind(common: &Common) -> Result<TcpListener, StartError> {
     let addr = SocketAddr::new(common.address, common.port);
-    TcpListener::bind(addr).map_err(|e| StartError {
-        code: if e.kind() == std::io::ErrorKind::AddrInUse { "port_in_use" } else { "failed" }.into(),
-        message: if e.kind() == std::io::ErrorKind::AddrInUse {
-            format!("cannot listen on {addr}: the port is in use; choose another port or leave it out (0 = any free port)")
+    TcpListener::bind(addr).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            StartError::new("port_in_use", format!("cannot listen on {addr}: the port is in use; choose another port or leave it out (0 = any free port)"))
         } else {
-            format!("cannot listen on {addr}: {e}")
-        },
-        fields: json!({}),
+            StartError::new("failed", format!("cannot listen on {addr}: {e}"))
+        }
     })
 }
 
@@ -208,33 +184,30 @@ fn stall_gate(stall: Option<Stall>, t0: u64) {
     }
 }
 
-/// The `--serve-workload` process: read the configuration, build the workload's server side,
-/// listen, serve, answer `stats` and `stop`. Returns the exit status.
-pub fn child_main() -> i32 {
-    let mut link = super::ParentLink::open();
+/// The `--serve-workload` process: read the configuration, check its request with `parse` (the
+/// registry's), build the workload's server side, listen, serve, answer `stats` and `stop`.
+/// Returns the exit status.
+pub fn child_main(parse: impl Fn(&str, &str, &Params) -> Result<WorkloadCase, String>) -> i32 {
+    let mut link = ParentLink::open();
     let Some(config) = link.message() else { return 1 };
-    let refuse = |code: &str, message: String, fields: Value| json!({"type": "error", "code": code, "message": message, "fields": fields});
-    let pinned = config["pin_cpu"].as_u64().and_then(|c| super::pin_to(c as usize));
+    let refuse = |code: &str, message: String, validation: Option<Validation>| {
+        json!({"type": "error", "code": code, "message": message, "fields": {"validation": validation}})
+    };
+    let pinned = config["pin_cpu"].as_u64().and_then(|c| pin_to(c as usize));
     let params = config["params"].as_object().cloned().unwrap_or_default();
     let (workload, backend) = (config["workload"].as_str().unwrap_or(""), config["backend"].as_str().unwrap_or(""));
-    let case = match super::parse(workload, backend, &params) {
+    let case = match parse(workload, backend, &params) {
         Ok(c) => c,
         Err(e) => {
-            link.say(refuse("bad_params", e, json!({})));
+            link.say(refuse("bad_params", e, None));
             return 2;
         }
     };
-    let side = match &case.spec {
-        super::Spec::TlsHandshake(s) => super::tls_handshake::server_side(s),
-        super::Spec::TlsBulk(s) => super::tls_bulk::server_side(s),
-        super::Spec::IkePhase1(_) => Err(StartError { code: "bad_params".into(), message: "ike-phase1 has no server".into(), fields: json!({}) }),
-        super::Spec::Storage(_) => Err(StartError { code: "bad_params".into(), message: "storage has no server".into(), fields: json!({}) }),
-        super::Spec::FleetJob(s) => super::fleet_job::agent_side(s, backend, &config["side"]),
-    };
+    let side = case.workload.server_request(&case, &config["side"]);
     let side = match side.and_then(|side| bind(&case.common).map(|l| (side, l))) {
         Ok(s) => s,
         Err(e) => {
-            link.say(refuse(&e.code, e.message, e.fields));
+            link.say(refuse(&e.code, e.message, e.validation));
             return 2;
         }
     };
@@ -265,10 +238,8 @@ pub fn child_main() -> i32 {
                 let Ok((stream, _)) = listener.accept() else { continue };
                 let _ = stream.set_nodelay(true);
                 stall_gate(stall, t0);
-                match handler(stream) {
-                    Ok(n) => {
-                        served.fetch_add(n, Ordering::Relaxed);
-                    }
+                match handler(stream, &served) {
+                    Ok(()) => {}
                     Err(e) => {
                         errors.fetch_add(1, Ordering::Relaxed);
                         first_error.lock().unwrap().get_or_insert(e);

@@ -6,14 +6,16 @@
 //! side. `record_bytes` caps the TLS record's plaintext (the maximum fragment length; default
 //! the library's, 16 KiB).
 
-use super::server::{ServerSide, StartError};
+use super::base::{number, object, Better, Common, Finish, LevelKind, Metric, Mode, Outcome, Params, ServerSide, Sizing,
+                  StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use crate::result::{Measured, TlsResult, WorkloadDetail};
 use super::tls::{self, Session, Transport};
 use super::tls_handshake::{self, Spec as TlsSpec};
-use super::{measured_fields, number, Finish, WorkloadCase};
-use crate::backends::BackendError;
+use crate::backends::{Backend, BackendError};
 use crate::measure::load::TxnFn;
 use serde_json::{json, Map, Value};
 use std::net::TcpStream;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,9 +31,64 @@ const CHUNK: usize = 64 << 10;
 
 /// The values a parameter takes when not given.
 pub fn defaults() -> Map<String, Value> {
-    let v = json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
-                   "size_bytes": DEFAULT_SIZE, "load": "closed:1", "mode": "socket"});
-    v.as_object().cloned().unwrap_or_default()
+    object(json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
+                  "size_bytes": DEFAULT_SIZE, "load": "closed:1", "mode": "socket"}))
+}
+
+/// The `tls-bulk` workload.
+pub struct TlsBulk;
+
+impl Workload for TlsBulk {
+    type Request = Spec;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn spec(&self) -> WorkloadSpec {
+        let mut metrics = tls_handshake::window_metrics();
+        metrics.extend([
+            Metric::new("bytes_per_s", "B/s", Better::Higher),
+            Metric::new("client_cpu_ns_per_byte", "ns", Better::Lower),
+            Metric::new("server_cpu_ns_per_byte", "ns", Better::Lower),
+        ]);
+        WorkloadSpec {
+            own_params: &PARAMS,
+            common_params: &COMMON_PARAMS,
+            param_values: tls_handshake::tls_param_values().into_iter().filter(|(p, _)| PARAMS.contains(p)).collect(),
+            defaults: defaults(),
+            required: &[],
+            job_kinds: None,
+            levels: &[LevelKind::Closed, LevelKind::Open],
+            bytes_per_tx_param: Some("size_bytes"),
+            modes: &[Mode::Socket],
+            default_mode: Mode::Socket,
+            server: true,
+            needs_dir: false,
+            file_bytes_param: None,
+            job: false,
+            calibration_load: None,
+            transaction: TransactionName { one: "transfer", many: "transfers" },
+            sizing: Sizing::windowed(true),
+            metrics,
+        }
+    }
+
+    fn parse(&self, backend: &str, params: &Params, _: &Common) -> Result<Spec, String> {
+        parse(backend, params)
+    }
+
+    fn check(&self, spec: &Spec, _: &dyn Backend) -> Result<(), String> {
+        tls_handshake::check(&spec.tls)
+    }
+
+    fn run(&self, spec: &Spec, case: &WorkloadCase, _: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
+        run(case, spec, warmup, budget)
+    }
+
+    fn server_side(&self, spec: &Spec, _: &WorkloadCase, _: &Value) -> Result<ServerSide, StartError> {
+        server_side(spec)
+    }
 }
 
 /// A checked `tls-bulk` request.
@@ -73,22 +130,21 @@ pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
     let (id, server) = tls_handshake::make_server(&spec.tls)?;
     let setup = tls_handshake::server_setup(&spec.tls, &id)?;
     let size = spec.size_bytes;
-    let handler = Arc::new(move |stream: TcpStream| -> Result<u64, String> {
+    let handler = Arc::new(move |stream: TcpStream, served: &AtomicU64| -> Result<(), String> {
         let mut s = server.accept(Box::new(stream) as Box<dyn Transport>)?;
         while !s.handshake()? {}
         let mut buf = vec![0u8; CHUNK];
-        let mut served = 0;
         loop {
             // A clean close between transactions ends the connection.
             let mut first = [0u8; 1];
             match s.read(&mut first) {
-                Ok(Some(0)) | Err(_) => return Ok(served),
+                Ok(Some(0)) | Err(_) => return Ok(()),
                 Ok(None) => continue,
                 Ok(Some(_)) => {}
             }
             drain(&mut *s, size - 1, &mut buf)?;
             s.write_all(&[1])?;
-            served += 1;
+            served.fetch_add(1, Ordering::Relaxed);
         }
     });
     Ok(ServerSide { handler, setup, thread_init: None })
@@ -118,27 +174,32 @@ pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration)
         Ok(n)
     }) {
         Ok(n) => n,
-        Err(e) => return Finish::Invalid(format!("transfer failed: {e}"), json!({})),
+        Err(e) => return Finish::Invalid(format!("transfer failed: {e}"), None),
     };
     if let Some(why) = negotiated.mismatch(&spec.tls.p) {
-        return Finish::Invalid(format!("negotiated differs from the request: {why}"), json!({}));
+        return Finish::Invalid(format!("negotiated differs from the request: {why}"), None);
     }
     let make = || {
         let mut session = connect(&client).map_err(BackendError::Failed)?;
         Ok(Box::new(move || send_one(&mut *session, size).map_err(BackendError::Failed)) as TxnFn)
     };
-    let w = match tls_handshake::socket_window(server, make, load, warmup, budget, "transfer") {
+    let mut w = match tls_handshake::socket_window(server, make, load, warmup, budget, "transfer") {
         Ok(w) => w,
         Err(f) => return f,
     };
-    let mut v = measured_fields(&w.lm, size as usize);
-    v["validation"] = json!({"kat": "not applicable (a protocol workload)", "negotiated": "pass", "cross_checks": checks});
-    v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
-    v["server"] = w.server;
-    v["server"]["errors"] = w.errors.into();
-    v["client_timeline"] = w.client_timeline;
-    v["placement"] = placement.into();
-    Finish::Ok(v)
+    w.server.errors = Some(w.errors);
+    Finish::Ok(Outcome {
+        measured: Measured::of_load(&w.lm, size as usize),
+        validation: Some(tls_handshake::validation("not applicable (a protocol workload)", checks, "pass")),
+        detail: WorkloadDetail::Tls(TlsResult {
+            negotiated,
+            negotiated_counts: None,
+            server: w.server,
+            client_side_cpu_ns: None,
+            client_timeline: w.client_timeline,
+            placement,
+        }),
+    })
 }
 
 /// One transaction on an established session: send `size` bytes, wait for the one-byte ack.

@@ -14,12 +14,14 @@
 //! timed. During the window every transaction's negotiated parameters are tallied, and one that
 //! differs makes the cell invalid too.
 
-use super::server::{ServerProcess, ServerSide, StartError};
+use super::base::{allowed_cpus, choice, object, pin_to, strings, text, Better, Common, Finish, LevelKind, Metric, Mode, Outcome,
+                  Params, ServerSide, Sizing, StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use super::server::ServerProcess;
 use super::tls::{self, CertKind, ClientStack, Group, Identity, Negotiated, ServerStack, Stack, Suite, TlsParams, TlsVersion};
-use super::{choice, measured_fields, text, Finish, Mode, WorkloadCase};
-use crate::backends::BackendError;
-use crate::measure::load::{run_load, TxnFn};
+use crate::backends::{Backend, BackendError};
+use crate::measure::load::{run_load, run_load_with, LoadMeasurement, TxnFn};
 use crate::measure::sampler::Sampler;
+use crate::result::{CrossCheck, Measured, NegotiatedCount, ServerResult, Timeline, TlsResult, Validation, WorkloadDetail};
 use base64::Engine as _;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -33,9 +35,84 @@ pub const PARAMS: [&str; 8] = ["tls_version", "cert", "group", "suite", "session
 
 /// The values a parameter takes when not given.
 pub fn defaults() -> Map<String, Value> {
-    let v = json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
-                   "session": "full", "load": "closed:1", "mode": "socket"});
-    v.as_object().cloned().unwrap_or_default()
+    object(json!({"tls_version": "1.3", "cert": "ecdsa-p256", "group": "x25519", "suite": "aes-128-gcm",
+                  "session": "full", "load": "closed:1", "mode": "socket"}))
+}
+
+/// The enumerated TLS parameters' values (`tls-handshake`, `tls-bulk` and `fleet-job` take
+/// some of them).
+pub fn tls_param_values() -> Vec<(&'static str, Vec<String>)> {
+    vec![
+        ("tls_version", strings(TlsVersion::NAMES)),
+        ("cert", strings(CertKind::NAMES)),
+        ("group", strings(Group::NAMES)),
+        ("server_group", strings(Group::NAMES)),
+        ("suite", strings(Suite::NAMES)),
+    ]
+}
+
+/// Figures of a transaction workload measured at a load level over a window, client and
+/// server side.
+pub fn window_metrics() -> Vec<Metric> {
+    vec![
+        Metric::new("ops_per_s", "tx/s", Better::Higher),
+        Metric::new("p50_ns", "ns", Better::Lower),
+        Metric::new("p99_ns", "ns", Better::Lower),
+        Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
+        Metric::new("server_cpu_ns_per_tx", "ns", Better::Lower),
+    ]
+}
+
+/// The `tls-handshake` workload.
+pub struct TlsHandshake;
+
+impl Workload for TlsHandshake {
+    type Request = Spec;
+
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn spec(&self) -> WorkloadSpec {
+        let mut values = tls_param_values();
+        values.push(("session", strings(&["full", "resumed"])));
+        WorkloadSpec {
+            own_params: &PARAMS,
+            common_params: &COMMON_PARAMS,
+            param_values: values,
+            defaults: defaults(),
+            required: &[],
+            job_kinds: None,
+            levels: &[LevelKind::Closed, LevelKind::Open],
+            bytes_per_tx_param: None,
+            modes: &[Mode::Socket, Mode::Memory],
+            default_mode: Mode::Socket,
+            server: true,
+            needs_dir: false,
+            file_bytes_param: None,
+            job: false,
+            calibration_load: None,
+            transaction: TransactionName { one: "handshake", many: "handshakes" },
+            sizing: Sizing::windowed(true),
+            metrics: window_metrics(),
+        }
+    }
+
+    fn parse(&self, backend: &str, params: &Params, _: &Common) -> Result<Spec, String> {
+        parse(backend, params)
+    }
+
+    fn check(&self, spec: &Spec, _: &dyn Backend) -> Result<(), String> {
+        check(spec)
+    }
+
+    fn run(&self, spec: &Spec, case: &WorkloadCase, _: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
+        run(case, spec, warmup, budget)
+    }
+
+    fn server_side(&self, spec: &Spec, _: &WorkloadCase, _: &Value) -> Result<ServerSide, StartError> {
+        server_side(spec)
+    }
 }
 
 /// A checked `tls-handshake` (and `tls-bulk`) request: the implementation and what to negotiate.
@@ -92,7 +169,7 @@ pub fn parse(backend: &str, params: &Map<String, Value>) -> Result<Spec, String>
 
 /// Both directions of interoperation between `ours` and every other implementation, in memory,
 /// with `id` (full handshakes): `[{with, status: pass|fail|skipped, detail}]`.
-pub fn cross_checks(ours: Stack, id: &Identity, p: &TlsParams) -> Vec<Value> {
+pub fn cross_checks(ours: Stack, id: &Identity, p: &TlsParams) -> Vec<CrossCheck> {
     let full = TlsParams { resume: false, ..p.clone() };
     let mut out = Vec::new();
     for other in Stack::ALL.iter().copied().filter(|s| *s != ours) {
@@ -110,26 +187,25 @@ pub fn cross_checks(ours: Stack, id: &Identity, p: &TlsParams) -> Vec<Value> {
                     Err(e) => ("fail", e),
                 },
             };
-            out.push(json!({"with": with, "status": status, "detail": detail}));
+            out.push(CrossCheck { with, status: status.into(), detail });
         }
     }
     out
 }
 
 /// The first failed cross-check as one line, if any.
-fn cross_check_failure(checks: &[Value]) -> Option<String> {
-    checks.iter().find(|c| c["status"] == "fail").map(|c| {
-        format!("cross-check failed: {}: {}", c["with"].as_str().unwrap_or(""), c["detail"].as_str().unwrap_or(""))
-    })
+fn cross_check_failure(checks: &[CrossCheck]) -> Option<String> {
+    checks.iter().find(|c| c.status == "fail").map(|c| format!("cross-check failed: {}: {}", c.with, c.detail))
 }
 
-fn validation(checks: Vec<Value>, negotiated: &str) -> Value {
-    json!({
-        "kat": "not applicable (a protocol workload: its primitives have their own known-answer tests; here the negotiated parameters are checked)",
-        "negotiated": negotiated,
-        "cross_checks": checks,
-    })
+/// A TLS workload's validation: the cross-checks, and whether the negotiation was what was asked
+/// (`pass`, or what differed).
+pub fn validation(kat: &str, checks: Vec<CrossCheck>, negotiated: &str) -> Validation {
+    Validation { kat: kat.into(), negotiated: Some(negotiated.into()), cross_checks: Some(checks), ..Validation::default() }
 }
+
+/// This workload's `kat`: its primitives are checked on their own.
+const KAT: &str = "not applicable (a protocol workload: its primitives have their own known-answer tests; here the negotiated parameters are checked)";
 
 /// Why a stack's configuration is not measured in the FIPS build: its library runs in FIPS mode
 /// here, yet the TLS configuration is not FIPS by the stack's own account (rustls's
@@ -140,7 +216,7 @@ pub fn fips_problem(stack: Stack, side: &str, fips: bool) -> Option<String> {
     })
 }
 
-/// Whether `spec`'s client and server can be configured (see `workloads::check`). Identities
+/// Whether `spec`'s client and server can be configured ([`Workload::check`]). Identities
 /// are made once per certificate kind in this process: a check never needs a fresh key.
 pub fn check(spec: &Spec) -> Result<(), String> {
     use std::collections::HashMap;
@@ -183,15 +259,15 @@ pub fn check(spec: &Spec) -> Result<(), String> {
 
 /// Build an implementation's server with a fresh identity, or why not.
 pub fn make_server(spec: &Spec) -> Result<(Identity, Arc<dyn ServerStack>), StartError> {
-    let id = Identity::generate(spec.p.cert).map_err(|e| StartError { code: "failed".into(), message: format!("cannot make the certificate: {e}"), fields: json!({}) })?;
+    let id = Identity::generate(spec.p.cert).map_err(|e| StartError::new("failed", format!("cannot make the certificate: {e}")))?;
     // The server offers only its group: the one asked for, or `server_group`.
     let offered = TlsParams { group: spec.server_group.unwrap_or(spec.p.group), fallback_group: None, ..spec.p.clone() };
     let server = tls::server(spec.stack, &id, &offered).map_err(|e| match e {
-        BackendError::Unsupported(r) => StartError { code: "unsupported".into(), message: r, fields: json!({}) },
-        BackendError::Failed(r) => StartError { code: "failed".into(), message: r, fields: json!({}) },
+        BackendError::Unsupported(r) => StartError::new("unsupported", r),
+        BackendError::Failed(r) => StartError::new("failed", r),
     })?;
     if let Some(why) = fips_problem(spec.stack, "server", server.fips()) {
-        return Err(StartError { code: "unsupported".into(), message: why, fields: json!({}) });
+        return Err(StartError::new("unsupported", why));
     }
     Ok((id, server))
 }
@@ -202,7 +278,11 @@ pub fn make_server(spec: &Spec) -> Result<(Identity, Arc<dyn ServerStack>), Star
 pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
     let (id, server) = make_server(spec)?;
     let setup = server_setup(spec, &id)?;
-    let handler = Arc::new(move |stream| tls::transaction_server(&*server, stream).map(|_| 1u64));
+    let handler = Arc::new(move |stream, served: &AtomicU64| {
+        tls::transaction_server(&*server, stream)?;
+        served.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    });
     Ok(ServerSide { handler, setup, thread_init: None })
 }
 
@@ -212,7 +292,7 @@ pub fn server_side(spec: &Spec) -> Result<ServerSide, StartError> {
 pub fn server_setup(spec: &Spec, id: &Identity) -> Result<Value, StartError> {
     let checks = cross_checks(spec.stack, id, &spec.p);
     if let Some(why) = cross_check_failure(&checks) {
-        return Err(StartError { code: "invalid".into(), message: why, fields: json!({"validation": validation(checks, "not checked")}) });
+        return Err(StartError { code: "invalid".into(), message: why, validation: Some(validation(KAT, checks, "not checked")) });
     }
     Ok(json!({"ca_der": base64::engine::general_purpose::STANDARD.encode(&id.ca_der), "cross_checks": checks}))
 }
@@ -225,18 +305,12 @@ impl Tally {
     pub fn add(&self, n: Negotiated) {
         *self.0.lock().unwrap().entry(n).or_default() += 1;
     }
-    /// `[{…negotiated, count}]`, most frequent first.
-    pub fn to_json(&self) -> Value {
+    /// Each negotiation with its count, most frequent first.
+    pub fn counts(&self) -> Vec<NegotiatedCount> {
         let map = self.0.lock().unwrap();
-        let mut v: Vec<_> = map.iter().collect();
-        v.sort_by(|a, b| b.1.cmp(a.1));
-        v.into_iter()
-            .map(|(n, c)| {
-                let mut j = serde_json::to_value(n).unwrap_or_default();
-                j["count"] = (*c).into();
-                j
-            })
-            .collect()
+        let mut v: Vec<_> = map.iter().map(|(n, c)| NegotiatedCount { negotiated: n.clone(), count: *c }).collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count));
+        v
     }
     /// The first tallied negotiation that is not what `p` asked for, with its count.
     pub fn mismatch(&self, p: &TlsParams) -> Option<String> {
@@ -255,7 +329,7 @@ fn trust_from(setup: &Value, kind: CertKind) -> Result<Identity, String> {
 /// Where the client threads and the server run: (client CPU, server CPU, a note), pinned
 /// apart on a host with two or more CPUs.
 pub fn placement() -> (Option<usize>, Option<usize>, String) {
-    let cpus = super::allowed_cpus();
+    let cpus = allowed_cpus();
     if cpus.len() >= 2 {
         (Some(cpus[0]), Some(cpus[1]), format!("client threads on CPU {}, server process on CPU {}", cpus[0], cpus[1]))
     } else {
@@ -264,34 +338,34 @@ pub fn placement() -> (Option<usize>, Option<usize>, String) {
 }
 
 /// Start the server process and prime/validate a client of it: the common part of the TLS
-/// workloads in socket mode. Returns the server, the client stack, the validation fields and the
-/// placement note; `Err(Finish)` when the cell cannot be measured.
-pub fn start_socket(case: &WorkloadCase, spec: &Spec, threads: usize) -> Result<(ServerProcess, Arc<dyn ClientStack>, Value, String, Identity), Finish> {
+/// workloads in socket mode. Returns the server, the client stack, the server's cross-checks,
+/// the placement note and the client's trust; `Err(Finish)` when the cell cannot be measured.
+pub fn start_socket(case: &WorkloadCase, spec: &Spec, threads: usize) -> Result<(ServerProcess, Arc<dyn ClientStack>, Vec<CrossCheck>, String, Identity), Finish> {
     let (client_cpu, server_cpu, note) = placement();
-    let server = ServerProcess::start(case.name, &case.backend_name, &case.raw, threads, server_cpu).map_err(|e| {
-        let fields = e.fields;
-        match e.code.as_str() {
-            "unsupported" => Finish::Unsupported(e.message, fields),
-            "invalid" => Finish::Invalid(e.message, fields),
-            _ => Finish::Invalid(format!("server: {}", e.message), fields),
-        }
-    })?;
-    let client_pinned = client_cpu.and_then(super::pin_to);
+    let server = ServerProcess::start(case.name, &case.backend_name, &case.raw, threads, server_cpu).map_err(|e| e.finish("server"))?;
+    let client_pinned = client_cpu.and_then(pin_to);
     let note = match (client_pinned, server.pinned_cpu) {
         (Some(c), Some(s)) => format!("client threads on CPU {c}, server process on CPU {s}"),
         (None, None) if client_cpu.is_none() => note,
         (c, s) => format!("pinning failed (client CPU {c:?}, server CPU {s:?}): the sides may share CPUs"),
     };
-    let checks: Vec<Value> = server.setup["cross_checks"].as_array().cloned().unwrap_or_default();
-    let id = trust_from(&server.setup, spec.p.cert).map_err(|e| Finish::Invalid(e, json!({})))?;
-    let client = tls::client(spec.stack, &id, &spec.p).map_err(|e| match e {
-        BackendError::Unsupported(r) => Finish::Unsupported(r, json!({})),
-        BackendError::Failed(r) => Finish::Invalid(format!("client: {r}"), json!({})),
+    let checks: Vec<CrossCheck> = serde_json::from_value(server.setup["cross_checks"].clone()).unwrap_or_default();
+    let id = trust_from(&server.setup, spec.p.cert).map_err(|e| Finish::Invalid(e, None))?;
+    let client = make_client(spec, &id)?;
+    Ok((server, client, checks, note, id))
+}
+
+/// The client stack for `spec` trusting `id`, or the cell's answer: `unsupported` where the
+/// library lacks it (or it is not FIPS in the FIPS build), `invalid` where it failed.
+fn make_client(spec: &Spec, id: &Identity) -> Result<Arc<dyn ClientStack>, Finish> {
+    let client = tls::client(spec.stack, id, &spec.p).map_err(|e| match e {
+        BackendError::Unsupported(r) => Finish::Unsupported(r, None),
+        BackendError::Failed(r) => Finish::Invalid(format!("client: {r}"), None),
     })?;
-    if let Some(why) = fips_problem(spec.stack, "client", client.fips()) {
-        return Err(Finish::Unsupported(why, json!({})));
+    match fips_problem(spec.stack, "client", client.fips()) {
+        Some(why) => Err(Finish::Unsupported(why, None)),
+        None => Ok(client),
     }
-    Ok((server, client, Value::Array(checks), note, id))
 }
 
 /// The client a load thread uses: the shared one, or — when sessions are resumed — one of its
@@ -314,38 +388,63 @@ pub fn thread_client(
 
 /// Run `tls-handshake` (validation, then the load level).
 pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
-    if let Some((addr, ca_file)) = &spec.external {
-        return run_external(case, spec, *addr, ca_file, warmup, budget);
-    }
-    match case.common.mode {
-        Mode::Memory => run_memory(case, spec, warmup, budget),
-        // (`File` is storage's mode; `workloads::parse` never gives it to TLS.)
-        Mode::Socket | Mode::File => run_socket(case, spec, warmup, budget),
+    let finish = match (&spec.external, case.common.mode) {
+        (Some((addr, ca_file)), _) => run_external(case, spec, *addr, ca_file, warmup, budget),
+        (None, Mode::Memory) => run_memory(case, spec, warmup, budget),
+        // (`File` is not one of this workload's modes: the spec refuses it.)
+        (None, Mode::Socket | Mode::File) => run_socket(case, spec, warmup, budget),
+    };
+    finish.unwrap_or_else(|f| f)
+}
+
+/// `invalid` for `why`, with the cross-checks and what the negotiation check found.
+fn invalid(why: String, checks: Vec<CrossCheck>, negotiated: &str) -> Finish {
+    Finish::Invalid(why, Some(validation(KAT, checks, negotiated)))
+}
+
+/// The validated negotiation: the first two transactions (the first primes the session cache
+/// when resuming), the second of which must negotiate exactly what was asked.
+fn first_two(spec: &Spec, checks: &[CrossCheck], mut transaction: impl FnMut() -> Result<Negotiated, String>) -> Result<Negotiated, Finish> {
+    let negotiated = transaction()
+        .and_then(|_| transaction())
+        .map_err(|e| invalid(format!("handshake failed: {e}"), checks.to_vec(), "handshake failed"))?;
+    match negotiated.mismatch(&spec.p) {
+        Some(why) => Err(invalid(format!("negotiated differs from the request: {why}"), checks.to_vec(), &why)),
+        None => Ok(negotiated),
     }
 }
 
-fn invalid(why: String, checks: Value, negotiated: &str) -> Finish {
-    let checks = checks.as_array().cloned().unwrap_or_default();
-    Finish::Invalid(why, json!({"validation": validation(checks, negotiated)}))
+/// The window's outcome once the timed transactions' negotiations are tallied: `invalid` when
+/// one differs from the request.
+fn tallied(spec: &Spec, tally: &Tally, checks: &[CrossCheck]) -> Result<(), Finish> {
+    match tally.mismatch(&spec.p) {
+        Some(why) => Err(invalid(format!("negotiated differs from the request: {why}"), checks.to_vec(), &why)),
+        None => Ok(()),
+    }
 }
 
-fn run_socket(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
+/// The result of a TLS handshake window.
+fn outcome(lm: &LoadMeasurement, checks: Vec<CrossCheck>, negotiated: Negotiated, tally: &Tally, server: ServerResult,
+           client_timeline: Timeline, placement: String) -> Finish {
+    Finish::Ok(Outcome {
+        measured: Measured::of_load(lm, 0),
+        validation: Some(validation(KAT, checks, "pass")),
+        detail: WorkloadDetail::Tls(TlsResult {
+            negotiated,
+            negotiated_counts: Some(tally.counts()),
+            server,
+            client_side_cpu_ns: None,
+            client_timeline,
+            placement,
+        }),
+    })
+}
+
+fn run_socket(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Result<Finish, Finish> {
     let load = case.common.load;
-    let (server, client, checks, placement, trust) = match start_socket(case, spec, load.threads()) {
-        Ok(s) => s,
-        Err(f) => return f,
-    };
+    let (server, client, checks, placement, trust) = start_socket(case, spec, load.threads())?;
     let addr = server.addr;
-    // Validation: the first transaction (primes the session cache when resuming), then one
-    // that must negotiate exactly what was asked.
-    let first = tls::transaction_client(&*client, addr).and_then(|_| tls::transaction_client(&*client, addr));
-    let negotiated = match first {
-        Ok(n) => n,
-        Err(e) => return invalid(format!("handshake failed: {e}"), checks, "handshake failed"),
-    };
-    if let Some(why) = negotiated.mismatch(&spec.p) {
-        return invalid(format!("negotiated differs from the request: {why}"), checks, &why);
-    }
+    let negotiated = first_two(spec, &checks, || tls::transaction_client(&*client, addr))?;
     let tally = Arc::new(Tally::default());
     let make = || {
         let client = thread_client(&client, spec, &trust, |c| tls::transaction_client(c, addr).map(|_| ()))?;
@@ -356,143 +455,123 @@ fn run_socket(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Durati
             Ok(())
         }) as TxnFn)
     };
-    let w = match socket_window(server, make, load, warmup, budget, "transaction") {
-        Ok(w) => w,
-        Err(f) => return f,
-    };
-    if let Some(why) = tally.mismatch(&spec.p) {
-        return invalid(format!("negotiated differs from the request: {why}"), checks, &why);
-    }
+    let w = socket_window(server, make, load, warmup, budget, "transaction")?;
+    tallied(spec, &tally, &checks)?;
     if let Some(e) = w.first_error {
-        return Finish::Invalid(format!("the server failed {} transaction(s): {e}", w.errors), json!({}));
+        return Err(Finish::Invalid(format!("the server failed {} transaction(s): {e}", w.errors), None));
     }
-    let mut v = measured_fields(&w.lm, 0);
-    v["validation"] = validation(checks.as_array().cloned().unwrap_or_default(), "pass");
-    v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
-    v["negotiated_counts"] = tally.to_json();
-    v["server"] = w.server;
-    v["client_timeline"] = w.client_timeline;
-    v["placement"] = placement.into();
-    Finish::Ok(v)
+    Ok(outcome(&w.lm, checks, negotiated, &tally, w.server, w.client_timeline, placement))
 }
 
 /// What a socket workload's window measured on both sides (`socket_window`).
 pub struct SocketWindow {
     /// The client side's measurement.
-    pub lm: crate::measure::load::LoadMeasurement,
-    /// The client process's CPU timeline, as JSON.
-    pub client_timeline: Value,
-    /// The result's `server` object: `cpu_ns` and `transactions` over the window, `address`,
-    /// `timeline`.
-    pub server: Value,
+    pub lm: LoadMeasurement,
+    /// The client process's CPU timeline.
+    pub client_timeline: Timeline,
+    /// The result's `server`: `cpu_ns` and `transactions` over the window (`window: true`),
+    /// `address`, `timeline`.
+    pub server: ServerResult,
     /// Connections the server failed, and the first failure's text.
     pub errors: u64,
     pub first_error: Option<String>,
 }
 
 /// Run `make`'s transactions at `load` against the running `server` for `warmup` + `budget`:
-/// the server's counters read before and after the window, both sides' CPU sampled, the server
-/// stopped. `what` names a transaction in the error (`transaction`, `transfer`). `Err` is the
-/// cell's `invalid` answer when the window or the server failed.
+/// the server's counters read at the window's start (after the warm-up, while every load thread
+/// waits: `run_load_with`'s step between the two) and after its end, so `server.cpu_ns` and
+/// `server.transactions` are the window's own (`server.window: true`); both sides' CPU sampled,
+/// the server stopped. `what` names a transaction in the error (`transaction`, `transfer`).
+/// `Err` is the cell's `invalid` answer when the window or the server failed.
 pub fn socket_window<F>(mut server: ServerProcess, make: F, load: crate::measure::load::Load, warmup: Duration,
                         budget: Duration, what: &str) -> Result<SocketWindow, Finish>
 where
     F: Fn() -> Result<TxnFn, BackendError> + Sync,
 {
     let addr = server.addr;
-    let before = server.stats().map_err(|e| Finish::Invalid(e, json!({})))?;
+    let mut before = None;
     let sampler = Sampler::start();
-    let measured = run_load(make, load, warmup, budget);
+    let measured = run_load_with(make, load, warmup, budget, || {
+        before = Some(server.stats().map_err(|e| BackendError::Failed(format!("server: {e}")))?);
+        Ok(())
+    });
     let client_timeline = sampler.stop();
     let after = server.stats();
     let stopped = server.stop();
-    let lm = measured.map_err(|e| Finish::Invalid(format!("{what} failed while measured: {e}"), json!({})))?;
-    let (after, stopped) = match (after, stopped) {
-        (Ok(a), Ok(s)) => (a, s),
-        (Err(e), _) | (_, Err(e)) => return Err(Finish::Invalid(format!("server: {e}"), json!({}))),
+    let lm = measured.map_err(|e| Finish::Invalid(format!("{what} failed while measured: {e}"), None))?;
+    let (before, after, stopped) = match (before, after, stopped) {
+        (Some(b), Ok(a), Ok(s)) => (b, a, s),
+        (_, Err(e), _) | (_, _, Err(e)) => return Err(Finish::Invalid(format!("server: {e}"), None)),
+        (None, _, _) => return Err(Finish::Invalid("server: its counters were not read at the window's start".into(), None)),
     };
     Ok(SocketWindow {
         lm,
-        client_timeline: serde_json::to_value(client_timeline).unwrap_or_default(),
-        server: json!({
-            "cpu_ns": after.cpu_ns.saturating_sub(before.cpu_ns),
-            "transactions": after.transactions.saturating_sub(before.transactions),
-            "address": addr.to_string(),
-            "timeline": stopped.timeline,
-        }),
+        client_timeline,
+        server: ServerResult {
+            cpu_ns: Some(after.cpu_ns.saturating_sub(before.cpu_ns)),
+            transactions: Some(after.transactions.saturating_sub(before.transactions)),
+            window: Some(true),
+            address: Some(addr.to_string()),
+            timeline: stopped.timeline,
+            ..ServerResult::default()
+        },
         errors: stopped.errors,
         first_error: stopped.first_error,
     })
 }
 
-fn run_memory(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
-    let (id, server) = match make_server(spec) {
-        Ok(s) => s,
-        Err(e) if e.code == "unsupported" => return Finish::Unsupported(e.message, json!({})),
-        Err(e) => return Finish::Invalid(e.message, json!({})),
-    };
-    let client = match tls::client(spec.stack, &id, &spec.p) {
-        Ok(c) => c,
-        Err(BackendError::Unsupported(r)) => return Finish::Unsupported(r, json!({})),
-        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("client: {e}"), json!({})),
-    };
-    if let Some(why) = fips_problem(spec.stack, "client", client.fips()) {
-        return Finish::Unsupported(why, json!({}));
-    }
+/// Run `make`'s transactions at the case's level in this process, the process's CPU sampled:
+/// the window and the timeline, or `invalid` when a transaction failed.
+fn sampled_window<F>(case: &WorkloadCase, make: F, warmup: Duration, budget: Duration) -> Result<(LoadMeasurement, Timeline), Finish>
+where
+    F: Fn() -> Result<TxnFn, BackendError> + Sync,
+{
+    let sampler = Sampler::start();
+    let measured = run_load(make, case.common.load, warmup, budget);
+    let timeline = sampler.stop();
+    let lm = measured.map_err(|e| Finish::Invalid(format!("transaction failed while measured: {e}"), None))?;
+    Ok((lm, timeline))
+}
+
+fn run_memory(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Result<Finish, Finish> {
+    let (id, server) = make_server(spec).map_err(|e| match e.code.as_str() {
+        "unsupported" => Finish::Unsupported(e.message, None),
+        _ => Finish::Invalid(e.message, None),
+    })?;
+    let client = make_client(spec, &id)?;
     let checks = cross_checks(spec.stack, &id, &spec.p);
     if let Some(why) = cross_check_failure(&checks) {
-        return invalid(why, Value::Array(checks), "not checked");
+        return Err(invalid(why, checks, "not checked"));
     }
-    let first = tls::transaction_in_memory(&*client, &*server).and_then(|_| tls::transaction_in_memory(&*client, &*server));
-    let negotiated = match first {
-        Ok(o) => o.negotiated,
-        Err(e) => return invalid(format!("handshake failed: {e}"), Value::Array(checks), "handshake failed"),
-    };
-    if let Some(why) = negotiated.mismatch(&spec.p) {
-        return invalid(format!("negotiated differs from the request: {why}"), Value::Array(checks), &why);
-    }
+    let negotiated = first_two(spec, &checks, || tls::transaction_in_memory(&*client, &*server).map(|o| o.negotiated))?;
     let tally = Arc::new(Tally::default());
     // Each side's CPU per transaction, over every transaction run (warm-up included).
     let (client_ns, server_ns, count) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
-    let sampler = Sampler::start();
-    let measured = run_load(
-        || {
-            let client = thread_client(&client, spec, &id, |c| tls::transaction_in_memory(c, &*server).map(|_| ()))?;
-            let (server, tally) = (server.clone(), tally.clone());
-            let (client_ns, server_ns, count) = (client_ns.clone(), server_ns.clone(), count.clone());
-            Ok(Box::new(move || {
-                let o = tls::transaction_in_memory(&*client, &*server).map_err(BackendError::Failed)?;
-                client_ns.fetch_add(o.client_cpu_ns, Ordering::Relaxed);
-                server_ns.fetch_add(o.server_cpu_ns, Ordering::Relaxed);
-                count.fetch_add(1, Ordering::Relaxed);
-                tally.add(o.negotiated);
-                Ok(())
-            }) as TxnFn)
-        },
-        case.common.load,
-        warmup,
-        budget,
-    );
-    let timeline = sampler.stop();
-    let lm = match measured {
-        Ok(lm) => lm,
-        Err(e) => return Finish::Invalid(format!("transaction failed while measured: {e}"), json!({})),
+    let make = || {
+        let client = thread_client(&client, spec, &id, |c| tls::transaction_in_memory(c, &*server).map(|_| ()))?;
+        let (server, tally) = (server.clone(), tally.clone());
+        let (client_ns, server_ns, count) = (client_ns.clone(), server_ns.clone(), count.clone());
+        Ok(Box::new(move || {
+            let o = tls::transaction_in_memory(&*client, &*server).map_err(BackendError::Failed)?;
+            client_ns.fetch_add(o.client_cpu_ns, Ordering::Relaxed);
+            server_ns.fetch_add(o.server_cpu_ns, Ordering::Relaxed);
+            count.fetch_add(1, Ordering::Relaxed);
+            tally.add(o.negotiated);
+            Ok(())
+        }) as TxnFn)
     };
-    if let Some(why) = tally.mismatch(&spec.p) {
-        return invalid(format!("negotiated differs from the request: {why}"), Value::Array(checks), &why);
-    }
+    let (lm, timeline) = sampled_window(case, make, warmup, budget)?;
+    tallied(spec, &tally, &checks)?;
     let n = count.load(Ordering::Relaxed).max(1) as f64;
     let per_side = |total: &AtomicU64| (total.load(Ordering::Relaxed) as f64 / n * lm.m.ops as f64) as u64;
-    let mut v = measured_fields(&lm, 0);
-    v["validation"] = validation(checks, "pass");
-    v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
-    v["negotiated_counts"] = tally.to_json();
     // Both sides ran in the client's threads: `cpu_ns` is theirs together; these split it.
-    v["client_side_cpu_ns"] = per_side(&client_ns).into();
-    v["server"] = json!({"cpu_ns": per_side(&server_ns), "transactions": lm.m.ops, "address": null, "timeline": null});
-    v["client_timeline"] = serde_json::to_value(timeline).unwrap_or_default();
-    v["placement"] = "memory mode: client and server sides in the same thread".into();
-    Finish::Ok(v)
+    let server = ServerResult { cpu_ns: Some(per_side(&server_ns)), transactions: Some(lm.m.ops), ..ServerResult::default() };
+    let placement = "memory mode: client and server sides in the same thread".to_string();
+    let mut finish = outcome(&lm, checks, negotiated, &tally, server, timeline, placement);
+    if let Finish::Ok(Outcome { detail: WorkloadDetail::Tls(tls), .. }) = &mut finish {
+        tls.client_side_cpu_ns = Some(per_side(&client_ns));
+    }
+    Ok(finish)
 }
 
 /// One handshake-only transaction against `addr`: connect, handshake, close (what `openssl
@@ -508,66 +587,38 @@ pub fn handshake_only(client: &dyn ClientStack, addr: std::net::SocketAddr) -> R
 }
 
 /// The client alone against an external server (`connect`, `ca_file`).
-fn run_external(case: &WorkloadCase, spec: &Spec, addr: std::net::SocketAddr, ca_file: &std::path::Path, warmup: Duration, budget: Duration) -> Finish {
-    let pem = match std::fs::read(ca_file) {
-        Ok(p) => p,
-        Err(e) => return Finish::Invalid(format!("cannot read ca_file {}: {e}", ca_file.display()), json!({})),
-    };
-    let ca_der = match openssl::x509::X509::from_pem(&pem).and_then(|c| c.to_der()) {
-        Ok(d) => d,
-        Err(e) => return Finish::Invalid(format!("ca_file {} is not a PEM certificate: {e}", ca_file.display()), json!({})),
-    };
+fn run_external(case: &WorkloadCase, spec: &Spec, addr: std::net::SocketAddr, ca_file: &std::path::Path, warmup: Duration, budget: Duration) -> Result<Finish, Finish> {
+    let pem = std::fs::read(ca_file).map_err(|e| Finish::Invalid(format!("cannot read ca_file {}: {e}", ca_file.display()), None))?;
+    let ca_der = openssl::x509::X509::from_pem(&pem)
+        .and_then(|c| c.to_der())
+        .map_err(|e| Finish::Invalid(format!("ca_file {} is not a PEM certificate: {e}", ca_file.display()), None))?;
     let id = Identity { cert_chain_der: vec![], key_pkcs8_der: vec![], ca_der, kind: spec.p.cert };
-    let client = match tls::client(spec.stack, &id, &spec.p) {
-        Ok(c) => c,
-        Err(BackendError::Unsupported(r)) => return Finish::Unsupported(r, json!({})),
-        Err(BackendError::Failed(e)) => return Finish::Invalid(format!("client: {e}"), json!({})),
-    };
-    if let Some(why) = fips_problem(spec.stack, "client", client.fips()) {
-        return Finish::Unsupported(why, json!({}));
-    }
-    let negotiated = match handshake_only(&*client, addr).and_then(|_| handshake_only(&*client, addr)) {
-        Ok(n) => n,
-        Err(e) => return Finish::Invalid(format!("handshake with {addr} failed: {e}"), json!({})),
-    };
-    if let Some(why) = negotiated.mismatch(&spec.p) {
-        return Finish::Invalid(format!("negotiated differs from the request: {why}"), json!({}));
-    }
+    let client = make_client(spec, &id)?;
+    // (No cross-checks against a server this worker did not start: no validation either.)
+    let negotiated = first_two(spec, &[], || handshake_only(&*client, addr)).map_err(|f| match f {
+        Finish::Invalid(why, _) => Finish::Invalid(why.replacen("handshake failed", &format!("handshake with {addr} failed"), 1), None),
+        other => other,
+    })?;
     let (client_cpu, _, _) = placement();
-    let pinned = client_cpu.and_then(super::pin_to);
+    let pinned = client_cpu.and_then(pin_to);
     let tally = Arc::new(Tally::default());
-    let sampler = Sampler::start();
-    let measured = run_load(
-        || {
-            let client = thread_client(&client, spec, &id, |c| handshake_only(c, addr).map(|_| ()))?;
-            let tally = tally.clone();
-            Ok(Box::new(move || {
-                tally.add(handshake_only(&*client, addr).map_err(BackendError::Failed)?);
-                Ok(())
-            }) as TxnFn)
-        },
-        case.common.load,
-        warmup,
-        budget,
-    );
-    let timeline = sampler.stop();
-    let lm = match measured {
-        Ok(lm) => lm,
-        Err(e) => return Finish::Invalid(format!("transaction failed while measured: {e}"), json!({})),
+    let make = || {
+        let client = thread_client(&client, spec, &id, |c| handshake_only(c, addr).map(|_| ()))?;
+        let tally = tally.clone();
+        Ok(Box::new(move || {
+            tally.add(handshake_only(&*client, addr).map_err(BackendError::Failed)?);
+            Ok(())
+        }) as TxnFn)
     };
-    if let Some(why) = tally.mismatch(&spec.p) {
-        return Finish::Invalid(format!("negotiated differs from the request: {why}"), json!({}));
-    }
-    let mut v = measured_fields(&lm, 0);
-    v["validation"] = validation(vec![], "pass");
-    v["negotiated"] = serde_json::to_value(&negotiated).unwrap_or_default();
-    v["negotiated_counts"] = tally.to_json();
-    v["server"] = json!({"cpu_ns": null, "transactions": null, "address": addr.to_string(), "timeline": null, "external": true});
-    v["client_timeline"] = serde_json::to_value(timeline).unwrap_or_default();
-    v["placement"] = match pinned {
+    let (lm, timeline) = sampled_window(case, make, warmup, budget)?;
+    tallied(spec, &tally, &[]).map_err(|f| match f {
+        Finish::Invalid(why, _) => Finish::Invalid(why, None),
+        other => other,
+    })?;
+    let server = ServerResult { address: Some(addr.to_string()), external: Some(true), ..ServerResult::default() };
+    let placement = match pinned {
         Some(c) => format!("client threads on CPU {c}; the external server placed by whoever started it"),
         None => "not pinned".to_string(),
-    }
-    .into();
-    Finish::Ok(v)
+    };
+    Ok(outcome(&lm, vec![], negotiated, &tally, server, timeline, placement))
 }
