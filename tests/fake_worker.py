@@ -83,7 +83,8 @@ targets report one mismatch. Processes report CPU timelines, peak RSS and descri
 cap + 4). In the FIPS build, ``sign_digest`` (or ``digest``) sha1 is unsupported, as in the real
 worker.
 
-The environment variable FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
+The environment variable FAKE_WORKER_HELLO names another hello snapshot to read instead of the
+fixture (a worker older than the orchestrator, say). FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
 builds can differ under one spec) sets the openssl backend's ``library_version`` in hello and
 results (default "fake-1.0"), e.g. "3.6.3 1 Jul 2026" for a fake openssl@3.6 build.
 
@@ -118,7 +119,8 @@ from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
-RULES = json.loads((Path(__file__).resolve().parent / "fixtures" / "worker-hello.json").read_text())
+RULES = json.loads(Path(os.environ.get("FAKE_WORKER_HELLO") or
+                        Path(__file__).resolve().parent / "fixtures" / "worker-hello.json").read_text())
 CPU_MASKS = RULES["cpu_masks"]
 MASKABLE = ("openssl", "aws-lc")
 #: The fake libraries' unmasked capability vector, and what an empty OPENSSL_ia32cap leaves.
