@@ -148,8 +148,14 @@ def test_load_labels_and_levels():
     assert workload.parse_load("open:500/4").connections == 4
     assert workload.parse_load("open:500").level == 500.0
     assert workload.parse_load("closed:16").level == 16.0
-    with pytest.raises(ValueError):
-        workload.parse_load("closed:1025")
+    # an open level's default threads and the most connections are the worker's (its hello)
+    assert workload.parse_load("open:500").connections is None
+    assert workload.parse_load("open:500", RULES.limits).connections == RULES.limits["open_threads"]
+    assert workload.parse_load("closed:1025").connections == 1025  # the file alone: syntax only
+    with pytest.raises(ValueError, match=r"1025 connections \(or threads\), above the worker's limit of 1024 "
+                                         r"\(max_concurrency in its hello\)"):
+        workload.parse_load("closed:1025", RULES.limits)
+    assert "above the worker's limit of 1024" in error(STUDY.replace('"open:200"]', '"open:200/2000"]'))
 
 
 def test_shipped_workload_studies_expand():
@@ -244,15 +250,15 @@ def test_a_transfer_reports_mb_per_s_and_cpu_per_byte_on_each_side(fake_worker, 
 def test_a_file_workload_repetition_dir_is_private_and_always_removed(tmp_path):
     import os
     import stat
-    with workload.repetition_dir("storage", str(tmp_path)) as d:
+    with workload.repetition_dir(True, str(tmp_path)) as d:
         assert stat.S_IMODE(os.stat(d).st_mode) == 0o700 and d.startswith(str(tmp_path))
         (Path(d) / "data").write_bytes(b"x" * 4096)
     assert not Path(d).exists()
     with pytest.raises(RuntimeError):
-        with workload.repetition_dir("storage", str(tmp_path)) as d:
+        with workload.repetition_dir(True, str(tmp_path)) as d:
             raise RuntimeError("the worker was killed")
     assert not Path(d).exists()
-    with workload.repetition_dir("tls-handshake", str(tmp_path)) as none:
+    with workload.repetition_dir(False, str(tmp_path)) as none:
         assert none is None
 
 

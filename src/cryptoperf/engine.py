@@ -148,15 +148,14 @@ class StudyPlan:
         its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a job's takes time by its targets
         (``schedule.job_seconds``)."""
         total = 0.0
-        jobs = [c for c in self.cells if c.op in workload.JOB_WORKLOADS]
+        jobs = [c for c in self.cells if c.spec is not None and c.spec.job]
         timed = [c for c in self.cells if c not in jobs]
         for cells, overhead in ((sum(not c.is_workload for c in timed), 0.05),
                                 (sum(c.is_workload for c in timed), schedule.WORKLOAD_OVERHEAD_S)):
             total += (schedule.calibration_seconds(cells, self.settings, overhead)
                       + schedule.estimated_seconds(cells * self.looks[0], self.settings, overhead))
         # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
-        small = f"targets:{workload.CALIBRATION_TARGETS}"
-        total += sum(schedule.job_seconds(small) + self.looks[0] * schedule.job_seconds(c.load) for c in jobs)
+        total += sum(schedule.job_cell_seconds(c, self.looks[0]) for c in jobs)
         return total
 
 
@@ -199,20 +198,21 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
-    """The directory a study's file workloads write under (``work_dir``, default
-    ``<data dir>/work``), checked before anything runs: writable, and with room for the
-    largest file a cell asks for (its ``file_bytes``, or the worker's default) twice over.
-    None when the study has no file workload. Raises StudyError (one line) otherwise."""
-    files = [c for c in cells if c.op in workload.FILE_WORKLOADS]
+    """The directory a study's file workloads (their spec ``needs_dir``) write under
+    (``work_dir``, default ``<data dir>/work``), checked before anything runs: writable, and
+    with room for the largest file a cell asks for (its spec's ``file_bytes_param``, or the
+    worker's default) twice over. None when the study has no file workload. Raises StudyError
+    (one line) otherwise."""
+    files = [c for c in cells if c.spec is not None and c.spec.needs_dir]
     if not files:
         return None
     root = s.work_dir or str(builds.data_dir() / "work")
     sizes = []
     for c in files:
         try:
-            sizes.append(int(c.params.get("file_bytes") or workload.DEFAULT_FILE_BYTES))
-        except ValueError:
-            raise s.error("study", 0, None, f"file_bytes {c.params.get('file_bytes')!r} is not a whole number") from None
+            sizes.append(c.spec.file_bytes(c.params))
+        except ValueError as e:
+            raise s.error("study", 0, None, str(e)) from None
     problem = workload.writable_problem(root, 2 * max(sizes))
     if problem:
         raise s.error("study", 0, "work_dir" if s.work_dir else None, problem)
@@ -447,7 +447,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing
     if on_host is not None:
         on_host(host, checks)
-    if any(c.op in workload.FILE_WORKLOADS for c in plan.cells):
+    if any(c.spec is not None and c.spec.needs_dir for c in plan.cells):
         workload.sweep_stale(plan.settings.work_dir)  # what a study killed with SIGKILL left
     paths = {n: p for n, (p, _) in plan.workers.items()}
     unmasked = unmasked_vectors(plan.workers)
@@ -688,15 +688,17 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     op_params, more = speed_params(params or {}, chosen_ops, rules)
     notes += more
     for op in chosen_ops:
-        if op in rules.workloads and "load" not in op_params[op]:
-            # A workload's concurrency is its load level: --threads N is N connections; a job's
-            # level is its targets (the worker's default unless --param load=targets:N).
-            op_params[op]["load"] = (rules.op_defaults.get(op, {}).get("load") or "targets:1"
-                                     if op in workload.JOB_WORKLOADS else f"closed:{threads}")
+        spec = rules.workloads.get(op)
+        if spec is not None and "load" not in op_params[op]:
+            # A workload's concurrency is its load level: --threads N is N connections; one
+            # without closed levels (a job: targets) runs the worker's default level unless
+            # --param load=... names one.
+            op_params[op]["load"] = (f"closed:{threads}" if spec.takes_level("closed")
+                                     else str(spec.defaults.get("load") or workload.DEFAULT_LOAD))
     chosen_backends = tuple(backends) or hello.backend_names
     if baseline is not None:
         baseline = speed_baseline(baseline, chosen_backends)
-    cells = [Cell("", b, op, op, op_params[op], size, cpu, build)
+    cells = [Cell("", b, op, op, op_params[op], size, cpu, build, spec=rules.workloads.get(op))
              for b in chosen_backends for op in chosen_ops
              for size in (sizes if sizes and rules.takes_message(op) else (None,))]
     settings = schedule.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,

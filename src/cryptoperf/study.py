@@ -32,6 +32,7 @@ from cryptoperf.errors import StudyError, one_line
 
 if TYPE_CHECKING:  # the study parser needs only the rules' interface, not the worker client
     from cryptoperf.run.worker import WorkerRules
+    from cryptoperf.workload_spec import WorkloadSpec
 
 #: Configuration keys that are also worker parameters (their values are checked against the
 #: worker's ``param_values``, and passed to every operation whose ``op_params`` list them).
@@ -169,7 +170,7 @@ OPTIONS: tuple[Option, ...] = (
            "Per repetition: a worker still busy after this long is killed and its repetition "
            "marked failed; must exceed warmup_s + seconds.", above=0, max=86400, unit="s"),
     Option("study", "work_dir", "string", None,
-           "Where a file workload (storage) writes its files: each repetition gets a private "
+           "Where a file workload writes its files: each repetition gets a private "
            "directory there, removed when it ends, also when its worker was killed; default: "
            "a 'work' directory beside the default store. Absolute, or relative to the study "
            "file's directory and inside it; no symbolic link on the way. Checked up front: "
@@ -230,22 +231,20 @@ OPTIONS: tuple[Option, ...] = (
            "without a message (key agreement, KEM) and to let the worker use its default size.",
            min=1, unit="bytes"),
     Option("operation", "params", "table", None,
-           "A workload's parameters (tls-handshake: tls_version, cert, group, suite, session; "
-           "tls-bulk: the same without session, and record_bytes; ike-phase1: dh_group, "
-           "rsa_bits, digest; fleet-job: job, phases, cert, digest, sign_digest, cap, slices, "
-           "agents, items, item_bytes, auth, checks, file_bytes; every workload: mode = "
-           "socket|memory, address, port); values are "
-           "strings or integers and may use {var}. The worker's hello lists each workload's "
-           "parameters and values (docs/worker-protocol.md, \"Workloads\")."),
+           "A workload's parameters, each one its worker announces in its hello (listed below, "
+           "per workload, with their defaults and values, when a worker is found; "
+           "docs/worker-protocol.md, \"Workloads\"); values are strings or integers and may use "
+           "{var}."),
     Option("operation", "loads", "strings", None,
            "A workload's load levels, each its own row: " + workload.SYNTAX + ", or a rate sweep "
            "open:LOW..HIGH (LOW, 2·LOW, 4·LOW, … HIGH). closed = N "
            "connections back to back; open = transactions due at RATE whatever happened before, "
            "latency from when each was due (corrected for coordinated omission); targets:N = a job "
-           "over N targets (fleet-job). Default: the worker's (closed:1; a job's targets:1)."),
+           "over N targets (a job workload). Which kinds a workload takes, and the limits, are its "
+           "worker's (hello). Default: the worker's (closed:1; a job's targets:1)."),
     Option("operation", "optional", "bool", False,
            "Skip this operation, with one line saying why, where the host or a library cannot run "
-           "it (the worker's check before the first repetition, e.g. storage's layer = "
+           "it (the worker's check before the first repetition, e.g. a storage layer = "
            "\"dm-crypt\" without device-mapper), instead of stopping the study."),
     Option("operation", "p99_bound_ms", "float", None,
            "A latency objective for a workload's open loads: the report names, per configuration, "
@@ -317,8 +316,10 @@ def options_for(section: str) -> dict[str, Option]:
     return {o.name: o for o in OPTIONS if o.section == section}
 
 
-def options_help() -> str:
-    """Plain-text help for every study option, generated from ``OPTIONS`` (for ``--options``)."""
+def options_help(rules: "WorkerRules | None" = None) -> str:
+    """Plain-text help for every study option, generated from ``OPTIONS`` (for ``--options``);
+    with a worker's ``rules``, each workload's parameters as its hello announces them (their
+    defaults and allowed values) after the ``[[operation]]`` keys."""
     out = []
     for section in SECTIONS:
         header = f"[{section}]" if section == "study" else f"[[{section}]]"
@@ -332,8 +333,28 @@ def options_help() -> str:
             out.append(f"  {'<any other key>':<20} A template variable: {{key}} in an operation's op is "
                        "replaced by its value; a variable named digest or padding is also passed "
                        "as that worker parameter.")
+        if section == "operation" and rules is not None:
+            out += workload_params_help(rules)
         out.append("")
     return "\n".join(out).rstrip() + "\n"
+
+
+def workload_params_help(rules: "WorkerRules") -> list[str]:
+    """Lines listing each workload's ``params`` as the worker announced them: name, default
+    and allowed values (``name=default`` or ``name=default (a|b|c)``), and its level kinds."""
+    out = ["  params of each workload (from the worker's hello):"]
+    for op, spec in rules.workloads.items():
+        items = []
+        for name in spec.params:
+            if name in workload.ORCHESTRATOR_PARAMS or name == "load":
+                continue
+            default = spec.defaults.get(name)
+            item = name if default is None else f"{name}={default}"
+            allowed = rules.param_values.get(name)
+            items.append(item + (f" ({'|'.join(allowed)})" if allowed else ""))
+        levels = ", ".join(spec.levels)
+        out.append(f"    {op} (levels {levels}): {', '.join(items)}")
+    return out
 
 
 # --------------------------------------------------------------------------- the parsed study
@@ -983,38 +1004,7 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
             via = f" (from '{raw}' in configuration '{config.name}')" if value != str(raw) else ""
             raise study.error("operation", o.index, "params",
                               f"{name} '{value}'{via} is not one of {', '.join(allowed)}{_suggest(value, allowed)}")
-    mode = study.substitute(config, o, "params", str(o.params.get("mode", "socket")))
-    job = op in workload.JOB_WORKLOADS
-    for text in o.loads or ():
-        load = workload.parse_load(text)
-        if job != (load.targets is not None):
-            raise study.error("operation", o.index, "loads",
-                              f"'{op}' is a job: its levels are numbers of targets, targets:N (not '{text}')" if job
-                              else f"load '{text}' is a job level; only {', '.join(workload.JOB_WORKLOADS)} takes one "
-                                   f"('{op}' takes closed:N or open:RATE)")
-        if load.bytes_per_s is not None:
-            if op not in workload.BYTE_RATE_WORKLOADS:
-                raise study.error("operation", o.index, "loads",
-                                  f"load '{text}' is a byte rate; only {', '.join(workload.BYTE_RATE_WORKLOADS)} "
-                                  f"takes one ('{op}' takes transactions per second, open:RATE)")
-            params = {k: study.substitute(config, o, "params", str(v)) for k, v in o.params.items()}
-            try:
-                load.per_s(workload.bytes_per_tx(op, params))
-            except ValueError as e:
-                raise study.error("operation", o.index, "params", str(e)) from None
-        problem = workload.descriptor_problem(load, mode)
-        if problem:
-            raise study.error("operation", o.index, "loads", problem)
-    if job:
-        params = {k: study.substitute(config, o, "params", str(v)) for k, v in o.params.items()}
-        try:
-            cap, slices = workload.job_concurrency(params, rules.op_defaults.get(op, {}))
-        except ValueError as e:
-            raise study.error("operation", o.index, "params", str(e)) from None
-        problem = workload.job_descriptor_problem(cap, slices)
-        if problem:
-            raise study.error("operation", o.index, "params" if "cap" in o.params or "slices" in o.params
-                              else "loads", problem)
+    _check_levels(study, config, o, rules.workloads[op], rules)
     if "port" in o.params:
         address = study.substitute(config, o, "params", str(o.params.get("address", "127.0.0.1")))
         try:
@@ -1024,6 +1014,70 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
         problem = workload.port_problem(address, port)
         if problem:
             raise study.error("operation", o.index, "params", problem)
+
+
+#: How each level kind is written, for messages.
+_LEVEL_SYNTAX = {"closed": "closed:N", "open": "open:RATE", "open_bytes": "a byte rate, open:100MB/s",
+                 "targets": "targets:N"}
+_LEVEL_WHAT = {"targets": "a job level", "open_bytes": "a byte rate"}
+
+
+def _check_levels(study: Study, config: Configuration, o: Operation, spec: "WorkloadSpec",
+                  rules: "WorkerRules") -> None:
+    """A workload operation's ``loads`` against its spec and the worker's limits: each level of
+    a kind the workload accepts (``spec.levels``), its counts within ``max_concurrency`` and
+    ``max_targets``, a byte rate's bytes per transaction a number, file descriptors enough for
+    it in the workload's mode; the numbers the worker's sizing reads whole numbers; a job's
+    descriptors. Raises StudyError at the key."""
+    params = {k: study.substitute(config, o, "params", str(v)) for k, v in o.params.items()}
+    for name in spec.sized_params:
+        if name in params:
+            try:
+                spec.number(name, params)
+            except ValueError as e:
+                raise study.error("operation", o.index, "params", str(e)) from None
+    for text in o.loads or ():
+        try:
+            load = workload.parse_load(text, rules.limits)
+        except ValueError as e:
+            raise study.error("operation", o.index, "loads", str(e)) from None
+        problem = _level_problem(spec, load, rules)
+        if problem:
+            raise study.error("operation", o.index, "loads", problem)
+        if load.bytes_per_s is not None:
+            try:
+                load.per_s(spec.bytes_per_tx(params))
+            except ValueError as e:
+                raise study.error("operation", o.index, "params", str(e)) from None
+        problem = workload.descriptor_problem(load, spec.mode(params))
+        if problem:
+            raise study.error("operation", o.index, "loads", problem)
+    if spec.job:
+        try:
+            cap, slices = workload.job_concurrency(params, spec.defaults)
+        except ValueError as e:
+            raise study.error("operation", o.index, "params", str(e)) from None
+        problem = workload.job_descriptor_problem(cap, slices)
+        if problem:
+            raise study.error("operation", o.index, "params" if "cap" in o.params or "slices" in o.params
+                              else "loads", problem)
+
+
+def _level_problem(spec: "WorkloadSpec", load: workload.Load, rules: "WorkerRules") -> str | None:
+    """Why workload ``spec`` cannot run at ``load``, or None: a level of a kind its spec does
+    not accept, said with the workloads that do accept it."""
+    kind = load.level_kind
+    if spec.takes_level(kind):
+        return None
+    op = spec.name
+    if spec.job:
+        return f"'{op}' is a job: its levels are numbers of targets, targets:N (not '{load.text}')"
+    takes = " or ".join(_LEVEL_SYNTAX.get(k, k) for k in spec.levels)
+    others = [w for w, s in rules.workloads.items() if s.takes_level(kind)]
+    what = _LEVEL_WHAT.get(kind, f"a {kind} level")
+    if not others:
+        return f"load '{load.text}' is {what}, which no workload of this worker takes ('{op}' takes {takes})"
+    return f"load '{load.text}' is {what}; only {', '.join(others)} takes one ('{op}' takes {takes})"
 
 
 def _param_value(name: str, value: str, rules: "WorkerRules") -> str:

@@ -151,6 +151,15 @@ class WorkloadSpec:
             required=_strings(entry["required"]),
             job_kinds={str(k): dict(_mapping(v)) for k, v in _mapping(entry.get("job_kinds") or {}).items()})
 
+    @property
+    def sized_params(self) -> tuple[str, ...]:
+        """The parameters whose values enter the sizing or a byte rate (bytes per transaction,
+        file bytes, the memory sum's): each must be a whole number."""
+        m = self.sizing.memory
+        names = [self.bytes_per_tx_param, self.file_bytes_param, *m.per_connection_param, *m.per_param_bytes,
+                 *(p for a, b, _ in m.per_param_product_bytes for p in (a, b))]
+        return tuple(dict.fromkeys(n for n in names if n is not None))
+
     def takes_level(self, kind: str) -> bool:
         """True if the workload accepts levels of ``kind`` (of ``LEVEL_KINDS``)."""
         return kind in self.levels
