@@ -4,15 +4,17 @@ connections than file descriptors)."""
 
 from __future__ import annotations
 
+import json
 import resource
 import socket
 from pathlib import Path
 
 import pytest
 
-from conftest import worker_rules
-from cryptoperf import schedule, study, workload
+from conftest import WORKER_HELLO, worker_rules
+from cryptoperf import preflight, schedule, study, workload
 from cryptoperf.errors import StudyError
+from cryptoperf.run.worker import WorkerRules
 
 RULES = worker_rules()
 
@@ -287,3 +289,45 @@ def test_a_work_dir_without_room_for_the_files_is_one_line(tmp_path, monkeypatch
     msg = workload.writable_problem(tmp_path, 128 << 20)
     assert msg == (f"work directory {tmp_path} has 10 MiB free, the study's files need 128 MiB; "
                    "free space or choose a smaller file_bytes")
+
+
+def test_a_workload_the_orchestrator_never_heard_of_is_planned_from_its_spec_alone(tmp_path):
+    """A sixth workload announced only in hello (a name no Python module knows, with a spec of
+    its own) is checked, expanded, sent and sized by its spec: its level kinds, byte rate, work
+    directory, memory and result sizing — nothing in the orchestrator names it."""
+    hello = json.loads(json.dumps(WORKER_HELLO))
+    toy = dict(json.loads(json.dumps(hello["op_params"]["tls-handshake"])), params=["chunk", "load"],
+               defaults={"chunk": 1000, "load": "closed:2"}, levels=["closed", "open_bytes"], modes=[],
+               default_mode="file", server=False, needs_dir=True, bytes_per_tx_param="chunk",
+               file_bytes_param="chunk", required=[])
+    toy["sizing"]["memory"].update(base_bytes=1000, socket_bytes=0, per_connection_bytes=10,
+                                   per_connection_param={"chunk": 3})
+    toy["sizing"].update(result_bytes=500, result_bytes_per_s=0, result_bytes_per_target=0)
+    hello["op_params"]["toy-io"] = toy
+    hello["ops"].append("toy-io")
+    rules = WorkerRules.from_hello(dict(hello, backends=[{"backend": "aws-lc"}]))
+    text = STUDY.replace('op = "tls-handshake"', 'op = "toy-io"').replace(
+        'params = { cert = "{cert}", group = "x25519", session = "full" }', "params = { chunk = 2000 }").replace(
+        '"open:200"]', '"open:10MB/s"]').replace('cert = "rsa2048"', "").replace('cert = "ecdsa-p256"', "")
+    assert "'toy-io' has no parameter 'cert'" in str(_error_with(rules, STUDY.replace('op = "tls-handshake"',
+                                                                                      'op = "toy-io"')))
+    s = study.check_against_worker(study.parse(text, "s.toml"), rules)
+    cells = schedule.expand(s)
+    assert {c.spec.name for c in cells} == {"toy-io"} and {c.load for c in cells} == {"closed:1", "closed:4",
+                                                                                   "open:10MB/s"}
+    rate = next(c for c in cells if c.load == "open:10MB/s")
+    assert rate.worker_params()["load"] == f"open:{10e6 / 2000:.6g}"  # its bytes per transaction: chunk
+    four = next(c for c in cells if c.load == "closed:4")
+    assert preflight.cell_memory(four, 1, rules.limits) == (1000 + 4 * (10 + 3 * 2000),
+                                                           "4 connection(s) in one process (file mode)")
+    assert preflight.result_bytes(four, seconds=5) == preflight.ROW_BYTES + 500
+    with workload.repetition_dir(four.spec.needs_dir, str(tmp_path)) as d:
+        assert Path(d).is_dir()
+    # its byte rate is named where another workload is given one
+    assert "is a byte rate; only storage and toy-io take one" in str(_error_with(rules, STUDY.replace('"open:200"]', '"open:1MB/s"]')))
+
+
+def _error_with(rules, text: str) -> StudyError:
+    with pytest.raises(StudyError) as e:
+        study.check_against_worker(study.parse(text, "s.toml"), rules)
+    return e.value

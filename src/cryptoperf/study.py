@@ -1077,7 +1077,9 @@ def _level_problem(spec: "WorkloadSpec", load: workload.Load, rules: "WorkerRule
     what = _LEVEL_WHAT.get(kind, f"a {kind} level")
     if not others:
         return f"load '{load.text}' is {what}, which no workload of this worker takes ('{op}' takes {takes})"
-    return f"load '{load.text}' is {what}; only {', '.join(others)} takes one ('{op}' takes {takes})"
+    names = others[0] if len(others) == 1 else f"{', '.join(others[:-1])} and {others[-1]} take"
+    return (f"load '{load.text}' is {what}; only {names}{' takes' if len(others) == 1 else ''} one "
+            f"('{op}' takes {takes})")
 
 
 def _param_value(name: str, value: str, rules: "WorkerRules") -> str:
