@@ -88,6 +88,7 @@ def test_a_workload_without_loads_runs_one_closed_connection():
     ('["open:-5"]', "is not one of"),
     ('["closed:2", "closed:2"]', "lists a load level twice"),
     ('["open:100MB/s"]', "is a byte rate; only storage takes one"),
+    ("[" + ", ".join(f'"open:{i}"' for i in range(1, 1002)) + "]", "lists 1001 load levels; at most 1000"),
 ])
 def test_bad_load_levels_are_one_line_at_the_key(loads, fragment):
     text = STUDY.replace('["closed:1", "closed:4", "open:200"]', loads)

@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
 from cryptoperf import opnames, preflight, speedstats, workload
-from cryptoperf.errors import StudyError, StudyInterrupted, UsageError
+from cryptoperf.errors import StudyError, StudyInterrupted, UsageError, WorkerError, did_you_mean
 from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
@@ -54,6 +54,15 @@ def default_worker() -> tuple[Path, Hello]:
     """The default worker build's path and ``hello``. Raises WorkerError subclasses."""
     path = find_worker()
     return path, fetch_hello(path)
+
+
+def default_rules() -> WorkerRules | None:
+    """The default worker build's rules (``WorkerRules``), or None when no worker answers: for
+    help texts that list what the worker announces (each workload's params)."""
+    try:
+        return default_worker()[1].rules
+    except WorkerError:
+        return None
 
 
 def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bool = False,
@@ -688,11 +697,9 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     op_params, more = speed_params(params or {}, chosen_ops, rules)
     notes += more
     for op in chosen_ops:
-        spec = rules.workloads.get(op)
-        if spec is not None and "load" not in op_params[op]:
-            # A workload's concurrency is its load level: --threads N is N connections; one
-            # without closed levels (a job: targets) runs the worker's default level unless
-            # --param load=... names one.
+        if (spec := rules.workloads.get(op)) is not None and "load" not in op_params[op]:
+            # A workload's concurrency is its load level: --threads N is N connections; a job's
+            # level is its targets (the worker's default unless --param load=targets:N).
             op_params[op]["load"] = (f"closed:{threads}" if spec.takes_level("closed")
                                      else str(spec.defaults.get("load") or workload.DEFAULT_LOAD))
     chosen_backends = tuple(backends) or hello.backend_names
@@ -745,7 +752,6 @@ def check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_moc
     proposes, for an operation, one of the same algorithm and parameters
     (``opnames.unknown_op_hint``: ``sha257`` gets none), for other kinds the closest spelling.
     """
-    import difflib
     out: list[str] = []
     for name in given:
         if allow_mock and (name == "mock" or name.startswith("mock:")):
@@ -758,8 +764,7 @@ def check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_moc
             if kind == "operation":
                 hint = opnames.unknown_op_hint(name, known)
             else:
-                close = difflib.get_close_matches(name, list(known), n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
+                hint = did_you_mean(name, known)
             raise UsageError(f"unknown {kind} '{name}'{hint} (known: {', '.join(known)})")
         if found not in out:
             out.append(found)
@@ -815,7 +820,6 @@ def speed_params(params: Mapping[str, str], ops: Sequence[str],
     applied to the operations that take each: (op → its params, note lines naming the
     operations a parameter does not apply to). Raises UsageError for an unknown name or value,
     or a parameter none of ``ops`` takes."""
-    import difflib
     per_op: dict[str, dict[str, str]] = {op: {} for op in ops}
     notes: list[str] = []
     known = tuple(sorted(set(rules.param_values).union(*rules.op_params.values()) - {"size_bytes"}))
@@ -823,8 +827,7 @@ def speed_params(params: Mapping[str, str], ops: Sequence[str],
         if name in ("size_bytes", "size"):
             raise UsageError(f"--param {name}: give message sizes with --size")
         if name not in known:
-            close = difflib.get_close_matches(name, list(known), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = did_you_mean(name, known)
             raise UsageError(f"--param {name}: unknown worker parameter{hint} (known: {_listing(known)})")
         if name == "load":
             try:
@@ -840,8 +843,7 @@ def speed_params(params: Mapping[str, str], ops: Sequence[str],
             if name == "digest":
                 hint = opnames.unknown_op_hint(str(value), allowed)
             else:
-                close = difflib.get_close_matches(str(value), list(allowed), n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
+                hint = did_you_mean(str(value), allowed)
             raise UsageError(f"--param {name}={value}: not one of {_listing(allowed)}{hint}")
         takers = [op for op in ops if rules.takes(op, name)]
         if not takers:
