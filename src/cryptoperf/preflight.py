@@ -24,8 +24,10 @@ work directory of a file workload (writable, room for its files) are checked whe
 checked against the worker (``study.check_against_worker``, ``engine.check_work_dir``); their
 figures enter here only where they share a filesystem with the results.
 
-The per-repetition figures are from the real worker (docs/reliability.md, "Checked before the
-first repetition", has the host and the runs they come from).
+The per-repetition figures are from the real worker: a workload's are the estimates its spec
+announces in hello (``WorkloadSpec.sizing``), a primitive's this module's constants
+(docs/reliability.md, "Checked before the first repetition", has the host and the runs they come
+from).
 """
 
 from __future__ import annotations
@@ -161,7 +163,8 @@ def planned_repetitions(plan: "StudyPlan") -> list[tuple["Cell", bool]]:
 
 
 def estimate(plan: "StudyPlan") -> Needs:
-    """``Needs`` of a study plan (see there); the figures are the module's constants."""
+    """``Needs`` of a study plan (see there); the figures are the module's constants for
+    primitives and each workload's spec (its sizing, as the worker announces it)."""
     reps = planned_repetitions(plan)
     results = sum(result_bytes(c, cal, plan.settings.seconds) for c, cal in reps)
     limits = plan.study.rules.limits if plan.study.rules is not None else None
