@@ -429,9 +429,9 @@ def job_descriptor_problem(cap: int, slices: int) -> str | None:
     (``slices × cap``), each beside ``FD_RESERVE`` descriptors; the soft RLIMIT_NOFILE must
     cover the agent's. The number of targets does not enter: a finished target's connection is
     closed."""
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = slices * cap + FD_RESERVE
-    if soft != resource.RLIM_INFINITY and need > soft:
+    soft = _limit_below(need)
+    if soft is not None:
         return (f"a job with cap = {cap} and {slices} slice{'s' if slices != 1 else ''} needs about {need} file "
                 f"descriptors in an agent process ({slices * cap} connections + {FD_RESERVE}), but the limit is "
                 f"{soft} (ulimit -n); raise it or lower cap")
@@ -442,16 +442,23 @@ def descriptor_problem(load: Load, mode: str) -> str | None:
     """Why this host cannot serve the level, or None: in socket mode each connection holds a
     descriptor in the client process and one in the server process, beside ``FD_RESERVE``;
     the soft RLIMIT_NOFILE must cover that. (A job level's descriptors depend on its cap and
-    slices instead: ``job_descriptor_problem``.)"""
+    slices instead: ``job_descriptor_problem``.) ``load`` is parsed with the worker's limits
+    (its connections known)."""
     if mode != "socket" or load.targets is not None:
         return None
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = load.connections + FD_RESERVE
-    if soft != resource.RLIM_INFINITY and need > soft:
+    soft = _limit_below(need)
+    if soft is not None:
         return (f"load '{load.text}' needs about {need} file descriptors per process "
                 f"({load.connections} connections + {FD_RESERVE}), but the limit is {soft} "
                 f"(ulimit -n); raise it or use fewer connections")
     return None
+
+
+def _limit_below(need: int) -> int | None:
+    """The soft RLIMIT_NOFILE (``ulimit -n``) when it is below ``need`` descriptors, else None."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY and need > soft else None
 
 
 def port_problem(address: str, port: int) -> str | None:
