@@ -36,11 +36,15 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
                   repetition's result (e.g. {"B#3": {"library_version": "fake-1.1"}}: a library
                   upgraded under a running study)
 
-Workloads (ops whose hello entry says ``"workload": true``; tls-handshake, tls-bulk and
-ike-phase1 if the hello snapshot has none) answer like the real worker (docs/worker-protocol.md,
-"Workloads"), from the same script: ``latency_ns`` (default WORKLOAD_LATENCY_NS; tls-bulk adds
-size_bytes), ``config_factor``, ``rep_factors``, ``noise_cv``, masks and ``steal_pct`` give the
-base latency B of one transaction alone, and then, with
+Workloads (ops whose hello entry says ``"workload": true``) take their traits from their spec
+in the hello snapshot (``SPECS``: the level kinds they accept — another kind is refused, as the
+real worker does —, their modes, bytes per transaction, whether they have a server side) and
+answer like the real worker (docs/worker-protocol.md, "Workloads"); every result has the same
+measurement fields (``measured``), and a kind whose result is its own has a builder in
+``RESULTS``, its refusals in ``REFUSALS``. A protocol workload (TLS, IKE) answers from the
+script: ``latency_ns`` (default WORKLOAD_LATENCY_NS plus the bytes per transaction, a transfer's
+size), ``config_factor``, ``rep_factors``, ``noise_cv``, masks and ``steal_pct`` give the base
+latency B of one transaction alone, and then, with
 
   contention      the share of B each extra closed-loop connection adds (default 0.25), so
                   capacity C = 1e9 / (B × contention) transactions/s
@@ -52,6 +56,7 @@ transactions/s (paced ``closed:N@R``: at most R); ``open:R`` runs min(R, C) tran
 latency B / (1 − u), u = min(R / C, 0.95), with ``late`` growing from u = 0.8. Every histogram
 has the same shape around that latency L: 90 % at L, 9 % at 1.5 L, 0.9 % at 3 L, the rest at
 6 L (so p99 = 1.5 L, p99.9 = 3 L when ops ≥ 1000). The window is ``seconds`` (nothing sleeps).
+A workload with a server side reports its counters over exactly the window (``server.window``).
 ``tls-handshake``/``tls-bulk`` with group x25519mlkem768 on ring answer unsupported, "ring has
 no ML-KEM".
 
@@ -83,7 +88,8 @@ targets report one mismatch. Processes report CPU timelines, peak RSS and descri
 cap + 4). In the FIPS build, ``sign_digest`` (or ``digest``) sha1 is unsupported, as in the real
 worker.
 
-The environment variable FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
+The environment variable FAKE_WORKER_HELLO names another hello snapshot to read instead of the
+fixture (a worker older than the orchestrator, say). FAKE_WORKER_OPENSSL_VERSION (outside the spec, so that two fake worker
 builds can differ under one spec) sets the openssl backend's ``library_version`` in hello and
 results (default "fake-1.0"), e.g. "3.6.3 1 Jul 2026" for a fake openssl@3.6 build.
 
@@ -118,7 +124,8 @@ from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
-RULES = json.loads((Path(__file__).resolve().parent / "fixtures" / "worker-hello.json").read_text())
+RULES = json.loads(Path(os.environ.get("FAKE_WORKER_HELLO") or
+                        Path(__file__).resolve().parent / "fixtures" / "worker-hello.json").read_text())
 CPU_MASKS = RULES["cpu_masks"]
 MASKABLE = ("openssl", "aws-lc")
 #: The fake libraries' unmasked capability vector, and what an empty OPENSSL_ia32cap leaves.
@@ -134,9 +141,11 @@ BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
 OPS = SPEC.get("ops", RULES["ops"])
 FIPS_BACKENDS = SPEC.get("fips_backends", ["aws-lc"])
 
-#: Workloads when the hello snapshot marks none (before the real worker announced them).
-FALLBACK_WORKLOADS = ("tls-handshake", "tls-bulk", "ike-phase1")
-#: A workload transaction's scripted latency alone (ns) without latency_ns (tls-bulk: + size).
+#: The workloads and their specs (level kinds, modes, bytes per transaction, ...): the hello
+#: snapshot's, the one table the fake's workload traits come from.
+SPECS = {op: entry for op, entry in RULES["op_params"].items() if entry.get("workload")}
+#: A workload transaction's scripted latency alone (ns) without latency_ns (a protocol workload
+#: with bytes per transaction, a transfer: + those bytes).
 WORKLOAD_LATENCY_NS = {"tls-handshake": 500_000, "tls-bulk": 200_000, "ike-phase1": 1_500_000,
                        "storage": 100_000,  # storage, fleet-job: only the scale matters
                        "fleet-job": 1_000_000}
@@ -160,10 +169,13 @@ SIGNATURE_SCHEMES = {"rsa2048": "rsa_pss_rsae_sha256", "rsa4096": "rsa_pss_rsae_
 
 
 def is_workload(op):
-    """True for a workload op: the hello snapshot says so, or (none marked yet) it is one of
-    FALLBACK_WORKLOADS."""
-    marked = {name for name, r in RULES["op_params"].items() if r.get("workload")}
-    return op in marked if marked else op in FALLBACK_WORKLOADS
+    """True for a workload op (its hello entry says so)."""
+    return op in SPECS
+
+
+def mode_of(op, params):
+    """The mode a workload runs in: its ``mode`` parameter, else its spec's default."""
+    return str(params.get("mode", SPECS[op]["default_mode"]))
 
 
 def in_fips_mode(backend):
@@ -252,9 +264,15 @@ def check_request(req, rid, op, params):
     if is_workload(op) and (threads != 1 or req.get("batch") is not None):
         return refuse(rid, "bad_params", f"{op}: a workload takes its concurrency from params.load "
                       "(closed:N, open:RATE), not threads or batch") or True
-    if is_workload(op) and "load" in params and parse_load(str(params["load"])) is None:
-        return refuse(rid, "bad_params", f"load '{params['load']}' is not one of closed:N, closed:N@RATE, "
-                      "open:RATE or open:RATE/THREADS") or True
+    if is_workload(op) and "load" in params:
+        load = parse_load(str(params["load"]))
+        if load is None:
+            return refuse(rid, "bad_params", f"load '{params['load']}' is not one of closed:N, closed:N@RATE, "
+                          "open:RATE or open:RATE/THREADS") or True
+        takes = SPECS[op]["levels"]
+        if load["kind"] not in takes:
+            return refuse(rid, "bad_params", f"{op}: a {load['kind']} level is not one of its levels "
+                          f"({', '.join(takes)})") or True
     if not 1 <= threads <= limits["max_threads"]:
         return refuse(rid, "bad_params", f"threads must be 1..={limits['max_threads']}, got {threads}") or True
     if not 0 < seconds <= limits["max_seconds"]:
@@ -349,23 +367,8 @@ def run(req):
             "fips": in_fips_mode(backend) if SPEC.get("fips_result") is None else SPEC["fips_result"],
             "threads": req.get("threads", 1), "cpu_mask": mask, "capabilities": capabilities(backend)}
     base.update(SPEC.get("result_fields", {}).get(f"{config}#{rep}", {}))
-    if mask is not None:
-        wanted = {m["name"]: m for m in CPU_MASKS}
-        if mask not in wanted:
-            return refuse(rid, "bad_params", f"unknown cpu_mask '{mask}'")
-        if backend not in MASKABLE:
-            if mask != "baseline":
-                return send({**base, "status": "unsupported",
-                             "reason": f"{str(backend).upper()} has no runtime CPU capability mask"})
-        elif ENV != wanted[mask]["openssl_ia32cap"] or (mask != "baseline" and backend in SPEC.get("mask_ignored", [])):
-            return send({**base, "status": "invalid",
-                         "reason": f"capability mask not applied: {backend} (fake) saw OPENSSL_ia32cap={ENV!r}"})
-        elif mask == "baseline" and req.get("cpu_vector_unmasked") not in (None, vector()):
-            return send({**base, "status": "invalid",
-                         "reason": f"capability mask not applied: {backend} (fake) uses {vector()} under "
-                                   f"baseline, not {req['cpu_vector_unmasked']}"})
-        else:
-            base["cpu_mask_cleared"] = ["aes"] if mask == "no-aesni" else []
+    if mask is not None and mask_answered(req, base, backend, mask):
+        return
     if BUILD == "fips" and not is_mock and backend not in FIPS_BACKENDS:
         return send({**base, "status": "unsupported", "reason": f"{str(backend).upper()} has no FIPS mode (fake)"})
     base["validation"] = {"kat": "not applicable (fake)", "kat_source": "", "cross_checks": []}
@@ -380,29 +383,9 @@ def run(req):
         reason = SPEC.get(status, {}).get(f"{backend}/{op}")
         if reason:
             return send({**base, "status": status, "reason": reason})
-    if is_mock:
-        scale = float(backend.split(":", 1)[1]) if ":" in backend else 1.0
-        latency = (size if sized else 1000) * scale
-    elif is_workload(op):
-        default = WORKLOAD_LATENCY_NS.get(op, 500_000) + (size if op == "tls-bulk" else 0)
-        latency = SPEC.get("latency_ns", {}).get(op, default)
-    else:
-        latency = SPEC.get("latency_ns", {}).get(op, 1000 + size)
-    latency *= SPEC.get("config_factor", {}).get(config, 1.0)
-    if BUILD == "fips":
-        latency *= SPEC.get("fips_factor", 1.0)
-    env_mask = next((m["name"] for m in CPU_MASKS if ENV is not None and m["openssl_ia32cap"] == ENV), None)
-    latency *= SPEC.get("mask_factor", {}).get(env_mask, 1.0)
-    factors = SPEC.get("rep_factors") or [1.0]
-    latency *= factors[(rep - 1) % len(factors)]
-    cv = SPEC.get("noise_cv")
-    if cv:
-        rng = random.Random(hashlib.sha256(f"{rid}/{backend}".encode()).digest())
-        latency *= math.exp(rng.gauss(0.0, math.sqrt(math.log1p(cv * cv))))
-    if op == "storage":
-        return send(storage_result(req, base, params, latency / WORKLOAD_LATENCY_NS["storage"], config, rep))
-    if op == "fleet-job":
-        return send(fleet_result(req, base, params, latency / WORKLOAD_LATENCY_NS["fleet-job"], config, rep))
+    latency = scripted_latency(rid, backend, op, params, size if sized else None, config, rep)
+    if op in RESULTS:  # relative to the kind's own scale
+        return send(RESULTS[op](req, base, params, latency / WORKLOAD_LATENCY_NS[op], config, rep))
     if is_workload(op):
         return send(workload_result(req, base, op, params, max(1.0, latency), config, rep))
     latency = max(1, int(round(latency)))
@@ -417,36 +400,128 @@ def run(req):
     hist = HdrHistogram(1, 3_600_000_000_000, 3)
     hist.record_value(latency, ops)
     wall_ns = ops * latency // threads
-    send({**base, "status": "ok", "ops": ops, "bytes_per_op": size if sized else 0,
-          "batch": batch, "timing": "individual" if batch == 1 else "batched",
-          "wall_ns": wall_ns, "cpu_ns": [wall_ns] * threads, "cpu_ns_total": wall_ns * threads,
-          "tsc_cycles": None, "steal_ticks": steal_ticks(rid, config, rep), "total_ticks": 200,
-          "busy_ticks": 100, "histogram": hist.encode().decode("ascii"), "samples": ops,
-          "sample_ns_stats": {"min": latency, "max": latency}})
+    send(measured(base, ops, hist, wall_ns, [wall_ns] * threads, steal_ticks(rid, config, rep), 100,
+                  size if sized else 0, batch=batch, sample_ns=(latency, latency)))
+
+
+def mask_answered(req, base, backend, mask):
+    """Answer a run whose ``cpu_mask`` the fake refuses (unknown: an error; a library without a
+    mask: unsupported; a mask not applied: invalid) and return True; else note the capabilities
+    it clears in ``base`` and return False."""
+    rid = req.get("id", "")
+    wanted = {m["name"]: m for m in CPU_MASKS}
+    if mask not in wanted:
+        return refuse(rid, "bad_params", f"unknown cpu_mask '{mask}'") or True
+    if backend not in MASKABLE:
+        if mask != "baseline":
+            return send({**base, "status": "unsupported",
+                         "reason": f"{str(backend).upper()} has no runtime CPU capability mask"}) or True
+    elif ENV != wanted[mask]["openssl_ia32cap"] or (mask != "baseline" and backend in SPEC.get("mask_ignored", [])):
+        return send({**base, "status": "invalid",
+                     "reason": f"capability mask not applied: {backend} (fake) saw OPENSSL_ia32cap={ENV!r}"}) or True
+    elif mask == "baseline" and req.get("cpu_vector_unmasked") not in (None, vector()):
+        return send({**base, "status": "invalid",
+                     "reason": f"capability mask not applied: {backend} (fake) uses {vector()} under "
+                               f"baseline, not {req['cpu_vector_unmasked']}"}) or True
+    else:
+        base["cpu_mask_cleared"] = ["aes"] if mask == "no-aesni" else []
+    return False
+
+
+def scripted_latency(rid, backend, op, params, size, config, rep):
+    """One operation's (or a workload transaction's alone) latency in ns from the script: the
+    base (mock: size × SCALE; latency_ns; a workload's WORKLOAD_LATENCY_NS, plus its bytes per
+    transaction for a protocol workload; else 1000 + size) times the configuration's, the FIPS
+    build's, the mask's and the block's factors, with the script's noise."""
+    if backend == "mock" or str(backend).startswith("mock:"):
+        scale = float(backend.split(":", 1)[1]) if ":" in backend else 1.0
+        latency = (size if size is not None else 1000) * scale
+    elif is_workload(op):
+        own = op in RESULTS  # a protocol workload's transaction also moves its bytes per transaction
+        default = WORKLOAD_LATENCY_NS.get(op, 500_000) + (0 if own else bytes_per_tx(op, params))
+        latency = SPEC.get("latency_ns", {}).get(op, default)
+    else:
+        latency = SPEC.get("latency_ns", {}).get(op, 1000 + (size or 0))
+    latency *= SPEC.get("config_factor", {}).get(config, 1.0)
+    if BUILD == "fips":
+        latency *= SPEC.get("fips_factor", 1.0)
+    env_mask = next((m["name"] for m in CPU_MASKS if ENV is not None and m["openssl_ia32cap"] == ENV), None)
+    latency *= SPEC.get("mask_factor", {}).get(env_mask, 1.0)
+    factors = SPEC.get("rep_factors") or [1.0]
+    latency *= factors[(rep - 1) % len(factors)]
+    cv = SPEC.get("noise_cv")
+    if cv:
+        rng = random.Random(hashlib.sha256(f"{rid}/{backend}".encode()).digest())
+        latency *= math.exp(rng.gauss(0.0, math.sqrt(math.log1p(cv * cv))))
+    return latency
+
+
+def bytes_per_tx(op, params):
+    """The bytes one transaction of workload ``op`` moves (its spec's bytes_per_tx_param), 0
+    for one that names none."""
+    name = SPECS[op].get("bytes_per_tx_param")
+    return int(params.get(name, 0)) if name else 0
 
 
 def parse_load(text):
-    """``closed:N``, ``closed:N@R``, ``open:R``, ``open:R/T`` as the worker's ``load`` object
-    (kind, concurrency or threads, rate_per_s, corrected), or None when malformed."""
+    """``closed:N``, ``closed:N@R``, ``open:R``, ``open:R/T``, ``targets:N`` as the worker's
+    ``load`` object (kind, concurrency, threads or targets, rate_per_s, corrected), within the
+    hello's limits (max_concurrency, open_threads, max_targets), or None when malformed."""
+    limits = RULES["limits"]
+    most, threads, targets = limits["max_concurrency"], limits["open_threads"], limits["max_targets"]
     m = re.fullmatch(r"closed:(\d+)(?:@(\d+(?:\.\d+)?))?", text.strip())
-    if m and 1 <= int(m.group(1)) <= 1024:
+    if m and 1 <= int(m.group(1)) <= most:
         return {"kind": "closed", "concurrency": int(m.group(1)),
                 "rate_per_s": float(m.group(2)) if m.group(2) else None, "corrected": False}
     m = re.fullmatch(r"open:(\d+(?:\.\d+)?)(?:/(\d+))?", text.strip())
-    if m and float(m.group(1)) > 0 and 1 <= int(m.group(2) or 32) <= 1024:
-        return {"kind": "open", "threads": int(m.group(2) or 32), "rate_per_s": float(m.group(1)),
+    if m and float(m.group(1)) > 0 and 1 <= int(m.group(2) or threads) <= most:
+        return {"kind": "open", "threads": int(m.group(2) or threads), "rate_per_s": float(m.group(1)),
                 "corrected": True}
     m = re.fullmatch(r"targets:(\d+)", text.strip())
-    if m and 1 <= int(m.group(1)) <= 10_000:
+    if m and 1 <= int(m.group(1)) <= targets:
         return {"kind": "targets", "targets": int(m.group(1)), "rate_per_s": None, "corrected": False}
     return None
 
 
-def negotiated(op, params):
-    """What the fake negotiated: exactly what ``params`` asked for (IANA names), None for
-    ike-phase1."""
-    if op == "ike-phase1":
-        return None
+def shaped_histogram(ops, latency):
+    """``ops`` transactions around ``latency`` ns in WORKLOAD_SHAPE, as an HdrHistogram."""
+    hist = HdrHistogram(1, 3_600_000_000_000, 3)
+    left = ops
+    for i, (share, factor) in enumerate(WORKLOAD_SHAPE):
+        count = left if i == len(WORKLOAD_SHAPE) - 1 else min(left, int(ops * share + 0.5))
+        if count:
+            hist.record_value(max(1, int(latency * factor)), count)
+        left -= count
+    return hist
+
+
+def split(total, threads):
+    """``total`` CPU ns over ``threads`` threads (the first takes the rest)."""
+    out = [total // threads] * threads
+    out[0] += total - sum(out)
+    return out
+
+
+def busy_ticks(own_ns, wall_ns):
+    """The host's busy ticks (of 200, over the fake's 2 CPUs): the worker's own CPU and 1 %
+    more, so the orchestrator sees no other load."""
+    return min(200, int(round(200 * (100.0 * own_ns / (wall_ns * 2) + 1.0) / 100)))
+
+
+def measured(base, ops, hist, wall_ns, cpu_ns, ticks, busy, bytes_per_op, batch=1, sample_ns=None, cpu_ns_total=None):
+    """The measurement fields every ``ok`` result has, over ``base`` (the request's echo);
+    ``sample_ns``: (min, max) of the samples (default: the histogram's); ``cpu_ns_total``: the
+    process's CPU (default: its threads')."""
+    low, high = sample_ns or (hist.get_min_value(), hist.get_max_value())
+    return {**base, "status": "ok", "ops": ops, "bytes_per_op": bytes_per_op, "batch": batch,
+            "timing": "individual" if batch == 1 else "batched", "wall_ns": wall_ns, "cpu_ns": cpu_ns,
+            "cpu_ns_total": sum(cpu_ns) if cpu_ns_total is None else cpu_ns_total, "tsc_cycles": None, "steal_ticks": ticks, "total_ticks": 200,
+            "busy_ticks": busy, "histogram": hist.encode().decode("ascii"), "samples": ops,
+            "sample_ns_stats": {"min": low, "max": high}}
+
+
+def negotiated(params):
+    """What the fake's TLS negotiated: exactly what ``params`` asked for (IANA names)."""
     version = TLS_VERSIONS[str(params.get("tls_version", "1.3"))]
     suite, cert = params.get("suite", "aes-128-gcm"), params.get("cert", "ecdsa-p256")
     if version == "TLSv1.3":
@@ -471,9 +546,10 @@ def timeline(seconds, cpu_pct, steal_pct, samples_max=60):
 
 
 def workload_result(req, base, op, params, alone_ns, config, rep):
-    """A workload's ``result`` message (status ok): ``alone_ns`` is one transaction's scripted
-    latency with nothing else running; the load level sets latency and throughput (see the
-    module's docstring)."""
+    """A protocol workload's ``result`` message (status ok): ``alone_ns`` is one transaction's
+    scripted latency with nothing else running; the load level sets latency and throughput (see
+    the module's docstring). A workload whose spec has a server side reports it (with what was
+    negotiated, over exactly the window); in memory mode both sides are one process's."""
     load = parse_load(str(params.get("load", "closed:1")))
     contention = SPEC.get("contention", 0.25)
     capacity = 1e9 / (alone_ns * contention)
@@ -483,7 +559,7 @@ def workload_result(req, base, op, params, alone_ns, config, rep):
         rate = n * 1e9 / latency
         if load["rate_per_s"]:
             rate = min(rate, load["rate_per_s"])
-        threads, late = n, 0
+        threads = n
     else:
         u = min(load["rate_per_s"] / capacity, 0.95)
         latency = alone_ns / (1 - u)
@@ -492,51 +568,34 @@ def workload_result(req, base, op, params, alone_ns, config, rep):
     seconds = float(req.get("seconds", 1.0))
     wall_ns = int(seconds * 1e9)
     ops = max(1, int(round(rate * seconds)))
-    if load["kind"] == "open":
-        late = int(ops * min(1.0, max(0.0, (load["rate_per_s"] / capacity - 0.8) / 0.2)))
-    hist = HdrHistogram(1, 3_600_000_000_000, 3)
-    left = ops
-    for i, (share, factor) in enumerate(WORKLOAD_SHAPE):
-        count = left if i == len(WORKLOAD_SHAPE) - 1 else min(left, int(ops * share + 0.5))
-        if count:
-            hist.record_value(max(1, int(latency * factor)), count)
-        left -= count
-    memory = op == "ike-phase1" or params.get("mode") == "memory"
+    late = 0 if load["kind"] == "closed" else int(ops * min(1.0, max(0.0, (load["rate_per_s"] / capacity - 0.8) / 0.2)))
+    memory = mode_of(op, params) == "memory"
     client_ns = int(ops * alone_ns * SPEC.get("client_cpu_share", 0.4))
     server_ns = int(ops * alone_ns * SPEC.get("server_cpu_share", 0.6))
     cpu_total = client_ns + server_ns if memory else client_ns
-    per_thread = [cpu_total // threads] * threads
-    per_thread[0] += cpu_total - sum(per_thread)
     ticks = steal_ticks(req.get("id", ""), config, rep)
     steal_pct = round(100.0 * ticks / 200, 3)
-    size = params.get("size_bytes", 0) if op == "tls-bulk" else 0
-    # the host's busy ticks (of 200, over the fake's 2 CPUs): the two sides' own CPU and 1 % more,
-    # so the orchestrator sees no other load
-    own_ns = cpu_total + (0 if memory else server_ns)
-    busy = min(200, int(round(200 * (100.0 * own_ns / (wall_ns * 2) + 1.0) / 100)))
-    out = {**base, "status": "ok", "ops": ops, "bytes_per_op": size, "batch": 1, "timing": "individual",
-           "wall_ns": wall_ns, "cpu_ns": per_thread, "cpu_ns_total": cpu_total, "tsc_cycles": None,
-           "steal_ticks": ticks, "total_ticks": 200, "busy_ticks": busy,
-           "histogram": hist.encode().decode("ascii"), "samples": ops,
-           "sample_ns_stats": {"min": int(latency), "max": int(latency * 6)},
-           "workload": op, "mode": "memory" if memory else "socket",
-           "load": {k: v for k, v in load.items()}, "late": late,
-           "client_timeline": timeline(seconds, 100.0 * cpu_total / wall_ns, steal_pct),
-           "placement": ("memory mode: client and server sides in the same thread" if memory
-                         else "client threads on CPU 0, server process on CPU 1")}
-    n = negotiated(op, params)
+    out = measured(base, ops, shaped_histogram(ops, latency), wall_ns, split(cpu_total, threads), ticks,
+                   busy_ticks(cpu_total + (0 if memory else server_ns), wall_ns), bytes_per_tx(op, params),
+                   sample_ns=(int(latency), int(latency * 6)))
+    out.update(workload=op, mode="memory" if memory else "socket", load=dict(load), late=late,
+               client_timeline=timeline(seconds, 100.0 * cpu_total / wall_ns, steal_pct),
+               placement=("memory mode: client and server sides in the same thread" if memory
+                          else "client threads on CPU 0, server process on CPU 1"))
+    server = SPECS[op]["server"]
+    n = negotiated(params) if server else None
     out["validation"] = {"kat": "not applicable (a protocol workload)",
                          "negotiated": "pass" if n is not None else "not applicable",
-                         "cross_checks": [] if op == "ike-phase1" else [
+                         "cross_checks": [] if not server else [
                              {"client": b, "server": base["backend"], "status": "pass"}
                              for b in ("aws-lc", "ring", "openssl") if b != base["backend"]]}
     if n is not None:
         out["negotiated"] = n
         if op == "tls-handshake":
             out["negotiated_counts"] = [{**n, "count": ops}]
-    if op != "ike-phase1":
+    if server:
         port = int(params.get("port") or 0) or 40000 + int(hashlib.sha256(str(req.get("id")).encode()).hexdigest(), 16) % 20000
-        out["server"] = {"cpu_ns": server_ns, "transactions": ops,
+        out["server"] = {"cpu_ns": server_ns, "transactions": ops, "window": True,
                          "address": None if memory else f"{params.get('address', '127.0.0.1')}:{port}",
                          "timeline": [] if memory else timeline(seconds, 100.0 * server_ns / wall_ns, steal_pct)}
         if memory:
@@ -544,39 +603,38 @@ def workload_result(req, base, op, params, alone_ns, config, rep):
     return out
 
 
+#: A TLS workload's refusals: (condition on backend and params, reason), as the real worker's.
+TLS_REFUSALS = ((lambda b, p: b == "ring" and p.get("group") == "x25519mlkem768", "ring has no ML-KEM"),
+                (lambda b, p: b == "rustcrypto", "rustcrypto has no TLS stack here"))
+#: Per workload, what the real worker's run and check refuse: (condition, reason), in order.
+REFUSALS = {
+    "tls-handshake": TLS_REFUSALS,
+    "tls-bulk": TLS_REFUSALS,
+    "fleet-job": (
+        (lambda b, p: b == "rustcrypto",
+         "backend 'rustcrypto' has no TLS implementation here; fleet-job runs on aws-lc, ring and openssl"),
+        (lambda b, p: in_fips_mode(b) and p.get("sign_digest", p.get("digest")) == "sha1",
+         "SHA-1 signature generation is not an approved service in FIPS mode (fake): give sign_digest = \"sha256\"")),
+    "storage": (
+        (lambda b, p: p.get("layer") == "dm-crypt", "dm-crypt layer unavailable: this kernel has no device-mapper (fake)"),
+        (lambda b, p: b == "ring" and str(p.get("scheme", "")).endswith("-xts"), "ring has no AES-XTS")),
+}
+
+
 def workload_refusal(backend, op, params):
     """Why a workload cannot run on ``backend`` with ``params`` (as the real worker's run and
-    check say it), or None."""
-    if op == "fleet-job":
-        if backend == "rustcrypto":
-            return "backend 'rustcrypto' has no TLS implementation here; fleet-job runs on aws-lc, ring and openssl"
-        if in_fips_mode(backend) and params.get("sign_digest", params.get("digest")) == "sha1":
-            return ("SHA-1 signature generation is not an approved service in FIPS mode (fake): give "
-                    "sign_digest = \"sha256\"")
-        return None
-    if op == "storage":
-        if params.get("layer") == "dm-crypt":
-            return "dm-crypt layer unavailable: this kernel has no device-mapper (fake)"
-        if backend == "ring" and str(params.get("scheme", "")).endswith("-xts"):
-            return "ring has no AES-XTS"
-        return None
-    if backend == "ring" and params.get("group") == "x25519mlkem768":
-        return "ring has no ML-KEM"
-    if op != "ike-phase1" and backend == "rustcrypto":
-        return "rustcrypto has no TLS stack here"
-    return None
+    check say it: ``REFUSALS``), or None."""
+    return next((why for refused, why in REFUSALS.get(op, ()) if refused(backend, params)), None)
 
 
 def fleet_result(req, base, params, factor, config, rep):
-    """A ``fleet-job`` result (status ok) from the schedule in the module's docstring."""
-    load = parse_load(str(params.get("load", "targets:1")))
-    if load is None or load["kind"] != "targets":
-        return {**base, "status": "invalid", "reason": "fleet-job's level is a number of targets: load = targets:N"}
+    """A ``fleet-job`` result (status ok) from the schedule in the module's docstring (its level
+    is a targets:N: ``check_request`` refused any other)."""
+    load = parse_load(str(params["load"]))
     n = load["targets"]
-    kinds = RULES["op_params"]["fleet-job"].get("job_kinds") or {}
-    kind = kinds[params.get("job", "audit")]
+    kind = SPECS[base["op"]]["job_kinds"][params["job"]]
     phases = [p.strip() for p in str(params["phases"]).split(",")] if params.get("phases") else kind["phases"]
-    cap, slices, agents = int(params.get("cap", 20)), int(params.get("slices", 1)), int(params.get("agents", 2))
+    cap, slices, agents = (int(params[k]) for k in ("cap", "slices", "agents"))  # hello's defaults merged
     auth = params.get("auth", kind["auth"])
     items = int(params.get("items", kind["items"]))
     stages = "push" in phases and auth == "sign" and items > 0
@@ -587,6 +645,53 @@ def fleet_result(req, base, params, factor, config, rep):
     per_phase = {p: SPEC.get("fleet_phase_ns", FLEET_PHASE_NS)[p] * factor * contention
                  * SPEC.get("fleet_phase_factor", {}).get(config, {}).get(p, 1.0) for p in phases}
     stage_ns = int(FLEET_STAGE_NS * factor) if stages else 0
+    rows, failures, mismatches, hist, end, completed = fleet_targets(n, phases, cap, slices, per_phase, stage_ns,
+                                                                     close, bad_cert, tamper)
+    wall_ns = max(1, int(end))
+    # each slice keeps its CPU 60 % busy over the job, the agents together 90 % of one CPU
+    mgmt_ns = int(0.6 * (end - stage_ns) * slices) + stage_ns
+    agent_ns = int(0.9 * end)
+    steal = round(100.0 * steal_ticks(req.get("id", ""), config, rep) / 200, 3)
+    slice_ns = [(mgmt_ns - stage_ns) // slices] * slices
+    processes = fleet_processes(wall_ns, stage_ns, slice_ns, agent_ns, agents, cap, n, steal)
+    columns = ["target", "slice", "status"] + [f"{p}_{e}_us" for p in phases for e in ("start", "end")]
+    cert = params.get("cert", "rsa2048")
+    digest = params.get("digest", "sha256")
+    item_bytes = int(params.get("item_bytes", kind["item_bytes"]))
+    checks = int(params.get("checks", kind["checks"]))
+    out = measured(base, completed, hist, wall_ns, [stage_ns] + slice_ns, int(round(steal * 2)),
+                   busy_ticks(mgmt_ns + agent_ns, wall_ns), 0, cpu_ns_total=mgmt_ns)
+    return {**out, "workload": "fleet-job", "mode": "socket", "load": dict(load), "late": 0,
+            "client_timeline": processes[1]["timeline"],
+            "server": {"cpu_ns": agent_ns, "transactions": completed, "address": "127.0.0.1:40001",
+                       "timeline": processes[-1]["timeline"]},
+            "placement": ("slices on CPU 0, agents on CPU 1 (the host's 2 CPUs)" if slices < 2 else
+                          f"not pinned: {slices} slice(s) and {agents} agent(s) share this process's 2 CPU(s), "
+                          "none left to keep the agents apart"),
+            "negotiated": {"version": "TLSv1.3", "cipher_suite": "TLS_AES_128_GCM_SHA256",
+                           "group": params.get("group", "p256"), "signature_scheme": SIGNATURE_SCHEMES.get(cert, "?"),
+                           "resumed": False},
+            "validation": {"kat": "not applicable (fake)", "negotiated": "pass", "probe": "pass (fake)",
+                           "digests": "pass (fake)", "signatures": "pass (fake)"},
+            "fleet": {"job": params.get("job", "audit"), "what": kind["what"], "targets": n,
+                      "slices": slices, "cap": cap, "agents": agents, "cert": cert,
+                      "group": params.get("group", "p256"), "suite": params.get("suite", "aes-128-gcm"),
+                      "digest": digest, "sign_digest": params.get("sign_digest", digest), "auth": auth,
+                      "items": items, "item_bytes": item_bytes,
+                      "push_bytes": items * item_bytes if "push" in phases else 0,
+                      "checks": checks if "checks" in phases else 0,
+                      "file_bytes": int(params.get("file_bytes", kind["file_bytes"])), "phases": phases,
+                      "completed": completed, "failed": len(failures), "setup_ms": 300.0,
+                      "job_phases": [{"name": "stage", "start_us": 0, "end_us": stage_ns // 1000}] if stages else [],
+                      "records": {"columns": columns, "rows": rows}, "failures": failures,
+                      "mismatches": mismatches, "agent_errors": 0, "agent_first_error": None,
+                      "processes": processes, "host_cpus": 2, "key_pool": "fixed keys (fake)"}}
+
+
+def fleet_targets(n, phases, cap, slices, per_phase, stage_ns, close, bad_cert, tamper):
+    """A job's schedule: target i on slice i mod slices, each of whose ``cap`` lanes takes the
+    next target when free; returns (records rows, failures, mismatches, histogram of completed
+    targets' times, end ns, completed)."""
     rows, failures, mismatches, hist = [], [], [], HdrHistogram(1, 3_600_000_000_000, 3)
     end, completed = stage_ns, 0
     for j in range(slices):
@@ -618,13 +723,13 @@ def fleet_result(req, base, params, factor, config, rep):
             end = max(end, t)
             rows.append(row)
     rows.sort(key=lambda r: r[0])
-    wall_ns = max(1, int(end))
-    # each slice keeps its CPU 60 % busy over the job, the agents together 90 % of one CPU
-    mgmt_ns = int(0.6 * (end - stage_ns) * slices) + stage_ns
-    agent_ns = int(0.9 * end)
-    seconds = wall_ns / 1e9
-    steal = round(100.0 * steal_ticks(req.get("id", ""), config, rep) / 200, 3)
-    slice_ns = [(mgmt_ns - stage_ns) // slices] * slices
+    return rows, failures, mismatches, hist, end, completed
+
+
+def fleet_processes(wall_ns, stage_ns, slice_ns, agent_ns, agents, cap, n, steal):
+    """A job's processes: the coordinator, each slice and each agent, with their CPU, peak RSS,
+    descriptors and CPU timelines."""
+    seconds, slices = wall_ns / 1e9, len(slice_ns)
     processes = [{"role": "coordinator", "index": 0, "pid": 1000, "pinned_cpu": None, "cpu_ns": stage_ns,
                   "peak_rss_bytes": 11 << 20, "max_fds": 10, "timeline_offset_ms": -400.0,
                   "timeline": timeline(seconds + 0.4, 1.0, steal)}]
@@ -638,42 +743,7 @@ def fleet_result(req, base, params, factor, config, rep):
                           "cpu_ns": agent_ns // agents, "peak_rss_bytes": (13 << 20) + n * 2048 // agents,
                           "max_fds": min(cap * slices, n) // agents + 6, "timeline_offset_ms": -350.0,
                           "timeline": timeline(seconds + 0.35, 100.0 * agent_ns / agents / wall_ns, steal)})
-    busy = min(200, int(round(200 * (100.0 * (mgmt_ns + agent_ns) / (wall_ns * 2) + 1.0) / 100)))
-    columns = ["target", "slice", "status"] + [f"{p}_{e}_us" for p in phases for e in ("start", "end")]
-    cert = params.get("cert", "rsa2048")
-    digest = params.get("digest", "sha256")
-    item_bytes = int(params.get("item_bytes", kind["item_bytes"]))
-    checks = int(params.get("checks", kind["checks"]))
-    return {**base, "status": "ok", "ops": completed, "bytes_per_op": 0, "batch": 1, "timing": "individual",
-            "wall_ns": wall_ns, "cpu_ns": [stage_ns] + slice_ns, "cpu_ns_total": mgmt_ns, "tsc_cycles": None,
-            "steal_ticks": int(round(steal * 2)), "total_ticks": 200, "busy_ticks": busy,
-            "histogram": hist.encode().decode("ascii"), "samples": completed,
-            "sample_ns_stats": {"min": hist.get_min_value(), "max": hist.get_max_value()},
-            "workload": "fleet-job", "mode": "socket", "load": dict(load), "late": 0,
-            "client_timeline": processes[1]["timeline"],
-            "server": {"cpu_ns": agent_ns, "transactions": completed, "address": "127.0.0.1:40001",
-                       "timeline": processes[-1]["timeline"]},
-            "placement": ("slices on CPU 0, agents on CPU 1 (the host's 2 CPUs)" if slices < 2 else
-                          f"not pinned: {slices} slice(s) and {agents} agent(s) share this process's 2 CPU(s), "
-                          "none left to keep the agents apart"),
-            "negotiated": {"version": "TLSv1.3", "cipher_suite": "TLS_AES_128_GCM_SHA256",
-                           "group": params.get("group", "p256"), "signature_scheme": SIGNATURE_SCHEMES.get(cert, "?"),
-                           "resumed": False},
-            "validation": {"kat": "not applicable (fake)", "negotiated": "pass", "probe": "pass (fake)",
-                           "digests": "pass (fake)", "signatures": "pass (fake)"},
-            "fleet": {"job": params.get("job", "audit"), "what": kind["what"], "targets": n,
-                      "slices": slices, "cap": cap, "agents": agents, "cert": cert,
-                      "group": params.get("group", "p256"), "suite": params.get("suite", "aes-128-gcm"),
-                      "digest": digest, "sign_digest": params.get("sign_digest", digest), "auth": auth,
-                      "items": items, "item_bytes": item_bytes,
-                      "push_bytes": items * item_bytes if "push" in phases else 0,
-                      "checks": checks if "checks" in phases else 0,
-                      "file_bytes": int(params.get("file_bytes", kind["file_bytes"])), "phases": phases,
-                      "completed": completed, "failed": len(failures), "setup_ms": 300.0,
-                      "job_phases": [{"name": "stage", "start_us": 0, "end_us": stage_ns // 1000}] if stages else [],
-                      "records": {"columns": columns, "rows": rows}, "failures": failures,
-                      "mismatches": mismatches, "agent_errors": 0, "agent_first_error": None,
-                      "processes": processes, "host_cpus": 2, "key_pool": "fixed keys (fake)"}}
+    return processes
 
 
 def storage_result(req, base, params, factor, config, rep):
@@ -704,29 +774,16 @@ def storage_result(req, base, params, factor, config, rep):
     seconds = float(req.get("seconds", 1.0))
     wall_ns = int(seconds * 1e9)
     ops = max(1, int(round(rate * seconds)))
-    hist = HdrHistogram(1, 3_600_000_000_000, 3)
-    left = ops
-    for i, (share, f) in enumerate(WORKLOAD_SHAPE):
-        count = left if i == len(WORKLOAD_SHAPE) - 1 else min(left, int(ops * share + 0.5))
-        if count:
-            hist.record_value(max(1, int(latency * f)), count)
-        left -= count
     total_user, total_system = int(ops * user_ns), int(ops * system_ns)
     cpu_total = total_user + total_system
-    per_thread = [cpu_total // threads] * threads
-    per_thread[0] += cpu_total - sum(per_thread)
     direction = str(params.get("direction", "read"))
     read_pct = 100 if direction == "read" else 0 if direction == "write" else int(direction.split(":")[1])
     reads = ops * read_pct // 100
     ticks = steal_ticks(req.get("id", ""), config, rep)
-    busy = min(200, int(round(200 * (100.0 * cpu_total / (wall_ns * 2) + 1.0) / 100)))
     library = "none" if scheme == "clear" else f"{base['library']} {base['library_version']}"
-    return {**base, "status": "ok", "ops": ops, "bytes_per_op": block, "batch": 1, "timing": "individual",
-            "wall_ns": wall_ns, "cpu_ns": per_thread, "cpu_ns_total": cpu_total, "tsc_cycles": None,
-            "steal_ticks": ticks, "total_ticks": 200, "busy_ticks": busy,
-            "histogram": hist.encode().decode("ascii"), "samples": ops,
-            "sample_ns_stats": {"min": int(latency), "max": int(latency * 6)},
-            "workload": "storage", "mode": "file", "load": dict(load), "late": 0,
+    out = measured(base, ops, shaped_histogram(ops, latency), wall_ns, split(cpu_total, threads), ticks,
+                   busy_ticks(cpu_total, wall_ns), block, sample_ns=(int(latency), int(latency * 6)))
+    return {**out, "workload": "storage", "mode": "file", "load": dict(load), "late": 0,
             "client_timeline": timeline(seconds, 100.0 * cpu_total / wall_ns, round(100.0 * ticks / 200, 3)),
             "storage": {"scheme": scheme, "pattern": params.get("pattern", "sequential"), "direction": direction,
                         "read_pct": read_pct, "block_bytes": block, "file_bytes": int(params.get("file_bytes", 64 << 20)),
@@ -743,6 +800,10 @@ def storage_result(req, base, params, factor, config, rep):
                            "pass: RustCrypto (fake) decrypted sectors 0 and 255, read raw from the file, to the "
                            "plaintext written",
                            "cross_checks": [] if scheme == "clear" else [{"with": "rustcrypto", "status": "pass"}]}}
+
+
+#: Workloads whose result is their own (the others' is a protocol workload's, ``workload_result``).
+RESULTS = {"storage": storage_result, "fleet-job": fleet_result}
 
 
 def main():

@@ -75,6 +75,13 @@ REFUSED = {
     "negative warmup": _request(warmup_s=-1),
     "zero seconds": _request(seconds=0),
     "zero threads": _request(threads=0),
+    # a level of a kind the workload's spec does not take, or above the hello's limits
+    "a job level on a time workload": _request(op="tls-handshake", backend="aws-lc", params={"load": "targets:3"}),
+    "a time level on a job": _request(op="fleet-job", backend="aws-lc", params={"load": "closed:1"}),
+    "more connections than max_concurrency": _request(
+        op="tls-handshake", backend="aws-lc", params={"load": f"closed:{LIMITS['max_concurrency'] + 1}"}),
+    "more targets than max_targets": _request(
+        op="fleet-job", backend="aws-lc", params={"load": f"targets:{LIMITS['max_targets'] + 1}"}),
 }
 
 #: Requests both accept (the boundaries included), and answer with the same status.

@@ -62,9 +62,13 @@ def test_a_job_level_is_a_number_of_targets():
     assert (load.kind, load.targets, load.label, load.level, load.connections) == ("targets", 1000, "1000 targets",
                                                                                    1000.0, 1)
     assert workload.parse_load("targets:1").label == "1 target"
-    for bad in ("targets:0", "targets:10001", "targets:x"):
+    for bad in ("targets:0", "targets:x"):
         with pytest.raises(ValueError, match="targets:N"):
             workload.parse_load(bad)
+    # the most targets is the worker's (max_targets in its hello), checked with its limits
+    assert workload.parse_load("targets:10001").targets == 10001
+    with pytest.raises(ValueError, match=r"10001 targets, above the worker's limit of 10000 \(max_targets"):
+        workload.parse_load("targets:10001", RULES.limits)
     assert stats.metric_for("by_load", "targets:100") == "throughput"
     assert stats.metric_for("latency", "targets:100") == "latency"
 
@@ -83,7 +87,10 @@ def test_each_level_is_its_own_row_and_calibration_runs_a_small_job():
     big = next(c for c in cells if c.load == "targets:1000")
     settings = schedule.Settings(seconds=1, warmup_s=0.2, threads=1, timeout_s=60)
     cal = schedule.run_request(Repetition(big, 0), settings)
-    assert cal["params"]["load"] == f"targets:{workload.CALIBRATION_TARGETS}" and cal["threads"] == 1
+    assert cal["params"]["load"] == RULES.workloads["fleet-job"].calibration_load == "targets:10"
+    assert cal["threads"] == 1
+    small = next(c for c in cells if c.load == "targets:1")  # below the calibration level: its own
+    assert schedule.run_request(Repetition(small, 0), settings)["params"]["load"] == "targets:1"
     assert schedule.run_request(Repetition(big, 1), settings)["params"]["load"] == "targets:1000"
     # without loads, the worker's default level (hello): one target
     cells = schedule.expand(checked(STUDY.replace('loads = ["targets:1", "targets:100", "targets:1000"]\n', "")))
@@ -94,7 +101,7 @@ def test_each_level_is_its_own_row_and_calibration_runs_a_small_job():
     (('loads = ["targets:1", "targets:100", "targets:1000"]', 'loads = ["closed:4"]'),
      "'fleet-job' is a job: its levels are numbers of targets, targets:N (not 'closed:4')"),
     (('job = "audit"', 'job = "deploy"'), "job 'deploy' is not one of audit, appconfig, remediate"),
-    (('targets:1000"]', 'targets:100000"]'), "is not one of"),
+    (('targets:1000"]', 'targets:100000"]'), "asks for 100000 targets, above the worker's limit of 10000"),
 ])
 def test_bad_job_levels_and_params_are_one_line(change, fragment):
     assert fragment in error(STUDY.replace(*change))

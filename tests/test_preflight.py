@@ -179,7 +179,7 @@ def test_too_little_memory_for_the_heaviest_cell_is_refused_with_the_figures(fak
     fake_worker()
     plan = engine.plan_study(str(_write(tmp_path, JOBS.format(reps=3, cap=200, targets=5000))))
     needs = preflight.estimate(plan)
-    job = preflight.cell_memory(plan.cells[0], 1, plan.study.rules.op_defaults["fleet-job"])[0]
+    job = preflight.cell_memory(plan.cells[0], 1, plan.study.rules.limits)[0]
     assert needs.memory_bytes > job > 200 * preflight.THREAD_BYTES  # a slice of 200 threads at least
     meminfo = tmp_path / "meminfo"
     available = (needs.memory_bytes // 1024 - 1024) * 1024
@@ -189,7 +189,7 @@ def test_too_little_memory_for_the_heaviest_cell_is_refused_with_the_figures(fak
     msg = str(e.value)
     assert "\n" not in msg
     assert msg.startswith(f"the study needs about {preflight._mib(needs.memory_bytes)} of memory at its peak")
-    assert "a job of 5000 targets: coordinator, 2 agent(s), 1 slice(s) of 200 threads" in msg
+    assert "a job of 5000 targets (agents 2, cap 200, slices 1)" in msg
     assert f"but {preflight._mib(available)} is available (MemAvailable)" in msg
     meminfo.write_text(f"MemAvailable: {needs.memory_bytes // 1024 + 1024} kB\n")
     assert preflight.check(plan, tmp_path / "out", tmp_path / "s.sqlite", meminfo=meminfo) == []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, WORKER_HELLO, assert_one_line_error
+from conftest import ROOT, WORKER_HELLO, assert_one_line_error, worker_rules
 from cryptoperf import stats, workload
 from cryptoperf.model import Cell
 
@@ -61,14 +61,20 @@ def test_a_byte_rate_is_sent_as_ios_per_second_and_labelled_in_mb_s():
     assert (load.kind, load.connections, load.rate_per_s, load.bytes_per_s) == ("open", 16, None, 100e6)
     assert load.label == "100 MB/s"
     assert workload.worker_load("open:100MB/s/16", 65536) == "open:1525.88/16"
-    assert workload.worker_load("open:1GiB/s", 1 << 20) == "open:1024/32"
+    assert workload.worker_load("open:1GiB/s", 1 << 20) == "open:1024"  # the worker's open_threads
     assert workload.worker_load("closed:10", 65536) == "closed:10"
     with pytest.raises(ValueError, match="needs the bytes per transaction"):
         workload.worker_load("open:100MB/s", None)
+    spec = worker_rules().workloads["storage"]
     cell = Cell("clear", "openssl", "r @ 100 MB/s", "storage",
-                {"scheme": "clear", "block_bytes": 4096, "load": "open:100MB/s/4"}, None)
+                {"scheme": "clear", "block_bytes": 4096, "load": "open:100MB/s/4"}, None, spec=spec)
     assert cell.worker_params()["load"] == "open:24414.1/4"
     assert cell.load == "open:100MB/s/4"  # the cell keeps the study's level (its label, its verdict metric)
+    # without a block size, the worker's default (its spec's bytes_per_tx_param's default)
+    cell = Cell("clear", "openssl", "r @ 100 MB/s", "storage", {"load": "open:100MB/s/4"}, None, spec=spec)
+    assert cell.worker_params()["load"] == f"open:{100e6 / spec.defaults[spec.bytes_per_tx_param]:.6g}/4"
+    # a cell rebuilt from the store has no spec: its level as the study wrote it
+    assert Cell("clear", "openssl", "r", "storage", {"load": "open:100MB/s"}).worker_params()["load"] == "open:100MB/s"
 
 
 def test_by_load_decides_a_byte_rate_level_on_cpu_per_operation():
@@ -78,10 +84,13 @@ def test_by_load_decides_a_byte_rate_level_on_cpu_per_operation():
     assert stats.metric_for("throughput", "open:100MB/s") == "throughput"
 
 
-def test_the_storage_default_block_size_is_the_workers():
-    defaults = WORKER_HELLO["op_params"]["storage"]["defaults"]
-    assert workload.BYTE_RATE_WORKLOADS["storage"] == ("block_bytes", int(defaults["block_bytes"]))
-    assert workload.DEFAULT_FILE_BYTES == int(defaults["file_bytes"])
+def test_the_storage_byte_rate_and_file_sizes_are_the_workers():
+    entry = WORKER_HELLO["op_params"]["storage"]
+    spec = worker_rules().workloads["storage"]
+    assert spec.takes_level("open_bytes") and spec.needs_dir
+    assert spec.bytes_per_tx({}) == int(entry["defaults"][entry["bytes_per_tx_param"]])
+    assert spec.file_bytes({}) == int(entry["defaults"][entry["file_bytes_param"]])
+    assert spec.file_bytes({"file_bytes": 4096}) == 4096
 
 
 # ---------------------------------------------------------------------- the study end to end

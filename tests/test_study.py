@@ -338,6 +338,32 @@ def test_options_table_drives_help_and_docs():
         assert f"`{o.name}`" in doc, f"docs/study-files.md does not describe {o.section}.{o.name}"
 
 
+
+def test_each_workloads_params_are_listed_from_the_workers_hello():
+    """The help names no workload by itself: with a worker's rules it lists each workload the
+    hello announces, its params with their defaults and values; without, none."""
+    assert "tls_version" not in study.options_help()
+    text = study.options_help(RULES)
+    for op, spec in RULES.workloads.items():
+        line = next(l for l in text.splitlines() if l.strip().startswith(f"{op} (levels"))
+        assert all(name in line for name in spec.params if name not in ("load", "dir"))
+    assert "tls_version=1.3 (1.2|1.3)" in text
+
+
+def test_one_did_you_mean_for_every_unknown_name():
+    from cryptoperf.errors import closest, did_you_mean
+    assert did_you_mean("secnods", ["seconds", "threads"]) == "; did you mean 'seconds'?"
+    assert did_you_mean("zzz", ["seconds"]) == "" and closest("zzz", ["seconds"]) is None
+    assert did_you_mean("s" * 10_000, ["s" * 10_000]) == ""  # a key of megabytes is not compared
+    assert "did you mean 'seconds'?" in str(_raises(GOOD.replace('baseline = "small"', 'baseline = "small"\nsecnods = 1')))
+
+
+def _raises(text: str) -> StudyError:
+    with pytest.raises(StudyError) as e:
+        study.parse(text, "s.toml")
+    return e.value
+
+
 # --------------------------------------------------------------------------- sizes with suffixes, op spellings
 
 

@@ -155,13 +155,13 @@ def test_a_stored_study_is_not_checked_against_todays_file_system(tmp_path):
 
 
 def test_the_repetition_directory_is_private_inside_the_root_and_removed(tmp_path):
-    with workload.repetition_dir("storage", str(tmp_path)) as d:
+    with workload.repetition_dir(True, str(tmp_path)) as d:
         st = os.lstat(d)
         assert Path(d).parent == tmp_path and stat.S_ISDIR(st.st_mode)
         assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.geteuid()
         (Path(d) / "file").write_bytes(b"x")
     assert not Path(d).exists()
-    with workload.repetition_dir("aes-128-gcm-seal", str(tmp_path)) as none:
+    with workload.repetition_dir(False, str(tmp_path)) as none:
         assert none is None
 
 
@@ -170,7 +170,7 @@ def test_a_root_that_became_a_symlink_is_refused_at_the_repetition(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "root").symlink_to(tmp_path / "real")
     with pytest.raises(WorkDirError, match="is a symbolic link") as e:
-        with workload.repetition_dir("storage", str(tmp_path / "root")):
+        with workload.repetition_dir(True, str(tmp_path / "root")):
             pass
     assert "\n" not in str(e.value)
     assert list((tmp_path / "real").iterdir()) == []
@@ -179,7 +179,7 @@ def test_a_root_that_became_a_symlink_is_refused_at_the_repetition(tmp_path):
 def test_a_root_that_is_a_file_is_refused_at_the_repetition(tmp_path):
     (tmp_path / "f").write_text("x")
     with pytest.raises(WorkDirError, match="not a directory"):
-        with workload.repetition_dir("storage", str(tmp_path / "f")):
+        with workload.repetition_dir(True, str(tmp_path / "f")):
             pass
 
 

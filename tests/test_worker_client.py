@@ -1,16 +1,17 @@
 """The protocol client against the fake worker: hello, run, crash, hang, mismatch, lookup."""
 
+import json
 import time
 
 import pytest
 
-from conftest import WORKER_HELLO
+from conftest import WORKER_HELLO, fake_worker_script, worker_rules
 from cryptoperf import builds, cpumask
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
 from cryptoperf.model import Cell, Repetition, outcome_from_result
 from cryptoperf.run import local
-from cryptoperf.run.worker import WorkerClient, WorkerRules, fetch_hello, unmasked_env
+from cryptoperf.run.worker import LIMITS, WorkerClient, WorkerRules, fetch_hello, unmasked_env
 from cryptoperf.schedule import Settings
 
 
@@ -48,14 +49,65 @@ def test_hello_announces_the_real_workers_rules(fake_worker):
     assert rules.takes("rsa2048-sign", "digest") and not rules.takes("sha256", "digest")
     assert rules.default_size_bytes["sha256"] == 1024 and rules.default_size_bytes["x25519-derive"] is None
     assert rules.param_values["padding"] == ("pkcs1", "pss")
-    assert rules.limits == {k: float(WORKER_HELLO["limits"][k])
-                            for k in ("max_threads", "max_seconds", "max_warmup_s", "max_size_bytes")}
+    assert rules.limits == {k: float(WORKER_HELLO["limits"][k]) for k in LIMITS}
+    assert rules.limits["max_concurrency"] == 1024 and rules.limits["open_threads"] == 32
+
+
+def test_each_workload_is_known_by_its_spec_only():
+    """Every op the hello marks as a workload has a typed spec; the traits the orchestrator
+    reads are the hello's, whatever the workload's name."""
+    rules = worker_rules()
+    marked = {op for op, e in WORKER_HELLO["op_params"].items() if e.get("workload")}
+    assert set(rules.workloads) == marked
+    for op, spec in rules.workloads.items():
+        entry = WORKER_HELLO["op_params"][op]
+        assert spec.name == op and spec.levels == tuple(entry["levels"]) and spec.job == entry["job"]
+        assert spec.defaults == entry["defaults"] and rules.op_defaults[op] == entry["defaults"]
+        assert spec.sizing.memory.base_bytes == entry["sizing"]["memory"]["base_bytes"]
+        assert all(m.better in ("higher", "lower") for m in spec.metrics)
+    # a renamed workload keeps every trait: nothing is keyed by its name
+    hello = json.loads(json.dumps(WORKER_HELLO))
+    job = next(op for op, s in rules.workloads.items() if s.job)
+    hello["op_params"]["renamed"] = hello["op_params"].pop(job)
+    hello["ops"] = [("renamed" if o == job else o) for o in hello["ops"]]
+    renamed = WorkerRules.from_hello(dict(hello, backends=[{"backend": "openssl"}])).workloads["renamed"]
+    assert renamed.job and renamed.calibration_load == rules.workloads[job].calibration_load
 
 
 def test_rules_of_a_worker_too_old_to_announce_them():
     old = {k: v for k, v in WORKER_HELLO.items() if k != "limits"}
-    with pytest.raises(WorkerError, match="lacks its operation rules or limits .*pip install ."):
+    with pytest.raises(ProtocolMismatch, match="lacks its operation rules or limits .*older than the "
+                                               "orchestrator; rebuild it with `pip install .`"):
         WorkerRules.from_hello(dict(old, backends=[{"backend": "openssl"}]))
+    # a worker from before the workload specs and the load limits: refused, one line each
+    for missing in ("levels", "sizing", "metrics", "transaction"):
+        hello = json.loads(json.dumps(WORKER_HELLO))
+        del hello["op_params"]["tls-handshake"][missing]
+        with pytest.raises(ProtocolMismatch) as e:
+            WorkerRules.from_hello(dict(hello, backends=[{"backend": "openssl"}]))
+        assert str(e.value) == (f"the worker's hello lacks the spec of workload 'tls-handshake' (no field "
+                                f"'{missing}'): this worker is older than the orchestrator; rebuild it with "
+                                "`pip install .`")
+    hello = json.loads(json.dumps(WORKER_HELLO))
+    del hello["limits"]["max_concurrency"]
+    with pytest.raises(ProtocolMismatch, match="no field 'max_concurrency'.*older than the orchestrator"):
+        WorkerRules.from_hello(dict(hello, backends=[{"backend": "openssl"}]))
+
+
+def test_an_old_worker_is_refused_at_hello(fake_worker, tmp_path):
+    """A worker whose hello has no workload specs is refused when it says hello, as a worker of
+    another protocol is: one line, and the process is gone."""
+    hello = json.loads(json.dumps(WORKER_HELLO))
+    for entry in hello["op_params"].values():
+        for key in ("levels", "sizing", "metrics", "transaction", "modes", "default_mode", "server",
+                    "needs_dir", "job", "calibration_load", "bytes_per_tx_param", "file_bytes_param"):
+            entry.pop(key, None)
+    old = tmp_path / "old-hello.json"
+    old.write_text(json.dumps(hello))
+    path = fake_worker_script(tmp_path / "old-worker", FAKE_WORKER_HELLO=str(old))
+    with pytest.raises(ProtocolMismatch, match=r"^worker .*old-worker: the worker's hello lacks the spec of "
+                                               r"workload .*rebuild it with `pip install .`$"):
+        fetch_hello(path)
 
 
 def test_fetch_hello_starts_the_worker_without_a_mask(fake_worker, monkeypatch):

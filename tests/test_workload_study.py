@@ -4,15 +4,17 @@ connections than file descriptors)."""
 
 from __future__ import annotations
 
+import json
 import resource
 import socket
 from pathlib import Path
 
 import pytest
 
-from conftest import worker_rules
-from cryptoperf import schedule, study, workload
+from conftest import WORKER_HELLO, worker_rules
+from cryptoperf import preflight, schedule, study, workload
 from cryptoperf.errors import StudyError
+from cryptoperf.run.worker import WorkerRules
 
 RULES = worker_rules()
 
@@ -52,7 +54,7 @@ def error(text: str) -> str:
 
 
 def test_the_hello_lists_the_workloads_and_their_params():
-    assert {"tls-handshake", "tls-bulk", "ike-phase1"} <= RULES.workloads
+    assert {"tls-handshake", "tls-bulk", "ike-phase1"} <= set(RULES.workloads)
     assert {"cert", "group", "session", "load", "mode", "port"} <= RULES.op_params["tls-handshake"]
     assert "x25519mlkem768" in RULES.param_values["group"]
     assert "modp2048" in RULES.param_values["dh_group"]
@@ -86,6 +88,7 @@ def test_a_workload_without_loads_runs_one_closed_connection():
     ('["open:-5"]', "is not one of"),
     ('["closed:2", "closed:2"]', "lists a load level twice"),
     ('["open:100MB/s"]', "is a byte rate; only storage takes one"),
+    ("[" + ", ".join(f'"open:{i}"' for i in range(1, 1002)) + "]", "lists 1001 load levels; at most 1000"),
 ])
 def test_bad_load_levels_are_one_line_at_the_key(loads, fragment):
     text = STUDY.replace('["closed:1", "closed:4", "open:200"]', loads)
@@ -148,8 +151,14 @@ def test_load_labels_and_levels():
     assert workload.parse_load("open:500/4").connections == 4
     assert workload.parse_load("open:500").level == 500.0
     assert workload.parse_load("closed:16").level == 16.0
-    with pytest.raises(ValueError):
-        workload.parse_load("closed:1025")
+    # an open level's default threads and the most connections are the worker's (its hello)
+    assert workload.parse_load("open:500").connections is None
+    assert workload.parse_load("open:500", RULES.limits).connections == RULES.limits["open_threads"]
+    assert workload.parse_load("closed:1025").connections == 1025  # the file alone: syntax only
+    with pytest.raises(ValueError, match=r"1025 connections \(or threads\), above the worker's limit of 1024 "
+                                         r"\(max_concurrency in its hello\)"):
+        workload.parse_load("closed:1025", RULES.limits)
+    assert "above the worker's limit of 1024" in error(STUDY.replace('"open:200"]', '"open:200/2000"]'))
 
 
 def test_shipped_workload_studies_expand():
@@ -244,15 +253,15 @@ def test_a_transfer_reports_mb_per_s_and_cpu_per_byte_on_each_side(fake_worker, 
 def test_a_file_workload_repetition_dir_is_private_and_always_removed(tmp_path):
     import os
     import stat
-    with workload.repetition_dir("storage", str(tmp_path)) as d:
+    with workload.repetition_dir(True, str(tmp_path)) as d:
         assert stat.S_IMODE(os.stat(d).st_mode) == 0o700 and d.startswith(str(tmp_path))
         (Path(d) / "data").write_bytes(b"x" * 4096)
     assert not Path(d).exists()
     with pytest.raises(RuntimeError):
-        with workload.repetition_dir("storage", str(tmp_path)) as d:
+        with workload.repetition_dir(True, str(tmp_path)) as d:
             raise RuntimeError("the worker was killed")
     assert not Path(d).exists()
-    with workload.repetition_dir("tls-handshake", str(tmp_path)) as none:
+    with workload.repetition_dir(False, str(tmp_path)) as none:
         assert none is None
 
 
@@ -281,3 +290,45 @@ def test_a_work_dir_without_room_for_the_files_is_one_line(tmp_path, monkeypatch
     msg = workload.writable_problem(tmp_path, 128 << 20)
     assert msg == (f"work directory {tmp_path} has 10 MiB free, the study's files need 128 MiB; "
                    "free space or choose a smaller file_bytes")
+
+
+def test_a_workload_the_orchestrator_never_heard_of_is_planned_from_its_spec_alone(tmp_path):
+    """A sixth workload announced only in hello (a name no Python module knows, with a spec of
+    its own) is checked, expanded, sent and sized by its spec: its level kinds, byte rate, work
+    directory, memory and result sizing — nothing in the orchestrator names it."""
+    hello = json.loads(json.dumps(WORKER_HELLO))
+    toy = dict(json.loads(json.dumps(hello["op_params"]["tls-handshake"])), params=["chunk", "load"],
+               defaults={"chunk": 1000, "load": "closed:2"}, levels=["closed", "open_bytes"], modes=[],
+               default_mode="file", server=False, needs_dir=True, bytes_per_tx_param="chunk",
+               file_bytes_param="chunk", required=[])
+    toy["sizing"]["memory"].update(base_bytes=1000, socket_bytes=0, per_connection_bytes=10,
+                                   per_connection_param={"chunk": 3})
+    toy["sizing"].update(result_bytes=500, result_bytes_per_s=0, result_bytes_per_target=0)
+    hello["op_params"]["toy-io"] = toy
+    hello["ops"].append("toy-io")
+    rules = WorkerRules.from_hello(dict(hello, backends=[{"backend": "aws-lc"}]))
+    text = STUDY.replace('op = "tls-handshake"', 'op = "toy-io"').replace(
+        'params = { cert = "{cert}", group = "x25519", session = "full" }', "params = { chunk = 2000 }").replace(
+        '"open:200"]', '"open:10MB/s"]').replace('cert = "rsa2048"', "").replace('cert = "ecdsa-p256"', "")
+    assert "'toy-io' has no parameter 'cert'" in str(_error_with(rules, STUDY.replace('op = "tls-handshake"',
+                                                                                      'op = "toy-io"')))
+    s = study.check_against_worker(study.parse(text, "s.toml"), rules)
+    cells = schedule.expand(s)
+    assert {c.spec.name for c in cells} == {"toy-io"} and {c.load for c in cells} == {"closed:1", "closed:4",
+                                                                                   "open:10MB/s"}
+    rate = next(c for c in cells if c.load == "open:10MB/s")
+    assert rate.worker_params()["load"] == f"open:{10e6 / 2000:.6g}"  # its bytes per transaction: chunk
+    four = next(c for c in cells if c.load == "closed:4")
+    assert preflight.cell_memory(four, 1, rules.limits) == (1000 + 4 * (10 + 3 * 2000),
+                                                           "4 connection(s) in one process (file mode)")
+    assert preflight.result_bytes(four, seconds=5) == preflight.ROW_BYTES + 500
+    with workload.repetition_dir(four.spec.needs_dir, str(tmp_path)) as d:
+        assert Path(d).is_dir()
+    # its byte rate is named where another workload is given one
+    assert "is a byte rate; only storage and toy-io take one" in str(_error_with(rules, STUDY.replace('"open:200"]', '"open:1MB/s"]')))
+
+
+def _error_with(rules, text: str) -> StudyError:
+    with pytest.raises(StudyError) as e:
+        study.check_against_worker(study.parse(text, "s.toml"), rules)
+    return e.value

@@ -3,7 +3,7 @@
 The package is the orchestrator; the measuring happens in the Rust worker
 ``cryptoperf-worker``. The pipeline, one module each:
 
-    study (study.py) → schedule (schedule.py) → run (run/) → stats (stats.py, analysis.py)
+    study (study/) → schedule (schedule.py) → run (run/) → stats (stats.py, analysis.py)
     → store (store.py, stored.py) → report (report/)
 
 ``model.py`` holds the types every stage shares; ``engine.py`` drives the pipeline and is the

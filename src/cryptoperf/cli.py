@@ -331,7 +331,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     study that needs it builds it (once, cached; see `cryptoperf setup`) unless --no-setup.
     """
     if show_options:
-        click.echo(study_mod.options_help(), nl=False)
+        click.echo(study_mod.options_help(engine.default_rules()), nl=False)
         return
     if file is None:
         raise UsageError("study needs a FILE (a study .toml); see `cryptoperf study --help`")

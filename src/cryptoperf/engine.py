@@ -29,7 +29,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule, study as study_mod, workerbuild
 from cryptoperf import opnames, paths, preflight, speedstats, workload
-from cryptoperf.errors import StudyError, StudyInterrupted, UsageError
+from cryptoperf.errors import StudyError, StudyInterrupted, UsageError, WorkerError, did_you_mean
 from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
@@ -53,6 +53,15 @@ def default_worker() -> tuple[Path, Hello]:
     """The default worker build's path and ``hello``. Raises WorkerError subclasses."""
     path = find_worker()
     return path, fetch_hello(path)
+
+
+def default_rules() -> WorkerRules | None:
+    """The default worker build's rules (``WorkerRules``), or None when no worker answers: for
+    help texts that list what the worker announces (each workload's params)."""
+    try:
+        return default_worker()[1].rules
+    except WorkerError:
+        return None
 
 
 def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bool = False,
@@ -147,15 +156,14 @@ class StudyPlan:
         its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a job's takes time by its targets
         (``schedule.job_seconds``)."""
         total = 0.0
-        jobs = [c for c in self.cells if c.op in workload.JOB_WORKLOADS]
+        jobs = [c for c in self.cells if c.spec is not None and c.spec.job]
         timed = [c for c in self.cells if c not in jobs]
         for cells, overhead in ((sum(not c.is_workload for c in timed), 0.05),
                                 (sum(c.is_workload for c in timed), schedule.WORKLOAD_OVERHEAD_S)):
             total += (schedule.calibration_seconds(cells, self.settings, overhead)
                       + schedule.estimated_seconds(cells * self.looks[0], self.settings, overhead))
         # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
-        small = f"targets:{workload.CALIBRATION_TARGETS}"
-        total += sum(schedule.job_seconds(small) + self.looks[0] * schedule.job_seconds(c.load) for c in jobs)
+        total += sum(schedule.job_cell_seconds(c, self.looks[0]) for c in jobs)
         return total
 
 
@@ -198,20 +206,21 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
-    """The directory a study's file workloads write under (``work_dir``, default
-    ``<data dir>/work``), checked before anything runs: writable, and with room for the
-    largest file a cell asks for (its ``file_bytes``, or the worker's default) twice over.
-    None when the study has no file workload. Raises StudyError (one line) otherwise."""
-    files = [c for c in cells if c.op in workload.FILE_WORKLOADS]
+    """The directory a study's file workloads (their spec ``needs_dir``) write under
+    (``work_dir``, default ``<data dir>/work``), checked before anything runs: writable, and
+    with room for the largest file a cell asks for (its spec's ``file_bytes_param``, or the
+    worker's default) twice over. None when the study has no file workload. Raises StudyError
+    (one line) otherwise."""
+    files = [c for c in cells if c.spec is not None and c.spec.needs_dir]
     if not files:
         return None
     root = s.work_dir or str(paths.data_dir() / "work")
     sizes = []
     for c in files:
         try:
-            sizes.append(int(c.params.get("file_bytes") or workload.DEFAULT_FILE_BYTES))
-        except ValueError:
-            raise s.error("study", 0, None, f"file_bytes {c.params.get('file_bytes')!r} is not a whole number") from None
+            sizes.append(c.spec.file_bytes(c.params))
+        except ValueError as e:
+            raise s.error("study", 0, None, str(e)) from None
     problem = workload.writable_problem(root, 2 * max(sizes))
     if problem:
         raise s.error("study", 0, "work_dir" if s.work_dir else None, problem)
@@ -446,7 +455,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing
     if on_host is not None:
         on_host(host, checks)
-    if any(c.op in workload.FILE_WORKLOADS for c in plan.cells):
+    if any(c.spec is not None and c.spec.needs_dir for c in plan.cells):
         workload.sweep_stale(plan.settings.work_dir)  # what a study killed with SIGKILL left
     paths = {n: p for n, (p, _) in plan.workers.items()}
     unmasked = unmasked_vectors(plan.workers)
@@ -759,15 +768,15 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
     op_params, more = speed_params(params, chosen_ops, rules)
     notes += more
     for op in chosen_ops:
-        if op in rules.workloads and "load" not in op_params[op]:
+        if (spec := rules.workloads.get(op)) is not None and "load" not in op_params[op]:
             # A workload's concurrency is its load level: --threads N is N connections; a job's
             # level is its targets (the worker's default unless --param load=targets:N).
-            op_params[op]["load"] = (rules.op_defaults.get(op, {}).get("load") or "targets:1"
-                                     if op in workload.JOB_WORKLOADS else f"closed:{threads}")
+            op_params[op]["load"] = (f"closed:{threads}" if spec.takes_level("closed")
+                                     else str(spec.defaults.get("load") or workload.DEFAULT_LOAD))
     chosen_backends = tuple(backends) or hello.backend_names
     if baseline is not None:
         baseline = speed_baseline(baseline, chosen_backends)
-    cells = [Cell("", b, op, op, op_params[op], size, cpu, build)
+    cells = [Cell("", b, op, op, op_params[op], size, cpu, build, spec=rules.workloads.get(op))
              for b in chosen_backends for op in chosen_ops
              for size in (checked_sizes if checked_sizes and rules.takes_message(op) else (None,))]
     settings = schedule.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,
@@ -792,7 +801,6 @@ def check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_moc
     proposes, for an operation, one of the same algorithm and parameters
     (``opnames.unknown_op_hint``: ``sha257`` gets none), for other kinds the closest spelling.
     """
-    import difflib
     out: list[str] = []
     for name in given:
         if allow_mock and (name == "mock" or name.startswith("mock:")):
@@ -805,8 +813,7 @@ def check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_moc
             if kind == "operation":
                 hint = opnames.unknown_op_hint(name, known)
             else:
-                close = difflib.get_close_matches(name, list(known), n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
+                hint = did_you_mean(name, known)
             raise UsageError(f"unknown {kind} '{name}'{hint} (known: {', '.join(known)})")
         if found not in out:
             out.append(found)
@@ -862,7 +869,6 @@ def speed_params(params: Mapping[str, str], ops: Sequence[str],
     applied to the operations that take each: (op → its params, note lines naming the
     operations a parameter does not apply to). Raises UsageError for an unknown name or value,
     or a parameter none of ``ops`` takes."""
-    import difflib
     per_op: dict[str, dict[str, str]] = {op: {} for op in ops}
     notes: list[str] = []
     known = tuple(sorted(set(rules.param_values).union(*rules.op_params.values()) - {"size_bytes"}))
@@ -870,8 +876,7 @@ def speed_params(params: Mapping[str, str], ops: Sequence[str],
         if name in ("size_bytes", "size"):
             raise UsageError(f"--param {name}: give message sizes with --size")
         if name not in known:
-            close = difflib.get_close_matches(name, list(known), n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            hint = did_you_mean(name, known)
             raise UsageError(f"--param {name}: unknown worker parameter{hint} (known: {_listing(known)})")
         if name == "load":
             try:
@@ -887,8 +892,7 @@ def speed_params(params: Mapping[str, str], ops: Sequence[str],
             if name == "digest":
                 hint = opnames.unknown_op_hint(str(value), allowed)
             else:
-                close = difflib.get_close_matches(str(value), list(allowed), n=1)
-                hint = f"; did you mean '{close[0]}'?" if close else ""
+                hint = did_you_mean(str(value), allowed)
             raise UsageError(f"--param {name}={value}: not one of {_listing(allowed)}{hint}")
         takers = [op for op in ops if rules.takes(op, name)]
         if not takers:

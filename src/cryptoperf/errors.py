@@ -7,7 +7,9 @@ errors in what the user typed or wrote (usage, study files) and 1 for everything
 
 from __future__ import annotations
 
+import difflib
 import unicodedata
+from typing import Iterable
 
 #: Longest message a StudyError carries: a value of megabytes is elided, never echoed whole.
 MAX_MESSAGE = 1000
@@ -49,6 +51,29 @@ def one_line(text: str, limit: int = MAX_MESSAGE) -> str:
     head = _escaped(text[:head_n])[:head_n]
     tail = _escaped(text[len(text) - tail_n:])[-tail_n:]
     return f"{head}…({len(text) - head_n - tail_n} characters)…{tail}"
+
+
+#: Longest word or candidate ``closest`` compares: no misspelling is that long, and difflib's time
+#: grows with the length (a study file's key of megabytes must not take minutes).
+SUGGEST_MAX_CHARS = 64
+
+
+def closest(word: str, candidates: Iterable[str], cutoff: float = 0.6) -> str | None:
+    """The candidate closest in spelling to ``word`` (``difflib.get_close_matches``, at least
+    ``cutoff`` alike), or None; words and candidates longer than ``SUGGEST_MAX_CHARS`` are left
+    out."""
+    if len(word) > SUGGEST_MAX_CHARS:
+        return None
+    close = difflib.get_close_matches(word, [c for c in candidates if len(c) <= SUGGEST_MAX_CHARS], n=1,
+                                      cutoff=cutoff)
+    return close[0] if close else None
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``; did you mean 'x'?`` for the candidate ``closest`` to ``word``, or '': the suggestion
+    every "unknown ..." message of cryptoperf ends with."""
+    close = closest(word, candidates)
+    return f"; did you mean '{close}'?" if close else ""
 
 
 class CryptoperfError(Exception):

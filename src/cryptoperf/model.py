@@ -20,12 +20,15 @@ runner (``run/``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from cryptoperf import stats, workload
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD, FIPS as FIPS_BUILD
 from cryptoperf.cpumask import BASELINE
 from cryptoperf.result import WorkerResult
+
+if TYPE_CHECKING:
+    from cryptoperf.workload_spec import WorkloadSpec
 
 OK, UNSUPPORTED, INVALID, FAILED = "ok", "unsupported", "invalid", "failed"
 #: A cell summary's status (never an outcome's) when its measured repetitions ran on different
@@ -56,6 +59,9 @@ class Cell:
             worker use its default size).
         cpu: the CPU capability mask its workers run under (``cpumask.NAMES``).
         build: the worker build its repetitions use (``builds.BUILDS``: ``default``, ``fips``, ...).
+        spec: a workload cell's spec as the worker announced it (``WorkerRules.workloads``), set
+            when the cell is planned; None for a primitive and for a cell rebuilt from the store.
+            Not part of the cell's identity (not compared, not stored).
     """
 
     configuration: str
@@ -66,6 +72,7 @@ class Cell:
     size_bytes: int | None = None
     cpu: str = BASELINE
     build: str = DEFAULT_BUILD
+    spec: "WorkloadSpec | None" = field(default=None, hash=False, compare=False, repr=False)
 
     @property
     def fips(self) -> bool:
@@ -105,11 +112,12 @@ class Cell:
 
     def worker_params(self) -> dict[str, Any]:
         """The ``params`` object of the worker's run request (with ``size_bytes`` if set, and a
-        byte-rate load level as the I/Os per second the worker reads, ``workload.worker_load``).
-        Raises ValueError for a byte rate whose bytes per transaction are not a number."""
+        byte-rate load level as the transactions per second the worker reads, from the bytes per
+        transaction its ``spec`` names: ``workload.worker_load``; without a spec, the level as
+        written). Raises ValueError for a byte rate whose bytes per transaction are not a number."""
         p: dict[str, Any] = dict(self.params)
-        if self.load is not None:
-            p["load"] = workload.worker_load(self.load, workload.bytes_per_tx(self.op, p))
+        if self.load is not None and self.spec is not None:
+            p["load"] = workload.worker_load(self.load, self.spec.bytes_per_tx(p))
         if self.size_bytes is not None:
             p["size_bytes"] = self.size_bytes
         return p

@@ -44,9 +44,10 @@ benchmark tools count message sizes; ``KB``/``MB``/``GB`` are refused as ambiguo
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Iterable, Sequence
+
+from cryptoperf.errors import closest
 
 #: The verbs that end an operation name (the rest names the algorithm and its parameters).
 VERBS = ("sign", "verify", "seal", "open", "keygen", "encaps", "decaps", "derive")
@@ -161,8 +162,8 @@ def suggest_ops(name: str, known_ops: Iterable[str]) -> list[str]:
         return []
     family = [op for op in _family(op_key("-".join(head)), known) if _split(op_key(op))[1]]
     verbs = {_split(op_key(op))[1]: op for op in family}
-    close = difflib.get_close_matches(op_key(last), list(verbs), n=1, cutoff=0.6)
-    return [verbs[v] for v in close] or family
+    close = closest(op_key(last), verbs)
+    return [verbs[close]] if close else family
 
 
 def unknown_op_hint(name: str, known_ops: Iterable[str]) -> str:

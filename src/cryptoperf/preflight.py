@@ -24,8 +24,10 @@ work directory of a file workload (writable, room for its files) are checked whe
 checked against the worker (``study.check_against_worker``, ``engine.check_work_dir``); their
 figures enter here only where they share a filesystem with the results.
 
-The per-repetition figures are from the real worker (docs/reliability.md, "Checked before the
-first repetition", has the host and the runs they come from).
+The per-repetition figures are from the real worker: a workload's are the estimates its spec
+announces in hello (``WorkloadSpec.sizing``), a primitive's this module's constants
+(docs/reliability.md, "Checked before the first repetition", has the host and the runs they come
+from).
 """
 
 from __future__ import annotations
@@ -36,9 +38,9 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from cryptoperf import workload
+from cryptoperf import schedule, workload
 from cryptoperf.errors import PreflightError
 
 if TYPE_CHECKING:  # engine imports this module
@@ -48,20 +50,13 @@ if TYPE_CHECKING:  # engine imports this module
 MiB = 1 << 20
 
 # --- bytes stored per repetition: the worker's result message as JSON (the store keeps it whole,
-# histogram and, for a job, every target's record), plus the row's other columns.
+# histogram and, for a job, every target's record), plus the row's other columns. A workload's
+# result grows with its window or its targets: its size is the worker's estimate (its spec's
+# ``sizing``, ``WorkloadSpec.result_bytes``).
 # Measured with the release worker (docs/reliability.md): a primitive's result 1.8-2.4 KB (0.3 to
-# 2 s); a TLS handshake's 3.7 KB at 0.3 s, 7.3 KB at 2 s (its timelines grow with the window);
-# storage 4.4 KB; a fleet job's 5.2 KB at 10 targets, 11.9 KB at 100, 74 KB at 1000.
+# 2 s).
 #: A primitive operation's result.
 PRIMITIVE_RESULT_BYTES = 4 << 10
-#: A workload's result at a time level (TLS, IKE, storage: histogram, server side) ...
-WORKLOAD_RESULT_BYTES = 16 << 10
-#: ... and its timelines, per second of measuring window.
-WORKLOAD_RESULT_BYTES_PER_S = 2 << 10
-#: A job's result: a fixed part (phases, processes with their CPU timelines) ...
-JOB_RESULT_BYTES = 16 << 10
-#: ... and each target's record (its phases' times, its slice and agent).
-JOB_RESULT_BYTES_PER_TARGET = 96
 #: A results row's columns beside the result (cell, params, host, timestamps).
 ROW_BYTES = 1 << 10
 #: The reports beside the JSON document: the HTML report's fixed part (styles, script) ...
@@ -71,21 +66,14 @@ REPORT_BYTES_PER_CELL = 64 << 10
 
 # --- memory at the peak: repetitions run one at a time on a machine (the local executor; a Ray
 # node runs one block at a time), so the peak is the heaviest cell's processes, plus what the
-# orchestrator keeps of every result so far.
-# Measured (peak RSS the fleet job reports per process): a worker 11-13 MiB; a slice 12.2 MiB at
-# cap 1, 22.4 MiB at cap 100 (0.1 MiB per target in flight); an agent 13.5 MiB at 5 targets,
-# 15.2 MiB at 500; the coordinator 11.4 MiB at 10 targets, 13.2 MiB at 1000.
-#: A worker process's resident memory (libraries, tables, one measuring thread).
+# orchestrator keeps of every result so far. A workload's processes are the worker's estimate
+# (its spec's ``sizing.memory``, ``WorkloadSpec.memory_bytes``); a primitive's:
+#: A worker process's resident memory (libraries, tables, one measuring thread; a worker
+#: measured 11-13 MiB peak RSS).
 WORKER_RSS_BYTES = 32 * MiB
 #: Each further thread: its stack as used (Rust reserves 2 MiB of address space per thread but
-#: touches a small part) and its state (a TLS connection's buffers, a client's histogram).
+#: touches a small part) and its state.
 THREAD_BYTES = 256 << 10
-#: A fleet job's coordinator, agent and slice processes (each a worker process) ...
-JOB_PROCESS_BYTES = WORKER_RSS_BYTES
-#: ... each agent's per-target identity (certificate and key state, chosen by name) ...
-JOB_AGENT_BYTES_PER_TARGET = 8 << 10
-#: ... and the coordinator's per-target record while it gathers them.
-JOB_COORDINATOR_BYTES_PER_TARGET = 4 << 10
 #: Python objects per byte of result JSON the orchestrator keeps (every outcome is in memory
 #: until the reports are written; measured 4.4 for a primitive's, 6.4 for a job's).
 PYTHON_BYTES_PER_RESULT_BYTE = 8
@@ -122,58 +110,45 @@ class Needs:
 
 
 def result_bytes(cell: "Cell", calibration: bool = False, seconds: float = 1.0) -> int:
-    """The bytes one repetition of ``cell`` stores (its result and row), estimated: a job's grow
-    with its targets (a calibration repetition runs at most ``workload.CALIBRATION_TARGETS``),
-    a workload's with its window of ``seconds``."""
-    if cell.op in workload.JOB_WORKLOADS:
-        targets = _targets(cell)
-        if calibration:
-            targets = min(targets, workload.CALIBRATION_TARGETS)
-        return ROW_BYTES + JOB_RESULT_BYTES + JOB_RESULT_BYTES_PER_TARGET * targets
-    if cell.is_workload:
-        return ROW_BYTES + WORKLOAD_RESULT_BYTES + int(WORKLOAD_RESULT_BYTES_PER_S * seconds)
-    return ROW_BYTES + PRIMITIVE_RESULT_BYTES
+    """The bytes one repetition of ``cell`` stores (its result and row), estimated: a
+    workload's from its spec's sizing (growing with the window of ``seconds`` s, or with a job's
+    targets — a calibration repetition's at its calibration level, ``schedule.calibration_load``),
+    a primitive's ``PRIMITIVE_RESULT_BYTES``."""
+    if cell.spec is None:
+        return ROW_BYTES + PRIMITIVE_RESULT_BYTES
+    load = (schedule.calibration_load(cell) if calibration else None) or cell.load
+    return ROW_BYTES + cell.spec.result_bytes(seconds, _targets(load))
 
 
-def _targets(cell: "Cell") -> int:
-    load = workload.parse_load(cell.load) if cell.load else None
-    return (load.targets if load is not None else None) or 1
+def _targets(load: str | None) -> int:
+    """The targets of a job level, 0 for any other level (or none)."""
+    return (workload.parse_load(load).targets or 0) if load else 0
 
 
-def _int(value: Any, default: int) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return default
-
-
-def cell_memory(cell: "Cell", threads: int, defaults: dict[str, Any] | None = None) -> tuple[int, str]:
+def cell_memory(cell: "Cell", threads: int, limits: Mapping[str, float] | None = None) -> tuple[int, str]:
     """Resident bytes the processes of one repetition of ``cell`` hold at once, and what they
-    are (one phrase): a worker and its threads; a workload's client and, in socket mode, its
-    server process, each with a thread per connection; a job's coordinator, agents (with their
-    targets' identities) and slices (a thread per target in flight); a file workload's I/O
-    buffers. ``threads`` is the study's (primitives); ``defaults`` the worker's defaults for
-    the operation (a job's cap, slices and agents)."""
-    p = {**(defaults or {}), **cell.params}
-    if cell.op in workload.JOB_WORKLOADS:
-        targets = _targets(cell)
-        cap, slices, agents = _int(p.get("cap"), 20), _int(p.get("slices"), 1), _int(p.get("agents"), 2)
-        need = (JOB_PROCESS_BYTES + JOB_COORDINATOR_BYTES_PER_TARGET * targets
-                + agents * JOB_PROCESS_BYTES + JOB_AGENT_BYTES_PER_TARGET * targets
-                + slices * (JOB_PROCESS_BYTES + cap * THREAD_BYTES))
-        return need, (f"a job of {targets} targets: coordinator, {agents} agent(s), {slices} slice(s) of "
-                      f"{cap} threads")
-    if cell.is_workload:
-        load = workload.parse_load(str(cell.load))
-        n = load.connections
-        if cell.op in workload.FILE_WORKLOADS:
-            block = _int(p.get("block_bytes"), workload.BYTE_RATE_WORKLOADS[cell.op][1])
-            return WORKER_RSS_BYTES + n * (THREAD_BYTES + 2 * block), f"{n} I/O thread(s) of {block} B blocks"
-        socket = str(p.get("mode", "socket")) == "socket"
-        processes = 2 if socket else 1
-        return (processes * WORKER_RSS_BYTES + processes * n * THREAD_BYTES,
-                f"{n} connection(s)" + (", client and server processes" if socket else " in one process"))
-    return WORKER_RSS_BYTES + threads * THREAD_BYTES, f"{threads} thread(s)"
+    are (one phrase): a primitive's worker and its ``threads`` (the study's); a workload's as
+    its spec's ``sizing.memory`` sums them (``WorkloadSpec.memory_bytes``: its processes, a
+    thread per connection, a job's processes and targets, buffers per I/O) at the cell's level,
+    whose open levels without a thread count run the worker's ``open_threads`` (``limits``).
+    Raises ValueError (one line) for a parameter of the sum that is not a whole number."""
+    spec = cell.spec
+    if spec is None:
+        return WORKER_RSS_BYTES + threads * THREAD_BYTES, f"{threads} thread(s)"
+    load = workload.parse_load(str(cell.load), limits)
+    n, targets = load.connections or 1, load.targets or 0
+    need = spec.memory_bytes(cell.params, n, targets)
+    mem = spec.sizing.memory
+    named = sorted({*mem.per_param_bytes, *(p for a, b, _ in mem.per_param_product_bytes for p in (a, b))})
+    scale = ", ".join(f"{p} {spec.value(p, cell.params)}" for p in named)
+    if load.targets is not None:
+        what = f"a job of {targets} {spec.transaction['many'] if targets != 1 else spec.transaction['one']}"
+    else:
+        what = f"{n} connection(s)"
+        mode = spec.mode(cell.params)
+        what += (", client and server processes" if mode == "socket" and spec.server
+                 else f" in one process ({mode} mode)")
+    return need, what + (f" ({scale})" if scale else "")
 
 
 def planned_repetitions(plan: "StudyPlan") -> list[tuple["Cell", bool]]:
@@ -188,25 +163,36 @@ def planned_repetitions(plan: "StudyPlan") -> list[tuple["Cell", bool]]:
 
 
 def estimate(plan: "StudyPlan") -> Needs:
-    """``Needs`` of a study plan (see there); the figures are the module's constants."""
+    """``Needs`` of a study plan (see there); the figures are the module's constants for
+    primitives and each workload's spec (its sizing, as the worker announces it)."""
     reps = planned_repetitions(plan)
     results = sum(result_bytes(c, cal, plan.settings.seconds) for c, cal in reps)
-    rules = plan.study.rules
+    limits = plan.study.rules.limits if plan.study.rules is not None else None
     per_cell = {}
     what = {}
     for c in plan.cells:
-        defaults = dict(rules.op_defaults.get(c.op, {})) if rules is not None else {}
-        per_cell[c.key], what[c.key] = cell_memory(c, plan.settings.threads, defaults)
+        per_cell[c.key], what[c.key] = cell_memory(c, plan.settings.threads, limits)
     heaviest = max(per_cell, key=per_cell.__getitem__) if per_cell else ""
     # the JSON document holds every result again (indented: about 1.3×); the reports per cell
     report = int(1.3 * results) + REPORT_BYTES + REPORT_BYTES_PER_CELL * len(plan.cells)
-    files = [c for c in plan.cells if c.op in workload.FILE_WORKLOADS]
-    work = 2 * max((_int(c.params.get("file_bytes"), workload.DEFAULT_FILE_BYTES) for c in files), default=0)
+    work = 2 * max((_file_bytes(c) for c in plan.cells), default=0)
     memory = (ORCHESTRATOR_BYTES + PYTHON_BYTES_PER_RESULT_BYTE * results
               + (per_cell[heaviest] if heaviest else 0))
     return Needs(repetitions=len(reps), store_bytes=results, report_bytes=report, work_bytes=work,
                  memory_bytes=memory, heaviest=f"{heaviest} ({what[heaviest]})" if heaviest else "",
                  per_cell_memory=per_cell)
+
+
+def _file_bytes(cell: "Cell") -> int:
+    """The bytes a repetition of ``cell`` writes to its work directory (its spec's
+    ``file_bytes_param``), 0 for a cell that writes none or whose value is not a number (the
+    study's check says so)."""
+    if cell.spec is None or not cell.spec.needs_dir:
+        return 0
+    try:
+        return cell.spec.file_bytes(cell.params)
+    except ValueError:
+        return 0
 
 
 # --------------------------------------------------------------------------- the checks

@@ -34,13 +34,16 @@ Group = tuple[str, str, "int | None"]
 
 def expand(study: Study) -> list[Cell]:
     """Every cell of a study (whose ``backends`` are resolved, see
-    ``study.check_against_worker``), ordered backend → operation → size → configuration."""
+    ``study.check_against_worker``), ordered backend → operation → size → configuration; a
+    workload's cells carry its spec (``Cell.spec``)."""
     cells = []
+
+    specs = study.rules.workloads if study.rules is not None else {}
 
     def add(backend: str, operation, configs) -> None:
         resolved = {c.name: study.resolve(c, operation) for c in configs}
-        workloads = [op for op, _ in resolved.values() if study.is_workload(op)]
-        default = (study.rules.op_defaults.get(workloads[0], {}).get("load") if workloads and study.rules else None)
+        workloads = [op for op, _ in resolved.values() if op in specs]
+        default = specs[workloads[0]].defaults.get("load") if workloads else None
         loads = operation.loads or ((default or workload.DEFAULT_LOAD,) if workloads else (None,))
         for size in operation.sizes or (None,):
             for load in loads:
@@ -48,7 +51,7 @@ def expand(study: Study) -> list[Cell]:
                     op, params = resolved[config.name]
                     p = dict(params) if load is None else {**params, "load": load}
                     cells.append(Cell(config.name, backend, workload.row_label(operation.label, load),
-                                      op, p, size, config.cpu, config.build))
+                                      op, p, size, config.cpu, config.build, spec=specs.get(op)))
 
     for backend in study.backends or ():
         for operation in study.operations:
@@ -168,9 +171,8 @@ def run_request(rep: Repetition, settings: Settings,
                 unmasked_vector: str | None = None) -> dict[str, Any]:
     """The worker protocol's ``run`` request for ``rep`` (docs/worker-protocol.md).
 
-    A calibration repetition measures for ``CALIBRATION_SECONDS`` without warm-up; a job's
-    (``targets:N``) runs at most ``workload.CALIBRATION_TARGETS`` targets: it tells whether the
-    cell runs and is valid, and a job has no batch size to calibrate.
+    A calibration repetition measures for ``CALIBRATION_SECONDS`` without warm-up, at the
+    level ``calibration_load`` gives (a job's: at most its spec's calibration targets).
     ``unmasked_vector`` is the capability vector the cell's library reported in a process
     started without a mask, which the worker checks its vector against (baseline: equal).
     """
@@ -189,11 +191,25 @@ def run_request(rep: Repetition, settings: Settings,
     }
     if unmasked_vector is not None:
         req["cpu_vector_unmasked"] = unmasked_vector
-    load = rep.cell.load
-    if rep.calibration and load is not None and load.startswith("targets:"):
-        n = workload.parse_load(load).targets or 1
-        req["params"]["load"] = f"targets:{min(n, workload.CALIBRATION_TARGETS)}"
+    if rep.calibration:
+        small = calibration_load(rep.cell)
+        if small is not None:
+            req["params"]["load"] = small
     return req
+
+
+def calibration_load(cell: Cell) -> str | None:
+    """The level a calibration repetition of ``cell`` runs at, when not its own: a job's spec
+    names a small one (``calibration_load``, e.g. ``targets:10``: the calibration tells whether
+    the cell runs and is valid, and a job has no batch size to calibrate), and a job level below
+    it keeps its own. None for every other cell (it calibrates at its own level)."""
+    small = cell.spec.calibration_load if cell.spec is not None else None
+    if small is None or cell.load is None:
+        return None
+    own, cal = workload.parse_load(cell.load), workload.parse_load(small)
+    if own.targets is not None and cal.targets is not None and own.targets <= cal.targets:
+        return None
+    return small
 
 
 #: Start-up of a workload's repetition beyond a primitive's, in s: the server process, its
@@ -214,6 +230,12 @@ def job_seconds(load: str | None) -> float:
     """A rough wall-clock estimate of one job repetition at ``load`` (``targets:N``), in s."""
     n = workload.parse_load(load).targets if load else None
     return JOB_OVERHEAD_S + (n or 1) * JOB_SECONDS_PER_TARGET
+
+
+def job_cell_seconds(cell: Cell, blocks: int) -> float:
+    """A rough wall-clock estimate of a job cell's calibration and ``blocks`` repetitions, in s
+    (``job_seconds``)."""
+    return job_seconds(calibration_load(cell) or cell.load) + blocks * job_seconds(cell.load)
 
 
 def estimated_seconds(n_repetitions: int, settings: Settings, per_repetition_overhead_s: float = 0.05) -> float:

@@ -41,7 +41,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from cryptoperf import __version__, builds, paths
-from cryptoperf.errors import SetupError, UsageError, WorkerError
+from cryptoperf.errors import SetupError, UsageError, WorkerError, did_you_mean
 from cryptoperf.run.worker import Hello, fetch_hello
 from cryptoperf.builds import find_worker
 
@@ -105,10 +105,8 @@ def recipe(name: str) -> builds.Setup:
     try:
         resolved = builds.resolve(name)
     except KeyError:
-        import difflib
         known = builds.setup_names()
-        close = difflib.get_close_matches(name, known + list(builds.LIBRARIES), n=1)
-        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint = did_you_mean(name, known + list(builds.LIBRARIES))
         raise UsageError(f"unknown worker build '{name}'{hint} (setup makes: {', '.join(known)})") from None
     spec = builds.get(resolved)
     if spec.setup is None:

@@ -1,7 +1,9 @@
 """Workloads in a study: load levels, and the checks a workload needs before anything runs.
 
-A workload (``tls-handshake``, ``tls-bulk``, ``ike-phase1``) is measured at **load levels**,
-written as the worker reads them (docs/worker-protocol.md, "Workloads"):
+A workload (a TLS handshake, a transfer, an IKE phase 1, file I/O, a fleet job) is measured at
+**load levels**, written as the worker reads them (docs/worker-protocol.md, "Workloads"); which
+kinds of level a workload accepts, and the limits on each, are the worker's (its ``hello``:
+``WorkerRules.workloads[op].levels`` and ``WorkerRules.limits``):
 
 - ``closed:N`` — N client connections, each starting its next transaction when its last one
   ended (a closed loop);
@@ -10,15 +12,16 @@ written as the worker reads them (docs/worker-protocol.md, "Workloads"):
   (coordinated omission);
 - ``open:RATE`` or ``open:RATE/THREADS`` — transactions due at RATE per second whatever happened
   before, latency measured from when each was due (corrected for coordinated omission, as wrk2
-  does), taken by THREADS client threads (default 32);
+  does), taken by THREADS client threads (default: the worker's ``open_threads``);
 - ``open:LOW..HIGH`` — a rate sweep: the open levels LOW, 2·LOW, 4·LOW, … up to HIGH
   (``expand_loads``), for finding the highest rate whose p99 stays under a bound;
-- ``open:100MB/s`` (or ``open:100MB/s/THREADS``) — an open level given as a byte rate, for the
-  ``storage`` workload: the offered I/Os per second are the rate over the I/O size
-  (``block_bytes``), worked out when the request is made (``worker_load``). The CPU such a
-  level needs is what capacity planning asks ("what does it cost to sustain 100 MB/s?");
-- ``targets:N`` — a job over N targets, for the ``fleet-job`` workload (``JOB_WORKLOADS``): a
-  fixed amount of work rather than a time window; its throughput is targets per minute and its
+- ``open:100MB/s`` (or ``open:100MB/s/THREADS``) — an open level given as a byte rate, for a
+  workload whose spec accepts ``open_bytes`` levels: the offered transactions per second are the
+  rate over the bytes of one transaction (the spec's ``bytes_per_tx_param``, an I/O's size),
+  worked out when the request is made (``worker_load``). The CPU such a level needs is what
+  capacity planning asks ("what does it cost to sustain 100 MB/s?");
+- ``targets:N`` — a job over N targets, for a job workload (its spec says ``job``): a fixed
+  amount of work rather than a time window; its throughput is targets per minute and its
   concurrency the job's own (``cap`` targets in flight per slice, ``slices`` slices).
 
 Each level is its own row: the cell's label is the operation's label with the level
@@ -28,6 +31,7 @@ Each level is its own row: the cell's label is the operation's label with the le
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import math
 import os
@@ -39,25 +43,21 @@ import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import Mapping
 
 from cryptoperf.errors import WorkDirError
 
-#: The level of a workload operation that gives none.
+#: The level of a workload operation that gives none (and whose worker announces no default).
 DEFAULT_LOAD = "closed:1"
-#: Client threads of ``open:RATE`` (the worker's OPEN_THREADS).
-OPEN_THREADS = 32
-#: Most connections one level may use (the worker's MAX_CONCURRENCY).
-MAX_CONCURRENCY = 1024
-SYNTAX = ("closed:N, closed:N@RATE, open:RATE or open:RATE/THREADS (N, THREADS 1..1024; RATE per "
-          "second; storage also takes a byte rate, open:100MB/s; fleet-job takes targets:N)")
+SYNTAX = ("closed:N, closed:N@RATE, open:RATE or open:RATE/THREADS (N, THREADS at least 1, at most the "
+          "worker's max_concurrency; RATE per second), a byte rate open:100MB/s for a workload that takes "
+          "one, or targets:N for a job")
 _NUM = r"(\d+(?:\.\d+)?)"
 _CLOSED = re.compile(r"^closed:(\d+)(?:@" + _NUM + r")?$")
 _OPEN = re.compile(r"^open:" + _NUM + r"(?:/(\d+))?$")
 #: A byte rate: ``open:100MB/s``, ``open:1.5GB/s/8``, ``open:200MiB/s`` (decimal MB = 10⁶ B, as
 #: MB/s is printed everywhere in cryptoperf; MiB = 2²⁰ B).
 _TARGETS = re.compile(r"^targets:(\d+)$")
-#: Most targets one job level may name (the worker's MAX_TARGETS).
-MAX_TARGETS = 10_000
 _OPEN_BYTES = re.compile(r"^open:" + _NUM + r"\s*(KB|MB|GB|KiB|MiB|GiB)/s(?:/(\d+))?$", re.IGNORECASE)
 _BYTE_UNITS = {"kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 2.0**10, "mib": 2.0**20, "gib": 2.0**30}
 #: File descriptors a process keeps beside its connections (stdio, pipes, the listener, the
@@ -71,8 +71,10 @@ class Load:
 
     Attributes:
         text: as written (``closed:10``).
-        kind: ``closed`` or ``open``.
-        connections: client threads, each holding one connection at a time.
+        kind: ``closed``, ``open`` or ``targets``.
+        connections: client threads, each holding one connection at a time; None for an open
+            level that names no thread count, parsed without the worker's limits (it runs the
+            worker's ``open_threads``).
         rate_per_s: the pace (closed) or arrival rate (open) in transactions per second; None
             for an unpaced closed loop and for a byte-rate level (its transactions per second
             depend on the I/O size: ``per_s``).
@@ -83,10 +85,16 @@ class Load:
 
     text: str
     kind: str
-    connections: int
+    connections: int | None
     rate_per_s: float | None
     bytes_per_s: float | None = None
     targets: int | None = None
+
+    @property
+    def level_kind(self) -> str:
+        """The kind of level a workload's spec must accept for it (``WorkloadSpec.levels``):
+        ``closed``, ``open``, ``open_bytes`` (a byte rate) or ``targets``."""
+        return "open_bytes" if self.bytes_per_s is not None else self.kind
 
     @property
     def label(self) -> str:
@@ -122,44 +130,69 @@ class Load:
         return self.bytes_per_s / bytes_per_tx
 
 
-def parse_load(text: str) -> Load:
-    """Parse a load level. Raises ValueError with one line naming the syntax (also for a
-    number too large to be a count or a finite rate)."""
+def parse_load(text: str, limits: Mapping[str, float] | None = None) -> Load:
+    """Parse a load level. With the worker's ``limits`` (``WorkerRules.limits``), also check
+    its counts against them (``max_concurrency``, ``max_targets``) and give an open level
+    without a thread count the worker's ``open_threads``; without them, check the syntax only
+    (what a study file alone can tell).
+
+    Raises ValueError with one line naming the syntax (also for a number too large to be a
+    count or a finite rate), or the limit a count is above."""
     t = text.strip()
     if len(t) > 200:  # no level is that long; and int() refuses 4300 digits
         raise ValueError(f"load '{t[:40]}…' ({len(t)} characters) is not one of {SYNTAX}")
+    load = _parse(t)
+    if load is None:
+        raise ValueError(f"load '{text}' is not one of {SYNTAX}")
+    if limits is None:
+        return load
+    if load.connections is None:
+        load = dataclasses.replace(load, connections=int(limits["open_threads"]))
+    for count, what, limit in ((load.connections, "connections (or threads)", "max_concurrency"),
+                               (load.targets, "targets", "max_targets")):
+        if count is not None and count > limits[limit]:
+            raise ValueError(f"load '{t}' asks for {count} {what}, above the worker's limit of "
+                             f"{limits[limit]:.0f} ({limit} in its hello)")
+    return load
+
+
+def _parse(t: str) -> Load | None:
+    """``t`` (stripped) as a Load, its counts at least 1 and its rate positive and finite; None
+    when it is none of the syntaxes."""
     m = _CLOSED.match(t)
     if m:
         n = int(m.group(1))
         rate = float(m.group(2)) if m.group(2) else None
-        if 1 <= n <= MAX_CONCURRENCY and (rate is None or 0 < rate < math.inf):
+        if n >= 1 and (rate is None or 0 < rate < math.inf):
             return Load(t, "closed", n, rate)
     m = _OPEN.match(t)
     if m:
         rate = float(m.group(1))
-        threads = int(m.group(2)) if m.group(2) else OPEN_THREADS
-        if 0 < rate < math.inf and 1 <= threads <= MAX_CONCURRENCY:
+        threads = int(m.group(2)) if m.group(2) else None
+        if 0 < rate < math.inf and (threads is None or threads >= 1):
             return Load(t, "open", threads, rate)
     m = _TARGETS.match(t)
-    if m and 1 <= int(m.group(1)) <= MAX_TARGETS:
+    if m and int(m.group(1)) >= 1:
         return Load(t, "targets", 1, None, targets=int(m.group(1)))
     m = _OPEN_BYTES.match(t)
     if m:
         rate = float(m.group(1)) * _BYTE_UNITS[m.group(2).lower()]
-        threads = int(m.group(3)) if m.group(3) else OPEN_THREADS
-        if 0 < rate < math.inf and 1 <= threads <= MAX_CONCURRENCY:
+        threads = int(m.group(3)) if m.group(3) else None
+        if 0 < rate < math.inf and (threads is None or threads >= 1):
             return Load(t, "open", threads, None, rate)
-    raise ValueError(f"load '{text}' is not one of {SYNTAX}")
+    return None
 
 
 def worker_load(text: str, bytes_per_tx: int | None) -> str:
     """The level as the worker reads it: ``text`` itself, or for a byte rate the open level
-    of its transactions per second (``open:100MB/s`` with 64 KiB I/Os → ``open:1525.88/32``).
+    of its transactions per second, with its thread count if it names one (``open:100MB/s/16``
+    with 64 KiB I/Os → ``open:1525.88/16``; without one the worker's ``open_threads`` take it).
     Raises ValueError (one line) for a byte rate without ``bytes_per_tx``."""
     load = parse_load(text)
     if load.bytes_per_s is None:
         return text
-    return f"open:{load.per_s(bytes_per_tx):.6g}/{load.connections}"
+    threads = "" if load.connections is None else f"/{load.connections}"
+    return f"open:{load.per_s(bytes_per_tx):.6g}{threads}"
 
 
 _SWEEP = re.compile(r"^open:" + _NUM + r"\.\." + _NUM + r"(?:/(\d+))?$")
@@ -194,32 +227,6 @@ def expand_loads(texts: list[str] | tuple[str, ...]) -> list[str]:
                              f"{MAX_SWEEP_LEVELS}: narrow it")
         out += [f"open:{x:g}{suffix}" for x in rates]
     return out
-
-
-#: Workloads that read and write files: each repetition gets a private directory
-#: (``repetition_dir``) that the orchestrator removes afterwards, even when the worker was
-#: killed and could not.
-FILE_WORKLOADS = ("storage",)
-#: Workloads whose levels may be byte rates (``open:100MB/s``), and the parameter holding the
-#: bytes each transaction moves, with its value when not given (the worker's default,
-#: checked against its hello by tests/test_storage.py).
-BYTE_RATE_WORKLOADS = {"storage": ("block_bytes", 64 << 10)}
-#: The storage workload's file size when a study gives none (the worker's default: 64 MiB).
-DEFAULT_FILE_BYTES = 64 << 20
-
-
-def bytes_per_tx(op: str, params: dict) -> int | None:
-    """The bytes one transaction of ``op`` moves for a byte-rate level (storage: its
-    ``block_bytes``), None for a workload without byte-rate levels. Raises ValueError when the
-    parameter is not a whole number."""
-    if op not in BYTE_RATE_WORKLOADS:
-        return None
-    name, default = BYTE_RATE_WORKLOADS[op]
-    value = params.get(name, default)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} {value!r} is not a whole number of bytes") from None
 
 
 def writable_problem(root: str | Path, need_bytes: int = 0) -> str | None:
@@ -306,16 +313,17 @@ def _alive(pid: int) -> bool:
 
 
 @contextlib.contextmanager
-def repetition_dir(op: str, root: str | None):
-    """A private directory for one repetition of a file workload under ``root`` (the
-    system's temporary directory when None), removed when the block ends — also after a crash
-    or a kill of the worker; yields None for other operations.
+def repetition_dir(needs_dir: bool, root: str | None):
+    """A private directory for one repetition of a workload whose spec ``needs_dir`` (a file
+    workload) under ``root`` (the system's temporary directory when None), removed when the
+    block ends — also after a crash or a kill of the worker; yields None when not
+    ``needs_dir``.
 
     The directory is made by ``tempfile.mkdtemp`` (a fresh name, mode 0700, owned by this
     user) directly inside ``root``, and checked to be just that before it is used. Raises
     WorkDirError (one line) when ``root`` is a symbolic link or not a directory, or the
     directory cannot be made."""
-    if op not in FILE_WORKLOADS:
+    if not needs_dir:
         yield None
         return
     where = root if root is not None else tempfile.gettempdir()
@@ -401,13 +409,6 @@ def row_label(label: str, load: str | None) -> str:
     return label if load is None else f"{label} @ {parse_load(load).label}"
 
 
-#: Workloads whose levels are jobs (``targets:N``): a fixed amount of work, their own processes.
-JOB_WORKLOADS = ("fleet-job",)
-#: Targets a calibration repetition of a job runs at most: it tells whether the cell runs and is
-#: valid (a job has no batch size to calibrate), not how fast.
-CALIBRATION_TARGETS = 10
-
-
 def job_concurrency(params: dict, defaults: dict) -> tuple[int, int]:
     """A job's ``(cap, slices)``: targets in flight per slice and slices, from its ``params`` or
     the worker's ``defaults`` (its hello). Raises ValueError (one line) for a value that is not a
@@ -428,9 +429,9 @@ def job_descriptor_problem(cap: int, slices: int) -> str | None:
     (``slices × cap``), each beside ``FD_RESERVE`` descriptors; the soft RLIMIT_NOFILE must
     cover the agent's. The number of targets does not enter: a finished target's connection is
     closed."""
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = slices * cap + FD_RESERVE
-    if soft != resource.RLIM_INFINITY and need > soft:
+    soft = _limit_below(need)
+    if soft is not None:
         return (f"a job with cap = {cap} and {slices} slice{'s' if slices != 1 else ''} needs about {need} file "
                 f"descriptors in an agent process ({slices * cap} connections + {FD_RESERVE}), but the limit is "
                 f"{soft} (ulimit -n); raise it or lower cap")
@@ -441,16 +442,23 @@ def descriptor_problem(load: Load, mode: str) -> str | None:
     """Why this host cannot serve the level, or None: in socket mode each connection holds a
     descriptor in the client process and one in the server process, beside ``FD_RESERVE``;
     the soft RLIMIT_NOFILE must cover that. (A job level's descriptors depend on its cap and
-    slices instead: ``job_descriptor_problem``.)"""
+    slices instead: ``job_descriptor_problem``.) ``load`` is parsed with the worker's limits
+    (its connections known)."""
     if mode != "socket" or load.targets is not None:
         return None
-    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = load.connections + FD_RESERVE
-    if soft != resource.RLIM_INFINITY and need > soft:
+    soft = _limit_below(need)
+    if soft is not None:
         return (f"load '{load.text}' needs about {need} file descriptors per process "
                 f"({load.connections} connections + {FD_RESERVE}), but the limit is {soft} "
                 f"(ulimit -n); raise it or use fewer connections")
     return None
+
+
+def _limit_below(need: int) -> int | None:
+    """The soft RLIMIT_NOFILE (``ulimit -n``) when it is below ``need`` descriptors, else None."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if soft != resource.RLIM_INFINITY and need > soft else None
 
 
 def port_problem(address: str, port: int) -> str | None:

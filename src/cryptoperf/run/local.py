@@ -58,8 +58,9 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
     """
     started = utc_now()
     vector = (unmasked or {}).get((rep.cell.build, rep.cell.backend))
+    needs_dir = rep.cell.spec is not None and rep.cell.spec.needs_dir  # a file workload's private directory
     try:
-        with workload.repetition_dir(rep.cell.op, settings.work_dir) as work, \
+        with workload.repetition_dir(needs_dir, settings.work_dir) as work, \
                 WorkerClient(worker_for(workers, rep.cell), env=cpumask.worker_env(rep.cell.cpu)) as w:
             w.hello()
             request = run_request(rep, settings, vector)

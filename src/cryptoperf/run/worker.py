@@ -24,6 +24,7 @@ from cryptoperf.cpumask import ENV_VAR as MASK_ENV_VAR
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerRequestError,
                                WorkerTimeout)
 from cryptoperf.result import WorkerResult, decode
+from cryptoperf.workload_spec import WorkloadSpec
 
 STDERR_TAIL_LINES = 20
 HELLO_TIMEOUT_S = 60.0
@@ -42,6 +43,7 @@ class Hello:
             and with ``detail`` also ``ops`` (list of ``{op, status, reason}``).
         ops: every canonical operation name the worker knows.
         raw: the whole message.
+        rules: the operation rules, workload specs and limits it announced (``WorkerRules``).
     """
 
     protocol: int
@@ -50,16 +52,13 @@ class Hello:
     backends: tuple[Mapping[str, Any], ...]
     ops: tuple[str, ...]
     raw: Mapping[str, Any] = field(repr=False)
+    rules: "WorkerRules" = field(repr=False, compare=False)
 
     @property
     def backend_names(self) -> tuple[str, ...]:
         """The real backends' names (the mock backends are never listed)."""
         return tuple(b["backend"] for b in self.backends)
 
-    @property
-    def rules(self) -> "WorkerRules":
-        """The operation rules and limits this worker announced (``WorkerRules.from_hello``)."""
-        return WorkerRules.from_hello(self.raw)
 
     def unmasked_vectors(self) -> dict[str, str]:
         """``{backend: "0x<word0>:0x<word1>"}``: the capability vector each maskable library
@@ -73,6 +72,15 @@ class Hello:
         return out
 
 
+#: The limits every hello announces (docs/worker-protocol.md, "hello"): threads of a primitive
+#: run, measuring and warm-up seconds, message bytes, connections (or threads) of one workload
+#: level, client threads of ``open:RATE``, targets of one job level.
+LIMITS = ("max_threads", "max_seconds", "max_warmup_s", "max_size_bytes", "max_concurrency", "open_threads",
+          "max_targets")
+#: What a worker too old for this orchestrator is told.
+TOO_OLD = "this worker is older than the orchestrator; rebuild it with `pip install .`"
+
+
 @dataclass(frozen=True)
 class WorkerRules:
     """What a worker accepts, as its ``hello`` announces it (docs/worker-protocol.md): the one
@@ -83,11 +91,11 @@ class WorkerRules:
         op_params: op → the run parameters it takes (``size_bytes``, ``digest``, ``padding``).
         default_size_bytes: op → the message size used when none is given (None: no message).
         param_values: parameter → its allowed values (``digest``, ``padding``).
-        limits: ``max_threads``, ``max_seconds``, ``max_warmup_s``, ``max_size_bytes``.
-        workloads: the ops that are workloads (``op_params`` says ``workload: true``): they take
-            the parameters ``op_params`` lists plus a load level.
-        op_defaults: workload → the value each of its parameters takes when not given (its
-            ``defaults`` in hello: e.g. ``load``, ``fleet-job``'s ``cap`` and ``slices``).
+        limits: ``LIMITS`` → value (``max_threads``, ``max_seconds``, ``max_warmup_s``,
+            ``max_size_bytes``, ``max_concurrency``, ``open_threads``, ``max_targets``).
+        workloads: the ops that are workloads (``op_params`` says ``workload: true``) → their
+            spec (``workload_spec.WorkloadSpec``: level kinds, modes, sizing, metrics, ...);
+            they take the parameters ``op_params`` lists plus a load level.
     """
 
     backends: tuple[str, ...]
@@ -96,27 +104,38 @@ class WorkerRules:
     default_size_bytes: Mapping[str, int | None]
     param_values: Mapping[str, tuple[str, ...]]
     limits: Mapping[str, float]
-    workloads: frozenset[str] = frozenset()
-    op_defaults: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    workloads: Mapping[str, WorkloadSpec] = field(default_factory=dict)
 
     @classmethod
     def from_hello(cls, hello: Mapping[str, Any]) -> "WorkerRules":
-        """The rules of a ``hello`` message. Raises WorkerError when it lacks them (a worker
-        older than this cryptoperf)."""
+        """The rules of a ``hello`` message. Raises ProtocolMismatch (one line) when it lacks
+        them, or a workload's spec, or a limit (a worker older than this cryptoperf)."""
         try:
-            op_params = {op: frozenset(r["params"]) for op, r in hello["op_params"].items()}
-            sizes = {op: r.get("default_size_bytes") for op, r in hello["op_params"].items()}
+            entries = hello["op_params"]
+            op_params = {op: frozenset(r["params"]) for op, r in entries.items()}
+            sizes = {op: r.get("default_size_bytes") for op, r in entries.items()}
             values = {k: tuple(v) for k, v in hello["param_values"].items()}
-            limits = {k: float(hello["limits"][k]) for k in
-                      ("max_threads", "max_seconds", "max_warmup_s", "max_size_bytes")}
+            limits = {k: float(hello["limits"][k]) for k in LIMITS}
             backends = tuple(b["backend"] for b in hello["backends"])
             ops = tuple(hello["ops"])
-            workloads = frozenset(op for op, r in hello["op_params"].items() if r.get("workload"))
-            defaults = {op: dict(r.get("defaults") or {}) for op, r in hello["op_params"].items() if r.get("workload")}
         except (KeyError, TypeError, ValueError, AttributeError) as e:
-            raise WorkerError(f"the worker's hello lacks its operation rules or limits ({e}): it is "
-                              "older than this cryptoperf; rebuild both with `pip install .`") from None
-        return cls(backends, ops, op_params, sizes, values, limits, workloads, defaults)
+            raise ProtocolMismatch(f"the worker's hello lacks its operation rules or limits ({_what(e)}): "
+                                   f"{TOO_OLD}") from None
+        workloads = {}
+        for op, entry in entries.items():
+            if isinstance(entry, Mapping) and entry.get("workload"):
+                try:
+                    workloads[op] = WorkloadSpec.from_hello(op, entry)
+                except (KeyError, TypeError, ValueError, AttributeError) as e:
+                    raise ProtocolMismatch(f"the worker's hello lacks the spec of workload '{op}' ({_what(e)}): "
+                                           f"{TOO_OLD}") from None
+        return cls(backends, ops, op_params, sizes, values, limits, workloads)
+
+    @property
+    def op_defaults(self) -> dict[str, Mapping[str, Any]]:
+        """Workload → the value each of its parameters takes when not given (its spec's
+        ``defaults``: e.g. ``load``, a job's ``cap`` and ``slices``)."""
+        return {op: spec.defaults for op, spec in self.workloads.items()}
 
     def takes(self, op: str, param: str) -> bool:
         """True if ``op`` takes the run parameter ``param`` (``size_bytes``, ``digest``,
@@ -126,6 +145,11 @@ class WorkerRules:
     def takes_message(self, op: str) -> bool:
         """True if ``op`` processes a message whose size is a parameter."""
         return self.takes(op, "size_bytes")
+
+
+def _what(e: Exception) -> str:
+    """The missing or malformed field an exception of the hello parsing names, as text."""
+    return f"no field {e.args[0]!r}" if isinstance(e, KeyError) and e.args else str(e)
 
 
 class WorkerClient:
@@ -286,7 +310,9 @@ class WorkerClient:
     def hello(self, detail: bool = False, timeout_s: float = HELLO_TIMEOUT_S) -> Hello:
         """Send ``hello``; return the worker's capabilities.
 
-        Raises ProtocolMismatch if the worker refuses protocol 1 or announces another version.
+        Raises ProtocolMismatch if the worker refuses protocol 1, announces another version or
+        lacks rules, limits or workload specs this cryptoperf reads (``WorkerRules.from_hello``:
+        a worker older than the orchestrator).
         """
         request: dict[str, Any] = {"type": "hello", "protocol": PROTOCOL_VERSION}
         if detail:
@@ -308,11 +334,15 @@ class WorkerClient:
                 f"worker {self.path} speaks protocol {msg.get('protocol')}, this cryptoperf speaks "
                 f"{PROTOCOL_VERSION}; reinstall both with `pip install .`")
         try:
-            return Hello(protocol=msg["protocol"], worker_version=str(msg.get("worker_version", "?")),
-                         cpu=msg.get("cpu", {}), backends=tuple(msg["backends"]),
-                         ops=tuple(msg["ops"]), raw=msg)
+            hello = Hello(protocol=msg["protocol"], worker_version=str(msg.get("worker_version", "?")),
+                          cpu=msg.get("cpu", {}), backends=tuple(msg["backends"]),
+                          ops=tuple(msg["ops"]), raw=msg, rules=WorkerRules.from_hello(msg))
         except (KeyError, TypeError) as e:
             raise WorkerError(f"worker hello lacks a required field: {e}") from None
+        except ProtocolMismatch as e:
+            self.kill()
+            raise ProtocolMismatch(f"worker {self.path}: {e}") from None
+        return hello
 
     def run(self, request: Mapping[str, Any], timeout_s: float) -> WorkerResult:
         """Send one ``run`` request; return its ``result`` message (status ok, unsupported or
