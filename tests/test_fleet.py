@@ -154,7 +154,7 @@ def test_a_job_study_reports_summary_phases_timeline_cpu_and_failures(fake_worke
     summary = md[md.index("## Fleet jobs: summary"):md.index("## Fleet jobs: throughput")]
     row = next(line for line in summary.splitlines() if line.startswith("| audit |"))
     assert "1000 targets" in row and re.search(r"-\d+\.\d % \[-\d+\.\d, -\d+\.\d\]", row), row
-    assert re.search(r"\| \d+\.\d % fewer transactions/min \[", row), row
+    assert re.search(r"\| \d+\.\d % fewer targets/min \[", row), row
     assert re.search(r"phase times \(descriptive\): connect \+\d+\.\d %, ", row), row
     assert "slowed" not in md and "Phase times are descriptive" in summary
     assert "other levels: 1 target:" in row

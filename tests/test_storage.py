@@ -129,7 +129,7 @@ def test_a_storage_study_reports_throughput_beside_cpu_and_ratios_to_clear(fake_
     assert verdicts["random read, direct @ 100 MB/s"]["kind"] == "slower"
     # and says so: more CPU per I/O, not "slower" (its latency and throughput barely moved)
     assert verdicts["random read, direct @ 100 MB/s"]["text"].startswith("needs "), verdicts
-    assert " CPU per transaction [" in verdicts["random read, direct @ 100 MB/s"]["text"]
+    assert " CPU per I/O [" in verdicts["random read, direct @ 100 MB/s"]["text"]
     md = next((tmp_path / "out").glob("*.md")).read_text()
     section = md[md.index("## Storage: throughput and CPU %"):]
     assert "files of 8 MiB, 64 KiB per I/O, direct I/O, random read" in section

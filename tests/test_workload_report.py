@@ -120,8 +120,8 @@ def test_throughput_table_lists_every_level_with_cpu_late_and_verdict(html, run)
     open_rows = [r for r in rows if "(open:" in r]
     assert all("0 (0.0 %)" in r for r in open_rows)  # late transactions, open levels only
     assert all("(0.0 %)" not in r for r in rows if "(closed:" in r)
-    assert 'client CPU<div class="sub">µs / transaction</div>' in table
-    assert 'server CPU<div class="sub">µs / transaction</div>' in table
+    assert 'client CPU<div class="sub">µs / handshake</div>' in table
+    assert 'server CPU<div class="sub">µs / handshake</div>' in table
 
 
 def test_latency_percentiles_per_level_say_whether_corrected(html):
