@@ -31,7 +31,7 @@ def test_the_readme_example_runs_as_written(fake_worker, tmp_path, monkeypatch, 
     out = capsys.readouterr().out
     assert run.study.name == "quick" and run.meta["status"] == "complete"
     assert len(run.deltas) == 4 and all(d.verdict is not None for d in run.deltas)
-    assert "25.0 % slower" in out or "slower" in out
+    assert "p50 latency 25" in out and "% higher [" in out
     assert (tmp_path / "runs.sqlite").exists() and run.json_path.exists() and run.reports["html"].exists()
     assert set(df["configuration"]) == {"aes-sha256", "chacha-sha512"} and (df["block"] > 0).all()
 

@@ -35,7 +35,7 @@ def test_known_ratio_is_found_with_its_interval(comparison):
     assert a.status == "ok" and a.latency.ratio == pytest.approx(1.5, rel=1e-3)
     assert a.latency.low > 1 and a.latency.contains(a.latency.ratio) and a.latency.method == stats.WELCH_T
     assert a.throughput.ratio == pytest.approx(1 / 1.5, rel=1e-3)
-    assert a.verdict.kind == "slower" and a.verdict.text.startswith("50.0 % slower [")
+    assert a.verdict.kind == "slower" and a.verdict.text.startswith("p50 latency 50.0 % higher [")
     # B: unchanged, but each run's repetitions drift by ±5 %: the interval holds 1 and is
     # wider than the ±2 % margin, so it is undecided — never "no difference"
     assert b.latency.contains(1.0) and b.verdict.kind == "inconclusive"
@@ -87,7 +87,7 @@ def test_cli_compare_host_differences_first_then_table(cli, store):
     assert out.index("host differences") < out.index("run 2 vs run 1 (baseline)")
     assert "kernel" in out and "Linux 9.9.9-test #1 SMP" in out
     assert "library openssl" in out and "OPENSSL fake-2.0" in out
-    assert "+50.0 %" in out and "50.0 % slower" in out and "inconclusive" in out
+    assert "+50.0 %" in out and "p50 latency 50.0 % higher" in out and "inconclusive" in out
     assert "no significant difference" not in out
     assert "CV 4.9 %" in out  # noise: CV of (1, 1.05, 1/1.05)
     assert "verdicts: 1 slower, 1 inconclusive" in out
@@ -110,7 +110,7 @@ def test_cli_compare_a_run_with_itself(cli, store):
     res = cli("compare", "2", "2", "--store", store)
     assert res.code == 0, res.err
     assert "host differences: none" in res.out and "unmatched" not in res.out
-    assert "50.0 % slower" not in res.out
+    assert "p50 latency 50.0 % higher" not in res.out
 
 
 @pytest.fixture(scope="module")

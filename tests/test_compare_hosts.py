@@ -44,7 +44,7 @@ def test_each_host_against_the_first_is_compare_on_their_repetitions(runs):
     by_conf = {d.configuration: d for d in c.deltas}
     a, b = by_conf["A"], by_conf["B"]
     assert a.status == "ok" and a.latency.ratio == pytest.approx(1.5, rel=1e-3)
-    assert a.verdict.kind == "slower" and a.verdict.text.startswith("50.0 % slower [")
+    assert a.verdict.kind == "slower" and a.verdict.text.startswith("p50 latency 50.0 % higher [")
     assert b.latency.contains(1.0) and b.verdict.kind == "inconclusive"
     # the same repetitions stored as two runs give the same deltas through compare_runs
     assert c.deltas == cmp.compare_runs(runs[1], runs[2]).deltas
@@ -89,7 +89,7 @@ def test_cli_compare_by_host(cli, store, monkeypatch):
     assert "host node-b (6 of 6 repetitions measured): Fake CPU B" in out
     assert "host differences (node-a → node-b)" in out and "node-b vs node-a (baseline)" in out
     assert "p50 node-a" in out and "p50 node-b" in out
-    assert "50.0 % slower [" in out and "verdicts: 1 slower, 1 inconclusive" in out
+    assert "p50 latency 50.0 % higher [" in out and "verdicts: 1 slower, 1 inconclusive" in out
 
 
 def test_cli_compare_by_host_json_and_gate(cli, store):

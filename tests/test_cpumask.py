@@ -281,3 +281,50 @@ def test_existing_studies_are_unchanged_by_the_mask_axis(cli, write_study, fake_
     fake_worker()
     res = cli("study", write_study(TWO_CONFIG_STUDY.format(reps=3, timeout=5)), "--dry-run")
     assert res.code == 0 and "cpu=" not in res.out and "OPENSSL_ia32cap" not in res.out
+
+
+def test_a_mask_is_named_wherever_runs_are_compared_or_listed(cli, fake_worker, tmp_path):
+    """A run measured under a CPU mask and one without: compare names the mask first among the
+    host differences (never "host differences: none"), the run's HTML and Markdown reports say
+    it in their header and host facts, and the published index lists it."""
+    fake_worker({"mask_factor": {"no-shani": 2.0}})
+    store = tmp_path / "runs.sqlite"
+    for extra in ((), ("--cpu", "no-shani")):
+        res = cli("speed", "-b", "openssl", "-o", "sha256", "--store", store, *extra)
+        assert res.code == 0, res.err
+    res = cli("compare", "1", "2", "--store", store)
+    assert res.code == 0, res.err
+    assert "host differences: none" not in res.out
+    table = res.out[res.out.index("host differences"):]
+    assert "CPU mask" in table and "none (unmasked)" in table and "no-shani" in table
+    doc = json.loads(cli("compare", "1", "2", "--store", store, "--json").out)
+    assert doc["host_differences"][0] == {"field": "CPU mask", "a": "none (unmasked)", "b": "no-shani"}
+    # the same run against itself: no difference
+    assert "host differences: none" in cli("compare", "2", "2", "--store", store).out
+    html = cli("report", "2", "--store", store, "--format", "html", "-o", "-").out
+    assert "CPU mask no-shani" in html and "<dt>CPU mask</dt><dd>no-shani" in html
+    md = cli("report", "2", "--store", store, "--format", "md", "-o", "-").out
+    assert "under CPU mask no-shani" in md and "\n- CPU mask: no-shani" in md
+    assert "- CPU mask: none (every cell ran unmasked)" in cli("report", "1", "--store", store, "--format", "md",
+                                                              "-o", "-").out
+    res = cli("publish", tmp_path / "site", "--store", store)
+    assert res.code == 0, res.err
+    index = (tmp_path / "site" / "index.html").read_text()
+    row = index[index.index('<tr id="run-2"'):]
+    assert '<td class="cpu-mask">no-shani' in row[:row.index("</tr>")]
+    row = index[index.index('<tr id="run-1"'):]
+    assert '<td class="cpu-mask">none (every cell ran unmasked)</td>' in row[:row.index("</tr>")]
+
+
+def test_mask_differences_name_the_cells_they_concern():
+    from cryptoperf import compare
+    from cryptoperf.model import Cell
+
+    def summary(cpu: str, label: str):
+        from cryptoperf.model import CellSummary
+        return CellSummary(Cell("", "openssl", label, label, cpu=cpu), 0, 0, "ok", "", None, None, None, None, None,
+                           (), {}, {}, {}, 0.0, 0.0, None, 0, None, None, None)
+    pairs = [(summary("baseline", "a"), summary("no-aesni", "a")), (summary("baseline", "b"), summary("baseline", "b"))]
+    (d,) = compare.mask_differences(pairs)
+    assert (d.field, d.a, d.b) == ("CPU mask (1 of 2 cells)", "none (unmasked)", "no-aesni")
+    assert compare.mask_differences(pairs[1:]) == []

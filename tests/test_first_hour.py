@@ -129,7 +129,7 @@ def test_first_hour_runs(fake_worker, tmp_path, monkeypatch, capsys):
         return matching[0]
 
     tls = output("study docs/first-hour/tls-certs.toml")
-    assert re.search(r"\d+(\.\d+)?× slower \[", tls.out), tls.out  # RSA-3072 sign against ECDSA P-256
+    assert re.search(r"p50 latency \d+(\.\d+)?× higher \[", tls.out), tls.out  # RSA-3072 sign against ECDSA P-256
     assert "equivalent within ±2 %" in tls.out  # the X25519 rows, the same operation in both
 
     plan = output("plan --per-request")
@@ -140,10 +140,10 @@ def test_first_hour_runs(fake_worker, tmp_path, monkeypatch, capsys):
     assert "using run 1 (study tls-certs" in plan.err
 
     fips = output("study docs/first-hour/fips-aes.toml")
-    assert re.search(r"fips-on \[fips\].*% slower \[", fips.out), fips.out
+    assert re.search(r"fips-on \[fips\].*% higher \[", fips.out), fips.out
 
     sha = output("study docs/first-hour/sha2.toml")
-    assert sha.out.count("% slower [") >= 2, sha.out
+    assert sha.out.count("% higher [") >= 2, sha.out
 
     md = output("report --format md -o -")
     assert "- hash 64 B on openssl, sha512:" in md.out and "- hash 16 KiB on openssl, sha512:" in md.out

@@ -16,7 +16,7 @@ from conftest import ROOT, assert_one_line_error, worker_rules
 from cryptoperf import schedule, stats, study, workload
 from cryptoperf.errors import StudyError
 from cryptoperf.model import Repetition
-from cryptoperf.report import fleet_sections
+from cryptoperf.workloads import fleet
 
 RULES = worker_rules()
 
@@ -148,19 +148,27 @@ def test_a_job_study_reports_summary_phases_timeline_cpu_and_failures(fake_worke
     assert set(metrics.values()) == {"throughput"} and len(metrics) == 3
     top = next(d for d in doc["deltas"] if d["label"] == "audit @ 1000 targets")
     assert top["verdict"]["kind"] == "slower", top["verdict"]
-    # the summary: use case, the delta in targets per minute with its interval, the slowed phase
+    # the summary: use case, the delta in targets per minute with its interval, the verdict
+    # naming what changed, and the phases' changes as descriptive figures, largest first (the
+    # connect phase the fake slows), never as a verdict word
     summary = md[md.index("## Fleet jobs: summary"):md.index("## Fleet jobs: throughput")]
     row = next(line for line in summary.splitlines() if line.startswith("| audit |"))
-    assert "1000 targets" in row and "slower" in row and re.search(r"-\d+\.\d % \[-\d+\.\d, -\d+\.\d\]", row), row
-    assert "phases slowed: connect" in row and "checks" not in row.split("phases slowed:")[1].split(";")[0], row
+    assert "1000 targets" in row and re.search(r"-\d+\.\d % \[-\d+\.\d, -\d+\.\d\]", row), row
+    assert re.search(r"\| \d+\.\d % fewer targets/min \[", row), row
+    assert re.search(r"phase times \(descriptive\): connect \+\d+\.\d %, ", row), row
+    assert "slowed" not in md and "Phase times are descriptive" in summary
     assert "other levels: 1 target:" in row
     # throughput vs targets, per-phase table, processes with RSS and descriptors, failures
     for heading in ("## Fleet jobs: throughput vs targets", "## Fleet jobs: time per phase",
                     "## Fleet jobs: processes and failed targets", "## Fleet jobs: timeline by phase",
                     "## Fleet jobs: CPU over the job's lifetime"):
         assert heading in md, heading
-    phases = md[md.index("## Fleet jobs: time per phase"):]
-    assert "**" in phases.split("| connect |")[1].split("\n")[0]  # connect slowed: bold
+    phases = md[md.index("## Fleet jobs: time per phase"):md.index("## Fleet jobs: CPU")]
+    assert "descriptive: not adjusted for multiplicity and no verdict" in phases
+    connect = phases.split("| connect |")[1].split("\n")[0]
+    assert "**" not in phases.split("|", 1)[1] and re.search(r"· \+\d+\.\d % \[\+\d+\.\d, \+\d+\.\d\]", connect), connect
+    section = html[html.index('<section id="fleet-phases"'):]
+    assert "<strong>" not in section[:section.index("</section>")] and "carry no verdict" in section
     failures = md[md.index("## Fleet jobs: processes and failed targets"):]
     assert "targets failed" in failures and "UnknownIssuer" in failures and "close_notify" in failures
     failed = [f for r in doc["repetitions"] if r.get("result") and r["block"] > 0
@@ -192,14 +200,12 @@ def test_the_scalability_factor_is_the_throughput_ratio_and_the_host_bounds_it(f
 def test_the_cap_is_never_exceeded_in_the_fakes_timeline_either(fake_worker, write_study, cli, tmp_path):
     fake_worker()
     doc, _, _ = run_study(cli, write_study, tmp_path, STUDY.replace('job = "audit",', 'job = "audit", cap = 7,'))
-    from cryptoperf.model import Outcome
     for r in doc["repetitions"]:
-        fleet = (r.get("result") or {}).get("fleet")
-        if not fleet:
+        job = fleet.decode(r.get("result"))
+        if job is None:
             continue
-        o = Outcome(None, "ok", result=r["result"])  # type: ignore[arg-type]
-        assert fleet_sections.most_in_flight(o) <= 7
-        assert len(fleet["records"]["rows"]) == fleet["targets"]
+        assert job.most_in_flight() <= 7
+        assert len(job.targets_) == job.targets
 
 
 def test_a_fips_configuration_signing_with_sha1_stops_the_study_with_one_line(fake_worker, write_study, cli):

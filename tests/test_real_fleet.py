@@ -16,8 +16,7 @@ import json
 import pytest
 
 from conftest import need_real_worker, run_subprocess
-from cryptoperf.model import Outcome
-from cryptoperf.report import fleet_sections
+from cryptoperf.workloads import fleet
 from cryptoperf.run.worker import WorkerClient
 from real_workers import find
 
@@ -48,14 +47,14 @@ def test_a_thousand_targets_with_cap_20_run_to_the_end_within_the_cap():
     assert (f["targets"], f["completed"], f["failed"], r["ops"]) == (1000, 1000, 0, 1000)
     assert len(rows(r)) == 1000 and sorted(row[0] for row in rows(r)) == list(range(1000))
     # the cap, from the recorded timeline: never more than 20 targets in flight in the slice
-    spans = fleet_sections.target_spans(Outcome(None, "ok", result=r))  # type: ignore[arg-type]
-    events = sorted([(a, 1) for _, _, a, _, _ in spans] + [(b, -1) for _, _, _, b, _ in spans])
+    spans = [t.span for t in fleet.decode(r).targets_ if t.span is not None]
+    events = sorted([(a, 1) for a, _ in spans] + [(b, -1) for _, b in spans])
     most, now = 0, 0
     for _, step in events:
         now += step
         most = max(most, now)
     assert 1 < most <= 20, most
-    assert fleet_sections.most_in_flight(Outcome(None, "ok", result=r)) == most  # type: ignore[arg-type]
+    assert fleet.decode(r).most_in_flight() == most
     # every target's phases, in order, each ending before the next starts
     assert f["phases"] == ["connect", "checks", "report"]
     for row in rows(r):

@@ -107,8 +107,11 @@ def test_html_has_the_summary_table_with_deltas_intervals_blocks_and_verdicts(ht
     assert "Performance impact of each configuration" in html
     assert table.count('class="verdict"') == OPERATIONS * CONFIGS
     assert table.count(">baseline<") == OPERATIONS
-    assert table.count("2.0× slower") == OPERATIONS  # a 2× change reads as a factor
+    assert table.count("p50 latency 2.0× higher") == OPERATIONS  # a 2× increase reads as a factor
     assert re.search(r"2\.0×<div class=\"ci\">\[\d+\.\d, \d+\.\d\]×</div>", table)
+    # the change the verdict is decided on (p50 latency here) is marked
+    assert table.count('<td class="num change decided">2.0×') == OPERATIONS
+    assert "Δ CPU per operation" not in table  # no verdict is decided on CPU time
     # the header states the per-interval level after the adjustment (2 comparisons: 97.5 %)
     assert run.analysis.comparisons == OPERATIONS * (CONFIGS - 1)
     assert run.analysis.level == pytest.approx(0.975)
@@ -127,22 +130,23 @@ def test_html_opens_with_the_forest_plot_of_every_comparison(html, run):
     sections = re.findall(r'<section id="([^"]+)"', html)
     assert sections[0] == "verdicts"
     assert ">Verdicts at a glance</h2>" in html
-    assert html.count('<svg class="plot forest"') == 1
+    assert html.count('<svg class="plot forest"') == 1  # one metric decided on: one plot
     assert html.index('<svg class="plot forest"') < html.index('<table class="summary"')
     forest = html[html.index('<svg class="plot forest"'):]
     forest = forest[:forest.index("</svg>")]
     # one dot (and one interval bar) per delta with an interval, coloured by its verdict
     with_interval = [d for d in run.deltas if d.latency is not None]
     assert len(with_interval) == OPERATIONS
-    dots = re.findall(r'id="verdict-forest-dot-(\w+)-(\d+)"', forest)
+    dots = re.findall(r'id="verdict-forest-latency-dot-(\w+)-(\d+)"', forest)
     assert dots == [("slower", "0"), ("slower", "1")]
-    assert len(re.findall(r'id="verdict-forest-interval-\d+"', forest)) == OPERATIONS
+    assert len(re.findall(r'id="verdict-forest-latency-interval-\d+"', forest)) == OPERATIONS
     # the equivalence band and the line at 0 are drawn; the axis is labelled in % change
-    assert 'id="verdict-forest-equivalence-band"' in forest and 'id="verdict-forest-zero-line"' in forest
+    assert 'id="verdict-forest-latency-equivalence-band"' in forest and 'id="verdict-forest-latency-zero-line"' in forest
     assert ">0<" in forest and "+100 %" in forest and "log scale" in forest
     assert "±2 % equivalence band" in forest
     # rows grouped by operation, labelled "backend configuration", the verdict on the right
-    for text in (">hash 1 KiB<", ">kem<", ">openssl B<", ">2.0× slower ["):
+    assert "right: higher p50 latency (worse)" in forest  # which side is worse, named on the axis
+    for text in (">hash 1 KiB<", ">kem<", ">openssl B<", ">p50 latency 2.0× higher ["):
         assert text in forest, text
     # the caption states the method: the level after adjustment and the multiplicity method
     caption = _section(html, "verdicts")
@@ -274,7 +278,8 @@ def test_markdown_has_the_summary_table_and_key_figures(made):
     assert "## Performance impact of each configuration" in md and "## Key figures" in md
     assert ("| Operation | Backend | Configuration | p50 | Δ latency (97.5 % CI) | "
             "Δ throughput (97.5 % CI) | Blocks | Verdict | Note |") in md
-    assert md.count("2.0× slower") == 2 * OPERATIONS  # the verdict list and the table
+    assert md.count("p50 latency 2.0× higher") == 2 * OPERATIONS  # the verdict list and the table
+    assert md.count("| **2.0× [") == OPERATIONS  # the change decided on, in bold
     assert "| ops/s |" in md and "| CPU/op |" in md and "| batch |" in md
     assert "cryptoperf study t.toml" in md
     assert "<svg" not in md
@@ -288,7 +293,7 @@ def test_markdown_opens_with_the_verdict_list_and_the_method(made, run):
     items = re.findall(r"^- (.+)$", verdicts, flags=re.M)
     assert len(items) == OPERATIONS, items
     for item, op in zip(items, ("hash 1 KiB", "kem")):
-        assert re.fullmatch(rf"{op} on openssl, B: 2\.0× slower \[\d+\.\d, \d+\.\d\]", item), item
+        assert re.fullmatch(rf"{op} on openssl, B: p50 latency 2\.0× higher \[\d+\.\d, \d+\.\d\]", item), item
     assert "1 slower" not in verdicts and "2 slower" in verdicts
     assert f"Method: {run.analysis.method}." in verdicts
     assert "Bonferroni over 2 comparisons" in run.analysis.method
@@ -390,7 +395,7 @@ def test_inconclusive_verdicts_say_how_many_blocks_would_decide_them(tmp_path):
             assert f"about {needed} blocks would likely decide it" in notice
     assert "## Undecided comparisons" in md and "would likely decide it" in md
     # and the forest plot colours them as inconclusive
-    assert len(re.findall(r'id="verdict-forest-dot-inconclusive-\d+"', html)) == OPERATIONS
+    assert len(re.findall(r'id="verdict-forest-latency-dot-inconclusive-\d+"', html)) == OPERATIONS
 
 
 def test_disturbed_repetitions_and_their_re_runs_are_listed(tmp_path):

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error
 from cryptoperf import engine, hostinfo
-from cryptoperf.report import fleet_sections
+from cryptoperf.report.sections import fleet as fleet_sections
 from cryptoperf.run import local
 from cryptoperf.store import Store
 from cryptoperf.stored import load_run, open_store

@@ -143,9 +143,9 @@ def interval(low_pct, high_pct, n=10):
 
 
 @pytest.mark.parametrize("low,high,kind,text", [
-    (3.0, 5.1, "slower", "4.0 % slower [3.0, 5.1]"),
-    (-5.1, -3.0, "faster", "4.1 % faster [3.0, 5.1]"),
-    (0.3, 1.9, "slower", "1.1 % slower [0.3, 1.9], within the ±2 % margin"),
+    (3.0, 5.1, "slower", "p50 latency 4.0 % higher [3.0, 5.1]"),
+    (-5.1, -3.0, "faster", "p50 latency 4.1 % lower [3.0, 5.1]"),
+    (0.3, 1.9, "slower", "p50 latency 1.1 % higher [0.3, 1.9], within the ±2 % margin"),
     (-0.8, 1.1, "equivalent", "equivalent within ±2 % [-0.8, +1.1]"),
     (-1.5, 3.2, "inconclusive", "inconclusive: [-1.5, +3.2] % spans the ±2 % margin"),
     (-30.0, 40.0, "inconclusive", "inconclusive: [-30.0, +40.0] % spans the ±2 % margin"),
@@ -183,25 +183,62 @@ def test_blocks_to_decide_is_the_first_count_that_decides():
 
 def test_zero_spread_decides_at_once():
     ci = stats.paired_log_ratio([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
-    assert ci.low == ci.high == 2.0 and stats.decide(ci).text == "2.0× slower [2.0, 2.0]"
+    assert ci.low == ci.high == 2.0 and stats.decide(ci).text == "p50 latency 2.0× higher [2.0, 2.0]"
     same = stats.paired_log_ratio([1.0, 1.0, 1.0], [1.0, 1.0, 1.0])
     assert stats.decide(same).kind == "equivalent"
 
 
 @pytest.mark.parametrize("low,high,text,change", [
-    (12.5, 14.6, "13.5× slower [12.5, 14.6]", "13.5× [12.5, 14.6]"),
-    (0.24, 0.26, "4.0× faster [3.8, 4.2]", "0.25× [0.24, 0.26]"),
-    (1.95, 2.15, "2.0× slower [1.9, 2.1]", "2.0× [1.9, 2.1]"),
-    (1.9, 2.1, "99.7 % slower [90.0, 110.0]", "+99.7 % [+90.0, +110.0]"),
-    (1.4, 1.6, "49.7 % slower [40.0, 60.0]", "+49.7 % [+40.0, +60.0]"),
+    (12.5, 14.6, "p50 latency 13.5× higher [12.5, 14.6]", "13.5× [12.5, 14.6]"),
+    (0.24, 0.26, "p50 latency 75.0 % lower [74.0, 76.0]", "-75.0 % [-76.0, -74.0]"),
+    (1.95, 2.15, "p50 latency 2.0× higher [1.9, 2.1]", "2.0× [1.9, 2.1]"),
+    (1.9, 2.1, "p50 latency 99.7 % higher [90.0, 110.0]", "+99.7 % [+90.0, +110.0]"),
+    (1.4, 1.6, "p50 latency 49.7 % higher [40.0, 60.0]", "+49.7 % [+40.0, +60.0]"),
 ])
-def test_large_changes_read_as_ratios(low, high, text, change):
-    """From 2× on a change reads as a factor ("13.5× slower"), below it as a percentage."""
+def test_large_increases_read_as_factors_and_decreases_as_percentages(low, high, text, change):
+    """From 2× up an increase reads as a factor ("13.5× higher"), below it as a percentage; a
+    decrease is always a percentage (at most 100 %), in the verdict and in the tables."""
+    from cryptoperf.report import format as fmt
     lo, hi = math.log(low), math.log(high)
     se = (hi - lo) / 2 / stats.t_quantile(0.95, 9)
     ci = stats.Interval(math.exp((lo + hi) / 2), low, high, 0.95, 10, se, 9, stats.PAIRED_T)
     assert stats.decide(ci).text == text
-    assert stats.change_text(ci) == change == ci.as_dict()["text"]
+    assert fmt.change_text(ci) == change
+
+
+def ratio_interval(low, high):
+    lo, hi = math.log(low), math.log(high)
+    se = (hi - lo) / 2 / stats.t_quantile(0.95, 9)
+    return stats.Interval(math.exp((lo + hi) / 2), low, high, 0.95, 10, se, 9, stats.PAIRED_T)
+
+
+@pytest.mark.parametrize("metric, transaction, low, high, kind, text", [
+    ("throughput", stats.Transaction.named("handshake", "handshakes"), 0.73, 0.81, "slower",
+     "23.1 % fewer handshakes/s [19.0, 27.0]"),
+    ("throughput", stats.Transaction.named("handshake", "handshakes"), 1.10, 1.30, "faster",
+     "19.6 % more handshakes/s [10.0, 30.0]"),
+    ("throughput", stats.OPERATION, 2.1, 2.3, "faster", "2.2× the ops/s [2.1, 2.3]"),
+    ("throughput", stats.Transaction.named("target", "targets", "min"), 0.5, 0.55, "slower",
+     "47.6 % fewer targets/min [45.0, 50.0]"),
+    ("CPU time per operation", stats.Transaction.named("I/O", "I/Os"), 1.25, 1.37, "slower",
+     "needs 30.9 % more CPU per I/O [25.0, 37.0]"),
+    ("CPU time per operation", stats.OPERATION, 0.8, 0.9, "faster", "needs 15.1 % less CPU per operation [10.0, 20.0]"),
+    ("p50 latency", stats.OPERATION, 1.08, 1.16, "slower", "p50 latency 11.9 % higher [8.0, 16.0]"),
+])
+def test_a_verdict_names_what_changed_in_its_own_direction(metric, transaction, low, high, kind, text):
+    """"23 % fewer handshakes/s", "needs 31 % more CPU per I/O", "p50 latency 12 % higher": the
+    verdict says which figure moved which way, never "slower" about a throughput or a CPU time."""
+    v = stats.decide(ratio_interval(low, high), metric=metric, transaction=transaction)
+    assert (v.kind, v.text) == (kind, text)
+    assert "slower" not in v.text and "faster" not in v.text
+
+
+def test_the_same_kind_of_change_reads_in_one_scale():
+    """A throughput drop of 47.6 % (1.9× the time) and one of 51 % (2.04× the time) both read as
+    percentages of fewer operations, never one as "47.6 %" and the other as "2.0×"."""
+    a = stats.decide(ratio_interval(0.50, 0.55), metric="throughput").text
+    b = stats.decide(ratio_interval(0.47, 0.51), metric="throughput").text
+    assert a.startswith("47.6 % fewer ops/s") and b.startswith("51.0 % fewer ops/s"), (a, b)
 
 
 def test_a_verdict_names_its_metric():

@@ -127,9 +127,13 @@ def test_a_storage_study_reports_throughput_beside_cpu_and_ratios_to_clear(fake_
     # ... and at the fixed rate the CPU is what differs: AES-256-XTS needs more per I/O.
     assert verdicts["random read, direct @ 100 MB/s"]["metric"] == "CPU time per operation"
     assert verdicts["random read, direct @ 100 MB/s"]["kind"] == "slower"
+    # and says so: more CPU per I/O, not "slower" (its latency and throughput barely moved)
+    assert verdicts["random read, direct @ 100 MB/s"]["text"].startswith("needs "), verdicts
+    assert " CPU per I/O [" in verdicts["random read, direct @ 100 MB/s"]["text"]
     md = next((tmp_path / "out").glob("*.md")).read_text()
     section = md[md.index("## Storage: throughput and CPU %"):]
     assert "files of 8 MiB, 64 KiB per I/O, direct I/O, random read" in section
+    assert "Verdicts on throughput (2 comparisons), CPU time per operation (1)." in section
     row = next(l for l in section.splitlines() if l.startswith("| 4 threads | aes-256-xts"))
     cells = [c.strip() for c in row.strip("|").split("|")]
     mb_s, cpu, ratio, cpu_ratio = cells[2], float(cells[6]), cells[9], cells[10]

@@ -77,7 +77,7 @@ def test_a_run_in_postgresql_is_listed_reported_and_compared_like_a_sqlite_one(c
     assert without(pg_doc["repetitions"], "started_at", "finished_at") == \
         without(sq_doc["repetitions"], "started_at", "finished_at")
     assert len(pg_rep["csv"].splitlines()) == len(sq_rep["csv"].splitlines()) > 6
-    assert verdict_lines(pg_rep["md"]) == verdict_lines(sq_rep["md"]) and "% faster [" in pg_rep["md"]
+    assert verdict_lines(pg_rep["md"]) == verdict_lines(sq_rep["md"]) and "p50 latency" in pg_rep["md"] and "% lower [" in pg_rep["md"]
     for fmt in ("md", "csv", "html"):  # nothing of the store's own but its name
         assert str(sqlite) not in sq_rep[fmt] and store_mod.mask(pg_url) not in pg_rep[fmt]
     assert pg_rep["html"].lstrip().lower().startswith("<!doctype html")

@@ -38,7 +38,7 @@ def test_two_x_slower_configuration(cli, write_study, fake_worker, tmp_path):
     assert lat["ci_low"] == pytest.approx(2.0, rel=1e-3) == lat["ci_high"]  # paired: the drift cancels
     assert tp["ratio"] == pytest.approx(0.5, rel=1e-3) and tp["ci_high"] < 1.0
     assert d["verdict"]["kind"] == "slower" and d["blocks"] == 5
-    assert "performance delta vs baseline" in res.out and "2.0× slower" in res.out
+    assert "performance delta vs baseline" in res.out and "p50 latency 2.0× higher" in res.out
     assert "noise across repetitions" in res.out
     assert doc["analysis"]["comparisons"] == 1 and "paired t" in doc["analysis"]["method"]
 

@@ -15,7 +15,8 @@ from conftest import FAKE_WORKER, TWO_CONFIG_STUDY
 from stored_runs import DRIFT, run_study
 from cryptoperf.report import html as html_report
 from cryptoperf.report import markdown as md_report
-from cryptoperf.report import workload_sections as ws
+from cryptoperf.report.sections import workloads as ws
+from cryptoperf.workloads import generic
 from cryptoperf.stored import load_run, open_store
 
 LOADS = ["closed:1", "closed:4", "open:200", "open:400"]
@@ -78,14 +79,16 @@ def section(html: str, sid: str) -> str:
 
 
 def test_the_run_has_every_level_of_both_configurations(run):
-    fams = ws.families(run)
+    fams = run.analysis.workloads.families
     assert len(fams) == 1
     f = fams[0]
-    assert (f.backend, f.label, f.mode) == ("aws-lc", "full handshake", "socket")
+    assert (f.kind, f.backend, f.label, f.mode, f.own, f.job) == ("tls-handshake", "aws-lc", "full handshake",
+                                                                 "socket", False, False)
     assert sorted((p.series, p.load.text) for p in f.points) == sorted(
         (c, l) for c in ("ecdsa", "rsa") for l in LOADS)
-    assert [p[0] for p in f.panels()] == ["closed", "open"]
-    assert all(len(p.outcomes) == 3 for p in f.points)
+    assert f.panels() == ["closed", "open"]
+    assert all(len(p.blocks) == 3 for p in f.points)
+    assert run.analysis.workloads.generic == [f] and run.analysis.workloads.timed == [f]
 
 
 def test_throughput_plot_has_one_series_per_configuration_and_panel(html):
@@ -113,11 +116,12 @@ def test_throughput_table_lists_every_level_with_cpu_late_and_verdict(html, run)
     assert "ecdsa" in first and "500 [" in first and ">800<" in first and ">1,200<" in first
     assert ">baseline<" in first
     rsa_c1 = rows[1]
-    assert "30.0 % slower" in rsa_c1
+    assert "p50 latency 30.0 % higher" in rsa_c1
     open_rows = [r for r in rows if "(open:" in r]
     assert all("0 (0.0 %)" in r for r in open_rows)  # late transactions, open levels only
     assert all("(0.0 %)" not in r for r in rows if "(closed:" in r)
-    assert "server CPU µs / transaction" in table
+    assert 'client CPU<div class="sub">µs / handshake</div>' in table
+    assert 'server CPU<div class="sub">µs / handshake</div>' in table
 
 
 def test_latency_percentiles_per_level_say_whether_corrected(html):
@@ -149,9 +153,9 @@ def test_latency_objective_names_the_rates(html, md):
     assert "- ecdsa: 200/s" in md
 
 
-def test_latency_objective_when_every_rate_meets_it(run, monkeypatch):
-    monkeypatch.setattr(ws, "_bound_of", lambda _run, _label: 50.0)
-    texts = {o.series: o.text for o in ws.objectives(run)}
+def test_latency_objective_when_every_rate_meets_it(run):
+    texts = {o.series: ws.objective_text(o) for o in generic.objectives(run.analysis.workloads.families,
+                                                                         {"full handshake": 50.0})}
     assert texts["ecdsa"].startswith("every measured rate met it, up to 400/s") and "measure higher rates" in texts["ecdsa"]
 
 
@@ -162,7 +166,7 @@ def test_markdown_has_the_tables_and_no_plots(md):
     tput = md.split("## Throughput vs load")[1].split("\n## ")[0]
     for load in LOADS:
         assert f"({load})" in tput
-    assert "30.0 % slower" in tput
+    assert "p50 latency 30.0 % higher" in tput
     lat = md.split("## Latency percentiles per load level")[1].split("\n## ")[0]
     assert lat.count("| yes |") == 4 and lat.count("| no |") == 4
     assert "<svg" not in md
@@ -172,7 +176,7 @@ def test_no_workload_sections_without_workloads(tmp_path):
     store = tmp_path / "runs.sqlite"
     run_study(tmp_path / "s", store, TWO_CONFIG_STUDY.format(reps=3, timeout=5), {})
     r = load_run(open_store(store))
-    assert not ws.has_workloads(r)
+    assert not r.analysis.workloads.families
     md = md_report.render(r)
     assert "Throughput vs load" not in md and "CPU over time" not in md
 
@@ -228,22 +232,25 @@ def test_fake_ring_has_no_ml_kem_and_workloads_take_no_batch():
     assert refused["type"] == "error" and refused["code"] == "bad_params"
 
 
-@pytest.mark.parametrize("module, template, columns", [
-    ("workload_sections", "_THROUGHPUT_HTML", 8), ("fleet_sections", "_THROUGHPUT_HTML", 7),
-    ("storage_sections", "_STORAGE_HTML", 10)])
-def test_a_level_not_measured_is_one_row_with_its_reason(module, template, columns):
-    """The level tables of workloads, fleet jobs and storage share one row for a cell that was
-    not measured (templates/sections/macros.html.j2): level, configuration, then the status and
-    reason (escaped) across the table's other columns."""
-    import importlib
-    from markupsafe import Markup
+def test_a_level_not_measured_is_one_row_with_its_reason():
+    """The level tables of workloads, fleet jobs and storage are one Jinja macro
+    (templates/sections/macros.html.j2); a cell that was not measured is one row: level,
+    configuration, then the status and reason (escaped) across the table's other columns."""
     from cryptoperf.report.render import environment
-    text = getattr(importlib.import_module(f"cryptoperf.report.{module}"), template)
-    row = {"measured": False, "level": "closed:4", "configuration": "B", "status": "unsupported",
-           "reason": "ring has no <ML-KEM>"}
-    family = {"rows": [row], "slug": "s", "svg": Markup("<svg></svg>"), "server_header": "server",
-              "description": "", "scale": "", "title": "t"}
-    html = environment().from_string(text).render(
-        figures=[family], level=95, baseline="A", memory=False, min_n=3, cpus=2, metric="throughput")
+    columns = [ws.column("Level", num=False), ws.column("Configuration", num=False), ws.column("x"), ws.column("y"),
+               ws.column("Verdict", num=False)]
+    rows = [{"measured": False, "level": "closed:4", "configuration": "B", "status": "unsupported",
+             "reason": "ring has no <ML-KEM>"},
+            {"measured": True, "level": "closed:1", "configuration": "A", "kind": "baseline",
+             "cells": [{"text": "1", "num": True}, {"text": "2", "num": True}, {"text": "baseline", "verdict": True}]}]
+    html = environment().from_string('{% from "sections/macros.html.j2" import level_table %}'
+                                     '{{ level_table("t", "c", columns, rows) }}').render(columns=columns, rows=rows)
     assert ('<tr class="verdict-na"><td>closed:4</td><td>B</td>\n          '
-            f'<td colspan="{columns}" class="sub">not measured: unsupported: ring has no &lt;ML-KEM&gt;</td></tr>') in html
+            '<td colspan="3" class="sub">not measured: unsupported: ring has no &lt;ML-KEM&gt;</td></tr>') in html
+    assert '<tr class="verdict-baseline"><td>closed:1</td><td>A</td><td class="num">1</td>' in html
+    assert '<td class="verdict">baseline</td>' in html
+    # every level table is this macro's
+    from pathlib import Path
+    templates = Path(ws.__file__).parents[1] / "templates" / "sections"
+    users = sorted(p.name for p in templates.glob("*.j2") if "level_table(" in p.read_text() and p.name != "macros.html.j2")
+    assert users == ["fleet_throughput.html.j2", "storage_levels.html.j2", "throughput_load.html.j2"]

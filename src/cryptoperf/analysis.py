@@ -20,9 +20,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf import speedstats, stats
+from cryptoperf import speedstats, stats, workloads
+from cryptoperf.cpumask import BASELINE as BASELINE_MASK
 from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, Cell, CellSummary, Delta, Outcome
 from cryptoperf.result import WorkerResult
+from cryptoperf.workloads import WorkloadAnalysis, access
 
 MIN_BLOCKS = stats.MIN_BLOCKS
 
@@ -73,10 +75,77 @@ class Settings:
         return cls(**known)
 
 
-def method_text(settings: Settings, comparisons: int, level: float, paired: bool = True) -> str:
+@dataclass(frozen=True)
+class Context:
+    """What the analysis of a run needs beyond its outcomes and settings.
+
+    Attributes:
+        series: the configurations in display order (the baseline, then the study file's), for
+            the workload figures' ordering; empty for ``speed``.
+        host_cpus: the CPUs of the host the run measured on (CPU % of the host).
+        transactions: workload → (one, many): what one transaction is as the worker names it
+            (``("handshake", "handshakes")``), for verdict texts; workloads it does not name read
+            "transaction(s)".
+        p99_bounds_ms: operation label → its latency objective (``p99_bound_ms``).
+    """
+
+    series: tuple[str, ...] = ()
+    host_cpus: int = 1
+    transactions: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    p99_bounds_ms: Mapping[str, float] = field(default_factory=dict)
+
+    def transaction(self, op: str, load: str | None) -> stats.Transaction:
+        """What one operation of a cell is, for its verdict's text: a primitive's ``operation``
+        (``ops/s``); a workload's transaction (``handshakes/s``); a job's in targets per minute,
+        the figure a job is judged by (``targets/min``)."""
+        if load is None:
+            return stats.OPERATION
+        one, many = self.transactions.get(op, ("transaction", "transactions"))
+        return stats.Transaction.named(one, many, "min" if load.startswith("targets") else "s")
+
+
+def context_of(host: Mapping[str, Any] | None, study: Any = None) -> Context:
+    """The ``Context`` of a run from its host fingerprint (CPUs; what the worker called a
+    transaction of each workload, ``hostinfo.fingerprint``'s ``workloads``) and its study
+    (configuration order, latency objectives; None for ``speed``)."""
+    host = host or {}
+    words = {}
+    for name, spec in (host.get("workloads") or {}).items():
+        t = (spec or {}).get("transaction") or {}
+        if t.get("one") and t.get("many"):
+            words[name] = (str(t["one"]), str(t["many"]))
+    try:
+        cpus = max(1, int(host.get("logical_cpus") or 1))
+    except (TypeError, ValueError):
+        cpus = 1
+    series: tuple[str, ...] = ()
+    bounds: dict[str, float] = {}
+    if study is not None:
+        series = (study.baseline,) + tuple(c.name for c in study.configurations if c.name != study.baseline)
+        bounds = {o.label: float(o.p99_bound_ms) for o in study.operations if getattr(o, "p99_bound_ms", None)}
+    return Context(series, cpus, words, bounds)
+
+
+def decided_on(deltas: Iterable[Delta]) -> str:
+    """The metrics the verdicts of ``deltas`` were decided on, most used first, with their
+    counts when there are several: ``throughput``; ``throughput (12 comparisons), p50 latency
+    (4)``; '' without verdicts."""
+    counts: dict[str, int] = {}
+    for d in deltas:
+        if d.verdict is not None:
+            counts[d.verdict.metric] = counts.get(d.verdict.metric, 0) + 1
+    if len(counts) <= 1:
+        return next(iter(counts), "")
+    (first, n), *rest = sorted(counts.items(), key=lambda kv: -kv[1])
+    return ", ".join([f"{first} ({n} comparison{'s' if n != 1 else ''})"] + [f"{m} ({k})" for m, k in rest])
+
+
+def method_text(settings: Settings, comparisons: int, level: float, paired: bool = True,
+                deltas: Iterable[Delta] = ()) -> str:
     """How the intervals of a stored run were made, for every report: e.g. "95 % intervals,
     paired t on per-block log ratios; Bonferroni over 24 comparisons: each interval at
-    99.79 %"."""
+    99.79 %", ending with the metrics the verdicts of ``deltas`` were decided on (``decided_on``;
+    the settings' metric when there are none)."""
     how = ("paired t interval on per-block log ratios" if paired
            else "Welch t interval on the log values of each run's repetitions")
     text = f"{settings.level * 100:g} % intervals, {how}"
@@ -86,7 +155,36 @@ def method_text(settings: Settings, comparisons: int, level: float, paired: bool
                  f"each interval at {level * 100:.4g} % so that all hold together at {settings.level * 100:g} %")
     elif not settings.multiplicity and comparisons > 1:
         text += f"; no multiplicity adjustment (each of the {comparisons} intervals holds alone at {settings.level * 100:g} %)"
-    return text + f"; equivalence margin ±{settings.margin_pct:g} %; verdicts on {settings.metric}"
+    return text + f"; equivalence margin ±{settings.margin_pct:g} %; verdicts on {decided_on(deltas) or settings.metric}"
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """A repetition the host disturbed (steal or other load above the study's limits).
+
+    Attributes:
+        cell: the cell's key; block: its block; why: what disturbed it.
+        rerun: True for an attempt that was run again (superseded: not analysed), False for one
+            that was analysed, flagged (its re-run was disturbed too).
+    """
+
+    cell: str
+    block: int
+    why: str
+    rerun: bool
+
+
+def disturbances(outcomes: Iterable[Outcome]) -> tuple[Disturbance, ...]:
+    """The disturbed repetitions of a run (calibration left out), by cell then block."""
+    out = []
+    for o in outcomes:
+        if o.repetition.calibration:
+            continue
+        if o.superseded:
+            out.append(Disturbance(o.cell.key, o.repetition.block, o.disturbed or "disturbed", True))
+        elif o.disturbed and o.ok:
+            out.append(Disturbance(o.cell.key, o.repetition.block, o.disturbed, False))
+    return tuple(sorted(out, key=lambda d: (d.cell, d.block, not d.rerun)))
 
 
 @dataclass
@@ -99,6 +197,12 @@ class Analysis:
         settings: how they were decided.
         comparisons: the deltas with an interval (the family the adjustment covers).
         level: the confidence level of each interval after the adjustment.
+        cpu_masks: every CPU mask other than ``baseline`` its cells ran under → whether it took
+            any capability away on the machine that ran them (``cpu_masks``).
+        workloads: the workload figures, per level, side and phase (``workloads.analyse``).
+        histograms: cell key → the encoded latency histograms of its measured repetitions, in
+            block order (``distribution`` merges them).
+        disturbances: the repetitions the host disturbed (``Disturbance``), in block order.
         speed: a run without a study (``speed``): its rows and baseline comparisons
             (``speedstats.analyse``); None for a study.
     """
@@ -108,12 +212,27 @@ class Analysis:
     settings: Settings = field(default_factory=Settings)
     comparisons: int = 0
     level: float = stats.DEFAULT_LEVEL
+    cpu_masks: dict[str, bool | None] = field(default_factory=dict)
+    workloads: WorkloadAnalysis = field(default_factory=WorkloadAnalysis)
+    histograms: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    disturbances: tuple[Disturbance, ...] = ()
     speed: speedstats.SpeedAnalysis | None = None
+    _distributions: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def distribution(self, key: str) -> tuple[stats.Latency, np.ndarray, np.ndarray] | None:
+        """The latency distribution of cell ``key``, its measured repetitions' histograms merged:
+        (percentiles, CDF values ns, CDF fractions: ``stats.cdf``), or None without any. Merged
+        when first asked for (only the HTML report draws it) and kept."""
+        cached = self._distributions.get(key)
+        if cached is None and self.histograms.get(key):
+            merged = stats.merge_histograms(list(self.histograms[key]))
+            cached = self._distributions[key] = (stats.latency_of(merged), *stats.cdf(merged))
+        return cached
 
     @property
     def method(self) -> str:
-        """How the intervals were made (``method_text``)."""
-        return method_text(self.settings, self.comparisons, self.level)
+        """How the intervals were made and what the verdicts were decided on (``method_text``)."""
+        return method_text(self.settings, self.comparisons, self.level, deltas=self.deltas)
 
     def as_dict(self) -> dict[str, Any]:
         """``settings``, ``comparisons``, ``level``, ``method``."""
@@ -315,7 +434,8 @@ def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], name
     return _Pending(common, base, conf, n, 0, lat, tp, cpu, "; ".join(notes))
 
 
-def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[list[Delta], int, float]:
+def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
+            context: Context = Context()) -> tuple[list[Delta], int, float]:
     """Adjust the pending intervals together and decide their verdicts on
     ``settings.verdict_on``; returns the deltas in the given order, the family size and the
     per-interval level. A comparison without an interval of that metric (no CPU time in
@@ -352,13 +472,14 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings) -> tuple[li
         out.append(Delta(status="ok", blocks=p.blocks, dropped=p.dropped,
                          baseline_p50_ns=p.base.p50_ns, p50_ns=p.conf.p50_ns, latency=lat, throughput=tp,
                          cpu_per_op=cpu,
-                         verdict=stats.decide(chosen, settings.margin_pct, higher_is_slower, metric=name),
+                         verdict=stats.decide(chosen, settings.margin_pct, higher_is_slower, metric=name,
+                                              transaction=context.transaction(p.conf.cell.op, p.conf.cell.load)),
                          noise=max(p.base.cv_p50, p.conf.cv_p50), note=note, batch=batch, **libs, **p.common))
     return out, m, level
 
 
-def deltas(summaries: Mapping[str, CellSummary], baseline: str,
-           settings: Settings = Settings()) -> tuple[list[Delta], int, float]:
+def deltas(summaries: Mapping[str, CellSummary], baseline: str, settings: Settings = Settings(),
+           context: Context = Context()) -> tuple[list[Delta], int, float]:
     """Every configuration ≠ ``baseline`` against the baseline cell of its group, paired by
     block, adjusted together. Returns (deltas, comparisons with an interval, per-interval
     level)."""
@@ -381,7 +502,7 @@ def deltas(summaries: Mapping[str, CellSummary], baseline: str,
                 continue
             assert base is not None
             pending.append(_paired(base, s, common, ("the baseline", "this configuration"), settings.level))
-    return _finish(pending, settings)
+    return _finish(pending, settings, context)
 
 
 def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[str]]:
@@ -395,21 +516,48 @@ def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[
     return out
 
 
+def cpu_masks(outcomes: Iterable[Outcome]) -> dict[str, bool | None]:
+    """Every CPU mask other than ``baseline`` the analysed outcomes' cells ran under, in
+    first-seen order → True when a measured repetition under it reports that it took a
+    capability away (``cpu_mask_cleared``), False when those that say report that it took
+    nothing away (the CPU lacks what it clears: its cells measured the unmasked code), None when
+    none says."""
+    out: dict[str, bool | None] = {}
+    for o in analysed(outcomes):
+        cpu = o.cell.cpu
+        if cpu == BASELINE_MASK:
+            continue
+        took = access.cpu_mask_cleared(o.result) if o.ok else None
+        seen = out.setdefault(cpu, None)
+        if took is not None:
+            out[cpu] = bool(seen) or took
+    return out
+
+
 def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings(),
-            order: Sequence[Cell] = ()) -> Analysis:
+            order: Sequence[Cell] = (), context: Context = Context()) -> Analysis:
     """Summaries and (with a ``baseline`` configuration: a study) deltas of a stored run's
-    outcomes, computed once; without one (a ``speed`` run), its rows in the order of the cells
-    ``order`` (then first seen) and their comparison with ``settings.speed_baseline``."""
+    outcomes, computed once, with the workload figures, CPU masks, histograms and disturbances;
+    without a baseline (a ``speed`` run), its rows in the order of the cells ``order`` (then first
+    seen) and their comparison with ``settings.speed_baseline``. ``context`` (``context_of``)
+    says what the outcomes alone do not."""
     summaries = summarize(outcomes)
-    if baseline is None:
-        speed = speedstats.analyse(outcomes, order, settings.speed_baseline)
-        return Analysis(summaries, [], settings, 0, settings.level, speed)
-    ds, m, level = deltas(summaries, baseline, settings)
-    return Analysis(summaries, ds, settings, m, level)
+    ds, m, level = deltas(summaries, baseline, settings, context) if baseline is not None else ([], 0, settings.level)
+    speed = speedstats.analyse(outcomes, order, settings.speed_baseline) if baseline is None else None
+    kept = analysed(outcomes)
+    hists: dict[str, list[str]] = {}
+    for o in sorted(kept, key=lambda o: o.repetition.block):
+        h = access.histogram(o.result) if o.ok and o.latency else None
+        if h:
+            hists.setdefault(o.cell.key, []).append(h)
+    figures = workloads.analyse(summaries, kept, ds, workloads.Context(
+        baseline or "", context.series, context.host_cpus, context.p99_bounds_ms, context.transactions))
+    return Analysis(summaries, ds, settings, m, level, cpu_masks(outcomes), figures,
+                    {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes), speed)
 
 
 def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tuple[str, str],
-                     settings: Settings = Settings()) -> tuple[list[Delta], int, float]:
+                     settings: Settings = Settings(), context: Context = Context()) -> tuple[list[Delta], int, float]:
     """``b`` against ``a`` for every pair (a, b) of the same cell in two stored runs, with
     Welch intervals adjusted together; ``names`` name the two runs in reasons. Returns (deltas,
     comparisons with an interval, per-interval level)."""
@@ -423,4 +571,4 @@ def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tu
                                  **common))
             continue
         pending.append(_unpaired(a, b, common, names, settings.level))
-    return _finish(pending, settings)
+    return _finish(pending, settings, context)

@@ -592,7 +592,7 @@ def _print_comparison(out: Console, c: compare_mod.Comparison, a: int | str, b: 
     if c.host:
         out.print(terminal.host_differences_table(c.host, a, b))
     else:
-        out.print("host differences: none (same CPU model, flags, kernel, hypervisor and library versions)",
+        out.print("host differences: none (same CPU model, flags, CPU mask, kernel, hypervisor and library versions)",
                   markup=False)
     notes = terminal.Notes()
     if c.deltas:

@@ -1,7 +1,8 @@
 """Compare two stored runs: what differs between their hosts, then every cell measured in both;
 or the hosts of one run spread over several machines (``compare_hosts``).
 
-Run A is the baseline. Cells are matched by (configuration, backend, label, size_bytes). Two
+Run A is the baseline. Cells are matched by (configuration, backend, label, size_bytes), whatever
+CPU mask they ran under: a mask that differs is named first among the host differences. Two
 runs share no blocks, so each matched pair gets Welch's interval on the log values of each
 run's repetitions (``analysis.compare_unpaired``) — adjusted together over all matched cells
 unless ``multiplicity`` is off — and the verdict a study would give, against the same margin:
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from cryptoperf import analysis, stats
+from cryptoperf.cpumask import BASELINE
 from cryptoperf.errors import NoComparison, UsageError
 from cryptoperf.model import CellSummary, Delta, Outcome
 from cryptoperf.stored import StoredRun
@@ -101,6 +103,24 @@ def host_differences(a: dict[str, Any], b: dict[str, Any]) -> list[HostDifferenc
     return out
 
 
+def _mask(cpu: str) -> str:
+    return "none (unmasked)" if cpu == BASELINE else cpu
+
+
+def mask_differences(pairs: Sequence[tuple[CellSummary, CellSummary]]) -> list[HostDifference]:
+    """The CPU masks of matched cells that differ between run A and run B: one ``CPU mask``
+    difference per pair of masks (``none (unmasked)`` → ``no-aesni``), naming how many of the
+    matched cells it concerns when not all. A mask changes the code a library runs as much as
+    another CPU would, so it is reported with the host's differences."""
+    changed: dict[tuple[str, str], int] = {}
+    for a, b in pairs:
+        if a.cell.cpu != b.cell.cpu:
+            key = (a.cell.cpu, b.cell.cpu)
+            changed[key] = changed.get(key, 0) + 1
+    return [HostDifference("CPU mask" if n == len(pairs) else f"CPU mask ({n} of {len(pairs)} cells)",
+                           _mask(ca), _mask(cb)) for (ca, cb), n in changed.items()]
+
+
 def match_key(s: CellSummary) -> tuple[str, str, str, int | None]:
     """(configuration, backend, label, size_bytes): the cells of two runs with equal keys are
     compared."""
@@ -114,7 +134,8 @@ class Comparison:
 
     Attributes:
         a, b: the runs (A is the baseline).
-        host: host differences (empty when the fingerprints agree).
+        host: host differences (empty when the fingerprints and the matched cells' CPU masks
+            agree), a CPU mask difference first (``mask_differences``).
         deltas: one per matched cell, in run A's order; ``baseline`` and ``configuration`` are
             the cell's configuration; ratios are B ÷ A. An ``n/a`` delta still carries both
             p50 medians when each side has a measured repetition.
@@ -136,7 +157,7 @@ class Comparison:
     @property
     def method(self) -> str:
         """How the intervals were made (``analysis.method_text``)."""
-        return analysis.method_text(self.settings, self.comparisons, self.level, paired=False)
+        return analysis.method_text(self.settings, self.comparisons, self.level, paired=False, deltas=self.deltas)
 
     def failing(self, fail_on: Sequence[str]) -> list[Delta]:
         """The deltas that fail a regression gate: with ``slower`` in ``fail_on``, those
@@ -194,9 +215,11 @@ def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None,
             only_a.append(s_a)
         else:
             pairs.append((s_a, s_b))
-    deltas, m, level = analysis.compare_unpaired(pairs, names or (f"run {a.id}", f"run {b.id}"), settings)
+    deltas, m, level = analysis.compare_unpaired(pairs, names or (f"run {a.id}", f"run {b.id}"), settings,
+                                                 analysis.context_of(a.host, a.study))
     only_b = [s for s in b.summaries.values() if match_key(s) not in in_a]
-    return Comparison(a=a, b=b, host=host_differences(a.host, b.host), deltas=deltas, only_a=only_a,
+    return Comparison(a=a, b=b, host=mask_differences(pairs) + host_differences(a.host, b.host), deltas=deltas,
+                      only_a=only_a,
                       only_b=only_b, settings=settings, comparisons=m, level=level)
 
 

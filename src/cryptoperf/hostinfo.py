@@ -88,8 +88,10 @@ def fingerprint(hello: Mapping[str, Any] | None = None,
     Keys: ``cpu_model``, ``crypto_flags`` (those of CRYPTO_FLAGS present), ``logical_cpus``,
     ``kernel`` (uname release and version), ``machine``, ``os``, ``hostname``, ``hypervisor``
     (see ``hypervisor()``), ``python``, and from the worker's ``hello`` (when given)
-    ``worker_version``, ``worker_cpu`` and ``libraries`` (backend → library, version, fips).
-    ``other_builds`` (build name → that worker's hello) adds ``builds``: build name →
+    ``worker_version``, ``worker_cpu``, ``libraries`` (backend → library, version, fips) and
+    ``workloads`` (workload → ``{"transaction": {"one": …, "many": …}}``, what one transaction
+    is as the worker names it, for figure names and verdict texts; workers that do not say
+    leave it out). ``other_builds`` (build name → that worker's hello) adds ``builds``: build name →
     ``{"libraries": ...}`` in the same shape, for the worker builds other than the default
     that the run used (the FIPS build, another OpenSSL).
     """
@@ -110,6 +112,10 @@ def fingerprint(hello: Mapping[str, Any] | None = None,
         fp["worker_version"] = hello.get("worker_version")
         fp["worker_cpu"] = hello.get("cpu")
         fp["libraries"] = _libraries(hello)
+        words = {name: {"transaction": spec["transaction"]} for name, spec in (hello.get("op_params") or {}).items()
+                 if isinstance(spec, Mapping) and spec.get("workload") and isinstance(spec.get("transaction"), Mapping)}
+        if words:
+            fp["workloads"] = words
     if other_builds:
         fp["builds"] = {name: {"worker_version": h.get("worker_version"),
                                "libraries": _libraries(h)} for name, h in other_builds.items()}

@@ -3,8 +3,8 @@
 The site, every address in it relative to DIR, so it opens from ``file://`` and from any path
 of any web server, with no server-side code and nothing fetched from the network:
 
-- ``index.html`` — every run (newest first) with its study, start, status, host, library
-  versions, cells and verdicts, filtered by study, host and library version in the page; links
+- ``index.html`` — every run (newest first) with its study, start, status, host, CPU masks,
+  library versions, cells and verdicts, filtered by study, host and library version in the page; links
   to the pages below;
 - ``runs/<id>.html`` — the run's HTML report (``report.html``, the same as ``cryptoperf
   report``), with links back to the index, its study's trend and its comparison with the
@@ -42,7 +42,8 @@ from cryptoperf.compare import compare_runs
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
 from cryptoperf.report import html as report_html
 from cryptoperf.report import site
-from cryptoperf.report.terminal import verdict_counts
+from cryptoperf.report import format as fmt
+from cryptoperf.report.format import verdict_counts
 from cryptoperf.store import Store
 
 #: The manifest's file name, in DIR.
@@ -216,6 +217,165 @@ def _slugs(names: list[str]) -> dict[str, str]:
     return out
 
 
+def _run_rel(rid: int) -> str:
+    return f"runs/{rid}.html"
+
+
+def _compare_rel(a: int, b: int) -> str:
+    return f"compare/{a}-{b}.html"
+
+
+def _study_name(e: dict[str, Any]) -> str | None:
+    return str(e["study"]) if e["kind"] == "study" and e["study"] else None
+
+
+class _Publisher:
+    """One publish of a store into a directory: the manifest kept up to date while pages are
+    written (``emit``), the runs' pages, the comparisons, the trends and the index, then the
+    pages of runs no longer in the store removed."""
+
+    def __init__(self, store: Store, directory: Path, entries: list[dict[str, Any]], progress: Progress | None):
+        self.store, self.directory, self.progress = store, directory, progress
+        self.old = read_manifest(directory)
+        self.label = store_label(store)
+        self.result = Site(directory=directory, index=directory / "index.html")
+        self.run_key = {e["id"]: _digest(__version__, e["id"], e["started_at"], e["finished_at"], e["status"],
+                                         e["format_version"], e["cells"], e["results"], e["ok"]) for e in entries}
+        self.entries = entries
+        # in time order, so that a run's page can name the previous run of its study when it is made
+        self.readable = sorted((e for e in entries if e["supported"]), key=lambda e: (str(e["started_at"] or ""), e["id"]))
+        self.slug = _slugs(list(dict.fromkeys(n for n in map(_study_name, self.readable) if n)))
+        self.files: dict[str, dict[str, str]] = dict(self.old)
+        self.new_files: dict[str, dict[str, str]] = {}
+        self.saved = time.monotonic()
+        self.runs: dict[int, stored.StoredRun] = {}
+        self.studies: dict[str, list[int]] = {}  # study → the ids of its runs with a page, in time order
+        self.previous: dict[int, int] = {}  # run → the previous run of its study with a page
+        self.rows: dict[int, site.IndexRow] = {}
+
+    def trend_rel(self, name: str) -> str:
+        return f"trend/{self.slug[name]}.html"
+
+    def step(self, what: str) -> None:
+        if self.progress is not None:
+            self.progress.step(what)
+
+    def plan(self) -> int:
+        """Write the provisional manifest: every file already there and every one about to be
+        written (with no key, so a publish that stops half-way leaves a directory the next one
+        accepts and redoes); returns the steps to come."""
+        chains: dict[str, list[int]] = {}
+        for e in self.readable:
+            if _study_name(e) is not None:
+                chains.setdefault(_study_name(e), []).append(e["id"])
+        planned = ([_run_rel(e["id"]) for e in self.readable] + [self.trend_rel(n) for n in chains] + ["index.html"]
+                   + [_compare_rel(ids[i - 1], ids[i]) for ids in chains.values() for i in range(1, len(ids))])
+        for rel in planned:
+            self.files.setdefault(rel, {"key": "", "sha256": ""})
+        _write_manifest(self.directory, self.files, self.label)
+        return len(self.readable) + sum(len(ids) - 1 for ids in chains.values()) + len(chains) + 1
+
+    def emit(self, rel: str, key: str, render: Callable[[], str]) -> None:
+        """Keep page ``rel`` when its ``key`` and file are unchanged, else write ``render()``."""
+        before = self.old.get(rel) or {}
+        if before.get("key") == key and before.get("sha256") and _file_sha(self.directory / rel) == before["sha256"]:
+            self.new_files[rel] = before
+            self.result.kept += 1
+            return
+        self.new_files[rel] = self.files[rel] = {"key": key, "sha256": _write(self.directory, rel, render())}
+        self.result.written += 1
+        if time.monotonic() - self.saved > MANIFEST_EVERY_S:  # a publish stopped later keeps these pages
+            _write_manifest(self.directory, self.files, self.label)
+            self.saved = time.monotonic()
+
+    def run_pages(self) -> None:
+        """Each readable run's report page and its index row (unreadable runs a row saying why)."""
+        for e in self.entries:
+            if not e["supported"]:
+                self.rows[e["id"]] = site.IndexRow(
+                    id=e["id"], kind=str(e["kind"]), study=str(e["study"] or ""),
+                    started=str(e["started_at"] or ""), status=str(e["status"]), cells=int(e["cells"]),
+                    host=site.host_label({"cpu_model": e["cpu_model"]}) if e["cpu_model"] else "",
+                    problem=f"format {e['format_version']}: not supported")
+        for e in self.readable:
+            rid, name = e["id"], _study_name(e)
+            row = site.IndexRow(id=rid, kind=str(e["kind"]), study=str(e["study"] or ""),
+                                started=str(e["started_at"] or ""), status=str(e["status"]), cells=int(e["cells"]))
+            try:
+                run = stored.load_run(self.store, rid)
+            except CryptoperfError as err:
+                self.result.skipped.append(f"run {rid}: {err}")
+                self.rows[rid] = dataclasses.replace(row, problem="could not be read")
+                self.step(f"run {rid} (skipped)")
+                continue
+            links = [("../index.html", "All runs")]
+            if name is not None:
+                links.append(("../" + self.trend_rel(name), f"Trend of {name}"))
+                if self.studies.get(name):
+                    self.previous[rid] = self.studies[name][-1]
+                    links.append(("../" + _compare_rel(self.previous[rid], rid),
+                                  f"Compare with the previous run ({self.previous[rid]})"))
+                self.studies.setdefault(name, []).append(rid)
+            self.emit(_run_rel(rid), _digest("run", self.run_key[rid], links), lambda: report_html.render(run, links))
+            # what the other pages need of the run: its summaries, analysis and host, not its outcomes
+            self.runs[rid] = dataclasses.replace(run, outcomes=[])
+            self.rows[rid] = dataclasses.replace(
+                row, host=site.host_label(run.host), cpu_masks=fmt.mask_text(run.analysis.cpu_masks),
+                libraries=tuple(site.library_versions(run)),
+                cells=len(run.summaries), verdicts=verdict_counts(run.deltas) if run.deltas else "",
+                page=_run_rel(rid), compare=_compare_rel(self.previous[rid], rid) if rid in self.previous else "",
+                trend=self.trend_rel(name) if name is not None else "")
+            self.result.runs += 1
+            self.step(f"run {rid}")
+
+    def comparisons_and_trends(self) -> list[site.TrendLink]:
+        """Each run against the previous run of its study, then each study's trend page."""
+        run_pages = {rid: "../" + _run_rel(rid) for rid in self.runs}
+        compare_pages = {b: "../" + _compare_rel(a, b) for b, a in self.previous.items()}
+        study_of = {rid: name for name, ids in self.studies.items() for rid in ids}
+        for b, a in self.previous.items():
+            name = study_of[b]
+            links = [("../index.html", "All runs"), (f"../{_run_rel(a)}", f"Run {a}"), (f"../{_run_rel(b)}", f"Run {b}"),
+                     ("../" + self.trend_rel(name), f"Trend of {name}")]
+            self.emit(_compare_rel(a, b), _digest("compare", self.run_key[a], self.run_key[b], links),
+                      lambda: site.compare_html(compare_runs(self.runs[a], self.runs[b]), links, run_pages))
+            self.result.compares += 1
+            self.step(f"run {b} vs run {a}")
+        trends = []
+        for name, ids in self.studies.items():
+            members = [self.runs[i] for i in ids]
+            links = [("../index.html", "All runs")]
+            pages = {i: run_pages[i] for i in ids}
+            comps = {i: compare_pages[i] for i in ids if i in compare_pages}
+            self.emit(self.trend_rel(name), _digest("trend", [self.run_key[i] for i in ids], links),
+                      lambda: site.trend_html(name, members, links, pages, comps))
+            trends.append(site.TrendLink(name, self.trend_rel(name), len(members), len(site.trend_operations(members))))
+            self.result.trends += 1
+            self.step(f"trend of {name}")
+        return trends
+
+    def remove_stale(self) -> None:
+        """Remove the pages the previous publish wrote and this one did not (runs no longer in
+        the store), and the directories they leave empty; then write the final manifest."""
+        directory = self.directory
+        for rel in sorted(set(self.old) - set(self.new_files)):
+            try:
+                (directory / rel).unlink()
+                self.result.removed += 1
+            except FileNotFoundError:
+                pass
+            except OSError as e:
+                raise StoreError(f"cannot remove {directory / rel}: {e.strerror or e}") from None
+            parent = (directory / rel).parent
+            while parent != directory:
+                try:
+                    parent.rmdir()  # only when empty
+                except OSError:
+                    break
+                parent = parent.parent
+        _write_manifest(directory, self.new_files, self.label)
+
+
 def publish(store: Store, directory: str | Path, progress: Progress | None = None) -> Site:
     """Write (or update) the static website of ``store`` in ``directory`` (see the module's
     description); returns what was published.
@@ -226,161 +386,27 @@ def publish(store: Store, directory: str | Path, progress: Progress | None = Non
     that are not a cryptoperf site's.
     """
     directory = Path(directory)
-    old = read_manifest(directory)
+    read_manifest(directory)  # refuses a directory that is not ours before anything else
     entries = stored.list_runs(store)
     if not entries:
         raise StoreError(f"store {store_label(store)} holds no runs; run `cryptoperf study FILE` first "
                          "(or pass --store PATH)")
-    label = store_label(store)
-    result = Site(directory=directory, index=directory / "index.html")
-    run_key = {e["id"]: _digest(__version__, e["id"], e["started_at"], e["finished_at"], e["status"],
-                                e["format_version"], e["cells"], e["results"], e["ok"]) for e in entries}
-    readable = [e for e in entries if e["supported"]]
+    pub = _Publisher(store, directory, entries, progress)
     for e in entries:
         if not e["supported"]:
-            result.skipped.append(f"run {e['id']}: format version {e['format_version']} is not supported by "
-                                  "this cryptoperf")
-
-    # in time order, so that a run's page can name the previous run of its study when it is made
-    readable.sort(key=lambda e: (str(e["started_at"] or ""), e["id"]))
-    slug = _slugs(list(dict.fromkeys(str(e["study"]) for e in readable if e["kind"] == "study" and e["study"])))
-
-    def study_name(e: dict[str, Any]) -> str | None:
-        return str(e["study"]) if e["kind"] == "study" and e["study"] else None
-
-    def run_rel(rid: int) -> str:
-        return f"runs/{rid}.html"
-
-    def compare_rel(a: int, b: int) -> str:
-        return f"compare/{a}-{b}.html"
-
-    def trend_rel(name: str) -> str:
-        return f"trend/{slug[name]}.html"
-
-    # the provisional manifest: every file already there and every one about to be written (with
-    # no key, so a publish that stops half-way leaves a directory the next one accepts and redoes)
-    chains: dict[str, list[int]] = {}
-    for e in readable:
-        if study_name(e) is not None:
-            chains.setdefault(study_name(e), []).append(e["id"])
-    planned = ([run_rel(e["id"]) for e in readable] + [trend_rel(n) for n in chains] + ["index.html"]
-               + [compare_rel(ids[i - 1], ids[i]) for ids in chains.values() for i in range(1, len(ids))])
-    files: dict[str, dict[str, str]] = dict(old)
-    for rel in planned:
-        files.setdefault(rel, {"key": "", "sha256": ""})
-    _write_manifest(directory, files, label)
-
-    new_files: dict[str, dict[str, str]] = {}
-    saved = time.monotonic()
-
-    def emit(rel: str, key: str, render: Callable[[], str]) -> None:
-        nonlocal saved
-        before = old.get(rel) or {}
-        if before.get("key") == key and before.get("sha256") and _file_sha(directory / rel) == before["sha256"]:
-            new_files[rel] = before
-            result.kept += 1
-            return
-        new_files[rel] = files[rel] = {"key": key, "sha256": _write(directory, rel, render())}
-        result.written += 1
-        if time.monotonic() - saved > MANIFEST_EVERY_S:  # a publish stopped later keeps these pages
-            _write_manifest(directory, files, label)
-            saved = time.monotonic()
-
-    compares = sum(len(ids) - 1 for ids in chains.values())
-    total = len(readable) + compares + len(chains) + 1
+            pub.result.skipped.append(f"run {e['id']}: format version {e['format_version']} is not supported by "
+                                      "this cryptoperf")
+    total = pub.plan()
     if progress is not None:
         progress.begin(f"publishing {len(entries)} runs into {directory}", total)
-    runs: dict[int, stored.StoredRun] = {}
-    studies: dict[str, list[int]] = {}  # study → the ids of its runs with a page, in time order
-    previous: dict[int, int] = {}  # run → the previous run of its study with a page
-    rows: dict[int, site.IndexRow] = {}
     try:
-        for e in entries:
-            if not e["supported"]:
-                rows[e["id"]] = site.IndexRow(
-                    id=e["id"], kind=str(e["kind"]), study=str(e["study"] or ""),
-                    started=str(e["started_at"] or ""), status=str(e["status"]), cells=int(e["cells"]),
-                    host=site.host_label({"cpu_model": e["cpu_model"]}) if e["cpu_model"] else "",
-                    problem=f"format {e['format_version']}: not supported")
-        for e in readable:
-            rid, name = e["id"], study_name(e)
-            row = site.IndexRow(id=rid, kind=str(e["kind"]), study=str(e["study"] or ""),
-                                started=str(e["started_at"] or ""), status=str(e["status"]), cells=int(e["cells"]))
-            try:
-                run = stored.load_run(store, rid)
-            except CryptoperfError as err:
-                result.skipped.append(f"run {rid}: {err}")
-                rows[rid] = dataclasses.replace(row, problem="could not be read")
-                if progress is not None:
-                    progress.step(f"run {rid} (skipped)")
-                continue
-            links = [("../index.html", "All runs")]
-            if name is not None:
-                links.append(("../" + trend_rel(name), f"Trend of {name}"))
-                if studies.get(name):
-                    previous[rid] = studies[name][-1]
-                    links.append(("../" + compare_rel(previous[rid], rid),
-                                  f"Compare with the previous run ({previous[rid]})"))
-                studies.setdefault(name, []).append(rid)
-            emit(run_rel(rid), _digest("run", run_key[rid], links), lambda: report_html.render(run, links))
-            # what the other pages need of the run: its summaries, analysis and host, not its outcomes
-            runs[rid] = dataclasses.replace(run, outcomes=[])
-            rows[rid] = dataclasses.replace(
-                row, host=site.host_label(run.host), libraries=tuple(site.library_versions(run)),
-                cells=len(run.summaries), verdicts=verdict_counts(run.deltas) if run.deltas else "",
-                page=run_rel(rid), compare=compare_rel(previous[rid], rid) if rid in previous else "",
-                trend=trend_rel(name) if name is not None else "")
-            result.runs += 1
-            if progress is not None:
-                progress.step(f"run {rid}")
-
-        run_pages = {rid: "../" + run_rel(rid) for rid in runs}
-        compare_pages = {b: "../" + compare_rel(a, b) for b, a in previous.items()}
-        study_of = {rid: name for name, ids in studies.items() for rid in ids}
-        for b, a in previous.items():
-            name = study_of[b]
-            links = [("../index.html", "All runs"), (f"../{run_rel(a)}", f"Run {a}"), (f"../{run_rel(b)}", f"Run {b}"),
-                     ("../" + trend_rel(name), f"Trend of {name}")]
-            emit(compare_rel(a, b), _digest("compare", run_key[a], run_key[b], links),
-                 lambda: site.compare_html(compare_runs(runs[a], runs[b]), links, run_pages))
-            result.compares += 1
-            if progress is not None:
-                progress.step(f"run {b} vs run {a}")
-
-        trends = []
-        for name, ids in studies.items():
-            members = [runs[i] for i in ids]
-            links = [("../index.html", "All runs")]
-            pages = {i: run_pages[i] for i in ids}
-            comps = {i: compare_pages[i] for i in ids if i in compare_pages}
-            emit(trend_rel(name), _digest("trend", [run_key[i] for i in ids], links),
-                 lambda: site.trend_html(name, members, links, pages, comps))
-            trends.append(site.TrendLink(name, trend_rel(name), len(members), len(site.trend_operations(members))))
-            result.trends += 1
-            if progress is not None:
-                progress.step(f"trend of {name}")
-        index = site.index_html(list(rows.values()), trends, label)
-        emit("index.html", _digest("index", index), lambda: index)
-        if progress is not None:
-            progress.step("index")
+        pub.run_pages()
+        trends = pub.comparisons_and_trends()
+        index = site.index_html(list(pub.rows.values()), trends, pub.label)
+        pub.emit("index.html", _digest("index", index), lambda: index)
+        pub.step("index")
     finally:
         if progress is not None:
             progress.end()
-
-    for rel in sorted(set(old) - set(new_files)):
-        try:
-            (directory / rel).unlink()
-            result.removed += 1
-        except FileNotFoundError:
-            pass
-        except OSError as e:
-            raise StoreError(f"cannot remove {directory / rel}: {e.strerror or e}") from None
-        parent = (directory / rel).parent
-        while parent != directory:
-            try:
-                parent.rmdir()  # only when empty
-            except OSError:
-                break
-            parent = parent.parent
-    _write_manifest(directory, new_files, label)
-    return result
+    pub.remove_stale()
+    return pub.result

@@ -237,6 +237,76 @@ def run(sc: Scenario, studies: int, seed: int = 1) -> Figures:
                    seconds=time.perf_counter() - t0)
 
 
+@dataclass(frozen=True)
+class PhaseFigures:
+    """What simulated fleet-like studies gave for their per-phase comparisons.
+
+    Attributes:
+        scenario: the level comparisons' scenario; phases: phases per job; counted: whether the
+            phase comparisons joined the study's family (as comparisons with verdicts) or were
+            descriptive intervals (``workloads.fleet.phase_ratio``) beside it.
+        studies: simulated studies.
+        familywise: share of studies with at least one false verdict (among the levels' and,
+            when counted, the phases' comparisons whose truth is no change).
+        phase_excludes_1: share of studies in which at least one descriptive phase interval
+            (A/A) excludes 1: how often "a phase slowed" would have been printed about nothing.
+        level_power: share of the levels' true changes called in their direction (None for A/A).
+    """
+
+    scenario: Scenario
+    phases: int
+    counted: bool
+    studies: int
+    familywise: float
+    phase_excludes_1: float
+    level_power: float | None
+
+
+def run_phases(sc: Scenario, phases: int, studies: int, seed: int = 1, counted: bool = False) -> PhaseFigures:
+    """Simulate ``studies`` fleet-like studies: the level comparisons of ``sc`` (its truth) and,
+    per comparison, ``phases`` phase times with no true change, drawn with the same noise model
+    (per-block medians). Each study's phases are either compared descriptively, as the fleet
+    figures do (``workloads.fleet.phase_ratio``: a 95 % interval per phase, no verdict), or — with
+    ``counted`` — added to the study's family as comparisons of their own, adjusted and decided
+    with the levels' (``analysis.deltas``)."""
+    from cryptoperf.workloads import fleet
+    rng = np.random.default_rng(seed)
+    settings = analysis.Settings(margin_pct=sc.margin_pct, multiplicity=sc.multiplicity)
+    fw = excl = called = changed = 0
+    for _ in range(studies):
+        study = _Study(sc, rng)
+        for b in range(1, sc.blocks + 1):
+            for g in range(sc.groups):
+                study.run_block(b, g, study.configs)
+        phase_values = {(g, c, k): {} for g in range(sc.groups) for c in study.configs for k in range(phases)}
+        for b in range(1, sc.blocks + 1):
+            for g in range(sc.groups):
+                drift = rng.normal(0.0, sc.block_drift) if sc.block_drift else 0.0
+                for key in [k for k in phase_values if k[0] == g]:
+                    phase_values[key][b] = 1000.0 * math.exp(drift + rng.normal(0.0, study.sigma))
+        summaries = {study.cells[k].key: _summary(study.cells[k], v) for k, v in study.values.items()}
+        if counted:
+            for (g, c, k), v in phase_values.items():
+                cell = Cell(c, "sim", f"op{g}-phase{k}", "sim-op")
+                summaries[cell.key] = _summary(cell, v)
+        deltas, _, _ = analysis.deltas(summaries, BASELINE, settings)
+        false = False
+        for d in deltas:
+            truth = 1.0 if "-phase" in d.label else _truth(sc, d.configuration)
+            call = d.verdict is not None and d.verdict.kind in (stats.SLOWER, stats.FASTER)
+            if truth == 1.0:
+                false |= call
+            elif "-phase" not in d.label:
+                changed += 1
+                called += call and (d.verdict.kind == stats.SLOWER) == (truth > 1.0)
+        fw += false
+        excl += any(ci is not None and (ci.low > 1.0 or ci.high < 1.0)
+                    for (g, c, k), v in phase_values.items() if c != BASELINE
+                    for ci in [fleet.phase_ratio(v, phase_values[(g, BASELINE, k)])])
+    return PhaseFigures(sc, phases, counted, studies, fw / studies, excl / studies,
+                        called / changed if changed else None)
+
+
 def _truth(sc: Scenario, configuration: str) -> float:
     return sc.ratios()[int(configuration[1:])]
 

@@ -13,7 +13,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -257,12 +257,11 @@ class Interval:
 
     def as_dict(self) -> dict[str, Any]:
         """``ratio``, ``ci_low``, ``ci_high``, ``level``, ``delta_pct``, ``ci_low_pct``,
-        ``ci_high_pct``, ``text`` (``change_text``: a percentage below 2×, a factor from 2× on,
-        as the tables print it), ``n``, ``se_log``, ``df``, ``method``."""
+        ``ci_high_pct``, ``n``, ``se_log``, ``df``, ``method`` (numbers only: the reports word
+        them, ``report/format.py``)."""
         return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "level": self.level,
                 "delta_pct": self.delta_pct, "ci_low_pct": self.low_pct, "ci_high_pct": self.high_pct,
-                "text": change_text(self), "n": self.n, "se_log": self.se_log, "df": self.df,
-                "method": self.method}
+                "n": self.n, "se_log": self.se_log, "df": self.df, "method": self.method}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -402,7 +401,8 @@ class Verdict:
 
     Attributes:
         kind: ``slower``, ``faster``, ``equivalent`` or ``inconclusive``.
-        text: for people, e.g. ``4.0 % slower [3.0, 5.1]`` or ``equivalent within ±2 %``.
+        text: for people, what changed in its own direction, e.g. ``23.0 % fewer handshakes/s
+            [19.1, 27.0]``, ``p50 latency 4.0 % higher [3.0, 5.1]`` or ``equivalent within ±2 %``.
         delta_pct: the change in the measured quantity, (ratio − 1) × 100.
         margin_pct: the equivalence margin m (± m %).
         within_margin: the whole interval lies inside ± m %.
@@ -433,6 +433,35 @@ METRICS: dict[str, tuple[str, bool]] = {
     "cpu_per_op": ("CPU time per operation", True),
 }
 
+
+def metric_key(name: str) -> str:
+    """The ``METRICS`` key of a metric's name for people (``throughput`` → ``throughput``,
+    ``p50 latency`` → ``latency``); ``latency`` for a name it does not know."""
+    return next((k for k, (n, _) in METRICS.items() if n == name), "latency")
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """What one operation of a comparison is, so that a verdict names what changed: a primitive's
+    ``operation`` (its rate ``ops/s``), a workload's transaction as its worker names it
+    (``handshake``, rate ``handshakes/s``; a job's ``target``, rate ``targets/min``).
+
+    Attributes:
+        one: one of them (``handshake``); rate: their rate as a unit (``handshakes/s``).
+    """
+
+    one: str = "operation"
+    rate: str = "ops/s"
+
+    @classmethod
+    def named(cls, one: str, many: str, per: str = "s") -> "Transaction":
+        """``one``/``many`` per ``per`` (``s``, ``min``): ``handshakes/s``, ``I/Os per s``."""
+        return cls(one, f"{many} per {per}" if "/" in many else f"{many}/{per}")
+
+
+#: A primitive operation (``ops/s``, ``CPU per operation``).
+OPERATION = Transaction()
+
 #: ``verdict_on`` value deciding each workload level on what it measures: throughput for a
 #: closed loop (its latency is concurrency ÷ throughput, and scheduler-dominated once the
 #: connections outnumber the CPUs) and for a job (``targets:N``: targets per unit of time, the
@@ -457,42 +486,51 @@ def metric_for(verdict_on: str, load: str | None) -> str:
     return "cpu_per_op" if load is not None and _BYTE_RATE.match(load) else "latency"
 
 
-#: A change at or beyond this factor (or its inverse) reads as a ratio, "13.5× slower", rather
-#: than as a percentage ("+1250 %").
+#: An increase at or beyond this factor reads as a factor, "13.5× higher", rather than as a
+#: percentage ("1250 % higher"). A decrease always reads as a percentage (at most 100 %), so that
+#: the same kind of change is in one scale: "47.6 % fewer" beside "51.0 % fewer", never beside
+#: "2.0× …".
 RATIO_FORM_AT = 2.0
 
 
-def _factor_form(ci: "Interval") -> bool:
-    return ci.ratio >= RATIO_FORM_AT or ci.ratio <= 1.0 / RATIO_FORM_AT
+def factor_form(ratio: float) -> bool:
+    """True when a change of ``ratio`` (configuration ÷ baseline) reads as a factor: an
+    increase of ``RATIO_FORM_AT`` or more."""
+    return ratio >= RATIO_FORM_AT
 
 
-def _f(x: float) -> str:
+def factor_text(x: float) -> str:
     """A factor as text: 2 decimals below 1, 1 up to 100, none above (0.25, 13.5, 150)."""
     return f"{x:.2f}" if x < 1 else f"{x:.1f}" if x < 100 else f"{x:.0f}"
 
 
-def change_text(ci: "Interval") -> str:
-    """A change with its interval as people read it: ``+4.0 % [+3.0, +5.1]`` below 2×,
-    ``13.5× [13.3, 13.7]`` from 2× up, ``0.25× [0.24, 0.26]`` from 2× down."""
-    if _factor_form(ci):
-        return f"{_f(ci.ratio)}× [{_f(ci.low)}, {_f(ci.high)}]"
-    return f"{ci.delta_pct:+.1f} % [{ci.low_pct:+.1f}, {ci.high_pct:+.1f}]"
-
-
-def change_point_text(ci: "Interval") -> str:
-    """The point change alone: ``+4.0 %`` below 2×, ``13.5×`` / ``0.25×`` beyond."""
-    return f"{_f(ci.ratio)}×" if _factor_form(ci) else f"{ci.delta_pct:+.1f} %"
-
-
-def interval_text(ci: "Interval") -> str:
-    """The interval alone: ``[+3.0, +5.1] %`` below 2×, ``[13.3, 13.7]×`` beyond."""
-    if _factor_form(ci):
-        return f"[{_f(ci.low)}, {_f(ci.high)}]×"
-    return f"[{ci.low_pct:+.1f}, {ci.high_pct:+.1f}] %"
-
-
 def _pct(x: float) -> str:
     return f"{x:+.1f}".replace("+0.0", "0.0").replace("-0.0", "0.0")
+
+
+def change_words(metric: str, up: bool, amount: str, transaction: Transaction = OPERATION) -> str:
+    """A change of ``metric`` (a ``METRICS`` key) in its own direction, ``amount`` being its size
+    (``23.0 %`` or ``2.1×``): throughput ``23.0 % fewer handshakes/s`` / ``2.1× the
+    handshakes/s``; CPU ``needs 31.0 % more CPU per I/O``; latency ``p50 latency 12.0 %
+    higher``."""
+    factor = amount.endswith("×")
+    if metric == "throughput":
+        return f"{amount} {'the' if factor else 'more' if up else 'fewer'} {transaction.rate}"
+    if metric == "cpu_per_op":
+        return f"needs {amount} {'the' if factor else 'more' if up else 'less'} CPU per {transaction.one}"
+    return f"{METRICS.get(metric, METRICS['latency'])[0]} {amount} {'higher' if up else 'lower'}"
+
+
+def _change_sentence(ci: "Interval", metric: str, transaction: Transaction) -> str:
+    """``23.0 % fewer handshakes/s [19.1, 27.0]``: the change with its interval, both in the
+    change's own direction and scale (``factor_form``)."""
+    up = ci.ratio > 1.0
+    if factor_form(ci.ratio):
+        amount, lo, hi = f"{factor_text(ci.ratio)}×", factor_text(ci.low), factor_text(ci.high)
+    else:
+        amount = f"{abs(ci.delta_pct):.1f} %"
+        lo, hi = (f"{x:.1f}" for x in sorted((abs(ci.low_pct), abs(ci.high_pct))))
+    return f"{change_words(metric, up, amount, transaction)} [{lo}, {hi}]"
 
 
 def blocks_to_decide(ci: Interval, margin_pct: float) -> int | None:
@@ -526,35 +564,35 @@ def blocks_to_decide(ci: Interval, margin_pct: float) -> int | None:
     return lo
 
 
-def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slower: bool = True,
-           metric: str = "p50 latency") -> Verdict:
+def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slower: bool | None = None,
+           metric: str = "p50 latency", transaction: Transaction = OPERATION) -> Verdict:
     """Decide what a ratio with its interval says, against an equivalence margin of
-    ± ``margin_pct`` %. ``metric`` names what the ratio is of (kept in the verdict).
+    ± ``margin_pct`` %. ``metric`` names what the ratio is of (a ``METRICS`` name, kept in the
+    verdict); ``higher_is_slower`` defaults to that metric's direction; ``transaction`` says what
+    one operation is, for the text.
 
-    Rules: when the interval excludes 0 (ratio 1): "x % slower [lo, hi]" or "x % faster
-    [lo, hi]" (x the change in time per operation when ``higher_is_slower``, e.g. latency; in
-    operations per second otherwise) — "k× slower [lo, hi]" / "k× faster [lo, hi]" once the
-    change is 2× or more (``RATIO_FORM_AT``) — with ", within the ±m % margin" when the whole
-    interval lies inside ± m %; when it includes 0 and lies inside ± m %: "equivalent within
-    ±m %"; otherwise "inconclusive: [lo, hi] % spans the ±m % margin", with the blocks that
-    would likely decide it. Absence of evidence is never reported as "no difference".
+    Rules: when the interval excludes 0 (ratio 1), ``slower`` or ``faster`` (which one depends on
+    the metric's direction), said as what changed in its own direction with the interval of the
+    change: "23.0 % fewer handshakes/s [19.1, 27.0]", "needs 31.0 % more CPU per I/O [25.2, 37.1]",
+    "p50 latency 12.0 % higher [8.1, 16.0]" — an increase of 2× or more as a factor ("p50 latency
+    13.5× higher [12.5, 14.6]", ``RATIO_FORM_AT``), a decrease always as a percentage — with ",
+    within the ±m % margin" when the whole interval lies inside ± m %; when it includes 0 and lies
+    inside ± m %: "equivalent within ±m %"; otherwise "inconclusive: [lo, hi] % spans the ±m %
+    margin", with the blocks that would likely decide it. Absence of evidence is never reported as
+    "no difference".
     """
     if margin_pct < 0 or not math.isfinite(margin_pct):
         raise ValueError(f"margin must be a percentage >= 0, got {margin_pct}")
+    key = metric_key(metric)
+    if higher_is_slower is None:
+        higher_is_slower = METRICS[key][1]
     m = margin_pct / 100.0
     delta = ci.delta_pct
     inside = ci.low >= 1.0 - m and ci.high <= 1.0 + m
     margin_text = f"±{margin_pct:g} %"
     if ci.low > 1.0 or ci.high < 1.0:
-        slower = (ci.ratio > 1.0) == higher_is_slower
-        kind = SLOWER if slower else FASTER
-        if _factor_form(ci):
-            up = ci.ratio > 1.0
-            factor, flo, fhi = (ci.ratio, ci.low, ci.high) if up else (1 / ci.ratio, 1 / ci.high, 1 / ci.low)
-            text = f"{_f(factor)}× {kind} [{_f(flo)}, {_f(fhi)}]"
-        else:
-            lo, hi = sorted((abs(ci.low_pct), abs(ci.high_pct)))
-            text = f"{abs(delta):.1f} % {kind} [{lo:.1f}, {hi:.1f}]"
+        kind = SLOWER if (ci.ratio > 1.0) == higher_is_slower else FASTER
+        text = _change_sentence(ci, key, transaction)
         if inside:
             text += f", within the {margin_text} margin"
         return Verdict(kind, text, delta, margin_pct, inside, metric=metric)

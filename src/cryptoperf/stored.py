@@ -82,7 +82,8 @@ class StoredRun:
         """A stored run from its outcomes, analysed once with ``settings`` (a ``speed`` run's
         rows in the order of the cells ``order``, then first seen)."""
         baseline = study.baseline if study is not None else None
-        return cls(meta, study, outcomes, analysis.analyse(outcomes, baseline, settings, order))
+        context = analysis.context_of(meta.get("host"), study)
+        return cls(meta, study, outcomes, analysis.analyse(outcomes, baseline, settings, order, context))
 
     @property
     def speed(self) -> "speedstats.SpeedAnalysis":

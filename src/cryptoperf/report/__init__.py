@@ -4,10 +4,14 @@
 - ``json.py`` — the complete JSON documents; ``csv.py`` — one row per worker run;
 - ``html.py`` — one self-contained HTML file with plots (a forest plot of the verdicts first);
   ``markdown.py`` — the verdict list and tables for a ticket, drawn without matplotlib;
-- ``sections.py`` — the registry of report sections (``core_sections.py`` holds the core ones),
-  ``plots.py`` (matplotlib → inline SVG), ``view.py`` (groups and series of a stored run),
-  ``render.py`` (Jinja2, Markdown tables, writing files);
+- ``sections/`` — the registry of report sections (``sections/core.py`` holds the core ones,
+  ``sections/workloads.py`` every workload's, ``sections/<kind>.py`` a workload's own), each
+  reading only the run's analysis, their HTML in ``templates/sections/``; ``plots.py``
+  (matplotlib → inline SVG), ``view.py`` (groups and series of a stored run), ``render.py``
+  (Jinja2, Markdown tables, writing files), ``format.py`` (every number, change, interval and
+  host text; no Rich);
 - ``formats.py`` — the formats of ``cryptoperf report``, chosen in one place.
 
-Reports only format; every number and verdict is computed in ``analysis``/``stats``.
+Reports only format; every number and verdict is computed in ``analysis``/``stats`` and, for
+workloads, ``cryptoperf.workloads``.
 """

@@ -21,7 +21,7 @@ from markupsafe import Markup
 from cryptoperf import __version__, stats
 from cryptoperf.economics import PER_BLOCK_TOTALS, SIDE_TEXT, SUMMED_INTERVALS, PlanResult
 from cryptoperf.report.render import environment, md_table
-from cryptoperf.report.terminal import fmt_cores, fmt_date, fmt_money, fmt_ns, fmt_size, host_line
+from cryptoperf.report.format import fmt_cores, fmt_date, fmt_money, fmt_ns, fmt_size, host_line
 from cryptoperf.store import FORMAT_VERSION
 from cryptoperf.stored import StoredRun
 

@@ -8,7 +8,7 @@ from typing import Sequence
 from cryptoperf import __version__
 from cryptoperf.report import sections as sections_mod
 from cryptoperf.report.render import environment
-from cryptoperf.report.terminal import host_line
+from cryptoperf.report.format import host_line
 from cryptoperf.stored import StoredRun
 
 
@@ -34,5 +34,7 @@ def render(run: StoredRun, links: Sequence[tuple[str, str]] = ()) -> str:
         title=title_of(run), description=run.study.description if run.study else "",
         run_id=run.id, kind=m.get("kind", ""), status=m.get("status", ""),
         started_at=m.get("started_at", ""), finished_at=m.get("finished_at") or "",
-        host_line=host_line(run.host).removeprefix("host: "), sections=secs, version=__version__,
+        host_line=host_line(run.host).removeprefix("host: ") + (
+            f", CPU mask {', '.join(run.analysis.cpu_masks)}" if run.analysis.cpu_masks else ""),
+        sections=secs, version=__version__,
         links=list(links))

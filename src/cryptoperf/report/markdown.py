@@ -19,6 +19,8 @@ def render(run: StoredRun) -> str:
     if run.study is not None and run.study.description:
         out.append(f"{run.study.description}\n")
     head = f"Run {run.id} ({m.get('kind')}), started {m.get('started_at')}"
+    if run.analysis.cpu_masks:
+        head += f", under CPU mask {', '.join(run.analysis.cpu_masks)}"
     if m.get("status") != "complete":
         head += f" — **{m.get('status')}**: only the runs that finished are included"
     out.append(head + ".\n")

@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf.report.terminal import fmt_count, fmt_ns
+from cryptoperf.report.format import fmt_count, fmt_ns
 
 #: Colours by configuration position (matplotlib's tab10), so a configuration keeps its colour
 #: across every plot of a report.
@@ -68,6 +68,56 @@ class Bars:
     ops_per_s: Sequence[float]
     cpu_ns_per_op: Sequence[float]
     colour: str = PALETTE[0]
+
+
+def gid(text: str) -> str:
+    """``text`` made safe for an SVG id part (anything but letters, digits, ``_`` and ``-``
+    becomes ``_``)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", text)
+
+
+def log_x(ax, xs: Sequence[float]) -> None:
+    """A log x axis when the levels ``xs`` span 10× or more, with the levels as ticks."""
+    xs = sorted({x for x in xs if x > 0})
+    if xs and xs[-1] / xs[0] >= 10:
+        ax.set_xscale("log")
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+    if xs:
+        ax.xaxis.set_major_locator(FixedLocator(xs))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _p: f"{v:g}"))
+        ax.xaxis.set_minor_locator(NullLocator())
+
+
+def plain_formatter(minor: bool = False):
+    """Tick labels of a log axis as plain numbers (``2``, ``5``, ``10``); minor ticks only at
+    2 and 5 × a power of ten."""
+    from matplotlib.ticker import FuncFormatter
+
+    def fmt(v: float, _p) -> str:
+        if v <= 0:
+            return ""
+        lead = v / 10 ** math.floor(math.log10(v) + 1e-9)
+        if minor and round(lead, 6) not in (2.0, 5.0):
+            return ""
+        return f"{v:g}"
+    return FuncFormatter(fmt)
+
+
+def count_formatter():
+    """Tick labels as rates with an SI prefix (``fmt_count``), ``0`` at zero."""
+    from matplotlib.ticker import FuncFormatter
+    return FuncFormatter(lambda v, _p: fmt_count(v) if v else "0")
+
+
+def figure(width_in: float, height_in: float):
+    """A matplotlib figure of that size (inches, 96 dpi) on the Agg backend."""
+    return _figure(width_in, height_in)
+
+
+def svg(fig, plot_id: str, kind: str, title: str) -> str:
+    """``fig`` as an inline ``<svg class="plot <kind>" id="<plot_id>">`` with a title (ids inside
+    prefixed with ``plot_id``)."""
+    return _svg(fig, plot_id, kind, title)
 
 
 def _figure(width_in: float, height_in: float):
@@ -275,6 +325,17 @@ def _text_in(chars: int, fontsize: float = 8.0) -> float:
     return chars * fontsize * 0.52 / 72.0
 
 
+def _forest_range(rows: Sequence[ForestRow], m: float) -> tuple[float, float]:
+    """The ratio axis of a forest plot: every interval and the ± ``m`` margin band, at least ±3
+    margins (±1 % without one) around 0, and a little room beyond the extremes."""
+    lo = min([r.low for r in rows] + [1.0 - m if m < 1 else 0.5])
+    hi = max([r.high for r in rows] + [1.0 + m])
+    least = max(3 * m, 0.01)
+    lo, hi = min(lo, 1.0 / (1.0 + least)), max(hi, 1.0 + least)
+    pad = 0.05 * math.log(hi / lo)
+    return lo * math.exp(-pad), hi * math.exp(pad)
+
+
 def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, title: str,
                xlabel: str) -> str:
     """A forest plot of comparisons as an ``<svg class="plot forest">``: one row per
@@ -294,13 +355,7 @@ def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, t
 
     rows = [r for g in groups for r in g.rows]
     m = margin_pct / 100.0
-    lo = min([r.low for r in rows] + [1.0 - m if m < 1 else 0.5])
-    hi = max([r.high for r in rows] + [1.0 + m])
-    # at least ±3 margins (±1 % without one) around 0, and a little room beyond the extremes
-    least = max(3 * m, 0.01)
-    lo, hi = min(lo, 1.0 / (1.0 + least)), max(hi, 1.0 + least)
-    pad = 0.05 * math.log(hi / lo)
-    lo, hi = lo * math.exp(-pad), hi * math.exp(pad)
+    lo, hi = _forest_range(rows, m)
 
     width = 10.8
     left_in = min(3.2, 0.25 + _text_in(max([len(r.label) + 2 for r in rows] + [len(g.title) for g in groups])))

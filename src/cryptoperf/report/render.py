@@ -16,14 +16,7 @@ from typing import Any, Iterable, Sequence
 import jinja2
 
 from cryptoperf.errors import StoreError
-from cryptoperf.report.terminal import fmt_count, fmt_mb_s, fmt_ns, fmt_pct, fmt_size
-
-
-def fmt_cv(cv: float | None, n: int = 2) -> str:
-    """A coefficient of variation (fraction) as ``3.2 %``; '—' with fewer than 2 values."""
-    if cv is None or n < 2:
-        return "—"
-    return f"{cv * 100:.1f} %"
+from cryptoperf.report.format import fmt_count, fmt_cv, fmt_mb_s, fmt_ns, fmt_pct, fmt_size
 
 
 @lru_cache(maxsize=1)

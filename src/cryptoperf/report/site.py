@@ -21,12 +21,13 @@ from cryptoperf import __version__, stats
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD
 from cryptoperf.compare import Comparison, HostDifference, host_differences, match_key
 from cryptoperf.model import CellSummary, Delta
+from cryptoperf.report import format as formats
 from cryptoperf.report import plots, view
-from cryptoperf.report.core_sections import plot_verdict_text
 from cryptoperf.report.economics import report_css
+from cryptoperf.report.sections.core import plot_verdict_text
 from cryptoperf.report.render import environment
-from cryptoperf.report.terminal import (configuration_text, fmt_count, fmt_date, fmt_ns, fmt_size,
-                                        interval_header, verdict_counts)
+from cryptoperf.report.format import (configuration_text, fmt_count, fmt_date, fmt_ns, interval_header,
+                                      verdict_counts)
 from cryptoperf.stored import StoredRun
 
 #: A link shown at the top of a page: (relative href, text).
@@ -85,6 +86,8 @@ class IndexRow:
     Attributes:
         id, kind, study ('' for a ``speed`` run), started (UTC ISO 8601), status: the run.
         host: ``host_label`` of its fingerprint ('' when it could not be read).
+        cpu_masks: the CPU masks its cells ran under (``format.mask_text``; '' when it could not
+            be read).
         libraries: ``library_versions`` of the run.
         cells: distinct cells; verdicts: ``verdict counts`` text ('' without comparisons).
         page, compare, trend: relative links to the run's report, its comparison with the
@@ -98,6 +101,7 @@ class IndexRow:
     started: str
     status: str
     host: str = ""
+    cpu_masks: str = ""
     libraries: tuple[str, ...] = ()
     cells: int = 0
     verdicts: str = ""
@@ -120,7 +124,7 @@ class TrendLink:
 
 def index_html(rows: Sequence[IndexRow], trends: Sequence[TrendLink], store: str) -> str:
     """The site's index page: the trend pages, then every run newest first — id, kind, study,
-    start (UTC), status, host, library versions, cells, verdicts and links — with a filter by
+    start (UTC), status, host, CPU masks, library versions, cells, verdicts and links — with a filter by
     study, host and library version (an inline script; without JavaScript every run shows).
     ``store`` names the store the site was made from. Returns the HTML text."""
     ordered = sorted(rows, key=lambda r: r.id, reverse=True)
@@ -135,10 +139,6 @@ def index_html(rows: Sequence[IndexRow], trends: Sequence[TrendLink], store: str
 
 # --------------------------------------------------------------------------------- compare
 
-def _operation(label: str, size: int | None) -> str:
-    return f"{label} {fmt_size(size)}".strip()
-
-
 def _run_facts(run: StoredRun) -> dict[str, Any]:
     m = run.meta
     return {"id": run.id, "study": m.get("study_name") or m.get("kind") or "", "status": m.get("status") or "",
@@ -148,9 +148,8 @@ def _run_facts(run: StoredRun) -> dict[str, Any]:
 def _compare_rows(c: Comparison) -> list[dict[str, Any]]:
     rows = []
     for d in c.deltas:
-        row: dict[str, Any] = {"backend": d.backend, "operation": _operation(d.label, d.size_bytes),
-                               "configuration": configuration_text(d.configuration, d.cpu, d.build)
-                               if d.configuration else "—",
+        row: dict[str, Any] = {"backend": d.backend, "operation": formats.operation(d.label, d.size_bytes),
+                               "configuration": configuration_text(d.configuration or "—", d.cpu, d.build),
                                "p50_a": fmt_ns(d.baseline_p50_ns), "p50_b": fmt_ns(d.p50_ns),
                                "latency": "", "latency_ci": "", "throughput": "", "reps": "",
                                "noise": "", "noisy": False, "verdict": "", "kind": "na", "note": ""}
@@ -162,8 +161,8 @@ def _compare_rows(c: Comparison) -> list[dict[str, Any]]:
                 row["latency"] = f"{(d.p50_ns / d.baseline_p50_ns - 1) * 100:+.1f} %"
         else:
             noise = (d.noise or 0.0) * 100
-            row.update(latency=stats.change_point_text(d.latency), latency_ci=stats.interval_text(d.latency),
-                       throughput=stats.change_text(d.throughput), reps=str(d.blocks),
+            row.update(latency=formats.change_point_text(d.latency), latency_ci=formats.interval_text(d.latency),
+                       throughput=formats.change_text(d.throughput), reps=str(d.blocks),
                        noise=f"CV {noise:.1f} %", noisy=noise > c.settings.noise_threshold_pct,
                        verdict=d.verdict.text + (f" ({d.library_change})" if d.library_change else ""),
                        kind=d.verdict.kind)
@@ -177,15 +176,15 @@ def _compare_forest(c: Comparison) -> tuple[str, list[str]]:
     groups: dict[tuple, list[Delta]] = {}
     missing = []
     for d in c.deltas:
-        where = f"{_operation(d.label, d.size_bytes)} on {d.backend}, {d.configuration or '—'}"
+        where = f"{formats.operation(d.label, d.size_bytes)} on {d.backend}, {d.configuration or '—'}"
         if d.status == "ok" and d.verdict is not None and d.decisive is not None:
             groups.setdefault((d.label, d.size_bytes), []).append(d)
         else:
             missing.append(f"{where}: n/a" + (f": {d.reason}" if d.reason else ""))
     if not groups:
         return "", missing
-    forest = [plots.ForestGroup(_operation(*key), [
-        plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build) if d.configuration else ''}".strip(),
+    forest = [plots.ForestGroup(formats.operation(*key), [
+        plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}".strip(),
                         d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
                         plot_verdict_text(d.verdict, d.decisive)) for d in ds])
               for key, ds in groups.items()]
@@ -282,7 +281,7 @@ def trend_operations(runs: Sequence[StoredRun]) -> list[tuple[tuple, str, str]]:
                 if key not in seen:
                     c = s.cell
                     conf = configuration_text(c.configuration, c.cpu, c.build) if c.configuration else ""
-                    title = f"{_operation(c.label, c.size_bytes)} on {c.backend}" + (f", {conf}" if conf else "")
+                    title = f"{formats.operation(c.label, c.size_bytes)} on {c.backend}" + (f", {conf}" if conf else "")
                     seen[key] = (title, "op-" + _slug("-".join(str(p) for p in (c.backend, c.label,
                                                                                  c.size_bytes, c.configuration,
                                                                                  c.cpu, c.build))))
@@ -339,7 +338,7 @@ def trend_html(study: str, runs: Sequence[StoredRun], links: Sequence[Link], run
             values.append({"run": r.id, "started": fmt_date(r.meta.get("started_at")), "value": text, "ci": ci,
                            "n": e.n if e else 0, "page": run_pages.get(r.id, ""),
                            "compare": compare_pages.get(r.id, "")})
-        group_title = f"{_operation(label, size)} on {backend}"
+        group_title = f"{formats.operation(label, size)} on {backend}"
         group = by_group.get(group_title)
         if group is None:
             group = by_group[group_title] = {"title": group_title, "figures": []}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Iterable, Mapping, Sequence
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -12,54 +12,14 @@ from rich.text import Text
 from cryptoperf import builds, cpumask, speedstats, stats
 from cryptoperf.hostinfo import CheckResult
 from cryptoperf.model import CellSummary, Delta, Outcome, Repetition
-from cryptoperf.run.worker import Hello
+from cryptoperf.report.format import (  # noqa: F401  (re-exported for callers of terminal)
+    change_text, configuration_text, cpu_title, fmt_cores, fmt_count, fmt_date, fmt_mb_s, fmt_money, fmt_ns, fmt_pct,
+    fmt_size, host_line, interval_header, operation, operation_text, short_library, side_name, verdict_counts,
+    verdict_header)
+from cryptoperf.workloads import access
 
-
-def fmt_ns(ns: float | None) -> str:
-    """A duration in ns with a fitting unit: ``850 ns``, ``12.3 µs``, ``4.56 ms``, ``1.20 s``."""
-    if ns is None:
-        return "—"
-    for unit, scale in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= scale:
-            v = ns / scale
-            return f"{v:.3g} {unit}" if v < 100 else f"{v:.0f} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def fmt_count(x: float | None) -> str:
-    """A rate with an SI prefix, 3 significant digits: ``1.23 M``, ``845 k``, ``12.0``."""
-    if x is None:
-        return "—"
-    x = float(f"{x:.3g}")  # round first, so 999.9999 reads "1 k", not "1e+03"
-    for prefix, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if x >= scale:
-            return f"{x / scale:.3g} {prefix}"
-    return f"{x:.3g}"
-
-
-def fmt_mb_s(bytes_per_s: float | None) -> str:
-    """Bytes/s as MB/s (10^6 bytes), or '—' for operations without a message."""
-    if bytes_per_s is None:
-        return "—"
-    mb = bytes_per_s / 1e6
-    return f"{mb:.3g}" if mb < 1000 else f"{mb:.0f}"
-
-
-def fmt_size(size: int | None) -> str:
-    """``4 KiB``, ``1 MiB``, ``100 B``; '' for None."""
-    if size is None:
-        return ""
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if size >= scale and size % scale == 0:
-            return f"{size // scale} {unit}"
-    return f"{size} B"
-
-
-def fmt_pct(pct: float | None, signed: bool = True) -> str:
-    """``+12.3 %`` / ``-4.0 %`` (or unsigned), '—' for None."""
-    if pct is None:
-        return "—"
-    return f"{pct:+.1f} %" if signed else f"{pct:.1f} %"
+if TYPE_CHECKING:  # pragma: no cover
+    from cryptoperf.run.worker import Hello
 
 
 class Notes:
@@ -95,15 +55,6 @@ def console_for_stdout() -> Console:
     return c
 
 
-def short_library(result: dict) -> str:
-    """Library name and version for a table cell; a multi-crate version list (RustCrypto) is
-    cut after its first entry (the full list is in the JSON and the backends table)."""
-    version = str(result.get("library_version", ""))
-    if "," in version:
-        version = version.split(",")[0] + ", …"
-    return f"{result.get('library', '')} {version}".strip()
-
-
 def _with_interval(text: str, e: stats.Estimate | None) -> str:
     """``1.23 M ±1.2%``: a figure with the half-width of its 95 % interval relative to it (the
     larger side); the figure alone without an interval."""
@@ -111,13 +62,6 @@ def _with_interval(text: str, e: stats.Estimate | None) -> str:
     if half is None:
         return text
     return f"{text} ±{half:.1f}%" if half >= 0.1 else f"{text} ±{half:.2f}%"
-
-
-def operation_text(cell) -> str:
-    """A speed row's operation with the worker parameters it was given:
-    ``rsa2048-sign digest=sha384 padding=pss``."""
-    extra = " ".join(f"{k}={v}" for k, v in sorted(cell.params.items()))
-    return f"{cell.op} {extra}".strip()
 
 
 def speed_table(rows: Sequence[speedstats.SpeedRow] | Sequence[Outcome], notes: Notes,
@@ -144,16 +88,16 @@ def speed_table(rows: Sequence[speedstats.SpeedRow] | Sequence[Outcome], notes: 
     batched_note = None
     for row in rows:
         r = row.result
-        head: list = [Text(row.cell.backend), Text(short_library(dict(r))), Text(operation_text(row.cell)),
+        head: list = [Text(row.cell.backend), Text(short_library(r)), Text(operation_text(row.cell)),
                       fmt_size(row.size_bytes)]
         count = [f"{len(row.measured)}/{len(row.outcomes)}"] if reps > 1 else []
         if row.status != "ok" or row.ops_per_s is None or row.p50_ns is None:
             style = "dim" if row.status == "unsupported" else "red"
             t.add_row(*head, *([""] * 7), *count, notes.status(row.status, row.reason, style))
             continue
-        note = Text(str(r.get("timing", "")))
-        batch = str(r.get("batch", ""))
-        if (r.get("batch") or 1) > 1:
+        note = Text(access.timing(r))
+        batch = str(access.batch(r) or "")
+        if (access.batch(r) or 1) > 1:
             if batched_note is None:
                 batched_note = notes.add("batch k > 1: p50/p99/p99.9 are percentiles of k-operation "
                                          "batch means, not of single operations (their tail is smoothed)")
@@ -214,40 +158,19 @@ def baseline_lines(ratios: Sequence[speedstats.BaselineRatio], baseline: str, re
     return lines
 
 
-def configuration_text(name: str, cpu: str, build: str = "default") -> str:
-    """A configuration's name, with its CPU mask and worker build when they are not the
-    defaults: ``aes-off [cpu no-aesni]``, ``on [fips]``."""
-    out = name if cpu == "baseline" else f"{name} [cpu {cpu}]"
-    return out if build == "default" else f"{out} [{build}]"
-
-
-def cpu_title(cpu: str) -> str:
-    """`` — CPU mask no-aesni`` for a table title ('' for baseline)."""
-    return "" if cpu == "baseline" else f" — CPU mask {cpu}"
-
-
 def mask_warnings(outcomes: Iterable[Outcome]) -> list[str]:
     """One line per CPU mask that took nothing away on this machine (the CPU lacks the
     extensions it clears, so its cells measured the unmasked code): judged from the worker's
     ``cpu_mask_cleared`` of measured runs on maskable libraries."""
     cleared: dict[str, bool] = {}
     for o in outcomes:
-        r = o.result or {}
+        took = access.cpu_mask_cleared(o.result)
         cpu = o.cell.cpu
-        if cpu == "baseline" or not o.ok or "cpu_mask_cleared" not in r:
+        if cpu == "baseline" or not o.ok or took is None:
             continue
-        cleared[cpu] = cleared.get(cpu, False) or bool(r["cpu_mask_cleared"])
+        cleared[cpu] = cleared.get(cpu, False) or took
     return [f"note: CPU mask {m} took nothing away on this machine (the CPU lacks the extensions "
             "it clears): its cells measured the unmasked code" for m, any_ in cleared.items() if not any_]
-
-
-def _operation(d_label: str, size: int | None) -> str:
-    return f"{d_label} {fmt_size(size)}".strip()
-
-
-def _ci_text(d: Delta) -> str:
-    assert d.latency
-    return stats.interval_text(d.latency)
 
 
 def _verdict_style(kind: str) -> str:
@@ -255,62 +178,54 @@ def _verdict_style(kind: str) -> str:
             stats.INCONCLUSIVE: "yellow"}.get(kind, "")
 
 
-def interval_header(level: float) -> str:
-    """``95 % CI`` / ``99.79 % CI`` (the per-interval level after adjustment)."""
-    return f"{level * 100:.4g} % CI"
-
-
-def verdict_header(deltas: Iterable[Delta]) -> str:
-    """``verdict (p50 latency)``: the column header naming the metric the verdicts are on."""
-    metrics = {d.verdict.metric for d in deltas if d.verdict is not None}
-    return f"verdict ({metrics.pop()})" if len(metrics) == 1 else "verdict"
+def _change_columns(deltas: Sequence[Delta]) -> list[tuple[str, str]]:
+    """The change columns of a delta table, each labelled with its metric: p50 latency and
+    throughput always, CPU time per operation when a verdict is decided on it."""
+    cols = [("latency", "p50 latency Δ"), ("throughput", "throughput Δ")]
+    if any(d.verdict is not None and stats.metric_key(d.verdict.metric) == "cpu_per_op" for d in deltas):
+        cols.append(("cpu_per_op", "CPU/op Δ"))
+    return cols
 
 
 def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """The "performance delta vs baseline" table: one row per (backend, operation, size,
-    configuration); latency change with its interval (at ``level``, the study's adjusted
-    level; a percentage below 2×, a factor from 2× on), throughput change with its interval,
-    blocks, the verdict (the header names its metric) and, when the configuration ran another
-    library release than the baseline, both releases beside it. Rows without numbers say why in
-    a footnote in ``notes``."""
+    configuration); both p50s, then each metric's change with its interval (at ``level``, the
+    study's adjusted level), each column naming its metric — p50 latency, throughput, and CPU
+    time per operation when a verdict is decided on it — the one the verdict is decided on in
+    bold; blocks; the verdict (it names what changed; the header names the metrics) and, when
+    the configuration ran another library release than the baseline, both releases beside it.
+    Rows without numbers say why in a footnote in ``notes``."""
     deltas = list(deltas)
-    t = Table(title=f"performance delta vs baseline ({baseline})", title_justify="left")
-    ci = interval_header(level)
+    t = Table(title=f"performance delta vs baseline ({baseline}), changes with their {interval_header(level)}; "
+              "bold: the one the verdict is decided on", title_justify="left")
+    cols = _change_columns(deltas)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
-                          ("baseline p50", "right"), ("p50", "right"), ("latency Δ", "right"),
-                          (ci, "right"), (f"throughput Δ ({ci})", "right"), ("blocks", "right"),
-                          (verdict_header(deltas), "left")):
+                          ("baseline p50", "right"), ("p50", "right"), *((c, "right") for _, c in cols),
+                          ("blocks", "right"), (verdict_header(deltas), "left")):
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
-        head = [Text(d.backend), Text(_operation(d.label, d.size_bytes)),
+        head = [Text(d.backend), Text(operation(d.label, d.size_bytes)),
                 Text(configuration_text(d.configuration, d.cpu, d.build))]
         if d.status != "ok" or d.latency is None or d.throughput is None:
-            t.add_row(*head, "", "", "", "", "", "", notes.status("n/a", d.reason))
+            t.add_row(*head, *([""] * (len(cols) + 3)), notes.status("n/a", d.reason))
             continue
-        t.add_row(*head, *_delta_cells(d))
+        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), *_delta_cells(d, cols))
     return t
 
 
-def _delta_cells(d: Delta) -> list:
-    """The cells of a measured delta's row: both p50s, latency Δ, its interval, throughput Δ
-    with its interval, blocks, and the verdict (with the delta's note)."""
-    assert d.latency and d.throughput and d.verdict
+def _delta_cells(d: Delta, cols: Sequence[tuple[str, str]]) -> list:
+    """The cells of a measured delta's row after the p50s: each column's change with its
+    interval (the verdict's metric in bold), blocks, and the verdict (with the delta's note)."""
+    assert d.verdict
+    decided = stats.metric_key(d.verdict.metric)
+    intervals = {"latency": d.latency, "throughput": d.throughput, "cpu_per_op": d.cpu_per_op}
+    changes = [Text(change_text(intervals[k]), style="bold" if k == decided else "") for k, _ in cols]
     verdict = Text(d.verdict.text, style=_verdict_style(d.verdict.kind))
     if d.library_change:
         verdict.append(f" ({d.library_change})", style="bold")
     if d.note:
         verdict.append(f" ({d.note})", style="dim")
-    return [fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), stats.change_point_text(d.latency), _ci_text(d),
-            stats.change_text(d.throughput), str(d.blocks), verdict]
-
-
-def verdict_counts(deltas: Iterable[Delta]) -> str:
-    """``3 slower, 1 faster, 5 equivalent, 2 inconclusive`` (kinds with a count only)."""
-    counts: dict[str, int] = {}
-    for d in deltas:
-        if d.verdict is not None:
-            counts[d.verdict.kind] = counts.get(d.verdict.kind, 0) + 1
-    return ", ".join(f"{counts[k]} {k}" for k in stats.VERDICT_KINDS if k in counts) or "no verdicts"
+    return [*changes, str(d.blocks), verdict]
 
 
 def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: Notes) -> Table:
@@ -332,7 +247,7 @@ def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: N
     for s in summaries:
         c = s.cell
         status = Text("ok") if s.status == "ok" else notes.status(s.status, s.reason)
-        t.add_row(Text(c.backend), Text(_operation(c.label, c.size_bytes)),
+        t.add_row(Text(c.backend), Text(operation(c.label, c.size_bytes)),
                   Text(configuration_text(c.configuration, c.cpu, c.build)), f"{s.ok}/{s.repetitions}",
                   cv_text(s.cv_p50, s.ok), cv_text(s.cv_ops_per_s, s.ok),
                   fmt_pct(s.steal_pct, signed=False), str(s.disturbed) if s.disturbed else "",
@@ -340,7 +255,7 @@ def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: N
     return t
 
 
-def backends_table(hello: Hello) -> Table:
+def backends_table(hello: "Hello") -> Table:
     """Backends with library versions, FIPS state and whether a CPU mask (``--cpu``, study key
     ``cpu``) can be applied to them."""
     t = Table(title=f"cryptoperf-worker {hello.worker_version} (protocol {hello.protocol})",
@@ -360,7 +275,7 @@ def backends_table(hello: Hello) -> Table:
     return t
 
 
-def support_table(hello: Hello, notes: Notes) -> Table | None:
+def support_table(hello: "Hello", notes: Notes) -> Table | None:
     """Operations × backends from a detailed hello: ``yes``, or the status with the reason as a
     footnote; None when the hello has no per-operation detail."""
     if not all("ops" in b for b in hello.backends):
@@ -391,26 +306,7 @@ def host_warnings(console: Console, checks: Sequence[CheckResult]) -> None:
             console.print(f"[yellow]host: {c.name}: {c.value}[/] — {c.advice}", highlight=False)
 
 
-def host_line(fp: Mapping) -> str:
-    """One line naming the host: CPU, crypto flags, hypervisor, kernel release."""
-    hv = fp.get("hypervisor") or {}
-    virt = hv.get("type") or ("yes" if hv.get("present") else "no" if hv.get("present") is False else "?")
-    if hv.get("container"):
-        virt += f", container {hv['container']}"
-    kernel = str(fp.get("kernel", "")).split(" ")[1] if fp.get("kernel") else "?"
-    return (f"host: {fp.get('cpu_model')} × {fp.get('logical_cpus')}, flags "
-            f"{' '.join(fp.get('crypto_flags') or []) or 'none'}, hypervisor {virt}, kernel {kernel}")
-
-
 # --------------------------------------------------------------------------- stored runs: list, compare, plan
-
-def fmt_date(iso: str | None) -> str:
-    """``2026-11-23T09:05:12.345Z`` → ``2026-11-23 09:05 UTC``; '—' for None."""
-    if not iso:
-        return "—"
-    text = str(iso).replace("T", " ")
-    return f"{text[:16]} UTC" if text.endswith("Z") else text[:16]
-
 
 def runs_table(runs: Sequence[Mapping]) -> Table:
     """``cryptoperf list``: one row per stored run (``stored.list_runs`` dicts): id, date,
@@ -430,12 +326,6 @@ def runs_table(runs: Sequence[Mapping]) -> Table:
     return t
 
 
-def side_name(side: int | str) -> str:
-    """How a table names one side of a comparison: ``run 7`` for a run id, else the name as
-    given (a machine's, in ``compare --by host``)."""
-    return f"run {side}" if isinstance(side, int) else str(side)
-
-
 def host_differences_table(diffs: Sequence, run_a: int | str, run_b: int | str) -> Table:
     """The host properties that differ between run A and run B (``compare.HostDifference``);
     a side is a run id or a machine's name (``side_name``)."""
@@ -451,48 +341,40 @@ def host_differences_table(diffs: Sequence, run_a: int | str, run_b: int | str) 
 def compare_table(deltas: Iterable[Delta], run_a: int | str, run_b: int | str, threshold_pct: float,
                   notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """``cryptoperf compare``: the delta table of run B against run A, one row per matched
-    cell — p50 in each run, latency Δ with its interval (at ``level``), throughput Δ with its
-    interval, repetitions per side, verdict (B against A) and noise (the larger CV across
-    repetitions; over ``threshold_pct`` in yellow). Rows without an interval give the reason in
-    ``notes`` (and the two p50s with their point change when both runs measured the cell). A
-    side is a run id or a machine's name (``side_name``)."""
+    cell — the configuration with its CPU mask and build, p50 in each run, each metric's change
+    with its interval (at ``level``; columns as ``delta_table``'s), repetitions per side,
+    verdict (B against A) and noise (the larger CV across repetitions; over ``threshold_pct`` in
+    yellow). Rows without an interval give the reason in ``notes`` (and the two p50s with their
+    point change when both runs measured the cell). A side is a run id or a machine's name
+    (``side_name``)."""
     deltas = list(deltas)
     a, b = side_name(run_a), side_name(run_b)
-    t = Table(title=f"{b} vs {a} (baseline)", title_justify="left")
-    ci = interval_header(level)
+    t = Table(title=f"{b} vs {a} (baseline), changes with their {interval_header(level)}; bold: the one the "
+              "verdict is decided on", title_justify="left")
+    cols = _change_columns(deltas)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
-                          (f"p50 {a}", "right"), (f"p50 {b}", "right"),
-                          ("latency Δ", "right"), (ci, "right"),
-                          (f"throughput Δ ({ci})", "right"), ("reps", "right"), (verdict_header(deltas), "left"),
-                          ("noise", "right")):
+                          (f"p50 {a}", "right"), (f"p50 {b}", "right"), *((c, "right") for _, c in cols),
+                          ("reps", "right"), (verdict_header(deltas), "left"), ("noise", "right")):
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
-        op = _operation(d.label, d.size_bytes)
+        op = operation(d.label, d.size_bytes)
         if d.op and d.baseline_op and d.op != d.baseline_op:
             op += f" [{notes.add(f'{d.label}: {d.baseline_op} in {a}, {d.op} in {b}')}]"
-        head = [Text(d.backend), Text(op), Text(d.configuration or "—")]
+        conf = configuration_text(d.configuration, d.cpu, d.build) if d.configuration else configuration_text(
+            "—", d.cpu, d.build)
+        head = [Text(d.backend), Text(op), Text(conf)]
         if d.status != "ok" or d.latency is None or d.throughput is None:
             point = (fmt_pct((d.p50_ns / d.baseline_p50_ns - 1) * 100)
                      if d.p50_ns and d.baseline_p50_ns else "")
             t.add_row(*head, fmt_ns(d.baseline_p50_ns) if point else "", fmt_ns(d.p50_ns) if point else "",
-                      point, "", "", "", notes.status("n/a", d.reason), "")
+                      point, *([""] * len(cols)), notes.status("n/a", d.reason), "")
             continue
         noise_pct = (d.noise or 0.0) * 100
-        t.add_row(*head, *_delta_cells(d),
+        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), *_delta_cells(d, cols),
                   Text(f"CV {noise_pct:.1f} %", style="yellow" if noise_pct > threshold_pct else ""))
     return t
 
 
-def fmt_cores(cores: float | None) -> str:
-    """``0.125 cores (12.5 % of a core)``; '—' for None."""
-    if cores is None:
-        return "—"
-    return f"{cores:.3g} cores ({cores * 100:.3g} % of a core)"
-
-
-def fmt_money(x: float) -> str:
-    """Money per year with thousands separators and 2 decimals: ``1,234.50``."""
-    return f"{x:,.2f}"
 
 
 # --------------------------------------------------------------------------- progress

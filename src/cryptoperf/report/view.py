@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
 
 from cryptoperf.model import CellSummary, Delta, Outcome
+from cryptoperf.report.format import fmt_size
 from cryptoperf.stored import StoredRun
-from cryptoperf.study import options_for
-from cryptoperf.report.terminal import fmt_size
 
 
 @dataclass(frozen=True)
@@ -47,10 +45,8 @@ class Group:
 
 
 def noise_threshold_pct(run: StoredRun) -> float:
-    """The run's CV threshold in % (the study's ``noise_threshold_pct``, else the default)."""
-    if run.study is not None:
-        return float(run.study.noise_threshold_pct)
-    return float(options_for("study")["noise_threshold_pct"].default)
+    """The run's CV threshold in % (its analysis settings': the study's, else the default)."""
+    return float(run.analysis.settings.noise_threshold_pct)
 
 
 def by_configuration(run: StoredRun) -> bool:
@@ -100,16 +96,11 @@ def groups(run: StoredRun) -> list[Group]:
 
 def outcomes_of(run: StoredRun, cell_summary: CellSummary) -> list[Outcome]:
     """The outcomes of one cell, calibration left out, in block order (a superseded attempt
-    before its re-run)."""
+    before its re-run): for the CSV's rows, one per repetition (the report's sections read the
+    analysis instead)."""
     key = cell_summary.cell.key
     return sorted((o for o in run.outcomes if o.cell.key == key and not o.repetition.calibration),
                   key=lambda o: (o.repetition.block, o.repetition.attempt))
-
-
-def measured(outcomes: Sequence[Outcome]) -> list[Outcome]:
-    """The outcomes that were measured and analysed (ok, with latency and throughput figures,
-    not superseded)."""
-    return [o for o in outcomes if o.ok and o.latency and o.throughput and not o.superseded]
 
 
 def delta_for(run: StoredRun, cell_summary: CellSummary) -> Delta | None:

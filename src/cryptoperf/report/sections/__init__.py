@@ -5,8 +5,10 @@ HTML body and, for what belongs in a ticket, a Markdown body). Builders register
 with ``@register(order)``; the HTML and Markdown reports render whatever ``build`` returns, in
 ``order``, without knowing any section by name. The core sections (verdicts at a glance, noise
 warning, summary, key figures, latency, throughput and CPU, host, reproduction) are registered
-the same way in ``core_sections.py``; a workload that needs its own section (a per-phase
-timeline, throughput vs load) registers a builder in its own module:
+the same way in ``core.py``, the sections every workload has in ``workloads.py``; a workload with
+figures of its own (``cryptoperf.workloads.<kind>``) has its sections in a module of this
+package named for it (``storage.py``, ``fleet.py``), found and imported by ``builders()``. Every
+builder reads only the run's analysis (``run.analysis``) and its meta and host:
 
     from cryptoperf.report.sections import Section, register
 
@@ -25,6 +27,7 @@ matplotlib.
 from __future__ import annotations
 
 import importlib
+import pkgutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Union
 
@@ -62,9 +65,12 @@ SectionBuilder = Callable[["StoredRun"], Iterable[Section]]
 #: (order, name, builder), kept sorted by order then name.
 _REGISTRY: list[tuple[int, str, SectionBuilder]] = []
 
-#: modules whose import registers builders; imported by ``builders()`` before first use.
-BUILTIN_MODULES = ("cryptoperf.report.core_sections", "cryptoperf.report.workload_sections",
-                   "cryptoperf.report.storage_sections", "cryptoperf.report.fleet_sections")
+
+
+def _builtin_modules() -> list[str]:
+    """Every module of this package (``core``, ``workloads``, and one per workload with sections
+    of its own): importing one registers its builders."""
+    return [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)]
 
 
 def register(order: int, name: str | None = None) -> Callable[[SectionBuilder], SectionBuilder]:
@@ -82,7 +88,7 @@ def register(order: int, name: str | None = None) -> Callable[[SectionBuilder], 
 
 def builders() -> list[tuple[int, str, SectionBuilder]]:
     """Every registered (order, name, builder), in report order (built-in modules loaded)."""
-    for module in BUILTIN_MODULES:
+    for module in _builtin_modules():
         importlib.import_module(module)
     return list(_REGISTRY)
 

@@ -21,30 +21,31 @@ from typing import Any, Sequence
 
 from markupsafe import Markup
 
-from cryptoperf import __version__, stats
+from cryptoperf import __version__, analysis, stats
 from cryptoperf.model import CellSummary, Delta
+from cryptoperf.report import format as fmt
 from cryptoperf.report import plots, view
-from cryptoperf.report.render import fmt_cv, fragment, md_table
+from cryptoperf.report.render import fragment, md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.report.terminal import (configuration_text, fmt_count, fmt_mb_s, fmt_ns, fmt_pct, fmt_size,
-                                        interval_header, verdict_counts)
+from cryptoperf.report.format import (configuration_text, fmt_count, fmt_cv, fmt_mb_s, fmt_ns, fmt_pct,
+                                      interval_header, verdict_counts)
 from cryptoperf.stored import StoredRun
 
 
 def _ratio_text(r: stats.Interval | None) -> str:
     """``+12.3 % [+10.1, +14.6]`` below 2×, ``13.5× [13.3, 13.7]`` from 2× on
     (``stats.change_text``), '—' for None."""
-    return "—" if r is None else stats.change_text(r)
+    return "—" if r is None else fmt.change_text(r)
 
 
 def _ci_text(r: stats.Interval | None) -> str:
     """The interval alone (``stats.interval_text``), '' for None."""
-    return "" if r is None else stats.interval_text(r)
+    return "" if r is None else fmt.interval_text(r)
 
 
 def _change_text(r: stats.Interval | None) -> str:
     """The point change alone (``stats.change_point_text``), '—' for None."""
-    return "—" if r is None else stats.change_point_text(r)
+    return "—" if r is None else fmt.change_point_text(r)
 
 
 def _over(cell: CellSummary, threshold_pct: float) -> list[str]:
@@ -67,11 +68,11 @@ def _noisy_note(cell: CellSummary, threshold_pct: float) -> str:
 
 
 def _operation(cell: CellSummary) -> str:
-    return f"{cell.cell.label} {fmt_size(cell.cell.size_bytes)}".strip()
+    return fmt.operation(cell.cell.label, cell.cell.size_bytes)
 
 
 def _delta_operation(d: Delta) -> str:
-    return f"{d.label} {fmt_size(d.size_bytes)}".strip()
+    return fmt.operation(d.label, d.size_bytes)
 
 
 def _delta_where(d: Delta) -> str:
@@ -87,11 +88,8 @@ def _cell_where(s: CellSummary) -> str:
 
 
 def _batch_of(run: StoredRun, s: CellSummary) -> int | None:
-    """Operations per timed sample of a cell: its summary's, else its first measured outcome's."""
-    if s.batch:
-        return s.batch
-    return next((o.result.get("batch") for o in view.measured(view.outcomes_of(run, s))
-                 if o.result and o.result.get("batch")), None)
+    """Operations per timed sample of a cell (its summary's)."""
+    return s.batch
 
 
 def _batch_note(batches: Sequence[int | None], what: str, also: str = "") -> str:
@@ -149,30 +147,47 @@ def _na_text(d: Delta) -> str:
     return f"n/a: {d.reason}" if d.reason else "n/a"
 
 
-def _forest_svg(run: StoredRun, groups: list[tuple[str, list[Delta]]]) -> str:
-    forest = []
-    for title, ds in groups:
-        rows = [plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}",
-                                d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
-                                plot_verdict_text(d.verdict, d.decisive))
-                for d in ds if _decided(d)]
-        if rows:
-            forest.append(plots.ForestGroup(title, rows))
+#: Metrics in the order their forest plots come, with the words of each plot's axis: which side of
+#: 0 is worse (a higher latency or CPU time, a lower throughput).
+FOREST_AXES = {"latency": "right: higher p50 latency (worse)",
+               "throughput": "left: lower throughput (worse)",
+               "cpu_per_op": "right: more CPU per operation (worse)"}
+
+
+def _forest_figures(run: StoredRun, groups: list[tuple[str, list[Delta]]]) -> list[dict[str, Any]]:
+    """One forest plot per metric the verdicts were decided on (``FOREST_AXES`` order), so that
+    every row of a plot has the same direction: ``{"key", "metric", "svg"}`` each."""
     a = run.analysis
-    metric = a.settings.metric
-    xlabel = (f"{metric}, configuration ÷ baseline {run.study.baseline}, log scale; "
-              f"bars: {a.level * 100:.4g} % intervals")
-    return plots.forest_svg(forest, a.settings.margin_pct, "verdict-forest",
-                            f"{metric} change vs baseline {run.study.baseline}", xlabel)
+    baseline = run.study.baseline
+    out = []
+    for key, direction in FOREST_AXES.items():
+        name = stats.METRICS[key][0]
+        forest = []
+        for title, ds in groups:
+            rows = [plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}",
+                                    d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
+                                    plot_verdict_text(d.verdict, d.decisive))
+                    for d in ds if _decided(d) and stats.metric_key(d.verdict.metric) == key]
+            if rows:
+                forest.append(plots.ForestGroup(title, rows))
+        if not forest:
+            continue
+        xlabel = (f"{name}, configuration ÷ baseline {baseline}, log scale ({direction}); "
+                  f"bars: {a.level * 100:.4g} % intervals")
+        svg = plots.forest_svg(forest, a.settings.margin_pct, f"verdict-forest-{key}",
+                               f"{name} change vs baseline {baseline}", xlabel)
+        out.append({"key": key, "metric": name, "direction": direction, "svg": Markup(svg)})
+    return out
 
 
 @register(order=1)
 def verdicts(run: StoredRun) -> list[Section]:
-    """"Verdicts at a glance": every comparison of the study. HTML: a forest plot (dot = the
-    latency ratio, bar = its interval at the adjusted level, the ± margin band shaded, log
-    ratio axis labelled in %), captioned with the method; comparisons without an interval are
-    listed under it with their reason. Markdown: the same verdicts as a list, and the method.
-    Nothing for a run without a study or without comparisons."""
+    """"Verdicts at a glance": every comparison of the study. HTML: a forest plot per metric the
+    verdicts were decided on (dot = the ratio of that metric, bar = its interval at the adjusted
+    level, the ± margin band shaded, log ratio axis labelled in %, the worse side named),
+    captioned with the method; comparisons without an interval are listed under them with their
+    reason. Markdown: the same verdicts as a list, and the method. Nothing for a run without a
+    study or without comparisons."""
     if run.study is None or not run.deltas:
         return []
     groups = _ordered_deltas(run)
@@ -183,16 +198,15 @@ def verdicts(run: StoredRun) -> list[Section]:
     plotted = sum(1 for _, ds in groups for d in ds if _decided(d))
     counts = verdict_counts(run.deltas)
     method = a.method
-
-    what = a.settings.metric[0].upper() + a.settings.metric[1:]
+    on = analysis.decided_on(run.deltas) or a.settings.metric
 
     def html() -> str:
-        svg = Markup(_forest_svg(run, groups)) if plotted else None
-        return fragment("sections/verdicts.html.j2", svg=svg, method=method, baseline=baseline, metric=what,
-                        margin=a.settings.margin_pct, level=a.level, missing=missing, counts=counts)
+        figures = _forest_figures(run, groups) if plotted else []
+        return fragment("sections/verdicts.html.j2", figures=figures, method=method, baseline=baseline,
+                        decided_on=on, margin=a.settings.margin_pct, level=a.level, missing=missing, counts=counts)
 
-    lines = [f"{what} of each configuration against the baseline **{baseline}** "
-             f"on the same backend, operation and size: {counts}.\n"]
+    lines = [f"Each configuration against the baseline **{baseline}** on the same backend, operation and size, "
+             f"decided on {on}: {counts}.\n"]
     for _, ds in groups:
         for d in ds:
             text = d.verdict.text if _decided(d) else _na_text(d)
@@ -205,16 +219,18 @@ def verdicts(run: StoredRun) -> list[Section]:
 
 def _disturbances(run: StoredRun) -> tuple[list[str], list[str]]:
     """(repetitions flagged disturbed that were analysed, superseded attempts re-run), each as
-    ``<cell>, block N: <why>``."""
+    ``<cell>, block N: <why>`` (``run.analysis.disturbances``)."""
     flagged, rerun = [], []
     for g in view.groups(run):
         for s in g.cells:
-            for o in view.outcomes_of(run, s):
-                where = f"{_cell_where(s)}, block {o.repetition.block}"
-                if o.superseded:
-                    rerun.append(f"{where}: {o.disturbed or 'disturbed'}; run again")
-                elif o.disturbed and o.ok:
-                    flagged.append(f"{where}: {o.disturbed}")
+            for d in run.analysis.disturbances:
+                if d.cell != s.cell.key:
+                    continue
+                where = f"{_cell_where(s)}, block {d.block}"
+                if d.rerun:
+                    rerun.append(f"{where}: {d.why}; run again")
+                else:
+                    flagged.append(f"{where}: {d.why}")
     return flagged, rerun
 
 
@@ -316,8 +332,12 @@ def _summary_rows(run: StoredRun) -> list[dict[str, Any]]:
                 "latency_change": _change_text(d.latency if d is not None else None),
                 "latency_ci": _ci_text(d.latency if d is not None else None),
                 "throughput": _ratio_text(d.throughput) if d is not None else "—",
+                "cpu_per_op": _ratio_text(d.cpu_per_op) if d is not None else "—",
                 "throughput_change": _change_text(d.throughput if d is not None else None),
                 "throughput_ci": _ci_text(d.throughput if d is not None else None),
+                "cpu_change": _change_text(d.cpu_per_op if d is not None else None),
+                "cpu_ci": _ci_text(d.cpu_per_op if d is not None else None),
+                "decided": stats.metric_key(d.verdict.metric) if d is not None and _decided(d) else "",
                 "blocks": blocks, "verdict": verdict, "kind": kind, "note": _one_line(notes),
                 "note_full": "; ".join(n for n in notes if n),
                 "first": s is g.cells[0], "group_size": len(g.cells),
@@ -353,10 +373,12 @@ def _how_text(run: StoredRun) -> str:
     return ("The study runs in randomised complete blocks: each block runs every configuration of a "
             "backend, operation and size once, in a random order, each in a fresh worker process. "
             "Δ latency is the geometric mean over blocks of the per-block ratio configuration ÷ baseline "
-            "of the p50 latency (Δ throughput: of operations per second), with a paired Student t "
-            f"interval on the per-block log ratios {adjust}. The verdict is decided on latency against "
+            "of the p50 latency (Δ throughput: of operations per second; Δ CPU: of CPU time per "
+            f"operation), with a paired Student t interval on the per-block log ratios {adjust}. The "
+            f"verdict is decided on {analysis.decided_on(run.deltas) or a.settings.metric} (in bold) against "
             f"the ±{a.settings.margin_pct:g} % equivalence margin: slower or faster when the interval "
-            "excludes 0 %, equivalent when it lies within the margin, inconclusive otherwise.")
+            "excludes 0 %, saying what changed, equivalent when it lies within the margin, inconclusive "
+            "otherwise.")
 
 
 @register(order=10)
@@ -373,16 +395,21 @@ def summary(run: StoredRun) -> list[Section]:
     s = run.study
     ci = interval_header(run.analysis.level)
     batch_note = _batch_note([r["batch"] for r in rows], "the p50 values")
+    show_cpu = any(r["decided"] == "cpu_per_op" for r in rows)
     html = fragment("sections/summary.html.j2", rows=rows, baseline=s.baseline, how=_how_text(run),
-                    ci=ci, method=run.analysis.method, batch_note=batch_note)
+                    ci=ci, method=run.analysis.method, batch_note=batch_note, show_cpu=show_cpu)
     md = (f"Change vs baseline **{s.baseline}** (same backend, operation and size): per-block paired "
-          f"ratio, geometric mean over blocks, paired t interval in brackets ({run.analysis.method}).\n\n")
-    md += md_table(["Operation", "Backend", "Configuration", "p50", f"Δ latency ({ci})",
-                    f"Δ throughput ({ci})", "Blocks", "Verdict", "Note"],
-                   [[r["operation"], r["backend"],
-                     r["configuration"] + (f" ({r['op']})" if r["op"] else ""), r["p50"], r["latency"],
-                     r["throughput"], r["blocks"], r["verdict"], r["note"]] for r in rows],
-                   align="lllrrrrll")
+          f"ratio, geometric mean over blocks, paired t interval in brackets ({run.analysis.method}); "
+          f"in bold, the change the verdict is decided on.\n\n")
+    metrics = [("latency", "Δ latency"), ("throughput", "Δ throughput")] + (
+        [("cpu_per_op", "Δ CPU per operation")] if show_cpu else [])
+    bold = (lambda r, k: f"**{r[k]}**" if r["decided"] == k else r[k])
+    md += md_table(["Operation", "Backend", "Configuration", "p50"] + [f"{h} ({ci})" for _, h in metrics]
+                   + ["Blocks", "Verdict", "Note"],
+                   [[r["operation"], r["backend"], r["configuration"] + (f" ({r['op']})" if r["op"] else ""),
+                     r["p50"]] + [bold(r, k) for k, _ in metrics] + [r["blocks"], r["verdict"], r["note"]]
+                    for r in rows],
+                   align="lllr" + "r" * len(metrics) + "rll")
     if batch_note:
         md += f"\n{batch_note}\n"
     return [Section("summary", "Performance impact of each configuration", html, md)]
@@ -418,7 +445,8 @@ def key_figures(run: StoredRun) -> list[Section]:
     body = [[r["operation"]] + ([r["backend"]] if per_config else []) + [
         r["series"], r["p50"], r["p99"], r["ops"], r["mb"], r["cpu"], r["batch"] or "",
         r["reps"] if r["status"] == "ok" else f"{r['reps']} ({r['status']})"] for r in rows]
-    md = ("Medians over repetitions; CPU/op is on-CPU time per operation, MB/s is 10⁶ bytes/s.\n\n"
+    md = ("Medians over repetitions; CPU/op is on-CPU time per operation of the measuring threads (a "
+          "workload's client side), MB/s is 10⁶ bytes/s.\n\n"
           + md_table(head, body, align="l" * (len(head) - 7) + "rrrrrrr"))
     if batch_note:
         md += f"\n{batch_note}\n"
@@ -429,17 +457,13 @@ def key_figures(run: StoredRun) -> list[Section]:
 
 def _latency_curve(run: StoredRun, s: CellSummary) -> tuple[plots.Curve | None, dict[str, Any]]:
     name = view.series_name(run, s)
-    ok = view.measured(view.outcomes_of(run, s))
-    hists = [o.result["histogram"] for o in ok if o.result and o.result.get("histogram")]
-    batch = _batch_of(run, s)
-    row: dict[str, Any] = {"series": name, "reps": len(hists), "status": s.status, "reason": s.reason,
-                           "timing": next((o.result.get("timing") for o in ok if o.result), "") or "",
-                           "batch": batch}
-    if not hists:
+    dist = run.analysis.distribution(s.cell.key)
+    batch = s.batch
+    row: dict[str, Any] = {"series": name, "reps": len(run.analysis.histograms.get(s.cell.key, ())),
+                           "status": s.status, "reason": s.reason, "timing": s.timing or "", "batch": batch}
+    if dist is None:
         return None, row
-    merged = stats.merge_histograms(hists)
-    lat = stats.latency_of(merged)
-    values, fraction = stats.cdf(merged)
+    lat, values, fraction = dist
     marks = {"p50": lat.p50_ns, "p90": lat.p90_ns, "p99": lat.p99_ns, "p99.9": lat.p999_ns}
     row.update(count=lat.count, p50=lat.p50_ns, p90=lat.p90_ns, p99=lat.p99_ns, p999=lat.p999_ns,
                max=lat.max_ns, mean=lat.mean_ns)
@@ -493,10 +517,8 @@ def throughput_cpu(run: StoredRun) -> list[Section]:
         for g in groups:
             bars = []
             for s in g.cells:
-                ok = view.measured(view.outcomes_of(run, s))
                 name = view.series_name(run, s)
-                bars.append(plots.Bars(name, [o.throughput.ops_per_s for o in ok],
-                                       [o.throughput.cpu_ns_per_op for o in ok], view.colour_of(run, name)))
+                bars.append(plots.Bars(name, s.ops_per_s_samples, s.cpu_ns_per_op_samples, view.colour_of(run, name)))
             svg = plots.throughput_cpu_svg(bars, f"throughput-cpu-{g.slug}", f"throughput and CPU: {g.title}")
             figures.append({"group": g, "svg": Markup(svg)})
         return fragment("sections/throughput_cpu.html.j2", figures=figures)
@@ -505,22 +527,6 @@ def throughput_cpu(run: StoredRun) -> list[Section]:
 
 
 # -------------------------------------------------------------------------------------- host
-
-def _hypervisor_text(hv: dict[str, Any]) -> str:
-    if not hv:
-        return "unknown"
-    if hv.get("type"):
-        text = str(hv["type"])
-    elif hv.get("present") is True:
-        text = "yes (type unknown)"
-    elif hv.get("present") is False:
-        text = "none detected"
-    else:
-        text = "unknown"
-    if hv.get("container"):
-        text += f", in container {hv['container']}"
-    return text
-
 
 def _check_text(c: dict[str, Any] | None) -> str:
     """A host check's value, with its state when it is not ok: ``hpet (warning: …)``."""
@@ -554,10 +560,11 @@ def host(run: StoredRun) -> list[Section]:
     facts = [
         ("CPU", f"{h.get('cpu_model') or 'unknown'} × {h.get('logical_cpus') or '?'} logical CPUs"),
         ("crypto flags", " ".join(h.get("crypto_flags") or []) or "none detected"),
+        ("CPU mask", fmt.mask_text(run.analysis.cpu_masks)),
         ("kernel", h.get("kernel") or "unknown"),
         ("clocksource", _check_text(clocksource)),
         ("machine / OS", f"{h.get('machine') or '?'} / {h.get('os') or '?'}"),
-        ("hypervisor", _hypervisor_text(h.get("hypervisor") or {})),
+        ("hypervisor", fmt.hypervisor_text(h.get("hypervisor"))),
         ("worker", h.get("worker_version") or "unknown"),
         ("Python", h.get("python") or "unknown"),
         ("steal", f"{sum(steals) / len(steals):.2f} % on average over the measured repetitions"
@@ -579,7 +586,7 @@ def host(run: StoredRun) -> list[Section]:
     lib_text = ", ".join(f"{x['backend']}{' [' + x['build'] + ']' if x.get('build') else ''}: "
                          f"{x.get('library') or ''} {x.get('library_version') or ''}"
                          f"{' (FIPS)' if x.get('fips') else ''}".strip() for x in libraries)
-    md = "".join(f"- {k}: {v}\n" for k, v in facts[:6]) + (f"- libraries: {lib_text}\n" if lib_text else "")
+    md = "".join(f"- {k}: {v}\n" for k, v in facts[:7]) + (f"- libraries: {lib_text}\n" if lib_text else "")
     warned = [c for c in checks if c.get("state") == "warning" and c.get("name") != "clocksource"]
     md += "".join(f"- host check {c.get('name')}: {_check_text(c)}\n" for c in warned)
     return [Section("host", "Host", html, md)]

@@ -1,0 +1,337 @@
+"""Figures every workload has, per level and per side: transactions per second with their band,
+the CPU each side spent per transaction, late transactions, latency percentiles, the CPU over
+one representative repetition, and the latency objective. A workload without a module of its own
+here (``workloads/<kind>.py``) has only these.
+
+A figure is one side over one span: the server's CPU per transaction is the server's CPU time
+divided by the transactions the server served over the same span (``server.cpu_ns /
+server.transactions``), never by the client's count of the window (``ops``) — older workers read
+the server's counters from before the warm-up to the window's end, and a ratio of two spans
+overstated it by (warm-up + window) ÷ window.
+
+Bands (``BAND_LEVEL``) are across repetitions and describe one point; they decide nothing (the
+verdicts are the analysis's deltas).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+
+from cryptoperf import stats
+from cryptoperf.model import CellSummary, Delta, Outcome
+from cryptoperf.workload import Load
+from cryptoperf.workloads import access
+
+#: Confidence level of a level's band across repetitions (not adjusted for multiplicity: it
+#: describes one point, it decides nothing).
+BAND_LEVEL = stats.DEFAULT_LEVEL
+#: The kinds of level a load plot has a panel for, in order: an unpaced closed loop, a closed
+#: loop paced to a rate, an open loop, a job.
+PANELS = ("closed", "paced", "open", "targets")
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return float(np.median(values)) if len(values) else None
+
+
+# ------------------------------------------------------------------------------ per side
+
+def client_cpu_ns_per_tx(results: Iterable[access.Result]) -> float | None:
+    """Median over ``results`` (one per measured repetition) of the client side's CPU ns per
+    transaction: ``cpu_ns_total / ops`` (socket mode: the client threads), or
+    ``client_side_cpu_ns / ops`` in memory mode, where ``cpu_ns_total`` holds both sides; None
+    without a result that has both."""
+    vals = []
+    for r in results:
+        n = access.ops(r)
+        cpu = access.client_side_cpu_ns(r)
+        if cpu is None:
+            cpu = access.process_cpu_ns(r)
+        if n and cpu is not None:
+            vals.append(cpu / n)
+    return _median(vals)
+
+
+def server_cpu_ns_per_tx(results: Iterable[access.Result]) -> float | None:
+    """Median over ``results`` of the server side's CPU ns per transaction, ``server.cpu_ns /
+    server.transactions``: the server's CPU over the transactions it served in the same span (in
+    memory mode, the server side's share of the one thread's CPU time); None without a
+    ``server`` with both counters (``ike-phase1`` has none)."""
+    vals = []
+    for r in results:
+        s = access.server(r)
+        if s is not None and s.cpu_ns is not None and s.transactions:
+            vals.append(s.cpu_ns / s.transactions)
+    return _median(vals)
+
+
+def throughput_estimate(outcomes: Sequence[Outcome]) -> stats.Estimate | None:
+    """Transactions/s of a level: the geometric mean over its measured repetitions with the
+    ``BAND_LEVEL`` t interval of the mean of their logs (``stats.log_mean``; no bounds with fewer
+    than ``stats.MIN_BLOCKS`` repetitions), or None when none was measured."""
+    values = [o.throughput.ops_per_s for o in outcomes if o.throughput and o.throughput.ops_per_s > 0]
+    if not values:
+        return None
+    return stats.log_mean(values, BAND_LEVEL, min_n=stats.MIN_BLOCKS)
+
+
+def merged_latency(outcomes: Sequence[Outcome]) -> stats.Latency | None:
+    """Percentiles (ns) of the repetitions' histograms merged, or None without any."""
+    hists = [h for h in (access.histogram(o.result) for o in outcomes) if h]
+    if not hists:
+        return None
+    try:
+        return stats.latency_of(stats.merge_histograms(hists))
+    except ValueError:
+        return None
+
+
+# ------------------------------------------------------------------------------ a level
+
+@dataclass(frozen=True)
+class Representative:
+    """The repetition whose CPU over time a report draws: the last measured block's (its latest
+    attempt), with both processes' samples.
+
+    Attributes:
+        block: its block; client, server: the client and server processes' samples (the
+            server's empty in memory mode, where both sides run in the client's thread).
+    """
+
+    block: int
+    client: access.Timeline
+    server: access.Timeline
+
+    @property
+    def client_cpu_pct(self) -> float | None:
+        """Mean user + system CPU of the client over the samples, % of one CPU."""
+        return self.client.mean_cpu_pct()
+
+    @property
+    def server_cpu_pct(self) -> float | None:
+        """Mean user + system CPU of the server over the samples, % of one CPU."""
+        return self.server.mean_cpu_pct()
+
+    @property
+    def steal_max_pct(self) -> float | None:
+        """The largest steal % sample (the client's samples), None without samples."""
+        return max(self.client.steal_pct) if self.client.steal_pct else None
+
+
+def representative_of(outcomes: Sequence[Outcome]) -> Outcome | None:
+    """The measured repetition a report shows one of: the last block's, latest attempt."""
+    return max(outcomes, key=lambda o: (o.repetition.block, o.repetition.attempt), default=None)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One workload cell (a configuration at one load level) with its figures.
+
+    Attributes:
+        summary: the cell's summary; load: its parsed level; kind: the workload (worker op).
+        mode: ``socket``, ``memory`` or ``file``, as the results say (else the cell's params).
+        series: the configuration (the backend for ``speed``); order: its place in the run's
+            series order (the baseline first), which picks its colour in every plot.
+        is_baseline: the cell is the baseline configuration's.
+        delta: its comparison with the baseline (None for the baseline and without a study).
+        blocks: the blocks of its measured repetitions, in order.
+        tx_per_s: transactions per second with its band (``throughput_estimate``).
+        bytes_per_tx: the bytes one transaction carries (0 for handshakes).
+        client_cpu_ns_per_tx, server_cpu_ns_per_tx: CPU per transaction of each side (median
+            over repetitions; None where a side has no counters).
+        late: open levels: transactions that started more than 1 ms late, summed over the
+            repetitions (None when the results do not say); ops: transactions, summed.
+        latency: percentiles of the repetitions' histograms merged.
+        corrected: latency runs from each transaction's due time (open loads).
+        representative: the repetition whose CPU over time is drawn, or None.
+    """
+
+    summary: CellSummary
+    load: Load
+    kind: str
+    mode: str
+    series: str
+    order: int
+    is_baseline: bool
+    delta: Delta | None
+    blocks: tuple[int, ...]
+    tx_per_s: stats.Estimate | None
+    bytes_per_tx: int
+    client_cpu_ns_per_tx: float | None
+    server_cpu_ns_per_tx: float | None
+    late: int | None
+    ops: int
+    latency: stats.Latency | None
+    corrected: bool
+    representative: Representative | None
+
+    @property
+    def measured(self) -> bool:
+        """At least one repetition was measured."""
+        return bool(self.blocks)
+
+    @property
+    def panel(self) -> str:
+        """``closed`` (unpaced closed loop), ``paced`` (closed loop paced to a rate), ``open``, or
+        ``targets`` (a job)."""
+        if self.load.kind in ("open", "targets"):
+            return self.load.kind
+        return "paced" if self.load.rate_per_s is not None else "closed"
+
+    @property
+    def x(self) -> float:
+        """The x of this level on a load plot: connections (closed), targets (a job), else the
+        rate per s."""
+        if self.panel == "targets":
+            return float(self.load.targets or 0)
+        return float(self.load.connections) if self.panel == "closed" else float(self.load.rate_per_s or 0.0)
+
+    @property
+    def mb_per_s(self) -> float | None:
+        """MB/s (10⁶ bytes/s) at the estimate's transactions/s, for a transaction that carries
+        bytes; None otherwise."""
+        if self.tx_per_s is None or not self.bytes_per_tx:
+            return None
+        return self.tx_per_s.value * self.bytes_per_tx / 1e6
+
+    @property
+    def late_share(self) -> float | None:
+        """Late transactions as a share of all (fraction), None when not counted."""
+        return None if self.late is None or not self.ops else self.late / self.ops
+
+
+def mode_of(summary: CellSummary, outcomes: Sequence[Outcome]) -> str | None:
+    """A cell's mode: as its results say, else as its params ask; None when neither says."""
+    for o in outcomes:
+        m = access.mode(o.result)
+        if m:
+            return str(m)
+    m = summary.cell.params.get("mode")
+    return str(m) if m else None
+
+
+def point(summary: CellSummary, load: Load, outcomes: Sequence[Outcome], series: str, order: int,
+          is_baseline: bool, delta: Delta | None, mode: str) -> Point:
+    """The ``Point`` of one cell from its measured repetitions (``outcomes``, block order)."""
+    results = [o.result for o in outcomes]
+    counted = [(access.late(r), access.ops(r)) for r in results]
+    counted = [(n, k) for n, k in counted if n is not None]
+    rep = representative_of(outcomes)
+    corrected = next((c for c in (access.corrected(r) for r in results) if c is not None), load.kind == "open")
+    return Point(
+        summary=summary, load=load, kind=summary.cell.op, mode=mode,
+        series=series, order=order, is_baseline=is_baseline, delta=delta,
+        blocks=tuple(o.repetition.block for o in outcomes), tx_per_s=throughput_estimate(outcomes),
+        bytes_per_tx=next((access.bytes_per_op(r) for r in results), 0),
+        client_cpu_ns_per_tx=client_cpu_ns_per_tx(results), server_cpu_ns_per_tx=server_cpu_ns_per_tx(results),
+        late=sum(n for n, _ in counted) if counted else None, ops=sum(k for _, k in counted),
+        latency=merged_latency(outcomes), corrected=corrected,
+        representative=None if rep is None else Representative(
+            rep.repetition.block, access.timeline(access.client_timeline(rep.result)),
+            access.timeline(access.server_timeline(rep.result))))
+
+
+# ------------------------------------------------------------------------------ families
+
+@dataclass(frozen=True)
+class Family:
+    """The load levels of one workload operation on one backend in one mode: what one
+    throughput-vs-load plot shows.
+
+    Attributes:
+        kind: the workload; own: True when the kind has figures (and report sections) of its own.
+        backend, label (the operation's label without the level), size_bytes, mode.
+        points: every level × configuration, ordered by panel, level, then series order.
+        transaction: what one transaction is, (one, many), as the worker names it.
+    """
+
+    kind: str
+    own: bool
+    backend: str
+    label: str
+    size_bytes: int | None
+    mode: str
+    points: tuple[Point, ...]
+    transaction: tuple[str, str] = ("transaction", "transactions")
+
+    @property
+    def job(self) -> bool:
+        """Every level is a job (``targets:N``): a fixed amount of work, not a time window."""
+        return all(p.panel == "targets" for p in self.points)
+
+    def panels(self) -> list[str]:
+        """The ``PANELS`` that have points, in order."""
+        kinds = {p.panel for p in self.points}
+        return [p for p in PANELS if p in kinds]
+
+    def series(self) -> list[tuple[str, int]]:
+        """(series name, its order) of every configuration with a point, in series order."""
+        seen: dict[str, int] = {}
+        for p in self.points:
+            seen.setdefault(p.series, p.order)
+        return sorted(seen.items(), key=lambda kv: kv[1])
+
+    def levels(self) -> list[tuple[str, list[Point]]]:
+        """(level text, its points) in the family's order."""
+        out: dict[str, list[Point]] = {}
+        for p in self.points:
+            out.setdefault(p.load.text, []).append(p)
+        return list(out.items())
+
+
+def family_of(kind: str, own: bool, key: tuple[str, str, int | None, str], points: Sequence[Point],
+              transaction: tuple[str, str] = ("transaction", "transactions")) -> Family:
+    """A ``Family`` of ``points``, ordered by panel, level, then series order."""
+    order = {p: i for i, p in enumerate(PANELS)}
+    backend, label, size, mode = key
+    return Family(kind, own, backend, label, size, mode,
+                  tuple(sorted(points, key=lambda p: (order[p.panel], p.x, p.order))), transaction)
+
+
+# ------------------------------------------------------------------------------ objective
+
+@dataclass(frozen=True)
+class Objective:
+    """One configuration's answer to a p99 bound over its open levels.
+
+    Attributes:
+        family: its family; series: the configuration; bound_ms: the bound.
+        met: the highest rate (per s) met below the first miss, with its p99 (ns), or None.
+        missed: the first rate whose p99 is over the bound, with its p99, or None.
+        rates: every open rate measured, ascending.
+    """
+
+    family: Family
+    series: str
+    bound_ms: float
+    met: tuple[float, float] | None
+    missed: tuple[float, float] | None
+    rates: tuple[float, ...]
+
+
+def objectives(families: Sequence[Family], bounds_ms: Mapping[str, float]) -> list[Objective]:
+    """Per family whose operation has a bound (``bounds_ms``: label → ``p99_bound_ms``) and per
+    configuration: scanning its open rates upwards, the highest whose p99 (median across
+    measured repetitions, the summary's ``p99_ns``) is at or under the bound before the first
+    that is over, and that first one."""
+    out = []
+    for f in families:
+        bound = bounds_ms.get(f.label)
+        if bound is None or f.job:
+            continue
+        for series, _ in f.series():
+            pts = sorted((p for p in f.points if p.series == series and p.panel == "open"
+                          and p.summary.p99_ns is not None), key=lambda p: p.x)
+            met = missed = None
+            for p in pts:
+                p99 = float(p.summary.p99_ns)  # type: ignore[arg-type]
+                if p99 <= bound * 1e6:
+                    met = (p.x, p99)
+                else:
+                    missed = (p.x, p99)
+                    break
+            out.append(Objective(f, series, bound, met, missed, tuple(p.x for p in pts)))
+    return out
