@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import cpumask, hostinfo, schedule, study as study_mod
 from cryptoperf import paths, workload
@@ -65,6 +65,15 @@ class StudyPlan:
                 if c.build == name and o is not None and o.get("status") != "supported":
                     out[c.key] = f"{o.get('status')}: {o.get('reason') or ''}".strip(": ")
         return out
+
+    def nothing_to_compare(self, unsupported: Mapping[str, str]) -> str | None:
+        """Why the study would compare nothing once the cells the worker cannot run
+        (``unsupported``: cell key → why) are left out — no configuration but the baseline has a
+        cell beside it — or None."""
+        if comparable([c for c in self.cells if c.key not in unsupported], self.study.baseline):
+            return None
+        return (f"{self.study.path}: no configuration other than the baseline can run beside it "
+                "(every such cell is unsupported), so the study would compare nothing")
 
     def default_size(self, cell: Cell) -> int | None:
         """The message size the worker uses for ``cell`` when the study gives none (None for an
