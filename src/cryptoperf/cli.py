@@ -346,7 +346,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     # printed, in a dry run too
     engine.check_before_running(plan, out_dir, store_path, prior, err)
     say = lambda line: err.print(line, markup=False, soft_wrap=True)  # noqa: E731
-    for line in study_text.skipped_lines(plan.skipped):
+    for line in study_text.skipped_lines(plan.skipped) + study_text.fips_lines(plan.fips_unapproved()):
         say(line)
     note = study_text.hosts_note(plan.study, executor)
     if note:

@@ -66,6 +66,20 @@ class StudyPlan:
                     out[c.key] = f"{o.get('status')}: {o.get('reason') or ''}".strip(": ")
         return out
 
+    def fips_unapproved(self) -> dict[tuple[str, str], str]:
+        """(configuration, operation label) → why the FIPS module does not approve the primitive
+        that configuration times in FIPS mode (X25519, ChaCha20-Poly1305, SHA-1 signing, ...:
+        ``WorkerRules.fips_unapproved``). Such a cell is measured all the same — what it costs
+        in the FIPS build is still a figure — but never presented as an approved service."""
+        rules = self.study.rules
+        out: dict[tuple[str, str], str] = {}
+        for c in self.cells:
+            if c.fips and not c.is_workload and rules is not None:
+                why = rules.fips_unapproved(c.op, c.params)
+                if why:
+                    out.setdefault((c.configuration, c.label), f"{c.op}: {why}")
+        return out
+
     def nothing_to_compare(self, unsupported: Mapping[str, str]) -> str | None:
         """Why the study would compare nothing once the cells the worker cannot run
         (``unsupported``: cell key → why) are left out — no configuration but the baseline has a

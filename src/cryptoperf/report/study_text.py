@@ -113,3 +113,11 @@ def hosts_note(study: Any, executor: str) -> str | None:
 def skipped_lines(skipped: Mapping[str, str]) -> Sequence[str]:
     """One line per ``optional`` operation left out: label and why."""
     return [f"skipped: operation '{label}' (optional): {why}" for label, why in skipped.items()]
+
+
+def fips_lines(unapproved: Mapping[tuple[str, str], str]) -> list[str]:
+    """One line per FIPS configuration's operation that the FIPS module does not approve
+    ((configuration, label) → why): measured, but not an approved service."""
+    return [f"note: configuration '{conf}' times {label!r} in FIPS mode, but it is not a FIPS-approved "
+            f"service ({why}); its figures are the FIPS build's cost, not an approved configuration's"
+            for (conf, label), why in unapproved.items()]
