@@ -146,3 +146,33 @@ def test_backends_lists_the_builds(cli, fake_worker):
     i = next(i for i, l in enumerate(lines) if l.strip().startswith("fips "))
     assert lines[i].split()[1] == "built", lines[i]
     assert lines[i + 1].strip().endswith("fake-cryptoperf-worker-fips"), lines[i + 1]
+
+
+UNAPPROVED_STUDY = FIPS_STUDY.replace('backends = ["aws-lc", "ring"]', 'backends = ["aws-lc"]').replace(
+    'name = "on"\nfips = true', 'name = "on"\nfips = true\ndigest = "sha1"').replace(
+    'name = "off"', 'name = "off"\ndigest = "sha1"').replace(
+    'op = "sha256"\nsizes = [1024]', 'op = "sha256"\nsizes = [1024]\n\n[[operation]]\nop = "x25519-derive"\n\n'
+    '[[operation]]\nlabel = "sign"\nop = "rsa2048-sign"\nsizes = [32]')
+
+
+def test_the_workers_fips_table_is_read_from_hello():
+    rules = worker_rules(["aws-lc"])
+    assert rules.fips_unapproved("sha256", {}) is None
+    assert "RFC 7748" in rules.fips_unapproved("x25519-derive", {})
+    assert rules.fips_unapproved("rsa2048-sign", {"digest": "sha256"}) is None
+    assert "SHA-1" in rules.fips_unapproved("rsa2048-sign", {"digest": "sha1"})
+
+
+def test_a_fips_configuration_timing_an_unapproved_primitive_is_flagged_before_it_runs(cli, write_study,
+                                                                                        fake_worker):
+    fake_worker()
+    fake_worker.fips()
+    res = cli("study", write_study(UNAPPROVED_STUDY), "--dry-run")
+    assert res.code == 0, res.err
+    notes = [line for line in res.err.splitlines() if "not a FIPS-approved service" in line]
+    # x25519 and SHA-1 signing in the FIPS configuration 'on'; the same operations in 'off' and
+    # SHA-256 in 'on' are not flagged
+    assert len(notes) == 2, res.err
+    assert any("configuration 'on'" in n and "x25519-derive" in n for n in notes)
+    assert any("configuration 'on'" in n and "'sign'" in n and "SHA-1" in n for n in notes)
+    assert not any("'off'" in n or "sha256" in n for n in notes)

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error
-from cryptoperf import engine, preflight
+from cryptoperf import engine
+from cryptoperf.engine import preflight
 from cryptoperf.errors import PreflightError
 from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
 

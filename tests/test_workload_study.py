@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from conftest import WORKER_HELLO, worker_rules
-from cryptoperf import preflight, schedule, study, workload
+from cryptoperf import schedule, study, workload
+from cryptoperf.engine import preflight
 from cryptoperf.errors import StudyError
 from cryptoperf.run.worker import WorkerRules
 

@@ -6,7 +6,7 @@ The package is the orchestrator; the measuring happens in the Rust worker
     study (study/) → schedule (schedule.py) → run (run/) → stats (stats.py, analysis.py)
     → store (store.py, stored.py) → report (report/)
 
-``model.py`` holds the types every stage shares; ``engine.py`` drives the pipeline and is the
+``model.py`` holds the types every stage shares; the ``engine`` package drives the pipeline and is the
 Python API:
 
     import cryptoperf

@@ -16,7 +16,7 @@ import signal
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import click
 from rich.console import Console
@@ -27,10 +27,9 @@ from cryptoperf import compare as compare_mod
 from cryptoperf import stored
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
 from cryptoperf.errors import CryptoperfError, NoComparison, StoreError, StudyInterrupted, UsageError
-from cryptoperf.model import RETRIED
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
-from cryptoperf.report import terminal
+from cryptoperf.report import study_text, terminal
 from cryptoperf.report.render import write_text as render_write
 from cryptoperf.run.worker import fetch_hello
 from cryptoperf.store import FORMAT_VERSION, mask, shown_default
@@ -343,68 +342,23 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     ex = engine.make_executor(executor, address) if not dry_run else None  # no Ray: one line, now
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err)
-    s = plan.study
     # out dir, store, disk, memory, threads (and a resumed run's host): before the plan is
     # printed, in a dry run too
     engine.check_before_running(plan, out_dir, store_path, prior, err)
-    for label, why in plan.skipped.items():
-        err.print(f"skipped: operation '{label}' (optional): {why}", markup=False, soft_wrap=True)
-    if executor == "local" and (s.hosts or s.every_node or any(c.hosts for c in s.configurations)):
-        err.print("note: the study's hosts apply to --executor ray; the local executor runs every "
-                  "repetition on this machine", markup=False, soft_wrap=True)
-    cluster: dict = {}
-    if ex is not None:
-        try:
-            # Ray: the cluster, its nodes' versions and the hosts checked, before anything is said
-            cluster = ex.start(plan).get("ray") or {}
-        except BaseException:
-            ex.close()
-            raise
-    est = plan.estimated_seconds()
-    eta = f"{est:.0f} s" if est < 90 else f"{est / 60:.1f} min"
-    more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
-            f"{', '.join(map(str, plan.looks))})" if len(plan.looks) > 1 else "")
-    err.print(f"study {s.name}: {len(plan.cells)} cells, {len(plan.cells)} calibration repetitions + "
-              f"{s.repetitions} blocks = {len(plan.cells) * (s.repetitions + 1)} repetitions, about {eta}{more}",
-              markup=False)
+    say = lambda line: err.print(line, markup=False, soft_wrap=True)  # noqa: E731
+    for line in study_text.skipped_lines(plan.skipped) + study_text.fips_lines(plan.fips_unapproved()):
+        say(line)
+    note = study_text.hosts_note(plan.study, executor)
+    if note:
+        say(note)
+    cluster = _start_executor(ex, plan)
+    say(study_text.plan_line(plan))
     if prior is not None:
-        kept = sum(1 for o in prior.outcomes if not o.superseded)
-        err.print(f"resuming run {prior.id} (started {prior.meta.get('started_at')}, {prior.meta.get('status')}): "
-                  f"{kept} repetitions kept; only the missing ones run", markup=False, soft_wrap=True)
+        say(study_text.resume_line(prior))
     if cluster:
-        nodes = cluster.get("nodes") or []
-        err.print(f"ray: {cluster.get('address')}, {len(nodes)} node(s) checked"
-                  + (", every node runs every cell" if cluster.get("every_node") else ", one block per node at a time")
-                  + ": " + ", ".join(f"{n.get('hostname')} ({n.get('address')})" for n in nodes[:6])
-                  + (" …" if len(nodes) > 6 else ""), markup=False, soft_wrap=True)
+        say(study_text.cluster_line(cluster))
     if dry_run:
-        unsupported = plan.unsupported()
-        for r in plan.first_blocks:
-            c = r.cell
-            env = cpumask.MASKS[c.cpu]
-            mask = f"  {cpumask.ENV_VAR}={env}" if c.cpu != cpumask.BASELINE else ""
-            if c.build == builds.DEFAULT:
-                binary = ""
-            elif c.build in plan.workers:
-                binary = f"  worker={plan.workers[c.build][0]}"
-            else:
-                binary = f"  worker=(not built yet: `{builds.get(c.build).make}`)"
-            params = c.worker_params()
-            size = plan.default_size(c)
-            if c.size_bytes is None and size is not None:
-                params["size_bytes"] = size
-            note = f"  UNSUPPORTED ({unsupported[c.key]}): calibration only" if c.key in unsupported else ""
-            default = "  (the worker's default size)" if c.size_bytes is None and size is not None else ""
-            click.echo(f"{r.index + 1:>4}  block {r.block} #{r.position + 1}  {c.key}  op={c.op} "
-                       f"params={json.dumps(params)}{default}{binary}{mask}{note}")
-        if unsupported:
-            err.print(f"{len(unsupported)} of {len(plan.cells)} cells are unsupported by the worker and will "
-                      "not be repeated: " + "; ".join(f"{k}: {v}" for k, v in list(unsupported.items())[:3])
-                      + (" …" if len(unsupported) > 3 else ""), markup=False, soft_wrap=True)
-            left = engine.comparable([c for c in plan.cells if c.key not in unsupported], s.baseline)
-            if not left:
-                raise NoComparison(f"{s.path}: no configuration other than the baseline can run beside it "
-                                   "(every such cell is unsupported), so the study would compare nothing")
+        _dry_run(plan, say)
         return
 
     def show_host(host: dict, checks: list) -> None:
@@ -416,28 +370,38 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
                            check_host=False)
     a = run.analysis
     notes = terminal.Notes()
-    out.print(terminal.delta_table(run.deltas, s.baseline, notes, a.level))
-    out.print(terminal.noise_table(run.summaries.values(), s.noise_threshold_pct, notes))
+    out.print(terminal.delta_table(run.deltas, plan.study.baseline, notes, a.level))
+    out.print(terminal.noise_table(run.summaries.values(), plan.study.noise_threshold_pct, notes))
     notes.print(out)
     out.print(f"verdicts: {terminal.verdict_counts(run.deltas)}; {a.method}", markup=False, soft_wrap=True)
-    for line in terminal.mask_warnings(run.outcomes):
-        out.print(line, markup=False)
-    analysed = [o for o in run.outcomes if not o.repetition.calibration and not o.superseded]
-    failed = sum(1 for o in analysed if o.status == "failed")
-    if failed:
-        out.print(f"[red]{failed} of {len(analysed)} repetitions failed[/] (reasons in the tables and the JSON)")
-    reruns = sum(1 for o in run.outcomes if o.superseded and not o.disturbed.startswith(RETRIED))
-    if reruns:
-        out.print(f"{reruns} repetition(s) were disturbed by steal or other load and run again "
-                  "(see the noise table's 'disturbed' column)", markup=False)
-    if run.executor == "ray":
-        out.print(f"ray: {run.retried_blocks} block(s) retried after losing their worker or node, "
-                  f"{run.failed_blocks} failed" + (" (reasons in the tables and the JSON)" if run.failed_blocks else ""),
-                  markup=False, soft_wrap=True)
-    out.print(f"results: {run.json_path}  store: {run.store_path} (run {run.id})", markup=False, soft_wrap=True)
-    if run.reports:
-        out.print(f"report: {run.reports['html']}  summary: {run.reports['md']}", markup=False, soft_wrap=True)
+    for line in terminal.mask_warnings(run.outcomes) + study_text.footer_lines(run):
+        out.print(line, markup=False, soft_wrap=True)
     why = engine.no_comparison_reason(run)
+    if why:
+        raise NoComparison(why)
+
+
+def _start_executor(ex: Any, plan: engine.StudyPlan) -> dict:
+    """Start the executor for ``plan`` (Ray: the cluster, its nodes' versions and the hosts
+    checked, before anything is said); its Ray cluster description, or {} (local, dry run)."""
+    if ex is None:
+        return {}
+    try:
+        return ex.start(plan).get("ray") or {}
+    except BaseException:
+        ex.close()
+        raise
+
+
+def _dry_run(plan: engine.StudyPlan, say: Callable[[str], None]) -> None:
+    """A dry run's schedule on stdout and what the worker cannot run on stderr; raises
+    NoComparison when what is left compares nothing."""
+    unsupported = plan.unsupported()
+    for line in study_text.schedule_lines(plan, unsupported):
+        click.echo(line)
+    if unsupported:
+        say(study_text.unsupported_line(unsupported, len(plan.cells)))
+    why = plan.nothing_to_compare(unsupported)
     if why:
         raise NoComparison(why)
 
@@ -570,10 +534,7 @@ def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | 
     c = compare_mod.compare_runs(a, b, margin_pct=margin_pct, multiplicity=not no_multiplicity)
     failing = c.failing(fail_on)
     if as_json:
-        doc = {"format_version": FORMAT_VERSION, "kind": "compare", "cryptoperf_version": __version__,
-               **c.as_dict(), "fail_on": list(fail_on),
-               "failing": [f"{d.backend}/{d.label}/{d.size_bytes}/{d.configuration}" for d in failing]}
-        click.echo(json.dumps(doc, indent=1))
+        click.echo(json.dumps(report_json.compare_document("compare", c, fail_on, [("", d) for d in failing]), indent=1))
         return 1 if failing else 0
     out = _stdout()
     for r in (a, b):
@@ -629,10 +590,7 @@ def _compare_hosts(run_id: str, baseline_host: str | None, store_path: str | Non
     _using(run)
     failing = hc.failing(fail_on)
     if as_json:
-        doc = {"format_version": FORMAT_VERSION, "kind": "compare_hosts", "cryptoperf_version": __version__,
-               **hc.as_dict(), "fail_on": list(fail_on),
-               "failing": [f"{h}: {d.backend}/{d.label}/{d.size_bytes}/{d.configuration}" for h, d in failing]}
-        click.echo(json.dumps(doc, indent=1))
+        click.echo(json.dumps(report_json.compare_document("compare_hosts", hc, fail_on, failing), indent=1))
         return 1 if failing else 0
     out = _stdout()
     out.print(f"run {run.id}: {run.meta.get('study_name') or run.meta.get('kind')}, "

@@ -19,9 +19,9 @@ substitution) and ``--param digest=...``. The steps:
 4. the result is compared with the known operations squashed the same way.
 
 A name that lacks only the operation's verb (``sign``, ``seal``, ``derive``, ...: ``VERBS``)
-resolves when exactly one known operation completes it (``ecdh-p256`` → ``ecdh-p256-derive``);
-when several do (``aes-128-gcm`` → ``aes-128-gcm-seal`` and ``-open``; ``rsa2048`` → sign
-and verify) it does not resolve, and ``unknown_op_hint`` lists them. A bare curve names the
+resolves when exactly one known operation completes it; when several do (``aes-128-gcm`` →
+``aes-128-gcm-seal`` and ``-open``; ``rsa2048`` → sign and verify; ``ecdh-p256`` → keygen,
+derive and derive-validated) it does not resolve, and ``unknown_op_hint`` lists them. A bare curve names the
 operations on that curve (``p256-sign`` → ``ecdsa-p256-sign``, ``P-256-derive`` →
 ``ecdh-p256-derive``).
 
@@ -50,7 +50,9 @@ from typing import Iterable, Sequence
 from cryptoperf.errors import closest
 
 #: The verbs that end an operation name (the rest names the algorithm and its parameters).
-VERBS = ("sign", "verify", "seal", "open", "keygen", "encaps", "decaps", "derive")
+VERBS = ("sign", "verify", "seal", "open", "keygen", "encaps", "decaps", "derive",
+         # ``ecdh-p256-derive-validated``: the derive that validates the peer's key, as squashed
+         "derivevalidated")
 
 #: Aliases, applied in order to the squashed name (lowercase letters and digits only):
 #: (regular expression, replacement, what it means). Only names of the very same algorithm.

@@ -341,6 +341,7 @@ class ServerSide:
 #: are its ``extras``.
 DECODED_FIELDS = frozenset((
     "type", "id", "backend", "op", "status", "reason", "library", "library_version", "fips", "params",
+    "fips_approved", "fips_reason",
     "validation", "threads", "cpu_mask", "capabilities", "cpu_mask_cleared",
     "ops", "bytes_per_op", "batch", "timing", "wall_ns", "cpu_ns", "cpu_ns_total", "tsc_cycles",
     "steal_ticks", "total_ticks", "busy_ticks", "histogram", "samples", "sample_ns_stats",
@@ -355,7 +356,9 @@ class WorkerResult:
 
     Every result: ``id``, ``backend``, ``op`` (as requested), ``status`` (``ok``,
     ``unsupported``, ``invalid``), ``reason`` ('' for ok), ``library``, ``library_version``,
-    ``fips`` (the library ran in FIPS mode), ``params`` (resolved, defaults filled in),
+    ``fips`` (the library ran in FIPS mode), ``fips_approved`` and ``fips_reason`` (a primitive:
+    whether the FIPS module approves the operation as timed, and why not; None from a worker
+    older than the field), ``params`` (resolved, defaults filled in),
     ``validation``, ``threads``, ``cpu_mask`` (the mask named in the request),
     ``capabilities``, ``cpu_mask_cleared`` (the flags the mask took away here; None when the
     result does not say).
@@ -390,6 +393,8 @@ class WorkerResult:
     library: str | None = None
     library_version: str | None = None
     fips: bool | None = None
+    fips_approved: bool | None = None
+    fips_reason: str | None = None
     params: Mapping[str, Any] = field(default_factory=dict)
     validation: Validation | None = None
     threads: int | None = None
@@ -469,7 +474,8 @@ def decode(message: Mapping[str, Any]) -> WorkerResult:
     return WorkerResult(
         id=_str(m, "id") or "", backend=_str(m, "backend") or "", op=_str(m, "op") or "", status=status,
         reason=_str(m, "reason") or "", library=_str(m, "library"), library_version=_str(m, "library_version"),
-        fips=_bool(m, "fips"), params=dict(_object(m, "params") or {}),
+        fips=_bool(m, "fips"), fips_approved=_bool(m, "fips_approved"), fips_reason=_str(m, "fips_reason"),
+        params=dict(_object(m, "params") or {}),
         validation=Validation.decode(validation) if validation is not None else None,
         threads=_int(m, "threads"), cpu_mask=_str(m, "cpu_mask"),
         capabilities=Capabilities.decode(capabilities) if capabilities is not None else None,

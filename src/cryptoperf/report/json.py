@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from cryptoperf import __version__, rows, speedstats, stats
 from cryptoperf.report.render import write_text
@@ -103,6 +103,18 @@ def run_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
     if run.study is None:
         return speed_document(run)
     return study_document(run, store_path)
+
+
+def compare_document(kind: str, comparison: Any, fail_on: Sequence[str],
+                     failing: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """The JSON document of ``cryptoperf compare``: ``kind`` ``compare`` for run against run
+    (``compare.Comparison``) or ``compare_hosts`` for the machines of one run (its
+    ``compare.compare_hosts`` result), with the regression gate's ``fail_on`` and the cells that fail it
+    (``failing``: (machine name or '', delta) pairs, named ``[machine: ]backend/label/size/configuration``)."""
+    return {"format_version": FORMAT_VERSION, "kind": kind, "cryptoperf_version": __version__,
+            **comparison.as_dict(), "fail_on": list(fail_on),
+            "failing": [f"{where + ': ' if where else ''}{d.backend}/{d.label}/{d.size_bytes}/{d.configuration}"
+                        for where, d in failing]}
 
 
 def result_path(out_dir: str | Path, study_name: str, started_at: str, run_id: int | None = None) -> Path:

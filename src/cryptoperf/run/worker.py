@@ -96,6 +96,8 @@ class WorkerRules:
         workloads: the ops that are workloads (``op_params`` says ``workload: true``) → their
             spec (``workload_spec.WorkloadSpec``: level kinds, modes, sizing, metrics, ...);
             they take the parameters ``op_params`` lists plus a load level.
+        fips: primitive op → its standing under the FIPS module (``FipsApproval``), from its
+            ``op_params`` entry's ``fips`` (empty from a worker that does not announce it).
     """
 
     backends: tuple[str, ...]
@@ -105,6 +107,7 @@ class WorkerRules:
     param_values: Mapping[str, tuple[str, ...]]
     limits: Mapping[str, float]
     workloads: Mapping[str, WorkloadSpec] = field(default_factory=dict)
+    fips: Mapping[str, "FipsApproval"] = field(default_factory=dict)
 
     @classmethod
     def from_hello(cls, hello: Mapping[str, Any]) -> "WorkerRules":
@@ -129,7 +132,19 @@ class WorkerRules:
                 except (KeyError, TypeError, ValueError, AttributeError) as e:
                     raise ProtocolMismatch(f"the worker's hello lacks the spec of workload '{op}' ({_what(e)}): "
                                            f"{TOO_OLD}") from None
-        return cls(backends, ops, op_params, sizes, values, limits, workloads)
+        try:
+            fips = {op: FipsApproval.from_hello(e["fips"]) for op, e in entries.items()
+                    if isinstance(e, Mapping) and isinstance(e.get("fips"), Mapping)}
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise ProtocolMismatch(f"the worker's hello has a malformed FIPS approval entry ({_what(e)}): "
+                                   f"{TOO_OLD}") from None
+        return cls(backends, ops, op_params, sizes, values, limits, workloads, fips)
+
+    def fips_unapproved(self, op: str, params: Mapping[str, Any]) -> str | None:
+        """Why the FIPS module does not approve primitive ``op`` with run ``params`` (its
+        defaults filled in), or None when it does or the worker does not say."""
+        a = self.fips.get(op)
+        return a.problem(params) if a is not None else None
 
     @property
     def op_defaults(self) -> dict[str, Mapping[str, Any]]:
@@ -145,6 +160,39 @@ class WorkerRules:
     def takes_message(self, op: str) -> bool:
         """True if ``op`` processes a message whose size is a parameter."""
         return self.takes(op, "size_bytes")
+
+
+@dataclass(frozen=True)
+class FipsApproval:
+    """Whether the FIPS module approves a primitive as the worker times it (hello's
+    ``op_params[op].fips``; the worker's table follows the module's own service indicator and
+    the NIST rules it cites: docs/worker-protocol.md, "FIPS build").
+
+    Attributes:
+        approved: the operation with its default parameters; reason: why not ('' if approved).
+        not_approved_with: parameter → value → why the operation is not approved with that value
+            (e.g. ``{"digest": {"sha1": "SHA-1 is disallowed for signature generation ..."}}``).
+    """
+
+    approved: bool
+    reason: str = ""
+    not_approved_with: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @classmethod
+    def from_hello(cls, entry: Mapping[str, Any]) -> "FipsApproval":
+        """From an ``op_params[op].fips`` object; raises TypeError/KeyError when malformed."""
+        with_ = {str(k): {str(v): str(r) for v, r in vs.items()} for k, vs in (entry.get("not_approved_with") or {}).items()}
+        return cls(bool(entry["approved"]), str(entry.get("reason") or ""), with_)
+
+    def problem(self, params: Mapping[str, Any]) -> str | None:
+        """Why the module does not approve the operation with ``params``, or None."""
+        if not self.approved:
+            return self.reason or "not an approved service of the FIPS module"
+        for param, values in self.not_approved_with.items():
+            value = params.get(param)
+            if value is not None and str(value) in values:
+                return values[str(value)]
+        return None
 
 
 def _what(e: Exception) -> str:

@@ -44,7 +44,7 @@ from cryptoperf import schedule, workload
 from cryptoperf.errors import PreflightError
 
 if TYPE_CHECKING:  # engine imports this module
-    from cryptoperf.engine import StudyPlan
+    from cryptoperf.engine.plan import StudyPlan
     from cryptoperf.model import Cell
 
 MiB = 1 << 20

@@ -1,0 +1,237 @@
+"""A study checked against its workers and expanded into cells (``StudyPlan``), before anything
+is measured: the work directory, the workloads' combinations, what can be compared."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+from cryptoperf import cpumask, hostinfo, schedule, study as study_mod
+from cryptoperf import paths, workload
+from cryptoperf.errors import UsageError
+from cryptoperf.model import Cell, Outcome, Repetition
+from cryptoperf.run.worker import WorkerClient, fetch_hello
+from cryptoperf.stored import StoredRun, settings_of
+from cryptoperf.study import Study
+from cryptoperf.builds import find_worker
+from cryptoperf.engine.workers import Workers, worker_builds
+
+
+def disturbance_rule(study: Study, logical_cpus: int) -> Callable[[Outcome], str]:
+    """Why the host disturbed an outcome ('' if it did not), by the study's steal and other-load
+    thresholds on a machine of ``logical_cpus``."""
+    def why(o: Outcome) -> str:
+        return hostinfo.disturbance(o.result, logical_cpus, study.max_steal_pct, study.max_other_load_pct)
+    return why
+
+
+@dataclass
+class StudyPlan:
+    """A study checked against its workers and expanded, before anything is measured.
+
+    Attributes:
+        study: the study, its backends and worker rules resolved.
+        cells: every cell; settings: the worker settings of its repetitions.
+        workers: build → (path, hello) of every worker build it needs (a missing setup build
+            absent in a dry run).
+        analysis: how its comparisons will be decided.
+        looks: block counts at which a sequential study looks ((repetitions,) if fixed).
+        skipped: ``optional`` operations left out, operation label → why (one line each).
+    """
+
+    study: Study
+    cells: list[Cell]
+    settings: schedule.Settings
+    workers: Workers
+    analysis: analysis.Settings
+    looks: tuple[int, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def first_blocks(self) -> list[Repetition]:
+        """The repetitions of the first look's blocks (batch sizes not yet calibrated)."""
+        return schedule.blocks(self.cells, 1, self.looks[0], self.study.seed)
+
+    def unsupported(self) -> dict[str, str]:
+        """Cell key → why it will not run, as far as the workers' hellos tell before anything
+        is measured (a dry run asks the default build for every operation's support; other
+        builds and non-default parameters are only known at calibration)."""
+        out = {}
+        for name, (_, h) in self.workers.items():
+            support = {(b["backend"], o["op"]): o for b in h.backends for o in b.get("ops") or []}
+            for c in self.cells:
+                o = support.get((c.backend, c.op))
+                if c.build == name and o is not None and o.get("status") != "supported":
+                    out[c.key] = f"{o.get('status')}: {o.get('reason') or ''}".strip(": ")
+        return out
+
+    def fips_unapproved(self) -> dict[tuple[str, str], str]:
+        """(configuration, operation label) → why the FIPS module does not approve the primitive
+        that configuration times in FIPS mode (X25519, ChaCha20-Poly1305, SHA-1 signing, ...:
+        ``WorkerRules.fips_unapproved``). Such a cell is measured all the same — what it costs
+        in the FIPS build is still a figure — but never presented as an approved service."""
+        rules = self.study.rules
+        out: dict[tuple[str, str], str] = {}
+        for c in self.cells:
+            if c.fips and not c.is_workload and rules is not None:
+                why = rules.fips_unapproved(c.op, c.params)
+                if why:
+                    out.setdefault((c.configuration, c.label), f"{c.op}: {why}")
+        return out
+
+    def nothing_to_compare(self, unsupported: Mapping[str, str]) -> str | None:
+        """Why the study would compare nothing once the cells the worker cannot run
+        (``unsupported``: cell key → why) are left out — no configuration but the baseline has a
+        cell beside it — or None."""
+        if comparable([c for c in self.cells if c.key not in unsupported], self.study.baseline):
+            return None
+        return (f"{self.study.path}: no configuration other than the baseline can run beside it "
+                "(every such cell is unsupported), so the study would compare nothing")
+
+    def default_size(self, cell: Cell) -> int | None:
+        """The message size the worker uses for ``cell`` when the study gives none (None for an
+        operation without a message)."""
+        if cell.size_bytes is not None:
+            return cell.size_bytes
+        return self.study.rules.default_size_bytes.get(cell.op) if self.study.rules else None
+
+    def estimated_seconds(self) -> float:
+        """A rough wall-clock estimate: calibration plus the first look's blocks, in s. A
+        workload's repetition also starts its server process, makes its certificates and runs
+        its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a job's takes time by its targets
+        (``schedule.job_seconds``)."""
+        total = 0.0
+        jobs = [c for c in self.cells if c.spec is not None and c.spec.job]
+        timed = [c for c in self.cells if c not in jobs]
+        for cells, overhead in ((sum(not c.is_workload for c in timed), 0.05),
+                                (sum(c.is_workload for c in timed), schedule.WORKLOAD_OVERHEAD_S)):
+            total += (schedule.calibration_seconds(cells, self.settings, overhead)
+                      + schedule.estimated_seconds(cells * self.looks[0], self.settings, overhead))
+        # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
+        total += sum(schedule.job_cell_seconds(c, self.looks[0]) for c in jobs)
+        return total
+
+
+def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run: bool = False,
+               margin_pct: float | None = None, multiplicity: bool | None = None,
+               console: Any = None) -> StudyPlan:
+    """Parse (unless given a Study) and check a study against its workers, and expand it.
+
+    The study is checked against the default worker's rules before any worker build is made,
+    so a typo does not wait for a build. ``setup`` builds missing setup builds (openssl@3.6);
+    ``dry_run`` tolerates them missing. Raises StudyError, UsageError, WorkerError subclasses.
+    """
+    s = source if isinstance(source, Study) else study_mod.load(source)
+    if len(s.configurations) < 2:
+        raise s.error("study", 0, "baseline",
+                      f"the study has only its baseline configuration '{s.baseline}', so it compares "
+                      "nothing; add a [[configuration]] to compare with it (or measure it alone with "
+                      "`cryptoperf speed`)")
+    if margin_pct is not None and not 0 <= margin_pct <= 100:
+        raise UsageError(f"--margin {margin_pct:g} is out of range; give a percentage from 0 to 100")
+    path = find_worker()
+    hello = fetch_hello(path, detail=dry_run)
+    s = study_mod.check_against_worker(s, hello.rules)
+    needed: dict[str, str] = {}
+    for c in s.configurations:
+        needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
+    workers = worker_builds(needed, setup=setup, missing_ok=dry_run, default=(path, hello), console=console)
+    for name, (_, h) in workers.items():
+        cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
+    cells = schedule.expand(s)
+    work_dir = check_work_dir(s, cells)
+    settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
+                                 work_dir=work_dir)
+    looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
+    skipped = check_workloads(s, cells, workers)
+    if skipped:
+        cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
+    return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
+                     skipped=skipped)
+
+
+def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
+    """The directory a study's file workloads (their spec ``needs_dir``) write under
+    (``work_dir``, default ``<data dir>/work``), checked before anything runs: writable, and
+    with room for the largest file a cell asks for (its spec's ``file_bytes_param``, or the
+    worker's default) twice over. None when the study has no file workload. Raises StudyError
+    (one line) otherwise."""
+    files = [c for c in cells if c.spec is not None and c.spec.needs_dir]
+    if not files:
+        return None
+    root = s.work_dir or str(paths.data_dir() / "work")
+    sizes = []
+    for c in files:
+        try:
+            sizes.append(c.spec.file_bytes(c.params))
+        except ValueError as e:
+            raise s.error("study", 0, None, str(e)) from None
+    problem = workload.writable_problem(root, 2 * max(sizes))
+    if problem:
+        raise s.error("study", 0, "work_dir" if s.work_dir else None, problem)
+    return root
+
+
+#: Time a worker may take to answer one ``check`` (an RSA-4096 identity is made once per process).
+CHECK_TIMEOUT_S = 60.0
+
+
+def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[str, str]:
+    """Ask each worker build whether it can run the study's workload combinations at all (the
+    worker's ``check``: its TLS implementations configured as asked, a storage scheme and
+    layer available, nothing measured), before the first repetition. Raises StudyError, one
+    line at the operation, for the first combination a library or the host lacks
+    (X25519MLKEM768 on ring or on OpenSSL 3.0, ...): a study that asks for it would measure
+    nothing there — unless the operation is ``optional``: then it is returned, operation label →
+    why (the first combination refused), for the caller to skip whole (a dm-crypt layer on a
+    kernel without device-mapper). Builds missing in a dry run are skipped."""
+    skipped: dict[str, str] = {}
+    seen: set[tuple] = set()
+    by_build: dict[str, list[Cell]] = {}
+    for c in cells:
+        if not c.is_workload:
+            continue
+        key = (c.build, c.backend, c.op, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
+        if key not in seen and c.build in workers and not c.backend.startswith("mock"):
+            seen.add(key)
+            by_build.setdefault(c.build, []).append(c)
+    for build, todo in by_build.items():
+        path, _ = workers[build]
+        with WorkerClient(path) as w:
+            w.hello()
+            for c in todo:
+                answer = w.check({"id": c.key, "backend": c.backend, "op": c.op, "params": c.worker_params()},
+                                 timeout_s=CHECK_TIMEOUT_S)
+                if answer.get("status") == "unsupported":
+                    o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
+                    if o.optional:
+                        skipped.setdefault(o.label, f"configuration '{c.configuration}' on {c.backend}: "
+                                                    f"{answer.get('reason')}")
+                        continue
+                    raise s.error("operation", o.index, "params",
+                                  f"configuration '{c.configuration}' on {c.backend}: {answer.get('reason')}; "
+                                  "remove that combination, or pin the configuration to a backend that has it")
+    return skipped
+
+
+def comparable(cells: Sequence[Cell], baseline: str) -> list[Cell]:
+    """The cells of the groups that can answer something: the group's baseline and at least one
+    other configuration are among ``cells``. The others would measure without comparing."""
+    out = []
+    for members in schedule.groups(cells).values():
+        names = {c.configuration for c in members}
+        if baseline in names and len(names) > 1:
+            out += members
+    return out
+
+
+def no_comparison_reason(run: StoredRun) -> str | None:
+    """Why a study run compared nothing (one line), or None if it decided at least one
+    comparison."""
+    if any(d.status == "ok" for d in run.deltas):
+        return None
+    first = next((d for d in run.deltas if d.reason), None)
+    example = f" (e.g. {first.label} on {first.backend}, {first.configuration}: {first.reason})" if first else ""
+    return (f"study {run.study.name if run.study else '?'} compared nothing: no configuration was measured "
+            f"beside the baseline in enough blocks{example}; its results are stored as run {run.id}")

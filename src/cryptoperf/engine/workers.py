@@ -1,0 +1,76 @@
+"""Worker builds a study or speed needs, and the executor its repetitions run through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from cryptoperf import builds, workerbuild
+from cryptoperf.errors import UsageError, WorkerError
+from cryptoperf.run import local
+from cryptoperf.run.worker import Hello, WorkerRules, fetch_hello
+from cryptoperf.builds import find_worker
+
+
+Workers = dict[str, tuple[Path, Hello]]
+
+
+def default_worker() -> tuple[Path, Hello]:
+    """The default worker build's path and ``hello``. Raises WorkerError subclasses."""
+    path = find_worker()
+    return path, fetch_hello(path)
+
+
+def default_rules() -> WorkerRules | None:
+    """The default worker build's rules (``WorkerRules``), or None when no worker answers: for
+    help texts that list what the worker announces (each workload's params)."""
+    try:
+        return default_worker()[1].rules
+    except WorkerError:
+        return None
+
+
+def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bool = False,
+                  default: tuple[Path, Hello] | None = None, console: Any = None) -> Workers:
+    """Path and hello of every worker build in ``needed`` (build name → who needs it, e.g.
+    "configuration 'fips-on'"), the default build always included (``default`` if given).
+
+    A build that ``cryptoperf setup`` makes (``openssl@3.6``) and that is missing or out of
+    date is built first when ``setup`` (``workerbuild.ensure``, its progress on ``console``).
+    With ``missing_ok`` such a build, when missing, is left out (dry runs). Otherwise raises
+    BuildUnavailable naming who needs a missing build, why it is missing and how to make it;
+    SetupError when building it fails."""
+    out = {builds.DEFAULT: default or default_worker()}
+    for name, who in needed.items():
+        if name in out:
+            continue
+        try:
+            out[name] = workerbuild.ensure(name, who, auto=setup and not missing_ok, console=console)
+        except builds.BuildUnavailable:
+            if missing_ok and builds.get(name).setup is not None:
+                continue
+            raise
+    return out
+
+
+def unmasked_vectors(workers: Workers) -> dict[tuple[str, str], str]:
+    """(build, backend) → the capability vector the backend's library reported in that build's
+    unmasked ``hello`` process."""
+    return {(name, backend): vector for name, (_, h) in workers.items()
+            for backend, vector in h.unmasked_vectors().items()}
+
+
+def make_executor(executor: str | Any, address: str | None = None) -> Any:
+    """The executor ``run_study`` uses: ``"local"`` → ``run.local.LocalExecutor``; ``"ray"`` →
+    ``run.ray.RayExecutor(address)`` (the only place that module is imported); an object is
+    used as it is. Raises UsageError for another name, or for ``address`` without Ray."""
+    if not isinstance(executor, str):
+        return executor
+    if executor == "ray":
+        from cryptoperf.run.ray import RayExecutor
+        return RayExecutor(address)
+    if executor != "local":
+        raise UsageError(f"--executor {executor!r} is not one of local, ray")
+    if address is not None:
+        raise UsageError("--address is the Ray cluster's address: give it with --executor ray")
+    return local.LocalExecutor()
