@@ -1,7 +1,7 @@
 """The errors cryptoperf raises on purpose.
 
 Every message is one line that says what went wrong, where (file, line, field where there is
-one) and how to fix it. Only ``cli.py`` turns these into exit codes: ``exit_code`` is 2 for
+one) and how to fix it. Only ``cli/app.py`` turns these into exit codes: ``exit_code`` is 2 for
 errors in what the user typed or wrote (usage, study files) and 1 for everything else.
 """
 

@@ -1,4 +1,4 @@
-"""The engine: the study and speed pipelines as a Python API (``cli.py`` only parses and prints).
+"""The engine: the study and speed pipelines as a Python API (``cli/`` only parses and prints).
 
     import cryptoperf
     run = cryptoperf.run_study("studies/quick.toml", store="runs.sqlite")

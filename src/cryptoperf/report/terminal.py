@@ -12,10 +12,9 @@ from rich.text import Text
 from cryptoperf import builds, cpumask, speedstats, stats
 from cryptoperf.hostinfo import CheckResult
 from cryptoperf.model import CellSummary, Delta, Outcome, Repetition
-from cryptoperf.report.format import (  # noqa: F401  (re-exported for callers of terminal)
-    change_text, configuration_text, cpu_title, fmt_cores, fmt_count, fmt_date, fmt_mb_s, fmt_money, fmt_ns, fmt_pct,
-    fmt_size, host_line, interval_header, operation, operation_text, short_library, side_name, verdict_counts,
-    verdict_header)
+from cryptoperf.report.format import (
+    change_text, configuration_text, fmt_count, fmt_date, fmt_mb_s, fmt_ns, fmt_pct, fmt_size, interval_header,
+    operation, operation_text, short_library, side_name, verdict_header)
 from cryptoperf.workloads import access
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -1,0 +1,145 @@
+"""``cryptoperf plan``: the economics of an operation, or of a request made of several, measured
+in a stored run (``cryptoperf.economics`` answers; ``report/economics.py`` renders)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cryptoperf import economics, opnames, stored
+from cryptoperf.cli.app import STORE_HELP, cli, say_using
+from cryptoperf.engine import DEFAULT_OUT_DIR
+from cryptoperf.errors import UsageError
+from cryptoperf.report.render import write_text as render_write
+
+
+@cli.command("plan")
+@click.argument("run_id", required=False, default="latest")
+@click.option("--op", "op", metavar="OP", help="Operation (or study label) to plan for, e.g. rsa2048-sign.")
+@click.option("--per-request", "request", metavar="'OP + OP …'",
+              help="A request made of several operations, e.g. 'ecdsa-p256-sign + x25519-keygen + "
+                   "x25519-derive' (a TLS 1.3 server's full handshake); a term may have a count, "
+                   "2*OP or OP*2. --rate is then requests per second. Not with --op.")
+@click.option("--rate", "rate", metavar="N", help="Operations (or requests) per second to sustain: "
+              "9.6, 2000, 2k, 2.5k/s, 1M.")
+@click.option("--configuration", "configuration", metavar="C", help="Configuration of the run to use.")
+@click.option("--backend", "backend", metavar="B", help="Backend of the run to use.")
+@click.option("--size", "size", metavar="BYTES", help="Message size of the cell to use: 1024, 16k, 1MiB (k = 1024).")
+@click.option("--side", "side", type=click.Choice(["server", "client", "both"]), default=None,
+              help="Whose CPU to price a workload with: its server's (the default for a workload that runs a "
+                   "server), its client's, or both added up. A primitive has one: the worker's.")
+@click.option("--remainder-from", "remainder_from", metavar="RUN",
+              help="With --per-request: a run (same host) with the workload whose non-crypto rest per "
+                   "transaction (its CPU minus the request's primitives) is added [default: RUN_ID].")
+@click.option("--remainder-op", "remainder_op", metavar="CELL",
+              help="With --per-request: that workload's cell, by label (e.g. 'full handshake @ c=2': the cell "
+                   "of the request's configuration and backend if it has several) or by key; its --side CPU "
+                   "(server by default).")
+@click.option("--from", "from_config", metavar="CONFIG", help="Cost of a change: from this configuration …")
+@click.option("--to", "to_config", metavar="CONFIG", help="… to this one (same backend, label and size).")
+@click.option("--core-price-per-year", type=float, metavar="Q",
+              help="Price of one CPU core per year (any currency; the same as the accelerator's).")
+@click.option("--accel-ops-per-s", type=float, metavar="A", help="Accelerator capacity: ops/s per unit.")
+@click.option("--accel-price-per-year", type=float, metavar="P", help="Price of one accelerator unit per year.")
+@click.option("--accel-host-cpu-us-per-op", type=float, default=0.0, show_default=True, metavar="H",
+              help="Host CPU still spent per offloaded operation (driver, polling), in µs.")
+@click.option("--accel-latency-us", type=float, metavar="L",
+              help="Accelerator latency per operation as the application sees it, in µs (shown only).")
+@click.option("--accel-min-units", type=int, default=1, show_default=True, metavar="M",
+              help="Accelerator units bought whatever the load (2 for redundancy).")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help=STORE_HELP)
+@click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "md", "html"]), default=None,
+              help="text (the default), json (one document), md (a short answer to share), html (one "
+                   "self-contained page).")
+@click.option("--json", "as_json", is_flag=True, help="The same as --format json.")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, allow_dash=True), default=None,
+              help=f"File to write, '-' for stdout [default: stdout; for html {DEFAULT_OUT_DIR}/plan-run<id>.html, "
+                   "or plan-run<id>-2.html … if taken]. An existing file is never replaced.")
+def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None, configuration: str | None,
+             backend: str | None, size: str | None, side: str | None, remainder_from: str | None,
+             remainder_op: str | None, from_config: str | None, to_config: str | None,
+             core_price_per_year: float | None, accel_ops_per_s: float | None,
+             accel_price_per_year: float | None, accel_host_cpu_us_per_op: float,
+             accel_latency_us: float | None, accel_min_units: int, store_path: str | None,
+             fmt: str | None, as_json: bool, output: str | None) -> None:
+    """Economics of an operation, or of a request made of several, measured in stored run
+    RUN_ID (default: latest).
+
+    \b
+    (a) cores needed for --rate: rate × CPU ns per op (or per request) / 1e9, from the
+        geometric mean CPU time over repetitions (with its 95 % CI and range), and one
+        core's capacity;
+    (b) with --from C1 --to C2: cores before and after that change of configuration;
+    (c) with --accel-ops-per-s, --accel-price-per-year and --core-price-per-year (with --op
+        only): the rate above which offloading to the accelerator saves money, and what it
+        saves at --rate.
+
+    A workload (a TLS handshake at a load level) is priced with its server's CPU per
+    transaction unless --side says otherwise; every answer names the side. With
+    --per-request, --remainder-op adds what a workload measured on the same host spends
+    per transaction beyond the request's primitives (the non-crypto rest); without it,
+    the answer says the remainder is left out.
+
+    \b
+    cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
+    cryptoperf plan --op rsa --from old --to new --rate 9.6 --format md -o plan.md
+    cryptoperf plan 7 --op "full handshake @ c=2" --from rsa --to ecdsa --rate 3k
+    cryptoperf plan 7 --per-request "sign + x25519-keygen + x25519-derive" --from rsa --to ecdsa
+      --backend aws-lc --remainder-op "full handshake @ c=2" --rate 3k
+
+    Method and a worked example: docs/methodology.md, "Economics".
+    """
+    from cryptoperf.report import economics as report_economics
+
+    if op and request:
+        raise UsageError("give either --op OP (one operation) or --per-request 'OP + OP …' "
+                         "(the operations of one request), not both")
+    if not op and request is None:
+        raise UsageError("plan needs --op OP, the operation (or study label) to plan for, or --per-request "
+                         "'OP + OP …' for a request of several; see `cryptoperf list` and `cryptoperf plan --help`")
+    if rate is None:
+        raise UsageError("plan needs --rate N, the operations (or requests) per second to sustain "
+                         "(e.g. --rate 9.6, --rate 2k)")
+    if as_json and fmt not in (None, "json"):
+        raise UsageError(f"--json is --format json; it cannot go with --format {fmt}")
+    fmt = "json" if as_json else (fmt or "text")
+    rate_per_s = economics.parse_rate(rate)
+    try:
+        size_bytes = opnames.parse_size(size) if size is not None else None
+    except ValueError as e:
+        raise UsageError(f"--size: {e}") from None
+    for name, value in (("--accel-host-cpu-us-per-op", accel_host_cpu_us_per_op),
+                        ("--accel-latency-us", accel_latency_us)):
+        if value is not None:
+            economics.check_number(name, value)
+    accel = None
+    if (accel_ops_per_s is not None or accel_price_per_year is not None or accel_latency_us is not None
+            or accel_host_cpu_us_per_op != 0 or accel_min_units != 1):
+        if accel_ops_per_s is None or accel_price_per_year is None:
+            raise UsageError("describe the accelerator with both --accel-ops-per-s and --accel-price-per-year")
+        accel = economics.Accelerator(
+            ops_per_s_per_unit=accel_ops_per_s, price_per_year=accel_price_per_year,
+            host_cpu_ns_per_op=accel_host_cpu_us_per_op * 1e3,
+            latency_ns=accel_latency_us * 1e3 if accel_latency_us is not None else None,
+            min_units=accel_min_units)
+    with stored.open_store(store_path) as store:
+        run = stored.load_run(store, run_id)
+        try:
+            remainder_run = None if remainder_from is None else stored.load_run(store, remainder_from)
+        except UsageError as e:
+            raise UsageError(f"--remainder-from: {e}") from None
+    result = economics.plan(run, op or None, rate_per_s, request=request, configuration=configuration,
+                            backend=backend, size_bytes=size_bytes, from_config=from_config, to_config=to_config,
+                            accelerator=accel, core_price_per_year=core_price_per_year, side=side,
+                            remainder_run=remainder_run, remainder_op=remainder_op)
+    text = report_economics.render(result, run, fmt)
+    if output == "-" or (output is None and fmt != "html"):
+        say_using(run)
+        click.echo(text, nl=False)
+        return
+    target = Path(output) if output else report_economics.default_path(DEFAULT_OUT_DIR, run, fmt)
+    written = render_write(text, target, fix="pass another -o PATH, or -o - for stdout", unique=output is None)
+    say_using(run)
+    click.echo(str(written))

@@ -1,0 +1,68 @@
+"""``cryptoperf backends`` and ``cryptoperf setup``: the worker's backends and operations, and the
+worker builds ``pip install .`` does not make (e.g. ``openssl@3.6``)."""
+
+from __future__ import annotations
+
+import click
+
+from cryptoperf import builds, paths, workerbuild
+from cryptoperf.builds import find_worker
+from cryptoperf.cli.app import cli, err_console, out_console
+from cryptoperf.report import terminal
+from cryptoperf.run.worker import fetch_hello
+
+
+@cli.command()
+@click.option("--no-detail", is_flag=True,
+              help="Skip checking which backend supports which operation (faster).")
+def backends(no_detail: bool) -> None:
+    """List the worker's backends, library versions, and which operations each supports."""
+    path = find_worker()
+    hello = fetch_hello(path, detail=not no_detail)
+    out = out_console()
+    out.print(terminal.backends_table(hello))
+    notes = terminal.Notes()
+    support = terminal.support_table(hello, notes)
+    if support is not None:
+        out.print(support)
+        notes.print(out)
+    else:
+        out.print("operations: " + ", ".join(hello.ops))
+    _list_builds()
+
+
+@cli.command()
+@click.argument("names", nargs=-1, metavar="[BUILD]...")
+@click.option("--list", "list_only", is_flag=True,
+              help="List the worker builds, whether each is built and where (the default without BUILD).")
+@click.option("--force", is_flag=True, help="Rebuild even when a usable build is cached.")
+def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
+    """Build worker builds that `pip install .` does not make, once, and cache them.
+
+    \b
+    openssl@3.6   the worker with OpenSSL 3.6 built from source (openssl-src 300.6.x) and
+                  linked statically into its openssl backend: about 5-10 minutes on 2 cores;
+                  what `library = "openssl@3.6"` in a study needs (which builds it on first use).
+
+    Needs Rust's cargo (https://rustup.rs) and network access to crates.io. The binary goes to
+    <data dir>/workers/<build>/ ($CRYPTOPERF_DATA_DIR, default: the user data directory), and is
+    used only once it answers with the expected library version.
+    """
+    if list_only or not names:
+        _list_builds()
+        return
+    for raw in names:
+        workerbuild.recipe(raw)  # every name checked before anything is built
+    err, out = err_console(), out_console()
+    for name in dict.fromkeys(builds.resolve(n) for n in names):
+        out.print(workerbuild.setup(name, force, err), markup=False, soft_wrap=True)
+
+
+def _list_builds() -> None:
+    """Print every worker build: name, built or not (path or why not), what it is."""
+    out = out_console()
+    out.print(f"worker builds (cache: {paths.data_dir() / 'workers'}):", markup=False, soft_wrap=True)
+    for b in workerbuild.states():
+        label = b.name + (f" = {b.alias}" if b.alias else "")
+        out.print(f"  {label:<26} {'built' if b.built else 'missing':<8} {b.description}", markup=False, soft_wrap=True)
+        out.print(f"  {'':<26} {'':<8} {b.where}", markup=False, soft_wrap=True)
