@@ -20,6 +20,7 @@ from scipy import stats as sp
 from conftest import assert_one_line_error
 from cryptoperf import economics as econ
 from cryptoperf.errors import EconomicsError, UsageError
+from cryptoperf.result import decode
 from cryptoperf.store import Store
 from cryptoperf.stored import load_run
 from stored_runs import DRIFT, econ_run, tls_run
@@ -954,24 +955,37 @@ def test_plan_prices_a_workload_with_its_servers_cpu(handshake_runs):
 def test_side_cpu_is_one_side_over_its_own_transactions(handshake_runs):
     _, run = handshake_runs
     o = next(o for o in run.outcomes if o.ok and o.repetition.block == 1 and o.cell.configuration == "rsa")
-    assert econ.side_cpu_ns_per_tx(o, "server") == pytest.approx(658_000, rel=1e-5)
-    assert econ.side_cpu_ns_per_tx(o, "client") == pytest.approx(120_000, rel=1e-5)
-    assert econ.side_cpu_ns_per_tx(o, "both") == pytest.approx(778_000, rel=1e-5)
-    ops, tx = o.result["ops"], o.result["server"]["transactions"]
-    assert tx / ops == pytest.approx(SERVER_TX_FACTOR, rel=1e-2)  # server.cpu_ns / ops would be ×1.3
+    assert econ.side_cpu_ns_per_tx(o.result, "server") == pytest.approx(658_000, rel=1e-5)
+    assert econ.side_cpu_ns_per_tx(o.result, "client") == pytest.approx(120_000, rel=1e-5)
+    assert econ.side_cpu_ns_per_tx(o.result, "both") == pytest.approx(778_000, rel=1e-5)
+    assert o.result.server.transactions / o.result.ops == pytest.approx(SERVER_TX_FACTOR, rel=1e-2)  # ÷ ops: ×1.3
     # memory mode: each side's share of the one thread's CPU
-    mem = dataclasses.replace(o, result={"ops": 10, "cpu_ns_total": 90_000, "client_side_cpu_ns": 20_000,
-                                         "server": {"cpu_ns": 70_000, "transactions": 10}})
+    mem = decode({"status": "ok", "ops": 10, "cpu_ns_total": 90_000, "client_side_cpu_ns": 20_000,
+                  "server": {"cpu_ns": 70_000, "transactions": 10}})
     assert (econ.side_cpu_ns_per_tx(mem, "client"), econ.side_cpu_ns_per_tx(mem, "server")) == (2000, 7000)
     # a primitive has the worker's CPU only; an external server has no server figure
-    prim = dataclasses.replace(o, result={"ops": 10, "cpu_ns_total": 90_000})
+    prim = decode({"status": "ok", "ops": 10, "cpu_ns_total": 90_000})
     assert econ.side_cpu_ns_per_tx(prim, "server") is None and econ.side_cpu_ns_per_tx(prim, "client") is None
     assert econ.side_cpu_ns_per_tx(prim, "process") == 9000
-    ext = dataclasses.replace(o, result={"ops": 10, "cpu_ns_total": 90_000,
-                                         "server": {"cpu_ns": None, "transactions": None}})
+    ext = decode({"status": "ok", "ops": 10, "cpu_ns_total": 90_000, "server": {"cpu_ns": None, "transactions": None}})
     assert econ.side_cpu_ns_per_tx(ext, "server") is None and econ.side_cpu_ns_per_tx(ext, "client") == 9000
     with pytest.raises(ValueError, match="unknown side"):
-        econ.side_cpu_ns_per_tx(o, "kernel")
+        econ.side_cpu_ns_per_tx(o.result, "kernel")
+
+
+def test_plan_and_report_read_one_analysis(handshake_runs):
+    """The per-side figures plan pairs by block are the run's analysis's, the same the report's
+    server and client columns show (their medians)."""
+    _, run = handshake_runs
+    for s in run.summaries.values():
+        point = run.analysis.workloads.point_of(s.cell.key)
+        if point is None or not point.measured:
+            continue
+        server = econ.side_samples(run, s, "server")
+        assert server == dict(point.cpu_ns_per_tx_by_block["server"]) and server
+        assert point.server_cpu_ns_per_tx == pytest.approx(float(np.median(list(server.values()))))
+        client = econ.side_samples(run, s, "client")
+        assert point.client_cpu_ns_per_tx == pytest.approx(float(np.median(list(client.values()))))
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "md", "html"])

@@ -16,6 +16,7 @@ from conftest import ROOT, assert_one_line_error, worker_rules
 from cryptoperf import schedule, stats, study, workload
 from cryptoperf.errors import StudyError
 from cryptoperf.model import Repetition
+from cryptoperf.result import decode
 from cryptoperf.workloads import fleet
 
 RULES = worker_rules()
@@ -201,7 +202,7 @@ def test_the_cap_is_never_exceeded_in_the_fakes_timeline_either(fake_worker, wri
     fake_worker()
     doc, _, _ = run_study(cli, write_study, tmp_path, STUDY.replace('job = "audit",', 'job = "audit", cap = 7,'))
     for r in doc["repetitions"]:
-        job = fleet.decode(r.get("result"))
+        job = fleet.decode(decode(r["result"])) if r.get("result") else None
         if job is None:
             continue
         assert job.most_in_flight() <= 7

@@ -10,38 +10,49 @@ import re
 import pytest
 
 from conftest import need_real_worker
+from cryptoperf.result import decode
 from cryptoperf.run.worker import WorkerClient
 from cryptoperf.workloads import access, generic
 from real_workers import find
 
 
-def result(ops: int, server_tx: int, server_cpu_ns: float, window: bool | None = None, **extra) -> dict:
+def result(ops: int, server_tx: int, server_cpu_ns: int, window: bool | None = None, **extra):
     server = {"cpu_ns": server_cpu_ns, "transactions": server_tx, "timeline": []}
     if window is not None:
         server["window"] = window
-    return {"ops": ops, "wall_ns": 1_000_000_000, "cpu_ns_total": 200_000 * ops, "server": server, **extra}
+    return decode({"status": "ok", "ops": ops, "wall_ns": 1_000_000_000, "cpu_ns_total": 200_000 * ops,
+                   "server": server, **extra})
+
+
+def server_cpu(r):
+    return generic.side_cpu_ns_per_tx(r, "server")
 
 
 def test_server_cpu_per_transaction_divides_by_the_servers_own_transactions():
     # An older worker read the server's counters from before a 0.5 s warm-up to the end of a
     # 1 s window: 1500 handshakes served, 1000 of them in the window the client counted; the
     # server spent 300 µs on each. Dividing by the client's window count gave 450 µs.
-    old = result(ops=1000, server_tx=1500, server_cpu_ns=1500 * 300_000.0)
-    assert generic.server_cpu_ns_per_tx([old]) == pytest.approx(300_000.0)
+    old = result(ops=1000, server_tx=1500, server_cpu_ns=1500 * 300_000)
+    assert server_cpu(old) == pytest.approx(300_000.0)
     # A worker that reads the server's counters over exactly the window says so (window: true).
-    new = result(ops=1000, server_tx=1002, server_cpu_ns=1002 * 310_000.0, window=True)
+    new = result(ops=1000, server_tx=1002, server_cpu_ns=1002 * 310_000, window=True)
     assert access.server(new).window is True and access.server(old).window is False
-    assert generic.server_cpu_ns_per_tx([old, new]) == pytest.approx(305_000.0)  # the median of the two
-    # the client's side is the client's CPU over the client's transactions
-    assert generic.client_cpu_ns_per_tx([old]) == pytest.approx(200_000.0)
+    assert server_cpu(new) == pytest.approx(310_000.0)
+    # the client's side is the client's CPU over the client's transactions; both is their sum
+    assert generic.side_cpu_ns_per_tx(old, "client") == pytest.approx(200_000.0)
+    assert generic.side_cpu_ns_per_tx(old, "both") == pytest.approx(500_000.0)
     # memory mode: the client side's share of the one thread's CPU
-    mem = result(ops=100, server_tx=100, server_cpu_ns=100 * 50_000.0, client_side_cpu_ns=100 * 70_000.0)
-    assert generic.client_cpu_ns_per_tx([mem]) == pytest.approx(70_000.0)
+    mem = result(ops=100, server_tx=100, server_cpu_ns=100 * 50_000, client_side_cpu_ns=100 * 70_000)
+    assert generic.side_cpu_ns_per_tx(mem, "client") == pytest.approx(70_000.0)
 
 
 def test_no_server_figure_without_server_counters():
-    assert generic.server_cpu_ns_per_tx([{"ops": 10, "wall_ns": 1}]) is None
-    assert generic.server_cpu_ns_per_tx([result(ops=10, server_tx=0, server_cpu_ns=5.0)]) is None
+    bare = decode({"status": "ok", "ops": 10, "wall_ns": 1, "cpu_ns_total": 90})
+    assert server_cpu(bare) is None and generic.side_cpu_ns_per_tx(bare, "client") is None
+    assert generic.side_cpu_ns_per_tx(bare, "process") == pytest.approx(9.0)
+    assert server_cpu(result(ops=10, server_tx=0, server_cpu_ns=5)) is None
+    with pytest.raises(ValueError, match="unknown side"):
+        generic.side_cpu_ns_per_tx(bare, "kernel")
 
 
 REAL, WHY = find()
@@ -59,8 +70,8 @@ def test_server_cpu_per_handshake_agrees_with_the_servers_cpu_over_time():
         r = w.run({"type": "run", "id": "t", "backend": "aws-lc", "op": "tls-handshake",
                    "params": {"cert": "ecdsa-p256", "group": "x25519", "load": "closed:2"},
                    "seconds": 1.5, "warmup_s": warmup_s}, timeout_s=120)
-    assert r["status"] == "ok", r.get("reason")
-    figure = generic.server_cpu_ns_per_tx([r])
+    assert r.status == "ok", r.reason
+    figure = server_cpu(r)
     server = access.server(r)
     span_s = access.wall_ns(r) / 1e9 + (0.0 if server.window else warmup_s)
     tl = access.timeline(access.server_timeline(r))

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, TypeVar
+from typing import Any, Callable, Mapping, TypeVar
 
 from cryptoperf.errors import WorkerError
 
@@ -378,11 +378,7 @@ class WorkerResult:
 
     ``extras``: every other top-level field, as received (a workload's own part, fields added
     by a newer worker). ``raw``: the message as received, for the store and the JSON document
-    only.
-
-    Transitional: ``get(key, default)``, ``result[key]``, ``key in result`` and ``keys()`` read
-    ``raw``, so report code written against the untyped message keeps working while it moves
-    to the attributes; new code reads attributes.
+    only. Code reads the attributes; nothing reads a result as a mapping.
     """
 
     id: str
@@ -434,24 +430,6 @@ class WorkerResult:
         """``library library_version`` as the worker reported them (``OpenSSL 3.0.13``), ''
         when it named neither."""
         return f"{self.library or ''} {self.library_version or ''}".strip()
-
-    # -- transitional: the message as a mapping (see the class doc) ---------------------------
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """Transitional: ``raw.get(key, default)``."""
-        return self.raw.get(key, default)
-
-    def __getitem__(self, key: str) -> Any:
-        """Transitional: ``raw[key]`` (KeyError when absent)."""
-        return self.raw[key]
-
-    def __contains__(self, key: object) -> bool:
-        """Transitional: ``key in raw``."""
-        return key in self.raw
-
-    def keys(self) -> Iterable[str]:
-        """Transitional: ``raw.keys()`` (so ``dict(result)`` is the message)."""
-        return self.raw.keys()
 
 
 def decode(message: Mapping[str, Any]) -> WorkerResult:

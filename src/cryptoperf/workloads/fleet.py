@@ -171,7 +171,7 @@ def decode(result: access.Result | None) -> Job | None:
     procs = []
     for p in f.get("processes") or ():
         if isinstance(p, Mapping):
-            tl = access.timeline(p.get("timeline")).shifted(float(p.get("timeline_offset_ms") or 0.0) / 1000.0)
+            tl = access.timeline(access.samples(p.get("timeline"))).shifted(float(p.get("timeline_offset_ms") or 0.0) / 1000.0)
             procs.append(Process(str(p.get("role")), _int(p.get("index")), p.get("cpu_ns"),
                                  p.get("peak_rss_bytes"), p.get("max_fds"), tl))
     fails = tuple((_int(x.get("target")), _int(x.get("slice")), str(x.get("phase")), str(x.get("reason")))

@@ -16,7 +16,7 @@ verdicts are the analysis's deltas).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -39,33 +39,55 @@ def _median(values: Sequence[float]) -> float | None:
 
 # ------------------------------------------------------------------------------ per side
 
-def client_cpu_ns_per_tx(results: Iterable[access.Result]) -> float | None:
-    """Median over ``results`` (one per measured repetition) of the client side's CPU ns per
-    transaction: ``cpu_ns_total / ops`` (socket mode: the client threads), or
-    ``client_side_cpu_ns / ops`` in memory mode, where ``cpu_ns_total`` holds both sides; None
-    without a result that has both."""
-    vals = []
-    for r in results:
-        n = access.ops(r)
-        cpu = access.client_side_cpu_ns(r)
-        if cpu is None:
-            cpu = access.process_cpu_ns(r)
-        if n and cpu is not None:
-            vals.append(cpu / n)
-    return _median(vals)
+#: The sides whose CPU per transaction the analysis computes: a workload's server, its client,
+#: both added up (only where both are measured), and the worker process's measuring threads
+#: (what a cell without a server side has: a primitive, ``ike-phase1``).
+SIDES = ("server", "client", "both", "process")
 
 
-def server_cpu_ns_per_tx(results: Iterable[access.Result]) -> float | None:
-    """Median over ``results`` of the server side's CPU ns per transaction, ``server.cpu_ns /
-    server.transactions``: the server's CPU over the transactions it served in the same span (in
-    memory mode, the server side's share of the one thread's CPU time); None without a
-    ``server`` with both counters (``ike-phase1`` has none)."""
-    vals = []
-    for r in results:
-        s = access.server(r)
-        if s is not None and s.cpu_ns is not None and s.transactions:
-            vals.append(s.cpu_ns / s.transactions)
-    return _median(vals)
+def side_cpu_ns_per_tx(result: access.Result | None, side: str) -> float | None:
+    """One repetition's CPU ns per transaction on ``side`` (``SIDES``), or None when its result
+    does not measure that side. Each is one side's CPU over its own transactions in one span:
+
+    - ``server``: ``server.cpu_ns / server.transactions`` (the server's own counters, read over
+      the measuring window; in memory mode the server side's share of the one thread); None
+      without a ``server`` with both counters (an external server, ``ike-phase1``);
+    - ``client``: in memory mode ``client_side_cpu_ns / ops``, else the client threads'
+      ``cpu_ns_total / ops`` (None for a result without a server side: no split);
+    - ``both``: server + client (None unless both are measured);
+    - ``process``: ``cpu_ns_total / ops``, the worker's measuring threads, whatever they ran.
+
+    Raises ValueError for an unknown side.
+    """
+    if side not in SIDES:
+        raise ValueError(f"unknown side '{side}' (known: {', '.join(SIDES)})")
+    if side == "process":
+        n, cpu = access.ops(result), access.process_cpu_ns(result)
+        return cpu / n if cpu is not None and n else None
+    s = access.server(result)
+    if s is None:
+        return None
+    if side == "server":
+        return s.cpu_ns / s.transactions if s.cpu_ns is not None and s.transactions else None
+    if side == "client":
+        n, cpu = access.ops(result), access.client_side_cpu_ns(result)
+        cpu = access.process_cpu_ns(result) if cpu is None else cpu
+        return cpu / n if cpu is not None and n else None
+    server, client = side_cpu_ns_per_tx(result, "server"), side_cpu_ns_per_tx(result, "client")
+    return None if server is None or client is None else server + client
+
+
+def cpu_ns_per_tx_by_block(outcomes: Sequence[Outcome]) -> dict[str, dict[int, float]]:
+    """Side → block → one repetition's CPU ns per transaction on that side (values > 0), for
+    the measured repetitions ``outcomes`` (one per block, block order); a side no repetition
+    measured is left out."""
+    out: dict[str, dict[int, float]] = {}
+    for side in SIDES:
+        values = {o.repetition.block: v for o in outcomes
+                  if (v := side_cpu_ns_per_tx(o.result, side)) is not None and v > 0}
+        if values:
+            out[side] = values
+    return out
 
 
 def throughput_estimate(outcomes: Sequence[Outcome]) -> stats.Estimate | None:
@@ -140,8 +162,8 @@ class Point:
         blocks: the blocks of its measured repetitions, in order.
         tx_per_s: transactions per second with its band (``throughput_estimate``).
         bytes_per_tx: the bytes one transaction carries (0 for handshakes).
-        client_cpu_ns_per_tx, server_cpu_ns_per_tx: CPU per transaction of each side (median
-            over repetitions; None where a side has no counters).
+        cpu_ns_per_tx_by_block: side (``SIDES``) → block → that repetition's CPU ns per
+            transaction on the side (``side_cpu_ns_per_tx``); what ``plan`` pairs by block.
         late: open levels: transactions that started more than 1 ms late, summed over the
             repetitions (None when the results do not say); ops: transactions, summed.
         latency: percentiles of the repetitions' histograms merged.
@@ -160,13 +182,29 @@ class Point:
     blocks: tuple[int, ...]
     tx_per_s: stats.Estimate | None
     bytes_per_tx: int
-    client_cpu_ns_per_tx: float | None
-    server_cpu_ns_per_tx: float | None
+    cpu_ns_per_tx_by_block: Mapping[str, Mapping[int, float]]
     late: int | None
     ops: int
     latency: stats.Latency | None
     corrected: bool
     representative: Representative | None
+
+    def cpu_ns_per_tx(self, side: str) -> float | None:
+        """CPU ns per transaction on ``side`` (``SIDES``): the median over the repetitions,
+        None where no repetition measured that side."""
+        return _median(list(self.cpu_ns_per_tx_by_block.get(side, {}).values()))
+
+    @property
+    def client_cpu_ns_per_tx(self) -> float | None:
+        """The client side's CPU ns per transaction (``cpu_ns_per_tx("client")``); for a
+        workload without a server side, its measuring threads' (``process``)."""
+        client = self.cpu_ns_per_tx("client")
+        return self.cpu_ns_per_tx("process") if client is None and "server" not in self.cpu_ns_per_tx_by_block else client
+
+    @property
+    def server_cpu_ns_per_tx(self) -> float | None:
+        """The server side's CPU ns per transaction (``cpu_ns_per_tx("server")``)."""
+        return self.cpu_ns_per_tx("server")
 
     @property
     def measured(self) -> bool:
@@ -226,7 +264,7 @@ def point(summary: CellSummary, load: Load, outcomes: Sequence[Outcome], series:
         series=series, order=order, is_baseline=is_baseline, delta=delta,
         blocks=tuple(o.repetition.block for o in outcomes), tx_per_s=throughput_estimate(outcomes),
         bytes_per_tx=next((access.bytes_per_op(r) for r in results), 0),
-        client_cpu_ns_per_tx=client_cpu_ns_per_tx(results), server_cpu_ns_per_tx=server_cpu_ns_per_tx(results),
+        cpu_ns_per_tx_by_block=cpu_ns_per_tx_by_block(outcomes),
         late=sum(n for n, _ in counted) if counted else None, ops=sum(k for _, k in counted),
         latency=merged_latency(outcomes), corrected=corrected,
         representative=None if rep is None else Representative(
