@@ -178,6 +178,18 @@ def mode_of(op, params):
     return str(params.get("mode", SPECS[op]["default_mode"]))
 
 
+def fips_approval(op: str, params: dict) -> dict:
+    """``fips_approved`` and ``fips_reason`` of a primitive timed in FIPS mode, from the FIPS
+    table of the hello snapshot (``op_params[op].fips``), as the real worker reports them."""
+    table = RULES["op_params"].get(op, {}).get("fips")
+    if table is None:
+        return {}
+    for name, values in (table.get("not_approved_with") or {}).items():
+        if str(params.get(name)) in values:
+            return {"fips_approved": False, "fips_reason": values[str(params.get(name))]}
+    return {"fips_approved": bool(table.get("approved")), "fips_reason": table.get("reason")}
+
+
 def in_fips_mode(backend):
     return BUILD == "fips" and backend in FIPS_BACKENDS
 
@@ -366,6 +378,8 @@ def run(req):
             "library_version": version_of(backend), "params": params,
             "fips": in_fips_mode(backend) if SPEC.get("fips_result") is None else SPEC["fips_result"],
             "threads": req.get("threads", 1), "cpu_mask": mask, "capabilities": capabilities(backend)}
+    if base["fips"] and not is_workload(op):
+        base.update(fips_approval(op, params))
     base.update(SPEC.get("result_fields", {}).get(f"{config}#{rep}", {}))
     if mask is not None and mask_answered(req, base, backend, mask):
         return

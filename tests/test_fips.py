@@ -176,3 +176,27 @@ def test_a_fips_configuration_timing_an_unapproved_primitive_is_flagged_before_i
     assert any("configuration 'on'" in n and "x25519-derive" in n for n in notes)
     assert any("configuration 'on'" in n and "'sign'" in n and "SHA-1" in n for n in notes)
     assert not any("'off'" in n or "sha256" in n for n in notes)
+
+
+def test_a_report_names_the_cells_that_timed_an_unapproved_primitive_in_fips_mode(cli, write_study, fake_worker,
+                                                                                  tmp_path):
+    """The results say it too (``fips_approved``/``fips_reason``): the analysis keeps the cells
+    of a FIPS configuration whose operation the module does not approve as timed, and the
+    report lists them with the worker's reason; the same operations outside FIPS mode are not
+    listed."""
+    fake_worker()
+    fake_worker.fips()
+    res = cli("study", write_study(UNAPPROVED_STUDY),
+              "--out", str(tmp_path / "out"))
+    assert res.code == 0, res.err
+    with Store(tmp_path / "runs.sqlite") as st:
+        run = stored.load_run(st, "latest")
+    flagged = run.analysis.fips_unapproved
+    assert {run.summaries[k].cell.op for k in flagged} == {"x25519-derive", "rsa2048-sign"}
+    assert all(run.summaries[k].cell.configuration == "on" for k in flagged)
+    assert "RFC 7748" in next(why for k, why in flagged.items() if run.summaries[k].cell.op == "x25519-derive")
+    md = next((tmp_path / "out").glob("*.md")).read_text()
+    section = md[md.index("## Not FIPS-approved as timed"):]
+    section = section[:section.index("\n## ")]
+    assert section.count("\n> - ") == 2 and "SHA-1" in section and "RFC 7748" in section, section
+    assert "sha256" not in section

@@ -200,6 +200,9 @@ class Analysis:
         cpu_masks: every CPU mask other than ``baseline`` its cells ran under → whether it took
             any capability away on the machine that ran them (``cpu_masks``).
         workloads: the workload figures, per level, side and phase (``workloads.analyse``).
+        fips_unapproved: cell key → why the FIPS module does not approve the operation as its
+            cells timed it in FIPS mode (``fips_unapproved``); what such a cell costs is not
+            what a FIPS deployment pays.
         histograms: cell key → the encoded latency histograms of its measured repetitions, in
             block order (``distribution`` merges them).
         disturbances: the repetitions the host disturbed (``Disturbance``), in block order.
@@ -214,6 +217,7 @@ class Analysis:
     level: float = stats.DEFAULT_LEVEL
     cpu_masks: dict[str, bool | None] = field(default_factory=dict)
     workloads: WorkloadAnalysis = field(default_factory=WorkloadAnalysis)
+    fips_unapproved: dict[str, str] = field(default_factory=dict)
     histograms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     disturbances: tuple[Disturbance, ...] = ()
     speed: speedstats.SpeedAnalysis | None = None
@@ -235,9 +239,10 @@ class Analysis:
         return method_text(self.settings, self.comparisons, self.level, deltas=self.deltas)
 
     def as_dict(self) -> dict[str, Any]:
-        """``settings``, ``comparisons``, ``level``, ``method``."""
+        """``settings``, ``comparisons``, ``level``, ``method``, ``fips_unapproved`` (cell key →
+        reason)."""
         return {"settings": self.settings.as_dict(), "comparisons": self.comparisons,
-                "level": self.level, "method": self.method}
+                "level": self.level, "method": self.method, "fips_unapproved": dict(self.fips_unapproved)}
 
 
 # --------------------------------------------------------------------------- summaries
@@ -534,6 +539,19 @@ def cpu_masks(outcomes: Iterable[Outcome]) -> dict[str, bool | None]:
     return out
 
 
+def fips_unapproved(outcomes: Iterable[Outcome]) -> dict[str, str]:
+    """Cell key → the worker's reason, for every cell whose analysed results ran in FIPS mode
+    (``fips``) and say the FIPS module does not approve the operation as timed
+    (``fips_approved`` false: X25519, SHA-1 signing, AES-GCM sealing with an outside nonce, ...),
+    in first-seen order. Results of workers older than the field say nothing and are left out."""
+    out: dict[str, str] = {}
+    for o in analysed(outcomes):
+        r = o.result
+        if r is not None and r.fips is True and r.fips_approved is False:
+            out.setdefault(o.cell.key, r.fips_reason or "not approved by the FIPS module")
+    return out
+
+
 def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Settings = Settings(),
             order: Sequence[Cell] = (), context: Context = Context()) -> Analysis:
     """Summaries and (with a ``baseline`` configuration: a study) deltas of a stored run's
@@ -552,7 +570,7 @@ def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Setting
             hists.setdefault(o.cell.key, []).append(h)
     figures = workloads.analyse(summaries, kept, ds, workloads.Context(
         baseline or "", context.series, context.host_cpus, context.p99_bounds_ms, context.transactions))
-    return Analysis(summaries, ds, settings, m, level, cpu_masks(outcomes), figures,
+    return Analysis(summaries, ds, settings, m, level, cpu_masks(outcomes), figures, fips_unapproved(outcomes),
                     {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes), speed)
 
 

@@ -3,6 +3,7 @@
  1  verdicts at a glance — a forest plot of every comparison (HTML), a verdict list (Markdown)
  5  noise warning      — CV over threshold, inconclusive verdicts and what would decide them,
                          disturbed repetitions and their re-runs
+ 6  not FIPS-approved  — cells that timed in FIPS mode what the FIPS module does not approve
 10  summary            — performance impact of each configuration (delta vs baseline, intervals)
 20  key figures        — p50, p99, ops/s, MB/s, CPU/op per configuration
 30  latency            — CDF per operation on a log axis, every configuration overlaid
@@ -288,6 +289,22 @@ def noise_warning(run: StoredRun) -> list[Section]:
         md += ">\n> Host checks that warned: " + "; ".join(
             f"{c.get('name')}: {c.get('value')}" for c in checks) + "\n"
     return [Section("noise-warning", title, html, md, css_class="warning" if warn else "notice")]
+
+
+@register(order=6)
+def fips_unapproved(run: StoredRun) -> list[Section]:
+    """Cells that ran in FIPS mode an operation the FIPS module does not approve as timed
+    (``Analysis.fips_unapproved``), each with the worker's reason: measured all the same, but
+    not what a FIPS deployment pays. Nothing when there is none."""
+    found = [(_cell_where(run.summaries[key]), why) for key, why in run.analysis.fips_unapproved.items()
+             if key in run.summaries]
+    if not found:
+        return []
+    lead = ("These cells ran in FIPS mode an operation the FIPS module does not approve as it was timed; "
+            "a FIPS deployment would not use it, so its cost is not part of what FIPS mode costs.")
+    md = f"> **Note:** {lead}\n>\n" + "".join(f"> - {where}: {why}\n" for where, why in found)
+    html = fragment("sections/fips_unapproved.html.j2", lead=lead, cells=found)
+    return [Section("fips-unapproved", "Not FIPS-approved as timed", html, md, css_class="notice")]
 
 
 # ----------------------------------------------------------------------------------- summary
