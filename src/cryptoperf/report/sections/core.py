@@ -18,7 +18,7 @@ report never draws. Formatting only: numbers and verdicts come from the StoredRu
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from markupsafe import Markup
 
@@ -488,35 +488,39 @@ def _latency_curve(run: StoredRun, s: CellSummary) -> tuple[plots.Curve | None, 
     return plots.Curve(label, values, fraction, marks, view.colour_of(run, name)), row
 
 
+def _per_group(run: StoredRun, section_id: str, title: str, template: str,
+               figure_of: Callable[[view.Group], dict[str, Any]]) -> list[Section]:
+    """A section with one figure per group of ``run`` (``view.groups``), drawn only when the
+    HTML report asks (``figure_of(group)`` gives each figure's template fields) and rendered
+    with ``template`` (``figures=[...]``); nothing for a run without groups."""
+    groups = view.groups(run)
+    if not groups:
+        return []
+    return [Section(section_id, title, lambda: fragment(template, figures=[figure_of(g) for g in groups]))]
+
+
 @register(order=30)
 def latency(run: StoredRun) -> list[Section]:
     """Per group, the latency CDF of every series (repetitions' histograms merged) on a log
     axis with p50/p90/p99/p99.9 marked, and a table of those percentiles; series timed in
     batches of k > 1 operations are labelled as k-operation batch means (legend, axis, table)."""
-    groups = view.groups(run)
-    if not groups:
-        return []
 
-    def html() -> str:
-        figures = []
-        for g in groups:
-            curves, rows = [], []
-            for s in g.cells:
-                curve, row = _latency_curve(run, s)
-                rows.append(row)
-                if curve is not None:
-                    curves.append(curve)
-            batched = any(r["batch"] and r["batch"] > 1 for r in rows)
-            xlabel = ("latency per operation; for batched series, each k-operation batch's mean "
-                      "(log scale)" if batched else "latency per operation (log scale)")
-            svg = plots.latency_cdf_svg(curves, f"latency-cdf-{g.slug}", f"latency: {g.title}", xlabel)
-            figures.append({"group": g, "svg": Markup(svg), "rows": rows,
-                            "batch_note": _batch_note([r["batch"] for r in rows if r["reps"]],
-                                                      "p50, p90, p99 and p99.9",
-                                                      "Their max and mean are of batch means too.")})
-        return fragment("sections/latency.html.j2", figures=figures)
+    def figure(g: view.Group) -> dict[str, Any]:
+        curves, rows = [], []
+        for s in g.cells:
+            curve, row = _latency_curve(run, s)
+            rows.append(row)
+            if curve is not None:
+                curves.append(curve)
+        batched = any(r["batch"] and r["batch"] > 1 for r in rows)
+        xlabel = ("latency per operation; for batched series, each k-operation batch's mean "
+                  "(log scale)" if batched else "latency per operation (log scale)")
+        svg = plots.latency_cdf_svg(curves, f"latency-cdf-{g.slug}", f"latency: {g.title}", xlabel)
+        return {"group": g, "svg": Markup(svg), "rows": rows,
+                "batch_note": _batch_note([r["batch"] for r in rows if r["reps"]], "p50, p90, p99 and p99.9",
+                                          "Their max and mean are of batch means too.")}
 
-    return [Section("latency", "Latency distribution", html)]
+    return _per_group(run, "latency", "Latency distribution", "sections/latency.html.j2", figure)
 
 
 # ------------------------------------------------------------------------- throughput and CPU
@@ -525,22 +529,17 @@ def latency(run: StoredRun) -> list[Section]:
 def throughput_cpu(run: StoredRun) -> list[Section]:
     """Per group, operations per second and CPU time per operation of every series: median
     of the repetitions with their min–max and each repetition shown."""
-    groups = view.groups(run)
-    if not groups:
-        return []
 
-    def html() -> str:
-        figures = []
-        for g in groups:
-            bars = []
-            for s in g.cells:
-                name = view.series_name(run, s)
-                bars.append(plots.Bars(name, s.ops_per_s_samples, s.cpu_ns_per_op_samples, view.colour_of(run, name)))
-            svg = plots.throughput_cpu_svg(bars, f"throughput-cpu-{g.slug}", f"throughput and CPU: {g.title}")
-            figures.append({"group": g, "svg": Markup(svg)})
-        return fragment("sections/throughput_cpu.html.j2", figures=figures)
+    def figure(g: view.Group) -> dict[str, Any]:
+        bars = []
+        for s in g.cells:
+            name = view.series_name(run, s)
+            bars.append(plots.Bars(name, s.ops_per_s_samples, s.cpu_ns_per_op_samples, view.colour_of(run, name)))
+        svg = plots.throughput_cpu_svg(bars, f"throughput-cpu-{g.slug}", f"throughput and CPU: {g.title}")
+        return {"group": g, "svg": Markup(svg)}
 
-    return [Section("throughput-cpu", "Throughput and CPU time per operation", html)]
+    return _per_group(run, "throughput-cpu", "Throughput and CPU time per operation",
+                      "sections/throughput_cpu.html.j2", figure)
 
 
 # -------------------------------------------------------------------------------------- host
