@@ -37,73 +37,54 @@ const CRATE_VERSIONS: &str = "rsa 0.9.10, p256 0.13.2, p384 0.13.1, sha1 0.10.7,
      sha3 0.10.9, hmac 0.12.1, aes-gcm 0.10.3, chacha20poly1305 0.10.1, ed25519-dalek 2.2.0, \
      x25519-dalek 2.0.1, ml-kem 0.2.3, ml-dsa 0.1.2, aes 0.8.4, xts-mode 0.5.1";
 
+/// Run `$body` with the type alias `$T` bound to the type named beside the pattern that
+/// `$value` matches (or evaluate `$other`'s expression, for a value bound to no type): the one
+/// dispatch the `with_*` macros below share, each giving only its table.
+macro_rules! with_type {
+    ($value:expr, $T:ident => $body:expr, { $($pat:pat => $ty:ty),+ $(,)? } $(, $other:pat => $otherwise:expr)?) => {
+        match $value {
+            $($pat => {
+                type $T = $ty;
+                $body
+            })+
+            $($other => $otherwise,)?
+        }
+    };
+}
+
 /// Run `$body` with the type alias `$K` bound to the `ml-kem` type of an ML-KEM `$alg`, or
 /// evaluate `$hybrid` for X25519MLKEM768.
 macro_rules! with_ml_kem {
     ($alg:expr, $K:ident => $body:expr, hybrid => $hybrid:expr) => {
-        match $alg {
-            KemAlg::MlKem512 => {
-                type $K = ml_kem::MlKem512;
-                $body
-            }
-            KemAlg::MlKem768 => {
-                type $K = ml_kem::MlKem768;
-                $body
-            }
-            KemAlg::MlKem1024 => {
-                type $K = ml_kem::MlKem1024;
-                $body
-            }
-            KemAlg::X25519MlKem768 => $hybrid,
-        }
+        with_type!($alg, $K => $body, {
+            KemAlg::MlKem512 => ml_kem::MlKem512,
+            KemAlg::MlKem768 => ml_kem::MlKem768,
+            KemAlg::MlKem1024 => ml_kem::MlKem1024,
+        }, KemAlg::X25519MlKem768 => $hybrid)
     };
 }
 
 /// Run `$body` with the type alias `$P` bound to the `ml-dsa` parameter set of `$level`.
 macro_rules! with_ml_dsa {
     ($level:expr, $P:ident => $body:expr) => {
-        match $level {
-            MlDsaLevel::MlDsa44 => {
-                type $P = ml_dsa::MlDsa44;
-                $body
-            }
-            MlDsaLevel::MlDsa65 => {
-                type $P = ml_dsa::MlDsa65;
-                $body
-            }
-            MlDsaLevel::MlDsa87 => {
-                type $P = ml_dsa::MlDsa87;
-                $body
-            }
-        }
+        with_type!($level, $P => $body, {
+            MlDsaLevel::MlDsa44 => ml_dsa::MlDsa44,
+            MlDsaLevel::MlDsa65 => ml_dsa::MlDsa65,
+            MlDsaLevel::MlDsa87 => ml_dsa::MlDsa87,
+        })
     };
 }
 
 /// Run `$body` with the type alias `$D` bound to the RustCrypto hash type of `$alg`.
 macro_rules! with_digest {
     ($alg:expr, $D:ident => $body:expr) => {
-        match $alg {
-            DigestAlg::Sha1 => {
-                type $D = sha1::Sha1;
-                $body
-            }
-            DigestAlg::Sha256 => {
-                type $D = sha2::Sha256;
-                $body
-            }
-            DigestAlg::Sha384 => {
-                type $D = sha2::Sha384;
-                $body
-            }
-            DigestAlg::Sha512 => {
-                type $D = sha2::Sha512;
-                $body
-            }
-            DigestAlg::Sha3_256 => {
-                type $D = sha3::Sha3_256;
-                $body
-            }
-        }
+        with_type!($alg, $D => $body, {
+            DigestAlg::Sha1 => sha1::Sha1,
+            DigestAlg::Sha256 => sha2::Sha256,
+            DigestAlg::Sha384 => sha2::Sha384,
+            DigestAlg::Sha512 => sha2::Sha512,
+            DigestAlg::Sha3_256 => sha3::Sha3_256,
+        })
     };
 }
 
