@@ -83,6 +83,17 @@ pub fn check_aead_key(alg: AeadAlg, key: &[u8]) -> Result<()> {
     Err(BackendError::Failed(format!("{} takes a {}-byte key, got {} bytes", alg.name(), alg.key_len(), key.len())))
 }
 
+/// Split an AEAD's sealed message into `(ciphertext, tag)`, the tag being its last
+/// [`AeadAlg::TAG_LEN`] bytes, with the same words in every backend. Errors: `Failed` for a
+/// message shorter than the tag.
+#[inline]
+pub fn split_tag(sealed: &[u8]) -> Result<(&[u8], &[u8])> {
+    match sealed.len().checked_sub(AeadAlg::TAG_LEN) {
+        Some(n) => Ok(sealed.split_at(n)),
+        None => Err(BackendError::Failed("sealed message is shorter than the tag".into())),
+    }
+}
+
 /// Refuse an RSA key whose size is not the one the operation names (a wrong key would time the
 /// wrong thing without any error).
 pub fn check_rsa_bits(have: usize, want: u32) -> Result<()> {

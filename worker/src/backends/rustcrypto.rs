@@ -22,7 +22,7 @@ use hmac::digest::{Digest as HashFn, FixedOutputReset};
 use rand_core::OsRng;
 
 use super::{
-    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, split_tag, unsupported, xts_tweak, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
     LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
@@ -472,12 +472,7 @@ impl<A: aes_gcm::aead::AeadInPlace> Aead for RcAead<A> {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         out.clear();
-        let Some(n) = sealed.len().checked_sub(AeadAlg::TAG_LEN) else {
-            return Err(BackendError::Failed(
-                "sealed message is shorter than the tag".into(),
-            ));
-        };
-        let (ciphertext, tag) = sealed.split_at(n);
+        let (ciphertext, tag) = split_tag(sealed)?;
         out.extend_from_slice(ciphertext);
         let nonce = aes_gcm::aead::Nonce::<A>::from_slice(nonce);
         let tag = aes_gcm::aead::Tag::<A>::from_slice(tag);
