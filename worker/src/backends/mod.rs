@@ -197,6 +197,58 @@ pub trait Agreement {
     }
 }
 
+/// The peer public key an [`Agreement`] last derived with, as its library parsed (and checked)
+/// it: [`PeerCache::get_or_parse`] parses again only when the peer's bytes change, so repeated
+/// derivations with one peer time the derive alone (`-derive`, as `openssl speed` does), and
+/// [`PeerCache::forget`] makes the next call parse and check again (`-derive-validated`). `T`
+/// gives the bytes it was parsed from ([`AsRef<[u8]>`]): a library's parsed key that keeps them,
+/// or a [`PeerKey`] for one that does not.
+pub(crate) struct PeerCache<T>(Option<T>);
+
+impl<T: AsRef<[u8]>> PeerCache<T> {
+    /// A cache holding no key yet.
+    pub(crate) fn new() -> Self {
+        PeerCache(None)
+    }
+
+    /// The parsed key of `peer_public`: the cached one when its bytes are the same (one slice
+    /// comparison), else `parse(peer_public)`'s, kept for the next call. Errors: `parse`'s,
+    /// leaving the cache empty.
+    #[inline]
+    pub(crate) fn get_or_parse(&mut self, peer_public: &[u8], parse: impl FnOnce(&[u8]) -> Result<T>) -> Result<&mut T> {
+        if self.0.as_ref().is_none_or(|cached| cached.as_ref() != peer_public) {
+            self.0 = None;
+            self.0 = Some(parse(peer_public)?);
+        }
+        Ok(self.0.as_mut().expect("set just above"))
+    }
+
+    /// Drop the cached key: the next [`PeerCache::get_or_parse`] parses again.
+    pub(crate) fn forget(&mut self) {
+        self.0 = None;
+    }
+}
+
+/// A parsed peer key beside a copy of the bytes it was parsed from, for a [`PeerCache`] of a
+/// library whose parsed key does not keep them.
+pub(crate) struct PeerKey<K> {
+    bytes: Vec<u8>,
+    pub(crate) key: K,
+}
+
+impl<K> PeerKey<K> {
+    /// `key`, parsed from `bytes` (copied).
+    pub(crate) fn new(bytes: &[u8], key: K) -> Self {
+        PeerKey { bytes: bytes.to_vec(), key }
+    }
+}
+
+impl<K> AsRef<[u8]> for PeerKey<K> {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
 /// A fresh key pair for one key exchange (an ephemeral key share, as a TLS client or server or
 /// an IKE peer makes per exchange), its public key already encoded, used once.
 pub trait KeyShare {
@@ -374,5 +426,38 @@ pub fn by_name(name: &str) -> Option<Box<dyn Backend>> {
         "ring" => Some(Box::new(ring::Ring)),
         "rustcrypto" => Some(Box::new(rustcrypto::RustCrypto)),
         _ => mock::Mock::from_name(name).map(|m| Box::new(m) as Box<dyn Backend>),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cache parses once per peer, again after a new peer or `forget`, and keeps nothing
+    /// from a parse that failed.
+    #[test]
+    fn peer_cache_parses_only_when_the_peer_changes() {
+        let mut cache = PeerCache::new();
+        let mut parses = 0;
+        let mut get = |cache: &mut PeerCache<PeerKey<usize>>, peer: &[u8]| {
+            cache
+                .get_or_parse(peer, |bytes| {
+                    parses += 1;
+                    match bytes {
+                        b"bad" => Err(BackendError::Failed("refused".into())),
+                        _ => Ok(PeerKey::new(bytes, bytes.len())),
+                    }
+                })
+                .map(|k| k.key)
+        };
+        assert_eq!(get(&mut cache, b"ab").unwrap(), 2);
+        assert_eq!(get(&mut cache, b"ab").unwrap(), 2);
+        assert_eq!(get(&mut cache, b"abc").unwrap(), 3);
+        cache.forget();
+        assert_eq!(get(&mut cache, b"abc").unwrap(), 3);
+        assert!(get(&mut cache, b"bad").is_err());
+        assert_eq!(get(&mut cache, b"abc").unwrap(), 3);
+        drop(get);
+        assert_eq!(parses, 5);
     }
 }

@@ -24,7 +24,7 @@ use rand_core::OsRng;
 use super::{
     check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, split_tag, unsupported, xts_tweak, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
-    LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
+    LibraryInfo, Mac, PeerCache, PeerKey, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg};
@@ -253,7 +253,7 @@ impl Backend for RustCrypto {
                     // A fresh key pair (an ephemeral ECDH share, e.g. IKE's KE payload).
                     None => p256::SecretKey::random(&mut OsRng),
                 };
-                Ok(Box::new(EcdhP256Agreement { secret, peer: None }))
+                Ok(Box::new(EcdhP256Agreement { secret, peer: PeerCache::new() }))
             }
             KxAlg::Ffdh2048 => unsupported("RustCrypto has no FFDH (finite-field Diffie-Hellman)"),
         }
@@ -640,7 +640,7 @@ impl Agreement for X25519Agreement {
 /// ECDH on P-256; the peer's point is parsed (and checked on the curve) only when it changes.
 struct EcdhP256Agreement {
     secret: p256::SecretKey,
-    peer: Option<(Vec<u8>, p256::PublicKey)>,
+    peer: PeerCache<PeerKey<p256::PublicKey>>,
 }
 
 impl Agreement for EcdhP256Agreement {
@@ -654,22 +654,18 @@ impl Agreement for EcdhP256Agreement {
     }
 
     fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        if self
+        let peer = &self
             .peer
-            .as_ref()
-            .is_none_or(|(bytes, _)| bytes.as_slice() != peer_public)
-        {
-            self.peer = None;
-            let key = p256::PublicKey::from_sec1_bytes(peer_public).map_err(failed)?;
-            self.peer = Some((peer_public.to_vec(), key));
-        }
-        let (_, peer) = self.peer.as_ref().expect("set just above");
+            .get_or_parse(peer_public, |bytes| {
+                Ok(PeerKey::new(bytes, p256::PublicKey::from_sec1_bytes(bytes).map_err(failed)?))
+            })?
+            .key;
         let shared = p256::ecdh::diffie_hellman(self.secret.to_nonzero_scalar(), peer.as_affine());
         Ok(shared.raw_secret_bytes().to_vec())
     }
 
     fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        self.peer = None;
+        self.peer.forget();
         self.derive(peer_public)
     }
 }
