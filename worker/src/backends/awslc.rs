@@ -580,16 +580,7 @@ mod tests {
             .ends_with(&format!("({CRATE_VERSIONS})")));
         // FIPS mode exactly in the FIPS build (the AWS-LC FIPS module), never otherwise.
         assert_eq!(info.fips, cfg!(feature = "fips"));
-        // Keep CRATE_VERSIONS in step with Cargo.lock.
-        let lock = include_str!("../../Cargo.lock");
-        for entry in CRATE_VERSIONS.split(", ") {
-            let (name, version) = entry.split_once(' ').unwrap();
-            let needle = format!("name = \"{name}\"\nversion = \"{version}\"\n");
-            assert!(
-                lock.contains(&needle),
-                "Cargo.lock does not lock {name} {version}"
-            );
-        }
+        crate::backends::assert_locked(CRATE_VERSIONS);
     }
 }
 

@@ -429,6 +429,18 @@ pub fn by_name(name: &str) -> Option<Box<dyn Backend>> {
     }
 }
 
+/// Panic unless `Cargo.lock` locks each `name version` of `crate_versions` (", "-separated, as a
+/// backend's `LibraryInfo` names them): what keeps those names in step with the lock file.
+#[cfg(test)]
+pub(crate) fn assert_locked(crate_versions: &str) {
+    let lock = include_str!("../../Cargo.lock");
+    for entry in crate_versions.split(", ") {
+        let (name, version) = entry.split_once(' ').unwrap();
+        let needle = format!("name = \"{name}\"\nversion = \"{version}\"\n");
+        assert!(lock.contains(&needle), "Cargo.lock does not lock {name} {version}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
