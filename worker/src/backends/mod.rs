@@ -83,6 +83,27 @@ pub fn check_aead_key(alg: AeadAlg, key: &[u8]) -> Result<()> {
     Err(BackendError::Failed(format!("{} takes a {}-byte key, got {} bytes", alg.name(), alg.key_len(), key.len())))
 }
 
+/// Refuse a key, seed or share of the wrong length, with the same words in every backend:
+/// "`what` must be `len` bytes, got N". Errors: `Failed`.
+#[inline]
+pub fn check_len(what: &str, bytes: &[u8], len: usize) -> Result<()> {
+    if bytes.len() == len {
+        return Ok(());
+    }
+    Err(wrong_len(what, len, bytes.len()))
+}
+
+/// `bytes` as an array of `N` bytes (a fixed-size key or seed). Errors: `Failed`, in the words
+/// of [`check_len`], for another length.
+#[inline]
+pub fn to_array<const N: usize>(what: &str, bytes: &[u8]) -> Result<[u8; N]> {
+    bytes.try_into().map_err(|_| wrong_len(what, N, bytes.len()))
+}
+
+fn wrong_len(what: &str, len: usize, got: usize) -> BackendError {
+    BackendError::Failed(format!("{what} must be {len} bytes, got {got}"))
+}
+
 /// Split an AEAD's sealed message into `(ciphertext, tag)`, the tag being its last
 /// [`AeadAlg::TAG_LEN`] bytes, with the same words in every backend. Errors: `Failed` for a
 /// message shorter than the tag.

@@ -22,7 +22,7 @@ use hmac::digest::{Digest as HashFn, FixedOutputReset};
 use rand_core::OsRng;
 
 use super::{
-    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, split_tag, unsupported, xts_tweak, Aead, Agreement,
+    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, split_tag, to_array, unsupported, xts_tweak, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
     LibraryInfo, Mac, PeerCache, PeerKey, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
@@ -164,12 +164,7 @@ impl Backend for RustCrypto {
                 with_digest!(digest, D => ecdsa_p384::signer::<D>(key))
             }
             SigAlg::Ed25519 => {
-                let seed: [u8; 32] = key.private_raw.try_into().map_err(|_| {
-                    BackendError::Failed(format!(
-                        "Ed25519 seed must be 32 bytes, got {}",
-                        key.private_raw.len()
-                    ))
-                })?;
+                let seed: [u8; 32] = to_array("Ed25519 seed", key.private_raw)?;
                 let key = ed25519_dalek::SigningKey::from_bytes(&seed);
                 Ok(Box::new(FnSigner(move |msg: &[u8]| {
                     let sig: ed25519_dalek::Signature = signature::Signer::sign(&key, msg);
@@ -215,12 +210,7 @@ impl Backend for RustCrypto {
                 with_digest!(digest, D => ecdsa_p384::verifier::<D>(public))
             }
             SigAlg::Ed25519 => {
-                let bytes: [u8; 32] = public.try_into().map_err(|_| {
-                    BackendError::Failed(format!(
-                        "Ed25519 public key must be 32 bytes, got {}",
-                        public.len()
-                    ))
-                })?;
+                let bytes: [u8; 32] = to_array("Ed25519 public key", public)?;
                 let key = ed25519_dalek::VerifyingKey::from_bytes(&bytes).map_err(failed)?;
                 Ok(verifier::<_, ed25519_dalek::Signature>(key))
             }
@@ -233,12 +223,7 @@ impl Backend for RustCrypto {
             KxAlg::X25519 => {
                 let secret = match ours {
                     Some(ours) => {
-                        let scalar: [u8; 32] = ours.private_raw.try_into().map_err(|_| {
-                            BackendError::Failed(format!(
-                                "X25519 private key must be 32 bytes, got {}",
-                                ours.private_raw.len()
-                            ))
-                        })?;
+                        let scalar: [u8; 32] = to_array("X25519 private key", ours.private_raw)?;
                         x25519_dalek::StaticSecret::from(scalar)
                     }
                     // A fresh key pair (`x25519-keygen`, the hybrid's key shares).
@@ -617,12 +602,7 @@ impl Agreement for X25519Agreement {
     }
 
     fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        let peer: [u8; 32] = peer_public.try_into().map_err(|_| {
-            BackendError::Failed(format!(
-                "X25519 public key must be 32 bytes, got {}",
-                peer_public.len()
-            ))
-        })?;
+        let peer: [u8; 32] = to_array("X25519 public key", peer_public)?;
         let shared = self
             .secret
             .diffie_hellman(&x25519_dalek::PublicKey::from(peer));

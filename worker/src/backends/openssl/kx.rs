@@ -11,7 +11,7 @@ use openssl::pkey_ctx::PkeyCtx;
 use openssl_sys as ffi;
 
 use super::{check_curve, ec_public_key, private_key_from_der};
-use crate::backends::{failed, Agreement, BackendError, PeerCache, PeerKey, Result};
+use crate::backends::{check_len, failed, Agreement, BackendError, PeerCache, PeerKey, Result};
 use crate::ops::keys::KeyPair;
 use crate::ops::{DigestAlg, KxAlg, SigAlg, FFDH2048_PRIVATE_BITS};
 
@@ -150,12 +150,7 @@ impl PeerKind {
                 PKey::from_ec_key(ec_public_key(group, peer_public)?).map_err(failed)?
             }
             PeerKind::Ffdh2048 => {
-                if peer_public.len() != FFDH2048_LEN {
-                    return Err(BackendError::Failed(format!(
-                        "FFDH-2048 public key must be {FFDH2048_LEN} bytes, got {}",
-                        peer_public.len()
-                    )));
-                }
+                check_len("FFDH-2048 public key", peer_public, FFDH2048_LEN)?;
                 let y = BigNum::from_slice(peer_public).map_err(failed)?;
                 let dh = modp2048()?.set_public_key(y).map_err(failed)?;
                 PKey::from_dh(dh).map_err(failed)?
