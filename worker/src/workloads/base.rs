@@ -31,7 +31,7 @@ pub trait Workload: Sync + 'static {
     type Request: Send + Sync + 'static;
 
     /// The name a `run` request gives as its `op` (`tls-handshake`).
-    fn name(&self) -> &'static str;
+    const NAME: &'static str;
 
     /// What `hello` announces about this workload (`op_params[name]`).
     fn spec(&self) -> WorkloadSpec;
@@ -70,7 +70,7 @@ pub trait DynWorkload: Sync {
 
 impl<W: Workload> DynWorkload for W {
     fn name(&self) -> &'static str {
-        Workload::name(self)
+        W::NAME
     }
     fn spec(&self) -> WorkloadSpec {
         Workload::spec(self)

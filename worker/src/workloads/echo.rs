@@ -19,9 +19,7 @@ pub struct Echo;
 impl Workload for Echo {
     type Request = usize;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         WorkloadSpec {

@@ -127,9 +127,7 @@ pub struct IkePhase1;
 impl Workload for IkePhase1 {
     type Request = IkeParams;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         WorkloadSpec {

@@ -41,9 +41,7 @@ pub struct TlsBulk;
 impl Workload for TlsBulk {
     type Request = Spec;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         let mut metrics = tls_handshake::window_metrics();

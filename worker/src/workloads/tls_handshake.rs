@@ -69,9 +69,7 @@ pub struct TlsHandshake;
 impl Workload for TlsHandshake {
     type Request = Spec;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         let mut values = tls_param_values();

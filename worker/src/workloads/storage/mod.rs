@@ -108,9 +108,7 @@ pub struct Storage;
 impl Workload for Storage {
     type Request = Spec;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         let mut per_block = Map::new();
