@@ -258,6 +258,37 @@ pub struct WorkloadSpec {
     pub metrics: Vec<Metric>,
 }
 
+impl WorkloadSpec {
+    /// The spec of a workload measured over a time window at closed and open levels, in `modes`
+    /// (the first the default; with a server in its own process when socket mode is among
+    /// them), with no required parameter, work directory or job; a transaction is
+    /// `transaction`, its figures `metrics`. A workload gives its parameters over it
+    /// (`WorkloadSpec { own_params, .., ..WorkloadSpec::windowed(..) }`). Panics: `modes` empty.
+    pub fn windowed(modes: &'static [Mode], transaction: TransactionName, metrics: Vec<Metric>) -> WorkloadSpec {
+        let server = modes.contains(&Mode::Socket);
+        WorkloadSpec {
+            own_params: &[],
+            common_params: &[],
+            param_values: vec![],
+            defaults: Map::new(),
+            required: &[],
+            job_kinds: None,
+            levels: &[LevelKind::Closed, LevelKind::Open],
+            bytes_per_tx_param: None,
+            modes,
+            default_mode: modes[0],
+            server,
+            needs_dir: false,
+            file_bytes_param: None,
+            job: false,
+            calibration_load: None,
+            transaction,
+            sizing: Sizing::windowed(server),
+            metrics,
+        }
+    }
+}
+
 /// `defaults` from a JSON object literal (`json!({...})`); empty for anything else.
 pub fn object(v: Value) -> Map<String, Value> {
     match v {
