@@ -75,7 +75,7 @@ use c_api::{AwsFfdh, AwsXts, EvpRsa};
 use crate::backends::{
     check_aead_key, check_rsa_bits, check_xts_key, failed, hybrid, unsupported, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
-    LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
+    LibraryInfo, Mac, PeerCache, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::cpu::{CapVector, Capabilities};
 use crate::ops::keys::KeyPair;
@@ -307,7 +307,7 @@ impl Backend for AwsLc {
             key,
             algorithm,
             public,
-            peer: None,
+            peer: PeerCache::new(),
         }))
     }
 
@@ -458,12 +458,12 @@ impl Verifier for AwsVerifier {
 }
 
 /// Our private key, and the last peer key seen, parsed (and checked) only when it changes, as
-/// the other backends do.
+/// the other backends do (its parsed key keeps its bytes).
 struct AwsAgreement {
     key: agreement::PrivateKey,
     algorithm: &'static agreement::Algorithm,
     public: Vec<u8>,
-    peer: Option<agreement::ParsedPublicKey>,
+    peer: PeerCache<agreement::ParsedPublicKey>,
 }
 
 impl Agreement for AwsAgreement {
@@ -472,25 +472,18 @@ impl Agreement for AwsAgreement {
     }
 
     fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        if self
-            .peer
-            .as_ref()
-            .is_none_or(|peer| peer.as_ref() != peer_public)
-        {
-            self.peer = None;
-            let unparsed = agreement::UnparsedPublicKey::new(self.algorithm, peer_public);
-            let parsed = agreement::ParsedPublicKey::try_from(unparsed)
-                .map_err(|e| failed(format!("peer public key: {e}")))?;
-            self.peer = Some(parsed);
-        }
-        let peer = self.peer.as_ref().expect("set just above");
+        let peer = self.peer.get_or_parse(peer_public, |bytes| {
+            let unparsed = agreement::UnparsedPublicKey::new(self.algorithm, bytes);
+            agreement::ParsedPublicKey::try_from(unparsed)
+                .map_err(|e| failed(format!("peer public key: {e}")))
+        })?;
         // `agree` consumes the parsed key; a clone only takes a reference on the EVP_PKEY.
         agreement::agree(&self.key, peer.clone(), (), |secret| Ok(secret.to_vec()))
             .map_err(|()| BackendError::Failed("key agreement failed (invalid peer key?)".into()))
     }
 
     fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        self.peer = None;
+        self.peer.forget();
         self.derive(peer_public)
     }
 }
@@ -587,16 +580,7 @@ mod tests {
             .ends_with(&format!("({CRATE_VERSIONS})")));
         // FIPS mode exactly in the FIPS build (the AWS-LC FIPS module), never otherwise.
         assert_eq!(info.fips, cfg!(feature = "fips"));
-        // Keep CRATE_VERSIONS in step with Cargo.lock.
-        let lock = include_str!("../../Cargo.lock");
-        for entry in CRATE_VERSIONS.split(", ") {
-            let (name, version) = entry.split_once(' ').unwrap();
-            let needle = format!("name = \"{name}\"\nversion = \"{version}\"\n");
-            assert!(
-                lock.contains(&needle),
-                "Cargo.lock does not lock {name} {version}"
-            );
-        }
+        crate::backends::assert_locked(CRATE_VERSIONS);
     }
 }
 

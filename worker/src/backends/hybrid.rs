@@ -14,7 +14,7 @@
 //! every handshake; the server's X25519 key pair is made once, before (its cost is
 //! `x25519-keygen`, which an X25519-only handshake pays as well).
 
-use super::{Agreement, Backend, BackendError, KemDecapsulator, KemEncapsulator, Result};
+use super::{check_len, Agreement, Backend, BackendError, KemDecapsulator, KemEncapsulator, Result};
 use crate::ops::{KemAlg, KxAlg};
 
 /// Lengths of the ML-KEM-768 encapsulation key and ciphertext, and of an X25519 public key.
@@ -51,13 +51,7 @@ pub fn encapsulator_with(
     client_share: &[u8],
     server_x25519: Box<dyn Agreement>,
 ) -> Result<Box<dyn KemEncapsulator>> {
-    if client_share.len() != EK_LEN + X25519_LEN {
-        return Err(BackendError::Failed(format!(
-            "X25519MLKEM768 client share must be {} bytes, got {}",
-            EK_LEN + X25519_LEN,
-            client_share.len()
-        )));
-    }
+    check_len("X25519MLKEM768 client share", client_share, EK_LEN + X25519_LEN)?;
     // Parse once here so a malformed share is refused at prepare time; `encaps` parses again,
     // as a server does per handshake.
     backend.kem_encapsulator(KemAlg::MlKem768, &client_share[..EK_LEN])?;
@@ -85,13 +79,7 @@ impl KemDecapsulator for HybridDecapsulator {
     }
 
     fn decaps(&mut self, server_share: &[u8]) -> Result<Vec<u8>> {
-        if server_share.len() != CT_LEN + X25519_LEN {
-            return Err(BackendError::Failed(format!(
-                "X25519MLKEM768 server share must be {} bytes, got {}",
-                CT_LEN + X25519_LEN,
-                server_share.len()
-            )));
-        }
+        check_len("X25519MLKEM768 server share", server_share, CT_LEN + X25519_LEN)?;
         let (ct, peer) = server_share.split_at(CT_LEN);
         let mut secret = self.mlkem.decaps(ct)?;
         secret.extend_from_slice(&self.x25519.derive(peer)?);

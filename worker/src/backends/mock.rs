@@ -8,7 +8,7 @@
 //! plaintext to disk, which the `storage` workload's on-disk check must catch.
 
 use super::{
-    Aead, Agreement, Backend, BackendError, Digest, KemDecapsulator, KemEncapsulator, LibraryInfo,
+    split_tag, Aead, Agreement, Backend, Digest, KemDecapsulator, KemEncapsulator, LibraryInfo,
     Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::measure::clock;
@@ -138,9 +138,7 @@ impl Aead for Mock {
         Ok(())
     }
     fn open(&mut self, _: &[u8; 12], _: &[u8], sealed: &[u8], out: &mut Vec<u8>) -> Result<()> {
-        let pt = sealed
-            .get(..sealed.len().wrapping_sub(16))
-            .ok_or_else(|| BackendError::Failed("mock: sealed input shorter than a tag".into()))?;
+        let (pt, _) = split_tag(sealed)?;
         self.act(pt.len());
         out.clear();
         out.extend_from_slice(pt);

@@ -83,6 +83,38 @@ pub fn check_aead_key(alg: AeadAlg, key: &[u8]) -> Result<()> {
     Err(BackendError::Failed(format!("{} takes a {}-byte key, got {} bytes", alg.name(), alg.key_len(), key.len())))
 }
 
+/// Refuse a key, seed or share of the wrong length, with the same words in every backend:
+/// "`what` must be `len` bytes, got N". Errors: `Failed`.
+#[inline]
+pub fn check_len(what: &str, bytes: &[u8], len: usize) -> Result<()> {
+    if bytes.len() == len {
+        return Ok(());
+    }
+    Err(wrong_len(what, len, bytes.len()))
+}
+
+/// `bytes` as an array of `N` bytes (a fixed-size key or seed). Errors: `Failed`, in the words
+/// of [`check_len`], for another length.
+#[inline]
+pub fn to_array<const N: usize>(what: &str, bytes: &[u8]) -> Result<[u8; N]> {
+    bytes.try_into().map_err(|_| wrong_len(what, N, bytes.len()))
+}
+
+fn wrong_len(what: &str, len: usize, got: usize) -> BackendError {
+    BackendError::Failed(format!("{what} must be {len} bytes, got {got}"))
+}
+
+/// Split an AEAD's sealed message into `(ciphertext, tag)`, the tag being its last
+/// [`AeadAlg::TAG_LEN`] bytes, with the same words in every backend. Errors: `Failed` for a
+/// message shorter than the tag.
+#[inline]
+pub fn split_tag(sealed: &[u8]) -> Result<(&[u8], &[u8])> {
+    match sealed.len().checked_sub(AeadAlg::TAG_LEN) {
+        Some(n) => Ok(sealed.split_at(n)),
+        None => Err(BackendError::Failed("sealed message is shorter than the tag".into())),
+    }
+}
+
 /// Refuse an RSA key whose size is not the one the operation names (a wrong key would time the
 /// wrong thing without any error).
 pub fn check_rsa_bits(have: usize, want: u32) -> Result<()> {
@@ -183,6 +215,58 @@ pub trait Agreement {
     /// length; `None` where the length is fixed by the algorithm (X25519, ECDH).
     fn private_bits(&self) -> Option<u32> {
         None
+    }
+}
+
+/// The peer public key an [`Agreement`] last derived with, as its library parsed (and checked)
+/// it: [`PeerCache::get_or_parse`] parses again only when the peer's bytes change, so repeated
+/// derivations with one peer time the derive alone (`-derive`, as `openssl speed` does), and
+/// [`PeerCache::forget`] makes the next call parse and check again (`-derive-validated`). `T`
+/// gives the bytes it was parsed from ([`AsRef<[u8]>`]): a library's parsed key that keeps them,
+/// or a [`PeerKey`] for one that does not.
+pub(crate) struct PeerCache<T>(Option<T>);
+
+impl<T: AsRef<[u8]>> PeerCache<T> {
+    /// A cache holding no key yet.
+    pub(crate) fn new() -> Self {
+        PeerCache(None)
+    }
+
+    /// The parsed key of `peer_public`: the cached one when its bytes are the same (one slice
+    /// comparison), else `parse(peer_public)`'s, kept for the next call. Errors: `parse`'s,
+    /// leaving the cache empty.
+    #[inline]
+    pub(crate) fn get_or_parse(&mut self, peer_public: &[u8], parse: impl FnOnce(&[u8]) -> Result<T>) -> Result<&mut T> {
+        if self.0.as_ref().is_none_or(|cached| cached.as_ref() != peer_public) {
+            self.0 = None;
+            self.0 = Some(parse(peer_public)?);
+        }
+        Ok(self.0.as_mut().expect("set just above"))
+    }
+
+    /// Drop the cached key: the next [`PeerCache::get_or_parse`] parses again.
+    pub(crate) fn forget(&mut self) {
+        self.0 = None;
+    }
+}
+
+/// A parsed peer key beside a copy of the bytes it was parsed from, for a [`PeerCache`] of a
+/// library whose parsed key does not keep them.
+pub(crate) struct PeerKey<K> {
+    bytes: Vec<u8>,
+    pub(crate) key: K,
+}
+
+impl<K> PeerKey<K> {
+    /// `key`, parsed from `bytes` (copied).
+    pub(crate) fn new(bytes: &[u8], key: K) -> Self {
+        PeerKey { bytes: bytes.to_vec(), key }
+    }
+}
+
+impl<K> AsRef<[u8]> for PeerKey<K> {
+    fn as_ref(&self) -> &[u8] {
+        &self.bytes
     }
 }
 
@@ -363,5 +447,49 @@ pub fn by_name(name: &str) -> Option<Box<dyn Backend>> {
         "ring" => Some(Box::new(ring::Ring)),
         "rustcrypto" => Some(Box::new(rustcrypto::RustCrypto)),
         _ => mock::Mock::from_name(name).map(|m| Box::new(m) as Box<dyn Backend>),
+    }
+}
+
+/// Panic unless `Cargo.lock` locks each `name version` of `crate_versions` (", "-separated, as a
+/// backend's `LibraryInfo` names them): what keeps those names in step with the lock file.
+#[cfg(test)]
+pub(crate) fn assert_locked(crate_versions: &str) {
+    let lock = include_str!("../../Cargo.lock");
+    for entry in crate_versions.split(", ") {
+        let (name, version) = entry.split_once(' ').unwrap();
+        let needle = format!("name = \"{name}\"\nversion = \"{version}\"\n");
+        assert!(lock.contains(&needle), "Cargo.lock does not lock {name} {version}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The cache parses once per peer, again after a new peer or `forget`, and keeps nothing
+    /// from a parse that failed.
+    #[test]
+    fn peer_cache_parses_only_when_the_peer_changes() {
+        let mut cache = PeerCache::new();
+        let parses = std::cell::Cell::new(0);
+        let get = |cache: &mut PeerCache<PeerKey<usize>>, peer: &[u8]| {
+            cache
+                .get_or_parse(peer, |bytes| {
+                    parses.set(parses.get() + 1);
+                    match bytes {
+                        b"bad" => Err(BackendError::Failed("refused".into())),
+                        _ => Ok(PeerKey::new(bytes, bytes.len())),
+                    }
+                })
+                .map(|k| k.key)
+        };
+        assert_eq!(get(&mut cache, b"ab").unwrap(), 2);
+        assert_eq!(get(&mut cache, b"ab").unwrap(), 2);
+        assert_eq!(get(&mut cache, b"abc").unwrap(), 3);
+        cache.forget();
+        assert_eq!(get(&mut cache, b"abc").unwrap(), 3);
+        assert!(get(&mut cache, b"bad").is_err());
+        assert_eq!(get(&mut cache, b"abc").unwrap(), 3);
+        assert_eq!(parses.get(), 5);
     }
 }

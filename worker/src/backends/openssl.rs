@@ -49,7 +49,7 @@ use openssl::sign::RsaPssSaltlen;
 use openssl_sys as ffi;
 
 use super::{
-    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, xts_tweak, Aead, Agreement, Backend, BackendError,
+    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, split_tag, xts_tweak, Aead, Agreement, Backend, BackendError,
     Digest, LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::cpu::{CapVector, Capabilities};
@@ -448,13 +448,8 @@ impl Aead for OsslAead {
         sealed: &[u8],
         out: &mut Vec<u8>,
     ) -> Result<()> {
-        let Some(n) = sealed.len().checked_sub(AeadAlg::TAG_LEN) else {
-            out.clear();
-            return Err(BackendError::Failed(
-                "sealed message is shorter than the tag".into(),
-            ));
-        };
-        let (ciphertext, tag) = sealed.split_at(n);
+        let (ciphertext, tag) = split_tag(sealed).inspect_err(|_| out.clear())?;
+        let n = ciphertext.len();
         out.resize(n, 0);
         let ctx = &mut self.dec;
         let result = (|| {

@@ -41,7 +41,7 @@ use ring::{agreement, digest, hmac};
 super::ring_api::ring_api!(ring);
 
 use super::{
-    check_aead_key, check_rsa_bits, failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KeyShare, LibraryInfo, Mac,
+    check_aead_key, check_len, check_rsa_bits, failed, unsupported, Aead, Agreement, Backend, BackendError, Digest, KeyShare, LibraryInfo, Mac,
     Result, Signer, Verifier,
 };
 use crate::ops::keys::KeyPair;
@@ -234,12 +234,7 @@ impl Backend for Ring {
                 }
             }
             SigAlg::Ed25519 => {
-                if public.len() != 32 {
-                    return Err(BackendError::Failed(format!(
-                        "Ed25519 public key must be 32 bytes, got {}",
-                        public.len()
-                    )));
-                }
+                check_len("Ed25519 public key", public, 32)?;
                 &signature::ED25519
             }
             SigAlg::MlDsa(level) => {
@@ -395,13 +390,7 @@ mod tests {
 
     #[test]
     fn info_matches_locked_crate_version() {
-        // Keep CRATE_VERSION in step with Cargo.lock.
-        let lock = include_str!("../../Cargo.lock");
-        let needle = format!("name = \"ring\"\nversion = \"{CRATE_VERSION}\"\n");
-        assert!(
-            lock.contains(&needle),
-            "Cargo.lock does not lock ring {CRATE_VERSION}"
-        );
+        crate::backends::assert_locked(&format!("ring {CRATE_VERSION}"));
         let info = Ring.info();
         assert_eq!(
             (info.backend, info.library.as_str(), info.fips),

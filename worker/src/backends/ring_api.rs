@@ -22,8 +22,7 @@ macro_rules! ring_api {
     ($krate:ident) => {
         /// The ring-API adapters (`backends::ring_api`) over this backend's crate.
         mod ring_api {
-            use crate::backends::{BackendError, Result};
-            use crate::ops::AeadAlg;
+            use crate::backends::{split_tag, BackendError, Result};
             use ::$krate::aead::{Aad, LessSafeKey, Nonce};
             use ::$krate::rand::SystemRandom;
             use ::$krate::signature::{EcdsaKeyPair, Ed25519KeyPair, RsaEncoding, RsaKeyPair};
@@ -68,9 +67,7 @@ macro_rules! ring_api {
 
                 fn open(&mut self, nonce: &[u8; 12], aad: &[u8], sealed: &[u8], out: &mut Vec<u8>) -> Result<()> {
                     out.clear();
-                    if sealed.len() < AeadAlg::TAG_LEN {
-                        return Err(BackendError::Failed("sealed message is shorter than the tag".into()));
-                    }
+                    split_tag(sealed)?;
                     out.extend_from_slice(sealed);
                     let opened = self
                         .0

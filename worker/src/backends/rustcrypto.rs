@@ -22,9 +22,9 @@ use hmac::digest::{Digest as HashFn, FixedOutputReset};
 use rand_core::OsRng;
 
 use super::{
-    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, unsupported, xts_tweak, Aead, Agreement,
+    check_aead_key, check_rsa_bits, check_xts_key, check_xts_unit, failed, hybrid, split_tag, to_array, unsupported, xts_tweak, Aead, Agreement,
     Backend, BackendError, Digest, GeneratedSigner, KemDecapsulator, KemEncapsulator,
-    LibraryInfo, Mac, Result, SectorCipher, Signer, Verifier, XtsBits,
+    LibraryInfo, Mac, PeerCache, PeerKey, Result, SectorCipher, Signer, Verifier, XtsBits,
 };
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, KemAlg, KxAlg, MlDsaLevel, RsaPadding, SigAlg};
@@ -37,73 +37,54 @@ const CRATE_VERSIONS: &str = "rsa 0.9.10, p256 0.13.2, p384 0.13.1, sha1 0.10.7,
      sha3 0.10.9, hmac 0.12.1, aes-gcm 0.10.3, chacha20poly1305 0.10.1, ed25519-dalek 2.2.0, \
      x25519-dalek 2.0.1, ml-kem 0.2.3, ml-dsa 0.1.2, aes 0.8.4, xts-mode 0.5.1";
 
+/// Run `$body` with the type alias `$T` bound to the type named beside the pattern that
+/// `$value` matches (or evaluate `$other`'s expression, for a value bound to no type): the one
+/// dispatch the `with_*` macros below share, each giving only its table.
+macro_rules! with_type {
+    ($value:expr, $T:ident => $body:expr, { $($pat:pat => $ty:ty),+ $(,)? } $(, $other:pat => $otherwise:expr)?) => {
+        match $value {
+            $($pat => {
+                type $T = $ty;
+                $body
+            })+
+            $($other => $otherwise,)?
+        }
+    };
+}
+
 /// Run `$body` with the type alias `$K` bound to the `ml-kem` type of an ML-KEM `$alg`, or
 /// evaluate `$hybrid` for X25519MLKEM768.
 macro_rules! with_ml_kem {
     ($alg:expr, $K:ident => $body:expr, hybrid => $hybrid:expr) => {
-        match $alg {
-            KemAlg::MlKem512 => {
-                type $K = ml_kem::MlKem512;
-                $body
-            }
-            KemAlg::MlKem768 => {
-                type $K = ml_kem::MlKem768;
-                $body
-            }
-            KemAlg::MlKem1024 => {
-                type $K = ml_kem::MlKem1024;
-                $body
-            }
-            KemAlg::X25519MlKem768 => $hybrid,
-        }
+        with_type!($alg, $K => $body, {
+            KemAlg::MlKem512 => ml_kem::MlKem512,
+            KemAlg::MlKem768 => ml_kem::MlKem768,
+            KemAlg::MlKem1024 => ml_kem::MlKem1024,
+        }, KemAlg::X25519MlKem768 => $hybrid)
     };
 }
 
 /// Run `$body` with the type alias `$P` bound to the `ml-dsa` parameter set of `$level`.
 macro_rules! with_ml_dsa {
     ($level:expr, $P:ident => $body:expr) => {
-        match $level {
-            MlDsaLevel::MlDsa44 => {
-                type $P = ml_dsa::MlDsa44;
-                $body
-            }
-            MlDsaLevel::MlDsa65 => {
-                type $P = ml_dsa::MlDsa65;
-                $body
-            }
-            MlDsaLevel::MlDsa87 => {
-                type $P = ml_dsa::MlDsa87;
-                $body
-            }
-        }
+        with_type!($level, $P => $body, {
+            MlDsaLevel::MlDsa44 => ml_dsa::MlDsa44,
+            MlDsaLevel::MlDsa65 => ml_dsa::MlDsa65,
+            MlDsaLevel::MlDsa87 => ml_dsa::MlDsa87,
+        })
     };
 }
 
 /// Run `$body` with the type alias `$D` bound to the RustCrypto hash type of `$alg`.
 macro_rules! with_digest {
     ($alg:expr, $D:ident => $body:expr) => {
-        match $alg {
-            DigestAlg::Sha1 => {
-                type $D = sha1::Sha1;
-                $body
-            }
-            DigestAlg::Sha256 => {
-                type $D = sha2::Sha256;
-                $body
-            }
-            DigestAlg::Sha384 => {
-                type $D = sha2::Sha384;
-                $body
-            }
-            DigestAlg::Sha512 => {
-                type $D = sha2::Sha512;
-                $body
-            }
-            DigestAlg::Sha3_256 => {
-                type $D = sha3::Sha3_256;
-                $body
-            }
-        }
+        with_type!($alg, $D => $body, {
+            DigestAlg::Sha1 => sha1::Sha1,
+            DigestAlg::Sha256 => sha2::Sha256,
+            DigestAlg::Sha384 => sha2::Sha384,
+            DigestAlg::Sha512 => sha2::Sha512,
+            DigestAlg::Sha3_256 => sha3::Sha3_256,
+        })
     };
 }
 
@@ -183,12 +164,7 @@ impl Backend for RustCrypto {
                 with_digest!(digest, D => ecdsa_p384::signer::<D>(key))
             }
             SigAlg::Ed25519 => {
-                let seed: [u8; 32] = key.private_raw.try_into().map_err(|_| {
-                    BackendError::Failed(format!(
-                        "Ed25519 seed must be 32 bytes, got {}",
-                        key.private_raw.len()
-                    ))
-                })?;
+                let seed: [u8; 32] = to_array("Ed25519 seed", key.private_raw)?;
                 let key = ed25519_dalek::SigningKey::from_bytes(&seed);
                 Ok(Box::new(FnSigner(move |msg: &[u8]| {
                     let sig: ed25519_dalek::Signature = signature::Signer::sign(&key, msg);
@@ -234,12 +210,7 @@ impl Backend for RustCrypto {
                 with_digest!(digest, D => ecdsa_p384::verifier::<D>(public))
             }
             SigAlg::Ed25519 => {
-                let bytes: [u8; 32] = public.try_into().map_err(|_| {
-                    BackendError::Failed(format!(
-                        "Ed25519 public key must be 32 bytes, got {}",
-                        public.len()
-                    ))
-                })?;
+                let bytes: [u8; 32] = to_array("Ed25519 public key", public)?;
                 let key = ed25519_dalek::VerifyingKey::from_bytes(&bytes).map_err(failed)?;
                 Ok(verifier::<_, ed25519_dalek::Signature>(key))
             }
@@ -252,12 +223,7 @@ impl Backend for RustCrypto {
             KxAlg::X25519 => {
                 let secret = match ours {
                     Some(ours) => {
-                        let scalar: [u8; 32] = ours.private_raw.try_into().map_err(|_| {
-                            BackendError::Failed(format!(
-                                "X25519 private key must be 32 bytes, got {}",
-                                ours.private_raw.len()
-                            ))
-                        })?;
+                        let scalar: [u8; 32] = to_array("X25519 private key", ours.private_raw)?;
                         x25519_dalek::StaticSecret::from(scalar)
                     }
                     // A fresh key pair (`x25519-keygen`, the hybrid's key shares).
@@ -272,7 +238,7 @@ impl Backend for RustCrypto {
                     // A fresh key pair (an ephemeral ECDH share, e.g. IKE's KE payload).
                     None => p256::SecretKey::random(&mut OsRng),
                 };
-                Ok(Box::new(EcdhP256Agreement { secret, peer: None }))
+                Ok(Box::new(EcdhP256Agreement { secret, peer: PeerCache::new() }))
             }
             KxAlg::Ffdh2048 => unsupported("RustCrypto has no FFDH (finite-field Diffie-Hellman)"),
         }
@@ -491,12 +457,7 @@ impl<A: aes_gcm::aead::AeadInPlace> Aead for RcAead<A> {
         out: &mut Vec<u8>,
     ) -> Result<()> {
         out.clear();
-        let Some(n) = sealed.len().checked_sub(AeadAlg::TAG_LEN) else {
-            return Err(BackendError::Failed(
-                "sealed message is shorter than the tag".into(),
-            ));
-        };
-        let (ciphertext, tag) = sealed.split_at(n);
+        let (ciphertext, tag) = split_tag(sealed)?;
         out.extend_from_slice(ciphertext);
         let nonce = aes_gcm::aead::Nonce::<A>::from_slice(nonce);
         let tag = aes_gcm::aead::Tag::<A>::from_slice(tag);
@@ -641,12 +602,7 @@ impl Agreement for X25519Agreement {
     }
 
     fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        let peer: [u8; 32] = peer_public.try_into().map_err(|_| {
-            BackendError::Failed(format!(
-                "X25519 public key must be 32 bytes, got {}",
-                peer_public.len()
-            ))
-        })?;
+        let peer: [u8; 32] = to_array("X25519 public key", peer_public)?;
         let shared = self
             .secret
             .diffie_hellman(&x25519_dalek::PublicKey::from(peer));
@@ -664,7 +620,7 @@ impl Agreement for X25519Agreement {
 /// ECDH on P-256; the peer's point is parsed (and checked on the curve) only when it changes.
 struct EcdhP256Agreement {
     secret: p256::SecretKey,
-    peer: Option<(Vec<u8>, p256::PublicKey)>,
+    peer: PeerCache<PeerKey<p256::PublicKey>>,
 }
 
 impl Agreement for EcdhP256Agreement {
@@ -678,22 +634,18 @@ impl Agreement for EcdhP256Agreement {
     }
 
     fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        if self
+        let peer = &self
             .peer
-            .as_ref()
-            .is_none_or(|(bytes, _)| bytes.as_slice() != peer_public)
-        {
-            self.peer = None;
-            let key = p256::PublicKey::from_sec1_bytes(peer_public).map_err(failed)?;
-            self.peer = Some((peer_public.to_vec(), key));
-        }
-        let (_, peer) = self.peer.as_ref().expect("set just above");
+            .get_or_parse(peer_public, |bytes| {
+                Ok(PeerKey::new(bytes, p256::PublicKey::from_sec1_bytes(bytes).map_err(failed)?))
+            })?
+            .key;
         let shared = p256::ecdh::diffie_hellman(self.secret.to_nonzero_scalar(), peer.as_affine());
         Ok(shared.raw_secret_bytes().to_vec())
     }
 
     fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        self.peer = None;
+        self.peer.forget();
         self.derive(peer_public)
     }
 }
@@ -774,16 +726,7 @@ mod tests {
 
     #[test]
     fn info_lists_locked_crate_versions() {
-        // Keep CRATE_VERSIONS in step with Cargo.lock.
-        let lock = include_str!("../../Cargo.lock");
-        for entry in CRATE_VERSIONS.split(", ") {
-            let (name, version) = entry.split_once(' ').unwrap();
-            let needle = format!("name = \"{name}\"\nversion = \"{version}\"\n");
-            assert!(
-                lock.contains(&needle),
-                "Cargo.lock does not lock {name} {version}"
-            );
-        }
+        crate::backends::assert_locked(CRATE_VERSIONS);
         assert_eq!(RustCrypto.info().library, "RustCrypto");
     }
 

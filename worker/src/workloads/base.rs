@@ -31,7 +31,7 @@ pub trait Workload: Sync + 'static {
     type Request: Send + Sync + 'static;
 
     /// The name a `run` request gives as its `op` (`tls-handshake`).
-    fn name(&self) -> &'static str;
+    const NAME: &'static str;
 
     /// What `hello` announces about this workload (`op_params[name]`).
     fn spec(&self) -> WorkloadSpec;
@@ -70,7 +70,7 @@ pub trait DynWorkload: Sync {
 
 impl<W: Workload> DynWorkload for W {
     fn name(&self) -> &'static str {
-        Workload::name(self)
+        W::NAME
     }
     fn spec(&self) -> WorkloadSpec {
         Workload::spec(self)
@@ -256,6 +256,37 @@ pub struct WorkloadSpec {
     pub transaction: TransactionName,
     pub sizing: Sizing,
     pub metrics: Vec<Metric>,
+}
+
+impl WorkloadSpec {
+    /// The spec of a workload measured over a time window at closed and open levels, in `modes`
+    /// (the first the default; with a server in its own process when socket mode is among
+    /// them), with no required parameter, work directory or job; a transaction is
+    /// `transaction`, its figures `metrics`. A workload gives its parameters over it
+    /// (`WorkloadSpec { own_params, .., ..WorkloadSpec::windowed(..) }`). Panics: `modes` empty.
+    pub fn windowed(modes: &'static [Mode], transaction: TransactionName, metrics: Vec<Metric>) -> WorkloadSpec {
+        let server = modes.contains(&Mode::Socket);
+        WorkloadSpec {
+            own_params: &[],
+            common_params: &[],
+            param_values: vec![],
+            defaults: Map::new(),
+            required: &[],
+            job_kinds: None,
+            levels: &[LevelKind::Closed, LevelKind::Open],
+            bytes_per_tx_param: None,
+            modes,
+            default_mode: modes[0],
+            server,
+            needs_dir: false,
+            file_bytes_param: None,
+            job: false,
+            calibration_load: None,
+            transaction,
+            sizing: Sizing::windowed(server),
+            metrics,
+        }
+    }
 }
 
 /// `defaults` from a JSON object literal (`json!({...})`); empty for anything else.

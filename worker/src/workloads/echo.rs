@@ -3,7 +3,7 @@
 //! buffer and checks the copy, in this process; `hello` announces it, `run` and `check` reach it
 //! through the registry, and its result is the common one.
 
-use super::base::{number, object, Better, Common, Finish, LevelKind, Metric, Mode, Outcome, Params, Sizing, TransactionName,
+use super::base::{number, object, Better, Common, Finish, Metric, Mode, Outcome, Params, TransactionName,
                   Workload, WorkloadCase, WorkloadSpec};
 use crate::result::{Measured, PlainResult, Validation, WorkloadDetail};
 use crate::backends::{Backend, BackendError};
@@ -19,30 +19,19 @@ pub struct Echo;
 impl Workload for Echo {
     type Request = usize;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         WorkloadSpec {
             own_params: &["size_bytes"],
             common_params: &["load", "mode"],
-            param_values: vec![],
             defaults: object(json!({"size_bytes": 64, "load": "closed:1", "mode": "memory"})),
-            required: &[],
-            job_kinds: None,
-            levels: &[LevelKind::Closed, LevelKind::Open],
             bytes_per_tx_param: Some("size_bytes"),
-            modes: &[Mode::Memory],
-            default_mode: Mode::Memory,
-            server: false,
-            needs_dir: false,
-            file_bytes_param: None,
-            job: false,
-            calibration_load: None,
-            transaction: TransactionName { one: "echo", many: "echoes" },
-            sizing: Sizing::windowed(false),
-            metrics: vec![Metric::new("ops_per_s", "tx/s", Better::Higher), Metric::new("p50_ns", "ns", Better::Lower)],
+            ..WorkloadSpec::windowed(
+                &[Mode::Memory],
+                TransactionName { one: "echo", many: "echoes" },
+                vec![Metric::new("ops_per_s", "tx/s", Better::Higher), Metric::new("p50_ns", "ns", Better::Lower)],
+            )
         }
     }
 

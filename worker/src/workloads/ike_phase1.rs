@@ -23,8 +23,8 @@
 //! generation and certificate parsing; this workload times the asymmetric operations, which
 //! dominate an IKE SA set-up.
 
-use super::base::{choice, number, object, text, Better, Common, Finish, LevelKind, Metric, Mode, Params, Sizing,
-                  TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use super::base::{choice, number, object, text, Better, Common, Finish, Metric, Mode, Params, TransactionName,
+                  Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
 use crate::measure::load::{run_load, TxnFn};
 use crate::measure::sampler::Sampler;
 use crate::result::{IkeResult, Measured, WorkloadDetail};
@@ -127,9 +127,7 @@ pub struct IkePhase1;
 impl Workload for IkePhase1 {
     type Request = IkeParams;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         WorkloadSpec {
@@ -137,25 +135,16 @@ impl Workload for IkePhase1 {
             common_params: &COMMON_PARAMS,
             param_values: vec![("dh_group", IkeGroup::ALL.iter().map(|g| g.name().to_string()).collect())],
             defaults: defaults(),
-            required: &[],
-            job_kinds: None,
-            levels: &[LevelKind::Closed, LevelKind::Open],
-            bytes_per_tx_param: None,
-            modes: &[Mode::Memory],
-            default_mode: Mode::Memory,
-            server: false,
-            needs_dir: false,
-            file_bytes_param: None,
-            job: false,
-            calibration_load: None,
-            transaction: TransactionName { one: "exchange", many: "exchanges" },
-            sizing: Sizing::windowed(false),
-            metrics: vec![
-                Metric::new("ops_per_s", "tx/s", Better::Higher),
-                Metric::new("p50_ns", "ns", Better::Lower),
-                Metric::new("p99_ns", "ns", Better::Lower),
-                Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
-            ],
+            ..WorkloadSpec::windowed(
+                &[Mode::Memory],
+                TransactionName { one: "exchange", many: "exchanges" },
+                vec![
+                    Metric::new("ops_per_s", "tx/s", Better::Higher),
+                    Metric::new("p50_ns", "ns", Better::Lower),
+                    Metric::new("p99_ns", "ns", Better::Lower),
+                    Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
+                ],
+            )
         }
     }
 

@@ -6,8 +6,8 @@
 //! side. `record_bytes` caps the TLS record's plaintext (the maximum fragment length; default
 //! the library's, 16 KiB).
 
-use super::base::{number, object, Better, Common, Finish, LevelKind, Metric, Mode, Outcome, Params, ServerSide, Sizing,
-                  StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use super::base::{number, object, Better, Common, Finish, Metric, Mode, Outcome, Params, ServerSide, StartError,
+                  TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
 use crate::result::{Measured, TlsResult, WorkloadDetail};
 use super::tls::{self, Session, Transport};
 use super::tls_handshake::{self, Spec as TlsSpec};
@@ -41,9 +41,7 @@ pub struct TlsBulk;
 impl Workload for TlsBulk {
     type Request = Spec;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         let mut metrics = tls_handshake::window_metrics();
@@ -57,20 +55,8 @@ impl Workload for TlsBulk {
             common_params: &COMMON_PARAMS,
             param_values: tls_handshake::tls_param_values().into_iter().filter(|(p, _)| PARAMS.contains(p)).collect(),
             defaults: defaults(),
-            required: &[],
-            job_kinds: None,
-            levels: &[LevelKind::Closed, LevelKind::Open],
             bytes_per_tx_param: Some("size_bytes"),
-            modes: &[Mode::Socket],
-            default_mode: Mode::Socket,
-            server: true,
-            needs_dir: false,
-            file_bytes_param: None,
-            job: false,
-            calibration_load: None,
-            transaction: TransactionName { one: "transfer", many: "transfers" },
-            sizing: Sizing::windowed(true),
-            metrics,
+            ..WorkloadSpec::windowed(&[Mode::Socket], TransactionName { one: "transfer", many: "transfers" }, metrics)
         }
     }
 

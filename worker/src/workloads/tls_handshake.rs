@@ -14,8 +14,8 @@
 //! timed. During the window every transaction's negotiated parameters are tallied, and one that
 //! differs makes the cell invalid too.
 
-use super::base::{allowed_cpus, choice, object, pin_to, strings, text, Better, Common, Finish, LevelKind, Metric, Mode, Outcome,
-                  Params, ServerSide, Sizing, StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use super::base::{allowed_cpus, choice, object, pin_to, strings, text, Better, Common, Finish, Metric, Mode, Outcome,
+                  Params, ServerSide, StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
 use super::server::ServerProcess;
 use super::tls::{self, CertKind, ClientStack, Group, Identity, Negotiated, ServerStack, Stack, Suite, TlsParams, TlsVersion};
 use crate::backends::{Backend, BackendError};
@@ -69,9 +69,7 @@ pub struct TlsHandshake;
 impl Workload for TlsHandshake {
     type Request = Spec;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         let mut values = tls_param_values();
@@ -81,20 +79,11 @@ impl Workload for TlsHandshake {
             common_params: &COMMON_PARAMS,
             param_values: values,
             defaults: defaults(),
-            required: &[],
-            job_kinds: None,
-            levels: &[LevelKind::Closed, LevelKind::Open],
-            bytes_per_tx_param: None,
-            modes: &[Mode::Socket, Mode::Memory],
-            default_mode: Mode::Socket,
-            server: true,
-            needs_dir: false,
-            file_bytes_param: None,
-            job: false,
-            calibration_load: None,
-            transaction: TransactionName { one: "handshake", many: "handshakes" },
-            sizing: Sizing::windowed(true),
-            metrics: window_metrics(),
+            ..WorkloadSpec::windowed(
+                &[Mode::Socket, Mode::Memory],
+                TransactionName { one: "handshake", many: "handshakes" },
+                window_metrics(),
+            )
         }
     }
 

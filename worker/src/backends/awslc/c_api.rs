@@ -7,7 +7,7 @@ use std::ptr;
 
 use super::sys;
 use crate::backends::{
-    check_rsa_bits, check_xts_unit, xts_tweak, Agreement, BackendError, Result, SectorCipher, Signer, Verifier,
+    check_len, check_rsa_bits, check_xts_unit, xts_tweak, Agreement, BackendError, Result, SectorCipher, Signer, Verifier,
 };
 use crate::ops::{RsaPadding, FFDH2048_PRIVATE_BITS};
 
@@ -121,12 +121,7 @@ impl Agreement for AwsFfdh {
     }
 
     fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        if peer_public.len() != FFDH2048_LEN {
-            return Err(BackendError::Failed(format!(
-                "FFDH-2048 public key must be {FFDH2048_LEN} bytes, got {}",
-                peer_public.len()
-            )));
-        }
+        check_len("FFDH-2048 public key", peer_public, FFDH2048_LEN)?;
         let mut secret = vec![0u8; FFDH2048_LEN];
         // SAFETY: `peer` is checked and freed here; DH_compute_key_padded writes DH_size(dh) =
         // 256 bytes into `secret`, which has that length, and checks the peer key's range.

@@ -11,7 +11,7 @@ use openssl::pkey_ctx::PkeyCtx;
 use openssl_sys as ffi;
 
 use super::{check_curve, ec_public_key, private_key_from_der};
-use crate::backends::{failed, Agreement, BackendError, Result};
+use crate::backends::{check_len, failed, Agreement, BackendError, PeerCache, PeerKey, Result};
 use crate::ops::keys::KeyPair;
 use crate::ops::{DigestAlg, KxAlg, SigAlg, FFDH2048_PRIVATE_BITS};
 
@@ -115,7 +115,7 @@ struct OsslAgreement {
     ours: PKey<Private>,
     public: Vec<u8>,
     kind: PeerKind,
-    peer: Option<(Vec<u8>, PkeyCtx<Private>)>,
+    peer: PeerCache<PeerKey<PkeyCtx<Private>>>,
     out_len: usize,
     /// Bits of the FFDH private exponent; `None` for X25519 and ECDH.
     private_bits: Option<u32>,
@@ -132,15 +132,17 @@ impl OsslAgreement {
             ours,
             public,
             kind,
-            peer: None,
+            peer: PeerCache::new(),
             out_len,
             private_bits: None,
         }
     }
+}
 
-    /// A derivation context with `peer_public` set as the peer.
-    fn context_for(&self, peer_public: &[u8]) -> Result<PkeyCtx<Private>> {
-        let peer: PKey<Public> = match &self.kind {
+impl PeerKind {
+    /// A derivation context of `ours` with `peer_public` set as the peer.
+    fn context_for(&self, ours: &PKey<Private>, peer_public: &[u8]) -> Result<PkeyCtx<Private>> {
+        let peer: PKey<Public> = match self {
             PeerKind::X25519 => {
                 PKey::public_key_from_raw_bytes(peer_public, Id::X25519).map_err(failed)?
             }
@@ -148,18 +150,13 @@ impl OsslAgreement {
                 PKey::from_ec_key(ec_public_key(group, peer_public)?).map_err(failed)?
             }
             PeerKind::Ffdh2048 => {
-                if peer_public.len() != FFDH2048_LEN {
-                    return Err(BackendError::Failed(format!(
-                        "FFDH-2048 public key must be {FFDH2048_LEN} bytes, got {}",
-                        peer_public.len()
-                    )));
-                }
+                check_len("FFDH-2048 public key", peer_public, FFDH2048_LEN)?;
                 let y = BigNum::from_slice(peer_public).map_err(failed)?;
                 let dh = modp2048()?.set_public_key(y).map_err(failed)?;
                 PKey::from_dh(dh).map_err(failed)?
             }
         };
-        let mut ctx = PkeyCtx::new(&self.ours).map_err(failed)?;
+        let mut ctx = PkeyCtx::new(ours).map_err(failed)?;
         ctx.derive_init().map_err(failed)?;
         // EVP_PKEY_derive_set_peer validates the peer's key (EVP_PKEY_public_check).
         ctx.derive_set_peer(&peer)
@@ -174,16 +171,12 @@ impl Agreement for OsslAgreement {
     }
 
     fn derive(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        if self
+        let ctx = &mut self
             .peer
-            .as_ref()
-            .is_none_or(|(bytes, _)| bytes.as_slice() != peer_public)
-        {
-            self.peer = None;
-            let ctx = self.context_for(peer_public)?;
-            self.peer = Some((peer_public.to_vec(), ctx));
-        }
-        let (_, ctx) = self.peer.as_mut().expect("set just above");
+            .get_or_parse(peer_public, |bytes| {
+                Ok(PeerKey::new(bytes, self.kind.context_for(&self.ours, bytes)?))
+            })?
+            .key;
         let mut secret = vec![0; self.out_len];
         let n = ctx.derive(Some(&mut secret)).map_err(failed)?;
         if n < self.out_len {
@@ -196,7 +189,7 @@ impl Agreement for OsslAgreement {
     }
 
     fn derive_validated(&mut self, peer_public: &[u8]) -> Result<Vec<u8>> {
-        self.peer = None;
+        self.peer.forget();
         self.derive(peer_public)
     }
 

@@ -105,9 +105,7 @@ pub struct FleetJob;
 impl Workload for FleetJob {
     type Request = Spec;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         let mut per_process = Map::new();

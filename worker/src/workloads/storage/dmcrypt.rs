@@ -130,10 +130,11 @@ pub(super) fn key_memfd(bytes: &[u8]) -> Result<(File, String), String> {
     Ok((f, path))
 }
 
-/// Set up the volume, then prepare, validate and measure as in userspace, on the device.
-pub(super) fn run(case: &WorkloadCase, spec: &Spec, dir: &Path, scratch: &mut Scratch, warmup: Duration, budget: Duration) -> Finish {
+/// Set up the volume with `key`, then prepare, validate and measure as in userspace, on the
+/// device.
+pub(super) fn run(case: &WorkloadCase, spec: &Spec, key: &Key, dir: &Path, scratch: &mut Scratch, warmup: Duration, budget: Duration) -> Finish {
     let mut volume = Volume::default();
-    let finish = run_on(case, spec, dir, scratch, &mut volume, warmup, budget);
+    let finish = run_on(case, spec, key, dir, scratch, &mut volume, warmup, budget);
     drop(volume);
     finish
 }
@@ -187,19 +188,17 @@ fn open_device(device: &str, direct: bool) -> Result<File, String> {
     o.open(device).map_err(|e| format!("opening {device}: {e}"))
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_on(
     case: &WorkloadCase,
     spec: &Spec,
+    key: &Key,
     dir: &Path,
     scratch: &mut Scratch,
     volume: &mut Volume,
     warmup: Duration,
     budget: Duration,
 ) -> Finish {
-    let key = match Key::random(spec.scheme.key_len()) {
-        Ok(k) => k,
-        Err(e) => return Finish::Invalid(e, None),
-    };
     let kat = match spec.scheme {
         Scheme::Clear => "not applicable (clear: nothing is encrypted)",
         _ => "not applicable (the kernel's dm-crypt encrypts; the kernel tests its AES-XTS when it registers it)",
@@ -211,7 +210,7 @@ pub(super) fn run_on(
     let device = attach(volume, spec, dir, scratch, offset).and_then(|backing| {
         let loop_dev = volume.loop_dev.clone().unwrap_or_default();
         let device = match spec.scheme.xts() {
-            Some(_) => open_luks(volume, &loop_dev, &key)?,
+            Some(_) => open_luks(volume, &loop_dev, key)?,
             None => loop_dev,
         };
         Ok((backing, device))

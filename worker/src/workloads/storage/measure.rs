@@ -165,21 +165,19 @@ fn cached(spec: &Spec, data: &File, tags: Option<&File>, prep: &mut Crypt) -> Re
     cached_copy(data, tags, prep, spec.file_bytes).map(Some).map_err(|e| format!("making the cached copy: {e}"))
 }
 
-/// The userspace layer: the backend encrypts in this process.
+/// The userspace layer: the backend encrypts in this process, with `key`.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn run_userspace(
     case: &WorkloadCase,
     spec: &Spec,
     backend: &dyn Backend,
+    key: &Key,
     dir: &Path,
     scratch: &mut Scratch,
     warmup: Duration,
     budget: Duration,
 ) -> Finish {
-    let key = match Key::random(spec.scheme.key_len()) {
-        Ok(k) => k,
-        Err(e) => return Finish::Invalid(e, None),
-    };
-    let (mut prep, mut validation) = match layer_with_answers(spec, backend, &key) {
+    let (mut prep, mut validation) = match layer_with_answers(spec, backend, key) {
         Ok(x) => x,
         Err(f) => return f,
     };

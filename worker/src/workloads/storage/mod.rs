@@ -98,7 +98,7 @@ use crate::backends::{Backend, BackendError};
 use serde_json::Map;
 use std::time::Duration;
 use dmcrypt::dm_crypt_unavailable;
-use layer::{Crypt, Scratch};
+use layer::{Crypt, Key, Scratch};
 use measure::run_userspace;
 pub use spec::*;
 
@@ -108,9 +108,7 @@ pub struct Storage;
 impl Workload for Storage {
     type Request = Spec;
 
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
         let mut per_block = Map::new();
@@ -199,18 +197,23 @@ pub fn run(case: &WorkloadCase, spec: &Spec, backend: &dyn Backend, warmup: Dura
     let Some(dir) = spec.dir.as_deref() else {
         return Finish::Invalid("dir is required to run".into(), None);
     };
+    if spec.layer == Layer::DmCrypt {
+        if let Some(why) = dm_crypt_unavailable() {
+            return Finish::Unsupported(why, None);
+        }
+        if spec.scheme == Scheme::Aes256Gcm {
+            return Finish::Unsupported(DM_GCM.into(), None);
+        }
+    }
+    // The scheme's data key (dm-crypt: the volume key), fresh for every run, on either layer.
+    let key = match Key::random(spec.scheme.key_len()) {
+        Ok(k) => k,
+        Err(e) => return Finish::Invalid(e, None),
+    };
     let mut scratch = Scratch::default();
     match spec.layer {
-        Layer::Userspace => run_userspace(case, spec, backend, dir, &mut scratch, warmup, budget),
-        Layer::DmCrypt => {
-            if let Some(why) = dm_crypt_unavailable() {
-                return Finish::Unsupported(why, None);
-            }
-            if spec.scheme == Scheme::Aes256Gcm {
-                return Finish::Unsupported(DM_GCM.into(), None);
-            }
-            dmcrypt::run(case, spec, dir, &mut scratch, warmup, budget)
-        }
+        Layer::Userspace => run_userspace(case, spec, backend, &key, dir, &mut scratch, warmup, budget),
+        Layer::DmCrypt => dmcrypt::run(case, spec, &key, dir, &mut scratch, warmup, budget),
     }
     // `scratch` is dropped here: every file created is removed.
 }
