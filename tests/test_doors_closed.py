@@ -33,6 +33,7 @@ from conftest import ROOT, TWO_CONFIG_STUDY, assert_one_line_error, need_real_wo
 from cryptoperf import engine
 from cryptoperf.engine import preflight
 from cryptoperf import store as store_mod
+from cryptoperf.result import WorkerResult
 from cryptoperf.run.worker import WorkerClient
 from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
 from real_workers import find
@@ -359,7 +360,7 @@ def _files_since(root: Path, since: float) -> dict[str, bytes]:
 # --------------------------------------------------------------------------- listeners
 
 
-def _listeners_of_one_run(real_worker: Path, op: str, params: dict) -> tuple[dict, list[str]]:
+def _listeners_of_one_run(real_worker: Path, op: str, params: dict) -> tuple[WorkerResult, list[str]]:
     with Listeners() as listening:
         with WorkerClient(real_worker) as w:
             w.hello()
@@ -372,23 +373,23 @@ def _listeners_of_one_run(real_worker: Path, op: str, params: dict) -> tuple[dic
 def test_fleet_job_agents_listen_on_loopback_unless_an_address_is_named(real_worker):
     r, seen = _listeners_of_one_run(real_worker, "fleet-job", {"job": "audit", "load": "targets:8", "cap": 4,
                                                                "checks": 4, "agents": 2})
-    assert r["status"] == "ok", r.get("reason")
+    assert r.status == "ok", r.reason
     ports = {a.split(":")[1] for a in seen}
     assert len(ports) >= 2, seen  # both agents were seen listening
     assert {a.split(":")[0] for a in seen} <= set(LOOPBACK), seen
     # the study names an address: only then do the agents listen elsewhere (here: every address)
     r, seen = _listeners_of_one_run(real_worker, "fleet-job", {"job": "audit", "load": "targets:8", "cap": 4,
                                                                "checks": 4, "agents": 2, "address": "0.0.0.0"})
-    assert r["status"] == "ok", r.get("reason")
+    assert r.status == "ok", r.reason
     assert seen and {a.split(":")[0] for a in seen} == {"00000000"}, seen
 
 
 def test_a_tls_server_leaves_loopback_only_for_an_explicit_address(real_worker):
     r, seen = _listeners_of_one_run(real_worker, "tls-handshake", {"load": "closed:1"})
-    assert r["status"] == "ok" and r["server"]["address"].startswith("127.0.0.1:"), r.get("reason")
+    assert r.status == "ok" and r.server.address.startswith("127.0.0.1:"), r.reason
     assert seen and {a.split(":")[0] for a in seen} <= set(LOOPBACK), seen
     r, seen = _listeners_of_one_run(real_worker, "tls-handshake", {"load": "closed:1", "address": "0.0.0.0"})
-    assert r["status"] == "ok" and r["server"]["address"].startswith("0.0.0.0:"), r.get("reason")
+    assert r.status == "ok" and r.server.address.startswith("0.0.0.0:"), r.reason
     assert {a.split(":")[0] for a in seen} == {"00000000"}, seen
 
 

@@ -101,7 +101,7 @@ def _answer(path, request):
     with WorkerClient(path, env=cpumask.worker_env("baseline")) as w:
         w.hello()
         try:
-            return ("result", w.run(request, timeout_s=60)["status"])
+            return ("result", w.run(request, timeout_s=60).status)
         except WorkerRequestError as e:
             return ("error", e.code)
 

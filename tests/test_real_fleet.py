@@ -16,6 +16,7 @@ import json
 import pytest
 
 from conftest import need_real_worker, run_subprocess
+from cryptoperf.result import WorkerResult
 from cryptoperf.workloads import fleet
 from cryptoperf.run.worker import WorkerClient
 from real_workers import find
@@ -28,7 +29,7 @@ def _need_the_real_worker():
     need_real_worker(REAL, WHY)
 
 
-def job(params: dict, backend: str = "aws-lc", worker=None) -> dict:
+def job(params: dict, backend: str = "aws-lc", worker=None) -> WorkerResult:
     """One fleet-job run request to a fresh real worker; returns its result."""
     with WorkerClient(worker or REAL) as w:
         w.hello()
@@ -36,15 +37,15 @@ def job(params: dict, backend: str = "aws-lc", worker=None) -> dict:
                       "seconds": 1.0, "warmup_s": 0.0}, timeout_s=300)
 
 
-def rows(result: dict) -> list[list]:
-    return result["fleet"]["records"]["rows"]
+def rows(result: WorkerResult) -> list[list]:
+    return result.extras["fleet"]["records"]["rows"]
 
 
 def test_a_thousand_targets_with_cap_20_run_to_the_end_within_the_cap():
     r = job({"job": "audit", "load": "targets:1000", "cap": 20})
-    assert r["status"] == "ok", r.get("reason")
-    f = r["fleet"]
-    assert (f["targets"], f["completed"], f["failed"], r["ops"]) == (1000, 1000, 0, 1000)
+    assert r.status == "ok", r.reason
+    f = r.extras["fleet"]
+    assert (f["targets"], f["completed"], f["failed"], r.ops) == (1000, 1000, 0, 1000)
     assert len(rows(r)) == 1000 and sorted(row[0] for row in rows(r)) == list(range(1000))
     # the cap, from the recorded timeline: never more than 20 targets in flight in the slice
     spans = [t.span for t in fleet.decode(r).targets_ if t.span is not None]
@@ -69,17 +70,17 @@ def test_a_thousand_targets_with_cap_20_run_to_the_end_within_the_cap():
         assert p["max_fds"] and p["max_fds"] < 20 + 64, p
         assert p["timeline"], p
     assert procs[("slice", 0)]["max_fds"] >= 20  # the cap's connections were open at once
-    assert r["cpu_ns_total"] > 0 and r["server"]["cpu_ns"] > 0
-    assert r["validation"]["negotiated"] == "pass" and r["validation"]["digests"].startswith("pass")
-    assert r["negotiated"]["version"] == "TLSv1.3" and r["negotiated"]["group"] == "p256"
+    assert r.cpu_ns_total > 0 and r.server.cpu_ns > 0
+    assert r.validation.checks["negotiated"] == "pass" and r.validation.checks["digests"].startswith("pass")
+    assert r.negotiated.version == "TLSv1.3" and r.negotiated.group == "p256"
 
 
 def test_failing_targets_are_counted_with_their_reasons_and_the_job_goes_on():
     r = job({"job": "appconfig", "load": "targets:40", "cap": 5, "slices": 2,
              "inject_close": "3,17", "inject_bad_cert": "8"})
-    assert r["status"] == "ok", r.get("reason")
-    f = r["fleet"]
-    assert (f["completed"], f["failed"], r["ops"]) == (37, 3, 37)
+    assert r.status == "ok", r.reason
+    f = r.extras["fleet"]
+    assert (f["completed"], f["failed"], r.ops) == (37, 3, 37)
     failures = {x["target"]: x for x in f["failures"]}
     assert set(failures) == {3, 8, 17}
     assert failures[8]["phase"] == "connect" and "UnknownIssuer" in failures[8]["reason"], failures[8]
@@ -97,18 +98,18 @@ def test_failing_targets_are_counted_with_their_reasons_and_the_job_goes_on():
 
 def test_a_tampered_file_is_a_mismatch_of_that_target_only():
     r = job({"job": "audit", "load": "targets:12", "checks": 16, "inject_tamper": "5"})
-    assert r["status"] == "ok", r.get("reason")
-    assert r["fleet"]["mismatches"] == [{"target": 5, "checks": 1}]
-    assert r["fleet"]["failed"] == 0
+    assert r.status == "ok", r.reason
+    assert r.extras["fleet"]["mismatches"] == [{"target": 5, "checks": 1}]
+    assert r.extras["fleet"]["failed"] == 0
 
 
 @pytest.mark.parametrize("backend", ["aws-lc", "ring", "openssl"])
 def test_each_stack_runs_a_mutual_tls_job(backend):
     r = job({"job": "remediate", "load": "targets:8", "cert": "ecdsa-p256", "item_bytes": 65536}, backend=backend)
-    assert r["status"] == "ok", r.get("reason")
-    assert r["fleet"]["completed"] == 8 and r["fleet"]["job_phases"][0]["name"] == "stage"
-    assert r["negotiated"]["signature_scheme"].startswith("ecdsa_")
-    assert r["validation"]["signatures"].startswith("pass"), r["validation"]
+    assert r.status == "ok", r.reason
+    assert r.extras["fleet"]["completed"] == 8 and r.extras["fleet"]["job_phases"][0]["name"] == "stage"
+    assert r.negotiated.signature_scheme.startswith("ecdsa_")
+    assert r.validation.checks["signatures"].startswith("pass"), r.validation
 
 
 def test_a_time_level_and_unknown_params_are_refused_in_one_line():
@@ -123,10 +124,10 @@ def test_the_fips_module_refuses_sha1_signatures_and_signs_with_sha256():
     fips, why = find("fips")
     need_real_worker(fips, why, require="CRYPTOPERF_REQUIRE_FIPS")
     refused = job({"load": "targets:2", "digest": "sha1"}, worker=fips)
-    assert refused["status"] == "unsupported" and "SHA-1 signature generation" in refused["reason"]
+    assert refused.status == "unsupported" and "SHA-1 signature generation" in refused.reason
     ok = job({"load": "targets:4", "digest": "sha1", "sign_digest": "sha256"}, worker=fips)
-    assert ok["status"] == "ok" and ok["fips"] is True, ok.get("reason")
-    assert (ok["fleet"]["digest"], ok["fleet"]["sign_digest"]) == ("sha1", "sha256")
+    assert ok.status == "ok" and ok.fips is True, ok.reason
+    assert (ok.extras["fleet"]["digest"], ok.extras["fleet"]["sign_digest"]) == ("sha1", "sha256")
 
 
 def test_a_small_job_study_runs_end_to_end_with_its_report(tmp_path):

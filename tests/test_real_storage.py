@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import SRC, need_real_worker
+from cryptoperf.result import WorkerResult
 from cryptoperf.run.worker import WorkerClient
 from real_workers import find
 
@@ -32,7 +33,7 @@ def _need_the_real_worker():
     need_real_worker(REAL, WHY)
 
 
-def run(backend: str, params: dict, tmp_path: Path, seconds: float = 0.05) -> dict:
+def run(backend: str, params: dict, tmp_path: Path, seconds: float = 0.05) -> WorkerResult:
     """One storage run request to a fresh real worker, its files in a directory of tmp_path."""
     d = tmp_path / f"io-{backend}-{params.get('scheme')}"
     d.mkdir()
@@ -50,23 +51,23 @@ def test_every_scheme_writes_ciphertext_another_library_decrypts(scheme, tmp_pat
     measured = 0
     for backend in ("openssl", "aws-lc", "ring", "rustcrypto"):
         r = run(backend, {"scheme": scheme, "direction": "write", "load": "closed:2"}, tmp_path)
-        if r["status"] == "unsupported":
-            assert r["reason"] and "\n" not in r["reason"]
+        if r.status == "unsupported":
+            assert r.reason and "\n" not in r.reason
             continue
-        assert r["status"] == "ok", (backend, r.get("reason"))
-        v = r["validation"]
+        assert r.status == "ok", (backend, r.reason)
+        v = r.validation
         if scheme == "clear":
-            assert v["on_disk"] == "pass: sectors 0 and 255 on disk are the plaintext written", v
+            assert v.checks["on_disk"] == "pass: sectors 0 and 255 on disk are the plaintext written", v
         else:
-            assert v["kat"] == "pass" and v["kat_source"], v
-            assert v["on_disk"] == "pass: sectors 0 and 255 on disk differ from the plaintext written", v
-            assert v["cross_decrypt"].startswith("pass: "), v
+            assert v.kat == "pass" and v.kat_source, v
+            assert v.checks["on_disk"] == "pass: sectors 0 and 255 on disk differ from the plaintext written", v
+            assert v.checks["cross_decrypt"].startswith("pass: "), v
             # decrypted by a library other than the one measured, from the raw file
-            other = v["cross_checks"][0]["with"]
-            assert other != backend and v["cross_checks"][0]["status"] == "pass", v
-            assert "read raw from the file, to the plaintext written" in v["cross_decrypt"], v
-        st = r["storage"]
-        assert st["writes"] == r["ops"] and st["bytes_written"] == r["ops"] * 65536
+            other = v.cross_checks[0].with_
+            assert other != backend and v.cross_checks[0].status == "pass", v
+            assert "read raw from the file, to the plaintext written" in v.checks["cross_decrypt"], v
+        st = r.extras["storage"]
+        assert st["writes"] == r.ops and st["bytes_written"] == r.ops * 65536
         measured += 1
     assert measured >= 2  # OpenSSL and RustCrypto have every scheme
 
@@ -74,16 +75,16 @@ def test_every_scheme_writes_ciphertext_another_library_decrypts(scheme, tmp_pat
 def test_a_cached_read_does_no_crypto_and_a_cold_one_does(tmp_path):
     cold = run("openssl", {"scheme": "aes-256-xts", "load": "closed:1"}, tmp_path)
     cached = run("openssl", {"scheme": "aes-256-gcm", "cache": "cached", "load": "closed:1"}, tmp_path)
-    assert cold["status"] == cached["status"] == "ok", (cold.get("reason"), cached.get("reason"))
-    assert cached["storage"]["cache"] == "cached" and cached["storage"]["reads"] == cached["ops"]
+    assert cold.status == cached.status == "ok", (cold.reason, cached.reason)
+    assert cached.extras["storage"]["cache"] == "cached" and cached.extras["storage"]["reads"] == cached.ops
 
 
 def test_the_dm_crypt_layer_says_why_it_cannot_run_here(tmp_path):
     if Path("/dev/mapper/control").exists():
         pytest.skip("this host has device-mapper: the dm-crypt layer may run here")
     r = run("openssl", {"scheme": "aes-256-xts", "layer": "dm-crypt", "load": "closed:1"}, tmp_path)
-    assert r["status"] == "unsupported"
-    assert r["reason"].startswith("dm-crypt layer unavailable") and "\n" not in r["reason"]
+    assert r.status == "unsupported"
+    assert r.reason.startswith("dm-crypt layer unavailable") and "\n" not in r.reason
 
 
 # ------------------------------------------------------------------ files gone on every end

@@ -20,6 +20,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from conftest import need_real_worker, run_subprocess
+from cryptoperf.result import WorkerResult
 from cryptoperf.run.worker import WorkerClient
 from real_workers import find
 
@@ -32,7 +33,7 @@ def _need_the_real_worker():
 
 
 def run(backend: str, op: str, params: dict, seconds: float = 0.3, warmup_s: float = 0.05,
-        env: dict | None = None) -> dict:
+        env: dict | None = None) -> WorkerResult:
     """One run request to a fresh real worker; returns its result."""
     with WorkerClient(REAL, env=env) as w:
         w.hello()
@@ -40,8 +41,8 @@ def run(backend: str, op: str, params: dict, seconds: float = 0.3, warmup_s: flo
                       "seconds": seconds, "warmup_s": warmup_s}, timeout_s=120)
 
 
-def p99_ms(result: dict) -> float:
-    return HdrHistogram.decode(result["histogram"]).get_value_at_percentile(99.0) / 1e6
+def p99_ms(result: WorkerResult) -> float:
+    return HdrHistogram.decode(result.histogram).get_value_at_percentile(99.0) / 1e6
 
 
 def test_a_server_stall_shows_in_the_open_loop_p99_and_hides_in_a_paced_closed_loop():
@@ -51,50 +52,50 @@ def test_a_server_stall_shows_in_the_open_loop_p99_and_hides_in_a_paced_closed_l
     stall = {"stall_ms": 200, "stall_every_ms": 1000, "cert": "ecdsa-p256", "group": "x25519"}
     open_ = run("aws-lc", "tls-handshake", {**stall, "load": "open:300/8"}, seconds=2.0, warmup_s=0.0)
     closed = run("aws-lc", "tls-handshake", {**stall, "load": "closed:1@300"}, seconds=2.0, warmup_s=0.0)
-    assert open_["status"] == "ok", open_.get("reason")
-    assert closed["status"] == "ok", closed.get("reason")
-    assert open_["load"]["corrected"] is True and closed["load"]["corrected"] is False
+    assert open_.status == "ok", open_.reason
+    assert closed.status == "ok", closed.reason
+    assert open_.load.corrected is True and closed.load.corrected is False
     assert p99_ms(open_) > 100, p99_ms(open_)
     assert p99_ms(closed) < 50, p99_ms(closed)
-    assert open_["late"] > 0
+    assert open_.late > 0
 
 
 def test_asking_for_x25519mlkem768_from_a_server_without_it_is_invalid_and_not_timed():
     # The server offers X25519 only; the client offers X25519MLKEM768 with X25519 as fallback,
     # as real clients do, so the handshake succeeds on X25519: not what the cell asked for.
     r = run("aws-lc", "tls-handshake", {"group": "x25519mlkem768", "server_group": "x25519"})
-    assert r["status"] == "invalid", r
-    assert "negotiated group x25519" in r["reason"] and "x25519mlkem768" in r["reason"], r["reason"]
-    assert "ops" not in r and "histogram" not in r  # never timed
+    assert r.status == "invalid", r
+    assert "negotiated group x25519" in r.reason and "x25519mlkem768" in r.reason, r.reason
+    assert not {"ops", "histogram"} & r.raw.keys(), r  # never timed: no measurement field at all
 
 
 def test_ring_has_no_ml_kem_and_says_so():
     r = run("ring", "tls-handshake", {"group": "x25519mlkem768"})
-    assert r["status"] == "unsupported"
-    assert "ML-KEM" in r["reason"] or "x25519mlkem768" in r["reason"].lower(), r["reason"]
+    assert r.status == "unsupported"
+    assert "ML-KEM" in r.reason or "x25519mlkem768" in r.reason.lower(), r.reason
 
 
 @pytest.mark.parametrize("backend", ["aws-lc", "ring", "openssl"])
 def test_each_implementation_handshakes_and_records_what_it_negotiated(backend):
     r = run(backend, "tls-handshake", {"cert": "ecdsa-p256", "group": "x25519", "load": "closed:2"})
-    assert r["status"] == "ok", r.get("reason")
-    n = r["negotiated"]
-    assert (n["version"], n["cipher_suite"], n["group"], n["resumed"]) == ("TLSv1.3", "TLS_AES_128_GCM_SHA256", "x25519", False)
-    assert n["signature_scheme"] == "ecdsa_secp256r1_sha256"
-    assert sum(c["count"] for c in r["negotiated_counts"]) >= r["ops"]
-    passes = [c for c in r["validation"]["cross_checks"] if c["status"] == "pass"]
-    assert len(passes) >= 2, r["validation"]  # both directions with at least one other implementation
-    assert r["server"]["cpu_ns"] > 0 and r["cpu_ns_total"] > 0
-    assert r["server"]["address"].startswith("127.0.0.1:")
-    assert r["client_timeline"] and r["server"]["timeline"]
+    assert r.status == "ok", r.reason
+    n = r.negotiated
+    assert (n.version, n.cipher_suite, n.group, n.resumed) == ("TLSv1.3", "TLS_AES_128_GCM_SHA256", "x25519", False)
+    assert n.signature_scheme == "ecdsa_secp256r1_sha256"
+    assert sum(c.count for c in r.negotiated_counts) >= r.ops
+    passes = [c for c in r.validation.cross_checks if c.status == "pass"]
+    assert len(passes) >= 2, r.validation  # both directions with at least one other implementation
+    assert r.server.cpu_ns > 0 and r.cpu_ns_total > 0
+    assert r.server.address.startswith("127.0.0.1:")
+    assert r.client_timeline and r.server.timeline
 
 
 def test_resumed_handshakes_resume_and_memory_mode_splits_the_cpu():
     r = run("aws-lc", "tls-handshake", {"session": "resumed", "mode": "memory"})
-    assert r["status"] == "ok", r.get("reason")
-    assert r["negotiated"]["resumed"] is True
-    assert all(c["resumed"] for c in r["negotiated_counts"])
-    assert 0 < r["server"]["cpu_ns"] < r["cpu_ns_total"] and 0 < r["client_side_cpu_ns"] < r["cpu_ns_total"]
+    assert r.status == "ok", r.reason
+    assert r.negotiated.resumed is True
+    assert all(c.negotiated.resumed for c in r.negotiated_counts)
+    assert 0 < r.server.cpu_ns < r.cpu_ns_total and 0 < r.client_side_cpu_ns < r.cpu_ns_total
 
 
 def test_ike_phase1_runs_with_the_big_number_extensions_masked():
@@ -105,9 +106,9 @@ def test_ike_phase1_runs_with_the_big_number_extensions_masked():
         r = w.run({"type": "run", "id": "t", "backend": "openssl", "op": "ike-phase1",
                    "params": {"dh_group": "modp2048", "load": "closed:1"}, "seconds": 0.2,
                    "warmup_s": 0.0, "cpu_mask": "no-bignum"}, timeout_s=60)
-    assert r["status"] == "ok", r.get("reason")
-    assert set(r["cpu_mask_cleared"]) <= {"bmi2", "adx", "avx512ifma"}
-    assert r["validation"]["kat"] == "pass"
+    assert r.status == "ok", r.reason
+    assert set(r.cpu_mask_cleared) <= {"bmi2", "adx", "avx512ifma"}
+    assert r.validation.kat == "pass"
 
 
 def _listening_sockets(pids: set[int]) -> list[str]:
@@ -208,12 +209,12 @@ loads = ["closed:2"]
 
 def test_tls_bulk_moves_the_bytes_and_reports_both_sides_cpu():
     r = run("aws-lc", "tls-bulk", {"load": "closed:2", "size_bytes": 262144, "suite": "aes-256-gcm", "record_bytes": 4096})
-    assert r["status"] == "ok", r.get("reason")
-    assert r["bytes_per_op"] == 262144 and r["ops"] > 0
-    assert r["negotiated"]["cipher_suite"] == "TLS_AES_256_GCM_SHA384"
+    assert r.status == "ok", r.reason
+    assert r.bytes_per_op == 262144 and r.ops > 0
+    assert r.negotiated.cipher_suite == "TLS_AES_256_GCM_SHA384"
     # the receiver acknowledged every transfer the sender counted
-    assert r["server"]["transactions"] >= r["ops"]
-    assert r["cpu_ns_total"] > 0 and r["server"]["cpu_ns"] > 0
+    assert r.server.transactions >= r.ops
+    assert r.cpu_ns_total > 0 and r.server.cpu_ns > 0
 
 
 def test_the_fips_worker_runs_tls_on_the_fips_module_and_refuses_what_it_does_not_approve():
@@ -227,7 +228,7 @@ def test_the_fips_worker_runs_tls_on_the_fips_module_and_refuses_what_it_does_no
                          "params": {"group": "x25519"}, "seconds": 0.2, "warmup_s": 0.0}, timeout_s=60)
         ring = w.run({"type": "run", "id": "c", "backend": "ring", "op": "tls-handshake",
                       "params": {"group": "p256"}, "seconds": 0.2, "warmup_s": 0.0}, timeout_s=60)
-    assert ok["status"] == "ok" and ok["fips"] is True, ok.get("reason")
-    assert ok["negotiated"]["group"] == "p256"
-    assert refused["status"] == "unsupported" and "not FIPS-approved" in refused["reason"]
-    assert ring["status"] == "unsupported"
+    assert ok.status == "ok" and ok.fips is True, ok.reason
+    assert ok.negotiated.group == "p256"
+    assert refused.status == "unsupported" and "not FIPS-approved" in refused.reason
+    assert ring.status == "unsupported"

@@ -88,12 +88,15 @@ def test_unknown_fields_are_kept_and_wrong_types_refused_naming_the_field():
         decode(["status", "ok"])  # type: ignore[arg-type]
 
 
-def test_the_transitional_mapping_reads_the_message_as_received():
-    r = decode({"status": "ok", "batch": 4, "fleet": {"completed": 2}})
-    assert r.get("batch") == 4 and r["fleet"] == {"completed": 2} and "fleet" in r and "nope" not in r
-    assert r.get("nope", 7) == 7 and dict(r) == r.raw
-    with pytest.raises(KeyError):
-        r["nope"]
+def test_a_result_is_read_by_attribute_only_and_keeps_the_message_as_received():
+    message = {"status": "ok", "batch": 4, "fleet": {"completed": 2}}
+    r = decode(message)
+    assert r.batch == 4 and r.extras == {"fleet": {"completed": 2}} and r.raw == message
+    # no mapping access: every read goes through the decoded, type-checked attributes
+    for read in (lambda: r["batch"], lambda: r.get("batch"), lambda: "fleet" in r, lambda: dict(r),
+                 lambda: r.keys()):
+        with pytest.raises((TypeError, AttributeError)):
+            read()
 
 
 def test_a_result_pickles_and_compares_by_value():

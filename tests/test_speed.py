@@ -135,7 +135,7 @@ def test_blocks_run_every_row_once_in_a_seeded_random_order(fake_worker, tmp_pat
         orders.append([o.cell.key for o in members])
     assert len({tuple(o) for o in orders}) > 1  # not one fixed order
     # blocks after the first time the batch size the first measured, for every row
-    first = {o.cell.key: o.result["batch"] for o in blocks[1]}
+    first = {o.cell.key: o.result.batch for o in blocks[1]}
     assert all(o.repetition.batch is None for o in blocks[1])
     assert all(o.repetition.batch == first[o.cell.key] for b in (2, 3) for o in blocks[b])
     again = engine.speed(["openssl", "aws-lc", "ring"], ["sha256", "x25519-derive"], seconds=0.01, warmup_s=0,
@@ -322,7 +322,7 @@ def test_api_accepts_size_strings_and_params(fake_worker, tmp_path):
                        warmup_s=0, store=tmp_path / "s.sqlite")
     (o,) = run.outcomes
     assert o.ok and o.cell.op == "rsa2048-sign" and o.cell.size_bytes == 1024 and o.cell.params == {"digest": "sha512"}
-    assert o.result["params"]["digest"] == "sha512"
+    assert o.result.params["digest"] == "sha512"
     assert math.isclose(run.rows()[0].ops_per_s.value, o.throughput.ops_per_s)
 
 

@@ -32,7 +32,7 @@ def test_hello_and_run(fake_worker):
         assert hello.protocol == 1 and "openssl" in hello.backend_names and "sha256" in hello.ops
         assert {b["backend"]: b["library_version"] for b in hello.backends}["openssl"] == "fake-1.0"
         result = w.run(req(), timeout_s=10)
-    assert result["status"] == "ok" and result["id"] == "openssl/sha256/1024/A#1"
+    assert result.status == "ok" and result.id == "openssl/sha256/1024/A#1"
     out = outcome_from_result(rep("openssl"), result)
     assert out.ok and out.latency.p50_ns == 500 and out.throughput.ops_per_s == pytest.approx(2e6)
     assert out.cell.backend == "openssl" and out.repetition.block == 1
@@ -131,7 +131,7 @@ def test_error_answer_raises_request_error(fake_worker):
             w.run(req(backend="nope"), timeout_s=10)
         assert e.value.code == "unknown_backend" and "known: openssl" in str(e.value)
         # the worker keeps going after an error
-        assert w.run(req(), timeout_s=10)["status"] == "ok"
+        assert w.run(req(), timeout_s=10).status == "ok"
 
 
 def test_crash_reports_signal_and_stderr_tail(fake_worker):
@@ -202,7 +202,7 @@ def test_execute_one_starts_the_worker_under_the_cells_mask(fake_worker, monkeyp
     for mask in cpumask.NAMES:
         o = local.execute_one(path, rep("openssl", cpu=mask), settings, unmasked)
         assert o.ok, (mask, o.reason)
-        assert o.result["cpu_mask"] == mask and o.result["capabilities"]["env"] == cpumask.MASKS[mask]
+        assert o.result.cpu_mask == mask and o.result.capabilities.env == cpumask.MASKS[mask]
     # a baseline whose library reports another vector than the unmasked one is not measured
     wrong = {("default", "openssl"): "0x1:0x0"}
     o = local.execute_one(path, rep("openssl"), settings, wrong)
@@ -214,8 +214,8 @@ def test_execute_asks_for_the_groups_batch(fake_worker):
     settings = Settings(seconds=0.01, warmup_s=0, threads=1, timeout_s=5)
     calibrated, batched = local.execute([rep("openssl", block=0), Repetition(rep("openssl").cell, 1, batch=7)],
                                         settings, path)
-    assert calibrated.ok and calibrated.result["batch"] == 128  # the worker's choice: ≥ 10 µs per sample
-    assert batched.ok and batched.result["batch"] == 7 and batched.repetition.batch == 7
+    assert calibrated.ok and calibrated.result.batch == 128  # the worker's choice: ≥ 10 µs per sample
+    assert batched.ok and batched.result.batch == 7 and batched.repetition.batch == 7
 
 
 def test_unsupported_and_invalid_are_answers(fake_worker):
