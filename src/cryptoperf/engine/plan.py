@@ -3,6 +3,7 @@ is measured: the work directory, the workloads' combinations, what can be compar
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
@@ -38,6 +39,9 @@ class StudyPlan:
         analysis: how its comparisons will be decided.
         looks: block counts at which a sequential study looks ((repetitions,) if fixed).
         skipped: ``optional`` operations left out, operation label → why (one line each).
+        seed: the seed of this run's block order: the study file's ``seed`` when it pins one,
+            else drawn fresh for this plan (``schedule.run_seed``); a resumed run's is the
+            stored one.
     """
 
     study: Study
@@ -47,11 +51,17 @@ class StudyPlan:
     analysis: analysis.Settings
     looks: tuple[int, ...]
     skipped: dict[str, str] = field(default_factory=dict)
+    seed: int = 0
+
+    def resuming(self, prior: StoredRun) -> "StudyPlan":
+        """This plan continuing stored run ``prior``: its analysis settings and its block
+        order's seed are the run's own."""
+        return dataclasses.replace(self, analysis=prior.analysis.settings, seed=prior.seed)
 
     @property
     def first_blocks(self) -> list[Repetition]:
         """The repetitions of the first look's blocks (batch sizes not yet calibrated)."""
-        return schedule.blocks(self.cells, 1, self.looks[0], self.study.seed)
+        return schedule.blocks(self.cells, 1, self.looks[0], self.seed)
 
     def unsupported(self) -> dict[str, str]:
         """Cell key → why it will not run, as far as the workers' hellos tell before anything
@@ -148,7 +158,7 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     if skipped:
         cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
     return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
-                     skipped=skipped)
+                     skipped=skipped, seed=schedule.run_seed(s.seed))
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:

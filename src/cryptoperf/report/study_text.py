@@ -19,14 +19,16 @@ def duration_text(seconds: float) -> str:
 
 
 def plan_line(plan: Any) -> str:
-    """``study NAME: N cells, N calibration repetitions + B blocks = R repetitions, about T``,
-    with the sequential looks when the study runs on for inconclusive comparisons. ``plan`` is
+    """``study NAME: N cells, N calibration repetitions + B blocks = R repetitions, about T;
+    block order seed S``, with the sequential looks when the study runs on for inconclusive
+    comparisons, and whether the seed is the study file's (else drawn for this run). ``plan`` is
     an ``engine.StudyPlan``."""
     s, n = plan.study, len(plan.cells)
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
             f"{', '.join(map(str, plan.looks))})" if len(plan.looks) > 1 else "")
+    seed = f"block order seed {plan.seed}" + (" (the study file's)" if s.seed is not None else "")
     return (f"study {s.name}: {n} cells, {n} calibration repetitions + {s.repetitions} blocks = "
-            f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{more}")
+            f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{more}; {seed}")
 
 
 def resume_line(prior: Any) -> str:

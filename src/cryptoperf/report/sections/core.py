@@ -641,7 +641,8 @@ def reproduce(run: StoredRun) -> list[Section]:
     m = run.meta
     facts = [("run", f"{run.id} ({m.get('kind')}, {m.get('status')})"),
              ("started", m.get("started_at") or "?"), ("finished", m.get("finished_at") or "—"),
-             ("block order seed", "—" if m.get("seed") is None else str(m.get("seed")))]
+             ("block order seed", "—" if m.get("seed") is None
+              else f"{m.get('seed')} (seed = {m.get('seed')} in [study] repeats this order)")]
     if run.study is not None:
         facts.append(("intervals", run.analysis.method))
     facts += [("format version", str(m.get("format_version"))),
