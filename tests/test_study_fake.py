@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from conftest import TWO_CONFIG_STUDY, worker_rules
-from cryptoperf import schedule, stored
+from cryptoperf import schedule, stats, stored
 from cryptoperf.study import check_against_worker
 from cryptoperf.store import FORMAT_VERSION, Store
 
@@ -330,3 +330,15 @@ def test_each_run_draws_its_seed_and_a_pinned_one_is_kept(cli, write_study, fake
         run = stored.load_run(st, "latest")
     order = [(o.repetition.block, o.cell.key) for o in run.outcomes if o.repetition.block > 0]
     assert order == [(r.block, r.cell.key) for r in schedule.blocks(schedule.expand(check_against_worker(run.study, worker_rules())), 1, 3, 12345)]
+
+
+def test_a_dry_run_states_the_designs_power(cli, write_study, fake_worker, tmp_path):
+    """The smallest change the design finds 80 % of the time at CV 3 % (``stats.smallest_effect``:
+    checked against the simulation in test_simulation.py), for the study's blocks and
+    comparisons; the same line opens a real run."""
+    fake_worker()
+    res, _ = run_study(cli, write_study, tmp_path, reps=5, args=("--dry-run",))
+    assert res.code == 0, res.err
+    expected = stats.smallest_effect(5, 0.03, 1) * 100
+    assert f"power: 80 % of the time a comparison finds a change of {expected:.1f} % at CV 3 %" in res.err, res.err
+    assert "(5 blocks)" in res.err

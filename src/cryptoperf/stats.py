@@ -387,6 +387,41 @@ def adjusted_level(level: float, comparisons: int, looks: int = 1) -> float:
     return 1.0 - (1.0 - level) / (comparisons * looks)
 
 
+# --------------------------------------------------------------------------- power
+
+#: The power at which a design's smallest detectable effect is stated.
+DEFAULT_POWER = 0.80
+
+
+def power(change: float, blocks: int, cv: float, comparisons: int = 1, looks: int = 1,
+          level: float = DEFAULT_LEVEL) -> float:
+    """The probability that a paired comparison over ``blocks`` blocks calls a true ``change``
+    (a fraction: 0.05 for 5 % slower) "slower": that the lower end of its interval (at
+    ``adjusted_level(level, comparisons, looks)``) lies above no change. The model is the one
+    the intervals assume: each repetition lognormal with coefficient of variation ``cv``, the
+    block's shared drift cancelling in the pair, so a block's log ratio has standard deviation
+    √2·σ (σ² = log(1 + cv²)) and the t statistic is noncentral t with ``blocks`` − 1 degrees of
+    freedom. Raises ValueError for blocks < 2 or cv <= 0."""
+    if blocks < 2 or cv <= 0:
+        raise ValueError("power needs at least 2 blocks and a positive cv")
+    sigma_d = math.sqrt(2.0 * math.log1p(cv * cv))
+    nc = math.log1p(change) * math.sqrt(blocks) / sigma_d
+    q = t_quantile(adjusted_level(level, comparisons, looks), blocks - 1)
+    return float(scipy_stats.nct.sf(q, blocks - 1, nc))
+
+
+def smallest_effect(blocks: int, cv: float, comparisons: int = 1, looks: int = 1,
+                    level: float = DEFAULT_LEVEL, target: float = DEFAULT_POWER) -> float:
+    """The smallest true change (a fraction) that a design of ``blocks`` paired blocks calls
+    "slower" with probability ``target`` (``power``), at noise ``cv`` per repetition and with
+    ``comparisons`` × ``looks`` intervals adjusted together. Raises ValueError as ``power``."""
+    from scipy.optimize import brentq
+    if power(10.0, blocks, cv, comparisons, looks, level) < target:
+        return math.inf
+    return float(brentq(lambda x: power(x, blocks, cv, comparisons, looks, level) - target, 0.0, 10.0,
+                        xtol=1e-6))
+
+
 # --------------------------------------------------------------------------- verdicts
 
 SLOWER, FASTER, EQUIVALENT, INCONCLUSIVE = "slower", "faster", "equivalent", "inconclusive"

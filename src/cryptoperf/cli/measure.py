@@ -243,6 +243,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         say(note)
     cluster = _start_executor(ex, plan)
     say(study_text.plan_line(plan))
+    say(study_text.power_line(plan))
     if prior is not None:
         say(study_text.resume_line(prior))
     if cluster:

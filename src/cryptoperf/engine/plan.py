@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from cryptoperf import cpumask, hostinfo, schedule, study as study_mod
+from cryptoperf import cpumask, hostinfo, schedule, stats, study as study_mod
 from cryptoperf import paths, workload
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
@@ -17,6 +17,11 @@ from cryptoperf.stored import StoredRun, settings_of
 from cryptoperf.study import Study
 from cryptoperf.builds import find_worker
 from cryptoperf.engine.workers import Workers, worker_builds
+
+
+#: The noise per repetition at which a design's power is stated (3 %: a quiet host's typical
+#: coefficient of variation for a primitive; the report states the run's own).
+DESIGN_CV = 0.03
 
 
 def disturbance_rule(study: Study, logical_cpus: int) -> Callable[[Outcome], str]:
@@ -52,6 +57,22 @@ class StudyPlan:
     looks: tuple[int, ...]
     skipped: dict[str, str] = field(default_factory=dict)
     seed: int = 0
+
+    @property
+    def comparisons(self) -> int:
+        """The comparisons the study will make: every cell of a configuration other than the
+        baseline (the family its intervals are adjusted over, with ``multiplicity``)."""
+        return sum(1 for c in self.cells if c.configuration != self.study.baseline)
+
+    def smallest_effect(self, cv: float = DESIGN_CV) -> tuple[float, float]:
+        """(at the first look, by the last look): the smallest true change (fraction) one of
+        this design's comparisons calls "slower" 80 % of the time at noise ``cv`` per
+        repetition (``stats.smallest_effect``), with its intervals adjusted as the study's will
+        be (comparisons × looks when ``multiplicity``). The two are equal for a fixed study."""
+        m = max(1, self.comparisons) if self.analysis.multiplicity else 1
+        looks = len(self.looks) if self.analysis.multiplicity else 1
+        return (stats.smallest_effect(self.looks[0], cv, m, looks),
+                stats.smallest_effect(self.looks[-1], cv, m, looks))
 
     def resuming(self, prior: StoredRun) -> "StudyPlan":
         """This plan continuing stored run ``prior``: its analysis settings and its block

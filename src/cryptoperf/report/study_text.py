@@ -7,6 +7,7 @@ can print them too. No Rich: plain strings.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Mapping, Sequence
 
 from cryptoperf import builds, cpumask
@@ -29,6 +30,23 @@ def plan_line(plan: Any) -> str:
     seed = f"block order seed {plan.seed}" + (" (the study file's)" if s.seed is not None else "")
     return (f"study {s.name}: {n} cells, {n} calibration repetitions + {s.repetitions} blocks = "
             f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{more}; {seed}")
+
+
+def power_line(plan: Any) -> str:
+    """``power: 80 % of the time, a comparison finds a change of X % at CV 3 % per repetition
+    (N blocks, M comparisons adjusted together)`` — with the last look's figure for a sequential
+    study. ``plan`` is an ``engine.StudyPlan``."""
+    first, last = plan.smallest_effect()
+    m = plan.comparisons
+
+    def pct(x: float) -> str:
+        return "no change it can see" if math.isinf(x) else f"a change of {x * 100:.1f} %"
+    adjusted = f", {m} comparisons adjusted together" if plan.analysis.multiplicity and m > 1 else ""
+    text = (f"power: 80 % of the time a comparison finds {pct(first)} at CV 3 % per repetition "
+            f"({plan.looks[0]} blocks{adjusted})")
+    if len(plan.looks) > 1:
+        text += f", {pct(last)} by its last look ({plan.looks[-1]} blocks)"
+    return text
 
 
 def resume_line(prior: Any) -> str:
