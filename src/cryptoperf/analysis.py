@@ -410,8 +410,9 @@ def _paired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names:
             why += f" ({note})"
         return Delta(status="n/a", reason=why, blocks=len(both), dropped=len(dropped),
                      baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
-    lat = stats.paired_log_ratio([conf.p50_by_block_ns[b] for b in both],
-                                 [base.p50_by_block_ns[b] for b in both], level)
+    conf_p50, base_p50 = [conf.p50_by_block_ns[b] for b in both], [base.p50_by_block_ns[b] for b in both]
+    lat = stats.paired_log_ratio(conf_p50, base_p50, level, stats.histogram_resolution(conf_p50)
+                                 + stats.histogram_resolution(base_p50))
     tp = stats.paired_log_ratio([conf.ops_per_s_by_block[b] for b in both],
                                 [base.ops_per_s_by_block[b] for b in both], level)
     cpu_blocks = [b for b in both if b in conf.cpu_ns_per_op_by_block and b in base.cpu_ns_per_op_by_block]

@@ -66,6 +66,9 @@ class Scenario:
         outliers, outlier_factor: probability and size of a disturbed repetition.
         margin_pct, multiplicity: as the study's keys.
         max_blocks: with a value > blocks, a sequential study (``until = "decided"``).
+        base_ns: the baseline's true time per operation, ns.
+        quantised: each value read as the worker's histograms give a p50 (the highest value of
+            its bucket: whole ns below 2,048 ns, 3 significant digits above).
         order: how each block's configurations are ordered (``ORDERS``): the real schedule
             (``schedule.blocks``) with a fresh seed per study (``run``) or one seed for all
             (``file``), or the baseline first in every block (``fixed``).
@@ -89,6 +92,8 @@ class Scenario:
     max_blocks: int | None = None
     order: str = "run"
     paired: bool = True
+    base_ns: float = 1000.0
+    quantised: bool = False
 
     @property
     def comparisons(self) -> int:
@@ -192,7 +197,10 @@ class _Study:
             if sc.outliers and self.rng.random() < sc.outliers:
                 e += math.log(sc.outlier_factor)
             shift = drifts[(block, group)] + sc.trend * pos + (sc.position_effect if pos == 0 else 0.0)
-            self.values[(group, c)][block] = 1000.0 * self.truth[c] * math.exp(shift + e)
+            value = sc.base_ns * self.truth[c] * math.exp(shift + e)
+            if sc.quantised:
+                value = float(stats._RESOLUTION.get_highest_equivalent_value(max(1, int(value))))
+            self.values[(group, c)][block] = value
 
     def analyse(self, settings: analysis.Settings) -> list:
         summaries = {self.cells[k].key: _summary(self.cells[k], v) for k, v in self.values.items()}
