@@ -146,3 +146,24 @@ def test_a_p50_rounded_to_whole_nanoseconds_never_gives_a_narrower_interval_than
     assert f.equivalent >= 0.90, f
     ci = stats.paired_log_ratio([151.0] * 10, [150.0] * 10, resolution=stats.histogram_resolution([151.0, 150.0]) * 2)
     assert ci.low < 1.0 < ci.high and ci.at_level(0.999).low == ci.low  # the floor holds at any level
+
+
+def test_a_reports_detectable_change_recovers_the_noise_it_was_measured_at():
+    """The report's "with the noise this run measured" figure (``Analysis.detectable_change``)
+    reads the CV back from the comparisons' own intervals: on simulated studies at CV 3 %
+    (24 comparisons, 10 blocks) it recovers the CV within 15 % and states the power figure a
+    dry run would for that CV."""
+    import numpy as np
+    from cryptoperf import analysis
+    rng = np.random.default_rng(5)
+    sc = Scenario("A/A", 10, groups=8, configs=3, cv=0.03)
+    cvs, changes = [], []
+    for _ in range(40):
+        deltas = simulate.simulate_study(sc, rng)
+        a = analysis.Analysis({}, deltas, analysis.Settings(), comparisons=24)
+        change, cv, blocks = a.detectable_change()
+        assert blocks == 10
+        cvs.append(cv)
+        changes.append(change)
+    assert abs(float(np.median(cvs)) - 0.03) <= 0.15 * 0.03, np.median(cvs)
+    assert float(np.median(changes)) == pytest.approx(stats.smallest_effect(10, float(np.median(cvs)), 24), rel=0.05)
