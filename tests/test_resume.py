@@ -9,12 +9,13 @@ import sqlite3
 
 import pytest
 
-from conftest import TWO_CONFIG_STUDY, assert_one_line_error
-from cryptoperf import engine, hostinfo
+from conftest import TWO_CONFIG_STUDY, assert_one_line_error, worker_rules
+from cryptoperf import engine, hostinfo, schedule
 from cryptoperf.report.sections import fleet as fleet_sections
 from cryptoperf.run import local
 from cryptoperf.store import Store
 from cryptoperf.stored import load_run, open_store
+from cryptoperf.study import check_against_worker
 from test_fleet import STUDY as FLEET_STUDY
 
 #: Three configurations, two sizes: a block has three repetitions, so a stop can cut one in two.
@@ -113,6 +114,10 @@ def test_a_stopped_study_resumes_to_the_verdicts_of_an_uninterrupted_one(stops, 
     keys = [(o.cell.key, o.repetition.block) for o in analysed]
     assert len(keys) == len(set(keys)) == TOTAL  # every repetition once: none twice, none missing
     assert decided(run) == expected
+    # the resumed blocks follow the order of the seed the run drew when it started
+    cells = schedule.expand(check_against_worker(run.study, worker_rules()))
+    assert {(o.repetition.block, o.repetition.position, o.cell.key) for o in analysed if o.repetition.block > 0} \
+        == {(r.block, r.position, r.cell.key) for r in schedule.blocks(cells, 1, 4, run.seed)}
     # the interrupted run's document stays; the resumed run's is written beside it
     newest = max((tmp_path / "out").glob("t-*.json"), key=lambda p: p.stat().st_mtime_ns)
     doc = json.loads(newest.read_text())

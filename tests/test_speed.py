@@ -8,7 +8,7 @@ import re
 import pytest
 
 from conftest import assert_one_line_error
-from cryptoperf import engine, stats
+from cryptoperf import engine, schedule, stats
 from cryptoperf.store import Store
 
 FAST = ("--seconds", "0.01", "--warmup", "0")
@@ -121,8 +121,8 @@ def test_repetitions_give_every_figure_an_interval(cli, fake_worker, tmp_path):
 def test_blocks_run_every_row_once_in_a_seeded_random_order(fake_worker, tmp_path):
     fake_worker()
     run = engine.speed(["openssl", "aws-lc", "ring"], ["sha256", "x25519-derive"], seconds=0.01, warmup_s=0,
-                       repetitions=3, store=tmp_path / "s.sqlite")
-    assert len(run.outcomes) == 18 and run.repetitions == 3
+                       repetitions=3, seed=5, store=tmp_path / "s.sqlite")
+    assert len(run.outcomes) == 18 and run.repetitions == 3 and run.seed == 5
     blocks = {}
     for i, o in enumerate(run.outcomes):
         assert o.repetition.index == i
@@ -139,8 +139,12 @@ def test_blocks_run_every_row_once_in_a_seeded_random_order(fake_worker, tmp_pat
     assert all(o.repetition.batch is None for o in blocks[1])
     assert all(o.repetition.batch == first[o.cell.key] for b in (2, 3) for o in blocks[b])
     again = engine.speed(["openssl", "aws-lc", "ring"], ["sha256", "x25519-derive"], seconds=0.01, warmup_s=0,
-                         repetitions=3, store=tmp_path / "s.sqlite")
+                         repetitions=3, seed=5, store=tmp_path / "s.sqlite")
     assert [o.cell.key for o in again.outcomes] == [o.cell.key for o in run.outcomes]  # seeded
+    # without a seed, each run draws its own and stores it
+    fresh = [engine.speed(["openssl"], ["sha256"], seconds=0.01, warmup_s=0, repetitions=1,
+                          store=tmp_path / "s.sqlite").seed for _ in range(2)]
+    assert fresh[0] != fresh[1] and all(0 <= x < schedule.FRESH_SEED_MAX for x in fresh)
     # the rows come back in table order: backend, then operation
     assert [(r.cell.backend, r.cell.op) for r in run.rows()] == [
         (b, op) for b in ("openssl", "aws-lc", "ring") for op in ("sha256", "x25519-derive")]

@@ -57,7 +57,7 @@ def test_good_study_parses_with_defaults():
     s = study.parse(GOOD, "s.toml")
     assert s.name == "key-size" and s.baseline == "small"
     assert s.repetitions == 10 and s.seconds == 1.0 and s.warmup_s == 0.2 and s.threads == 1
-    assert s.timeout_s == 60.0 and s.seed == 1
+    assert s.timeout_s == 60.0 and s.seed is None  # unset: each run draws its own
     assert s.until == "fixed" and s.max_repetitions == 10 and s.margin_pct == 2.0 and s.multiplicity
     assert [c.name for c in s.configurations] == ["small", "big"]
     assert s.configurations[0].variables == {"digest": "sha1", "rsa_bits": 2048}

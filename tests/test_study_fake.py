@@ -8,7 +8,9 @@ import sqlite3
 
 import pytest
 
-from conftest import TWO_CONFIG_STUDY
+from conftest import TWO_CONFIG_STUDY, worker_rules
+from cryptoperf import schedule, stats, stored
+from cryptoperf.study import check_against_worker
 from cryptoperf.store import FORMAT_VERSION, Store
 
 DRIFT = [1.0, 1.05, 0.97, 1.02, 0.99]
@@ -114,7 +116,9 @@ def test_calibration_then_randomised_blocks_all_stored(cli, write_study, fake_wo
     assert runs[0]["result"]["histogram"].startswith("HISTF") and runs[0]["latency"]["p50_ns"] > 0
     with Store(tmp_path / "runs.sqlite") as st:
         (run,) = st.runs()
-        assert run["status"] == "complete" and run["seed"] == 1 and run["study_name"] == "t"
+        assert run["status"] == "complete" and run["study_name"] == "t"
+        # the study pins no seed: the run drew one and stored it
+        assert isinstance(run["seed"], int) and 0 <= run["seed"] < schedule.FRESH_SEED_MAX
         assert run["format_version"] == FORMAT_VERSION and "cpu_model" in run["host"]
         rows = list(st.results(run["id"]))
         assert len(rows) == 14 and all(r["status"] == "ok" for r in rows)
@@ -308,3 +312,33 @@ def test_verdicts_can_be_decided_on_cpu_per_op(cli, write_study, fake_worker, tm
     assert d["cpu_per_op"]["ratio"] == pytest.approx(1.3, rel=0.03) and d["latency"] is not None
     assert "verdicts on CPU time per operation" in doc["analysis"]["method"]
     assert "verdict (CPU time per operation)" in " ".join(res.out.split()) or "CPU time per" in res.out
+
+
+def test_each_run_draws_its_seed_and_a_pinned_one_is_kept(cli, write_study, fake_worker, tmp_path):
+    """Two runs of a file without ``seed`` store two different seeds (and say which when they
+    start); a file's ``seed`` is the run's, and its repetitions follow the order it gives."""
+    fake_worker()
+    first, _ = run_study(cli, write_study, tmp_path, reps=3)
+    second, _ = run_study(cli, write_study, tmp_path, reps=3)
+    pinned, doc = run_study(cli, write_study, tmp_path, reps=3, extra="seed = 12345\n")
+    assert first.code == second.code == pinned.code == 0
+    with Store(tmp_path / "runs.sqlite") as st:
+        seeds = [r["seed"] for r in st.runs()]
+    assert len(seeds) == 3 and seeds[0] != seeds[1] and seeds[2] == 12345
+    assert f"block order seed {seeds[0]}" in first.err and "block order seed 12345 (the study file's)" in pinned.err
+    with Store(tmp_path / "runs.sqlite") as st:
+        run = stored.load_run(st, "latest")
+    order = [(o.repetition.block, o.cell.key) for o in run.outcomes if o.repetition.block > 0]
+    assert order == [(r.block, r.cell.key) for r in schedule.blocks(schedule.expand(check_against_worker(run.study, worker_rules())), 1, 3, 12345)]
+
+
+def test_a_dry_run_states_the_designs_power(cli, write_study, fake_worker, tmp_path):
+    """The smallest change the design finds 80 % of the time at CV 3 % (``stats.smallest_effect``:
+    checked against the simulation in test_simulation.py), for the study's blocks and
+    comparisons; the same line opens a real run."""
+    fake_worker()
+    res, _ = run_study(cli, write_study, tmp_path, reps=5, args=("--dry-run",))
+    assert res.code == 0, res.err
+    expected = stats.smallest_effect(5, 0.03, 1) * 100
+    assert f"power: 80 % of the time a comparison finds a change of {expected:.1f} % at CV 3 %" in res.err, res.err
+    assert "(5 blocks)" in res.err

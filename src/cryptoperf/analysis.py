@@ -15,6 +15,7 @@ resulting ``Analysis``; nothing here imports the runner.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -233,6 +234,24 @@ class Analysis:
             cached = self._distributions[key] = (stats.latency_of(merged), *stats.cdf(merged))
         return cached
 
+    def detectable_change(self) -> tuple[float, float, int] | None:
+        """(change, cv, blocks): the smallest true change (fraction) one of this run's
+        comparisons calls "slower" 80 % of the time (``stats.smallest_effect``) at the noise
+        the run measured — the median over its decided comparisons of the per-block spread of
+        the log ratio, as a CV per repetition — over their median block count, with the run's
+        adjustment; None without a decided comparison."""
+        intervals = [d.decisive for d in self.deltas if d.decisive is not None and d.decisive.n >= 2]
+        if not intervals:
+            return None
+        sd = float(np.median([ci.se_log * math.sqrt(ci.n) for ci in intervals]))
+        cv = math.sqrt(math.expm1(sd * sd / 2.0))  # a block's log ratio: sd² = 2 log(1 + cv²)
+        blocks = int(np.median([ci.n for ci in intervals]))
+        if cv <= 0:
+            return None
+        m = max(1, self.comparisons) if self.settings.multiplicity else 1
+        looks = self.settings.looks if self.settings.multiplicity else 1
+        return stats.smallest_effect(blocks, cv, m, looks), cv, blocks
+
     @property
     def method(self) -> str:
         """How the intervals were made and what the verdicts were decided on (``method_text``)."""
@@ -410,8 +429,9 @@ def _paired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names:
             why += f" ({note})"
         return Delta(status="n/a", reason=why, blocks=len(both), dropped=len(dropped),
                      baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
-    lat = stats.paired_log_ratio([conf.p50_by_block_ns[b] for b in both],
-                                 [base.p50_by_block_ns[b] for b in both], level)
+    conf_p50, base_p50 = [conf.p50_by_block_ns[b] for b in both], [base.p50_by_block_ns[b] for b in both]
+    lat = stats.paired_log_ratio(conf_p50, base_p50, level, stats.histogram_resolution(conf_p50)
+                                 + stats.histogram_resolution(base_p50))
     tp = stats.paired_log_ratio([conf.ops_per_s_by_block[b] for b in both],
                                 [base.ops_per_s_by_block[b] for b in both], level)
     cpu_blocks = [b for b in both if b in conf.cpu_ns_per_op_by_block and b in base.cpu_ns_per_op_by_block]

@@ -15,6 +15,7 @@ comparison time the same statistic.
 
 from __future__ import annotations
 
+import secrets
 import zlib
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
@@ -71,6 +72,23 @@ def groups(cells: Iterable[Cell]) -> dict[Group, list[Cell]]:
     for c in cells:
         out.setdefault(c.group, []).append(c)
     return out
+
+
+#: The largest seed ``fresh_seed`` draws (a run's seed is printed and may be pasted into a study
+#: file: nine digits at most).
+FRESH_SEED_MAX = 10**9
+
+
+def fresh_seed() -> int:
+    """A new seed for one run's block order, from the operating system's randomness, in
+    [0, ``FRESH_SEED_MAX``)."""
+    return secrets.randbelow(FRESH_SEED_MAX)
+
+
+def run_seed(pinned: int | None) -> int:
+    """The seed of a new run's block order: ``pinned`` (a study file's ``seed``) when given, else
+    a fresh one (``fresh_seed``)."""
+    return pinned if pinned is not None else fresh_seed()
 
 
 def _rng(seed: int, *parts: Any) -> np.random.Generator:

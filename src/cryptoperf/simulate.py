@@ -39,6 +39,13 @@ from cryptoperf import analysis, schedule, stats
 from cryptoperf.model import OK, Cell, CellSummary
 
 BASELINE = "base"
+#: How a simulated study orders each block's configurations: ``fixed`` (the baseline first in
+#: every block: the design before randomised blocks), ``file`` (``schedule.blocks`` with one seed
+#: for every simulated study, as when every run of a study file uses the seed the file pins),
+#: ``run`` (``schedule.blocks`` with a fresh seed per study, as each run draws its own).
+ORDERS = ("fixed", "file", "run")
+#: The seed of the ``file`` order (what every shipped study file pinned before runs drew theirs).
+FILE_SEED = 1
 
 
 @dataclass(frozen=True)
@@ -59,8 +66,12 @@ class Scenario:
         outliers, outlier_factor: probability and size of a disturbed repetition.
         margin_pct, multiplicity: as the study's keys.
         max_blocks: with a value > blocks, a sequential study (``until = "decided"``).
-        fixed_order: run the configurations in the same order in every block (the old design:
-            baseline first), to show what randomising the order buys.
+        base_ns: the baseline's true time per operation, ns.
+        quantised: each value read as the worker's histograms give a p50 (the highest value of
+            its bucket: whole ns below 2,048 ns, 3 significant digits above).
+        order: how each block's configurations are ordered (``ORDERS``): the real schedule
+            (``schedule.blocks``) with a fresh seed per study (``run``) or one seed for all
+            (``file``), or the baseline first in every block (``fixed``).
         paired: False analyses the same data unpaired (Welch on each side's repetitions, as
             ``cryptoperf compare`` must for two runs), to show what pairing buys.
     """
@@ -79,8 +90,10 @@ class Scenario:
     margin_pct: float = stats.DEFAULT_MARGIN_PCT
     multiplicity: bool = True
     max_blocks: int | None = None
-    fixed_order: bool = False
+    order: str = "run"
     paired: bool = True
+    base_ns: float = 1000.0
+    quantised: bool = False
 
     @property
     def comparisons(self) -> int:
@@ -155,19 +168,39 @@ class _Study:
         self.configs = [BASELINE] + [f"c{i}" for i in range(sc.configs)]
         self.truth = dict(zip(self.configs, (1.0,) + sc.ratios()))
         self.cells = {(g, c): Cell(c, "sim", f"op{g}", "sim-op") for g in range(sc.groups) for c in self.configs}
+        self.key_of = {cell.key: k for k, cell in self.cells.items()}
         self.values: dict[tuple[int, str], dict[int, float]] = {k: {} for k in self.cells}
+        if sc.order not in ORDERS:
+            raise ValueError(f"unknown order '{sc.order}' (known: {', '.join(ORDERS)})")
+        self.seed = FILE_SEED if sc.order == "file" else int(rng.integers(schedule.FRESH_SEED_MAX))
 
-    def run_block(self, block: int, group: int, configs: Sequence[str]) -> None:
-        """Draw one block of ``configs`` (the baseline included) in ``group``."""
+    def _order(self, first: int, last: int, keys: Sequence[tuple[int, str]]) -> list[tuple[int, int, str, int]]:
+        """(block, group, configuration, position) of blocks ``first``..``last`` of the cells
+        ``keys`` (each group's baseline first), in execution order: the engine's own schedule
+        (``schedule.blocks``) from this study's seed, or the baseline first (``fixed``)."""
+        if self.sc.order == "fixed":
+            groups = sorted({g for g, _ in keys})
+            return [(b, g, c, pos) for b in range(first, last + 1) for g in groups
+                    for pos, c in enumerate(c for gg, c in keys if gg == g)]
+        reps = schedule.blocks([self.cells[k] for k in keys], first, last, self.seed)
+        return [(r.block, *self.key_of[r.cell.key], r.position) for r in reps]
+
+    def run_blocks(self, first: int, last: int, keys: Sequence[tuple[int, str]]) -> None:
+        """Draw blocks ``first``..``last`` of the cells ``keys`` ((group, configuration), the
+        baseline of each group included), in the order the engine would run them."""
         sc = self.sc
-        order = list(configs) if sc.fixed_order else [configs[i] for i in self.rng.permutation(len(configs))]
-        drift = self.rng.normal(0.0, sc.block_drift) if sc.block_drift else 0.0
-        for pos, c in enumerate(order):
+        drifts: dict[tuple[int, int], float] = {}
+        for block, group, c, pos in self._order(first, last, keys):
+            if (block, group) not in drifts:
+                drifts[(block, group)] = self.rng.normal(0.0, sc.block_drift) if sc.block_drift else 0.0
             e = self.rng.normal(0.0, self.sigma)
             if sc.outliers and self.rng.random() < sc.outliers:
                 e += math.log(sc.outlier_factor)
-            shift = drift + sc.trend * pos + (sc.position_effect if pos == 0 else 0.0)
-            self.values[(group, c)][block] = 1000.0 * self.truth[c] * math.exp(shift + e)
+            shift = drifts[(block, group)] + sc.trend * pos + (sc.position_effect if pos == 0 else 0.0)
+            value = sc.base_ns * self.truth[c] * math.exp(shift + e)
+            if sc.quantised:
+                value = float(stats._RESOLUTION.get_highest_equivalent_value(max(1, int(value))))
+            self.values[(group, c)][block] = value
 
     def analyse(self, settings: analysis.Settings) -> list:
         summaries = {self.cells[k].key: _summary(self.cells[k], v) for k, v in self.values.items()}
@@ -188,18 +221,15 @@ def simulate_study(sc: Scenario, rng: np.random.Generator) -> list:
     study = _Study(sc, rng)
     looks = schedule.looks(sc.blocks, sc.max_blocks)
     settings = analysis.Settings(margin_pct=sc.margin_pct, multiplicity=sc.multiplicity, looks=len(looks))
-    for b in range(1, sc.blocks + 1):
-        for g in range(sc.groups):
-            study.run_block(b, g, study.configs)
+    study.run_blocks(1, sc.blocks, list(study.cells))
     deltas = study.analyse(settings)
     for done, nxt in zip(looks, looks[1:]):
         open_ = analysis.undecided(deltas)
         if not open_:
             break
-        for (_, label, _), configs in open_.items():
-            g = int(label[2:])
-            for b in range(done + 1, nxt + 1):
-                study.run_block(b, g, [BASELINE] + sorted(configs))
+        keys = [(int(label[2:]), c) for (_, label, _), configs in open_.items()
+                for c in [BASELINE] + [c for c in study.configs if c in configs]]
+        study.run_blocks(done + 1, nxt, keys)
         deltas = study.analyse(settings)
     return deltas
 
@@ -275,9 +305,7 @@ def run_phases(sc: Scenario, phases: int, studies: int, seed: int = 1, counted: 
     fw = excl = called = changed = 0
     for _ in range(studies):
         study = _Study(sc, rng)
-        for b in range(1, sc.blocks + 1):
-            for g in range(sc.groups):
-                study.run_block(b, g, study.configs)
+        study.run_blocks(1, sc.blocks, list(study.cells))
         phase_values = {(g, c, k): {} for g in range(sc.groups) for c in study.configs for k in range(phases)}
         for b in range(1, sc.blocks + 1):
             for g in range(sc.groups):
@@ -354,9 +382,13 @@ def design_scenarios(default_blocks: int) -> list[Scenario]:
         Scenario(f"+5 %, 10 % block drift, 2 % noise, unpaired, {n} blocks", n, true_ratio=1.05, cv=0.02,
                  multiplicity=False, paired=False),
         Scenario(f"A/A, first-in-block 2 % slower, fixed order, {n} blocks", n, position_effect=0.02,
-                 cv=0.01, multiplicity=False, fixed_order=True),
+                 cv=0.01, multiplicity=False, order="fixed"),
         Scenario(f"A/A, first-in-block 2 % slower, random order, {n} blocks", n, position_effect=0.02,
                  cv=0.01, multiplicity=False),
+        Scenario("A/A, first-in-block 2 % slower, tls-handshake's shape (8 groups × 3, 8 blocks), "
+                 "one seed per file", 8, groups=8, configs=3, position_effect=0.02, cv=0.01, order="file"),
+        Scenario("A/A, first-in-block 2 % slower, tls-handshake's shape (8 groups × 3, 8 blocks), "
+                 "a fresh seed per run", 8, groups=8, configs=3, position_effect=0.02, cv=0.01),
         Scenario(f"A/A, 2 % of repetitions disturbed ×1.3, {n} blocks", n, outliers=0.02, multiplicity=False),
         Scenario(f"+10 % at CV 20 %, sequential {n}→{8 * n}", n, true_ratio=1.10, cv=0.20,
                  multiplicity=False, max_blocks=8 * n),

@@ -221,6 +221,10 @@ class Interval:
         n: paired blocks (paired) or the smaller side's repetitions (Welch).
         se_log: standard error of the mean log ratio; df: degrees of freedom of the t quantile.
         method: ``PAIRED_T`` or ``WELCH_T``.
+        resolution_log: the least half-width of the interval on the log scale: what the values'
+            resolution leaves unknown (``histogram_resolution``: a p50 read from a histogram
+            is known to one bucket), so that values rounded alike in every block cannot give a
+            zero-width interval; 0 when the values are not rounded.
     """
 
     ratio: float
@@ -231,6 +235,7 @@ class Interval:
     se_log: float
     df: float
     method: str
+    resolution_log: float = 0.0
 
     @property
     def delta_pct(self) -> float:
@@ -253,7 +258,8 @@ class Interval:
 
     def at_level(self, level: float) -> "Interval":
         """The same estimate with its interval at another confidence ``level``."""
-        return _interval(math.log(self.ratio), self.se_log, self.df, level, self.n, self.method)
+        return _interval(math.log(self.ratio), self.se_log, self.df, level, self.n, self.method,
+                         self.resolution_log)
 
     def as_dict(self) -> dict[str, Any]:
         """``ratio``, ``ci_low``, ``ci_high``, ``level``, ``delta_pct``, ``ci_low_pct``,
@@ -270,10 +276,30 @@ def t_quantile(level: float, df: float) -> float:
     return float(scipy_stats.t.ppf(0.5 + level / 2.0, df))
 
 
-def _interval(mean_log: float, se_log: float, df: float, level: float, n: int, method: str) -> Interval:
-    half = t_quantile(level, df) * se_log if se_log > 0 else 0.0
+def _interval(mean_log: float, se_log: float, df: float, level: float, n: int, method: str,
+              resolution_log: float = 0.0) -> Interval:
+    half = max(t_quantile(level, df) * se_log if se_log > 0 else 0.0, resolution_log)
     return Interval(ratio=math.exp(mean_log), low=math.exp(mean_log - half), high=math.exp(mean_log + half),
-                    level=level, n=n, se_log=se_log, df=df, method=method)
+                    level=level, n=n, se_log=se_log, df=df, method=method, resolution_log=resolution_log)
+
+
+#: The histograms' resolution: the worker records latencies in HdrHistograms of 3 significant
+#: digits from 1 ns (worker/src/measure: HIST_SIGFIG, HIST_MAX_NS).
+HISTOGRAM_SIGFIG, HISTOGRAM_MAX_NS = 3, 3_600_000_000_000
+_RESOLUTION = HdrHistogram(1, HISTOGRAM_MAX_NS, HISTOGRAM_SIGFIG)
+
+
+def histogram_resolution(values_ns: Sequence[float]) -> float:
+    """The largest relative width (fraction) of the histogram bucket any of ``values_ns`` (p50s
+    read from the worker's histograms, ns) lies in: 1 ns in 150 ns is 0.0067; a bucket of 512 ns
+    at 803,327 ns is 0.00064. 0 for no values."""
+    worst = 0.0
+    for v in values_ns:
+        x = int(v)
+        if x >= 1:
+            width = _RESOLUTION.get_highest_equivalent_value(x) - _RESOLUTION.get_lowest_equivalent_value(x) + 1
+            worst = max(worst, width / x)
+    return worst
 
 
 def _positive_logs(name: str, values: Sequence[float]) -> np.ndarray:
@@ -286,9 +312,11 @@ def _positive_logs(name: str, values: Sequence[float]) -> np.ndarray:
 
 
 def paired_log_ratio(sample: Sequence[float], baseline: Sequence[float],
-                     level: float = DEFAULT_LEVEL) -> Interval:
+                     level: float = DEFAULT_LEVEL, resolution: float = 0.0) -> Interval:
     """Ratio of ``sample`` to ``baseline`` from paired values (``sample[i]`` and
-    ``baseline[i]`` measured in the same block), with a t interval on the per-block log ratios.
+    ``baseline[i]`` measured in the same block), with a t interval on the per-block log ratios,
+    never narrower than ``resolution`` (a fraction: how far rounded values may sit from the
+    truth on either side, e.g. ``histogram_resolution`` of both sides added).
 
     Both shape (n,), n >= 2, positive. Raises ValueError otherwise.
     """
@@ -299,7 +327,7 @@ def paired_log_ratio(sample: Sequence[float], baseline: Sequence[float],
         raise ValueError("an interval needs at least 2 paired values")
     d = a - b
     se = float(d.std(ddof=1) / math.sqrt(d.size))
-    return _interval(float(d.mean()), se, d.size - 1, level, int(d.size), PAIRED_T)
+    return _interval(float(d.mean()), se, d.size - 1, level, int(d.size), PAIRED_T, math.log1p(resolution))
 
 
 def welch_log_ratio(sample: Sequence[float], baseline: Sequence[float],
@@ -385,6 +413,41 @@ def adjusted_level(level: float, comparisons: int, looks: int = 1) -> float:
     if comparisons < 1 or looks < 1:
         raise ValueError("comparisons and looks must be >= 1")
     return 1.0 - (1.0 - level) / (comparisons * looks)
+
+
+# --------------------------------------------------------------------------- power
+
+#: The power at which a design's smallest detectable effect is stated.
+DEFAULT_POWER = 0.80
+
+
+def power(change: float, blocks: int, cv: float, comparisons: int = 1, looks: int = 1,
+          level: float = DEFAULT_LEVEL) -> float:
+    """The probability that a paired comparison over ``blocks`` blocks calls a true ``change``
+    (a fraction: 0.05 for 5 % slower) "slower": that the lower end of its interval (at
+    ``adjusted_level(level, comparisons, looks)``) lies above no change. The model is the one
+    the intervals assume: each repetition lognormal with coefficient of variation ``cv``, the
+    block's shared drift cancelling in the pair, so a block's log ratio has standard deviation
+    √2·σ (σ² = log(1 + cv²)) and the t statistic is noncentral t with ``blocks`` − 1 degrees of
+    freedom. Raises ValueError for blocks < 2 or cv <= 0."""
+    if blocks < 2 or cv <= 0:
+        raise ValueError("power needs at least 2 blocks and a positive cv")
+    sigma_d = math.sqrt(2.0 * math.log1p(cv * cv))
+    nc = math.log1p(change) * math.sqrt(blocks) / sigma_d
+    q = t_quantile(adjusted_level(level, comparisons, looks), blocks - 1)
+    return float(scipy_stats.nct.sf(q, blocks - 1, nc))
+
+
+def smallest_effect(blocks: int, cv: float, comparisons: int = 1, looks: int = 1,
+                    level: float = DEFAULT_LEVEL, target: float = DEFAULT_POWER) -> float:
+    """The smallest true change (a fraction) that a design of ``blocks`` paired blocks calls
+    "slower" with probability ``target`` (``power``), at noise ``cv`` per repetition and with
+    ``comparisons`` × ``looks`` intervals adjusted together. Raises ValueError as ``power``."""
+    from scipy.optimize import brentq
+    if power(10.0, blocks, cv, comparisons, looks, level) < target:
+        return math.inf
+    return float(brentq(lambda x: power(x, blocks, cv, comparisons, looks, level) - target, 0.0, 10.0,
+                        xtol=1e-6))
 
 
 # --------------------------------------------------------------------------- verdicts

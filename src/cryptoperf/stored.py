@@ -115,11 +115,16 @@ def settings_of(study: Study, margin_pct: float | None = None, multiplicity: boo
         noise_threshold_pct=study.noise_threshold_pct, verdict_on=study.verdict_on)
 
 
+#: The seed every run used before a run drew its own (the study files' former default).
+LEGACY_SEED = 1
+
+
 def run_seed(meta: dict[str, Any], study: Study | None) -> int:
-    """The seed of a run's block order: the stored one, else its study's, else the default."""
+    """The seed of a run's block order: the stored one (every run stores the one it used), else
+    its study file's, else ``LEGACY_SEED``."""
     if meta.get("seed") is not None:
         return int(meta["seed"])
-    return study.seed if study is not None else int(options_for("study")["seed"].default)
+    return study.seed if study is not None and study.seed is not None else LEGACY_SEED
 
 
 def resolve_id(store: Store, run_id: str | int | None) -> int:

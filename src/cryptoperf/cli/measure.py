@@ -230,6 +230,8 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     ex = engine.make_executor(executor, address) if not dry_run else None  # no Ray: one line, now
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err)
+    if prior is not None:
+        plan = plan.resuming(prior)
     # out dir, store, disk, memory, threads (and a resumed run's host): before the plan is
     # printed, in a dry run too
     engine.check_before_running(plan, out_dir, store_path, prior, err)
@@ -241,6 +243,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         say(note)
     cluster = _start_executor(ex, plan)
     say(study_text.plan_line(plan))
+    say(study_text.power_line(plan))
     if prior is not None:
         say(study_text.resume_line(prior))
     if cluster:

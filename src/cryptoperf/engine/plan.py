@@ -3,11 +3,12 @@ is measured: the work directory, the workloads' combinations, what can be compar
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from cryptoperf import cpumask, hostinfo, schedule, study as study_mod
+from cryptoperf import cpumask, hostinfo, schedule, stats, study as study_mod
 from cryptoperf import paths, workload
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
@@ -16,6 +17,11 @@ from cryptoperf.stored import StoredRun, settings_of
 from cryptoperf.study import Study
 from cryptoperf.builds import find_worker
 from cryptoperf.engine.workers import Workers, worker_builds
+
+
+#: The noise per repetition at which a design's power is stated (3 %: a quiet host's typical
+#: coefficient of variation for a primitive; the report states the run's own).
+DESIGN_CV = 0.03
 
 
 def disturbance_rule(study: Study, logical_cpus: int) -> Callable[[Outcome], str]:
@@ -38,6 +44,9 @@ class StudyPlan:
         analysis: how its comparisons will be decided.
         looks: block counts at which a sequential study looks ((repetitions,) if fixed).
         skipped: ``optional`` operations left out, operation label → why (one line each).
+        seed: the seed of this run's block order: the study file's ``seed`` when it pins one,
+            else drawn fresh for this plan (``schedule.run_seed``); a resumed run's is the
+            stored one.
     """
 
     study: Study
@@ -47,11 +56,33 @@ class StudyPlan:
     analysis: analysis.Settings
     looks: tuple[int, ...]
     skipped: dict[str, str] = field(default_factory=dict)
+    seed: int = 0
+
+    @property
+    def comparisons(self) -> int:
+        """The comparisons the study will make: every cell of a configuration other than the
+        baseline (the family its intervals are adjusted over, with ``multiplicity``)."""
+        return sum(1 for c in self.cells if c.configuration != self.study.baseline)
+
+    def smallest_effect(self, cv: float = DESIGN_CV) -> tuple[float, float]:
+        """(at the first look, by the last look): the smallest true change (fraction) one of
+        this design's comparisons calls "slower" 80 % of the time at noise ``cv`` per
+        repetition (``stats.smallest_effect``), with its intervals adjusted as the study's will
+        be (comparisons × looks when ``multiplicity``). The two are equal for a fixed study."""
+        m = max(1, self.comparisons) if self.analysis.multiplicity else 1
+        looks = len(self.looks) if self.analysis.multiplicity else 1
+        return (stats.smallest_effect(self.looks[0], cv, m, looks),
+                stats.smallest_effect(self.looks[-1], cv, m, looks))
+
+    def resuming(self, prior: StoredRun) -> "StudyPlan":
+        """This plan continuing stored run ``prior``: its analysis settings and its block
+        order's seed are the run's own."""
+        return dataclasses.replace(self, analysis=prior.analysis.settings, seed=prior.seed)
 
     @property
     def first_blocks(self) -> list[Repetition]:
         """The repetitions of the first look's blocks (batch sizes not yet calibrated)."""
-        return schedule.blocks(self.cells, 1, self.looks[0], self.study.seed)
+        return schedule.blocks(self.cells, 1, self.looks[0], self.seed)
 
     def unsupported(self) -> dict[str, str]:
         """Cell key → why it will not run, as far as the workers' hellos tell before anything
@@ -148,7 +179,7 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     if skipped:
         cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
     return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
-                     skipped=skipped)
+                     skipped=skipped, seed=schedule.run_seed(s.seed))
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:

@@ -98,12 +98,12 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
           seconds: float = 0.5, warmup_s: float = 0.2, threads: int = 1, timeout_s: float | None = None,
           cpu: str = cpumask.BASELINE, fips: bool = False, library: str = builds.SYSTEM_LIBRARY,
           params: Mapping[str, str] | None = None, repetitions: int = 1, baseline: str | None = None,
-          seed: int = 1, setup: bool = True, store: str | os.PathLike | None = None,
+          seed: int | None = None, setup: bool = True, store: str | os.PathLike | None = None,
           store_results: bool = True, progress: local.Progress | bool | None = None,
           console: Any = None) -> SpeedRun:
     """Measure operations on backends: each (backend, operation, size) ``repetitions`` times,
     each in a fresh worker process, in randomised blocks (a block runs every row once, in an
-    order drawn from ``seed``; blocks after the first use the batch size the first measured for
+    order drawn from ``seed``, or from a fresh seed when None, stored with the run; blocks after the first use the batch size the first measured for
     each row); stored as a ``speed`` run, and returned as that stored run, analysed once.
 
     Args:
@@ -137,6 +137,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     plan = _plan_speed(backends, ops, sizes, seconds=seconds, warmup_s=warmup_s, threads=threads,
                        timeout_s=timeout_s, cpu=cpu, fips=fips, library=library, params=params or {},
                        baseline=baseline, setup=setup, console=console)
+    seed = schedule.run_seed(seed)
     plan.info.update(repetitions=repetitions, seed=seed)
     host = hostinfo.fingerprint(plan.hello.raw)
     host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]

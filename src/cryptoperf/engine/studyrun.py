@@ -3,7 +3,6 @@ the store and the reports (``run_study``)."""
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,7 +83,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         plan = source if isinstance(source, StudyPlan) else plan_study(
             source, setup=setup, margin_pct=margin_pct, multiplicity=multiplicity, console=console)
         if prior is not None:
-            plan = dataclasses.replace(plan, analysis=prior.analysis.settings)
+            plan = plan.resuming(prior)
         if check_host:
             check_before_running(plan, out_dir, store, prior, console)
         return _run_study(plan, ex, store=store, out_dir=out_dir, progress=progress, reports=reports,
@@ -135,7 +134,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     status = "interrupted"
     with Store(store) as st:
         if prior is None:
-            run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=s.seed,
+            run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=plan.seed,
                                   analysis=plan.analysis.as_dict(), process=hostinfo.process_identity())
         else:
             run_id = prior.id
@@ -177,7 +176,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
                     cells = [c for c in runnable if c.group in still
                              and (c.configuration == s.baseline or c.configuration in still[c.group])]
                 what = f"{s.name}: blocks {done + 1}-{look}" + (" (inconclusive only)" if done else "")
-                execute(schedule.blocks(cells, done + 1, look, s.seed, batches,
+                execute(schedule.blocks(cells, done + 1, look, plan.seed, batches,
                                         start_index=len(outcomes)), what)
                 done = look
             status = "complete"

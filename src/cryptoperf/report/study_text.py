@@ -7,6 +7,7 @@ can print them too. No Rich: plain strings.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Mapping, Sequence
 
 from cryptoperf import builds, cpumask
@@ -19,14 +20,33 @@ def duration_text(seconds: float) -> str:
 
 
 def plan_line(plan: Any) -> str:
-    """``study NAME: N cells, N calibration repetitions + B blocks = R repetitions, about T``,
-    with the sequential looks when the study runs on for inconclusive comparisons. ``plan`` is
+    """``study NAME: N cells, N calibration repetitions + B blocks = R repetitions, about T;
+    block order seed S``, with the sequential looks when the study runs on for inconclusive
+    comparisons, and whether the seed is the study file's (else drawn for this run). ``plan`` is
     an ``engine.StudyPlan``."""
     s, n = plan.study, len(plan.cells)
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
             f"{', '.join(map(str, plan.looks))})" if len(plan.looks) > 1 else "")
+    seed = f"block order seed {plan.seed}" + (" (the study file's)" if s.seed is not None else "")
     return (f"study {s.name}: {n} cells, {n} calibration repetitions + {s.repetitions} blocks = "
-            f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{more}")
+            f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{more}; {seed}")
+
+
+def power_line(plan: Any) -> str:
+    """``power: 80 % of the time, a comparison finds a change of X % at CV 3 % per repetition
+    (N blocks, M comparisons adjusted together)`` — with the last look's figure for a sequential
+    study. ``plan`` is an ``engine.StudyPlan``."""
+    first, last = plan.smallest_effect()
+    m = plan.comparisons
+
+    def pct(x: float) -> str:
+        return "no change it can see" if math.isinf(x) else f"a change of {x * 100:.1f} %"
+    adjusted = f", {m} comparisons adjusted together" if plan.analysis.multiplicity and m > 1 else ""
+    text = (f"power: 80 % of the time a comparison finds {pct(first)} at CV 3 % per repetition "
+            f"({plan.looks[0]} blocks{adjusted})")
+    if len(plan.looks) > 1:
+        text += f", {pct(last)} by its last look ({plan.looks[-1]} blocks)"
+    return text
 
 
 def resume_line(prior: Any) -> str:

@@ -135,8 +135,11 @@ OPTIONS: tuple[Option, ...] = (
            "a 'work' directory beside the default store. Absolute, or relative to the study "
            "file's directory and inside it; no symbolic link on the way. Checked up front: "
            "writable, with the free space the files need."),
-    Option("study", "seed", "int", 1, "Seed of the random order within blocks (stored with the "
-           "run, so the schedule reproduces).", min=0, max=2**63 - 1),
+    Option("study", "seed", "int", None, "Seed of the random order within blocks. Unset, each run "
+           "draws a fresh one, so that an effect of a repetition's place in its block (the first "
+           "after a pause, a neighbour's cache) falls on other comparisons in every run instead of "
+           "biasing the same ones each time; the seed a run used is stored with it and printed in "
+           "its report. Set it to repeat a run's order exactly.", min=0, max=2**63 - 1),
     Option("study", "max_steal_pct", "float", 10.0,
            "A repetition during which the hypervisor stole more than this share of the CPUs is "
            "re-run once and, if still disturbed, kept and flagged.", min=0, max=100, unit="%"),

@@ -156,7 +156,7 @@ class Study:
     warmup_s: float
     threads: int
     timeout_s: float
-    seed: int
+    seed: int | None
     max_steal_pct: float
     max_other_load_pct: float
     noise_threshold_pct: float

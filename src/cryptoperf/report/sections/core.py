@@ -18,6 +18,7 @@ report never draws. Formatting only: numbers and verdicts come from the StoredRu
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable, Sequence
 
 from markupsafe import Markup
@@ -395,7 +396,19 @@ def _how_text(run: StoredRun) -> str:
             f"verdict is decided on {analysis.decided_on(run.deltas) or a.settings.metric} (in bold) against "
             f"the ±{a.settings.margin_pct:g} % equivalence margin: slower or faster when the interval "
             "excludes 0 %, saying what changed, equivalent when it lies within the margin, inconclusive "
-            "otherwise.")
+            "otherwise." + _power_text(a))
+
+
+def _power_text(a: analysis.Analysis) -> str:
+    """`` With the noise this run measured …``: the change its comparisons found 80 % of the
+    time (``Analysis.detectable_change``); '' without a decided comparison."""
+    found = a.detectable_change()
+    if found is None:
+        return ""
+    change, cv, blocks = found
+    what = "no change it could see" if math.isinf(change) else f"a change of {change * 100:.1f} %"
+    return (f" With the noise this run measured (a CV of {cv * 100:.1f} % per repetition, the median over "
+            f"its comparisons), a comparison over {blocks} blocks finds {what} 80 % of the time.")
 
 
 @register(order=10)
@@ -417,7 +430,7 @@ def summary(run: StoredRun) -> list[Section]:
                     ci=ci, method=run.analysis.method, batch_note=batch_note, show_cpu=show_cpu)
     md = (f"Change vs baseline **{s.baseline}** (same backend, operation and size): per-block paired "
           f"ratio, geometric mean over blocks, paired t interval in brackets ({run.analysis.method}); "
-          f"in bold, the change the verdict is decided on.\n\n")
+          f"in bold, the change the verdict is decided on.{_power_text(run.analysis)}\n\n")
     metrics = [("latency", "Δ latency"), ("throughput", "Δ throughput")] + (
         [("cpu_per_op", "Δ CPU per operation")] if show_cpu else [])
     bold = (lambda r, k: f"**{r[k]}**" if r["decided"] == k else r[k])
@@ -641,7 +654,8 @@ def reproduce(run: StoredRun) -> list[Section]:
     m = run.meta
     facts = [("run", f"{run.id} ({m.get('kind')}, {m.get('status')})"),
              ("started", m.get("started_at") or "?"), ("finished", m.get("finished_at") or "—"),
-             ("block order seed", "—" if m.get("seed") is None else str(m.get("seed")))]
+             ("block order seed", "—" if m.get("seed") is None
+              else f"{m.get('seed')} (seed = {m.get('seed')} in [study] repeats this order)")]
     if run.study is not None:
         facts.append(("intervals", run.analysis.method))
     facts += [("format version", str(m.get("format_version"))),
