@@ -113,7 +113,10 @@ def baked_worker(tmp_path, monkeypatch):
 
 
 def study_text(reps: int = 3, extra: str = "", timeout: int = 60) -> str:
-    return TWO_CONFIG_STUDY.format(reps=reps, timeout=timeout).replace("[[configuration]]", extra + "\n[[configuration]]", 1)
+    """The two-configuration study, its block order pinned (seed 1): the tests below kill the
+    worker of a block whose order they know."""
+    return TWO_CONFIG_STUDY.format(reps=reps, timeout=timeout).replace(
+        "[[configuration]]", "seed = 1\n" + extra + "\n[[configuration]]", 1)
 
 
 def run(cli, write_study, tmp_path, text: str, *args: str, name: str = "study.toml"):
