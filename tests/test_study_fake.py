@@ -97,7 +97,8 @@ def test_intervals_reproduce(cli, write_study, fake_worker, tmp_path):
 
 def test_calibration_then_randomised_blocks_all_stored(cli, write_study, fake_worker, tmp_path):
     fake_worker()
-    res, doc = run_study(cli, write_study, tmp_path, reps=6)
+    # the order pinned: with 6 blocks a drawn order keeps one configuration first throughout 3 % of the time
+    res, doc = run_study(cli, write_study, tmp_path, reps=6, extra="seed = 1\n")
     assert res.code == 0
     cal = [r for r in doc["repetitions"] if r["block"] == 0]
     assert [r["configuration"] for r in cal] == ["A", "B"]
