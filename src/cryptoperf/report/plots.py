@@ -88,6 +88,20 @@ def log_x(ax, xs: Sequence[float]) -> None:
         ax.xaxis.set_minor_locator(NullLocator())
 
 
+def estimate_line(ax, points: Sequence[tuple[float, object]], colour_: str, label: str, suffix: str) -> None:
+    """Draw on ``ax`` one series of estimates — (x, ``stats.Estimate``) pairs in x order — as a
+    line through their values with markers, shaded with their band where they have one; the
+    line's SVG group id is ``series-<suffix>``, the band's ``band-<suffix>``."""
+    line, = ax.plot([x for x, _ in points], [e.value for _, e in points], marker="o", markersize=4,
+                    color=colour_, linewidth=1.6, label=label)
+    line.set_gid(f"series-{suffix}")
+    banded = [(x, e) for x, e in points if e.low is not None and e.high is not None]
+    if banded:
+        band = ax.fill_between([x for x, _ in banded], [e.low for _, e in banded], [e.high for _, e in banded],
+                               color=colour_, alpha=0.18, linewidth=0)
+        band.set_gid(f"band-{suffix}")
+
+
 def plain_formatter(minor: bool = False):
     """Tick labels of a log axis as plain numbers (``2``, ``5``, ``10``); minor ticks only at
     2 and 5 × a power of ten."""

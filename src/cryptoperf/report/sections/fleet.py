@@ -229,16 +229,8 @@ def throughput_svg(fam: fleet.JobFamily, plot_id: str) -> str:
     for series, order in fam.family.series():
         mine = sorted(((p.point.x, p.targets_per_min) for p in fam.points
                        if p.point.series == series and p.targets_per_min is not None), key=lambda t: t[0])
-        if not mine:
-            continue
-        line, = ax.plot([x for x, _ in mine], [e.value for _, e in mine], marker="o", markersize=4,
-                        color=colour(order), linewidth=1.6, label=series)
-        line.set_gid(f"series-{plots.gid(series)}")
-        banded = [(x, e) for x, e in mine if e.low is not None and e.high is not None]
-        if banded:
-            band = ax.fill_between([x for x, _ in banded], [e.low for _, e in banded], [e.high for _, e in banded],
-                                   color=colour(order), alpha=0.18, linewidth=0)
-            band.set_gid(f"band-{plots.gid(series)}")
+        if mine:
+            plots.estimate_line(ax, mine, colour(order), series, plots.gid(series))
     plots.log_x(ax, [p.point.x for p in fam.points])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("targets in the job", fontsize=8.5)

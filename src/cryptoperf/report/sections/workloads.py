@@ -170,16 +170,8 @@ def throughput_svg(family: Family, plot_id: str) -> str:
         pts = [p for p in family.points if p.panel == kind]
         for series, order in family.series():
             mine = [(p.x, p.tx_per_s) for p in pts if p.series == series and p.tx_per_s is not None]
-            if not mine:
-                continue
-            line, = ax.plot([x for x, _ in mine], [e.value for _, e in mine], marker="o", markersize=4,
-                            color=colour(order), linewidth=1.6, label=series)
-            line.set_gid(f"series-{plots.gid(series)}-{kind}")
-            banded = [(x, e) for x, e in mine if e.low is not None and e.high is not None]
-            if banded:
-                band = ax.fill_between([x for x, _ in banded], [e.low for _, e in banded],
-                                       [e.high for _, e in banded], color=colour(order), alpha=0.18, linewidth=0)
-                band.set_gid(f"band-{plots.gid(series)}-{kind}")
+            if mine:
+                plots.estimate_line(ax, mine, colour(order), series, f"{plots.gid(series)}-{kind}")
         if kind in ("paced", "open"):
             xs_all = sorted({p.x for p in pts})
             ax.plot(xs_all, xs_all, color="#999999", linewidth=0.8, linestyle=":", label="offered")
