@@ -228,7 +228,8 @@ class Load:
         threads: open loads: client threads taking the due transactions.
         targets: a job's targets.
         rate_per_s: the rate (open loads; a paced closed load), None unpaced.
-        corrected: latency measured from each transaction's due time (open loads).
+        corrected: latency measured from each transaction's due time (open loads); None when
+            the result does not say.
     """
 
     kind: str
@@ -236,14 +237,14 @@ class Load:
     threads: int | None = None
     targets: int | None = None
     rate_per_s: float | None = None
-    corrected: bool = False
+    corrected: bool | None = None
 
     @classmethod
     def decode(cls, m: Mapping[str, Any], where: str = "load.") -> "Load":
         """From the result's ``load`` object. Raises UnreadableResult."""
         return cls(kind=_str(m, "kind", where) or "", concurrency=_int(m, "concurrency", where),
                    threads=_int(m, "threads", where), targets=_int(m, "targets", where),
-                   rate_per_s=_float(m, "rate_per_s", where), corrected=bool(_bool(m, "corrected", where)))
+                   rate_per_s=_float(m, "rate_per_s", where), corrected=_bool(m, "corrected", where))
 
 
 @dataclass(frozen=True)

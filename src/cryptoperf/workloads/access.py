@@ -81,9 +81,7 @@ def mode(result: Result | None) -> str | None:
 def corrected(result: Result | None) -> bool | None:
     """Whether the latency runs from each transaction's due time (``load.corrected``), None when
     the result does not say."""
-    if result is None or result.load is None or "corrected" not in (result.raw.get("load") or {}):
-        return None
-    return result.load.corrected
+    return None if result is None or result.load is None else result.load.corrected
 
 
 def late(result: Result | None) -> int | None:
