@@ -78,10 +78,14 @@ class WorkloadAnalysis:
     objectives: tuple[Objective, ...] = ()
     own: Mapping[str, Any] = field(default_factory=dict)
 
+    @functools.cached_property
+    def _points(self) -> dict[str, Point]:
+        return {p.summary.cell.key: p for f in self.families for p in f.points}
+
     def point_of(self, cell_key: str) -> Point | None:
         """The ``Point`` of the workload cell keyed ``cell_key`` (``Cell.key``), or None for a
         cell that is not a workload level."""
-        return next((p for f in self.families for p in f.points if p.summary.cell.key == cell_key), None)
+        return self._points.get(cell_key)
 
     def of(self, kind: str) -> Any | None:
         """The figures of workload ``kind``'s own module, or None when the run has none."""
