@@ -65,6 +65,12 @@ class Settings:
                     "p50 latency for other open loads and primitives")
         return stats.METRICS[self.verdict_on][0]
 
+    def family(self, comparisons: int) -> tuple[int, int]:
+        """(comparisons, looks) each interval is adjusted over (``stats.adjusted_level``): the
+        ``comparisons`` with ``multiplicity`` (at least 1), else 1; the sequential looks either
+        way."""
+        return (max(comparisons, 1) if self.multiplicity else 1), self.looks
+
     def as_dict(self) -> dict[str, Any]:
         """Field name → value."""
         return dict(self.__dict__)
@@ -248,9 +254,8 @@ class Analysis:
         blocks = int(np.median([ci.n for ci in intervals]))
         if cv <= 0:
             return None
-        m = max(1, self.comparisons) if self.settings.multiplicity else 1
-        looks = self.settings.looks if self.settings.multiplicity else 1
-        return stats.smallest_effect(blocks, cv, m, looks), cv, blocks
+        change = stats.smallest_effect(blocks, cv, *self.settings.family(self.comparisons), self.settings.level)
+        return change, cv, blocks
 
     @property
     def method(self) -> str:
@@ -472,7 +477,7 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
         return {"latency": p.latency, "throughput": p.throughput, "cpu_per_op": p.cpu}[key(p)]
 
     m = sum(1 for p in pending if isinstance(p, _Pending) and decided_on(p) is not None)
-    level = (stats.adjusted_level(settings.level, max(m, 1) if settings.multiplicity else 1, settings.looks))
+    level = stats.adjusted_level(settings.level, *settings.family(m))
     out = []
     for p in pending:
         if isinstance(p, Delta):

@@ -45,7 +45,7 @@ class StudyPlan:
         looks: block counts at which a sequential study looks ((repetitions,) if fixed).
         skipped: ``optional`` operations left out, operation label → why (one line each).
         seed: the seed of this run's block order: the study file's ``seed`` when it pins one,
-            else drawn fresh for this plan (``schedule.run_seed``); a resumed run's is the
+            else drawn fresh for this plan (``schedule.new_run_seed``); a resumed run's is the
             stored one.
     """
 
@@ -68,11 +68,10 @@ class StudyPlan:
         """(at the first look, by the last look): the smallest true change (fraction) one of
         this design's comparisons calls "slower" 80 % of the time at noise ``cv`` per
         repetition (``stats.smallest_effect``), with its intervals adjusted as the study's will
-        be (comparisons × looks when ``multiplicity``). The two are equal for a fixed study."""
-        m = max(1, self.comparisons) if self.analysis.multiplicity else 1
-        looks = len(self.looks) if self.analysis.multiplicity else 1
-        return (stats.smallest_effect(self.looks[0], cv, m, looks),
-                stats.smallest_effect(self.looks[-1], cv, m, looks))
+        be (``analysis.Settings.family``). The two are equal for a fixed study."""
+        family = self.analysis.family(self.comparisons)
+        return (stats.smallest_effect(self.looks[0], cv, *family, self.analysis.level),
+                stats.smallest_effect(self.looks[-1], cv, *family, self.analysis.level))
 
     def resuming(self, prior: StoredRun) -> "StudyPlan":
         """This plan continuing stored run ``prior``: its analysis settings and its block
@@ -179,7 +178,7 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     if skipped:
         cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
     return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
-                     skipped=skipped, seed=schedule.run_seed(s.seed))
+                     skipped=skipped, seed=schedule.new_run_seed(s.seed))
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:

@@ -5,6 +5,7 @@ no HTML); nothing here computes a figure — those come from the run's analysis.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Iterable, Mapping
 
 from cryptoperf import stats
@@ -163,6 +164,12 @@ def ratio_text(ci: stats.Interval | None) -> str:
     if ci is None:
         return "—"
     return f"{ci.ratio:.3g}× [{ci.low:.3g}, {ci.high:.3g}]"
+
+
+def detectable_text(change: float) -> str:
+    """A design's smallest detectable change (``stats.smallest_effect``, a fraction) in words:
+    ``a change of 4.3 %``, or ``no change it can see`` when none reaches the power."""
+    return "no change it can see" if math.isinf(change) else f"a change of {change * 100:.1f} %"
 
 
 def interval_header(level: float) -> str:

@@ -7,11 +7,11 @@ can print them too. No Rich: plain strings.
 from __future__ import annotations
 
 import json
-import math
 from typing import Any, Mapping, Sequence
 
 from cryptoperf import builds, cpumask
 from cryptoperf.model import FAILED, RETRIED
+from cryptoperf.report.format import detectable_text
 
 
 def duration_text(seconds: float) -> str:
@@ -38,14 +38,11 @@ def power_line(plan: Any) -> str:
     study. ``plan`` is an ``engine.StudyPlan``."""
     first, last = plan.smallest_effect()
     m = plan.comparisons
-
-    def pct(x: float) -> str:
-        return "no change it can see" if math.isinf(x) else f"a change of {x * 100:.1f} %"
     adjusted = f", {m} comparisons adjusted together" if plan.analysis.multiplicity and m > 1 else ""
-    text = (f"power: 80 % of the time a comparison finds {pct(first)} at CV 3 % per repetition "
+    text = (f"power: 80 % of the time a comparison finds {detectable_text(first)} at CV 3 % per repetition "
             f"({plan.looks[0]} blocks{adjusted})")
     if len(plan.looks) > 1:
-        text += f", {pct(last)} by its last look ({plan.looks[-1]} blocks)"
+        text += f", {detectable_text(last)} by its last look ({plan.looks[-1]} blocks)"
     return text
 
 

@@ -18,7 +18,6 @@ report never draws. Formatting only: numbers and verdicts come from the StoredRu
 
 from __future__ import annotations
 
-import math
 from typing import Any, Callable, Sequence
 
 from markupsafe import Markup
@@ -406,7 +405,7 @@ def _power_text(a: analysis.Analysis) -> str:
     if found is None:
         return ""
     change, cv, blocks = found
-    what = "no change it could see" if math.isinf(change) else f"a change of {change * 100:.1f} %"
+    what = fmt.detectable_text(change)
     return (f" With the noise this run measured (a CV of {cv * 100:.1f} % per repetition, the median over "
             f"its comparisons), a comparison over {blocks} blocks finds {what} 80 % of the time.")
 
