@@ -137,6 +137,6 @@ def test_pq_migration_cells():
 def test_a_run_draws_a_fresh_seed_unless_the_study_pins_one():
     """An order effect must not fall on the same comparisons in every run of a file: unset, a
     run's seed is drawn anew (and differs between runs); a pinned one is used as given."""
-    drawn = {schedule.run_seed(None) for _ in range(20)}
+    drawn = {schedule.new_run_seed(None) for _ in range(20)}
     assert len(drawn) >= 19 and all(0 <= x < schedule.FRESH_SEED_MAX for x in drawn)
-    assert schedule.run_seed(7) == 7 and schedule.run_seed(0) == 0
+    assert schedule.new_run_seed(7) == 7 and schedule.new_run_seed(0) == 0

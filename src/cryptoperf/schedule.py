@@ -85,7 +85,7 @@ def fresh_seed() -> int:
     return secrets.randbelow(FRESH_SEED_MAX)
 
 
-def run_seed(pinned: int | None) -> int:
+def new_run_seed(pinned: int | None) -> int:
     """The seed of a new run's block order: ``pinned`` (a study file's ``seed``) when given, else
     a fresh one (``fresh_seed``)."""
     return pinned if pinned is not None else fresh_seed()

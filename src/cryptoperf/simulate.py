@@ -199,7 +199,7 @@ class _Study:
             shift = drifts[(block, group)] + sc.trend * pos + (sc.position_effect if pos == 0 else 0.0)
             value = sc.base_ns * self.truth[c] * math.exp(shift + e)
             if sc.quantised:
-                value = float(stats._RESOLUTION.get_highest_equivalent_value(max(1, int(value))))
+                value = float(stats.histogram_bucket(value)[1])
             self.values[(group, c)][block] = value
 
     def analyse(self, settings: analysis.Settings) -> list:

@@ -289,16 +289,22 @@ HISTOGRAM_SIGFIG, HISTOGRAM_MAX_NS = 3, 3_600_000_000_000
 _RESOLUTION = HdrHistogram(1, HISTOGRAM_MAX_NS, HISTOGRAM_SIGFIG)
 
 
+def histogram_bucket(value_ns: float) -> tuple[int, int]:
+    """(lowest, highest) value, ns, of the worker's histogram bucket ``value_ns`` falls in; a
+    percentile read from the histogram is the highest. ``value_ns`` below 1 counts as 1."""
+    x = max(1, int(value_ns))
+    return _RESOLUTION.get_lowest_equivalent_value(x), _RESOLUTION.get_highest_equivalent_value(x)
+
+
 def histogram_resolution(values_ns: Sequence[float]) -> float:
     """The largest relative width (fraction) of the histogram bucket any of ``values_ns`` (p50s
     read from the worker's histograms, ns) lies in: 1 ns in 150 ns is 0.0067; a bucket of 512 ns
     at 803,327 ns is 0.00064. 0 for no values."""
     worst = 0.0
     for v in values_ns:
-        x = int(v)
-        if x >= 1:
-            width = _RESOLUTION.get_highest_equivalent_value(x) - _RESOLUTION.get_lowest_equivalent_value(x) + 1
-            worst = max(worst, width / x)
+        if int(v) >= 1:
+            low, high = histogram_bucket(v)
+            worst = max(worst, (high - low + 1) / int(v))
     return worst
 
 

@@ -137,7 +137,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     plan = _plan_speed(backends, ops, sizes, seconds=seconds, warmup_s=warmup_s, threads=threads,
                        timeout_s=timeout_s, cpu=cpu, fips=fips, library=library, params=params or {},
                        baseline=baseline, setup=setup, console=console)
-    seed = schedule.run_seed(seed)
+    seed = schedule.new_run_seed(seed)
     plan.info.update(repetitions=repetitions, seed=seed)
     host = hostinfo.fingerprint(plan.hello.raw)
     host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]
