@@ -37,7 +37,7 @@ from cryptoperf.errors import MAX_MESSAGE, CryptoperfError, StudyError
 RULES = worker_rules()
 SEEDS = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
          for p in sorted([*ROOT.glob("studies/*.toml"), *ROOT.glob("docs/first-hour/*.toml")])}
-#: Most CPU seconds of this process one input may take (parse and check against the worker's
+#: Most CPU seconds of this thread one input may take (parse and check against the worker's
 #: rules): a guard against a hang or a quadratic blow-up, which take far longer, not a speed
 #: target. CPU time rather than wall time, so that other processes on a shared host (CI's two
 #: cores) do not count.
@@ -69,13 +69,13 @@ def check_error(e: BaseException) -> str:
 def outcome(fn):
     """``fn()``'s Study, or its CryptoperfError after checking the property; any other exception
     fails the test (hypothesis shrinks the input); so does taking longer than TIME_BOUND_S."""
-    t0 = time.process_time()
+    t0 = time.thread_time()
     try:
         result = fn()
     except CryptoperfError as e:
         check_error(e)
         result = e
-    elapsed = time.process_time() - t0
+    elapsed = time.thread_time() - t0
     assert elapsed < TIME_BOUND_S, f"took {elapsed:.1f} CPU s"
     return result
 
