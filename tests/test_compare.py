@@ -1,7 +1,8 @@
 """`cryptoperf list` and `cryptoperf compare` on runs made with the fake worker, whose scripted
 latencies give known ratios: run 2 makes sha256 (configuration A) exactly 1.5× slower and leaves
-sha512 (B) alone (see stored_runs.two_runs). Two runs share no blocks, so compare uses Welch's
-interval on each run's repetitions, adjusted over the matched cells."""
+sha512 (B) alone (see stored_runs.two_runs). Two runs share no blocks, and one run per side
+cannot measure how much a whole run shifts, so compare uses Welch's interval on each run's
+repetitions widened by the assumed run-to-run sd, adjusted over the matched cells."""
 
 import json
 import shutil
@@ -33,25 +34,28 @@ def test_known_ratio_is_found_with_its_interval(comparison):
     a, b = by_conf["A"], by_conf["B"]
     # A: 3036 / 2024 = 1.5 on every repetition (the drift is the same in both runs)
     assert a.status == "ok" and a.latency.ratio == pytest.approx(1.5, rel=1e-3)
-    assert a.latency.low > 1 and a.latency.contains(a.latency.ratio) and a.latency.method == stats.WELCH_T
+    assert a.latency.low > 1 and a.latency.contains(a.latency.ratio) and a.latency.method == stats.RUN_SD_T
+    # the assumed 2 % per run is in the interval: at least ±1.96·√2·2 % on the log scale
+    assert a.latency.se_log >= 2 ** 0.5 * cmp.DEFAULT_RUN_SD_PCT / 100
     assert a.throughput.ratio == pytest.approx(1 / 1.5, rel=1e-3)
     assert a.verdict.kind == "slower" and a.verdict.text.startswith("p50 latency 50.0 % higher [")
     # B: unchanged, but each run's repetitions drift by ±5 %: the interval holds 1 and is
     # wider than the ±2 % margin, so it is undecided — never "no difference"
     assert b.latency.contains(1.0) and b.verdict.kind == "inconclusive"
-    assert "repetitions per side would likely decide it" in b.verdict.text
+    assert "run-to-run variation was assumed, not measured" in b.verdict.text
     assert a.backend == "openssl" and a.label == "hash" and a.size_bytes == 1024
     assert a.baseline_p50_ns == 2024 and a.p50_ns == pytest.approx(3036, abs=2)  # HdrHistogram bucket
     assert comparison.comparisons == 2 and comparison.level == pytest.approx(1 - 0.05 / 2)
-    assert "Welch" in comparison.method and "Bonferroni over 2 comparisons" in comparison.method
+    assert "run-to-run variation is unknown" in comparison.method and "Bonferroni over 2 comparisons" in comparison.method
 
 
 def test_same_code_as_a_study(comparison):
-    """A compare delta is analysis.compare_unpaired on the two cells, with the same verdict rule."""
+    """A compare delta is analysis.compare_runs on the two cells, with the same verdict rule."""
     from cryptoperf import analysis
     a, b = comparison.a, comparison.b
-    pairs = [(a.summaries[k], b.summaries[k]) for k in ("openssl/hash/1024/A", "openssl/hash/1024/B")]
-    deltas, m, level = analysis.compare_unpaired(pairs, ("run 1", "run 2"), comparison.settings)
+    pairs = [([a.summaries[k]], [b.summaries[k]]) for k in ("openssl/hash/1024/A", "openssl/hash/1024/B")]
+    deltas, m, level = analysis.compare_runs(pairs, ("run 1", "run 2"), comparison.settings,
+                                             run_sd=cmp.DEFAULT_RUN_SD_PCT / 100)
     assert deltas == comparison.deltas and m == 2
 
 
@@ -218,9 +222,9 @@ def test_cli_list_marks_a_future_format(cli, store, tmp_path):
     assert res.code == 0 and "format 99: not supported" in res.out
 
 
-def test_cli_compare_speed_runs_shows_medians_without_ci(cli, fake_worker, tmp_path):
-    """A `speed` run has one repetition per cell: no interval, but both p50s and their point
-    change."""
+def test_cli_compare_speed_runs_rests_on_the_assumed_run_sd(cli, fake_worker, tmp_path):
+    """A `speed` run has one repetition per cell: its spread is unknown, so the interval is the
+    assumed run-to-run sd alone (±1.96·√2·2 %), said so, and --run-sd 0 leaves no interval."""
     fake_worker({"latency_ns": {"sha256": 2000}})
     for _ in range(2):
         assert cli("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01",
@@ -228,8 +232,11 @@ def test_cli_compare_speed_runs_shows_medians_without_ci(cli, fake_worker, tmp_p
     res = cli("compare", "1", "2", "--store", tmp_path / "runs.sqlite")
     assert res.code == 0, res.err
     (row,) = [l for l in res.out.splitlines() if l.startswith("│ openssl")]
-    assert "2 µs" in row and "+0.0 %" in row and "n/a [1]" in row
-    assert "[1] run 1: only 1 measured repetition(s); an interval needs 3 on each side" in res.out
+    assert "2 µs" in row and "+0.0 % [-5.4, +5.7]" in row and "inconclusive" in row
+    assert "run-to-run variation is unknown" in res.out and "sd of 2 %" in res.out
+    res = cli("compare", "1", "2", "--store", tmp_path / "runs.sqlite", "--run-sd", "0")
+    (row,) = [l for l in res.out.splitlines() if l.startswith("│ openssl")]
+    assert "n/a [1]" in row and "[1] run 1: only 1 measured repetition(s); an interval needs 3 on each side" in res.out
 
 
 def test_a_slowdown_inside_the_margin_does_not_fail_the_gate(comparison):

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error, fake_worker_script
+from cryptoperf import stats
 from cryptoperf.cli import main
 
 STUDY = TWO_CONFIG_STUDY.replace('sizes = [1024]\n', 'sizes = [1024]\n\n[[operation]]\nlabel = "kem"\n'
@@ -386,14 +387,14 @@ def test_inconclusive_verdicts_say_how_many_blocks_would_decide_them(tmp_path):
     assert '<section id="noise-warning" class="notice">' in html
     notice = _section(html, "noise-warning")
     assert "Undecided comparisons" in notice and "not an error" in notice
-    found = re.findall(r"about (\d+) blocks would likely decide it|more than 10000 blocks would be needed",
+    found = re.findall(r"about (\d+) blocks would decide it \(predictive probability 80 %\)|more than 10000 blocks would be needed",
                        notice)
     assert len(found) == OPERATIONS
     for d in doc["deltas"]:
         needed = d["verdict"]["blocks_needed"]
         if needed is not None:
-            assert f"about {needed} blocks would likely decide it" in notice
-    assert "## Undecided comparisons" in md and "would likely decide it" in md
+            assert stats.hint_text(needed) in notice
+    assert "## Undecided comparisons" in md and "would decide it (predictive probability" in md
     # and the forest plot colours them as inconclusive
     assert len(re.findall(r'id="verdict-forest-latency-dot-inconclusive-\d+"', html)) == OPERATIONS
 

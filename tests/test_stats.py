@@ -155,7 +155,7 @@ def test_verdicts(low, high, kind, text):
     assert v.kind == kind and v.text.startswith(text), v.text
     assert v.within_margin == (low >= -2.0 and high <= 2.0)
     if kind == "inconclusive":
-        assert "would likely decide it" in v.text or "would be needed" in v.text
+        assert "would decide it (predictive probability 80 %)" in v.text or "would be needed" in v.text
     for word in ("no significant difference", "too noisy"):
         assert word not in v.text
 
@@ -166,19 +166,24 @@ def test_throughput_direction_flips():
     assert stats.decide(up, higher_is_slower=True).kind == "slower"
 
 
-def test_blocks_to_decide_is_the_first_count_that_decides():
+def test_blocks_to_decide_is_the_first_count_with_the_hint_probability():
     ci = interval(-1.5, 3.2, n=10)
     need = stats.blocks_to_decide(ci, 2.0)
     assert need is not None and need > 10
-    sd = ci.se_log * math.sqrt(ci.n)
-
-    def decided(n):
-        half = stats.t_quantile(0.95, n - 1) * sd / math.sqrt(n)
-        m = math.log(ci.ratio)
-        return m - half > 0 or m + half < 0 or (m - half >= math.log(0.98) and m + half <= math.log(1.02))
-    assert decided(need) and not decided(need - 1)
+    assert stats.decide_probability(ci, need, 2.0) >= stats.HINT_PROBABILITY
+    assert stats.decide_probability(ci, need - 1, 2.0) < stats.HINT_PROBABILITY or need - 1 == 10
+    # more blocks never make a decision less likely here, and many make it near certain
+    probs = [stats.decide_probability(ci, n, 2.0) for n in (11, 20, 40, 80, 400)]
+    assert probs == sorted(probs) and probs[-1] > 0.95
     assert stats.blocks_to_decide(interval(-50.0, 60.0, n=3), 0.0) is None or \
         stats.blocks_to_decide(interval(-50.0, 60.0, n=3), 0.0) > 3
+
+
+def test_decide_probability_of_a_sure_thing():
+    """An interval far inside the margin with a tiny spread decides at once; a wide one around
+    0 is unlikely to decide with one block more."""
+    assert stats.decide_probability(interval(-0.2, 0.2, n=10), 11, 2.0) > 0.99
+    assert stats.decide_probability(interval(-10.0, 10.0, n=3), 4, 2.0) < 0.5
 
 
 def test_zero_spread_decides_at_once():

@@ -15,6 +15,7 @@ resulting ``Analysis``; nothing here imports the runner.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
@@ -148,13 +149,14 @@ def decided_on(deltas: Iterable[Delta]) -> str:
 
 
 def method_text(settings: Settings, comparisons: int, level: float, paired: bool = True,
-                deltas: Iterable[Delta] = ()) -> str:
+                deltas: Iterable[Delta] = (), how: str | None = None) -> str:
     """How the intervals of a stored run were made, for every report: e.g. "95 % intervals,
     paired t on per-block log ratios; Bonferroni over 24 comparisons: each interval at
     99.79 %", ending with the metrics the verdicts of ``deltas`` were decided on (``decided_on``;
-    the settings' metric when there are none)."""
-    how = ("paired t interval on per-block log ratios" if paired
-           else "Welch t interval on the log values of each run's repetitions")
+    the settings' metric when there are none). ``how`` replaces the interval's description
+    (e.g. runs as the unit, ``compare.Comparison.run_variation``)."""
+    how = how or ("paired t interval on per-block log ratios" if paired
+                  else "Welch t interval on the log values of each run's repetitions")
     text = f"{settings.level * 100:g} % intervals, {how}"
     if settings.multiplicity and comparisons > 1 or settings.looks > 1:
         looks = f" and {settings.looks} looks" if settings.looks > 1 else ""
@@ -597,6 +599,85 @@ def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Setting
         baseline or "", context.series, context.host_cpus, context.p99_bounds_ms, context.transactions))
     return Analysis(summaries, ds, settings, m, level, cpu_masks(outcomes), figures, fips_unapproved(outcomes),
                     {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes), speed)
+
+
+def _merged(runs: Sequence[CellSummary]) -> CellSummary:
+    """One summary standing for several runs of a cell (its medians over every run's measured
+    repetitions; the counts summed), for what a delta shows beside its interval."""
+    if len(runs) == 1:
+        return runs[0]
+    first = runs[0]
+    merged = {"p50_by_block_ns": "p50_ns", "ops_per_s_by_block": "ops_per_s",
+              "cpu_ns_per_op_by_block": "cpu_ns_per_op"}
+    values = {k: _median(v for s in runs for v in getattr(s, k).values()) for k in merged}
+    return dataclasses.replace(first, repetitions=sum(s.repetitions for s in runs), ok=sum(s.ok for s in runs),
+                               cv_p50=max(s.cv_p50 for s in runs), **{merged[k]: v for k, v in values.items()})
+
+
+def _runs_problem(name: str, runs: Sequence[CellSummary]) -> str | None:
+    """Why one side's runs of a cell cannot be compared (a run whose libraries changed under
+    it, or no measured repetition in any run), or None."""
+    rejected = next((s for s in runs if s.status == REJECTED), None)
+    if rejected is not None:
+        return _side_problem(name, rejected)
+    return _side_problem(name, runs[0]) if all(s.ok == 0 for s in runs) else None
+
+
+def _across_runs(base_runs: Sequence[CellSummary], conf_runs: Sequence[CellSummary], common: dict[str, Any],
+                 names: tuple[str, str], level: float, run_sd: float | None) -> _Pending | Delta:
+    """The raw intervals of one cell's runs ``conf_runs`` against ``base_runs``: runs as the
+    unit (``stats.runs_log_ratio``) with three measured runs or more in all; one run per side:
+    Welch widened by the assumed ``run_sd`` (``stats.run_sd_log_ratio``), or plain Welch
+    (``_unpaired``) when ``run_sd`` is None or 0. Each side has a measured run (``_runs_problem``)."""
+    base_ok, conf_ok = [s for s in base_runs if s.ok], [s for s in conf_runs if s.ok]
+    base, conf = _merged(base_ok), _merged(conf_ok)
+    if len(base_ok) + len(conf_ok) < 3 and not run_sd:
+        return _unpaired(base_ok[0], conf_ok[0], common, names, level)
+
+    def interval(of: str, resolution: bool = False) -> stats.Interval | None:
+        c = [list(getattr(s, of).values()) for s in conf_ok if getattr(s, of)]
+        b = [list(getattr(s, of).values()) for s in base_ok if getattr(s, of)]
+        res = (stats.histogram_resolution([v for r in c for v in r]) + stats.histogram_resolution([v for r in b for v in r])
+               if resolution else 0.0)
+        if not c or not b:
+            return None
+        if len(c) + len(b) >= 3:
+            return stats.runs_log_ratio(c, b, level, res)
+        if not run_sd and min(len(c[0]), len(b[0])) < MIN_BLOCKS:
+            return None
+        return stats.run_sd_log_ratio(c[0], b[0], run_sd or 0.0, level, res)
+
+    lat, tp = interval("p50_by_block_ns", resolution=True), interval("ops_per_s_by_block")
+    if lat is None or tp is None:
+        return Delta(status="n/a", reason="no spread to build an interval on", blocks=0,
+                     baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
+    notes = [f"{x.ok} of {x.repetitions} repetitions ({who})" for who, x in zip(names, (base, conf))
+             if x.ok < x.repetitions]
+    return _Pending(common, base, conf, min(base.ok, conf.ok), 0, lat, tp, interval("cpu_ns_per_op_by_block"),
+                    "; ".join(notes))
+
+
+def compare_runs(pairs: Sequence[tuple[Sequence[CellSummary], Sequence[CellSummary]]], names: tuple[str, str],
+                 settings: Settings = Settings(), context: Context = Context(),
+                 run_sd: float | None = None) -> tuple[list[Delta], int, float]:
+    """Each cell's runs on side B against its runs on side A (A the baseline), one pair of run
+    lists per cell, adjusted together; ``names`` name the sides in reasons. With three runs or
+    more in a pair, whole runs are the unit (``stats.runs_log_ratio``: the run-to-run variation
+    is measured); with one run per side, ``run_sd`` (a fraction) is the run-to-run sd assumed
+    for each (``stats.run_sd_log_ratio``), or None (or 0) for Welch's interval on the
+    repetitions alone (machines of one run, measured over the same hours). Returns (deltas, comparisons
+    with an interval, per-interval level)."""
+    pending: list[_Pending | Delta] = []
+    for a_runs, b_runs in pairs:
+        c = a_runs[0].cell
+        common = _common(a_runs[0], b_runs[0], c.configuration, c.configuration)
+        problem = _runs_problem(names[0], a_runs) or _runs_problem(names[1], b_runs)
+        if problem:
+            pending.append(Delta(status="n/a", reason=problem, baseline_p50_ns=a_runs[0].p50_ns,
+                                 p50_ns=b_runs[0].p50_ns, **common))
+            continue
+        pending.append(_across_runs(a_runs, b_runs, common, names, settings.level, run_sd))
+    return _finish(pending, settings, context)
 
 
 def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tuple[str, str],

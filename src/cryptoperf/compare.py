@@ -1,25 +1,35 @@
-"""Compare two stored runs: what differs between their hosts, then every cell measured in both;
-or the hosts of one run spread over several machines (``compare_hosts``).
+"""Compare stored runs: what differs between their hosts, then every cell measured on both
+sides; or the hosts of one run spread over several machines (``compare_hosts``).
 
-Run A is the baseline. Cells are matched by (configuration, backend, label, size_bytes), whatever
-CPU mask they ran under: a mask that differs is named first among the host differences. Two
-runs share no blocks, so each matched pair gets Welch's interval on the log values of each
-run's repetitions (``analysis.compare_unpaired``) — adjusted together over all matched cells
-unless ``multiplicity`` is off — and the verdict a study would give, against the same margin:
-"x % slower [CI]", "equivalent within ±m %" or "inconclusive". ``failing`` is the regression
-gate of ``cryptoperf compare --fail-on``. Cells measured in only one run are listed as
-unmatched. Host differences come first because they are usually the explanation: another
-CPU, kernel, hypervisor or library version.
+Side A is the baseline. Each side is one run or several runs of the same build (``compare
+3,4,5 6,7,8``), and side A may take the same study's earlier runs on the same host and build
+as its history (``history_runs``). Cells are matched by (configuration, backend, label,
+size_bytes), whatever CPU mask they ran under: a mask that differs is named first among the
+host differences.
+
+Two runs share no blocks, and a run as a whole shifts from one run to the next (process
+layout, CPU frequency, the host's other tenants, page placement) by an amount no number of
+repetitions inside it shrinks. So the runs are the unit: with three runs or more in all, each
+matched cell gets the t interval on its run means (``stats.runs_log_ratio``), which measures
+that variation; with one run per side nothing measures it, and each run is assumed to vary by
+``DEFAULT_RUN_SD_PCT`` (or ``run_sd_pct``) on top of its own repetitions' spread
+(``stats.run_sd_log_ratio``) — the comparison says so. The intervals are adjusted together over
+all matched cells unless ``multiplicity`` is off, and each gets the verdict a study would give
+against the same margin: "x % slower [CI]", "equivalent within ±m %" or "inconclusive".
+``failing`` is the regression gate of ``cryptoperf compare --fail-on``. Cells measured on one
+side only are listed as unmatched. Host differences come first because they are usually the
+explanation: another CPU, kernel, hypervisor or library version.
 
 ``compare_hosts`` compares the machines of one run (a study whose repetitions ran on several
-nodes): its outcomes are split by the machine that ran them (``Outcome.host``, else the run's
-host), each machine's share is summarised as a run of its own, and each machine is compared
-with the baseline machine exactly as ``compare_runs`` compares two runs.
+nodes, side by side over the same hours): its outcomes are split by the machine that ran them
+(``Outcome.host``, else the run's host), each machine's share is summarised as a run of its
+own, and each machine is compared with the baseline machine by Welch's interval on their
+repetitions.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from cryptoperf import analysis, stats
@@ -128,20 +138,53 @@ def match_key(s: CellSummary) -> tuple[str, str, str, int | None]:
     return (c.configuration, c.backend, c.label, c.size_bytes)
 
 
+#: The run-to-run standard deviation (%, of one run's geometric mean) assumed when one run per
+#: side and no history measure it: the upper end of the shifts seen between runs of one build on
+#: one host (docs/methodology.md, "Across runs").
+DEFAULT_RUN_SD_PCT = 2.0
+
+
+def failing(deltas: Sequence[Delta], fail_on: Sequence[str]) -> list[Delta]:
+    """The deltas that fail a regression gate: with ``slower`` in ``fail_on``, those "slower"
+    beyond the margin (not "x % slower, within the ±m % margin"); with ``inconclusive``, the
+    undecided ones (a delta without an interval counts as undecided)."""
+    out = []
+    for d in deltas:
+        v = d.verdict
+        if v is None:
+            bad = stats.INCONCLUSIVE in fail_on
+        elif v.kind == stats.SLOWER:
+            bad = stats.SLOWER in fail_on and not v.within_margin
+        else:
+            bad = v.kind in fail_on
+        if bad:
+            out.append(d)
+    return out
+
+
+def _ids(runs: Sequence[StoredRun]) -> str:
+    return ("run " if len(runs) == 1 else "runs ") + ", ".join(str(r.id) for r in runs)
+
+
 @dataclass
 class Comparison:
-    """Run B against run A.
+    """Side B against side A, cell by cell.
 
     Attributes:
-        a, b: the runs (A is the baseline).
-        host: host differences (empty when the fingerprints and the matched cells' CPU masks
-            agree), a CPU mask difference first (``mask_differences``).
+        a, b: the first run of each side (A is the baseline); runs_a, runs_b: every run of each
+            side, ``a`` and ``b`` first (side A's history after the runs named).
+        host: host differences between ``a`` and ``b`` (empty when the fingerprints and the
+            matched cells' CPU masks agree), a CPU mask difference first (``mask_differences``).
         deltas: one per matched cell, in run A's order; ``baseline`` and ``configuration`` are
             the cell's configuration; ratios are B ÷ A. An ``n/a`` delta still carries both
             p50 medians when each side has a measured repetition.
-        only_a, only_b: cells measured in one run only.
+        only_a, only_b: cells measured on one side only.
         settings: how the verdicts were decided (margin, multiplicity).
         comparisons: deltas with an interval; level: each interval's level after adjustment.
+        run_sd_pct: the run-to-run sd assumed (one run per side, no history), None when the
+            runs measured it or for the machines of one run (``compare_hosts``).
+        history: how many of ``runs_a`` are history (``history_runs``), not named by the user.
+        names: the sides' names (``run 3``, ``runs 3, 4, 5``, a machine's name).
     """
 
     a: StoredRun
@@ -153,74 +196,130 @@ class Comparison:
     settings: analysis.Settings
     comparisons: int
     level: float
+    runs_a: list[StoredRun] = field(default_factory=list)
+    runs_b: list[StoredRun] = field(default_factory=list)
+    run_sd_pct: float | None = None
+    history: int = 0
+    names: tuple[str, str] = ("A", "B")
+
+    @property
+    def run_variation(self) -> str:
+        """How run-to-run variation entered the intervals, in one sentence."""
+        if len(self.runs_a) + len(self.runs_b) >= 3:
+            hist = (f" ({len(self.runs_a) - self.history} named and {self.history} earlier runs of the same "
+                    f"study on the same host and build)" if self.history else "")
+            return (f"runs as the unit: the intervals are t intervals on each run's geometric mean, "
+                    f"{_ids(self.runs_b)} against {_ids(self.runs_a)}{hist}, so the spread between runs "
+                    "is measured")
+        if self.run_sd_pct is None:
+            return "the machines of one run, measured over the same hours: Welch intervals on their repetitions"
+        return (f"run-to-run variation is unknown (one run per side and no history): each run is assumed to "
+                f"vary by an sd of {self.run_sd_pct:g} % on top of its repetitions' spread (--run-sd); several "
+                "runs per side (compare A1,A2,A3 B1,B2,B3) or --history K measure it")
 
     @property
     def method(self) -> str:
         """How the intervals were made (``analysis.method_text``)."""
-        return analysis.method_text(self.settings, self.comparisons, self.level, paired=False, deltas=self.deltas)
+        return analysis.method_text(self.settings, self.comparisons, self.level, paired=False, deltas=self.deltas,
+                                    how=self.run_variation)
 
     def failing(self, fail_on: Sequence[str]) -> list[Delta]:
-        """The deltas that fail a regression gate: with ``slower`` in ``fail_on``, those
-        "slower" beyond the margin (not "x % slower, within the ±m % margin"); with
-        ``inconclusive``, the undecided ones (a delta without an interval counts as undecided)."""
-        out = []
-        for d in self.deltas:
-            v = d.verdict
-            if v is None:
-                bad = stats.INCONCLUSIVE in fail_on
-            elif v.kind == stats.SLOWER:
-                bad = stats.SLOWER in fail_on and not v.within_margin
-            else:
-                bad = v.kind in fail_on
-            if bad:
-                out.append(d)
-        return out
+        """The deltas that fail a regression gate (``failing``)."""
+        return failing(self.deltas, fail_on)
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict: ``baseline_run`` and ``run`` (id, kind, study, started_at, status),
-        ``host_differences``, ``deltas`` (``Delta.as_dict``, verdicts included), ``unmatched``
-        (cells with the run id they are in), ``analysis`` (settings, comparisons, level,
-        method)."""
+        """JSON-ready dict: ``baseline_run`` and ``run`` (id, kind, study, started_at, status of
+        each side's first run), ``baseline_runs`` and ``runs`` (every run id of each side),
+        ``history_runs`` (side A's runs taken from history), ``run_variation`` (``method``
+        sentence and ``assumed_run_sd_pct``), ``host_differences``, ``deltas``
+        (``Delta.as_dict``, verdicts included), ``unmatched`` (cells with the run id they are
+        in), ``analysis`` (settings, comparisons, level, method)."""
         def run(r: StoredRun) -> dict[str, Any]:
             m = r.meta
             return {"id": r.id, "kind": m.get("kind"), "study": m.get("study_name"),
                     "started_at": m.get("started_at"), "status": m.get("status")}
         unmatched = ([{"run_id": self.a.id, **s.cell.as_dict()} for s in self.only_a]
                      + [{"run_id": self.b.id, **s.cell.as_dict()} for s in self.only_b])
+        runs_a, runs_b = self.runs_a or [self.a], self.runs_b or [self.b]
         return {"baseline_run": run(self.a), "run": run(self.b),
+                "baseline_runs": [r.id for r in runs_a], "runs": [r.id for r in runs_b],
+                "history_runs": [r.id for r in runs_a[len(runs_a) - self.history:]] if self.history else [],
+                "run_variation": {"method": self.run_variation, "assumed_run_sd_pct": self.run_sd_pct},
                 "host_differences": [h.as_dict() for h in self.host],
                 "deltas": [d.as_dict() for d in self.deltas], "unmatched": unmatched,
                 "analysis": {"settings": self.settings.as_dict(), "comparisons": self.comparisons,
                              "level": self.level, "method": self.method}}
 
 
-def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None,
-                 multiplicity: bool = True, names: tuple[str, str] | None = None) -> Comparison:
-    """Compare run ``b`` with run ``a`` (the baseline), cell by cell.
+def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None, multiplicity: bool = True,
+                 names: tuple[str, str] | None = None,
+                 run_sd_pct: float | None = DEFAULT_RUN_SD_PCT) -> Comparison:
+    """Compare run ``b`` with run ``a`` (the baseline), cell by cell: ``compare_run_sets`` with
+    one run per side (``run_sd_pct`` assumed; None for Welch's interval on the repetitions
+    alone, as for the machines of one run)."""
+    return compare_run_sets([a], [b], margin_pct, multiplicity, names, run_sd_pct)
 
-    ``margin_pct`` defaults to run A's study margin (the default margin for a ``speed`` run).
-    A cell with fewer than ``stats.MIN_BLOCKS`` measured repetitions on either side (every
-    ``speed`` cell) gets an ``n/a`` delta saying so, with both medians. ``names`` name the two
-    sides in those reasons (default ``run <id>``).
+
+def compare_run_sets(runs_a: Sequence[StoredRun], runs_b: Sequence[StoredRun], margin_pct: float | None = None,
+                     multiplicity: bool = True, names: tuple[str, str] | None = None,
+                     run_sd_pct: float | None = DEFAULT_RUN_SD_PCT, history: int = 0) -> Comparison:
+    """Compare the runs of side B with those of side A (the baseline), cell by cell, with the
+    runs as the unit (``analysis.compare_runs``; module docstring).
+
+    ``runs_a``/``runs_b``: one run or more each, the first of each named in the host
+    differences; the last ``history`` runs of ``runs_a`` came from ``history_runs``. A cell is
+    matched when the first run of side A has it and some run of side B does; each side's runs
+    of it are compared as a set. ``margin_pct`` defaults to the first A run's study margin (the
+    default margin for a ``speed`` run). ``names`` name the two sides in reasons (default
+    ``run <id>``/``runs <ids>``). ``run_sd_pct``: the run-to-run sd assumed with one run per
+    side (None: Welch on the repetitions, needing ``stats.MIN_BLOCKS`` on each side). Raises
+    ValueError for an empty side.
     """
+    if not runs_a or not runs_b:
+        raise ValueError("each side needs a run")
+    a, b = runs_a[0], runs_b[0]
     margin = float(a.option("margin_pct")) if margin_pct is None else margin_pct
     settings = analysis.Settings(margin_pct=margin, multiplicity=multiplicity,
                                  noise_threshold_pct=float(a.option("noise_threshold_pct")))
-    in_b = {match_key(s): s for s in b.summaries.values()}
-    in_a = {match_key(s) for s in a.summaries.values()}
-    pairs, only_a = [], []
+    names = names or (_ids(runs_a[:len(runs_a) - history] or runs_a), _ids(runs_b))
+
+    def side(runs: Sequence[StoredRun], key: tuple) -> list[CellSummary]:
+        return [s for r in runs for s in r.summaries.values() if match_key(s) == key]
+
+    keys_b = {match_key(s) for r in runs_b for s in r.summaries.values()}
+    keys_a = {match_key(s) for s in a.summaries.values()}
+    sets, only_a = [], []
     for s_a in a.summaries.values():
-        s_b = in_b.get(match_key(s_a))
-        if s_b is None:
-            only_a.append(s_a)
+        key = match_key(s_a)
+        if key in keys_b:
+            sets.append((side(runs_a, key), side(runs_b, key)))
         else:
-            pairs.append((s_a, s_b))
-    deltas, m, level = analysis.compare_unpaired(pairs, names or (f"run {a.id}", f"run {b.id}"), settings,
-                                                 analysis.context_of(a.host, a.study))
-    only_b = [s for s in b.summaries.values() if match_key(s) not in in_a]
-    return Comparison(a=a, b=b, host=mask_differences(pairs) + host_differences(a.host, b.host), deltas=deltas,
-                      only_a=only_a,
-                      only_b=only_b, settings=settings, comparisons=m, level=level)
+            only_a.append(s_a)
+    run_sd = None if run_sd_pct is None else run_sd_pct / 100.0
+    deltas, m, level = analysis.compare_runs(sets, names, settings, analysis.context_of(a.host, a.study), run_sd)
+    firsts = [(x[0], y[0]) for x, y in sets]
+    only_b = [s for s in b.summaries.values() if match_key(s) not in keys_a]
+    return Comparison(a=a, b=b, host=mask_differences(firsts) + host_differences(a.host, b.host), deltas=deltas,
+                      only_a=only_a, only_b=only_b, settings=settings, comparisons=m, level=level,
+                      runs_a=list(runs_a), runs_b=list(runs_b),
+                      run_sd_pct=run_sd_pct if len(runs_a) + len(runs_b) < 3 else None, history=history,
+                      names=names)
+
+
+def same_build(a: StoredRun, c: StoredRun) -> bool:
+    """True when run ``c`` is of the same study (or both ``speed``) as ``a``, on the same host
+    (hostname, CPU, kernel, hypervisor) with the same worker and library versions: what makes
+    ``c`` a repeat of ``a`` rather than a change (the host checks' readings may differ)."""
+    if (a.meta.get("kind"), a.meta.get("study_name")) != (c.meta.get("kind"), c.meta.get("study_name")):
+        return False
+    return not [d for d in host_differences(a.host, c.host) if not d.field.startswith("check ")]
+
+
+def history_runs(a: StoredRun, candidates: Sequence[StoredRun], k: int) -> list[StoredRun]:
+    """Up to ``k`` runs of ``candidates`` (newest first) that repeat ``a`` (``same_build``),
+    ``a`` itself left out: the history that measures the run-to-run variation of ``a``'s
+    cells on this host (``compare --history K``)."""
+    return [c for c in candidates if c.id != a.id and same_build(a, c)][:max(k, 0)]
 
 
 # --------------------------------------------------------------------------- hosts of one run
@@ -330,7 +429,8 @@ def compare_hosts(run: StoredRun, baseline_host: str | None = None, margin_pct: 
                   multiplicity: bool = True) -> HostComparison:
     """Compare the machines that ran ``run``: each against ``baseline_host`` (a machine's
     name, or its hostname; default the first machine, ``host_shares``), cell by cell, with
-    ``compare_runs`` (margin: the run's study margin unless ``margin_pct``).
+    ``compare_runs`` and Welch's interval on the repetitions (the machines ran over the same
+    hours: no run-to-run sd is assumed; margin: the run's study margin unless ``margin_pct``).
 
     Raises NoComparison when the run ran on one machine only; UsageError when
     ``baseline_host`` names none of its machines (the message lists them).
@@ -349,5 +449,5 @@ def compare_hosts(run: StoredRun, baseline_host: str | None = None, margin_pct: 
         hosts.insert(0, chosen[0])
     base = hosts[0]
     comparisons = [compare_runs(base.run, h.run, margin_pct=margin_pct, multiplicity=multiplicity,
-                                names=(base.name, h.name)) for h in hosts[1:]]
+                                names=(base.name, h.name), run_sd_pct=None) for h in hosts[1:]]
     return HostComparison(run=run, baseline=base, hosts=hosts, comparisons=comparisons)

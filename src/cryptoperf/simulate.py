@@ -35,7 +35,7 @@ from typing import Sequence
 
 import numpy as np
 
-from cryptoperf import analysis, schedule, stats
+from cryptoperf import analysis, schedule, simulate_runs, stats
 from cryptoperf.model import OK, Cell, CellSummary
 
 BASELINE = "base"
@@ -428,6 +428,55 @@ def format_table(figures: Sequence[Figures]) -> str:
     return "\n".join(rows)
 
 
+@dataclass(frozen=True)
+class HintFigures:
+    """How the "about N blocks would decide it" hint fared in one scenario.
+
+    Attributes:
+        scenario: the scenario (``blocks``: the blocks when the hint was given).
+        studies: studies simulated; hinted: share inconclusive with a count N given (within
+            ``limit``); decided: share of those that decided when run on to N blocks.
+        median_hint: median N of the hinted ones (0 when none).
+    """
+
+    scenario: Scenario
+    studies: int
+    hinted: float
+    decided: float
+    median_hint: float
+
+
+def hint_calibration(sc: Scenario, studies: int, seed: int = 1, limit: int = 400) -> HintFigures:
+    """Simulate ``studies`` single-comparison studies of ``sc`` to ``sc.blocks`` blocks; where
+    the verdict is inconclusive with a hint of N <= ``limit`` blocks (``stats.blocks_to_decide``),
+    run the same study on to N blocks (the engine's schedule, as a longer study would) and count
+    how often it then decides — what the hint's "~80 % probability" promises."""
+    rng = np.random.default_rng(seed)
+    settings = analysis.Settings(margin_pct=sc.margin_pct, multiplicity=sc.multiplicity)
+    hinted, decided, hints = 0, 0, []
+    for _ in range(studies):
+        study = _Study(sc, rng)
+        study.run_blocks(1, sc.blocks, list(study.cells))
+        d = study.analyse(settings)[0]
+        n = d.verdict.blocks_needed if d.verdict is not None and d.verdict.kind == stats.INCONCLUSIVE else None
+        if n is None or n > limit:
+            continue
+        hinted += 1
+        hints.append(n)
+        study.run_blocks(sc.blocks + 1, n, list(study.cells))
+        after = study.analyse(settings)[0]
+        decided += after.verdict is not None and after.verdict.kind != stats.INCONCLUSIVE
+    return HintFigures(sc, studies, hinted / studies, decided / max(hinted, 1), float(np.median(hints)) if hints else 0.0)
+
+
+def hint_scenarios() -> list[Scenario]:
+    """The hint's calibration table (docs/methodology.md): one comparison, margin ±2 %, CV 3 %,
+    hinted after 3, 5 and 10 blocks, at a true 0, +3 % and +5 %."""
+    return [Scenario(f"{ratio:+.0%} after {b} blocks".replace("+0%", "A/A"), b, true_ratio=1.0 + ratio, cv=0.03,
+                     multiplicity=False, block_drift=0.0)
+            for b in (3, 5, 10) for ratio in (0.0, 0.03, 0.05)]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m cryptoperf.simulate [--studies N] [--seed S]``: print the figures table."""
     from cryptoperf import study as study_mod
@@ -458,6 +507,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         n = max(a.studies // 10, 200)
         t = run(Scenario("t", b, multiplicity=False, block_drift=0.0), n, a.seed).coverage
         print(f"| {b} | {bca_coverage(b, n, seed=a.seed) * 100:.1f} % | {t * 100:.1f} % |")
+    print("\nthe blocks-needed hint, run on to the N it gave:\n")
+    print("| scenario | studies | hinted | decided at N | median N |\n|---|---:|---:|---:|---:|")
+    for sc in hint_scenarios():
+        h = hint_calibration(sc, max(a.studies // 10, 200), a.seed)
+        print(f"| {sc.name} | {h.studies} | {h.hinted * 100:.1f} % | {h.decided * 100:.1f} % | {h.median_hint:g} |")
+    print("\nacross runs (cryptoperf compare --fail-on slower):\n")
+    print(simulate_runs.table([simulate_runs.run_compare(sc, max(a.studies // 10, 200), a.seed)
+                               for sc in simulate_runs.scenarios()]))
     return 0
 
 

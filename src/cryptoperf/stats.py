@@ -205,6 +205,8 @@ MIN_BLOCKS = 3
 
 PAIRED_T = "paired t on log ratios"
 WELCH_T = "Welch t on log values"
+RUNS_T = "t on run means"
+RUN_SD_T = "Welch t with an assumed run-to-run sd"
 
 
 @dataclass(frozen=True)
@@ -220,7 +222,8 @@ class Interval:
             (e.g. 0.9979 for 24 comparisons at 95 % family-wise).
         n: paired blocks (paired) or the smaller side's repetitions (Welch).
         se_log: standard error of the mean log ratio; df: degrees of freedom of the t quantile.
-        method: ``PAIRED_T`` or ``WELCH_T``.
+        method: ``PAIRED_T``, ``WELCH_T``, ``RUNS_T`` (runs as the unit: ``runs_log_ratio``) or
+            ``RUN_SD_T`` (one run per side, an assumed run-to-run sd: ``run_sd_log_ratio``).
         resolution_log: the least half-width of the interval on the log scale: what the values'
             resolution leaves unknown (``histogram_resolution``: a p50 read from a histogram
             is known to one bucket), so that values rounded alike in every block cannot give a
@@ -355,6 +358,60 @@ def welch_log_ratio(sample: Sequence[float], baseline: Sequence[float],
     return _interval(float(a.mean() - b.mean()), se, df, level, int(min(a.size, b.size)), WELCH_T)
 
 
+def runs_log_ratio(sample_runs: Sequence[Sequence[float]], baseline_runs: Sequence[Sequence[float]],
+                   level: float = DEFAULT_LEVEL, resolution: float = 0.0) -> Interval:
+    """Ratio of ``sample`` to ``baseline`` with whole runs as the unit: each run contributes
+    the mean log of its values (its geometric mean), and the interval is the two-sample t
+    interval on those run means with their variance pooled over both sides (df = k_s + k_b − 2).
+    What shifts a run as a whole (process layout, CPU frequency, the host's other tenants, page
+    placement) is in the spread of the run means, so the interval covers it, which no number
+    of repetitions inside one run can do. Never narrower than ``resolution`` (a fraction, as in
+    ``paired_log_ratio``).
+
+    Each side: k >= 1 runs, each a non-empty sequence of positive values; k_s + k_b >= 3 (one
+    side needs two runs for a spread). ``n`` of the result is the smaller side's run count.
+    Raises ValueError otherwise.
+    """
+    ms = np.array([_positive_logs("sample run", r).mean() for r in sample_runs if len(r)], dtype=float)
+    mb = np.array([_positive_logs("baseline run", r).mean() for r in baseline_runs if len(r)], dtype=float)
+    if ms.size < 1 or mb.size < 1 or ms.size + mb.size < 3:
+        raise ValueError("an interval over runs needs a run with values on each side and 3 runs in all")
+    df = ms.size + mb.size - 2
+    pooled = (float(((ms - ms.mean()) ** 2).sum()) + float(((mb - mb.mean()) ** 2).sum())) / df
+    se = math.sqrt(pooled * (1.0 / ms.size + 1.0 / mb.size))
+    return _interval(float(ms.mean() - mb.mean()), se, float(df), level, int(min(ms.size, mb.size)), RUNS_T,
+                     math.log1p(resolution))
+
+
+def run_sd_log_ratio(sample: Sequence[float], baseline: Sequence[float], run_sd: float,
+                     level: float = DEFAULT_LEVEL, resolution: float = 0.0) -> Interval:
+    """Ratio of the geometric means of one run's ``sample`` to another run's ``baseline`` when
+    run-to-run variation was not measured: Welch's interval on the two runs' values, widened by
+    a run-to-run standard deviation ``run_sd`` assumed for each run (a fraction on the log
+    scale, ≈ the CV of a whole run's geometric mean): se² = s_s²/n_s + s_b²/n_b + 2·run_sd², df
+    by Welch–Satterthwaite with the assumed part counted as known (infinite df). A side with
+    fewer than 2 values adds no within-run part (its one value's noise is then assumed to be
+    in ``run_sd``). Never narrower than ``resolution``.
+
+    Each side shape (n,), n >= 1, positive; ``run_sd`` >= 0, and > 0 unless both sides have 2
+    values or more. Raises ValueError otherwise.
+    """
+    a, b = _positive_logs("sample", sample), _positive_logs("baseline", baseline)
+    if a.size < 1 or b.size < 1:
+        raise ValueError("an interval needs a value on each side")
+    if run_sd < 0 or not math.isfinite(run_sd):
+        raise ValueError(f"run_sd must be a finite fraction >= 0, got {run_sd}")
+    parts = [(x.var(ddof=1) / x.size, x.size - 1) for x in (a, b) if x.size >= 2]
+    if run_sd == 0 and len(parts) < 2:
+        raise ValueError("one value on a side and no assumed run-to-run sd: no spread to build an interval on")
+    within = sum(v for v, _ in parts)
+    var = within + 2.0 * run_sd ** 2
+    denominator = sum(v ** 2 / k for v, k in parts if v > 0)
+    df = float(var ** 2 / denominator) if denominator > 0 else math.inf
+    return _interval(float(a.mean() - b.mean()), math.sqrt(var), min(df, 1e9), level, int(min(a.size, b.size)),
+                     RUN_SD_T, math.log1p(resolution))
+
+
 @dataclass(frozen=True)
 class Estimate:
     """A positive quantity (e.g. CPU ns per operation) estimated from repetitions.
@@ -460,7 +517,7 @@ def smallest_effect(blocks: int, cv: float, comparisons: int = 1, looks: int = 1
 
 SLOWER, FASTER, EQUIVALENT, INCONCLUSIVE = "slower", "faster", "equivalent", "inconclusive"
 VERDICT_KINDS = (SLOWER, FASTER, EQUIVALENT, INCONCLUSIVE)
-#: Upper limit of the "blocks that would likely decide it" projection.
+#: Upper limit of the "blocks that would decide it" projection (``blocks_to_decide``).
 MAX_PROJECTED_BLOCKS = 10_000
 
 
@@ -602,35 +659,77 @@ def _change_sentence(ci: "Interval", metric: str, transaction: Transaction) -> s
     return f"{change_words(metric, up, amount, transaction)} [{lo}, {hi}]"
 
 
-def blocks_to_decide(ci: Interval, margin_pct: float) -> int | None:
-    """The number of blocks (paired) or repetitions per side (Welch) at which an interval with
-    this one's estimate, spread and level would be expected to exclude 0 or to fit inside
-    ± ``margin_pct``; None if not within ``MAX_PROJECTED_BLOCKS`` or if the spread is 0.
+#: The probability with which the "about N blocks would decide it" hint expects N to decide.
+HINT_PROBABILITY = 0.8
 
-    The interval's half-width shrinks as the count grows, so whether it decides is monotone in
-    the count, and a bisection finds the first count that does.
-    """
-    if ci.se_log <= 0 or ci.n < 2:
-        return None
-    sd = ci.se_log * math.sqrt(ci.n)
+
+def _normal_mass(mean: float, sd: float, low: float, high: float) -> float:
+    """P(low <= X <= high) for X ~ Normal(mean, sd²) (sd 0: a point mass at ``mean``)."""
+    if high < low:
+        return 0.0
+    if sd <= 0:
+        return float(low <= mean <= high)
+    z = math.sqrt(2.0) * sd
+    return 0.5 * (math.erf((high - mean) / z) - math.erf((low - mean) / z))
+
+
+@functools.lru_cache(maxsize=1024)
+def _sd_scales(df: float, points: int = 16) -> tuple[float, ...]:
+    """``points`` equally likely values of σ ÷ s for a spread s with ``df`` degrees of freedom
+    (σ² = df·s²/X, X ~ χ²(df), at X's quantiles (i + ½)/points): how much larger or smaller the
+    true spread may be than the one seen."""
+    q = (np.arange(points) + 0.5) / points
+    return tuple(float(x) for x in np.sqrt(df / scipy_stats.chi2.ppf(q, df)))
+
+
+def decide_probability(ci: Interval, n: int, margin_pct: float) -> float:
+    """The probability that the comparison behind ``ci`` decides (its interval excludes 0 or
+    fits inside ± ``margin_pct``) once it has ``n`` blocks (paired) or ``n`` repetitions or runs
+    per side, ``n`` > ``ci.n``. Predictive: averaged over what the true ratio and the true spread
+    may be given ``ci`` (flat prior on the log ratio; the spread's χ² uncertainty at ``ci.df``):
+    for a spread σ, the final mean log ratio is Normal(log ratio, se² − se_n²) with se =
+    σ/sqrt(ci.n) now and se_n = σ/sqrt(n) at ``n``. The interval at ``n`` has ``ci``'s level and
+    resolution floor, and the df of ``n``."""
+    lo = math.log1p(-margin_pct / 100.0) if margin_pct < 100 else -math.inf
+    hi = math.log1p(margin_pct / 100.0)
     m = math.log(ci.ratio)
-    lo_margin, hi_margin = math.log1p(-margin_pct / 100.0) if margin_pct < 100 else -math.inf, math.log1p(margin_pct / 100.0)
+    df = n - 1 if ci.method == PAIRED_T else 2 * n - 2
+    t = t_quantile(ci.level, float(max(df, 1)))
+    total = 0.0
+    scales = _sd_scales(float(max(ci.df, 1.0)))
+    for k in scales:
+        se_n = k * ci.se_log * math.sqrt(ci.n / n)
+        half = max(t * se_n, ci.resolution_log)
+        spread = math.sqrt(max((k * ci.se_log) ** 2 - se_n ** 2, 0.0))
+        undecided = _normal_mass(m, spread, -half, half) - _normal_mass(m, spread, max(-half, lo + half),
+                                                                         min(half, hi - half))
+        total += 1.0 - undecided
+    return total / len(scales)
 
-    def decides(n: int) -> bool:
-        df = n - 1 if ci.method == PAIRED_T else 2 * n - 2
-        half = t_quantile(ci.level, float(df)) * sd / math.sqrt(n)
-        return m - half > 0 or m + half < 0 or (m - half >= lo_margin and m + half <= hi_margin)
 
-    lo, hi = max(ci.n + 1, MIN_BLOCKS), MAX_PROJECTED_BLOCKS
-    if not decides(hi):
+def hint_text(needed: int, unit: str = "blocks") -> str:
+    """``about 24 blocks would decide it (predictive probability 80 %)``: the blocks-needed hint
+    as every report words it."""
+    return f"about {needed} {unit} would decide it (predictive probability {HINT_PROBABILITY * 100:.0f} %)"
+
+
+def blocks_to_decide(ci: Interval, margin_pct: float, probability: float = HINT_PROBABILITY) -> int | None:
+    """The fewest blocks (paired) or repetitions or runs per side (unpaired) with which the
+    comparison behind ``ci`` decides with ``probability`` (``decide_probability``); None if not
+    within ``MAX_PROJECTED_BLOCKS``, if the spread is 0, or for an interval widened by an
+    assumed run-to-run sd (``RUN_SD_T``: more repetitions cannot shrink what is assumed).
+
+    Counts are tried one by one up to 64 past ``ci.n``, then in steps of 5 %; the simulation
+    (``python -m cryptoperf.simulate``) checks how often the count given does decide.
+    """
+    if ci.se_log <= 0 or ci.n < 2 and ci.method != RUNS_T or ci.method == RUN_SD_T:
         return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if decides(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
+    n = max(ci.n + 1, MIN_BLOCKS)
+    while n <= MAX_PROJECTED_BLOCKS:
+        if decide_probability(ci, n, margin_pct) >= probability:
+            return n
+        n = n + 1 if n < ci.n + 64 else int(n * 1.05) + 1
+    return None
 
 
 def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slower: bool | None = None,
@@ -647,7 +746,7 @@ def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slowe
     13.5× higher [12.5, 14.6]", ``RATIO_FORM_AT``), a decrease always as a percentage — with ",
     within the ±m % margin" when the whole interval lies inside ± m %; when it includes 0 and lies
     inside ± m %: "equivalent within ±m %"; otherwise "inconclusive: [lo, hi] % spans the ±m %
-    margin", with the blocks that would likely decide it. Absence of evidence is never reported as
+    margin", with the blocks that would decide it (``blocks_to_decide``). Absence of evidence is never reported as
     "no difference".
     """
     if margin_pct < 0 or not math.isfinite(margin_pct):
@@ -669,10 +768,12 @@ def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slowe
         return Verdict(EQUIVALENT, f"equivalent within {margin_text} [{_pct(ci.low_pct)}, {_pct(ci.high_pct)}]",
                        delta, margin_pct, True, metric=metric)
     needed = blocks_to_decide(ci, margin_pct)
-    unit = "blocks" if ci.method == PAIRED_T else "repetitions per side"
-    if needed is None:
+    unit = {PAIRED_T: "blocks", RUNS_T: "runs per side"}.get(ci.method, "repetitions per side")
+    if ci.method == RUN_SD_T:
+        more = "the run-to-run variation was assumed, not measured: several runs per side would measure it"
+    elif needed is None:
         more = f"more than {MAX_PROJECTED_BLOCKS} {unit} would be needed to decide it"
     else:
-        more = f"about {needed} {unit} would likely decide it"
+        more = hint_text(needed, unit)
     return Verdict(INCONCLUSIVE, f"inconclusive: [{_pct(ci.low_pct)}, {_pct(ci.high_pct)}] % spans the "
                    f"{margin_text} margin; {more}", delta, margin_pct, False, needed, metric=metric)

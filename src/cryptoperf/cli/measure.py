@@ -208,7 +208,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     `repetitions` randomised blocks: a block runs every configuration of a group once, each in a
     fresh worker, in a seeded random order. Each configuration is compared with the baseline
     block by block, and every comparison ends in a verdict: "x % slower/faster [CI]",
-    "equivalent within ±m %", or "inconclusive" with the blocks that would likely decide it.
+    "equivalent within ±m %", or "inconclusive" with the blocks that would decide it.
     Prints the delta table and the noise table; writes the complete results as JSON under
     --out and into the --store (each repetition as soon as it finishes), and beside the
     JSON the HTML report and a Markdown summary. The file format is in docs/study-files.md;

@@ -99,6 +99,14 @@ FAIL_ON = ("slower", "inconclusive")
 @click.option("--baseline-host", "baseline_host", metavar="NAME", default=None,
               help="With --by host: the machine the others are compared with (its hostname) "
                    "[default: the one that ran the run's first repetition].")
+@click.option("--history", "history", type=click.IntRange(0, 100), default=0, metavar="K",
+              help="Add to side A up to K earlier runs of the same study (or speed) on the same host "
+                   "with the same worker and library versions, newest first, so that the spread "
+                   "between runs is measured [default: 0].")
+@click.option("--run-sd", "run_sd_pct", type=click.FloatRange(0, 100), default=compare_mod.DEFAULT_RUN_SD_PCT,
+              show_default=True, metavar="PCT",
+              help="With one run per side and no --history: the run-to-run standard deviation (%) "
+                   "assumed for each run, since nothing measures it; 0 trusts the repetitions alone.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
               help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the tables.")
@@ -110,21 +118,33 @@ FAIL_ON = ("slower", "inconclusive")
               help="Exit with status 1 when any matched cell's verdict is 'slower' beyond the margin "
                    "(a slowdown whose interval lies inside ±margin does not fail) and, with --fail-on "
                    "inconclusive, when any is undecided: a regression gate for CI pipelines. Repeatable.")
-def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | None, store_path: str | None,
-            as_json: bool, margin_pct: float | None, no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
-    """Compare stored run RUN_B with RUN_A (the baseline); ids from `cryptoperf list`, or `latest`.
+def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | None, history: int,
+            run_sd_pct: float, store_path: str | None, as_json: bool, margin_pct: float | None,
+            no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
+    """Compare stored runs RUN_B with RUN_A (the baseline); ids from `cryptoperf list`, or
+    `latest`; a side may be several runs of the same build, comma-separated (`3,4,5`).
 
     Prints the host differences first (CPU model, flags, kernel, hypervisor, library versions),
-    then one row per cell measured in both runs — matched by configuration, backend, operation
-    label and size — with the latency Δ and its interval (Welch's t on the log values of each
-    run's repetitions, adjusted over all matched cells), the throughput Δ, the verdict (run B
-    against run A: "x % slower", "equivalent within ±m %" or "inconclusive") and the noise;
-    then the cells measured in one run only. With --fail-on it is a regression gate: exit 1 when
-    a verdict fails it, 0 otherwise.
+    then one row per cell measured on both sides — matched by configuration, backend, operation
+    label and size — with the latency Δ and its interval, the throughput Δ, the verdict (B
+    against A: "x % slower", "equivalent within ±m %" or "inconclusive") and the noise; then the
+    cells measured on one side only. With --fail-on it is a regression gate: exit 1 when a
+    verdict fails it, 0 otherwise.
+
+    A whole run shifts from one run to the next by more than its repetitions show, so runs are
+    the unit: with three runs or more in all (`compare 1,2,3 4,5,6`, or --history K) each cell's
+    interval is the t interval on the runs' geometric means, which measures that shift; with one
+    run per side each run is assumed to vary by --run-sd (2 % by default), and the output says
+    so. The sharpest gate puts both builds in one study (blocks pair them).
 
     With --by host RUN, the same for the machines of one run whose repetitions ran on several
     (told apart by hostname and CPU model): each machine's repetitions against the baseline
     machine's, cell by cell.
+
+    \b
+    cryptoperf compare 12 13 --fail-on slower
+    cryptoperf compare 12 13 --history 5 --fail-on slower
+    cryptoperf compare 10,11,12 13,14,15 --fail-on slower
     """
     if by == "host":
         if run_b is not None:
@@ -137,23 +157,56 @@ def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | 
         raise UsageError("compare needs two runs, RUN_A RUN_B (e.g. `cryptoperf compare 3 4`), or "
                          "--by host RUN for the machines of one run")
     with stored.open_store(store_path) as store:
-        a = stored.load_run(store, run_a)
-        b = stored.load_run(store, run_b)
-    for r in (a, b):
+        runs_a, runs_b = _side(store, run_a, "RUN_A"), _side(store, run_b, "RUN_B")
+        named = {r.id for r in runs_a + runs_b}
+        if len(runs_a) + len(runs_b) > 2 and {r.id for r in runs_a} & {r.id for r in runs_b}:
+            raise UsageError(f"run {sorted({r.id for r in runs_a} & {r.id for r in runs_b})[0]} is on both sides; "
+                             "a run is compared with other runs")
+        earlier = _history(store, runs_a[0], named, history)
+    for r in runs_a + runs_b:
         say_using(r)
-    c = compare_mod.compare_runs(a, b, margin_pct=margin_pct, multiplicity=not no_multiplicity)
+    c = compare_mod.compare_run_sets(runs_a + earlier, runs_b, margin_pct=margin_pct,
+                                     multiplicity=not no_multiplicity, run_sd_pct=run_sd_pct, history=len(earlier))
     failing = c.failing(fail_on)
     if as_json:
         click.echo(json.dumps(report_json.compare_document("compare", c, fail_on, [("", d) for d in failing]), indent=1))
         return 1 if failing else 0
     out = out_console()
-    for r in (a, b):
+    for r in c.runs_a + c.runs_b:
         out.print(f"run {r.id}: {r.meta.get('study_name') or r.meta.get('kind')}, "
                   f"{fmt_date(r.meta.get('started_at'))}, {r.meta.get('status')}", markup=False)
-    out.print(host_line(a.host).replace("host:", f"host of run {a.id}:", 1), markup=False)
-    _print_comparison(out, c, a.id, b.id, "run", "runs")
+    if history and len(earlier) < history:
+        out.print(f"history: {len(earlier)} of the {history} earlier runs asked for repeat run {runs_a[0].id} "
+                  "(same study, host, worker and libraries)", markup=False)
+    out.print(host_line(c.a.host).replace("host:", f"host of run {c.a.id}:", 1), markup=False)
+    out.print(f"across runs: {c.run_variation}", markup=False, soft_wrap=True)
+    _print_comparison(out, c, c.names[0], c.names[1], "run", "runs")
     _print_gate(out, fail_on, [("", d) for d in failing])
     return 1 if failing else 0
+
+
+def _side(store: object, text: str, what: str) -> list[stored.StoredRun]:
+    """The runs a comma-separated ``text`` names (ids or ``latest``), loaded; UsageError for an
+    empty item or a run named twice."""
+    items = [t.strip() for t in text.split(",")]
+    if not all(items):
+        raise UsageError(f"{what} {text!r}: name runs by id, comma-separated (e.g. 3,4,5)")
+    runs = [stored.load_run(store, t) for t in items]
+    ids = [r.id for r in runs]
+    if len(set(ids)) < len(ids):
+        raise UsageError(f"{what} {text!r} names run {next(i for i in ids if ids.count(i) > 1)} twice")
+    return runs
+
+
+def _history(store: object, a: stored.StoredRun, named: set[int], k: int) -> list[stored.StoredRun]:
+    """Up to ``k`` earlier runs repeating ``a`` (``compare.history_runs``), newest first, none of
+    the ``named`` ones; reads only runs of the same kind and study, at most 4k + 8 of them."""
+    if k <= 0:
+        return []
+    metas = [m for m in reversed(stored.list_runs(store))
+             if m["id"] not in named and m["id"] < a.id and m["kind"] == a.meta.get("kind")
+             and m["study"] == a.meta.get("study_name") and m["supported"]][:4 * k + 8]
+    return compare_mod.history_runs(a, [stored.load_run(store, m["id"]) for m in metas], k)
 
 
 def _print_comparison(out: Console, c: compare_mod.Comparison, a: int | str, b: int | str,

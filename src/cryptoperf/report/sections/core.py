@@ -136,7 +136,7 @@ def _decided(d: Delta) -> bool:
 
 def plot_verdict_text(v: stats.Verdict, ci: stats.Interval) -> str:
     """The verdict as printed right of a forest plot row: the verdict's text, with an
-    inconclusive one cut to its interval and the blocks that would likely decide it."""
+    inconclusive one cut to its interval and the blocks that would decide it."""
     if v.kind != stats.INCONCLUSIVE:
         return v.text
     more = (f"about {v.blocks_needed} blocks to decide" if v.blocks_needed is not None
@@ -239,7 +239,7 @@ def _disturbances(run: StoredRun) -> tuple[list[str], list[str]]:
 def noise_warning(run: StoredRun) -> list[Section]:
     """What the reader should weigh before trusting the deltas: cells whose CV across
     repetitions is over the study's threshold, inconclusive verdicts with the blocks that would
-    likely decide them (not an error: what it would take), repetitions flagged as disturbed
+    decide them (not an error: what it would take), repetitions flagged as disturbed
     (steal or other load) and the disturbed attempts that were run again. The host checks that
     warned are listed with them. Nothing when there is nothing to say."""
     threshold = view.noise_threshold_pct(run)
@@ -253,7 +253,7 @@ def noise_warning(run: StoredRun) -> list[Section]:
         for d in ds:
             if _decided(d) and d.verdict.kind == stats.INCONCLUSIVE:
                 v = d.verdict
-                more = (f"about {v.blocks_needed} blocks would likely decide it" if v.blocks_needed is not None
+                more = (stats.hint_text(v.blocks_needed) if v.blocks_needed is not None
                         else f"more than {stats.MAX_PROJECTED_BLOCKS} blocks would be needed to decide it")
                 undecided.append(f"{_delta_where(d)}: [{d.decisive.low_pct:+.1f}, {d.decisive.high_pct:+.1f}] % "
                                  f"over {d.blocks} blocks spans the ±{v.margin_pct:g} % margin; {more}")
@@ -266,7 +266,8 @@ def noise_warning(run: StoredRun) -> list[Section]:
               "host or with more blocks before relying on the deltas they affect."),
              ("inconclusive", "Inconclusive comparisons", undecided,
               "Some comparisons are inconclusive: their interval still spans the equivalence margin. That "
-              "is not an error; more blocks would likely decide them."),
+              "is not an error; more blocks would decide them (the count given is where the predictive "
+              "probability of a decision reaches 80 %)."),
              ("disturbed", "Disturbed repetitions, analysed", flagged,
               "The host disturbed some analysed repetitions (steal or other load above the study's limits) "
               "even after their re-run."),
