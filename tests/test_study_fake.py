@@ -344,3 +344,43 @@ def test_a_dry_run_states_the_designs_power(cli, write_study, fake_worker, tmp_p
     expected = stats.smallest_effect(5, 0.03, 1) * 100
     assert f"power: 80 % of the time a comparison finds a change of {expected:.1f} % at CV 3 %" in res.err, res.err
     assert "(5 blocks)" in res.err
+
+
+def test_a_design_that_misses_five_percent_warns_unless_the_study_says_why(cli, write_study, fake_worker, tmp_path):
+    """5 blocks of one comparison find 5.9 % at CV 3 %, not 5 %: without a ``power_note`` the dry
+    run warns in one line; with one it prints the note after the figure and does not warn; 10
+    blocks find 4.3 % and need neither."""
+    fake_worker()
+    assert stats.smallest_effect(5, 0.03) > 0.05 > stats.smallest_effect(10, 0.03)
+    res, _ = run_study(cli, write_study, tmp_path, reps=5, args=("--dry-run",))
+    assert res.code == 0, res.err
+    (warning,) = [l for l in res.err.splitlines() if l.startswith("warning: 80 %")]
+    assert f"finds a change of {stats.smallest_effect(5, 0.03) * 100:.1f} % at CV 3 %, not 5 %" in warning
+    assert "power_note" in warning
+    note = 'power_note = """its question is a change of 2×,\n  which 5 blocks find"""'
+    res, _ = run_study(cli, write_study, tmp_path, reps=5, extra=note, args=("--dry-run",))
+    assert res.code == 0, res.err
+    (line,) = [l for l in res.err.splitlines() if l.startswith("power:")]
+    assert line.endswith("(5 blocks); not 5 %, because its question is a change of 2×, which 5 blocks find"), line
+    assert "warning: 80 %" not in res.err
+    res, _ = run_study(cli, write_study, tmp_path, reps=10, extra=note, args=("--dry-run",))
+    assert "because" not in res.err and "warning: 80 %" not in res.err
+
+
+def test_a_sequential_dry_run_states_its_worst_case_time(cli, write_study, fake_worker, tmp_path):
+    """A sequential study's plan line ends its looks with the time if every comparison ran to the
+    last one: the same estimate as the first look's 'about', over the last look's blocks."""
+    from cryptoperf import engine
+    from cryptoperf.report.study_text import duration_text
+    fake_worker()
+    res, _ = run_study(cli, write_study, tmp_path, reps=5, extra='until = "decided"\nmax_repetitions = 40',
+                       args=("--dry-run",))
+    assert res.code == 0, res.err
+    plan = engine.plan_study(tmp_path / "study.toml", setup=False, dry_run=True)
+    assert plan.looks == (5, 10, 20, 40)
+    first, worst = plan.estimated_seconds(), plan.worst_case_seconds()
+    assert worst == plan.estimated_seconds(40) > plan.estimated_seconds(20) > first
+    assert (f"about {duration_text(first)}, then up to 40 blocks for inconclusive comparisons "
+            f"(looks at 5, 10, 20, 40), at most about {duration_text(worst)};") in res.err, res.err
+    fixed, _ = run_study(cli, write_study, tmp_path, reps=5, args=("--dry-run",))
+    assert "at most" not in fixed.err

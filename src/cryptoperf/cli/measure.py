@@ -244,6 +244,9 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     cluster = _start_executor(ex, plan)
     say(study_text.plan_line(plan))
     say(study_text.power_line(plan))
+    warning = study_text.power_warning(plan)
+    if warning:
+        say(warning)
     if prior is not None:
         say(study_text.resume_line(prior))
     if cluster:

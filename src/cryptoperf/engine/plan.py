@@ -23,6 +23,10 @@ from cryptoperf.engine.workers import Workers, worker_builds
 #: coefficient of variation for a primitive; the report states the run's own).
 DESIGN_CV = 0.03
 
+#: The change a study's design should find 80 % of the time at ``DESIGN_CV`` by its last look
+#: (5 %: a question about a few per cent), unless the study file says why not (``power_note``).
+DESIGN_CHANGE = 0.05
+
 
 def disturbance_rule(study: Study, logical_cpus: int) -> Callable[[Outcome], str]:
     """Why the host disturbed an outcome ('' if it did not), by the study's steal and other-load
@@ -72,6 +76,11 @@ class StudyPlan:
         family = self.analysis.family(self.comparisons)
         return (stats.smallest_effect(self.looks[0], cv, *family, self.analysis.level),
                 stats.smallest_effect(self.looks[-1], cv, *family, self.analysis.level))
+
+    def misses_design_change(self) -> bool:
+        """Whether this design, by its last look, finds less than ``DESIGN_CHANGE`` (5 %) 80 %
+        of the time at ``DESIGN_CV`` (``smallest_effect``)."""
+        return self.smallest_effect()[1] > DESIGN_CHANGE
 
     def resuming(self, prior: StoredRun) -> "StudyPlan":
         """This plan continuing stored run ``prior``: its analysis settings and its block
@@ -126,21 +135,28 @@ class StudyPlan:
             return cell.size_bytes
         return self.study.rules.default_size_bytes.get(cell.op) if self.study.rules else None
 
-    def estimated_seconds(self) -> float:
-        """A rough wall-clock estimate: calibration plus the first look's blocks, in s. A
-        workload's repetition also starts its server process, makes its certificates and runs
-        its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a job's takes time by its targets
-        (``schedule.job_seconds``)."""
+    def estimated_seconds(self, blocks: int | None = None) -> float:
+        """A rough wall-clock estimate: calibration plus ``blocks`` blocks of every cell (default
+        the first look's; a sequential study's worst case is its last look's,
+        ``worst_case_seconds``), in s. A workload's repetition also starts its server process,
+        makes its certificates and runs its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a
+        job's takes time by its targets (``schedule.job_seconds``)."""
+        blocks = self.looks[0] if blocks is None else blocks
         total = 0.0
         jobs = [c for c in self.cells if c.spec is not None and c.spec.job]
         timed = [c for c in self.cells if c not in jobs]
         for cells, overhead in ((sum(not c.is_workload for c in timed), 0.05),
                                 (sum(c.is_workload for c in timed), schedule.WORKLOAD_OVERHEAD_S)):
             total += (schedule.calibration_seconds(cells, self.settings, overhead)
-                      + schedule.estimated_seconds(cells * self.looks[0], self.settings, overhead))
+                      + schedule.estimated_seconds(cells * blocks, self.settings, overhead))
         # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
-        total += sum(schedule.job_cell_seconds(c, self.looks[0]) for c in jobs)
+        total += sum(schedule.job_cell_seconds(c, blocks) for c in jobs)
         return total
+
+    def worst_case_seconds(self) -> float:
+        """``estimated_seconds`` with every comparison running to the last look (all of a
+        sequential study's blocks; a fixed study's estimate), in s."""
+        return self.estimated_seconds(self.looks[-1])
 
 
 def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run: bool = False,

@@ -22,11 +22,13 @@ def duration_text(seconds: float) -> str:
 def plan_line(plan: Any) -> str:
     """``study NAME: N cells, N calibration repetitions + B blocks = R repetitions, about T;
     block order seed S``, with the sequential looks when the study runs on for inconclusive
-    comparisons, and whether the seed is the study file's (else drawn for this run). ``plan`` is
-    an ``engine.StudyPlan``."""
+    comparisons and its worst-case time (every comparison to the last look: ``at most about
+    T``), and whether the seed is the study file's (else drawn for this run). ``plan`` is an
+    ``engine.StudyPlan``; both times are its ``estimated_seconds``."""
     s, n = plan.study, len(plan.cells)
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
-            f"{', '.join(map(str, plan.looks))})" if len(plan.looks) > 1 else "")
+            f"{', '.join(map(str, plan.looks))}), at most about {duration_text(plan.worst_case_seconds())}"
+            if len(plan.looks) > 1 else "")
     seed = f"block order seed {plan.seed}" + (" (the study file's)" if s.seed is not None else "")
     return (f"study {s.name}: {n} cells, {n} calibration repetitions + {s.repetitions} blocks = "
             f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{more}; {seed}")
@@ -35,7 +37,8 @@ def plan_line(plan: Any) -> str:
 def power_line(plan: Any) -> str:
     """``power: 80 % of the time, a comparison finds a change of X % at CV 3 % per repetition
     (N blocks, M comparisons adjusted together)`` — with the last look's figure for a sequential
-    study. ``plan`` is an ``engine.StudyPlan``."""
+    study, and the study's ``power_note`` (why not 5 %) when by its last look it misses 5 %
+    (``StudyPlan.misses_design_change``). ``plan`` is an ``engine.StudyPlan``."""
     first, last = plan.smallest_effect()
     m = plan.comparisons
     adjusted = f", {m} comparisons adjusted together" if plan.analysis.multiplicity and m > 1 else ""
@@ -43,7 +46,21 @@ def power_line(plan: Any) -> str:
             f"({plan.looks[0]} blocks{adjusted})")
     if len(plan.looks) > 1:
         text += f", {detectable_text(last)} by its last look ({plan.looks[-1]} blocks)"
+    if plan.study.power_note and plan.misses_design_change():
+        text += f"; not 5 %, because {plan.study.power_note}"
     return text
+
+
+def power_warning(plan: Any) -> str | None:
+    """The warning that a design misses a 5 % change at CV 3 % by its last look
+    (``StudyPlan.misses_design_change``) and its study does not say why (``power_note``);
+    None otherwise. ``plan`` is an ``engine.StudyPlan``."""
+    if plan.study.power_note or not plan.misses_design_change():
+        return None
+    by_last = " by its last look" if len(plan.looks) > 1 else ""
+    return (f"warning: 80 % of the time this design finds {detectable_text(plan.smallest_effect()[1])} at "
+            f"CV 3 %{by_last}, not 5 %: a question about a few per cent needs more blocks or "
+            'until = "decided" (or say why not in [study] power_note)')
 
 
 def resume_line(prior: Any) -> str:

@@ -103,6 +103,11 @@ OPTIONS: tuple[Option, ...] = (
     Option("study", "max_repetitions", "int", None,
            "With until = 'decided': the most blocks any comparison gets; default 4 × repetitions.",
            min=3, max=10000),
+    Option("study", "power_note", "string", "",
+           "Why the design need not find a 5 % change at 3 % noise by its last look (its questions "
+           "are about larger changes, or a block takes minutes): the dry run and the start of the "
+           "study print it after the power figure when the design misses 5 %, and warn when it "
+           "misses it without one."),
     Option("study", "margin_pct", "float", 2.0,
            "Equivalence margin m: a comparison whose interval lies inside ± m % is 'equivalent "
            "within ± m %'; one whose interval straddles 0 and reaches past ± m % is "

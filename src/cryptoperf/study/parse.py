@@ -332,7 +332,7 @@ class _Parser:
             noise_threshold_pct=s["noise_threshold_pct"], configurations=tuple(configs),
             operations=tuple(operations), source=self.source, work_dir=work_dir,
             hosts=tuple(HostSelector.parse(h) for h in s["hosts"] or () if h != EVERY_NODE),
-            every_node=EVERY_NODE in (s["hosts"] or ()))
+            every_node=EVERY_NODE in (s["hosts"] or ()), power_note=" ".join(s["power_note"].split()))
         _check_templates(study)
         return study
 

@@ -137,7 +137,8 @@ class Study:
     ``text`` is the file's content (stored with every run). ``max_repetitions`` is the most
     blocks a comparison gets (= ``repetitions`` unless ``until`` is ``decided``). ``hosts``
     are the node selectors of ``[study] hosts`` (without ``every-node``, which sets
-    ``every_node``); only the Ray executor reads them.
+    ``every_node``); only the Ray executor reads them. ``power_note`` says why the design need
+    not find a 5 % change at CV 3 % ('' when it gives no reason).
     """
 
     path: str
@@ -167,6 +168,7 @@ class Study:
     work_dir: str | None = None
     hosts: tuple["HostSelector", ...] = ()
     every_node: bool = False
+    power_note: str = ""
 
     def configuration(self, name: str) -> Configuration:
         """The configuration called ``name``; KeyError if none."""
