@@ -114,3 +114,19 @@ def test_run_sd_interval_adds_the_assumed_variance():
 ])
 def test_bad_run_sets_are_one_line_errors(cli, store, args, fragment):
     assert_one_line_error(cli("compare", *args, "--store", store), fragment, code=2)
+
+
+def test_speed_runs_make_one_side(cli, fake_worker, tmp_path):
+    """`speed --runs 3` stores three runs and names them as one side for compare."""
+    fake_worker({"latency_ns": {"sha256": 2000}, "noise_cv": 0.002})
+    args = ("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01", "--warmup", "0")
+    res = cli(*args, "--runs", "3", "--repetitions", "2")
+    assert res.code == 0, res.err
+    assert "stored as runs 1,2,3 in" in res.out and "cryptoperf compare 1,2,3 <other runs>" in res.out
+    assert res.err.count("run 2 of 3") == 1
+    assert cli(*args, "--repetitions", "2").code == 0
+    res = cli("compare", "1,2,3", "4", "--store", tmp_path / "runs.sqlite")
+    assert res.code == 0 and "runs as the unit" in res.out, res.out
+    doc = json.loads(cli(*args, "--runs", "2", "--json").out)
+    assert len(doc["runs"]) == 2
+    assert_one_line_error(cli(*args, "--runs", "2", "--no-store"), "--runs makes runs to compare later", code=2)

@@ -76,6 +76,10 @@ def _speed_params(values: Sequence[str]) -> dict[str, str]:
               show_default=True,
               help="Run each row this many times, each in a fresh worker, in randomised blocks; 3 or "
                    "more give ops/s, p50 and CPU/op a 95 % interval (geometric means over repetitions).")
+@click.option("--runs", type=click.IntRange(1, 100), default=1, show_default=True,
+              help="Make this many independent runs, one after another, each stored as its own run "
+                   "(a fresh set of worker processes and a fresh order each): what `cryptoperf "
+                   "compare 1,2,3 4,5,6` needs to measure how much a whole run varies.")
 @click.option("--baseline", metavar="BACKEND", default=None,
               help="After the table, each other backend against this one on ops/s, per operation and "
                    "size (\"aws-lc: 1.32× faster [1.28, 1.36] than openssl\"); intervals paired by "
@@ -112,7 +116,7 @@ def _speed_params(values: Sequence[str]) -> dict[str, str]:
                    "shows) unless --no-store.")
 @click.option("--no-store", is_flag=True, help="Measure and print only: store nothing.")
 def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...],
-          param_values: tuple[str, ...], repetitions: int, baseline: str | None, seconds: float,
+          param_values: tuple[str, ...], repetitions: int, runs: int, baseline: str | None, seconds: float,
           warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, library: str,
           no_setup: bool, as_json: bool, store_path: str | None, no_store: bool) -> None:
     """Measure operations on backends: one row per (backend, operation, size).
@@ -129,16 +133,33 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
     cryptoperf speed --op rsa2048-sign --param padding=pss --param digest=sha384
     """
     err = err_console()
-    result = engine.speed(backends_, ops, sizes, seconds=seconds, warmup_s=warmup_s, threads=threads,
-                          timeout_s=timeout_s, cpu=cpu, fips=fips, library=library,
-                          params=_speed_params(param_values), repetitions=repetitions, baseline=baseline,
-                          setup=not no_setup, store=store_path, store_results=not no_store,
-                          progress=terminal.ProgressBar(err) if not as_json or err.is_terminal else None,
-                          console=err)
+    if runs > 1 and no_store:
+        raise UsageError("--runs makes runs to compare later: it needs the store (drop --no-store)")
+    results = []
+    for i in range(runs):
+        if runs > 1:
+            err.print(f"run {i + 1} of {runs}", markup=False)
+        results.append(engine.speed(
+            backends_, ops, sizes, seconds=seconds, warmup_s=warmup_s, threads=threads, timeout_s=timeout_s,
+            cpu=cpu, fips=fips, library=library, params=_speed_params(param_values), repetitions=repetitions,
+            baseline=baseline, setup=not no_setup, store=store_path, store_results=not no_store,
+            progress=terminal.ProgressBar(err) if not as_json or err.is_terminal else None, console=err))
     if as_json:
-        doc = report_json.speed_document(result, result.settings)
-        click.echo(json.dumps(doc, indent=1))
+        docs = [report_json.speed_document(r, r.settings) for r in results]
+        click.echo(json.dumps(docs[0] if runs == 1 else {"runs": docs}, indent=1))
         return
+    for result in results:
+        _print_speed(result, repetitions, cpu, fips, library)
+    stored_ids = [r.run_id for r in results if r.run_id is not None]
+    if stored_ids:
+        ids = ",".join(map(str, stored_ids))
+        out_console().print(f"stored as run{'s' if len(stored_ids) > 1 else ''} {ids} in {results[0].store_path}"
+                            + (f"; compare them as one side: cryptoperf compare {ids} <other runs>"
+                               if len(stored_ids) > 1 else ""), markup=False, soft_wrap=True)
+
+
+def _print_speed(result: engine.SpeedRun, repetitions: int, cpu: str, fips: bool, library: str) -> None:
+    """One speed run's host line, table, notes and baseline ratios, on stdout."""
     out = out_console()
     out.print(host_line(result.host), markup=False)
     notes = terminal.Notes()
