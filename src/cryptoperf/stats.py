@@ -225,6 +225,8 @@ class Interval:
             resolution leaves unknown (``histogram_resolution``: a p50 read from a histogram
             is known to one bucket), so that values rounded alike in every block cannot give a
             zero-width interval; 0 when the values are not rounded.
+        set_aside: positions (0-based, into the arrays the interval was computed from) of the
+            paired values left out as outliers (``outlier_blocks``); ``n`` counts the others.
     """
 
     ratio: float
@@ -236,6 +238,7 @@ class Interval:
     df: float
     method: str
     resolution_log: float = 0.0
+    set_aside: tuple[int, ...] = ()
 
     @property
     def delta_pct(self) -> float:
@@ -259,15 +262,17 @@ class Interval:
     def at_level(self, level: float) -> "Interval":
         """The same estimate with its interval at another confidence ``level``."""
         return _interval(math.log(self.ratio), self.se_log, self.df, level, self.n, self.method,
-                         self.resolution_log)
+                         self.resolution_log, self.set_aside)
 
     def as_dict(self) -> dict[str, Any]:
         """``ratio``, ``ci_low``, ``ci_high``, ``level``, ``delta_pct``, ``ci_low_pct``,
-        ``ci_high_pct``, ``n``, ``se_log``, ``df``, ``method`` (numbers only: the reports word
-        them, ``report/format.py``)."""
+        ``ci_high_pct``, ``n``, ``se_log``, ``df``, ``method``, ``set_aside`` (how many paired
+        values were left out as outliers; numbers only: the reports word them,
+        ``report/format.py``)."""
         return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "level": self.level,
                 "delta_pct": self.delta_pct, "ci_low_pct": self.low_pct, "ci_high_pct": self.high_pct,
-                "n": self.n, "se_log": self.se_log, "df": self.df, "method": self.method}
+                "n": self.n, "se_log": self.se_log, "df": self.df, "method": self.method,
+                "set_aside": len(self.set_aside)}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -277,10 +282,11 @@ def t_quantile(level: float, df: float) -> float:
 
 
 def _interval(mean_log: float, se_log: float, df: float, level: float, n: int, method: str,
-              resolution_log: float = 0.0) -> Interval:
+              resolution_log: float = 0.0, set_aside: tuple[int, ...] = ()) -> Interval:
     half = max(t_quantile(level, df) * se_log if se_log > 0 else 0.0, resolution_log)
     return Interval(ratio=math.exp(mean_log), low=math.exp(mean_log - half), high=math.exp(mean_log + half),
-                    level=level, n=n, se_log=se_log, df=df, method=method, resolution_log=resolution_log)
+                    level=level, n=n, se_log=se_log, df=df, method=method, resolution_log=resolution_log,
+                    set_aside=set_aside)
 
 
 #: The histograms' resolution: the worker records latencies in HdrHistograms of 3 significant
@@ -318,22 +324,102 @@ def _positive_logs(name: str, values: Sequence[float]) -> np.ndarray:
 
 
 def paired_log_ratio(sample: Sequence[float], baseline: Sequence[float],
-                     level: float = DEFAULT_LEVEL, resolution: float = 0.0) -> Interval:
+                     level: float = DEFAULT_LEVEL, resolution: float = 0.0,
+                     set_aside: Sequence[int] = ()) -> Interval:
     """Ratio of ``sample`` to ``baseline`` from paired values (``sample[i]`` and
     ``baseline[i]`` measured in the same block), with a t interval on the per-block log ratios,
     never narrower than ``resolution`` (a fraction: how far rounded values may sit from the
-    truth on either side, e.g. ``histogram_resolution`` of both sides added).
+    truth on either side, e.g. ``histogram_resolution`` of both sides added). The pairs at
+    positions ``set_aside`` (0-based; e.g. ``outlier_blocks``' answer) are left out: the
+    estimate, its spread and its degrees of freedom are those of the others, and the interval
+    records them (``Interval.set_aside``).
 
-    Both shape (n,), n >= 2, positive. Raises ValueError otherwise.
+    Both shape (n,), positive, with at least 2 pairs left. Raises ValueError otherwise (also for
+    a position outside 0..n−1).
     """
     a, b = _positive_logs("sample", sample), _positive_logs("baseline", baseline)
     if a.size != b.size:
         raise ValueError(f"paired samples differ in length ({a.size} vs {b.size})")
-    if a.size < 2:
+    out = tuple(sorted({int(i) for i in set_aside}))
+    if out and (out[0] < 0 or out[-1] >= a.size):
+        raise ValueError(f"set-aside positions {list(out)} outside 0..{a.size - 1}")
+    d = np.delete(a - b, list(out))
+    if d.size < 2:
         raise ValueError("an interval needs at least 2 paired values")
-    d = a - b
     se = float(d.std(ddof=1) / math.sqrt(d.size))
-    return _interval(float(d.mean()), se, d.size - 1, level, int(d.size), PAIRED_T, math.log1p(resolution))
+    return _interval(float(d.mean()), se, d.size - 1, level, int(d.size), PAIRED_T, math.log1p(resolution), out)
+
+
+# --------------------------------------------------------------------------- outliers
+#
+# A repetition the host disturbed without the steal and load checks seeing it (a neighbour in
+# the caches, an interrupt storm, a bimodal operation) can be several times slower than its
+# block's other repetitions. On a mean of ~10 log ratios one such block moves the estimate by a
+# tenth of its size and inflates the spread, so a true +5 % becomes "inconclusive". The screen
+# below finds such blocks with a test whose false alarms on clean (normal) log ratios are a
+# small, known share of the interval's own error rate, so that setting them aside does not make
+# the interval of clean data too narrow (docs/methodology.md, "Outlier blocks").
+
+#: Fewest values the outlier screen looks at: below it, nothing is set aside.
+OUTLIER_MIN_BLOCKS = 5
+#: The largest share of the values the screen may set aside (rounded down: 1 of 5–9, 2 of 10–14).
+OUTLIER_MAX_SHARE = 0.2
+#: The screen's false-alarm rate on clean data, as a share of the interval's error rate
+#: (1 − level): 1/20, so 0.25 % for a 95 % interval, 0.01 % for one at 99.79 %.
+OUTLIER_ALPHA_SHARE = 0.05
+#: A value is never set aside when it lies within this many per cent of the median (on the log
+#: scale): values rounded alike (histogram buckets) or near-identical have almost no spread, and
+#: a difference of a few rounding steps is not a disturbance.
+OUTLIER_FLOOR_PCT = 2.0
+
+
+def outlier_alpha(level: float) -> float:
+    """The screen's false-alarm rate for an interval at ``level`` (``OUTLIER_ALPHA_SHARE`` ×
+    (1 − level)): the chance that ``outlier_blocks`` sets anything aside from clean normal
+    values."""
+    return OUTLIER_ALPHA_SHARE * (1.0 - level)
+
+
+def outlier_blocks(log_values: Sequence[float], alpha: float, floor_log: float = math.log1p(OUTLIER_FLOOR_PCT / 100),
+                   min_n: int = OUTLIER_MIN_BLOCKS, max_share: float = OUTLIER_MAX_SHARE) -> tuple[int, ...]:
+    """Positions (0-based, ascending) of the outliers among ``log_values`` (shape (n,), finite:
+    e.g. per-block log ratios), by Rosner's generalized ESD many-outlier procedure: for i = 1 …
+    r (r = ⌊max_share × n⌋), take out the value furthest from the mean of those left, with
+    R_i = its distance / their sample standard deviation; the outliers are the first k taken
+    out, k the largest i with R_i > λ_i, λ_i the procedure's critical value at ``alpha`` from the
+    t distribution (B. Rosner, "Percentage points for a generalized ESD many-outlier procedure",
+    Technometrics 25(2), 1983, pp. 165–172; NIST/SEMATECH e-Handbook of Statistical Methods,
+    1.3.5.17.3). On normal values it sets anything aside with probability about ``alpha``;
+    unlike a median ± k·MAD rule, whose false alarms at n = 5…10 run to 10–25 %, its critical
+    values account for how little a handful of values says about their spread. Of those, only
+    values further than ``floor_log`` from the median are set aside (values rounded alike have no
+    spread at all). Nothing is set aside for n < ``min_n`` (at least 3).
+
+    Raises ValueError for a non-finite value, an ``alpha`` outside (0, 1) or ``min_n`` < 3.
+    """
+    x = np.asarray(log_values, dtype=float)
+    if x.ndim != 1 or not np.all(np.isfinite(x)):
+        raise ValueError("outlier_blocks needs a one-dimensional array of finite values")
+    if not 0.0 < alpha < 1.0 or min_n < 3:
+        raise ValueError(f"outlier_blocks needs 0 < alpha < 1 and min_n >= 3 (got {alpha}, {min_n})")
+    n = int(x.size)
+    r = int(math.floor(max_share * n + 1e-9))
+    if n < min_n or r < 1:
+        return ()
+    median = float(np.median(x))
+    left, taken, found = list(range(n)), [], 0
+    for i in range(1, min(r, n - 2) + 1):
+        sub = x[left]
+        dev = np.abs(sub - sub.mean())
+        j = int(np.argmax(dev))
+        sd = float(sub.std(ddof=1))
+        m = n - i + 1  # values left before this one is taken out
+        t = float(scipy_stats.t.ppf(1.0 - alpha / (2.0 * m), m - 2))
+        critical = (m - 1) * t / math.sqrt((m - 2 + t * t) * m)
+        if (dev[j] / sd if sd > 0 else math.inf) > critical and abs(sub[j] - median) > floor_log:
+            found = i
+        taken.append(left.pop(j))
+    return tuple(sorted(p for p in taken[:found] if abs(x[p] - median) > floor_log))
 
 
 def welch_log_ratio(sample: Sequence[float], baseline: Sequence[float],
