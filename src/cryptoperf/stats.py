@@ -380,6 +380,13 @@ def outlier_alpha(level: float) -> float:
     return OUTLIER_ALPHA_SHARE * (1.0 - level)
 
 
+@functools.lru_cache(maxsize=4096)
+def _esd_critical(alpha: float, m: int) -> float:
+    """Rosner's critical value λ for the most extreme of ``m`` values at ``alpha``."""
+    t = float(scipy_stats.t.ppf(1.0 - alpha / (2.0 * m), m - 2))
+    return (m - 1) * t / math.sqrt((m - 2 + t * t) * m)
+
+
 def outlier_blocks(log_values: Sequence[float], alpha: float, floor_log: float = math.log1p(OUTLIER_FLOOR_PCT / 100),
                    min_n: int = OUTLIER_MIN_BLOCKS, max_share: float = OUTLIER_MAX_SHARE) -> tuple[int, ...]:
     """Positions (0-based, ascending) of the outliers among ``log_values`` (shape (n,), finite:
@@ -413,9 +420,7 @@ def outlier_blocks(log_values: Sequence[float], alpha: float, floor_log: float =
         dev = np.abs(sub - sub.mean())
         j = int(np.argmax(dev))
         sd = float(sub.std(ddof=1))
-        m = n - i + 1  # values left before this one is taken out
-        t = float(scipy_stats.t.ppf(1.0 - alpha / (2.0 * m), m - 2))
-        critical = (m - 1) * t / math.sqrt((m - 2 + t * t) * m)
+        critical = _esd_critical(alpha, n - i + 1)
         if (dev[j] / sd if sd > 0 else math.inf) > critical and abs(sub[j] - median) > floor_log:
             found = i
         taken.append(left.pop(j))
