@@ -3,7 +3,9 @@
 This is where the study's structure meets ``stats``. Within a study, each configuration is
 compared with the baseline of the same group **block by block**: one log ratio per block in
 which both measured (blocks where either side did not drop out, and the delta says how many),
-a t interval on those, every interval of the study adjusted together for multiplicity
+a t interval on those (from 5 blocks, on those left once the outlier blocks of the verdict's
+metric are set aside: ``stats.outlier_blocks``, named in the delta's note), every interval of
+the study adjusted together for multiplicity
 (Bonferroni, on by default), and a verdict against the equivalence margin. Two stored runs have
 no blocks in common, so ``compare_unpaired`` uses Welch's interval on the repetitions of each
 side instead. The error rates of these rules are measured by simulation
