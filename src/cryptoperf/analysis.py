@@ -3,7 +3,9 @@
 This is where the study's structure meets ``stats``. Within a study, each configuration is
 compared with the baseline of the same group **block by block**: one log ratio per block in
 which both measured (blocks where either side did not drop out, and the delta says how many),
-a t interval on those, every interval of the study adjusted together for multiplicity
+a t interval on those (from 5 blocks, on those left once the outlier blocks of the verdict's
+metric are set aside: ``outliers.outlier_blocks``, named in the delta's note), every interval of
+the study adjusted together for multiplicity
 (Bonferroni, on by default), and a verdict against the equivalence margin. Two stored runs have
 no blocks in common, so ``compare_unpaired`` uses Welch's interval on the repetitions of each
 side instead. The error rates of these rules are measured by simulation
@@ -17,12 +19,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf import speedstats, stats, workloads
+from cryptoperf import outliers, speedstats, stats, workloads
 from cryptoperf.cpumask import BASELINE as BASELINE_MASK
 from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, Cell, CellSummary, Delta, Outcome
 from cryptoperf.result import WorkerResult
@@ -48,6 +50,8 @@ class Settings:
             per-repetition p50; ``throughput``, ops/s; ``cpu_per_op``, CPU ns per operation).
         speed_baseline: a ``speed`` run's ``--baseline`` backend, which its other backends
             are compared with (``speedstats``); None for a study, or without one.
+        outlier_screen: set outlier blocks aside from paired comparisons (``_screened``);
+            False only to measure what the screen buys (``cryptoperf.simulate``).
     """
 
     level: float = stats.DEFAULT_LEVEL
@@ -57,6 +61,7 @@ class Settings:
     noise_threshold_pct: float = 10.0
     verdict_on: str = "latency"
     speed_baseline: str | None = None
+    outlier_screen: bool = True
 
     @property
     def metric(self) -> str:
@@ -148,15 +153,26 @@ def decided_on(deltas: Iterable[Delta]) -> str:
     return ", ".join([f"{first} ({n} comparison{'s' if n != 1 else ''})"] + [f"{m} ({k})" for m, k in rest])
 
 
+#: How the paired intervals' outlier screen works, in every report's method (``method_text``).
+SCREEN_TEXT = (f"outlier blocks set aside (generalized ESD test with false alarms at 1/{1 / outliers.OUTLIER_ALPHA_SHARE:g} "
+               f"of the error rate of the interval, only beyond ±{outliers.OUTLIER_FLOOR_PCT:g} % of the median ratio, at most "
+               f"{outliers.OUTLIER_MAX_SHARE * 100:g} % of the blocks, from {outliers.OUTLIER_MIN_BLOCKS} blocks)")
+
+
 def method_text(settings: Settings, comparisons: int, level: float, paired: bool = True,
                 deltas: Iterable[Delta] = (), how: str | None = None) -> str:
     """How the intervals of a stored run were made, for every report: e.g. "95 % intervals,
-    paired t on per-block log ratios; Bonferroni over 24 comparisons: each interval at
-    99.79 %", ending with the metrics the verdicts of ``deltas`` were decided on (``decided_on``;
-    the settings' metric when there are none). ``how`` replaces the interval's description
-    (e.g. runs as the unit, ``compare.Comparison.run_variation``)."""
+    paired t on per-block log ratios, outlier blocks set aside (…; in 2 comparisons); Bonferroni
+    over 24 comparisons: each interval at 99.79 %", ending with the metrics the verdicts of
+    ``deltas`` were decided on (``decided_on``; the settings' metric when there are none).
+    ``how`` replaces the interval's description (e.g. runs as the unit,
+    ``compare.Comparison.run_variation``)."""
     how = how or ("paired t interval on per-block log ratios" if paired
                   else "Welch t interval on the log values of each run's repetitions")
+    if paired and settings.outlier_screen:
+        deltas = list(deltas)
+        screened = sum(1 for d in deltas if d.set_aside)
+        how += f", {SCREEN_TEXT}" + (f" (in {screened} comparison{'s' if screened != 1 else ''})" if screened else "")
     text = f"{settings.level * 100:g} % intervals, {how}"
     if settings.multiplicity and comparisons > 1 or settings.looks > 1:
         looks = f" and {settings.looks} looks" if settings.looks > 1 else ""
@@ -386,6 +402,26 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
 
 
 @dataclass(frozen=True)
+class _Pairs:
+    """One metric's paired values of a comparison: the blocks, the configuration's and the
+    baseline's value in each (same order), and their resolution (a fraction, as
+    ``stats.paired_log_ratio``'s)."""
+
+    blocks: tuple[int, ...]
+    conf: tuple[float, ...]
+    base: tuple[float, ...]
+    resolution: float = 0.0
+
+    def interval(self, level: float, set_aside: Sequence[int] = ()) -> stats.Interval | None:
+        """The paired interval at ``level`` without the blocks ``set_aside`` (block numbers);
+        None when fewer than ``MIN_BLOCKS`` remain."""
+        out = [i for i, b in enumerate(self.blocks) if b in set(set_aside)]
+        if len(self.blocks) - len(out) < MIN_BLOCKS:
+            return None
+        return stats.paired_log_ratio(self.conf, self.base, level, self.resolution, out)
+
+
+@dataclass(frozen=True)
 class _Pending:
     """A comparison before the multiplicity adjustment: its group, sides and raw intervals."""
 
@@ -398,6 +434,7 @@ class _Pending:
     throughput: stats.Interval
     cpu: stats.Interval | None
     note: str
+    pairs: Mapping[str, "_Pairs"] | None = None
 
 
 def _side_problem(name: str, s: CellSummary | None) -> str | None:
@@ -436,16 +473,49 @@ def _paired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names:
             why += f" ({note})"
         return Delta(status="n/a", reason=why, blocks=len(both), dropped=len(dropped),
                      baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
+    def pairs(blocks: Sequence[int], c: Mapping[int, float], b: Mapping[int, float], resolution: float = 0.0) -> _Pairs:
+        return _Pairs(tuple(blocks), tuple(c[k] for k in blocks), tuple(b[k] for k in blocks), resolution)
+
     conf_p50, base_p50 = [conf.p50_by_block_ns[b] for b in both], [base.p50_by_block_ns[b] for b in both]
-    lat = stats.paired_log_ratio(conf_p50, base_p50, level, stats.histogram_resolution(conf_p50)
-                                 + stats.histogram_resolution(base_p50))
-    tp = stats.paired_log_ratio([conf.ops_per_s_by_block[b] for b in both],
-                                [base.ops_per_s_by_block[b] for b in both], level)
+    by_metric = {
+        "latency": pairs(both, conf.p50_by_block_ns, base.p50_by_block_ns,
+                         stats.histogram_resolution(conf_p50) + stats.histogram_resolution(base_p50)),
+        "throughput": pairs(both, conf.ops_per_s_by_block, base.ops_per_s_by_block)}
     cpu_blocks = [b for b in both if b in conf.cpu_ns_per_op_by_block and b in base.cpu_ns_per_op_by_block]
-    cpu = (stats.paired_log_ratio([conf.cpu_ns_per_op_by_block[b] for b in cpu_blocks],
-                                  [base.cpu_ns_per_op_by_block[b] for b in cpu_blocks], level)
-           if len(cpu_blocks) >= MIN_BLOCKS else None)
-    return _Pending(common, base, conf, len(both), len(dropped), lat, tp, cpu, note)
+    if len(cpu_blocks) >= MIN_BLOCKS:
+        by_metric["cpu_per_op"] = pairs(cpu_blocks, conf.cpu_ns_per_op_by_block, base.cpu_ns_per_op_by_block)
+    lat, tp = by_metric["latency"].interval(level), by_metric["throughput"].interval(level)
+    cpu = by_metric["cpu_per_op"].interval(level) if "cpu_per_op" in by_metric else None
+    assert lat is not None and tp is not None  # len(both) >= MIN_BLOCKS
+    return _Pending(common, base, conf, len(both), len(dropped), lat, tp, cpu, note, by_metric)
+
+
+def _screened(p: _Pending, metric: str, level: float) -> tuple[_Pending, tuple[int, ...]]:
+    """``p`` with the outlier blocks of its verdict's ``metric`` (a ``METRICS`` key) set aside
+    from every one of its intervals, all recomputed at ``level`` (the adjusted level: the
+    screen's false-alarm rate is a share of it, ``outliers.outlier_alpha``), and the note naming
+    them; and those blocks. One screen per comparison, on the metric the verdict is decided on:
+    a disturbed repetition is disturbed as a whole, and the figures of a comparison then rest on
+    the same blocks. ``p`` unchanged and () when nothing is set aside."""
+    pairs = (p.pairs or {}).get(metric)
+    if pairs is None:
+        return p, ()
+    logs = np.log(pairs.conf) - np.log(pairs.base)
+    floor = max(math.log1p(outliers.OUTLIER_FLOOR_PCT / 100.0), 2.0 * math.log1p(pairs.resolution))
+    out = tuple(pairs.blocks[i] for i in outliers.outlier_blocks(logs, outliers.outlier_alpha(level), floor))
+    if not out:
+        return p, ()
+    assert p.pairs is not None
+    new = {m: q.interval(level, out) for m, q in p.pairs.items()}
+    median = float(np.median(logs))
+    factors = ", ".join(f"×{math.exp(logs[pairs.blocks.index(b)] - median):.2f}" for b in out)
+    name = stats.METRICS[metric][0]
+    what = (f"block {out[0]} set aside as an outlier" if len(out) == 1 else
+            f"blocks {', '.join(map(str, out[:-1]))} and {out[-1]} set aside as outliers")
+    note = "; ".join(x for x in (p.note, f"{what} ({name} ratio {factors} the median ratio)") if x)
+    lat, tp = new["latency"], new["throughput"]
+    assert lat is not None and tp is not None  # at most 20 % of at least 5 blocks go
+    return replace(p, latency=lat, throughput=tp, cpu=new.get("cpu_per_op"), note=note), out
 
 
 def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names: tuple[str, str],
@@ -485,6 +555,9 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
         if isinstance(p, Delta):
             out.append(p)
             continue
+        set_aside: tuple[int, ...] = ()
+        if settings.outlier_screen and p.pairs is not None:
+            p, set_aside = _screened(p, key(p), level)
         lat, tp = p.latency.at_level(level), p.throughput.at_level(level)
         cpu = p.cpu.at_level(level) if p.cpu is not None else None
         batch = p.conf.batch if p.conf.batch == p.base.batch else None
@@ -506,7 +579,8 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
                          cpu_per_op=cpu,
                          verdict=stats.decide(chosen, settings.margin_pct, higher_is_slower, metric=name,
                                               transaction=context.transaction(p.conf.cell.op, p.conf.cell.load)),
-                         noise=max(p.base.cv_p50, p.conf.cv_p50), note=note, batch=batch, **libs, **p.common))
+                         noise=max(p.base.cv_p50, p.conf.cv_p50), note=note, batch=batch, set_aside=set_aside,
+                         **libs, **p.common))
     return out, m, level
 
 

@@ -353,7 +353,10 @@ class Delta:
         verdict: decided from the interval of the study's ``verdict_on`` metric (latency by
             default) and the margin; ``verdict.metric`` names it.
         noise: the larger coefficient of variation (fraction) of the two sides' p50.
-        note: e.g. ``8 of 10 blocks (2 dropped: ...)``.
+        note: e.g. ``8 of 10 blocks (2 dropped: ...)``, ``block 7 set aside as an outlier
+            (...)``.
+        set_aside: the blocks left out of every interval of the comparison as outliers of the
+            metric its verdict is decided on (``outliers.outlier_blocks``), ascending.
         batch: operations per timed sample on both sides (they are equal within a study).
         library_version, baseline_library_version: the library release each side ran
             (``library library_version`` as the workers reported it), which differ when a
@@ -384,6 +387,7 @@ class Delta:
     batch: int | None = None
     library_version: str | None = None
     baseline_library_version: str | None = None
+    set_aside: tuple[int, ...] = ()
 
     @property
     def decisive(self) -> "stats.Interval | None":

@@ -20,7 +20,10 @@ The noise model, per repetition of configuration c in block b at position p of i
 faster or slower for a while: frequency, a neighbour, thermal state); the position effect and
 the trend are what a fixed order would alias onto one configuration, and the randomised order
 turns into noise. ``outliers`` is the chance that a repetition is disturbed (×
-``outlier_factor``). ``python -m cryptoperf.simulate`` prints the figures docs/methodology.md
+``outlier_factor``); ``outlier_count`` places exactly that many disturbed repetitions (×
+``outlier_factor``) at random among each group's repetitions of the first blocks; ``bimodal``
+is the chance that a repetition runs in a slow mode (× ``bimodal_factor``), each independently,
+as RSA-2048 signing did on one host. ``python -m cryptoperf.simulate`` prints the figures docs/methodology.md
 quotes; ``tests/test_simulation.py`` asserts the acceptance figures on a smaller draw.
 """
 
@@ -64,6 +67,13 @@ class Scenario:
         position_effect: log slowdown of the first repetition of each block.
         trend: log drift per position within a block.
         outliers, outlier_factor: probability and size of a disturbed repetition.
+        outlier_count: exactly this many disturbed repetitions (× ``outlier_factor``) per group,
+            placed at random among the repetitions (baseline's and configurations') of its first
+            ``blocks`` blocks, on top of ``outliers``.
+        bimodal, bimodal_factor: probability that a repetition runs in a slow mode, and how
+            much slower (each repetition independently, on top of the outliers).
+        screen: set outlier blocks aside (``analysis.Settings.outlier_screen``); False shows
+            what the plain mean of the log ratios gives on the same data.
         margin_pct, multiplicity: as the study's keys.
         max_blocks: with a value > blocks, a sequential study (``until = "decided"``).
         base_ns: the baseline's true time per operation, ns.
@@ -87,6 +97,10 @@ class Scenario:
     trend: float = 0.0
     outliers: float = 0.0
     outlier_factor: float = 1.3
+    outlier_count: int = 0
+    bimodal: float = 0.0
+    bimodal_factor: float = 2.0
+    screen: bool = True
     margin_pct: float = stats.DEFAULT_MARGIN_PCT
     multiplicity: bool = True
     max_blocks: int | None = None
@@ -185,17 +199,31 @@ class _Study:
         reps = schedule.blocks([self.cells[k] for k in keys], first, last, self.seed)
         return [(r.block, *self.key_of[r.cell.key], r.position) for r in reps]
 
+    def _planted(self, order: Sequence[tuple[int, int, str, int]]) -> set[int]:
+        """Positions in ``order`` of ``outlier_count`` repetitions per group, drawn at random."""
+        out: set[int] = set()
+        for g in sorted({group for _, group, _, _ in order}):
+            mine = [i for i, (_, group, _, _) in enumerate(order) if group == g]
+            out.update(int(i) for i in self.rng.choice(mine, min(self.sc.outlier_count, len(mine)), replace=False))
+        return out
+
     def run_blocks(self, first: int, last: int, keys: Sequence[tuple[int, str]]) -> None:
         """Draw blocks ``first``..``last`` of the cells ``keys`` ((group, configuration), the
         baseline of each group included), in the order the engine would run them."""
         sc = self.sc
         drifts: dict[tuple[int, int], float] = {}
-        for block, group, c, pos in self._order(first, last, keys):
+        order = self._order(first, last, keys)
+        planted = self._planted(order) if first == 1 and sc.outlier_count else set()
+        for i, (block, group, c, pos) in enumerate(order):
             if (block, group) not in drifts:
                 drifts[(block, group)] = self.rng.normal(0.0, sc.block_drift) if sc.block_drift else 0.0
             e = self.rng.normal(0.0, self.sigma)
             if sc.outliers and self.rng.random() < sc.outliers:
                 e += math.log(sc.outlier_factor)
+            if i in planted:
+                e += math.log(sc.outlier_factor)
+            if sc.bimodal and self.rng.random() < sc.bimodal:
+                e += math.log(sc.bimodal_factor)
             shift = drifts[(block, group)] + sc.trend * pos + (sc.position_effect if pos == 0 else 0.0)
             value = sc.base_ns * self.truth[c] * math.exp(shift + e)
             if sc.quantised:
@@ -220,7 +248,8 @@ def simulate_study(sc: Scenario, rng: np.random.Generator) -> list:
     (``analysis.undecided`` picks the comparisons that get more)."""
     study = _Study(sc, rng)
     looks = schedule.looks(sc.blocks, sc.max_blocks)
-    settings = analysis.Settings(margin_pct=sc.margin_pct, multiplicity=sc.multiplicity, looks=len(looks))
+    settings = analysis.Settings(margin_pct=sc.margin_pct, multiplicity=sc.multiplicity, looks=len(looks),
+                                 outlier_screen=sc.screen)
     study.run_blocks(1, sc.blocks, list(study.cells))
     deltas = study.analyse(settings)
     for done, nxt in zip(looks, looks[1:]):
@@ -301,7 +330,7 @@ def run_phases(sc: Scenario, phases: int, studies: int, seed: int = 1, counted: 
     with the levels' (``analysis.deltas``)."""
     from cryptoperf.workloads import fleet
     rng = np.random.default_rng(seed)
-    settings = analysis.Settings(margin_pct=sc.margin_pct, multiplicity=sc.multiplicity)
+    settings = analysis.Settings(margin_pct=sc.margin_pct, multiplicity=sc.multiplicity, outlier_screen=sc.screen)
     fw = excl = called = changed = 0
     for _ in range(studies):
         study = _Study(sc, rng)
@@ -395,6 +424,39 @@ def design_scenarios(default_blocks: int) -> list[Scenario]:
     ]
 
 
+def outlier_scenarios(default_blocks: int) -> list[Scenario]:
+    """Scenarios that show what setting outlier blocks aside buys and costs
+    (docs/methodology.md, "Outlier blocks"): clean A/A rates with the screen on, and a true +5 %
+    at CV 3 % with one ×3 repetition or 8 % of repetitions at ×2, with the screen off and on."""
+    n = default_blocks
+    plus5 = dict(true_ratio=1.05, cv=0.03, multiplicity=False)
+    x3 = dict(outlier_count=1, outlier_factor=3.0)
+    bimodal = dict(bimodal=0.08, bimodal_factor=2.0)
+    out = [Scenario(f"A/A, clean, {b} blocks, screen on", b, multiplicity=False) for b in (5, n, 20)]
+    out += [
+        Scenario(f"A/A, clean, 24 comparisons, {n} blocks, screen on", n, groups=8, configs=3),
+        Scenario(f"+5 %, clean, {n} blocks, screen off", n, screen=False, **plus5),
+        Scenario(f"+5 %, clean, {n} blocks, screen on", n, **plus5),
+    ]
+    for label, extra in ((f"one ×3 repetition of {2 * n}", x3), ("8 % of repetitions ×2", bimodal)):
+        for screen in (False, True):
+            on = "on" if screen else "off"
+            out += [Scenario(f"+5 %, {label}, {n} blocks, screen {on}", n, screen=screen, **plus5, **extra),
+                    Scenario(f"A/A, {label}, {n} blocks, screen {on}", n, multiplicity=False, screen=screen,
+                             **extra)]
+    out += [
+        Scenario(f"+5 %, one ×3 repetition, sequential {n}→{4 * n}, screen off", n, max_blocks=4 * n,
+                 screen=False, **plus5, **x3),
+        Scenario(f"+5 %, one ×3 repetition, sequential {n}→{4 * n}, screen on", n, max_blocks=4 * n,
+                 **plus5, **x3),
+        Scenario("+5 %, one ×3 repetition of 10, 5 blocks, screen on", 5, **plus5, **x3),
+        Scenario(f"A/A, 8 % of repetitions ×2, 24 comparisons, {n} blocks, screen on", n, groups=8, configs=3,
+                 **bimodal),
+        Scenario(f"+5 %, 2 % of repetitions ×1.3, {n} blocks, screen on", n, outliers=0.02, **plus5),
+    ]
+    return out
+
+
 def bca_coverage(blocks: int, studies: int, cv: float = 0.03, seed: int = 1) -> float:
     """Coverage of a 95 % BCa bootstrap interval (scipy.stats.bootstrap) of the mean per-block
     log ratio, on the same A/A data as the t interval: the alternative the t interval was
@@ -484,13 +546,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--studies", type=int, default=20000, help="simulated studies per single-comparison "
                    "scenario (a 24-comparison scenario runs a tenth as many) [default: 20000]")
     p.add_argument("--seed", type=int, default=1, help="seed of the simulation [default: 1]")
+    p.add_argument("--tables", default="acceptance,design,outliers,bca",
+                   help="which tables to print, comma-separated [default: all of acceptance,design,outliers,bca]")
     a = p.parse_args(argv)
+    tables = set(a.tables.split(","))
     opts = study_mod.options_for("study")
     default_blocks = int(opts["repetitions"].default)
     min_blocks = int(opts["repetitions"].min)
     max_blocks = 4 * default_blocks
     for title, scenarios in (("acceptance", acceptance_scenarios(default_blocks, min_blocks, max_blocks)),
-                             ("design", design_scenarios(default_blocks))):
+                             ("design", design_scenarios(default_blocks)),
+                             ("outliers", outlier_scenarios(default_blocks))):
+        if title not in tables:
+            continue
         figures = []
         for sc in scenarios:
             n = a.studies if sc.comparisons == 1 else max(a.studies // 10, 100)
@@ -501,6 +569,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{sc.name}: {f.seconds:.1f} s", file=sys.stderr)
         print(f"\n{title}:\n")
         print(format_table(figures))
+    if "bca" not in tables:
+        return 0
     print("\nBCa bootstrap (scipy) vs t interval, A/A coverage of 95 % intervals:\n")
     print("| blocks | BCa coverage | t coverage |\n|---:|---:|---:|")
     for b in (min_blocks, 5, default_blocks):

@@ -228,6 +228,8 @@ class Interval:
             resolution leaves unknown (``histogram_resolution``: a p50 read from a histogram
             is known to one bucket), so that values rounded alike in every block cannot give a
             zero-width interval; 0 when the values are not rounded.
+        set_aside: positions (0-based, into the arrays the interval was computed from) of the
+            paired values left out as outliers (``outliers.outlier_blocks``); ``n`` counts the others.
     """
 
     ratio: float
@@ -239,6 +241,7 @@ class Interval:
     df: float
     method: str
     resolution_log: float = 0.0
+    set_aside: tuple[int, ...] = ()
 
     @property
     def delta_pct(self) -> float:
@@ -262,15 +265,17 @@ class Interval:
     def at_level(self, level: float) -> "Interval":
         """The same estimate with its interval at another confidence ``level``."""
         return _interval(math.log(self.ratio), self.se_log, self.df, level, self.n, self.method,
-                         self.resolution_log)
+                         self.resolution_log, self.set_aside)
 
     def as_dict(self) -> dict[str, Any]:
         """``ratio``, ``ci_low``, ``ci_high``, ``level``, ``delta_pct``, ``ci_low_pct``,
-        ``ci_high_pct``, ``n``, ``se_log``, ``df``, ``method`` (numbers only: the reports word
-        them, ``report/format.py``)."""
+        ``ci_high_pct``, ``n``, ``se_log``, ``df``, ``method``, ``set_aside`` (how many paired
+        values were left out as outliers; numbers only: the reports word them,
+        ``report/format.py``)."""
         return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "level": self.level,
                 "delta_pct": self.delta_pct, "ci_low_pct": self.low_pct, "ci_high_pct": self.high_pct,
-                "n": self.n, "se_log": self.se_log, "df": self.df, "method": self.method}
+                "n": self.n, "se_log": self.se_log, "df": self.df, "method": self.method,
+                "set_aside": len(self.set_aside)}
 
 
 @functools.lru_cache(maxsize=65536)
@@ -280,10 +285,11 @@ def t_quantile(level: float, df: float) -> float:
 
 
 def _interval(mean_log: float, se_log: float, df: float, level: float, n: int, method: str,
-              resolution_log: float = 0.0) -> Interval:
+              resolution_log: float = 0.0, set_aside: tuple[int, ...] = ()) -> Interval:
     half = max(t_quantile(level, df) * se_log if se_log > 0 else 0.0, resolution_log)
     return Interval(ratio=math.exp(mean_log), low=math.exp(mean_log - half), high=math.exp(mean_log + half),
-                    level=level, n=n, se_log=se_log, df=df, method=method, resolution_log=resolution_log)
+                    level=level, n=n, se_log=se_log, df=df, method=method, resolution_log=resolution_log,
+                    set_aside=set_aside)
 
 
 #: The histograms' resolution: the worker records latencies in HdrHistograms of 3 significant
@@ -321,22 +327,30 @@ def _positive_logs(name: str, values: Sequence[float]) -> np.ndarray:
 
 
 def paired_log_ratio(sample: Sequence[float], baseline: Sequence[float],
-                     level: float = DEFAULT_LEVEL, resolution: float = 0.0) -> Interval:
+                     level: float = DEFAULT_LEVEL, resolution: float = 0.0,
+                     set_aside: Sequence[int] = ()) -> Interval:
     """Ratio of ``sample`` to ``baseline`` from paired values (``sample[i]`` and
     ``baseline[i]`` measured in the same block), with a t interval on the per-block log ratios,
     never narrower than ``resolution`` (a fraction: how far rounded values may sit from the
-    truth on either side, e.g. ``histogram_resolution`` of both sides added).
+    truth on either side, e.g. ``histogram_resolution`` of both sides added). The pairs at
+    positions ``set_aside`` (0-based; e.g. ``outliers.outlier_blocks``' answer) are left out: the
+    estimate, its spread and its degrees of freedom are those of the others, and the interval
+    records them (``Interval.set_aside``).
 
-    Both shape (n,), n >= 2, positive. Raises ValueError otherwise.
+    Both shape (n,), positive, with at least 2 pairs left. Raises ValueError otherwise (also for
+    a position outside 0..n−1).
     """
     a, b = _positive_logs("sample", sample), _positive_logs("baseline", baseline)
     if a.size != b.size:
         raise ValueError(f"paired samples differ in length ({a.size} vs {b.size})")
-    if a.size < 2:
+    out = tuple(sorted({int(i) for i in set_aside}))
+    if out and (out[0] < 0 or out[-1] >= a.size):
+        raise ValueError(f"set-aside positions {list(out)} outside 0..{a.size - 1}")
+    d = np.delete(a - b, list(out))
+    if d.size < 2:
         raise ValueError("an interval needs at least 2 paired values")
-    d = a - b
     se = float(d.std(ddof=1) / math.sqrt(d.size))
-    return _interval(float(d.mean()), se, d.size - 1, level, int(d.size), PAIRED_T, math.log1p(resolution))
+    return _interval(float(d.mean()), se, d.size - 1, level, int(d.size), PAIRED_T, math.log1p(resolution), out)
 
 
 def welch_log_ratio(sample: Sequence[float], baseline: Sequence[float],
