@@ -157,7 +157,7 @@ def test_regression_gate_on_inconclusive_and_a_wider_margin(cli, store):
 
 @pytest.mark.parametrize("args, fragments, code", [
     (["1", "9"], ["no run 9 in store", "see `cryptoperf list`"], 2),
-    (["one", "2"], ["run id must be a number or 'latest', got 'one'"], 2),
+    (["one", "2"], ["run id must be a number, 'latest', 'previous' or 'latest~N', got 'one'"], 2),
     (["1"], ["compare needs two runs, RUN_A RUN_B", "--by host RUN"], 2),
     (["1", "2", "--by", "host"], ["compare --by host takes one run", "drop 2"], 2),
     (["1", "2", "--baseline-host", "a"], ["--baseline-host goes with --by host RUN"], 2),

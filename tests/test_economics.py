@@ -330,7 +330,7 @@ def test_cli_plan_json(cli, econ_store):
      ["--accel-host-cpu-us-per-op must be a number >= 0"]),
     (["--op", "rsa", "--configuration", "old", "--rate", "abc"], ["--rate 'abc' is not a rate"]),
     (["7", "--op", "rsa", "--configuration", "old", "--rate", "1"], ["no run 7 in store"]),
-    (["seven", "--op", "rsa", "--configuration", "old", "--rate", "1"], ["run id must be a number or 'latest'"]),
+    (["seven", "--op", "rsa", "--configuration", "old", "--rate", "1"], ["run id must be a number, 'latest'"]),
 ])
 def test_cli_plan_errors_are_one_line(cli, econ_store, args, fragments):
     assert_one_line_error(cli("plan", *args, "--store", econ_store), *fragments)

@@ -49,7 +49,7 @@ def test_importable_from_the_package():
 def test_unknown_run_and_missing_store(store, tmp_path):
     with pytest.raises(StoreError, match="no run 7 in store"):
         cryptoperf.load(7, store=store)
-    with pytest.raises(StoreError, match="run id must be a number or 'latest'"):
+    with pytest.raises(StoreError, match="run id must be a number, 'latest'"):
         cryptoperf.load("seven", store=store)
     with pytest.raises(StoreError, match="no store at"):
         cryptoperf.load(store=tmp_path / "nope.sqlite")

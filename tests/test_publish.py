@@ -32,7 +32,7 @@ NEW_HOST = {"hostname": "other-box", "cpu_model": "Other CPU 9000"}
 SHA256_NS = {1: 2024, 2: 2200, 3: 3036}
 SITE_FILES = {"index.html", "runs/1.html", "runs/2.html", "runs/3.html", "runs/4.html", "runs/5.html",
               "compare/1-2.html", "compare/2-3.html", "trend/t.html", "trend/other.html",
-              ".cryptoperf-site.json"}
+              "trend/speed-runs.html", ".cryptoperf-site.json"}
 
 
 @dataclass
@@ -109,8 +109,8 @@ def _files(site: Path) -> set[str]:
 def test_publish_writes_the_index_every_run_compare_and_trend_page_and_prints_the_index(published):
     assert _files(published.site) == SITE_FILES
     assert published.out == f"{published.site / 'index.html'}\n"
-    assert "published 5 run reports, 2 comparisons and 2 trend pages (10 pages written" in published.err
-    assert "[10/10] index" in published.err  # progress, one line per tenth of the steps off a terminal
+    assert "published 5 run reports, 2 comparisons and 3 trend pages (11 pages written" in published.err
+    assert "[11/11] index" in published.err  # progress, one line per tenth of the steps off a terminal
 
 
 class _Links(HTMLParser):
@@ -177,7 +177,8 @@ def test_the_index_lists_every_run_with_its_host_libraries_verdicts_and_pages(pu
         assert text in row3, text
     row5 = page[page.index('<tr id="run-5"'):]
     row5 = row5[:row5.index("</tr>")]
-    assert "<td>speed</td>" in row5 and 'href="runs/5.html"' in row5 and "trend/" not in row5
+    # a speed run has the trend of every speed run (the only one here: no comparison yet)
+    assert "<td>speed</td>" in row5 and 'href="runs/5.html"' in row5 and 'href="trend/speed-runs.html"' in row5
     assert 'href="trend/other.html"' in page
 
 
@@ -323,7 +324,7 @@ def test_publishing_again_keeps_unchanged_pages_and_rewrites_a_tampered_one(copy
     (copy.site / "runs" / "1.html").write_text("edited")
     with stored.open_store(copy.store) as st:
         site = publish.publish(st, copy.site)
-    assert (site.written, site.kept, site.removed) == (1, 9, 0)
+    assert (site.written, site.kept, site.removed) == (1, 10, 0)
     assert {f: (copy.site / f).read_bytes() for f in _files(copy.site) if f != ".cryptoperf-site.json"} == \
         {f: b for f, b in before.items() if f != ".cryptoperf-site.json"}
 
@@ -341,7 +342,7 @@ def test_publishing_again_adds_a_new_run_and_removes_a_run_gone_from_the_store(c
     assert _files(copy.site) == SITE_FILES - {"runs/4.html", "trend/other.html"} | {"runs/6.html",
                                                                                    "compare/3-6.html"}
     # written: run 6, compare 3-6, the trend, the index; the other runs' pages and comparisons kept
-    assert (site.written, site.kept, site.removed) == (4, 6, 2)
+    assert (site.written, site.kept, site.removed) == (4, 7, 2)
     assert '<a href="../compare/3-6.html">Compare with the previous run (3)</a>' in \
         (copy.site / "runs" / "6.html").read_text()
     assert (copy.site / "trend" / "t.html").read_text().count('<svg class="plot trend"') == 2
@@ -364,7 +365,7 @@ def test_a_publish_that_stops_half_way_leaves_a_site_the_next_publish_completes(
     assert "runs/1.html" in _files(copy.site) and "trend/t.html" not in _files(copy.site)
     with stored.open_store(copy.store) as st:
         site = publish.publish(st, copy.site)
-    assert _files(copy.site) == SITE_FILES and site.kept + site.written == 10
+    assert _files(copy.site) == SITE_FILES and site.kept + site.written == 11
     with stored.open_store(copy.store) as st:
         assert publish.publish(st, copy.site).written == 0
 
@@ -379,7 +380,7 @@ def test_runs_that_cannot_be_read_are_listed_without_a_page_and_left_out_of_comp
     res = cli("publish", copy.site, "--store", copy.store)
     assert res.code == 0, res.err
     assert _files(copy.site) == SITE_FILES - {"runs/2.html", "runs/5.html", "compare/1-2.html",
-                                              "compare/2-3.html"} | {"compare/1-3.html"}
+                                              "compare/2-3.html", "trend/speed-runs.html"} | {"compare/1-3.html"}
     notes = [line for line in res.err.splitlines() if line.startswith("note: ")]
     assert len(notes) == 2 and notes[0].startswith("note: no page for run 5: format version 99")
     assert notes[1].startswith("note: no page for run 2: ")

@@ -485,7 +485,7 @@ def test_report_of_a_missing_run_is_a_one_line_error(cli, made):
     res = cli("report", "99", "--store", made.store)
     assert_one_line_error(res, "no run 99", str(made.store), code=2)
     res = cli("report", "abc", "--store", made.store)
-    assert_one_line_error(res, "run id must be a number or 'latest'", code=2)
+    assert_one_line_error(res, "run id must be a number, 'latest'", code=2)
 
 
 def test_report_of_an_empty_or_missing_store_is_a_one_line_error(cli, tmp_path):

@@ -138,6 +138,9 @@ def match_key(s: CellSummary) -> tuple[str, str, str, int | None]:
     return (c.configuration, c.backend, c.label, c.size_bytes)
 
 
+#: ``--fail-on undecided``: the same as ``inconclusive``, in the gate's own word.
+UNDECIDED = "undecided"
+
 #: The run-to-run standard deviation (%, of one run's geometric mean) assumed when one run per
 #: side and no history measure it: the upper end of the shifts seen between runs of one build on
 #: one host (docs/methodology.md, "Across runs").
@@ -146,8 +149,11 @@ DEFAULT_RUN_SD_PCT = 2.0
 
 def failing(deltas: Sequence[Delta], fail_on: Sequence[str]) -> list[Delta]:
     """The deltas that fail a regression gate: with ``slower`` in ``fail_on``, those "slower"
-    beyond the margin (not "x % slower, within the ±m % margin"); with ``inconclusive``, the
-    undecided ones (a delta without an interval counts as undecided)."""
+    beyond the margin (not "x % slower, within the ±m % margin"); with ``inconclusive`` (or its
+    synonym ``undecided``), the undecided ones (a delta without an interval counts as
+    undecided)."""
+    if UNDECIDED in fail_on:
+        fail_on = tuple(fail_on) + (stats.INCONCLUSIVE,)
     out = []
     for d in deltas:
         v = d.verdict
@@ -159,6 +165,54 @@ def failing(deltas: Sequence[Delta], fail_on: Sequence[str]) -> list[Delta]:
             bad = v.kind in fail_on
         if bad:
             out.append(d)
+    return out
+
+
+@dataclass(frozen=True)
+class Undecided:
+    """A comparison the gate could not decide, with the worst its interval leaves possible.
+
+    Attributes:
+        delta: the comparison (its verdict ``inconclusive``, or no verdict at all).
+        worst: the largest slowdown its interval allows, in the metric's own words
+            (``p50 latency 31.3 % higher``, ``23.0 % fewer ops/s``); '' without an interval.
+        worst_pct: that slowdown as the change of the metric in % (+31.3, −23.0); None without
+            an interval.
+    """
+
+    delta: Delta
+    worst: str
+    worst_pct: float | None
+
+    def as_dict(self) -> dict[str, Any]:
+        """``cell`` (backend/label/size/configuration), ``worst``, ``worst_pct``."""
+        d = self.delta
+        return {"cell": f"{d.backend}/{d.label}/{d.size_bytes}/{d.configuration}", "worst": self.worst,
+                "worst_pct": self.worst_pct}
+
+
+def undecided(deltas: Sequence[Delta]) -> list[Undecided]:
+    """The comparisons of ``deltas`` that decided nothing (inconclusive, or no interval), each
+    with the largest slowdown its decisive interval allows: the upper bound of a latency or CPU
+    ratio, the lower bound of a throughput ratio — what a gate that passed them has not ruled
+    out."""
+    out = []
+    for d in deltas:
+        if d.verdict is not None and d.verdict.kind != stats.INCONCLUSIVE:
+            continue
+        ci = d.decisive
+        if ci is None:
+            out.append(Undecided(d, "", None))
+            continue
+        key = stats.metric_key(d.verdict.metric)
+        higher_is_slower = stats.METRICS[key][1]
+        bound = ci.high if higher_is_slower else ci.low
+        pct = (bound - 1.0) * 100.0
+        if (bound > 1.0) != higher_is_slower:
+            out.append(Undecided(d, "no slowdown", pct))
+            continue
+        amount = f"{stats.factor_text(bound)}×" if stats.factor_form(bound) else f"{abs(pct):.1f} %"
+        out.append(Undecided(d, stats.change_words(key, bound > 1.0, amount), pct))
     return out
 
 

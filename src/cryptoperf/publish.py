@@ -225,7 +225,15 @@ def _compare_rel(a: int, b: int) -> str:
     return f"compare/{a}-{b}.html"
 
 
+#: The series every ``speed`` run belongs to: its trend page and its comparisons with the
+#: previous speed run, as a study's runs have theirs.
+SPEED_SERIES = "speed runs"
+
+
 def _study_name(e: dict[str, Any]) -> str | None:
+    """The series of a run's trend page: its study's name, ``SPEED_SERIES`` for a speed run."""
+    if e["kind"] == "speed":
+        return SPEED_SERIES
     return str(e["study"]) if e["kind"] == "study" and e["study"] else None
 
 

@@ -11,6 +11,7 @@ its results back.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
@@ -127,10 +128,15 @@ def run_seed(meta: dict[str, Any], study: Study | None) -> int:
     return study.seed if study is not None and study.seed is not None else LEGACY_SEED
 
 
+#: ``latest``, ``previous``, ``latest~N``: a run named by its place among the newest.
+_RELATIVE = re.compile(r"(latest|previous)(?:~(\d+))?")
+
+
 def resolve_id(store: Store, run_id: str | int | None) -> int:
-    """The id of ``run_id``: an integer, or ``latest``/None for the newest **study** run (a
+    """The id of ``run_id``: an integer; ``latest``/None for the newest **study** run (a
     ``speed`` call is stored too, but is rarely what a report, a comparison or a plan means;
-    the newest run of any kind when the store holds no study).
+    the newest run of any kind when the store holds no study); ``previous`` for the one before
+    it, ``latest~N`` (``previous~N``) for the one N (N + 1) before it, of the same kind.
 
     Raises StoreError when the store is empty, NoSuchRun (a StoreError, exit code 2) when
     ``run_id`` is malformed or not in the store.
@@ -139,13 +145,20 @@ def resolve_id(store: Store, run_id: str | int | None) -> int:
     if not runs:
         raise StoreError(f"store {store.location} holds no runs; run `cryptoperf study FILE` first "
                          "(or pass --store with another store)")
-    if run_id is None or str(run_id) == "latest":
+    relative = _RELATIVE.fullmatch(str(run_id)) if run_id is not None else None
+    if run_id is None or relative:
+        back = (1 if relative and relative.group(1) == "previous" else 0) + int(relative.group(2) or 0 if relative else 0)
         studies = [r for r in runs if r.get("kind") == "study"]
-        return int((studies or runs)[-1]["id"])
+        pool = studies or runs
+        if back >= len(pool):
+            kind = "study runs" if studies else "runs"
+            raise NoSuchRun(f"'{run_id}' names the run {back} before the newest, but the store {store.location} "
+                            f"holds {len(pool)} {kind}")
+        return int(pool[-1 - back]["id"])
     try:
         wanted = int(run_id)
     except ValueError:
-        raise NoSuchRun(f"run id must be a number or 'latest', got '{run_id}'") from None
+        raise NoSuchRun(f"run id must be a number, 'latest', 'previous' or 'latest~N', got '{run_id}'") from None
     if not any(int(r["id"]) == wanted for r in runs):
         raise NoSuchRun(f"no run {wanted} in store {store.location} (ids {runs[0]['id']}–{runs[-1]['id']}; "
                          "see `cryptoperf list`)")

@@ -87,7 +87,7 @@ def list_runs(store_path: str | None, as_json: bool) -> None:
     out.print(f"store: {path}", markup=False)
 
 
-FAIL_ON = ("slower", "inconclusive")
+FAIL_ON = ("slower", "undecided", "inconclusive")
 
 
 @cli.command()
@@ -117,7 +117,9 @@ FAIL_ON = ("slower", "inconclusive")
 @click.option("--fail-on", "fail_on", type=click.Choice(FAIL_ON), multiple=True,
               help="Exit with status 1 when any matched cell's verdict is 'slower' beyond the margin "
                    "(a slowdown whose interval lies inside ±margin does not fail) and, with --fail-on "
-                   "inconclusive, when any is undecided: a regression gate for CI pipelines. Repeatable.")
+                   "undecided (or inconclusive), when any is undecided: a regression gate for CI "
+                   "pipelines. A gate that passes names what it could not decide and the largest "
+                   "slowdown it leaves possible. Repeatable.")
 def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | None, history: int,
             run_sd_pct: float, store_path: str | None, as_json: bool, margin_pct: float | None,
             no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
@@ -181,7 +183,7 @@ def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | 
     out.print(host_line(c.a.host).replace("host:", f"host of run {c.a.id}:", 1), markup=False)
     out.print(f"across runs: {c.run_variation}", markup=False, soft_wrap=True)
     _print_comparison(out, c, c.names[0], c.names[1], "run", "runs")
-    _print_gate(out, fail_on, [("", d) for d in failing])
+    _print_gate(out, fail_on, [("", d) for d in failing], [("", u) for u in compare_mod.undecided(c.deltas)])
     return 1 if failing else 0
 
 
@@ -231,16 +233,29 @@ def _print_comparison(out: Console, c: compare_mod.Comparison, a: int | str, b: 
                       + ", ".join(f"{s.cell.key} ({s.cell.op})" for s in cells), markup=False)
 
 
-def _print_gate(out: Console, fail_on: tuple[str, ...], failing: list[tuple[str, object]]) -> None:
-    """The regression gate's line, when --fail-on was given: (machine name or '', delta)."""
+def _print_gate(out: Console, fail_on: tuple[str, ...], failing: list[tuple[str, object]],
+                open_: list[tuple[str, compare_mod.Undecided]] = ()) -> None:
+    """The regression gate's line, when --fail-on was given: (machine name or '', delta) that
+    fail it; when it passes with comparisons it could not decide (``open_``: machine name,
+    ``compare.Undecided``), each with the largest slowdown its interval leaves possible."""
     if not fail_on:
         return
+    what = f"regression gate (--fail-on {' '.join(fail_on)})"
     if failing:
-        out.print(f"regression gate (--fail-on {' '.join(fail_on)}): FAILED by {len(failing)} cell(s): "
+        out.print(f"{what}: FAILED by {len(failing)} cell(s): "
                   + ", ".join(f"{where + ': ' if where else ''}{d.backend} {d.label} {d.configuration or ''}".strip()
                               for where, d in failing), markup=False, soft_wrap=True)
-    else:
-        out.print(f"regression gate (--fail-on {' '.join(fail_on)}): passed", markup=False)
+        return
+    if not open_:
+        out.print(f"{what}: passed", markup=False)
+        return
+    shown = "; ".join(f"{where + ': ' if where else ''}{u.delta.backend} {u.delta.label} "
+                      f"{u.delta.configuration or ''}".strip()
+                      + (f" — {u.worst} is not ruled out" if u.worst and u.worst != "no slowdown" else
+                         " — no interval" if not u.worst else "")
+                      for where, u in open_)
+    out.print(f"{what}: passed, but {len(open_)} comparison{'s' if len(open_) != 1 else ''} undecided: {shown}; "
+              "more runs or blocks would decide, or --fail-on undecided fails on them", markup=False, soft_wrap=True)
 
 
 def _compare_hosts(run_id: str, baseline_host: str | None, store_path: str | None, as_json: bool,
@@ -264,7 +279,8 @@ def _compare_hosts(run_id: str, baseline_host: str | None, store_path: str | Non
                                                       "repetitions measured):", 1), markup=False)
     for h, c in zip(hc.hosts[1:], hc.comparisons):
         _print_comparison(out, c, hc.baseline.name, h.name, "host", "hosts")
-    _print_gate(out, fail_on, failing)
+    _print_gate(out, fail_on, failing, [(h.name, u) for h, cc in zip(hc.hosts[1:], hc.comparisons)
+                                        for u in compare_mod.undecided(cc.deltas)])
     return 1 if failing else 0
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from cryptoperf import __version__, rows, speedstats, stats
+from cryptoperf.compare import undecided
 from cryptoperf.report.render import write_text
 from cryptoperf.store import FORMAT_VERSION
 from cryptoperf.stored import StoredRun
@@ -110,11 +111,15 @@ def compare_document(kind: str, comparison: Any, fail_on: Sequence[str],
     """The JSON document of ``cryptoperf compare``: ``kind`` ``compare`` for run against run
     (``compare.Comparison``) or ``compare_hosts`` for the machines of one run (its
     ``compare.compare_hosts`` result), with the regression gate's ``fail_on`` and the cells that fail it
-    (``failing``: (machine name or '', delta) pairs, named ``[machine: ]backend/label/size/configuration``)."""
+    (``failing``: (machine name or '', delta) pairs, named ``[machine: ]backend/label/size/configuration``),
+    and ``undecided``: every comparison the gate could not decide with the largest slowdown its
+    interval leaves possible (``compare.undecided``)."""
+    groups = comparison.comparisons if kind == "compare_hosts" else [comparison]
     return {"format_version": FORMAT_VERSION, "kind": kind, "cryptoperf_version": __version__,
             **comparison.as_dict(), "fail_on": list(fail_on),
             "failing": [f"{where + ': ' if where else ''}{d.backend}/{d.label}/{d.size_bytes}/{d.configuration}"
-                        for where, d in failing]}
+                        for where, d in failing],
+            "undecided": [u.as_dict() for c in groups for u in undecided(c.deltas)]}
 
 
 def result_path(out_dir: str | Path, study_name: str, started_at: str, run_id: int | None = None) -> Path:
