@@ -1,0 +1,105 @@
+"""docs/ci-gate.md runs: every ``cryptoperf`` command of its ```sh blocks (and its ``cp``), in
+order, against the fake worker, in a temporary directory.
+
+What the test sets, and nothing else: the fake worker's latencies per step — the baseline's
+runs differ by a whole-run shift of −1.5 … +2 % (as real runs do), and step 2 is run three
+times from the same baseline: with the candidate unchanged (the gate passes), 1.3× slower on
+RSA (it fails), and 5 % slower on RSA (the gate cannot tell: it passes, naming the undecided
+comparison and what it leaves possible, and fails with --fail-on undecided). Step 4's publish
+writes the speed runs' trend page."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+
+PAGE = ROOT / "docs" / "ci-gate.md"
+#: whole-run factors of the baseline's three runs (step 1), then the run of the new main (step 4)
+BASELINE_SHIFTS = [1.0, 1.02, 0.985]
+BASE_NS = {"rsa2048-sign": 250_000, "aes-128-gcm-seal": 3_500}
+
+
+def sections(text: str) -> list[list[list[str]]]:
+    """Per ``## `` section of the page, the commands of its ```sh blocks (cryptoperf and cp), each
+    split as a shell would."""
+    out = []
+    for part in re.split(r"^## ", text, flags=re.M)[1:]:
+        cmds = []
+        for body in re.findall(r"^```sh\n(.*?)^```", part, re.S | re.M):
+            cmds += [shlex.split(line) for line in body.splitlines() if line.split()[:1] in (["cryptoperf"], ["cp"])]
+        out.append(cmds)
+    return out
+
+
+def spec(factor: float, rsa: float = 1.0) -> dict:
+    return {"latency_ns": {"rsa2048-sign": round(BASE_NS["rsa2048-sign"] * factor * rsa),
+                           "aes-128-gcm-seal": round(BASE_NS["aes-128-gcm-seal"] * factor)},
+            "noise_cv": 0.002}
+
+
+def run(cli, cmd: list[str]):
+    if cmd[0] == "cp":
+        shutil.copy(cmd[1], cmd[2])
+        return None
+    return cli(*cmd[1:])
+
+
+def test_the_ci_walk_through_runs(cli, fake_worker, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    steps = sections(PAGE.read_text())
+    store_baseline, gate, cannot_tell, keep_current = steps
+    assert [c[:2] for c in store_baseline] == [["cryptoperf", "speed"]]
+    assert "--runs" in store_baseline[0]
+    # 1. the baseline: three runs, each with its own whole-run shift (one command per run here,
+    # so the fake worker can shift each; the page's --runs 3 makes the same three runs)
+    for i, f in enumerate(BASELINE_SHIFTS):
+        fake_worker(spec(f))
+        cmd = store_baseline[0][:store_baseline[0].index("--runs")] + store_baseline[0][store_baseline[0].index("--runs") + 2:]
+        res = run(cli, cmd)
+        assert res.code == 0, res.err
+        assert f"stored as run {i + 1} in baseline.sqlite" in res.out
+    # the page's own command, once, in a scratch store: --runs 3 stores three runs and says so
+    fake_worker(spec(1.0))
+    res = run(cli, [*store_baseline[0][:-1], "scratch.sqlite"])
+    assert res.code == 0 and "stored as runs 1,2,3 in scratch.sqlite" in res.out, res.out
+
+    # 2. the gate, three times from the same baseline
+    def gate_with(candidate: dict) -> object:
+        fake_worker(candidate)
+        Path("gate.sqlite").unlink(missing_ok=True)
+        results = [run(cli, cmd) for cmd in gate]
+        assert all(r is None or r.code in (0, 1) for r in results), [r.err for r in results if r]
+        assert results[1].code == 0, results[1].err
+        return results[2]
+
+    ok = gate_with(spec(1.01))
+    assert ok.code == 0, ok.out
+    assert "runs as the unit" in ok.out and "run 4 against runs 3, 2, 1" in ok.out
+    assert "regression gate (--fail-on slower): passed" in ok.out and "FAILED" not in ok.out
+    bad = gate_with(spec(1.0, rsa=1.3))
+    assert bad.code == 1 and "FAILED by 1 cell(s): openssl rsa2048-sign" in bad.out, bad.out
+    unsure = gate_with(spec(1.0, rsa=1.05))
+    assert unsure.code == 0, unsure.out
+    line = next(l for l in unsure.out.splitlines() if l.startswith("regression gate"))
+    # three baseline runs spread by ~1.7 % cannot tell a 5 % change (nor rule out more) at 95 %
+    assert re.search(r"passed, but \d comparisons? undecided: .*openssl rsa2048-sign — p50 latency \d+\.\d % higher "
+                     r"is not ruled out", line), line
+
+    # 3. failing on what it cannot tell
+    (strict,) = cannot_tell
+    res = run(cli, strict)
+    assert res.code == 1 and re.search(r"FAILED by \d cell\(s\): .*openssl rsa2048-sign", res.out), res.out
+
+    # 4. the new main's run, and the published trend
+    fake_worker(spec(1.005))
+    results = [run(cli, cmd) for cmd in keep_current]
+    assert all(r.code == 0 for r in results), [r.err for r in results]
+    assert "stored as run 4 in baseline.sqlite" in results[0].out
+    trend = (tmp_path / "site" / "trend" / "speed-runs.html").read_text()
+    assert "rsa2048-sign" in trend and (tmp_path / "site" / "index.html").exists()
