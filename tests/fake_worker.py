@@ -20,6 +20,10 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   steal_pct       {"<configuration>#<block>": pct} the /proc/stat steal share the result reports
   steal_times     how many times in a row a steal_pct entry applies to the same id (default 1:
                   the re-run of a disturbed repetition is clean), counted in FAKE_WORKER_STATE
+  other_load_pct  other work's share of the fake's 2 CPUs (%) every result reports beside the
+                  worker's own (default 0: a quiet host), added to its busy ticks
+  other_load_spike  {"<configuration>#<block>": pct} that repetition's other load instead, the
+                  first other_load_spike_times (default 1) times its id runs (FAKE_WORKER_STATE)
   unsupported     {"<backend>/<op>": reason}
   invalid         {"<backend>/<op>": reason}
   crash           ["<backend>/<op>", "<configuration>" or "<configuration>#<rep>"]  abort at the run
@@ -321,6 +325,23 @@ def steal_ticks(rid, config, rep):
     return int(round(pct * 2))
 
 
+def other_load_ticks(rid):
+    """Busy ticks (of 200) that other work adds to a result with id ``rid``: spec
+    ``other_load_spike`` for its configuration#block the first ``other_load_spike_times`` times
+    this id runs (counted in a file under FAKE_WORKER_STATE), else ``other_load_pct``."""
+    config, rep = parse_id(rid)
+    pct = float(SPEC.get("other_load_pct", 0.0))
+    spike = SPEC.get("other_load_spike", {}).get(f"{config}#{rep}")
+    state = os.environ.get("FAKE_WORKER_STATE")
+    if spike is not None and state:
+        path = Path(state) / ("load-" + hashlib.sha256(rid.encode()).hexdigest())
+        n = int(path.read_text()) if path.exists() else 0
+        path.write_text(str(n + 1))
+        if n < SPEC.get("other_load_spike_times", 1):
+            pct = float(spike)
+    return int(round(pct * 2))
+
+
 def slow_down(config, rep):
     """Spec ``slow`` {"<configuration>#<block>": seconds}: the first ``slow_times`` (default 1)
     times that id runs (counted under FAKE_WORKER_STATE), write the pid of this worker's parent
@@ -527,6 +548,7 @@ def measured(base, ops, hist, wall_ns, cpu_ns, ticks, busy, bytes_per_op, batch=
     ``sample_ns``: (min, max) of the samples (default: the histogram's); ``cpu_ns_total``: the
     process's CPU (default: its threads')."""
     low, high = sample_ns or (hist.get_min_value(), hist.get_max_value())
+    busy = min(200, busy + other_load_ticks(base.get("id", "")))
     return {**base, "status": "ok", "ops": ops, "bytes_per_op": bytes_per_op, "batch": batch,
             "timing": "individual" if batch == 1 else "batched", "wall_ns": wall_ns, "cpu_ns": cpu_ns,
             "cpu_ns_total": sum(cpu_ns) if cpu_ns_total is None else cpu_ns_total, "tsc_cycles": None, "steal_ticks": ticks, "total_ticks": 200,

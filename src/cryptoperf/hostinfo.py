@@ -312,6 +312,16 @@ def run_checks() -> list[CheckResult]:
     return out
 
 
+def load_before() -> dict[str, float] | None:
+    """The other load the host checks measured (``run_checks``, just before a study, when no
+    worker runs): ``{"other_load_pct": busy % of all CPUs, "window_s": the window's length}``,
+    or None when /proc/stat could not be read. The checks' window when they ran (else a new one)."""
+    s = _StatWindow.sample()
+    if s is None:
+        return None
+    return {"other_load_pct": round(s[1], 1), "window_s": _StatWindow.window_s}
+
+
 # --------------------------------------------------------------------------- per repetition
 
 
@@ -330,23 +340,6 @@ def other_load_pct(result: "WorkerResult", logical_cpus: int) -> float | None:
         cpu += server.cpu_ns
     own = 100.0 * cpu / (wall * logical_cpus)
     return max(0.0, 100.0 * busy / total - own)
-
-
-def disturbance(result: "WorkerResult | None", logical_cpus: int, max_steal_pct: float,
-                max_other_load_pct: float) -> str:
-    """Why the host disturbed a repetition, or '' if it did not: steal (CPU time the hypervisor
-    took) or other load (busy CPUs beyond the worker's threads) above the thresholds (in %),
-    read from the worker's /proc/stat counters around its window."""
-    if result is None:
-        return ""
-    why = []
-    total, steal = result.total_ticks, result.steal_ticks
-    if total and steal is not None and 100.0 * steal / total > max_steal_pct:
-        why.append(f"steal {100.0 * steal / total:.1f} % > {max_steal_pct:g} %")
-    other = other_load_pct(result, logical_cpus)
-    if other is not None and other > max_other_load_pct:
-        why.append(f"other load {other:.0f} % of the CPUs > {max_other_load_pct:g} %")
-    return "; ".join(why)
 
 
 # --------------------------------------------------------------------------- this process

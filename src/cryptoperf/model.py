@@ -193,8 +193,9 @@ class Outcome:
         throughput: derived figures (ops_per_s, bytes_per_s, cpu_ns_per_op, steal_pct), for ok.
         stderr_tail: the worker's last stderr lines for failed repetitions.
         started_at, finished_at: UTC ISO 8601 timestamps.
-        disturbed: why the host disturbed this repetition (steal or other load above the
-            study's threshold), '' if it did not.
+        disturbed: why the host disturbed this repetition (steal above the study's limit, or
+            other load above its steady level by more than the limit: ``run.disturbance``), ''
+            if it did not (a constant load its block shared is not a disturbance).
         superseded: True when a later attempt of the same cell and block replaces it (a
             disturbed repetition that was re-run, or one of a block that ran again on another
             Ray node, ``disturbed`` starting with ``RETRIED``); superseded outcomes are stored,

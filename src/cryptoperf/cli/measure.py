@@ -278,6 +278,10 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
 
     def show_host(host: dict, checks: list) -> None:
         err.print(host_line(host), markup=False)
+        busy = study_text.busy_line(host, plan.study) if executor == "local" else None
+        if busy:  # says what the other-load check would, and what the study does about it
+            say(busy)
+            checks = [c for c in checks if c.name != "other load"]
         terminal.host_warnings(err, checks)
 
     run = engine.run_study(plan, store=store_path, out_dir=out_dir, progress=terminal.ProgressBar(err),

@@ -8,10 +8,11 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from cryptoperf import cpumask, hostinfo, schedule, stats, study as study_mod
+from cryptoperf import cpumask, schedule, stats, study as study_mod
 from cryptoperf import paths, workload
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
+from cryptoperf.run import disturbance
 from cryptoperf.run.worker import WorkerClient, fetch_hello
 from cryptoperf.stored import StoredRun, settings_of
 from cryptoperf.study import Study
@@ -28,12 +29,13 @@ DESIGN_CV = 0.03
 DESIGN_CHANGE = 0.05
 
 
-def disturbance_rule(study: Study, logical_cpus: int) -> Callable[[Outcome], str]:
+def disturbance_rule(study: Study, logical_cpus: int,
+                     level_pct: float | None = None) -> Callable[[Outcome], str]:
     """Why the host disturbed an outcome ('' if it did not), by the study's steal and other-load
-    thresholds on a machine of ``logical_cpus``."""
-    def why(o: Outcome) -> str:
-        return hostinfo.disturbance(o.result, logical_cpus, study.max_steal_pct, study.max_other_load_pct)
-    return why
+    limits on a machine of ``logical_cpus``, other load judged against its steady level
+    (seeded with ``level_pct``, the other load measured before the study):
+    ``run.disturbance.Rule``. One rule for the whole study: it remembers the recent loads."""
+    return disturbance.Limits.of(study, level_pct).rule(logical_cpus)
 
 
 @dataclass

@@ -46,7 +46,8 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         progress: a ``run.local.Progress``; True draws a progress bar on stderr; None is silent.
         setup: build a missing setup worker build (openssl@3.6) first.
         margin_pct, multiplicity: override the study's ``margin_pct`` / ``multiplicity``.
-        on_host: called with the host fingerprint and checks before measuring.
+        on_host: called with the host fingerprint and checks before measuring (the fingerprint's
+            ``load_before``: the other load measured just before the study, ``hostinfo.load_before``).
         executor: where the repetitions run: ``"local"`` (this machine, one at a time),
             ``"ray"`` (blocks as Ray tasks on a Ray cluster, ``run.ray``; Ray is imported only
             then), or an executor object (``run.local.LocalExecutor``, ``run.ray.RayExecutor``).
@@ -118,6 +119,9 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     host = host_fingerprint(plan)
     checks = hostinfo.run_checks()
     host["checks"] = [c.as_dict() for c in checks]
+    before = hostinfo.load_before()
+    if before is not None:
+        host["load_before"] = before
     host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing
     if on_host is not None:
         on_host(host, checks)
@@ -125,7 +129,10 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
         workload.sweep_stale(plan.settings.work_dir)  # what a study killed with SIGKILL left
     paths = {n: p for n, (p, _) in plan.workers.items()}
     unmasked = unmasked_vectors(plan.workers)
-    disturbed = disturbance_rule(s, int(hello.cpu.get("logical_cpus") or os.cpu_count() or 1))
+    # the load measured here seeds the steady level of this machine's repetitions (a Ray node
+    # learns its own from its blocks)
+    level = before["other_load_pct"] if before is not None and ex.name == "local" else None
+    disturbed = disturbance_rule(s, int(hello.cpu.get("logical_cpus") or os.cpu_count() or 1), level)
     outcomes: list[Outcome] = list(prior.outcomes) if prior is not None else []
     rows: dict[int, int] = {}  # id(outcome) → its results row
     if prior is not None:

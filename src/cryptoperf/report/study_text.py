@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from cryptoperf import builds, cpumask
 from cryptoperf.model import FAILED, RETRIED
+from cryptoperf.run import disturbance
 from cryptoperf.report.format import detectable_text
 
 
@@ -126,6 +127,9 @@ def footer_lines(run: Any) -> list[str]:
     if reruns:
         out.append(f"{reruns} repetition(s) were disturbed by steal or other load and run again "
                    "(see the noise table's 'disturbed' column)")
+    line = constant_load_line(run)
+    if line:
+        out.append(line)
     if run.executor == "ray":
         out.append(f"ray: {run.retried_blocks} block(s) retried after losing their worker or node, "
                    f"{run.failed_blocks} failed" + (" (reasons in the tables and the JSON)" if run.failed_blocks else ""))
@@ -133,6 +137,37 @@ def footer_lines(run: Any) -> list[str]:
     if run.reports:
         out.append(f"report: {run.reports['html']}  summary: {run.reports['md']}")
     return out
+
+
+def busy_line(host: Mapping[str, Any], study: Any) -> str | None:
+    """The one line saying that the host was already busy when ``study`` started: the other
+    load ``host["load_before"]`` measured (``hostinfo.load_before``) above the study's
+    ``max_other_load_pct`` (``run.disturbance.Limits.busy``), in CPUs; None when it was not."""
+    before = host.get("load_before") or {}
+    limits = disturbance.Limits.of(study, before.get("other_load_pct"))
+    if not limits.busy():
+        return None
+    cpus = disturbance.logical_cpus(host)
+    used = f"{limits.level_pct * cpus / 100:.1f} of {cpus} CPUs" if cpus else f"{limits.level_pct:.0f} % of the CPUs"
+    return (f"host busy: {used} used by other processes (measured over {before.get('window_s', 0):g} s before "
+            "the study); comparisons stay paired, a repetition is re-run only when the load departs from "
+            "this level")
+
+
+def constant_load_line(run: Any) -> str | None:
+    """After a study: how many analysed repetitions ran above ``max_other_load_pct`` beside a
+    steady load and were kept (``run.disturbance.constant_load``), at what level; None when
+    none did. ``run`` is a stored study run."""
+    study = getattr(run, "study", None)
+    if study is None:
+        return None
+    c = disturbance.constant_load(run.outcomes, study.max_other_load_pct, run.host)
+    if c is None:
+        return None
+    cpus = f" (~{c.cpus:.1f} CPUs)" if c.cpus else ""
+    return (f"{c.repetitions} repetition(s) ran beside a steady other load of {c.level_pct:.0f} % of the CPUs"
+            f"{cpus}, above the {study.max_other_load_pct:g} % limit, and were kept, not re-run: every "
+            "configuration of their block shared it")
 
 
 def hosts_note(study: Any, executor: str) -> str | None:

@@ -52,7 +52,7 @@ from cryptoperf import PROTOCOL_VERSION, builds, hostinfo, schedule
 from cryptoperf.errors import (CryptoperfError, NodeMismatch, RayError, RayNotInstalled, UsageError,
                                WorkerError)
 from cryptoperf.model import CALIBRATION_BLOCK, FAILED, RETRIED, Outcome, Repetition
-from cryptoperf.run import local
+from cryptoperf.run import disturbance, local
 from cryptoperf.run.local import Progress, Workers
 from cryptoperf.schedule import Settings
 from cryptoperf.study import HostSelector, Study
@@ -312,13 +312,13 @@ def refusal(node: str, hostname: str, why: str) -> str:
 
 
 def run_block(key: str, reps: Sequence[Repetition], settings: Settings, builds_needed: Sequence[str],
-              expected: Mapping[str, Any], thresholds: tuple[float, float], queue: Any) -> str:
+              expected: Mapping[str, Any], limits: disturbance.Limits, queue: Any) -> str:
     """The Ray task of one block (run on a node): announce the attempt on ``queue`` (its key, a
     fresh token, the node's id, this process's pid and fingerprint), check the node's versions
     against ``expected`` (NodeMismatch if they differ), then run ``reps`` with
     ``run.local.execute`` — a fresh worker process each, the node's own worker binaries and
-    unmasked capability vectors, disturbed repetitions re-run against ``thresholds`` (max steal
-    %, max other load %) — putting each outcome on ``queue`` as it finishes. Returns the token.
+    unmasked capability vectors, disturbed repetitions re-run by ``limits.rule`` (one rule for
+    the block: the node's steady other load is learnt from the block's own repetitions) — putting each outcome on ``queue`` as it finishes. Returns the token.
     Raises WorkerNotFound / ProtocolMismatch as ``execute`` does."""
     import ray
     token = uuid.uuid4().hex
@@ -333,10 +333,7 @@ def run_block(key: str, reps: Sequence[Repetition], settings: Settings, builds_n
     unmasked = {(name, backend): vector for name, (_, h) in workers.items()
                 for backend, vector in h.unmasked_vectors().items()}
     cpus = int(workers[builds.DEFAULT][1].cpu.get("logical_cpus") or os.cpu_count() or 1)
-    steal, other = thresholds
-
-    def disturbed(o: Outcome) -> str:
-        return hostinfo.disturbance(o.result, cpus, steal, other)
+    disturbed = limits.rule(cpus)
 
     def send(o: Outcome) -> None:
         queue.put((_OUTCOME, key, token, pickle.dumps(o)))
@@ -546,7 +543,7 @@ class RayExecutor:
             self._block_task = ray.remote(run_block)
         return self._block_task.options(**options).remote(
             block.key, block.reps, settings, self._builds, self._expected,
-            (study.max_steal_pct, study.max_other_load_pct), self._queue)
+            disturbance.Limits.of(study), self._queue)  # the driver's own load says nothing of a node
 
     def execute(self, reps: Sequence[Repetition], settings: Settings, workers: Workers,
                 on_outcome: Callable[[Outcome], None] | None = None, progress: Progress | None = None,
