@@ -149,9 +149,11 @@ OPTIONS: tuple[Option, ...] = (
            "A repetition during which the hypervisor stole more than this share of the CPUs is "
            "re-run once and, if still disturbed, kept and flagged.", min=0, max=100, unit="%"),
     Option("study", "max_other_load_pct", "float", 25.0,
-           "A repetition during which other work kept more than this share of all CPUs busy "
-           "(busy time beyond the worker's own threads) is re-run once and, if still disturbed, "
-           "kept and flagged.", min=0, max=100, unit="%"),
+           "A repetition during which other work kept this share of all CPUs busier than the "
+           "host's steady level (busy time beyond the worker's own threads; the level measured "
+           "before the study and over the last repetitions, 0 on a quiet host) is re-run once "
+           "and, if still disturbed, kept and flagged. A constant load is not a disturbance: "
+           "every configuration of a block shares it.", min=0, max=100, unit="%"),
     Option("study", "noise_threshold_pct", "float", 10.0,
            "Coefficient of variation across repetitions above which the noise table and the "
            "report warn; verdicts do not use it (noise widens their intervals instead).",
