@@ -431,3 +431,14 @@ def test_build_py_ships_the_worker_sources(tmp_path):
     for rel in ("Cargo.toml", "Cargo.lock", "src/main.rs", "src/backends/openssl.rs", "src/ops/keys/rsa2048.pk8.der"):
         assert (shipped / rel).is_file(), rel
     assert not (shipped / "target").exists()
+
+
+def test_setup_off_a_terminal_says_how_far_cargo_has_come(cli, fake_cargo, data_dir, fake_worker, monkeypatch):
+    """Off a terminal (CI logs) there is no spinner: a line when the build starts, naming the
+    log, then one per QUIET_PROGRESS_S (0 here: one per cargo step) with cargo's step."""
+    monkeypatch.setattr(workerbuild, "QUIET_PROGRESS_S", 0.0)
+    res = cli("setup", "openssl@3.6")
+    assert res.code == 0, res
+    log = data_dir / "logs" / "openssl-3.6.log"
+    assert f"building the openssl@3.6 worker with cargo (its log: {log})" in res.err.replace("\n", " ")
+    assert "cargo at: Compiling openssl-sys v0.9.118 + OpenSSL's own build" in res.err.replace("\n", " ")

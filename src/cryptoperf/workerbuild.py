@@ -193,12 +193,18 @@ def preflight(name: str) -> tuple[str, Path]:
     return cargo, sources()
 
 
+#: Off a terminal, how often (s) a build says how far cargo has come (its log has every line).
+QUIET_PROGRESS_S = 30.0
+
+
 def build(name: str, console: Console | None = None, show_progress: bool | None = None) -> Made:
     """Build worker build ``name`` with cargo and install it in the cache (see the module doc).
 
     Shows a spinner with cargo's current step ("Compiling openssl-sys v0.9.118") and the
     elapsed time on ``console`` (stderr by default) when ``show_progress`` (default: when it is
-    a terminal). Returns a Made. Raises UsageError (not a setup build), SetupError (no cargo,
+    a terminal); otherwise a line when it starts (naming the log) and one every
+    ``QUIET_PROGRESS_S`` with the elapsed time and cargo's step. The log is written line by line
+    as cargo prints. Returns a Made. Raises UsageError (not a setup build), SetupError (no cargo,
     unwritable cache, build failed — naming cargo's last error line and the log —, or the built
     worker reports the wrong library). Ctrl-C stops cargo and propagates KeyboardInterrupt.
     """
@@ -223,7 +229,10 @@ def build(name: str, console: Console | None = None, show_progress: bool | None 
     show = console.is_terminal if show_progress is None else show_progress
     started = time.monotonic()
     tail: list[str] = []
-    with open(log, "w", encoding="utf-8") as out:
+    if not show:  # off a terminal: a line now, and one per QUIET_PROGRESS_S while cargo runs
+        console.print(f"building the {name} worker with cargo (its log: {log})", markup=False, soft_wrap=True)
+    said = time.monotonic()
+    with open(log, "w", encoding="utf-8", buffering=1) as out:  # line-buffered: the log follows cargo
         out.write("$ " + " ".join(cmd) + "\n")
         out.flush()
         progress = Progress(SpinnerColumn(), TimeElapsedColumn(), TextColumn("{task.description}", markup=False),
@@ -252,6 +261,10 @@ def build(name: str, console: Console | None = None, show_progress: bool | None 
                         vendored_openssl = False
                     hint = " + OpenSSL's own build (the long step)" if vendored_openssl else ""
                     progress.update(task, description=f"{step}{hint}")
+                    if not show and time.monotonic() - said >= QUIET_PROGRESS_S:
+                        said = time.monotonic()
+                        console.print(f"building the {name} worker: {said - started:.0f} s, cargo at: {step}{hint}",
+                                      markup=False, soft_wrap=True)
                 rc = proc.wait()
         except BaseException:
             proc.kill()
