@@ -60,7 +60,7 @@ def test_clear_error_without_pandas(store, monkeypatch):
     with pytest.raises(ImportError) as e:
         cryptoperf.load(store=store)
     assert isinstance(e.value, MissingDependency)
-    assert "pip install 'cryptoperf[data]'" in str(e.value)
+    assert "pip install '.[data]' in the cryptoperf checkout" in str(e.value)
 
 
 def test_load_says_which_run_latest_was(tmp_path, capsys):

@@ -1,6 +1,6 @@
 """``cryptoperf.load()``: stored runs as a pandas DataFrame, for notebooks and ad-hoc analysis.
 
-pandas is optional (``pip install 'cryptoperf[data]'``); everything else in cryptoperf works
+pandas is optional (``pip install '.[data]'`` in the checkout); everything else in cryptoperf works
 without it, so it is imported only when ``load`` is called.
 """
 
@@ -33,7 +33,7 @@ def _pandas():
         import pandas
     except ImportError:
         raise MissingDependency("cryptoperf.load() needs pandas, which is not installed; "
-                                "pip install 'cryptoperf[data]' (or pip install pandas)") from None
+                                "run pip install '.[data]' in the cryptoperf checkout (or pip install pandas)") from None
     return pandas
 
 

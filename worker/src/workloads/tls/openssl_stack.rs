@@ -58,7 +58,9 @@ fn configure(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), BackendErro
     b.set_max_proto_version(Some(v)).map_err(|e| failed("max version", e))?;
     let fips = crate::fips::mode("openssl");
     if fips && p.suite == Suite::Chacha20Poly1305 {
-        return Err(BackendError::Unsupported("ChaCha20-Poly1305 is not in OpenSSL's FIPS provider".into()));
+        return Err(BackendError::Unsupported(
+            "ChaCha20-Poly1305 is not in OpenSSL's FIPS provider; use suite = \"aes-128-gcm\" or \"aes-256-gcm\"".into(),
+        ));
     }
     if p.version == TlsVersion::Tls12 && p.cert == CertKind::EcdsaP256 && p.group != Group::P256 {
         // RFC 8422 5.1: in TLS 1.2 the supported groups also name the curves an ECDSA

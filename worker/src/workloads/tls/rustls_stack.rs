@@ -85,13 +85,13 @@ fn provider(which: Provider, p: &TlsParams) -> Result<CryptoProvider, BackendErr
         // The FIPS build measures the FIPS module only under what it approves; rustls says.
         if !suite.fips() {
             return Err(BackendError::Unsupported(format!(
-                "{} is not FIPS-approved in rustls's FIPS provider",
+                "{} is not FIPS-approved in rustls's FIPS provider; use suite = \"aes-128-gcm\" or \"aes-256-gcm\"",
                 want.iana
             )));
         }
         if !group.fips() {
             return Err(BackendError::Unsupported(format!(
-                "key exchange {} is not FIPS-approved in rustls's FIPS provider",
+                "key exchange {} is not FIPS-approved in rustls's FIPS provider; use group = \"p256\"",
                 p.group.name()
             )));
         }
