@@ -5,6 +5,7 @@ function of the request (cell, block), so "the same verdicts" can be asserted ex
 real orchestrator and worker killed with SIGKILL are in test_resume_kill.py."""
 
 import json
+import re
 import sqlite3
 
 import pytest
@@ -99,6 +100,8 @@ def test_a_stopped_study_resumes_to_the_verdicts_of_an_uninterrupted_one(stops, 
         assert res.code == 130, res.err
     assert res.code == 0, res.err
     assert "resuming run 1" in res.err
+    # the time it states is what is left, not the whole study's
+    assert re.search(r"only the missing ones run, about \d+ s left", res.err), res.err
     after = rows(store)
     # nothing finished was lost or rewritten, except being marked superseded with the reason
     by_id = {r[0]: r for r in after}

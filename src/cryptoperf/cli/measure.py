@@ -269,7 +269,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     if warning:
         say(warning)
     if prior is not None:
-        say(study_text.resume_line(prior))
+        say(study_text.resume_line(prior, plan))
     if cluster:
         say(study_text.cluster_line(cluster))
     if dry_run:

@@ -64,12 +64,19 @@ def power_warning(plan: Any) -> str | None:
             'until = "decided" (or say why not in [study] power_note)')
 
 
-def resume_line(prior: Any) -> str:
-    """The line that says a run is resumed: its id, start, status and what is kept. ``prior`` is
-    the stored run (``stored.StoredRun``)."""
+def resume_line(prior: Any, plan: Any = None) -> str:
+    """The line that says a run is resumed: its id, start, status, what is kept and, given the
+    ``plan`` (``engine.StudyPlan``), about how long the missing repetitions of its first look
+    take (the plan's time per repetition × those left; the plan line's time is the whole
+    study's). ``prior`` is the stored run (``stored.StoredRun``)."""
     kept = sum(1 for o in prior.outcomes if not o.superseded)
+    left = ""
+    if plan is not None:
+        planned = len(plan.cells) * (plan.study.repetitions + 1)
+        missing = max(planned - kept, 0)
+        left = f", about {duration_text(plan.estimated_seconds() * missing / planned)} left" if planned else ""
     return (f"resuming run {prior.id} (started {prior.meta.get('started_at')}, {prior.meta.get('status')}): "
-            f"{kept} repetitions kept; only the missing ones run")
+            f"{kept} repetitions kept; only the missing ones run{left}")
 
 
 def cluster_line(cluster: Mapping[str, Any]) -> str:
