@@ -129,7 +129,13 @@ def test_html_has_the_summary_table_with_deltas_intervals_blocks_and_verdicts(ht
 
 def test_html_opens_with_the_forest_plot_of_every_comparison(html, run):
     sections = re.findall(r'<section id="([^"]+)"', html)
-    assert sections[0] == "verdicts"
+    assert sections[:2] == ["answer", "verdicts"]  # the answer's tables, then the forest plot
+    answer = _section(html, "answer")
+    assert '<svg' not in answer and answer.count('<table class="answer" id="answer-latency">') == 1
+    # per operation the baseline's p50, then B's with its change and interval and the verdict
+    assert answer.count('<tr class="verdict-baseline group-start">') == OPERATIONS
+    assert answer.count('<td class="verdict" title="p50 latency 2.0× higher [') == OPERATIONS
+    assert len(re.findall(r'<td class="num">2\.0× \[\d\.\d+, \d\.\d+\]</td>', answer)) == OPERATIONS
     assert ">Verdicts at a glance</h2>" in html
     assert html.count('<svg class="plot forest"') == 1  # one metric decided on: one plot
     assert html.index('<svg class="plot forest"') < html.index('<table class="summary"')
@@ -289,7 +295,9 @@ def test_markdown_has_the_summary_table_and_key_figures(made):
 def test_markdown_opens_with_the_verdict_list_and_the_method(made, run):
     md = made.md.read_text()
     titles = re.findall(r"^## (.+)$", md, flags=re.M)
-    assert titles[0] == "Verdicts at a glance"
+    assert titles[:2] == ["Answer", "Verdicts at a glance"]
+    answer = _md_section(md, "Answer")
+    assert "**Latency**" in answer and answer.count("| **slower** |") == OPERATIONS
     verdicts = _md_section(md, "Verdicts at a glance")
     items = re.findall(r"^- (.+)$", verdicts, flags=re.M)
     assert len(items) == OPERATIONS, items
@@ -367,7 +375,13 @@ def test_noisy_study_shows_a_noise_warning(tmp_path):
     m = _run_study(tmp_path, {"rep_factors": [1.0, 1.6, 0.6]})
     html, md = m.html.read_text(), m.md.read_text()
     assert '<section id="noise-warning" class="warning">' in html
-    assert html.index('id="verdicts"') < html.index('id="noise-warning"') < html.index('id="summary"')
+    # counted in one line under the answer, listed at the end behind a <details> element
+    assert html.index('id="noise-line"') < html.index('id="verdicts"') < html.index('id="summary"')
+    assert html.index('id="study"') < html.index('id="noise-warning"')
+    assert re.search(r'To weigh: \d+ cells over the CV threshold — <a href="#noise-warning">', html)
+    assert '<details class="noise">' in _section(html, "noise-warning")
+    assert re.search(r"^To weigh: \d+ cells over the CV threshold \(details in the last section\)\.$", md, re.M)
+    assert re.findall(r"^## (.+)$", md, flags=re.M)[-1] == "Noise warning"
     warning = _section(html, "noise-warning")
     assert "Variation above the CV threshold of 10 %" in warning
     assert re.search(r"hash 1 KiB on openssl, A: CV of p50 \d+\.\d %, CV of ops/s \d+\.\d % "
