@@ -134,6 +134,19 @@ def svg(fig, plot_id: str, kind: str, title: str) -> str:
     return _svg(fig, plot_id, kind, title)
 
 
+def legend_below(fig, handles, labels: Sequence[str] | None = None, fontsize: float = 7.5):
+    """A legend of ``handles`` under the figure, outside every axes (so it never covers data),
+    in as many columns as fit the figure's width with each label's width counted generously
+    (DejaVu Sans digits are 0.64 em; 0.66 em per character is assumed); the saved SVG grows to
+    hold it (``svg`` saves the tight bounding box). Returns the legend."""
+    labels = list(labels) if labels is not None else [h.get_label() for h in handles]
+    widest = max((len(t) for t in labels), default=1) * fontsize * 0.66 / 72.0 + 0.55  # + handle, gap
+    ncol = max(1, min(len(labels), int(fig.get_figwidth() * 0.95 // widest)))
+    legend = fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
+                        fontsize=fontsize, frameon=False)
+    return legend
+
+
 def _figure(width_in: float, height_in: float):
     import matplotlib
     matplotlib.use("Agg", force=False)
@@ -146,7 +159,9 @@ def _svg(fig, plot_id: str, kind: str, title: str) -> str:
     import matplotlib
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot_id}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        # the tight bounding box holds every artist (titles, axis labels, a legend under the
+        # plot), with a margin for a browser whose font is a little wider than matplotlib's
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.15)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{plot_id}-{m.group(1)}"', text)
@@ -220,7 +235,7 @@ def latency_cdf_svg(curves: Sequence[Curve], plot_id: str, title: str,
     ax.set_ylabel("share of operations at or below")
     ax.grid(True, which="major", axis="x", color="#dddddd", linewidth=0.6)
     if curves:
-        ax.legend(loc="lower right", fontsize=8, frameon=False)
+        legend_below(fig, ax.get_legend_handles_labels()[0], fontsize=8)
     else:
         ax.text(0.5, 0.5, "no measured repetitions", transform=ax.transAxes, ha="center")
     ax.set_title(title, fontsize=10, loc="left")
