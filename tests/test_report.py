@@ -162,8 +162,9 @@ def test_html_opens_with_the_forest_plot_of_every_comparison(html, run):
 
 
 def test_forest_plot_keeps_the_band_and_zero_line_over_a_huge_range():
-    """A +1100 % row next to ±1 % rows: the log axis spans both, the ±2 % band and the 0 line
-    are still drawn, and the ticks read as % changes without crowding."""
+    """A +1100 % row next to ±1 % rows: the axis spans the small ones (the 12× row is an
+    arrowhead at its edge, said in the x label, so it does not squeeze them), the ±2 % band and
+    the 0 line are drawn, and the ticks read as % changes without crowding."""
     from cryptoperf.report import plots
     rows = [plots.ForestRow("aws-lc masked [cpu no-aesni]", 12.0, 11.4, 12.7, "slower",
                             "1100.0 % slower [1040.0, 1170.0]"),
@@ -175,7 +176,11 @@ def test_forest_plot_keeps_the_band_and_zero_line_over_a_huge_range():
     assert svg.startswith('<svg class="plot forest" id="f"')
     assert 'id="f-equivalence-band"' in svg and 'id="f-zero-line"' in svg
     assert re.findall(r'id="f-dot-(\w+)-\d+"', svg) == ["slower", "equivalent", "faster", "inconclusive"]
-    assert "+1000 %" in svg and ">0<" in svg
+    assert "+1000 %" not in svg and ">0<" in svg and "beyond ×4 / ÷4, off the axis" in svg
+    assert "1100.0 % slower [1040.0, 1170.0]" in svg
+    # without small rows beside it, a large ratio keeps its log axis
+    alone = plots.forest_svg([plots.ForestGroup("sign 4 KiB", rows[:1])], 2.0, "g", "t", "ratio (log scale)")
+    assert "+1000 %" in alone and "off the axis" not in alone
     ticks = plots.ratio_ticks(0.9, 13.0, 2.0, 0.1)
     assert 1.0 in ticks and ticks == sorted(ticks)
     assert [plots.pct_label(r) for r in (1.0, 0.9, 2.0, 11.0, 1.005)] == ["0", "\u221210 %", "+100 %",
