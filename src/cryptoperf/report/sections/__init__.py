@@ -3,8 +3,8 @@
 A *section builder* takes a ``StoredRun`` and returns zero or more ``Section``s (a title, an
 HTML body and, for what belongs in a ticket, a Markdown body). Builders register themselves
 with ``@register(order)``; the HTML and Markdown reports render whatever ``build`` returns, in
-``order``, without knowing any section by name. The answer (``answer.py``) and the core sections (verdicts at a glance, noise
-warning, summary, key figures, latency, throughput and CPU, host, reproduction) are registered
+``order``, without knowing any section by name. The answer (``answer.py``) and the core
+sections (verdicts at a glance, noise warning, summary, key figures, latency, throughput and CPU, host, reproduction) are registered
 the same way in ``core.py``, the sections every workload has in ``workloads.py``; a workload with
 figures of its own (``cryptoperf.workloads.<kind>``) has its sections in a module of this
 package named for it (``storage.py``, ``fleet.py``), found and imported by ``builders()``. Every
