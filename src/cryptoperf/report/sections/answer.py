@@ -112,11 +112,13 @@ def noise_line(run: StoredRun) -> str:
     return " · ".join(parts)
 
 
-def _figure_head(run: StoredRun, t: dict[str, Any]) -> str:
+def _figure_sub(run: StoredRun, t: dict[str, Any]) -> str:
+    """What a table's figure is, under its title: the band of a workload level's throughput,
+    else a median over repetitions."""
     if t["key"] == "throughput" and any(p.tx_per_s is not None for f in run.analysis.workloads.families
                                         for p in f.points):
-        return f"{t['figure']} ({BAND_LEVEL * 100:g} % CI across repetitions; median elsewhere)"
-    return f"{t['figure']} (median over repetitions)"
+        return f"{BAND_LEVEL * 100:g} % CI across repetitions"
+    return "median over repetitions"
 
 
 @register(order=0)
@@ -137,7 +139,8 @@ def answer(run: StoredRun) -> list[Section]:
     lead = (f"Each configuration against the baseline {baseline} on the same backend, operation, size and "
             f"load level, decided on {on}: {counts}.")
     for t in tables:
-        t["figure_head"] = _figure_head(run, t)
+        t["figure_sub"] = _figure_sub(run, t)
+        t["figure_head"] = f"{t['figure']} ({t['figure_sub']})"
     html = fragment("sections/answer.html.j2", lead=lead, tables=tables, noise=noise, ci=ci,
                     margin=f"{a.settings.margin_pct:g}")
     md = lead.replace(f"baseline {baseline}", f"baseline **{baseline}**") + "\n"
