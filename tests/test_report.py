@@ -129,7 +129,13 @@ def test_html_has_the_summary_table_with_deltas_intervals_blocks_and_verdicts(ht
 
 def test_html_opens_with_the_forest_plot_of_every_comparison(html, run):
     sections = re.findall(r'<section id="([^"]+)"', html)
-    assert sections[0] == "verdicts"
+    assert sections[:2] == ["answer", "verdicts"]  # the answer's tables, then the forest plot
+    answer = _section(html, "answer")
+    assert '<svg' not in answer and answer.count('<table class="answer" id="answer-latency">') == 1
+    # per operation the baseline's p50, then B's with its change and interval and the verdict
+    assert answer.count('<tr class="verdict-baseline group-start">') == OPERATIONS
+    assert answer.count('<td class="verdict" title="p50 latency 2.0× higher [') == OPERATIONS
+    assert len(re.findall(r'<td class="num">2\.0× \[\d\.\d+, \d\.\d+\]</td>', answer)) == OPERATIONS
     assert ">Verdicts at a glance</h2>" in html
     assert html.count('<svg class="plot forest"') == 1  # one metric decided on: one plot
     assert html.index('<svg class="plot forest"') < html.index('<table class="summary"')
@@ -156,8 +162,9 @@ def test_html_opens_with_the_forest_plot_of_every_comparison(html, run):
 
 
 def test_forest_plot_keeps_the_band_and_zero_line_over_a_huge_range():
-    """A +1100 % row next to ±1 % rows: the log axis spans both, the ±2 % band and the 0 line
-    are still drawn, and the ticks read as % changes without crowding."""
+    """A +1100 % row next to ±1 % rows: the axis spans the small ones (the 12× row is an
+    arrowhead at its edge, said in the x label, so it does not squeeze them), the ±2 % band and
+    the 0 line are drawn, and the ticks read as % changes without crowding."""
     from cryptoperf.report import plots
     rows = [plots.ForestRow("aws-lc masked [cpu no-aesni]", 12.0, 11.4, 12.7, "slower",
                             "1100.0 % slower [1040.0, 1170.0]"),
@@ -169,7 +176,11 @@ def test_forest_plot_keeps_the_band_and_zero_line_over_a_huge_range():
     assert svg.startswith('<svg class="plot forest" id="f"')
     assert 'id="f-equivalence-band"' in svg and 'id="f-zero-line"' in svg
     assert re.findall(r'id="f-dot-(\w+)-\d+"', svg) == ["slower", "equivalent", "faster", "inconclusive"]
-    assert "+1000 %" in svg and ">0<" in svg
+    assert "+1000 %" not in svg and ">0<" in svg and "beyond ×4 / ÷4, off the axis" in svg
+    assert "1100.0 % slower [1040.0, 1170.0]" in svg
+    # without small rows beside it, a large ratio keeps its log axis
+    alone = plots.forest_svg([plots.ForestGroup("sign 4 KiB", rows[:1])], 2.0, "g", "t", "ratio (log scale)")
+    assert "+1000 %" in alone and "off the axis" not in alone
     ticks = plots.ratio_ticks(0.9, 13.0, 2.0, 0.1)
     assert 1.0 in ticks and ticks == sorted(ticks)
     assert [plots.pct_label(r) for r in (1.0, 0.9, 2.0, 11.0, 1.005)] == ["0", "\u221210 %", "+100 %",
@@ -289,7 +300,9 @@ def test_markdown_has_the_summary_table_and_key_figures(made):
 def test_markdown_opens_with_the_verdict_list_and_the_method(made, run):
     md = made.md.read_text()
     titles = re.findall(r"^## (.+)$", md, flags=re.M)
-    assert titles[0] == "Verdicts at a glance"
+    assert titles[:2] == ["Answer", "Verdicts at a glance"]
+    answer = _md_section(md, "Answer")
+    assert "**Latency**" in answer and answer.count("| **slower** |") == OPERATIONS
     verdicts = _md_section(md, "Verdicts at a glance")
     items = re.findall(r"^- (.+)$", verdicts, flags=re.M)
     assert len(items) == OPERATIONS, items
@@ -367,7 +380,13 @@ def test_noisy_study_shows_a_noise_warning(tmp_path):
     m = _run_study(tmp_path, {"rep_factors": [1.0, 1.6, 0.6]})
     html, md = m.html.read_text(), m.md.read_text()
     assert '<section id="noise-warning" class="warning">' in html
-    assert html.index('id="verdicts"') < html.index('id="noise-warning"') < html.index('id="summary"')
+    # counted in one line under the answer, listed at the end behind a <details> element
+    assert html.index('id="noise-line"') < html.index('id="verdicts"') < html.index('id="summary"')
+    assert html.index('id="study"') < html.index('id="noise-warning"')
+    assert re.search(r'To weigh: \d+ cells over the CV threshold — <a href="#noise-warning">', html)
+    assert '<details class="noise">' in _section(html, "noise-warning")
+    assert re.search(r"^To weigh: \d+ cells over the CV threshold \(details in the last section\)\.$", md, re.M)
+    assert re.findall(r"^## (.+)$", md, flags=re.M)[-1] == "Noise warning"
     warning = _section(html, "noise-warning")
     assert "Variation above the CV threshold of 10 %" in warning
     assert re.search(r"hash 1 KiB on openssl, A: CV of p50 \d+\.\d %, CV of ops/s \d+\.\d % "

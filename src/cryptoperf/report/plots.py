@@ -134,6 +134,19 @@ def svg(fig, plot_id: str, kind: str, title: str) -> str:
     return _svg(fig, plot_id, kind, title)
 
 
+def legend_below(fig, handles, labels: Sequence[str] | None = None, fontsize: float = 7.5):
+    """A legend of ``handles`` under the figure, outside every axes (so it never covers data),
+    in as many columns as fit the figure's width with each label's width counted generously
+    (DejaVu Sans digits are 0.64 em; 0.66 em per character is assumed); the saved SVG grows to
+    hold it (``svg`` saves the tight bounding box). Returns the legend."""
+    labels = list(labels) if labels is not None else [h.get_label() for h in handles]
+    widest = max((len(t) for t in labels), default=1) * fontsize * 0.66 / 72.0 + 0.55  # + handle, gap
+    ncol = max(1, min(len(labels), int(fig.get_figwidth() * 0.95 // widest)))
+    legend = fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=ncol,
+                        fontsize=fontsize, frameon=False)
+    return legend
+
+
 def _figure(width_in: float, height_in: float):
     import matplotlib
     matplotlib.use("Agg", force=False)
@@ -146,7 +159,9 @@ def _svg(fig, plot_id: str, kind: str, title: str) -> str:
     import matplotlib
     buf = io.StringIO()
     with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": plot_id}):
-        fig.savefig(buf, format="svg", metadata={"Date": None})
+        # the tight bounding box holds every artist (titles, axis labels, a legend under the
+        # plot), with a margin for a browser whose font is a little wider than matplotlib's
+        fig.savefig(buf, format="svg", metadata={"Date": None}, bbox_inches="tight", pad_inches=0.15)
     text = buf.getvalue()
     text = text[text.index("<svg"):]
     text = re.sub(r'\bid="([^"]+)"', lambda m: f'id="{plot_id}-{m.group(1)}"', text)
@@ -220,7 +235,7 @@ def latency_cdf_svg(curves: Sequence[Curve], plot_id: str, title: str,
     ax.set_ylabel("share of operations at or below")
     ax.grid(True, which="major", axis="x", color="#dddddd", linewidth=0.6)
     if curves:
-        ax.legend(loc="lower right", fontsize=8, frameon=False)
+        legend_below(fig, ax.get_legend_handles_labels()[0], fontsize=8)
     else:
         ax.text(0.5, 0.5, "no measured repetitions", transform=ax.transAxes, ha="center")
     ax.set_title(title, fontsize=10, loc="left")
@@ -350,13 +365,27 @@ def _forest_range(rows: Sequence[ForestRow], m: float) -> tuple[float, float]:
     return lo * math.exp(-pad), hi * math.exp(pad)
 
 
+#: A forest row whose ratio is beyond this factor either way of 0 % (×4, ÷4) is drawn off-scale
+#: at the axis edge when other rows are within it, so that one large ratio does not squeeze them.
+OFF_SCALE = 4.0
+
+
+def _off_scale(rows: Sequence[ForestRow]) -> set[int]:
+    """Indexes of the rows drawn off-scale (``OFF_SCALE``): none when every row, or none, is
+    beyond it."""
+    far = {i for i, r in enumerate(rows) if not 1.0 / OFF_SCALE <= r.ratio <= OFF_SCALE}
+    return far if far and len(far) < len(rows) else set()
+
+
 def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, title: str,
                xlabel: str) -> str:
     """A forest plot of comparisons as an ``<svg class="plot forest">``: one row per
     ``ForestRow`` under its group's heading, top to bottom; x = configuration ÷ baseline on a log
     axis, ticks labelled as % change; a dot at the ratio and a bar over its interval, coloured
     by verdict kind; the ± ``margin_pct`` % equivalence band shaded (with dashed edges, so it
-    shows however wide the axis is) and a line at 0 %; the verdict text right of each row.
+    shows however wide the axis is) and a line at 0 %; the verdict text right of each row. When
+    some rows lie beyond ×``OFF_SCALE`` (or ÷) and others do not, the axis spans the others and
+    those rows are an arrowhead at the edge, named in the x label, with their verdict text.
 
     SVG groups carry ids for tests and tools (prefixed with ``plot_id`` like every id):
     ``dot-<kind>-<n>`` (n counts rows from 0), ``interval-<n>``, ``equivalence-band``,
@@ -369,7 +398,10 @@ def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, t
 
     rows = [r for g in groups for r in g.rows]
     m = margin_pct / 100.0
-    lo, hi = _forest_range(rows, m)
+    far = _off_scale(rows)
+    lo, hi = _forest_range([r for i, r in enumerate(rows) if i not in far], m)
+    if far:
+        xlabel += f"; ▸ ◂: beyond ×{OFF_SCALE:g} / ÷{OFF_SCALE:g}, off the axis (its verdict on the right)"
 
     width = 10.8
     left_in = min(3.2, 0.25 + _text_in(max([len(r.label) + 2 for r in rows] + [len(g.title) for g in groups])))
@@ -415,6 +447,15 @@ def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, t
         for r in g.rows:
             ry = row_y[i]
             c = VERDICT_COLOURS.get(r.kind, "#555555")
+            if i in far:  # off the axis: an arrowhead at the edge it lies beyond
+                edge = hi if r.ratio > 1 else lo
+                dot, = ax.plot([edge], [ry], linestyle="none", marker=">" if r.ratio > 1 else "<",
+                               markersize=7, color=c, zorder=4, clip_on=False)
+                dot.set_gid(f"dot-{r.kind}-{i}")
+                fig.text(x0 + 0.14 / width, ry, r.label, transform=label_at, ha="left", va="center", fontsize=8)
+                ax.text(1.015, ry, r.text, transform=verdict_at, ha="left", va="center", fontsize=7.5, color=c)
+                i += 1
+                continue
             bar, = ax.plot([r.low, r.high], [ry, ry], color=c, linewidth=2.2, solid_capstyle="butt",
                            zorder=3)
             bar.set_gid(f"interval-{i}")

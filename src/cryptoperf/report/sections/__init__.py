@@ -3,8 +3,8 @@
 A *section builder* takes a ``StoredRun`` and returns zero or more ``Section``s (a title, an
 HTML body and, for what belongs in a ticket, a Markdown body). Builders register themselves
 with ``@register(order)``; the HTML and Markdown reports render whatever ``build`` returns, in
-``order``, without knowing any section by name. The core sections (verdicts at a glance, noise
-warning, summary, key figures, latency, throughput and CPU, host, reproduction) are registered
+``order``, without knowing any section by name. The answer (``answer.py``) and the core
+sections (verdicts at a glance, noise warning, summary, key figures, latency, throughput and CPU, host, reproduction) are registered
 the same way in ``core.py``, the sections every workload has in ``workloads.py``; a workload with
 figures of its own (``cryptoperf.workloads.<kind>``) has its sections in a module of this
 package named for it (``storage.py``, ``fleet.py``), found and imported by ``builders()``. Every
@@ -75,7 +75,7 @@ def _builtin_modules() -> list[str]:
 
 def register(order: int, name: str | None = None) -> Callable[[SectionBuilder], SectionBuilder]:
     """Decorator: register a section builder at position ``order`` (lower first; the core
-    sections use 1, 5 and 10–60 in steps of 10). ``name`` defaults to the function's name;
+    sections use 0, 1, 6, 10–60 in steps of 10 and 70). ``name`` defaults to the function's name;
     registering a name again replaces the earlier builder. Returns the builder unchanged."""
     def deco(builder: SectionBuilder) -> SectionBuilder:
         key = name or builder.__name__

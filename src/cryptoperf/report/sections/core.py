@@ -1,8 +1,7 @@
 """The core report sections, registered in ``sections`` like any other:
 
+ 0  answer             — the answer first, one table per metric family (``answer.py``)
  1  verdicts at a glance — a forest plot of every comparison (HTML), a verdict list (Markdown)
- 5  noise warning      — CV over threshold, inconclusive verdicts and what would decide them,
-                         disturbed repetitions and their re-runs
  6  not FIPS-approved  — cells that timed in FIPS mode what the FIPS module does not approve
 10  summary            — performance impact of each configuration (delta vs baseline, intervals)
 20  key figures        — p50, p99, ops/s, MB/s, CPU/op per configuration
@@ -10,6 +9,9 @@
 40  throughput and CPU — per configuration, with the spread across repetitions
 50  host               — CPU, crypto flags, kernel, hypervisor, libraries, checks, noise per cell
 60  how to reproduce   — the command, the study file's text, the run's facts
+70  noise details      — CV over threshold, inconclusive verdicts and what would decide them,
+                         disturbed repetitions and their re-runs: counted in one line under the
+                         answer, listed here at the end (HTML: collapsed behind ``<details>``)
 
 Sections with plots give their HTML body as a function (``Section.html``), so the Markdown
 report never draws. Formatting only: numbers and verdicts come from the StoredRun's
@@ -235,13 +237,12 @@ def _disturbances(run: StoredRun) -> tuple[list[str], list[str]]:
     return flagged, rerun
 
 
-@register(order=5)
-def noise_warning(run: StoredRun) -> list[Section]:
-    """What the reader should weigh before trusting the deltas: cells whose CV across
-    repetitions is over the study's threshold, inconclusive verdicts with the blocks that would
-    decide them (not an error: what it would take), repetitions flagged as disturbed
-    (steal or other load) and the disturbed attempts that were run again. The host checks that
-    warned are listed with them. Nothing when there is nothing to say."""
+def noise_findings(run: StoredRun) -> dict[str, list[str]]:
+    """What the reader should weigh before trusting the deltas, one text per finding, by kind
+    (in this order): ``noisy`` (cells whose CV across repetitions is over the study's
+    threshold), ``inconclusive`` (comparisons with the blocks that would decide them),
+    ``disturbed`` (repetitions flagged as disturbed that were analysed), ``rerun`` (disturbed
+    attempts run again). Lists are empty when there is nothing of that kind."""
     threshold = view.noise_threshold_pct(run)
     noisy: list[str] = []
     for s in run.summaries.values():
@@ -258,6 +259,18 @@ def noise_warning(run: StoredRun) -> list[Section]:
                 undecided.append(f"{_delta_where(d)}: [{d.decisive.low_pct:+.1f}, {d.decisive.high_pct:+.1f}] % "
                                  f"over {d.blocks} blocks spans the ±{v.margin_pct:g} % margin; {more}")
     flagged, rerun = _disturbances(run)
+    return {"noisy": noisy, "inconclusive": undecided, "disturbed": flagged, "rerun": rerun}
+
+
+@register(order=70)
+def noise_warning(run: StoredRun) -> list[Section]:
+    """The details of what the reader should weigh (``noise_findings``), at the end of the
+    report: the answer section counts them in one line and links here. HTML: one summary line,
+    the lists behind a ``<details>`` element (collapsed); Markdown: the same lists in a quote.
+    The host checks that warned are listed with them. Nothing when there is nothing to say."""
+    threshold = view.noise_threshold_pct(run)
+    found = noise_findings(run)
+    noisy, undecided, flagged, rerun = (found[k] for k in ("noisy", "inconclusive", "disturbed", "rerun"))
     if not (noisy or undecided or flagged or rerun):
         return []
     checks = [c for c in run.host.get("checks") or [] if c.get("state") == "warning"]
@@ -281,7 +294,8 @@ def noise_warning(run: StoredRun) -> list[Section]:
         title = "Undecided comparisons and re-runs" if rerun else "Undecided comparisons"
     else:
         title = "Re-run repetitions"
-    html = fragment("sections/noise_warning.html.j2", lists=lists, checks=checks)
+    counted = "; ".join(f"{head}: {len(items)}" for _, head, items, _ in lists)
+    html = fragment("sections/noise_warning.html.j2", lists=lists, checks=checks, counted=counted)
     lead = " ".join(x[3] for x in lists)
     md = f"> {'**Noise warning:**' if warn else '**Note:**'} {lead}\n"
     for _, head, items, _ in lists:

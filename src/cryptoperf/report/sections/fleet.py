@@ -224,7 +224,7 @@ def throughput_svg(fam: fleet.JobFamily, plot_id: str) -> str:
     """Targets per minute against the number of targets (log x when the levels span ≥ 10×), a
     line per configuration through the geometric means of its jobs with their 95 % band. Line
     groups have ids ``<plot_id>-series-<configuration>``. Returns the SVG text."""
-    fig = plots.figure(6.4, 3.6)
+    fig = plots.figure(9.6, 3.6)
     ax = fig.add_subplot(1, 1, 1)
     for series, order in fam.family.series():
         mine = sorted(((p.point.x, p.targets_per_min) for p in fam.points
@@ -234,10 +234,10 @@ def throughput_svg(fam: fleet.JobFamily, plot_id: str) -> str:
     plots.log_x(ax, [p.point.x for p in fam.points])
     ax.set_ylim(bottom=0)
     ax.set_xlabel("targets in the job", fontsize=8.5)
-    ax.set_ylabel("targets per minute", fontsize=8.5)
+    ax.set_ylabel("targets per minute (/min)", fontsize=8.5)
     ax.grid(True, color="#e5e5e5", linewidth=0.6)
     ax.tick_params(labelsize=8)
-    ax.legend(fontsize=7.5, frameon=False, loc="best")
+    plots.legend_below(fig, ax.get_legend_handles_labels()[0])
     title = f"throughput vs targets: {fam.family.label} on {fam.family.backend}"
     ax.set_title(title, fontsize=10, loc="left")
     fig.subplots_adjust(left=0.12, right=0.98, top=0.9, bottom=0.14)
@@ -503,7 +503,7 @@ def cpu_svg(points: Sequence[fleet.JobPoint], plot_id: str, title: str) -> str:
     shown = [(p, p.representative) for p in points if p.representative is not None]
     if not shown:
         return ""
-    fig = plots.figure(7.2, 2.4 * len(shown) + 0.6)
+    fig = plots.figure(9.6, 2.4 * len(shown) + 0.6)
     axes = fig.subplots(len(shown), 1, squeeze=False, sharex=True)[:, 0]
     styles = {"slice": "-", "agent": "--", "coordinator": ":"}
     for ax, (p, job) in zip(axes, shown):
@@ -522,10 +522,10 @@ def cpu_svg(points: Sequence[fleet.JobPoint], plot_id: str, title: str) -> str:
                      f"(job from 0 to {job.wall_s:.3g} s)", fontsize=8.5, loc="left")
         ax.grid(True, color="#eeeeee", linewidth=0.6)
         ax.tick_params(labelsize=7.5)
-        ax.legend(fontsize=6.5, frameon=False, loc="upper right", ncol=3)
+        ax.legend(fontsize=6.5, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the data
     axes[-1].set_xlabel("time since the job started, s (before 0: set-up — certificates, probe)", fontsize=8)
     fig.suptitle(title, fontsize=10, x=0.01, y=1 - 0.08 / fig.get_figheight(), ha="left", va="top")
-    fig.subplots_adjust(left=0.1, right=0.98, top=1 - 0.6 / fig.get_figheight(), bottom=0.6 / fig.get_figheight(),
+    fig.subplots_adjust(left=0.08, right=0.86, top=1 - 0.6 / fig.get_figheight(), bottom=0.6 / fig.get_figheight(),
                         hspace=0.45)
     return plots.svg(fig, plot_id, "fleet-cpu", title)
 

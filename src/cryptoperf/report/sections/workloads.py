@@ -164,7 +164,7 @@ def throughput_svg(family: Family, plot_id: str) -> str:
     geometric means of its repetitions, shaded with their band. Each line's SVG group has the id
     ``<plot_id>-series-<configuration>-<panel>``. Returns the SVG text."""
     panels = family.panels()
-    fig = plots.figure(3.6 * len(panels) + 0.6, 3.8)
+    fig = plots.figure(max(9.6, 3.6 * len(panels) + 0.6), 3.6)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, kind in zip(axes, panels):
         pts = [p for p in family.points if p.panel == kind]
@@ -182,17 +182,17 @@ def throughput_svg(family: Family, plot_id: str) -> str:
         ax.grid(True, color="#e5e5e5", linewidth=0.6)
         ax.yaxis.set_major_formatter(plots.count_formatter())
         ax.tick_params(labelsize=8)
-    axes[0].set_ylabel(f"{family.transaction[1]} per second", fontsize=8.5)
+    axes[0].set_ylabel(f"{family.transaction[1]} per second (/s)", fontsize=8.5)
     handles, labels = [], []
     for ax in axes:
         for h, lab in zip(*ax.get_legend_handles_labels()):
             if lab not in labels:
                 handles.append(h)
                 labels.append(lab)
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=7.5, frameon=False)
+    plots.legend_below(fig, handles, labels)
     title = f"throughput vs load: {family_title(family)}"
     fig.suptitle(title, fontsize=10, x=0.01, ha="left")
-    fig.subplots_adjust(left=0.12 if len(panels) == 1 else 0.08, right=0.98, top=0.84, bottom=0.27, wspace=0.25)
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.86, bottom=0.15, wspace=0.18)
     return plots.svg(fig, plot_id, "throughput-load", title)
 
 
@@ -282,7 +282,7 @@ def percentiles_svg(family: Family, plot_id: str) -> str:
     ``<plot_id>-pct-<configuration>-<percentile>-<panel>``. Returns the SVG text."""
     from matplotlib.lines import Line2D
     panels = family.panels()
-    fig = plots.figure(3.6 * len(panels) + 0.6, 4.0)
+    fig = plots.figure(max(9.6, 3.6 * len(panels) + 0.6), 3.8)
     axes = fig.subplots(1, len(panels), squeeze=False)[0]
     for ax, kind in zip(axes, panels):
         pts = [p for p in family.points if p.panel == kind]
@@ -304,10 +304,10 @@ def percentiles_svg(family: Family, plot_id: str) -> str:
     axes[0].set_ylabel(f"latency per {family.transaction[0]}, ms (log scale)", fontsize=8.5)
     handles = [Line2D([], [], color=colour(o), linewidth=2, label=s) for s, o in family.series()]
     handles += [Line2D([], [], color="#444444", linestyle=st, linewidth=1.3, label=n) for n, _, st in PERCENTILE_STYLES]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7.5, frameon=False)
+    plots.legend_below(fig, handles)
     title = f"latency percentiles vs load: {family_title(family)}"
     fig.suptitle(title, fontsize=10, x=0.01, ha="left")
-    fig.subplots_adjust(left=0.12 if len(panels) == 1 else 0.08, right=0.98, top=0.84, bottom=0.26, wspace=0.25)
+    fig.subplots_adjust(left=0.08, right=0.98, top=0.86, bottom=0.15, wspace=0.18)
     return plots.svg(fig, plot_id, "latency-load", title)
 
 
@@ -357,23 +357,29 @@ def cpu_timeline_svg(points: Sequence[Point], plot_id: str, title: str) -> str:
     """CPU over one representative repetition (``Point.representative``) of each configuration
     at one level, as ``<svg class="plot cpu-timeline">``: top panel, user + system CPU in % of
     one CPU against time in s, client solid and server dashed, colour = configuration; bottom
-    panel, steal in % of the host's CPUs (client's samples). Line groups have ids
+    panel, steal in % of the host's CPUs (client's samples); the legend, under the plot, names each
+    configuration (colour) and each side (line style) once. Line groups have ids
     ``<plot_id>-cpu-<configuration>-<client|server>`` and ``<plot_id>-steal-<configuration>``.
     Returns the SVG text."""
-    fig = plots.figure(7.2, 3.8)
+    from matplotlib.lines import Line2D
+    fig = plots.figure(9.6, 3.8)
     ax, ax_steal = fig.subplots(2, 1, sharex=True, gridspec_kw={"height_ratios": [3, 1]})
-    drawn = False
+    drawn, handles, sides = False, [], []
     for p in points:
         r = p.representative
         if r is None:
             continue
+        mine = False
         for side, tl, style in (("client", r.client, "-"), ("server", r.server, "--")):
             if tl.empty:
                 continue
-            line, = ax.plot(tl.t_s, tl.cpu_pct, linestyle=style, color=colour(p), linewidth=1.4,
-                            label=f"{p.series} {side} (block {r.block})")
+            line, = ax.plot(tl.t_s, tl.cpu_pct, linestyle=style, color=colour(p), linewidth=1.4)
             line.set_gid(f"cpu-{plots.gid(p.series)}-{side}")
-            drawn = True
+            drawn = mine = True
+            if side not in [s for s, _ in sides]:
+                sides.append((side, style))
+        if mine:
+            handles.append(Line2D([], [], color=colour(p), linewidth=2, label=f"{p.series} (block {r.block})"))
         if not r.client.empty:
             line, = ax_steal.plot(r.client.t_s, r.client.steal_pct, color=colour(p), linewidth=1.0, linestyle=":")
             line.set_gid(f"steal-{plots.gid(p.series)}")
@@ -381,7 +387,10 @@ def cpu_timeline_svg(points: Sequence[Point], plot_id: str, title: str) -> str:
     ax.set_ylim(bottom=0)
     ax.grid(True, color="#eeeeee", linewidth=0.6)
     if drawn:
-        ax.legend(fontsize=7, frameon=False, loc="best", ncol=2)
+        # one entry per configuration (colour) and per side (line style), under the plot
+        handles += [Line2D([], [], color="#444444", linestyle=st, linewidth=1.4, label=f"{side} CPU")
+                    for side, st in sides]
+        plots.legend_below(fig, handles)
     else:
         ax.text(0.5, 0.5, "no CPU samples in the results", transform=ax.transAxes, ha="center")
     ax_steal.set_ylabel("steal, %\nof host CPUs", fontsize=8)
@@ -391,7 +400,7 @@ def cpu_timeline_svg(points: Sequence[Point], plot_id: str, title: str) -> str:
     for a in (ax, ax_steal):
         a.tick_params(labelsize=8)
     ax.set_title(title, fontsize=10, loc="left")
-    fig.subplots_adjust(left=0.13, right=0.98, top=0.9, bottom=0.13, hspace=0.12)
+    fig.subplots_adjust(left=0.1, right=0.98, top=0.9, bottom=0.13, hspace=0.12)
     return plots.svg(fig, plot_id, "cpu-timeline", title)
 
 
