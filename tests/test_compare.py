@@ -163,7 +163,7 @@ def test_regression_gate_on_inconclusive_and_a_wider_margin(cli, store):
     (["1", "2", "--baseline-host", "a"], ["--baseline-host goes with --by host RUN"], 2),
     (["1", "--by", "hosts"], ["Invalid value for '--by'"], 2),
     (["1", "2", "--bogus"], ["No such option", "--bogus"], 2),
-    (["1", "2", "--fail-on", "faster"], ["Invalid value for '--fail-on'", "'slower', 'inconclusive'"], 2),
+    (["1", "2", "--fail-on", "faster"], ["Invalid value for '--fail-on'", "'slower', 'undecided', 'inconclusive'"], 2),
     (["1", "2", "--margin", "-1"], ["Invalid value for '--margin'"], 2),
 ])
 def test_cli_compare_bad_ids_and_flags(cli, store, args, fragments, code):
