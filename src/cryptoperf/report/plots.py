@@ -13,7 +13,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from html import escape
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -377,6 +377,25 @@ def _off_scale(rows: Sequence[ForestRow]) -> set[int]:
     return far if far and len(far) < len(rows) else set()
 
 
+def _forest_row(ax: Any, r: "ForestRow", i: int, y: float, edge: float | None) -> None:
+    """Row ``i`` of a forest plot at height ``y``: a dot at the ratio and a bar over its interval
+    (gids ``dot-<kind>-<i>``, ``interval-<i>``), or, with ``edge`` (off the axis), an arrowhead
+    at that edge of the axis."""
+    c = VERDICT_COLOURS.get(r.kind, "#555555")
+    if edge is not None:
+        dot, = ax.plot([edge], [y], linestyle="none", marker=">" if r.ratio > 1 else "<", markersize=7, color=c,
+                       zorder=4, clip_on=False)
+        dot.set_gid(f"dot-{r.kind}-{i}")
+        return
+    bar, = ax.plot([r.low, r.high], [y, y], color=c, linewidth=2.2, solid_capstyle="butt", zorder=3)
+    bar.set_gid(f"interval-{i}")
+    ax.plot([r.low, r.high], [y, y], linestyle="none", marker="|", markersize=6, markeredgewidth=1.2, color=c,
+            zorder=3)
+    dot, = ax.plot([r.ratio], [y], linestyle="none", marker="o", markersize=5.5, color=c, markeredgecolor="white",
+                   markeredgewidth=0.6, zorder=4)
+    dot.set_gid(f"dot-{r.kind}-{i}")
+
+
 def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, title: str,
                xlabel: str) -> str:
     """A forest plot of comparisons as an ``<svg class="plot forest">``: one row per
@@ -445,29 +464,11 @@ def forest_svg(groups: Sequence[ForestGroup], margin_pct: float, plot_id: str, t
                  fontweight="bold")
         ax.axhline(gy + 0.55, color="#dddddd", linewidth=0.6, zorder=0)
         for r in g.rows:
-            ry = row_y[i]
-            c = VERDICT_COLOURS.get(r.kind, "#555555")
-            if i in far:  # off the axis: an arrowhead at the edge it lies beyond
-                edge = hi if r.ratio > 1 else lo
-                dot, = ax.plot([edge], [ry], linestyle="none", marker=">" if r.ratio > 1 else "<",
-                               markersize=7, color=c, zorder=4, clip_on=False)
-                dot.set_gid(f"dot-{r.kind}-{i}")
-                fig.text(x0 + 0.14 / width, ry, r.label, transform=label_at, ha="left", va="center", fontsize=8)
-                ax.text(1.015, ry, r.text, transform=verdict_at, ha="left", va="center", fontsize=7.5, color=c)
-                i += 1
-                continue
-            bar, = ax.plot([r.low, r.high], [ry, ry], color=c, linewidth=2.2, solid_capstyle="butt",
-                           zorder=3)
-            bar.set_gid(f"interval-{i}")
-            ax.plot([r.low, r.high], [ry, ry], linestyle="none", marker="|", markersize=6,
-                    markeredgewidth=1.2, color=c, zorder=3)
-            dot, = ax.plot([r.ratio], [ry], linestyle="none", marker="o", markersize=5.5, color=c,
-                           markeredgecolor="white", markeredgewidth=0.6, zorder=4)
-            dot.set_gid(f"dot-{r.kind}-{i}")
-            fig.text(x0 + 0.14 / width, ry, r.label, transform=label_at, ha="left", va="center",
-                     fontsize=8)
-            ax.text(1.015, ry, r.text, transform=verdict_at, ha="left", va="center", fontsize=7.5,
-                    color=c)
+            edge = (hi if r.ratio > 1 else lo) if i in far else None
+            _forest_row(ax, r, i, row_y[i], edge)
+            fig.text(x0 + 0.14 / width, row_y[i], r.label, transform=label_at, ha="left", va="center", fontsize=8)
+            ax.text(1.015, row_y[i], r.text, transform=verdict_at, ha="left", va="center", fontsize=7.5,
+                    color=VERDICT_COLOURS.get(r.kind, "#555555"))
             i += 1
 
     ax.xaxis.set_major_locator(FixedLocator(ratio_ticks(lo, hi, margin_pct, 0.55 / axis_in)))
