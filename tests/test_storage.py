@@ -205,3 +205,16 @@ def test_sweep_removes_only_dead_orchestrators_directories(tmp_path):
     assert sorted(x.name for x in tmp_path.iterdir()) == sorted(
         [live.name, other.name, mine.name, link.name])
     assert (mine / "data").exists()
+
+
+def test_file_workload_threads_beyond_the_cpus_are_one_note_not_a_warning_per_level(cli, fake_worker, tmp_path):
+    """closed:4 on the fake worker's 2 CPUs: a storage level's threads mostly wait on the device
+    (a queue depth), so the dry run says so once, as a note, not as a warning."""
+    fake_worker()
+    path = tmp_path / "s.toml"
+    path.write_text(small(tmp_path))
+    res = cli("study", path, "--dry-run")
+    assert res.code == 0, res.err
+    assert not [l for l in res.err.splitlines() if l.startswith("warning:") and "logical CPUs" in l]
+    notes = [l for l in res.err.splitlines() if "file workload levels" in l]
+    assert len(notes) == 1 and "closed:4" in notes[0] and "queue depth" in notes[0], res.err

@@ -257,12 +257,18 @@ def mem_available(meminfo: str | os.PathLike = "/proc/meminfo") -> int | None:
 
 def thread_warnings(plan: "StudyPlan", logical_cpus: int) -> list[str]:
     """One line per thread count above ``logical_cpus``: the study's ``threads`` for its
-    primitive operations, each ``closed:N`` level's N connections (one client thread each)."""
+    primitive operations, each ``closed:N`` level's N connections (one client thread each) —
+    except for file workloads (``needs_dir``), whose threads beyond the CPUs mostly wait on the
+    device, as a queue depth does: one note for all of their levels instead."""
     over: dict[str, list[str]] = {}
+    file_levels: list[str] = []
     for c in plan.cells:
         if c.is_workload:
             load = workload.parse_load(str(c.load))
             if load.kind == "closed" and load.connections > logical_cpus:
+                if c.spec is not None and c.spec.needs_dir:
+                    file_levels.append(load.text)
+                    continue
                 over.setdefault(f"load {load.text} ({load.connections} client threads)", []).append(c.label)
         elif plan.settings.threads > logical_cpus:
             over.setdefault(f"threads = {plan.settings.threads}", []).append(c.label)
@@ -272,6 +278,11 @@ def thread_warnings(plan: "StudyPlan", logical_cpus: int) -> list[str]:
         shown = ", ".join(names[:3]) + (" …" if len(names) > 3 else "")
         out.append(f"warning: {what} exceed{'s' if what.startswith('load') else ''} the {logical_cpus} logical "
                    f"CPUs ({shown}): latency then includes time spent descheduled")
+    if file_levels:
+        levels = ", ".join(dict.fromkeys(file_levels))
+        out.append(f"note: file workload levels {levels} run more threads than the {logical_cpus} logical CPUs: "
+                   "threads waiting on the device are a queue depth, but reads served from the page cache "
+                   "compete for the CPUs, and their latency then includes time spent descheduled")
     return out
 
 
