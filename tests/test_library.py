@@ -368,7 +368,7 @@ def test_study_builds_on_first_use_and_records_the_library(cli, write_study, fak
     assert delta["verdict"]["text"] == "p50 latency 50.0 % lower [49.9, 50.1]"
     # both library releases are named beside the verdict (the table may wrap the cell)
     assert (delta["baseline_library_version"], delta["library_version"]) == ("OPENSSL fake-1.0", f"OPENSSL {V36}")
-    assert "(OPENSSL fake-1.0 →" in res.out
+    assert "different library releases: OPENSSL fake-1.0 →" in res.out  # a footnote, once
     # the report names both OpenSSL versions
     md = cli("report", "--format", "md", "--output", "-", "--store", tmp_path / "runs.sqlite")
     assert md.code == 0 and f"openssl [openssl@3.6]: OPENSSL {V36}" in md.out and "openssl: OPENSSL fake-1.0" in md.out

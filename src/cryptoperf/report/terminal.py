@@ -208,20 +208,22 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: flo
         if d.status != "ok" or d.latency is None or d.throughput is None:
             t.add_row(*head, *([""] * (len(cols) + 3)), notes.status("n/a", d.reason))
             continue
-        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), *_delta_cells(d, cols))
+        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), *_delta_cells(d, cols, notes))
     return t
 
 
-def _delta_cells(d: Delta, cols: Sequence[tuple[str, str]]) -> list:
+def _delta_cells(d: Delta, cols: Sequence[tuple[str, str]], notes: Notes) -> list:
     """The cells of a measured delta's row after the p50s: each column's change with its
-    interval (the verdict's metric in bold), blocks, and the verdict (with the delta's note)."""
+    interval (the verdict's metric in bold), blocks, and the verdict (with the delta's note);
+    the two library releases of a row that changed library are a footnote in ``notes``, shared
+    by every row with the same pair, rather than repeated in each."""
     assert d.verdict
     decided = stats.metric_key(d.verdict.metric)
     intervals = {"latency": d.latency, "throughput": d.throughput, "cpu_per_op": d.cpu_per_op}
     changes = [Text(change_text(intervals[k]), style="bold" if k == decided else "") for k, _ in cols]
     verdict = Text(d.verdict.text, style=_verdict_style(d.verdict.kind))
     if d.library_change:
-        verdict.append(f" ({d.library_change})", style="bold")
+        verdict.append(f" [{notes.add(f'different library releases: {d.library_change}')}]", style="bold")
     if d.note:
         verdict.append(f" ({d.note})", style="dim")
     return [*changes, str(d.blocks), verdict]
@@ -369,7 +371,7 @@ def compare_table(deltas: Iterable[Delta], run_a: int | str, run_b: int | str, t
                       point, *([""] * len(cols)), notes.status("n/a", d.reason), "")
             continue
         noise_pct = (d.noise or 0.0) * 100
-        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), *_delta_cells(d, cols),
+        t.add_row(*head, fmt_ns(d.baseline_p50_ns), fmt_ns(d.p50_ns), *_delta_cells(d, cols, notes),
                   Text(f"CV {noise_pct:.1f} %", style="yellow" if noise_pct > threshold_pct else ""))
     return t
 
