@@ -250,3 +250,11 @@ def test_a_verdict_names_its_metric():
     ci = interval(3.0, 5.1)
     assert stats.decide(ci).metric == "p50 latency"
     assert stats.decide(ci, metric="CPU time per operation").as_dict()["metric"] == "CPU time per operation"
+
+
+def test_an_operation_names_its_size_once():
+    """A study's own label that already ends with the size is not given it twice."""
+    from cryptoperf.report.format import operation
+    assert operation("records 1400 B", 1400) == "records 1400 B"
+    assert operation("sha256", 4096) == "sha256 4 KiB"
+    assert operation("x25519-derive", None) == "x25519-derive"

@@ -209,8 +209,12 @@ def cpu_title(cpu: str) -> str:
 
 
 def operation(label: str, size: int | None) -> str:
-    """An operation as tables name it: its label and message size, ``sha256 4 KiB``."""
-    return f"{label} {fmt_size(size)}".strip()
+    """An operation as tables name it: its label and message size, ``sha256 4 KiB`` — the size
+    once, when a study's own label already ends with it (``label = "records 1400 B"``)."""
+    size_text = fmt_size(size)
+    if size_text and label.endswith(size_text):
+        return label
+    return f"{label} {size_text}".strip()
 
 
 def operation_text(cell: Any) -> str:
