@@ -174,8 +174,9 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     if len(s.configurations) < 2:
         raise s.error("study", 0, "baseline",
                       f"the study has only its baseline configuration '{s.baseline}', so it compares "
-                      "nothing; add a [[configuration]] to compare with it (or measure it alone with "
-                      "`cryptoperf speed`)")
+                      "nothing; add a [[configuration]] to compare with it, or, to gate one build against "
+                      "its stored runs, measure it with `cryptoperf speed --runs N` and compare with "
+                      "`cryptoperf compare previous latest --history K` (docs/ci-gate.md)")
     if margin_pct is not None and not 0 <= margin_pct <= 100:
         raise UsageError(f"--margin {margin_pct:g} is out of range; give a percentage from 0 to 100")
     path = find_worker()
