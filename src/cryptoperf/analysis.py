@@ -1,7 +1,8 @@
 """Analysis: from outcomes to per-cell summaries and to deltas with intervals and verdicts.
 
 This is where the study's structure meets ``stats``. Within a study, each configuration is
-compared with the baseline of the same group **block by block**: one log ratio per block in
+compared with the baseline of the same group **block by block** (and so is each ``[[contrast]]``,
+one configuration against another, its reference): one log ratio per block in
 which both measured (blocks where either side did not drop out, and the delta says how many),
 a t interval on those (from 5 blocks, on those left once the outlier blocks of the verdict's
 metric are set aside: ``outliers.outlier_blocks``, named in the delta's note), every interval of
@@ -100,12 +101,14 @@ class Context:
             (``("handshake", "handshakes")``), for verdict texts; workloads it does not name read
             "transaction(s)".
         p99_bounds_ms: operation label → its latency objective (``p99_bound_ms``).
+        contrasts: the study's ``[[contrast]]`` pairs, (reference, configuration) each.
     """
 
     series: tuple[str, ...] = ()
     host_cpus: int = 1
     transactions: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     p99_bounds_ms: Mapping[str, float] = field(default_factory=dict)
+    contrasts: tuple[tuple[str, str], ...] = ()
 
     def transaction(self, op: str, load: str | None) -> stats.Transaction:
         """What one operation of a cell is, for its verdict's text: a primitive's ``operation``
@@ -120,7 +123,7 @@ class Context:
 def context_of(host: Mapping[str, Any] | None, study: Any = None) -> Context:
     """The ``Context`` of a run from its host fingerprint (CPUs; what the worker called a
     transaction of each workload, ``hostinfo.fingerprint``'s ``workloads``) and its study
-    (configuration order, latency objectives; None for ``speed``)."""
+    (configuration order, latency objectives, contrasts; None for ``speed``)."""
     host = host or {}
     words = {}
     for name, spec in (host.get("workloads") or {}).items():
@@ -133,10 +136,11 @@ def context_of(host: Mapping[str, Any] | None, study: Any = None) -> Context:
         cpus = 1
     series: tuple[str, ...] = ()
     bounds: dict[str, float] = {}
+    pairs = tuple((c.baseline, c.configuration) for c in getattr(study, "contrasts", ()))
     if study is not None:
         series = (study.baseline,) + tuple(c.name for c in study.configurations if c.name != study.baseline)
         bounds = {o.label: float(o.p99_bound_ms) for o in study.operations if getattr(o, "p99_bound_ms", None)}
-    return Context(series, cpus, words, bounds)
+    return Context(series, cpus, words, bounds, pairs)
 
 
 def decided_on(deltas: Iterable[Delta]) -> str:
@@ -218,7 +222,7 @@ class Analysis:
 
     Attributes:
         summaries: per-cell summaries, by cell key, in first-seen order.
-        deltas: every configuration against the baseline of its group.
+        deltas: every configuration against the baseline of its group, then the contrasts.
         settings: how they were decided.
         comparisons: the deltas with an interval (the family the adjustment covers).
         level: the confidence level of each interval after the adjustment.
@@ -233,6 +237,8 @@ class Analysis:
         disturbances: the repetitions the host disturbed (``Disturbance``), in block order.
         speed: a run without a study (``speed``): its rows and baseline comparisons
             (``speedstats.analyse``); None for a study.
+        reference: the configuration a stored run was re-analysed against instead of its
+            study's baseline (``report --reference``), with its own family; None.
     """
 
     summaries: dict[str, CellSummary]
@@ -246,6 +252,7 @@ class Analysis:
     histograms: dict[str, tuple[str, ...]] = field(default_factory=dict)
     disturbances: tuple[Disturbance, ...] = ()
     speed: speedstats.SpeedAnalysis | None = None
+    reference: str | None = None
     _distributions: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def distribution(self, key: str) -> tuple[stats.Latency, np.ndarray, np.ndarray] | None:
@@ -277,14 +284,22 @@ class Analysis:
 
     @property
     def method(self) -> str:
-        """How the intervals were made and what the verdicts were decided on (``method_text``)."""
-        return method_text(self.settings, self.comparisons, self.level, deltas=self.deltas)
+        """How the intervals were made and what the verdicts were decided on (``method_text``);
+        a re-analysis against a ``reference`` says so, and that its comparisons are a family of
+        their own."""
+        text = method_text(self.settings, self.comparisons, self.level, deltas=self.deltas)
+        if self.reference is None:
+            return text
+        n = self.comparisons
+        return (f"re-analysed against the reference {self.reference}: every other configuration compared with it, "
+                f"block by block, its {n} comparison{'s' if n != 1 else ''} adjusted as a family of their own "
+                f"(not with the study's); {text}")
 
     def as_dict(self) -> dict[str, Any]:
         """``settings``, ``comparisons``, ``level``, ``method``, ``fips_unapproved`` (cell key →
-        reason)."""
-        return {"settings": self.settings.as_dict(), "comparisons": self.comparisons,
-                "level": self.level, "method": self.method, "fips_unapproved": dict(self.fips_unapproved)}
+        reason), ``reference`` (None unless re-analysed against one)."""
+        return {"settings": self.settings.as_dict(), "comparisons": self.comparisons, "level": self.level,
+                "method": self.method, "fips_unapproved": dict(self.fips_unapproved), "reference": self.reference}
 
 
 # --------------------------------------------------------------------------- summaries
@@ -586,39 +601,45 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
 
 def deltas(summaries: Mapping[str, CellSummary], baseline: str, settings: Settings = Settings(),
            context: Context = Context()) -> tuple[list[Delta], int, float]:
-    """Every configuration ≠ ``baseline`` against the baseline cell of its group, paired by
-    block, adjusted together. Returns (deltas, comparisons with an interval, per-interval
-    level)."""
+    """Every configuration ≠ ``baseline`` against the baseline cell of its group, then each
+    contrast of ``context`` (its configuration against its reference, ``Delta.baseline``) in
+    every group where both have a cell, all paired by block and adjusted together, as one
+    family. Returns (deltas, comparisons with an interval, per-interval level)."""
     groups: dict[tuple, dict[str, CellSummary]] = {}
     for s in summaries.values():
         groups.setdefault(s.cell.group, {})[s.cell.configuration] = s
-    pending: list[_Pending | Delta] = []
-    for by_config in groups.values():
-        base = by_config.get(baseline)
-        for name, s in by_config.items():
-            if name == baseline:
-                continue
-            common = _common(base, s, name, baseline)
-            # the configuration's own answer (unsupported, invalid) first: it is why no block
-            # ran either side, and more useful than "the baseline has no repetition"
-            own = _side_problem("this configuration", s) if s.status in (UNSUPPORTED, INVALID, REJECTED) else None
-            problem = own or _side_problem("baseline", base) or _side_problem("this configuration", s)
-            if problem:
-                pending.append(Delta(status="n/a", reason=problem, **common))
-                continue
-            assert base is not None
-            pending.append(_paired(base, s, common, ("the baseline", "this configuration"), settings.level))
+    pending = [_against(by_config, name, baseline, "baseline", settings.level)
+               for by_config in groups.values() for name in by_config if name != baseline]
+    pending += [_against(by_config, name, ref, f"reference {ref}", settings.level) for ref, name in context.contrasts
+                for by_config in groups.values() if ref in by_config and name in by_config]
     return _finish(pending, settings, context)
 
 
+def _against(by_config: Mapping[str, CellSummary], name: str, reference: str, who: str,
+             level: float) -> _Pending | Delta:
+    """The raw paired intervals of configuration ``name`` against ``reference`` in one group
+    (``who`` names the reference in reasons: ``baseline``), or an n/a Delta saying why none."""
+    base, s = by_config.get(reference), by_config[name]
+    common = _common(base, s, name, reference)
+    # the configuration's own answer (unsupported, invalid) first: it is why no block
+    # ran either side, and more useful than "the baseline has no repetition"
+    own = _side_problem("this configuration", s) if s.status in (UNSUPPORTED, INVALID, REJECTED) else None
+    problem = own or _side_problem(who, base) or _side_problem("this configuration", s)
+    if problem:
+        return Delta(status="n/a", reason=problem, **common)
+    assert base is not None
+    return _paired(base, s, common, (f"the {who}", "this configuration"), level)
+
+
 def undecided(deltas: Iterable[Delta]) -> dict[tuple[str, str, int | None], set[str]]:
-    """The comparisons a sequential study adds blocks to: by group, the configurations whose
-    verdict is inconclusive (a comparison without an interval is not added to: more blocks
-    cannot make an unsupported cell measure)."""
+    """The comparisons a sequential study adds blocks to: by group, both configurations of
+    every comparison whose verdict is inconclusive (the baseline or a contrast's reference,
+    and the configuration compared with it); a comparison without an interval is not added
+    to: more blocks cannot make an unsupported cell measure."""
     out: dict[tuple[str, str, int | None], set[str]] = {}
     for d in deltas:
         if d.verdict is not None and d.verdict.kind == stats.INCONCLUSIVE:
-            out.setdefault(d.group, set()).add(d.configuration)
+            out.setdefault(d.group, set()).update((d.baseline, d.configuration))
     return out
 
 
@@ -669,7 +690,7 @@ def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Setting
         h = access.histogram(o.result) if o.ok and o.latency else None
         if h:
             hists.setdefault(o.cell.key, []).append(h)
-    figures = workloads.analyse(summaries, kept, ds, workloads.Context(
+    figures = workloads.analyse(summaries, kept, [d for d in ds if d.baseline == baseline], workloads.Context(
         baseline or "", context.series, context.host_cpus, context.p99_bounds_ms, context.transactions))
     return Analysis(summaries, ds, settings, m, level, cpu_masks(outcomes), figures, fips_unapproved(outcomes),
                     {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes), speed)

@@ -257,7 +257,7 @@ def simulate_study(sc: Scenario, rng: np.random.Generator) -> list:
         if not open_:
             break
         keys = [(int(label[2:]), c) for (_, label, _), configs in open_.items()
-                for c in [BASELINE] + [c for c in study.configs if c in configs]]
+                for c in study.configs if c in configs]  # the baseline first: it is in configs
         study.run_blocks(done + 1, nxt, keys)
         deltas = study.analyse(settings)
     return deltas

@@ -11,13 +11,14 @@ its results back.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
 from cryptoperf import analysis, hostinfo, speedstats
-from cryptoperf.errors import NoSuchRun, StoreError
+from cryptoperf.errors import NoSuchRun, StoreError, UsageError
 from cryptoperf.schedule import looks
 from cryptoperf.model import Cell, CellSummary, Delta, Outcome
 from cryptoperf.store import FORMAT_VERSION, Location, Store
@@ -85,6 +86,25 @@ class StoredRun:
         baseline = study.baseline if study is not None else None
         context = analysis.context_of(meta.get("host"), study)
         return cls(meta, study, outcomes, analysis.analyse(outcomes, baseline, settings, order, context))
+
+    def against(self, reference: str) -> "StoredRun":
+        """This run re-analysed with configuration ``reference`` in place of its study's
+        baseline (``report --reference``): every other configuration compared with it, paired
+        by block, the study's contrasts left out, as a family of their own
+        (``Analysis.reference`` says so in the method). Its study is the stored one with
+        ``reference`` as baseline, so every report names it. Raises UsageError, one line, for a
+        run without a study or a ``reference`` it has no configuration of that name."""
+        if self.study is None:
+            raise UsageError(f"run {self.id} is a speed run: it has no configurations to take a reference from")
+        names = [c.name for c in self.study.configurations]
+        if reference not in names:
+            raise UsageError(f"--reference {reference}: run {self.id} (study {self.study.name}) has no such "
+                             f"configuration (configurations: {', '.join(names)})")
+        study = dataclasses.replace(self.study, baseline=reference, contrasts=())
+        run = dataclasses.replace(self, study=study, analysis=analysis.analyse(
+            self.outcomes, reference, self.analysis.settings, (), analysis.context_of(self.meta.get("host"), study)))
+        run.analysis.reference = reference
+        return run
 
     @property
     def speed(self) -> "speedstats.SpeedAnalysis":

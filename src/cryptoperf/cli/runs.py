@@ -35,18 +35,25 @@ from cryptoperf.store import FORMAT_VERSION, shown_default
                    "added if taken].")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
               help=f"Store to read: a SQLite file or a postgresql:// URL [default: {shown_default()}].")
-def report(run_id: str, fmt: str, output: str | None, store_path: str | None) -> None:
+@click.option("--reference", "reference", metavar="CONFIG", default=None,
+              help="Re-analyse the run with configuration CONFIG as the reference instead of the study's "
+                   "baseline: every other configuration compared with it, paired by block, adjusted as a "
+                   "family of its own.")
+def report(run_id: str, fmt: str, output: str | None, store_path: str | None, reference: str | None) -> None:
     """Write the report of a stored run (the newest study run by default) and print its path.
 
     Every figure is recomputed from the store (the run's worker results, blocks, study file
     and analysis settings), so the report matches what the study printed. RUN_ID is a number
     from the store or `latest` (the newest study run). The run used is named on stderr.
+    With --reference CONFIG, any pair the blocks ran side by side can be compared after the fact.
     """
     if output not in (None, "-") and Path(output).exists():
         raise StoreError(f"{output} exists and cryptoperf never overwrites a file; remove it or pass "
                          "another -o PATH")
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
+        if reference is not None:
+            run = run.against(reference)
         text = report_formats.render(run, fmt, store.location)
     if output == "-":
         say_using(run)

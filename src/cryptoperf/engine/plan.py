@@ -67,8 +67,11 @@ class StudyPlan:
     @property
     def comparisons(self) -> int:
         """The comparisons the study will make: every cell of a configuration other than the
-        baseline (the family its intervals are adjusted over, with ``multiplicity``)."""
-        return sum(1 for c in self.cells if c.configuration != self.study.baseline)
+        baseline, and each ``[[contrast]]`` in every group where both its configurations have a
+        cell (the family its intervals are adjusted over, with ``multiplicity``)."""
+        groups = [{c.configuration for c in members} for members in schedule.groups(self.cells).values()]
+        return (sum(1 for c in self.cells if c.configuration != self.study.baseline)
+                + sum(1 for k in self.study.contrasts for names in groups if {k.baseline, k.configuration} <= names))
 
     def smallest_effect(self, cv: float = DESIGN_CV) -> tuple[float, float]:
         """(at the first look, by the last look): the smallest true change (fraction) one of
@@ -125,7 +128,7 @@ class StudyPlan:
         """Why the study would compare nothing once the cells the worker cannot run
         (``unsupported``: cell key → why) are left out — no configuration but the baseline has a
         cell beside it — or None."""
-        if comparable([c for c in self.cells if c.key not in unsupported], self.study.baseline):
+        if comparable([c for c in self.cells if c.key not in unsupported], self.study.baseline, self.study.contrasts):
             return None
         return (f"{self.study.path}: no configuration other than the baseline can run beside it "
                 "(every such cell is unsupported), so the study would compare nothing")
@@ -264,13 +267,14 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[s
     return skipped
 
 
-def comparable(cells: Sequence[Cell], baseline: str) -> list[Cell]:
+def comparable(cells: Sequence[Cell], baseline: str, contrasts: Sequence[Any] = ()) -> list[Cell]:
     """The cells of the groups that can answer something: the group's baseline and at least one
-    other configuration are among ``cells``. The others would measure without comparing."""
+    other configuration are among ``cells``, or both sides of one of ``contrasts``
+    (``study.Contrast``). The others would measure without comparing."""
     out = []
     for members in schedule.groups(cells).values():
         names = {c.configuration for c in members}
-        if baseline in names and len(names) > 1:
+        if (baseline in names and len(names) > 1) or any({k.baseline, k.configuration} <= names for k in contrasts):
             out += members
     return out
 

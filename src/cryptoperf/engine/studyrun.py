@@ -170,18 +170,17 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
         try:
             execute(schedule.calibration(plan.cells), f"{s.name}: calibrating")
             batches, runnable = calibrated(plan.cells, outcomes)
-            runnable = comparable(runnable, s.baseline)
+            runnable = comparable(runnable, s.baseline, s.contrasts)
             done = 0
             for look in plan.looks if runnable else ():
                 if done == 0:
                     cells = runnable
                 else:
-                    current = analysis.analyse(outcomes, s.baseline, plan.analysis)
-                    still = analysis.undecided(current.deltas)
+                    current = analysis.analyse(outcomes, s.baseline, plan.analysis, context=analysis.context_of(None, s))
+                    still = analysis.undecided(current.deltas)  # both sides of each, contrasts' too
                     if not still:
                         break
-                    cells = [c for c in runnable if c.group in still
-                             and (c.configuration == s.baseline or c.configuration in still[c.group])]
+                    cells = [c for c in runnable if c.configuration in still.get(c.group, ())]
                 what = f"{s.name}: blocks {done + 1}-{look}" + (" (inconclusive only)" if done else "")
                 execute(schedule.blocks(cells, done + 1, look, plan.seed, batches,
                                         start_index=len(outcomes)), what)

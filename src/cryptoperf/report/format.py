@@ -203,6 +203,14 @@ def configuration_text(name: str, cpu: str, build: str = "default") -> str:
     return out if build == "default" else f"{out} [{build}]"
 
 
+def comparison_text(d: Any, baseline: str) -> str:
+    """A delta's configuration as its row names it (``configuration_text``), with `` vs
+    <reference>`` for a contrast, a delta whose reference is not the run's ``baseline``:
+    ``aes-256-xts vs aes-128-xts``."""
+    text = configuration_text(d.configuration, d.cpu, d.build)
+    return text if d.baseline == baseline else f"{text} vs {d.baseline}"
+
+
 def cpu_title(cpu: str) -> str:
     """`` — CPU mask no-aesni`` for a table title ('' for baseline)."""
     return "" if cpu == "baseline" else f" — CPU mask {cpu}"

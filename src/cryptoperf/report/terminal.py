@@ -13,8 +13,8 @@ from cryptoperf import builds, cpumask, speedstats, stats
 from cryptoperf.hostinfo import CheckResult
 from cryptoperf.model import CellSummary, Delta, Outcome, Repetition
 from cryptoperf.report.format import (
-    change_text, configuration_text, fmt_count, fmt_date, fmt_mb_s, fmt_ns, fmt_pct, fmt_size, interval_header,
-    operation, operation_text, short_library, side_name, verdict_header)
+    change_text, comparison_text, configuration_text, fmt_count, fmt_date, fmt_mb_s, fmt_ns, fmt_pct, fmt_size,
+    interval_header, operation, operation_text, short_library, side_name, verdict_header)
 from cryptoperf.workloads import access
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -188,7 +188,8 @@ def _change_columns(deltas: Sequence[Delta]) -> list[tuple[str, str]]:
 
 def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """The "performance delta vs baseline" table: one row per (backend, operation, size,
-    configuration); both p50s, then each metric's change with its interval (at ``level``, the
+    configuration; a contrast's names its reference, ``aes-256-xts vs aes-128-xts``); both p50s,
+    then each metric's change with its interval (at ``level``, the
     study's adjusted level), each column naming its metric — p50 latency, throughput, and CPU
     time per operation when a verdict is decided on it — the one the verdict is decided on in
     bold; blocks; the verdict (it names what changed; the header names the metrics) and, when
@@ -204,7 +205,7 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: flo
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
         head = [Text(d.backend), Text(operation(d.label, d.size_bytes)),
-                Text(configuration_text(d.configuration, d.cpu, d.build))]
+                Text(comparison_text(d, baseline))]
         if d.status != "ok" or d.latency is None or d.throughput is None:
             t.add_row(*head, *([""] * (len(cols) + 3)), notes.status("n/a", d.reason))
             continue

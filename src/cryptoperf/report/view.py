@@ -104,10 +104,11 @@ def outcomes_of(run: StoredRun, cell_summary: CellSummary) -> list[Outcome]:
 
 
 def delta_for(run: StoredRun, cell_summary: CellSummary) -> Delta | None:
-    """The delta of a (non-baseline) cell against the baseline, or None."""
+    """The delta of a (non-baseline) cell against the baseline (not a contrast's), or None."""
     c = cell_summary.cell
+    baseline = run.study.baseline if run.study is not None else None
     for d in run.deltas:
         if (d.backend, d.label, d.size_bytes, d.configuration) == (c.backend, c.label, c.size_bytes,
-                                                                    c.configuration):
+                                                                    c.configuration) and d.baseline == baseline:
             return d
     return None

@@ -1,10 +1,11 @@
 """Study files: parse, fill defaults, validate.
 
 A study file (TOML, documented in docs/study-files.md) has one ``[study]`` table, one or more
-``[[configuration]]`` tables and one or more ``[[operation]]`` tables. Every key a study file
-may hold is one row of ``OPTIONS`` (name, type, default, range, help); that one table drives
-parsing, defaults, validation, the ``cryptoperf study --options`` text and the "did you mean"
-suggestions for misspelt keys, as fio's option table does.
+``[[configuration]]`` tables, one or more ``[[operation]]`` tables and any number of
+``[[contrast]]`` tables (pairs of configurations compared besides each one with the baseline).
+Every key a study file may hold is one row of ``OPTIONS`` (name, type, default, range, help);
+that one table drives parsing, defaults, validation, the ``cryptoperf study --options`` text
+and the "did you mean" suggestions for misspelt keys, as fio's option table does.
 
 Errors are ``StudyError``s naming the file, the line of the offending key and the field.
 Validation happens in two steps, both before anything runs: ``load`` checks everything the
@@ -25,9 +26,9 @@ from cryptoperf.study.options import (OPTIONS, REQUIRED, SECTIONS, UNTIL, VERDIC
                                       options_for, options_help, workload_params_help)
 from cryptoperf.study.parse import (INT64, MAX_LOADS, MAX_PAIRS, MAX_PARAMS, MAX_STUDY_BYTES, MAX_TABLES, SHOWN,
                                     SourceMap, load, parse)
-from cryptoperf.study.types import EVERY_NODE, Configuration, HostSelector, Operation, Study
+from cryptoperf.study.types import EVERY_NODE, Configuration, Contrast, HostSelector, Operation, Study
 
 __all__ = ["EVERY_NODE", "INT64", "MAX_CELLS", "MAX_LOADS", "MAX_PAIRS", "MAX_PARAMS", "MAX_STUDY_BYTES",
            "MAX_TABLES", "OPTIONS", "REQUIRED", "SECTIONS", "SHOWN", "UNTIL", "VERDICT_ON", "WORKER_PARAMS", "Configuration",
-           "HostSelector", "Operation", "Option", "SourceMap", "Study", "StudyError", "check_against_worker",
+           "Contrast", "HostSelector", "Operation", "Option", "SourceMap", "Study", "StudyError", "check_against_worker",
            "load", "options_for", "options_help", "parse", "workload_params_help"]

@@ -86,7 +86,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("study", "name", "string", REQUIRED, "Name of the study; names result files and store rows."),
     Option("study", "description", "string", "", "One line saying what the study compares."),
     Option("study", "baseline", "string", REQUIRED,
-           "Name of the [[configuration]] every other configuration is compared with."),
+           "Name of the [[configuration]] every other configuration is compared with (other "
+           "pairs: [[contrast]])."),
     Option("study", "backends", "strings", None,
            "Backends every configuration runs on (deltas are vs the baseline on the same "
            "backend); default: every backend the worker has."),
@@ -220,9 +221,17 @@ OPTIONS: tuple[Option, ...] = (
            "A latency objective for a workload's open loads: the report names, per configuration, "
            "the highest measured rate whose p99 stays under it (and the first that does not).",
            above=0, unit="ms"),
+    Option("contrast", "baseline", "string", REQUIRED,
+           "The [[configuration]] this contrast's configuration is compared with (its reference), "
+           "block by block, as every configuration is with [study] baseline."),
+    Option("contrast", "configuration", "string", REQUIRED,
+           "The [[configuration]] compared with the contrast's baseline: the ratio is this one ÷ "
+           "that one. Contrasts join the study's comparisons in its multiplicity family."),
+    Option("contrast", "name", "string", None,
+           "A name for the contrast; default \"<configuration> vs <baseline>\"."),
 )
 
-SECTIONS = ("study", "configuration", "operation")
+SECTIONS = ("study", "configuration", "operation", "contrast")
 
 
 def options_for(section: str) -> dict[str, Option]:

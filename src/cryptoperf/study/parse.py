@@ -15,8 +15,8 @@ from cryptoperf import builds, cpumask, opnames, workload
 from cryptoperf.errors import StudyError, did_you_mean, one_line
 from cryptoperf.study.options import (REQUIRED, SECTIONS, UNTIL, VERDICT_ON, WORKER_PARAMS, Option,
                                       options_for)
-from cryptoperf.study.types import (EVERY_NODE, IDENT, TEMPLATE_VAR, Configuration, HostSelector, Operation,
-                                    Study, base_dir)
+from cryptoperf.study.types import (EVERY_NODE, IDENT, TEMPLATE_VAR, Configuration, Contrast, HostSelector,
+                                    Operation, Study, base_dir)
 
 #: Largest study file ``load`` reads (real ones are a few KiB): a larger file, or a device that
 #: never ends, is refused before it fills memory.
@@ -34,7 +34,7 @@ MAX_PARAMS = 100
 #: Most load levels one operation may list (each is a row, run in every block: a study of
 #: thousands would not finish; the file alone is refused before its levels are parsed).
 MAX_LOADS = 1000
-_ARRAY_SECTIONS = ("configuration", "operation")
+_ARRAY_SECTIONS = ("configuration", "operation", "contrast")
 
 
 class SourceMap:
@@ -149,7 +149,10 @@ class _Parser:
             if isinstance(tables, list):
                 for i, t in enumerate(tables):
                     if isinstance(t, dict):
-                        n = t.get("name") if section == "configuration" else (t.get("label") or t.get("op"))
+                        n = (t.get("label") or t.get("op")) if section == "operation" else t.get("name")
+                        if section == "contrast" and n is None and isinstance(t.get("configuration"), str) \
+                                and isinstance(t.get("baseline"), str):
+                            n = f"{t['configuration']} vs {t['baseline']}"
                         if isinstance(n, str):
                             names[(section, i)] = n
         self.source = SourceMap(text, names, path)
@@ -255,7 +258,7 @@ class _Parser:
             if key not in SECTIONS:
                 raise StudyError(self.path, self.source.line(key, 0) or self.source.line("", 0, key), key,
                                  f"unknown table or key{did_you_mean(key, SECTIONS)} "
-                                 "(a study has [study], [[configuration]] and [[operation]])")
+                                 "(a study has [study], [[configuration]], [[operation]] and [[contrast]])")
         study_table = doc.get("study")
         if not isinstance(study_table, dict):
             raise StudyError(self.path, self.source.line("study"), None,
@@ -332,9 +335,52 @@ class _Parser:
             noise_threshold_pct=s["noise_threshold_pct"], configurations=tuple(configs),
             operations=tuple(operations), source=self.source, work_dir=work_dir,
             hosts=tuple(HostSelector.parse(h) for h in s["hosts"] or () if h != EVERY_NODE),
-            every_node=EVERY_NODE in (s["hosts"] or ()), power_note=" ".join(s["power_note"].split()))
+            every_node=EVERY_NODE in (s["hosts"] or ()), power_note=" ".join(s["power_note"].split()),
+            contrasts=self.contrasts(s["baseline"], configs))
         _check_templates(study)
         return study
+
+    def contrasts(self, baseline: str, configs: list[Configuration]) -> tuple[Contrast, ...]:
+        """The ``[[contrast]]`` tables (none when absent), each checked: both sides name a
+        configuration, and differ, and are not pinned to different backends (they would share no
+        group); no pair twice, in either direction, nor one the comparisons with ``baseline``
+        already make; no name twice. Raises StudyError at the offending key."""
+        if "contrast" not in self.doc:
+            return ()
+        names = [c.name for c in configs]
+        pinned = {c.name: c.backend for c in configs}
+        tables = self.tables("contrast")
+        if len(tables) > MAX_TABLES:
+            raise self.error("contrast", MAX_TABLES, None, f"the study has {len(tables)} [[contrast]] "
+                             f"tables; at most {MAX_TABLES}")
+        out: list[Contrast] = []
+        pairs: dict[frozenset, int] = {}
+        for i, t in enumerate(tables):
+            v = self.options("contrast", i, t, allow_extra=False)
+            for key in ("baseline", "configuration"):
+                if v[key] not in names:
+                    raise self.error("contrast", i, key, f"no configuration named {toml_repr(v[key])}"
+                                     f"{did_you_mean(v[key], names)} (configurations: {', '.join(names)})")
+            if v["baseline"] == v["configuration"]:
+                raise self.error("contrast", i, "configuration", f"'{v['configuration']}' is also the "
+                                 "contrast's baseline; a contrast compares two different configurations")
+            a, b = pinned[v["baseline"]], pinned[v["configuration"]]
+            if a and b and a != b:
+                raise self.error("contrast", i, "configuration", f"'{v['configuration']}' runs on backend {b} "
+                                 f"only and '{v['baseline']}' on {a} only: they never run side by side")
+            pair = frozenset((v["baseline"], v["configuration"]))
+            if baseline in pair:
+                raise self.error("contrast", i, "baseline", f"duplicates a comparison the study makes already: "
+                                 f"every configuration is compared with the baseline '{baseline}'")
+            if pair in pairs:
+                raise self.error("contrast", i, "configuration", f"duplicate contrast: contrast "
+                                 f"#{pairs[pair] + 1} compares the same two configurations")
+            pairs[pair] = i
+            name = v["name"] if v["name"] is not None else f"{v['configuration']} vs {v['baseline']}"
+            if any(c.name == name for c in out):
+                raise self.error("contrast", i, "name", f"duplicate contrast name '{name}'; names must be unique")
+            out.append(Contrast(name, v["baseline"], v["configuration"], i))
+        return tuple(out)
 
     def configuration(self, index: int, table: dict) -> Configuration:
         """One ``[[configuration]]``: options, template variables and worker params, checked."""

@@ -1,4 +1,4 @@
-"""The parsed study: ``Study``, its ``Configuration``s and ``Operation``s, and the node
+"""The parsed study: ``Study``, its ``Configuration``s, ``Operation``s and ``Contrast``s, and the node
 selectors of ``hosts`` (``HostSelector``)."""
 
 from __future__ import annotations
@@ -112,6 +112,25 @@ class Configuration:
 
 
 @dataclass(frozen=True)
+class Contrast:
+    """One ``[[contrast]]``: ``configuration`` compared with ``baseline`` (its reference), paired
+    block by block in every group both ran, like a comparison with the study's baseline and in
+    the same multiplicity family.
+
+    Attributes:
+        name: as written, default ``"<configuration> vs <baseline>"``.
+        baseline, configuration: configuration names (different; neither pair the study's
+            baseline comparisons already make).
+        index: 0-based position among the contrasts in the file.
+    """
+
+    name: str
+    baseline: str
+    configuration: str
+    index: int
+
+
+@dataclass(frozen=True)
 class Operation:
     """One ``[[operation]]``: ``op`` is a template, ``sizes`` None for unsized operations;
     ``params`` a workload's parameters (values may hold ``{var}``), ``loads`` its load levels
@@ -138,7 +157,8 @@ class Study:
     blocks a comparison gets (= ``repetitions`` unless ``until`` is ``decided``). ``hosts``
     are the node selectors of ``[study] hosts`` (without ``every-node``, which sets
     ``every_node``); only the Ray executor reads them. ``power_note`` says why the design need
-    not find a 5 % change at CV 3 % ('' when it gives no reason).
+    not find a 5 % change at CV 3 % ('' when it gives no reason). ``contrasts`` are the
+    ``[[contrast]]`` pairs compared besides every configuration against the baseline.
     """
 
     path: str
@@ -169,6 +189,7 @@ class Study:
     hosts: tuple["HostSelector", ...] = ()
     every_node: bool = False
     power_note: str = ""
+    contrasts: tuple[Contrast, ...] = ()
 
     def configuration(self, name: str) -> Configuration:
         """The configuration called ``name``; KeyError if none."""

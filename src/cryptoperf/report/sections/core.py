@@ -78,9 +78,10 @@ def _delta_operation(d: Delta) -> str:
     return fmt.operation(d.label, d.size_bytes)
 
 
-def _delta_where(d: Delta) -> str:
-    """``hash 4 KiB on aws-lc, masked [cpu no-aesni]``: which comparison a delta is."""
-    return f"{_delta_operation(d)} on {d.backend}, {configuration_text(d.configuration, d.cpu, d.build)}"
+def _delta_where(d: Delta, baseline: str) -> str:
+    """``hash 4 KiB on aws-lc, masked [cpu no-aesni]``: which comparison a delta is (a contrast's
+    with `` vs <reference>``, ``fmt.comparison_text``)."""
+    return f"{_delta_operation(d)} on {d.backend}, {fmt.comparison_text(d, baseline)}"
 
 
 def _cell_where(s: CellSummary) -> str:
@@ -167,7 +168,7 @@ def _forest_figures(run: StoredRun, groups: list[tuple[str, list[Delta]]]) -> li
         name = stats.METRICS[key][0]
         forest = []
         for title, ds in groups:
-            rows = [plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}",
+            rows = [plots.ForestRow(f"{d.backend} {fmt.comparison_text(d, baseline)}",
                                     d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
                                     plot_verdict_text(d.verdict, d.decisive))
                     for d in ds if _decided(d) and stats.metric_key(d.verdict.metric) == key]
@@ -196,7 +197,7 @@ def verdicts(run: StoredRun) -> list[Section]:
     groups = _ordered_deltas(run)
     a = run.analysis
     baseline = run.study.baseline
-    missing = [{"where": _delta_where(d), "reason": _na_text(d)} for _, ds in groups for d in ds
+    missing = [{"where": _delta_where(d, baseline), "reason": _na_text(d)} for _, ds in groups for d in ds
                if not _decided(d)]
     plotted = sum(1 for _, ds in groups for d in ds if _decided(d))
     counts = verdict_counts(run.deltas)
@@ -213,7 +214,7 @@ def verdicts(run: StoredRun) -> list[Section]:
     for _, ds in groups:
         for d in ds:
             text = d.verdict.text if _decided(d) else _na_text(d)
-            lines.append(f"- {_delta_where(d)}: {text}")
+            lines.append(f"- {_delta_where(d, baseline)}: {text}")
     md = "\n".join(lines) + f"\n\nMethod: {method}.\n"
     return [Section("verdicts", "Verdicts at a glance", html, md)]
 
@@ -250,13 +251,14 @@ def noise_findings(run: StoredRun) -> dict[str, list[str]]:
         if over:
             noisy.append(f"{_cell_where(s)}: {', '.join(over)} (threshold {threshold:g} %)")
     undecided = []
+    baseline = run.study.baseline if run.study else ""
     for _, ds in _ordered_deltas(run):
         for d in ds:
             if _decided(d) and d.verdict.kind == stats.INCONCLUSIVE:
                 v = d.verdict
                 more = (stats.hint_text(v.blocks_needed) if v.blocks_needed is not None
                         else f"more than {stats.MAX_PROJECTED_BLOCKS} blocks would be needed to decide it")
-                undecided.append(f"{_delta_where(d)}: [{d.decisive.low_pct:+.1f}, {d.decisive.high_pct:+.1f}] % "
+                undecided.append(f"{_delta_where(d, baseline)}: [{d.decisive.low_pct:+.1f}, {d.decisive.high_pct:+.1f}] % "
                                  f"over {d.blocks} blocks spans the ±{v.margin_pct:g} % margin; {more}")
     flagged, rerun = _disturbances(run)
     return {"noisy": noisy, "inconclusive": undecided, "disturbed": flagged, "rerun": rerun}
