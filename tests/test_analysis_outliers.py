@@ -8,14 +8,14 @@ import numpy as np
 
 from cryptoperf import analysis, stats
 from cryptoperf.model import Cell
-from cryptoperf.simulate import _summary
+from cryptoperf.simulate import cell_summary
 
 
 def _deltas(conf_factor_at: dict[int, float], settings=analysis.Settings(multiplicity=False), blocks=10, seed=3):
     rng = np.random.default_rng(seed)
     base = {b: 1000.0 * math.exp(rng.normal(0, 0.015)) for b in range(1, blocks + 1)}
     conf = {b: 1050.0 * math.exp(rng.normal(0, 0.015)) * conf_factor_at.get(b, 1.0) for b in range(1, blocks + 1)}
-    summaries = {c.key: _summary(c, v) for c, v in ((Cell("base", "sim", "op", "sim-op"), base),
+    summaries = {c.key: cell_summary(c, v) for c, v in ((Cell("base", "sim", "op", "sim-op"), base),
                                                     (Cell("new", "sim", "op", "sim-op"), conf))}
     deltas, m, level = analysis.deltas(summaries, "base", settings)
     return deltas[0], analysis.Analysis(summaries, deltas, settings, m, level)

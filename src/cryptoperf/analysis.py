@@ -7,9 +7,10 @@ which both measured (blocks where either side did not drop out, and the delta sa
 a t interval on those (from 5 blocks, on those left once the outlier blocks of the verdict's
 metric are set aside: ``outliers.outlier_blocks``, named in the delta's note), every interval of
 the study adjusted together for multiplicity
-(Bonferroni, on by default), and a verdict against the equivalence margin. Two stored runs have
-no blocks in common, so ``compare_unpaired`` uses Welch's interval on the repetitions of each
-side instead. The error rates of these rules are measured by simulation
+(Bonferroni, on by default), and a verdict against the equivalence margin. Stored runs have no
+blocks in common, so ``compare_runs`` compares them with the runs as the unit (the t interval
+on run means), or, with one run per side, Welch's interval on their repetitions, widened by an
+assumed run-to-run sd where one is given. The error rates of these rules are measured by simulation
 (``cryptoperf.simulate``, docs/methodology.md "Statistics").
 
 Everything is computed once per stored run (``analyse``) and every report is rendered from the
@@ -533,6 +534,12 @@ def _screened(p: _Pending, metric: str, level: float) -> tuple[_Pending, tuple[i
     return replace(p, latency=lat, throughput=tp, cpu=new.get("cpu_per_op"), note=note), out
 
 
+def _shortfall(names: tuple[str, str], base: CellSummary, conf: CellSummary) -> str:
+    """``8 of 10 repetitions (run 3)`` for each side that did not measure every repetition."""
+    return "; ".join(f"{x.ok} of {x.repetitions} repetitions ({who})" for who, x in zip(names, (base, conf))
+                     if x.ok < x.repetitions)
+
+
 def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names: tuple[str, str],
               level: float) -> _Pending | Delta:
     """The raw (unadjusted) Welch intervals of ``conf`` against ``base``, or an n/a Delta."""
@@ -546,9 +553,7 @@ def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], name
     tp = stats.welch_log_ratio(conf.ops_per_s_samples, base.ops_per_s_samples, level)
     cpu = (stats.welch_log_ratio(conf.cpu_ns_per_op_samples, base.cpu_ns_per_op_samples, level)
            if min(len(conf.cpu_ns_per_op_samples), len(base.cpu_ns_per_op_samples)) >= MIN_BLOCKS else None)
-    notes = [f"{x.ok} of {x.repetitions} repetitions ({who})" for who, x in zip(names, (base, conf))
-             if x.ok < x.repetitions]
-    return _Pending(common, base, conf, n, 0, lat, tp, cpu, "; ".join(notes))
+    return _Pending(common, base, conf, n, 0, lat, tp, cpu, _shortfall(names, base, conf))
 
 
 def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
@@ -746,10 +751,8 @@ def _across_runs(base_runs: Sequence[CellSummary], conf_runs: Sequence[CellSumma
     if lat is None or tp is None:
         return Delta(status="n/a", reason="no spread to build an interval on", blocks=0,
                      baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
-    notes = [f"{x.ok} of {x.repetitions} repetitions ({who})" for who, x in zip(names, (base, conf))
-             if x.ok < x.repetitions]
     return _Pending(common, base, conf, min(base.ok, conf.ok), 0, lat, tp, interval("cpu_ns_per_op_by_block"),
-                    "; ".join(notes))
+                    _shortfall(names, base, conf))
 
 
 def compare_runs(pairs: Sequence[tuple[Sequence[CellSummary], Sequence[CellSummary]]], names: tuple[str, str],
@@ -772,22 +775,4 @@ def compare_runs(pairs: Sequence[tuple[Sequence[CellSummary], Sequence[CellSumma
                                  p50_ns=b_runs[0].p50_ns, **common))
             continue
         pending.append(_across_runs(a_runs, b_runs, common, names, settings.level, run_sd))
-    return _finish(pending, settings, context)
-
-
-def compare_unpaired(pairs: Sequence[tuple[CellSummary, CellSummary]], names: tuple[str, str],
-                     settings: Settings = Settings(), context: Context = Context()) -> tuple[list[Delta], int, float]:
-    """``b`` against ``a`` for every pair (a, b) of the same cell in two stored runs, with
-    Welch intervals adjusted together; ``names`` name the two runs in reasons. Returns (deltas,
-    comparisons with an interval, per-interval level)."""
-    pending: list[_Pending | Delta] = []
-    for a, b in pairs:
-        c = a.cell
-        common = _common(a, b, c.configuration, c.configuration)
-        problem = _side_problem(names[0], a) or _side_problem(names[1], b)
-        if problem:
-            pending.append(Delta(status="n/a", reason=problem, baseline_p50_ns=a.p50_ns, p50_ns=b.p50_ns,
-                                 **common))
-            continue
-        pending.append(_unpaired(a, b, common, names, settings.level))
     return _finish(pending, settings, context)

@@ -38,7 +38,7 @@ from typing import Sequence
 
 import numpy as np
 
-from cryptoperf import analysis, schedule, simulate_runs, stats
+from cryptoperf import analysis, schedule, stats
 from cryptoperf.model import OK, Cell, CellSummary
 
 BASELINE = "base"
@@ -159,9 +159,9 @@ def _sigma(cv: float) -> float:
     return math.sqrt(math.log1p(cv * cv))
 
 
-def _summary(cell: Cell, values: dict[int, float]) -> CellSummary:
-    """A CellSummary of simulated per-block latencies (ns); ops/s and CPU are their inverse
-    and themselves, as for a single-threaded closed loop."""
+def cell_summary(cell: Cell, values: dict[int, float]) -> CellSummary:
+    """A CellSummary of simulated per-block (or per-repetition) latencies, ns, block → value;
+    ops/s and CPU are their inverse and themselves, as for a single-threaded closed loop."""
     v = list(values.values())
     ops = {b: 1e9 / x for b, x in values.items()}
     return CellSummary(
@@ -231,13 +231,13 @@ class _Study:
             self.values[(group, c)][block] = value
 
     def analyse(self, settings: analysis.Settings) -> list:
-        summaries = {self.cells[k].key: _summary(self.cells[k], v) for k, v in self.values.items()}
+        summaries = {self.cells[k].key: cell_summary(self.cells[k], v) for k, v in self.values.items()}
         if self.sc.paired:
             deltas, _, _ = analysis.deltas(summaries, BASELINE, settings)
             return deltas
-        pairs = [(summaries[self.cells[(g, BASELINE)].key], summaries[self.cells[(g, c)].key])
+        pairs = [([summaries[self.cells[(g, BASELINE)].key]], [summaries[self.cells[(g, c)].key]])
                  for g in range(self.sc.groups) for c in self.configs[1:]]
-        deltas, _, _ = analysis.compare_unpaired(pairs, ("baseline", "configuration"), settings)
+        deltas, _, _ = analysis.compare_runs(pairs, ("baseline", "configuration"), settings)
         return [replace(d, configuration=c) for d, (_, c) in
                 zip(deltas, [(g, c) for g in range(self.sc.groups) for c in self.configs[1:]])]
 
@@ -341,11 +341,11 @@ def run_phases(sc: Scenario, phases: int, studies: int, seed: int = 1, counted: 
                 drift = rng.normal(0.0, sc.block_drift) if sc.block_drift else 0.0
                 for key in [k for k in phase_values if k[0] == g]:
                     phase_values[key][b] = 1000.0 * math.exp(drift + rng.normal(0.0, study.sigma))
-        summaries = {study.cells[k].key: _summary(study.cells[k], v) for k, v in study.values.items()}
+        summaries = {study.cells[k].key: cell_summary(study.cells[k], v) for k, v in study.values.items()}
         if counted:
             for (g, c, k), v in phase_values.items():
                 cell = Cell(c, "sim", f"op{g}-phase{k}", "sim-op")
-                summaries[cell.key] = _summary(cell, v)
+                summaries[cell.key] = cell_summary(cell, v)
         deltas, _, _ = analysis.deltas(summaries, BASELINE, settings)
         false = False
         for d in deltas:
@@ -582,6 +582,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sc in hint_scenarios():
         h = hint_calibration(sc, max(a.studies // 10, 200), a.seed)
         print(f"| {sc.name} | {h.studies} | {h.hinted * 100:.1f} % | {h.decided * 100:.1f} % | {h.median_hint:g} |")
+    from cryptoperf import simulate_runs  # it builds on this module
     print("\nacross runs (cryptoperf compare --fail-on slower):\n")
     print(simulate_runs.table([simulate_runs.run_compare(sc, max(a.studies // 10, 200), a.seed)
                                for sc in simulate_runs.scenarios()]))

@@ -32,7 +32,8 @@ from typing import Sequence
 import numpy as np
 
 from cryptoperf import analysis, compare, stats
-from cryptoperf.model import OK, Cell, CellSummary
+from cryptoperf.model import Cell, CellSummary
+from cryptoperf.simulate import cell_summary
 
 #: The compare settings simulated: plain Welch on each run's repetitions (what compare did
 #: before runs were the unit), the default assumed run-to-run sd with one run per side, and
@@ -99,20 +100,6 @@ class RunFigures:
     all_covered: float
 
 
-def _summary(cell: Cell, values: np.ndarray) -> CellSummary:
-    """A CellSummary of one simulated run of a cell: ``values`` its repetitions' latencies, ns;
-    ops/s their inverse, CPU per operation themselves (a single-threaded closed loop)."""
-    lat = {b + 1: float(v) for b, v in enumerate(values)}
-    ops = {b: 1e9 / v for b, v in lat.items()}
-    v = list(lat.values())
-    return CellSummary(
-        cell=cell, repetitions=len(v), ok=len(v), status=OK, reason="", p50_ns=float(np.median(v)), p99_ns=None,
-        ops_per_s=float(np.median(list(ops.values()))), bytes_per_s=None, cpu_ns_per_op=float(np.median(v)),
-        blocks_run=tuple(lat), p50_by_block_ns=lat, ops_per_s_by_block=ops, cpu_ns_per_op_by_block=lat,
-        cv_p50=stats.cv(v), cv_ops_per_s=stats.cv(list(ops.values())), steal_pct=None, disturbed=0, batch=1,
-        timing="individual", library_version=None)
-
-
 def _side(sc: RunScenario, cells: Sequence[Cell], runs: int, truth: float,
           rng: np.random.Generator) -> list[list[CellSummary]]:
     """``runs`` simulated runs of every cell: per cell, the list of its runs' summaries."""
@@ -123,7 +110,7 @@ def _side(sc: RunScenario, cells: Sequence[Cell], runs: int, truth: float,
         for i, cell in enumerate(cells):
             own = rng.normal(0.0, sc.run_sd * math.sqrt(1.0 - sc.shared)) if sc.run_sd else 0.0
             values = 1000.0 * truth * np.exp(common + own + rng.normal(0.0, sigma, sc.repetitions))
-            out[i].append(_summary(cell, values))
+            out[i].append(cell_summary(cell, {b + 1: float(v) for b, v in enumerate(values)}))
     return out
 
 
