@@ -163,18 +163,30 @@ def test_kill_9_of_a_worker_fails_only_its_repetition(tmp_path):
     store = tmp_path / "runs.sqlite"
     p = start(study, str(store), tmp_path / "out")
     wait_for_results(str(store), p, 6)
-    # every repetition is a short-lived worker: one seen may be gone before the kill lands, so
-    # kill the first one still alive
-    killed, before = False, []
-    deadline = time.monotonic() + 30
-    while not killed and time.monotonic() < deadline:
-        for victim in [c for c in children(p.pid) if "cryptoperf-worker" in _cmdline(c)]:
-            before = results(str(store))
-            try:
-                os.kill(victim, signal.SIGKILL)
-            except ProcessLookupError:
-                continue
-            killed = True
+    # every repetition is a short-lived worker: one seen may be gone (or done, a zombie) before
+    # the kill lands, so read the store first, then kill the first worker still running; a kill
+    # that came after its repetition's result was sent fails nothing, so try again
+    killed, before = 0, []
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        before = results(str(store))
+        if any(r[4] == "failed" for r in before):
+            break
+        live = [c for c in children(p.pid) if "cryptoperf-worker" in _cmdline(c) and _state(c) not in "ZX"]
+        if not live:
+            time.sleep(0.01)
+            continue
+        try:
+            os.kill(live[0], signal.SIGKILL)
+        except ProcessLookupError:
+            continue
+        killed += 1
+        # the orchestrator records the killed repetition (failed, or done if the kill came late)
+        # before the next one's result
+        n, until = len(before), time.monotonic() + 20
+        while len(results(str(store))) <= n and p.poll() is None and time.monotonic() < until:
+            time.sleep(0.05)
+        if p.poll() is not None:
             break
     assert killed, "no live worker child seen"
     out, err = p.communicate(timeout=300)

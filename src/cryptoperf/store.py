@@ -449,8 +449,13 @@ class Store:
 
     # ------------------------------------------------------------------ schema
 
-    def _version(self, conn: Connection) -> int:
-        """The store's format version; 0 when it holds no cryptoperf store."""
+    def _version(self, conn: Connection, peek: bool = False) -> int:
+        """The store's format version; 0 when it holds no cryptoperf store.
+
+        Raises StoreError when the store holds a table 'runs' without a format version — unless
+        ``peek``, which returns -1 instead: the lock-free first look reads the catalog in several
+        statements, and another process's schema can commit between them (it then looks
+        foreign); only the second look, under the schema lock, can tell."""
         inspector = sa.inspect(conn)
         if inspector.has_table("meta"):
             value = conn.execute(sa.select(meta_table.c.value).where(meta_table.c.key == "format_version")).scalar()
@@ -461,6 +466,8 @@ class Store:
             if version:
                 return version
         if inspector.has_table("runs"):
+            if peek:
+                return -1
             raise StoreError(f"store {self.location} holds a table 'runs' that cryptoperf did not make "
                              "(no format version); use another "
                              + ("file" if self.dialect == "sqlite" else "database"))
@@ -478,7 +485,7 @@ class Store:
         one store at once make or upgrade it once)."""
         try:
             with self.engine.connect() as conn:
-                version = self._version(conn)
+                version = self._version(conn, peek=True)
             if version == FORMAT_VERSION:
                 return
             if version > FORMAT_VERSION:
