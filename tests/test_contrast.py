@@ -148,6 +148,7 @@ def test_a_contrast_is_decided_from_the_same_blocks_in_the_studys_family(cli, wr
     assert doc["analysis"]["reference"] is None
     rows = [l for l in res.out.splitlines() if " C vs B " in l]
     assert len(rows) == 1 and "2.0× higher" in rows[0], res.out
+    assert "in a contrast's row, the configuration after 'vs'" in " ".join(res.out.split()), res.out
 
 
 def test_reports_name_the_contrasts_reference(cli, write_study, fake_worker, tmp_path):
@@ -189,6 +190,10 @@ def test_report_reference_reanalyses_against_another_configuration(cli, write_st
         out = cli("report", "latest", "--reference", "B", "--format", fmt, "--store", store, "-o", "-")
         assert out.code == 0, out.err
     assert "re-analysed against the reference B" in cli("report", "--reference", "B", "--store", store, "-o", "-").out
+    # without -o, the file is named for its reference, beside the run's own report
+    written = cli("report", "latest", "--reference", "B", "--store", store)
+    assert written.code == 0, written.err
+    assert written.out.strip().endswith("-run1-vs-B.html"), written.out
 
 
 def test_report_reference_must_name_a_configuration_of_the_run(cli, write_study, fake_worker, tmp_path):

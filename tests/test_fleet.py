@@ -227,3 +227,11 @@ def test_speed_runs_a_job_at_its_default_level_or_the_one_given(fake_worker, cli
     res = cli("speed", "--op", "fleet-job", "--backend", "aws-lc", "--param", "load=targets:50", "--json", "--no-store")
     assert res.code == 0, res.err
     assert json.loads(res.out)["results"][0]["params"]["load"] == "targets:50"
+
+
+def test_the_summary_says_a_use_case_description_once():
+    from cryptoperf.report.sections.fleet import _first_of_each
+    rows = [{"use_case": u, "description": f"long text of {u}", "configuration": c}
+            for u, c in [("audit", "a"), ("audit", "b"), ("remediate", "a"), ("audit", "c")]]
+    assert [r["description"] for r in _first_of_each(rows)] == ["long text of audit", "", "long text of remediate", ""]
+    assert [r["use_case"] for r in _first_of_each(rows)] == ["audit", "audit", "remediate", "audit"]

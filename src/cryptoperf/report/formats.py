@@ -4,6 +4,7 @@ plots), ``md`` (for a ticket), ``json`` (the complete document) and ``csv`` (one
 from __future__ import annotations
 
 import json as _json
+import re
 from pathlib import Path
 from typing import Iterable
 
@@ -36,10 +37,15 @@ def render(run: StoredRun, fmt: str, store_path: str | Path) -> str:
 
 def default_path(out_dir: str | Path, run: StoredRun, fmt: str) -> Path:
     """``<out_dir>/<study>-<UTC start>-run<id>.<ext>`` — the name the study gave its JSON
-    document (``speed-…`` for a speed run)."""
+    document (``speed-…`` for a speed run); ``…-run<id>-vs-<reference>.<ext>`` for a run
+    re-analysed against another configuration (``StoredRun.against``)."""
     from cryptoperf.report.json import result_path
     name = run.study.name if run.study else (run.meta.get("study_name") or run.meta.get("kind") or "run")
-    return result_path(out_dir, name, run.meta.get("started_at") or "", run.id).with_suffix(FORMATS[fmt])
+    path = result_path(out_dir, name, run.meta.get("started_at") or "", run.id)
+    reference = run.analysis.reference
+    if reference:
+        path = path.with_name(f"{path.stem}-vs-{re.sub(r'[^A-Za-z0-9._-]+', '_', reference)}{path.suffix}")
+    return path.with_suffix(FORMATS[fmt])
 
 
 def write_beside(run: StoredRun, json_path: str | Path, formats: Iterable[str],

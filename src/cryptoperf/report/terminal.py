@@ -196,7 +196,10 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: flo
     the configuration ran another library release than the baseline, both releases beside it.
     Rows without numbers say why in a footnote in ``notes``."""
     deltas = list(deltas)
-    t = Table(title=f"performance delta vs baseline ({baseline}), changes with their {interval_header(level)}; "
+    against = f"baseline ({baseline})"
+    if any(d.baseline != baseline for d in deltas):
+        against += " or, in a contrast's row, the configuration after 'vs'"
+    t = Table(title=f"performance delta vs {against}, changes with their {interval_header(level)}; "
               "bold: the one the verdict is decided on", title_justify="left")
     cols = _change_columns(deltas)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),

@@ -194,6 +194,17 @@ def summary_rows(run: StoredRun) -> list[dict[str, Any]]:
     return out
 
 
+def _first_of_each(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rows`` with a use case's (long) description kept on its first row only."""
+    seen: set[str] = set()
+    out = []
+    for r in rows:
+        first = r["use_case"] not in seen
+        seen.add(r["use_case"])
+        out.append({**r, "description": r["description"] if first else ""})
+    return out
+
+
 @register(order=19)
 def fleet_summary(run: StoredRun) -> list[Section]:
     """"Fleet jobs: summary": use case, configuration, performance delta with its interval,
@@ -205,7 +216,7 @@ def fleet_summary(run: StoredRun) -> list[Section]:
     scale, took = scale_text(figures), took_text(run)
     metric = analysis.decided_on([p.point.delta for f in figures.families for p in f.points
                                   if p.point.delta is not None]) or run.analysis.settings.metric
-    html = fragment("sections/fleet_summary.html.j2", rows=rows, baseline=_baseline(run), method=run.analysis.method,
+    html = fragment("sections/fleet_summary.html.j2", rows=_first_of_each(rows), baseline=_baseline(run), method=run.analysis.method,
                     metric=metric, scale=scale, took=took, level=f"{BAND_LEVEL * 100:g}")
     md = (f"Change in targets per minute at the largest level against {_baseline(run)}, with the study's "
           f"interval; verdicts on {metric}. Phase times are descriptive (where the time went), not verdicts.\n\n"
