@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
+from scipy import special as scipy_special
 from scipy import stats as scipy_stats
 from hdrh.histogram import HdrHistogram
 
@@ -677,14 +678,14 @@ def _change_sentence(ci: "Interval", metric: str, transaction: Transaction) -> s
 HINT_PROBABILITY = 0.8
 
 
-def _normal_mass(mean: float, sd: float, low: float, high: float) -> float:
-    """P(low <= X <= high) for X ~ Normal(mean, sd²) (sd 0: a point mass at ``mean``)."""
-    if high < low:
-        return 0.0
-    if sd <= 0:
-        return float(low <= mean <= high)
-    z = math.sqrt(2.0) * sd
-    return 0.5 * (math.erf((high - mean) / z) - math.erf((low - mean) / z))
+def _normal_mass(mean: float, sd: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """P(low <= X <= high) for X ~ Normal(mean, sd²), elementwise (sd 0: a point mass at
+    ``mean``; 0 where high < low)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z = np.sqrt(2.0) * sd
+        mass = 0.5 * (scipy_special.erf((high - mean) / z) - scipy_special.erf((low - mean) / z))
+    point = ((low <= mean) & (mean <= high)).astype(float)
+    return np.where(high < low, 0.0, np.where(sd > 0, mass, point))
 
 
 @functools.lru_cache(maxsize=1024)
@@ -704,21 +705,24 @@ def decide_probability(ci: Interval, n: int, margin_pct: float) -> float:
     for a spread σ, the final mean log ratio is Normal(log ratio, se² − se_n²) with se =
     σ/sqrt(ci.n) now and se_n = σ/sqrt(n) at ``n``. The interval at ``n`` has ``ci``'s level and
     resolution floor, and the df of ``n``."""
+    return float(_decide_probabilities(ci, np.array([n]), margin_pct)[0])
+
+
+def _decide_probabilities(ci: Interval, ns: np.ndarray, margin_pct: float) -> np.ndarray:
+    """``decide_probability`` at every count of ``ns`` (shape (k,)) at once; shape (k,)."""
     lo = math.log1p(-margin_pct / 100.0) if margin_pct < 100 else -math.inf
     hi = math.log1p(margin_pct / 100.0)
     m = math.log(ci.ratio)
-    df = n - 1 if ci.method == PAIRED_T else 2 * n - 2
-    t = t_quantile(ci.level, float(max(df, 1)))
-    total = 0.0
-    scales = _sd_scales(float(max(ci.df, 1.0)))
-    for k in scales:
-        se_n = k * ci.se_log * math.sqrt(ci.n / n)
-        half = max(t * se_n, ci.resolution_log)
-        spread = math.sqrt(max((k * ci.se_log) ** 2 - se_n ** 2, 0.0))
-        undecided = _normal_mass(m, spread, -half, half) - _normal_mass(m, spread, max(-half, lo + half),
-                                                                         min(half, hi - half))
-        total += 1.0 - undecided
-    return total / len(scales)
+    ns = np.asarray(ns, dtype=float)
+    df = ns - 1 if ci.method == PAIRED_T else 2 * ns - 2
+    t = scipy_stats.t.ppf(0.5 + ci.level / 2.0, np.maximum(df, 1.0))[:, None]  # (k, 1)
+    k = np.array(_sd_scales(float(max(ci.df, 1.0))))[None, :]  # (1, scales)
+    se_n = k * ci.se_log * np.sqrt(ci.n / ns)[:, None]
+    half = np.maximum(t * se_n, ci.resolution_log)
+    spread = np.sqrt(np.maximum((k * ci.se_log) ** 2 - se_n ** 2, 0.0))
+    undecided = (_normal_mass(m, spread, -half, half)
+                 - _normal_mass(m, spread, np.maximum(-half, lo + half), np.minimum(half, hi - half)))
+    return (1.0 - undecided).mean(axis=1)
 
 
 def hint_text(needed: int, unit: str = "blocks") -> str:
@@ -738,12 +742,13 @@ def blocks_to_decide(ci: Interval, margin_pct: float, probability: float = HINT_
     """
     if ci.se_log <= 0 or ci.n < 2 and ci.method != RUNS_T or ci.method == RUN_SD_T:
         return None
-    n = max(ci.n + 1, MIN_BLOCKS)
+    counts, n = [], max(ci.n + 1, MIN_BLOCKS)
     while n <= MAX_PROJECTED_BLOCKS:
-        if decide_probability(ci, n, margin_pct) >= probability:
-            return n
+        counts.append(n)
         n = n + 1 if n < ci.n + 64 else int(n * 1.05) + 1
-    return None
+    ns = np.array(counts)
+    enough = np.nonzero(_decide_probabilities(ci, ns, margin_pct) >= probability)[0]
+    return int(ns[enough[0]]) if enough.size else None
 
 
 def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slower: bool | None = None,
