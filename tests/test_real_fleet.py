@@ -58,10 +58,16 @@ def test_a_thousand_targets_with_cap_20_run_to_the_end_within_the_cap():
     assert fleet.decode(r).most_in_flight() == most
     # every target's phases, in order, each ending before the next starts
     assert f["phases"] == ["connect", "checks", "report"]
+    columns = f["records"]["columns"]
+    edges = [columns.index(f"{p}_{e}_us") for p in f["phases"] for e in ("start", "end")]
     for row in rows(r):
-        times = row[3:]
+        times = [row[i] for i in edges]
         assert None not in times, row
         assert all(a <= b for a, b in zip(times, times[1:])), row
+    # without the latency model nothing waits, and each phase's slice CPU is recorded
+    assert f["latency"] is None
+    assert all(row[columns.index(f"{p}_wait_us")] == 0 for row in rows(r) for p in f["phases"])
+    assert all(row[columns.index("connect_cpu_us")] > 0 for row in rows(r))
     # resources per process: peak RSS and descriptors, bounded by the cap, not the targets
     procs = {(p["role"], p["index"]): p for p in f["processes"]}
     assert set(procs) == {("coordinator", 0), ("slice", 0), ("agent", 0), ("agent", 1)}
@@ -168,3 +174,99 @@ loads = ["targets:30"]
     for p in [tmp_path / "s.sqlite", *(tmp_path / "out").rglob("*")]:
         if p.is_file():
             assert b"PRIVATE KEY" not in p.read_bytes()
+
+
+# ---- the latency model: time per target that is not cryptography ---------------------------------
+
+def test_a_fixed_latency_sets_the_rate_to_the_cap_over_the_latency():
+    """rtt 50 ms, an audit's 4 round trips (connect 2, checks 1, report 1): L = 200 ms per
+    target; with cap c = 10 on one slice and the management CPU far from saturated, targets per
+    minute is 60·c/L = 3000 within 10 % (Little's law; the cryptography adds a few ms per target).
+    Each phase's wait is recorded apart from its CPU."""
+    r = job({"job": "audit", "checks": 4, "load": "targets:60", "cap": 10, "rtt_ms": 50})
+    assert r.status == "ok", r.reason
+    f = r.extras["fleet"]
+    assert f["completed"] == 60
+    per_min = r.ops / (r.wall_ns / 1e9) * 60
+    assert per_min == pytest.approx(60 * 10 / 0.2, rel=0.10), per_min
+    assert f["latency"]["rtt"] == {"dist": "fixed", "ms": 50.0, "mean_ms": 50.0}
+    assert f["latency"]["applied"].startswith("management-side wait")
+    parts = fleet.decode(r).phase_parts()
+    waits = {p: sorted(v["wait"]) for p, v in parts.items()}
+    assert waits["connect"][0] == waits["connect"][-1] == 100e6 and waits["report"][0] == 50e6
+    for p, v in parts.items():
+        assert all(0 < c < 50e6 for c in v["crypto_cpu"]), (p, v["crypto_cpu"][:5])
+    # each phase took at least its wait
+    assert all(t.phases[k][1] - t.phases[k][0] >= t.waits[k] for t in fleet.decode(r).targets_ for k in range(3))
+
+
+def test_the_same_target_waits_the_same_in_every_run_and_manager_cpu_is_burnt():
+    params = {"job": "audit", "checks": 2, "load": "targets:12", "cap": 4, "rtt_ms": "lognormal:p50=2,p99=20",
+              "target_work_ms": "uniform:0.1-0.5", "manager_cpu_ms": 5}
+    a, b = job(params), job(params)
+    assert a.status == b.status == "ok", (a.reason, b.reason)
+
+    def waits(r):
+        return {t.target: t.waits for t in fleet.decode(r).targets_}
+    assert waits(a) == waits(b)
+    assert len({w for w in waits(a).values()}) == 12  # every target its own draws
+    other = [t.other_cpu for t in fleet.decode(a).targets_]
+    assert all(4_500 <= o <= 20_000 for o in other), other  # µs: 5 ms of busy loop each
+    report = fleet.decode(a).phase_parts()["report"]
+    assert all(o >= 4.5e6 for o in report["other_cpu"]) and all(c >= 0 for c in report["crypto_cpu"])
+    # the slice's CPU over the job holds the 12 × 5 ms
+    slice_cpu = next(p["cpu_ns"] for p in a.extras["fleet"]["processes"] if p["role"] == "slice")
+    assert slice_cpu >= 12 * 5e6
+
+
+def test_the_planner_predicts_a_measured_job_at_another_number_of_slices(tmp_path):
+    """A study of the audit job with a fixed 100 ms round trip (400 ms a target) on 1 and 2
+    slices, cap 5, 20 targets: the planner, from the 1-slice jobs alone, predicts the 2-slice
+    job's time; the measured 2-slice jobs fall within its prediction interval. The report splits
+    each phase's time into the model's waiting and the management CPU."""
+    path = tmp_path / "scale.toml"
+    path.write_text("""\
+[study]
+name = "plan-check"
+baseline = "1-slice"
+backends = ["aws-lc"]
+repetitions = 3
+verdict_on = "by_load"
+
+[[configuration]]
+name = "1-slice"
+slices = "1"
+
+[[configuration]]
+name = "2-slices"
+slices = "2"
+
+[[operation]]
+label = "audit"
+op = "fleet-job"
+params = { job = "audit", checks = 2, cap = 5, slices = "{slices}", rtt_ms = 100 }
+loads = ["targets:20"]
+""")
+    env = {"CRYPTOPERF_WORKER": str(REAL), "HOME": str(tmp_path)}
+    store = str(tmp_path / "s.sqlite")
+    res = run_subprocess("study", str(path), "--store", store, "--out", str(tmp_path / "out"), env=env)
+    assert res.code == 0, res.err
+    plan = run_subprocess("plan", "latest", "--targets", "20", "--slices", "2", "--configuration", "1-slice",
+                          "--json", "--store", store, env=env)
+    assert plan.code == 0, plan.err
+    doc = json.loads(plan.out)
+    assert doc["bound"] == "latency" and doc["on_slices"] == 2 and doc["measured"]["slices"] == 1
+    run = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    two = [r["result"]["wall_ns"] / 1e9 for r in run["repetitions"]
+           if r["configuration"] == "2-slices" and r["block"] > 0 and r["status"] == "ok" and not r["superseded"]]
+    assert len(two) == 3
+    for j in two:
+        assert doc["job_s"]["low"] <= j <= doc["job_s"]["high"], (j, doc["job_s"])
+    assert doc["job_s"]["value"] == pytest.approx(0.8, rel=0.1)  # 20 targets × 0.4 s / (2 × 5)
+    assert any("10 targets in flight at once, more than the 5 measured" in x for x in doc["extrapolated"])
+    md = next((tmp_path / "out").glob("*.md")).read_text()
+    assert "Where each phase's time went at 20 targets" in md and "Latency model: round trips 100 ms (fixed)" in md
+    text = run_subprocess("plan", "latest", "--targets", "500", "--deadline", "10m", "--configuration", "1-slice",
+                          "--store", store, env=env)
+    assert text.code == 0, text.err
+    assert "500 targets by a deadline of 10 min 00 s" in text.out and "slices needed: " in text.out

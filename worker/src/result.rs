@@ -480,6 +480,9 @@ pub struct FleetFields {
     pub checks: usize,
     pub file_bytes: usize,
     pub phases: Vec<String>,
+    /// The latency model (time per target that is not cryptography): each part's distribution
+    /// and where its waits are applied; null when off (`fleet_job::latency`).
+    pub latency: Value,
     pub completed: u64,
     pub failed: usize,
     /// Certificates, processes and probe before the job.

@@ -48,6 +48,16 @@ from cryptoperf.report.render import write_text as render_write
               help="Accelerator latency per operation as the application sees it, in µs (shown only).")
 @click.option("--accel-min-units", type=int, default=1, show_default=True, metavar="M",
               help="Accelerator units bought whatever the load (2 for redundancy).")
+@click.option("--targets", "targets", type=int, metavar="N",
+              help="Fleet jobs: plan a job over N targets (with --deadline or --rate in targets per minute): the "
+                   "slices needed and the job's time with its interval, from the run's fleet jobs.")
+@click.option("--deadline", "deadline", metavar="D", help="With --targets: the time the job must finish in: 10m, 90s, 1.5h.")
+@click.option("--slices", "slices", type=int, metavar="K",
+              help="With --targets: the job's time on K slices (and, with --deadline, whether it meets it).")
+@click.option("--cores", "cores", type=int, metavar="H",
+              help="With --targets: the management server's cores [default: the measuring host's CPUs].")
+@click.option("--level", "level", type=int, metavar="TARGETS",
+              help="With --targets: the measured job level to plan from, by its number of targets [default: the largest].")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
               help=STORE_HELP)
 @click.option("--format", "-f", "fmt", type=click.Choice(["text", "json", "md", "html"]), default=None,
@@ -62,7 +72,8 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
              remainder_op: str | None, from_config: str | None, to_config: str | None,
              core_price_per_year: float | None, accel_ops_per_s: float | None,
              accel_price_per_year: float | None, accel_host_cpu_us_per_op: float,
-             accel_latency_us: float | None, accel_min_units: int, store_path: str | None,
+             accel_latency_us: float | None, accel_min_units: int, targets: int | None, deadline: str | None,
+             slices: int | None, cores: int | None, level: int | None, store_path: str | None,
              fmt: str | None, as_json: bool, output: str | None) -> None:
     """Economics of an operation, or of a request made of several, measured in stored run
     RUN_ID (default: latest).
@@ -82,17 +93,31 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     per transaction beyond the request's primitives (the non-crypto rest); without it,
     the answer says the remainder is left out.
 
+    (d) with --targets N and --deadline D (or --rate R/min), on a fleet-job run: the slices
+        (management workers) that finish N targets in time and the job's time with its
+        prediction interval — Little's law per slice bounded by the management CPU, from the
+        measured time a target is in flight and CPU per target; anything beyond the measured
+        concurrency, targets or cores is named as an extrapolation.
+
     \b
     cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
     cryptoperf plan --op rsa --from old --to new --rate 9.6 --format md -o plan.md
     cryptoperf plan 7 --op "full handshake @ c=2" --from rsa --to ecdsa --rate 3k
     cryptoperf plan 7 --per-request "sign + x25519-keygen + x25519-derive" --from rsa --to ecdsa
       --backend aws-lc --remainder-op "full handshake @ c=2" --rate 3k
+    cryptoperf plan 12 --targets 500 --deadline 10m --configuration fips
 
     Method and a worked example: docs/methodology.md, "Economics".
     """
     from cryptoperf.report import economics as report_economics
 
+    if targets is not None or deadline is not None or slices is not None:
+        if op or request or from_config or to_config or accel_ops_per_s is not None:
+            raise UsageError("--targets plans a fleet job; it does not go with --op, --per-request, --from/--to "
+                             "or an accelerator")
+        _plan_job(run_id, targets, deadline, rate, slices, configuration, cores, level, store_path,
+                  "json" if as_json else (fmt or "text"), output)
+        return
     if op and request:
         raise UsageError("give either --op OP (one operation) or --per-request 'OP + OP …' "
                          "(the operations of one request), not both")
@@ -143,3 +168,35 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     written = render_write(text, target, fix="pass another -o PATH, or -o - for stdout", unique=output is None)
     say_using(run)
     click.echo(str(written))
+
+
+def _plan_job(run_id: str, targets: int | None, deadline: str | None, rate: str | None, slices: int | None,
+              configuration: str | None,
+              cores: int | None, level: int | None, store_path: str | None, form: str, output: str | None) -> None:
+    """``plan --targets N --deadline D | --rate R/min``: the fleet-job planner on a stored run."""
+    from cryptoperf.economics import jobs
+    from cryptoperf.report import job_plan
+
+    if targets is None:
+        raise UsageError("--deadline and --slices plan a fleet job: give --targets N, the number of targets")
+    if deadline is not None and rate is not None:
+        raise UsageError("--targets takes either --deadline (e.g. 10m) or --rate (targets per minute), not both")
+    if deadline is None and rate is None and slices is None:
+        raise UsageError("--targets needs --deadline (e.g. 10m), --rate (targets per minute, e.g. 50/min) or --slices K")
+    if form == "html":
+        raise UsageError("plan --targets writes text, json or md; --format html is for an operation's economics")
+    deadline_s = jobs.parse_duration(deadline) if deadline is not None else None
+    rate_per_min = jobs.parse_targets_rate(rate) if rate is not None else None
+    with stored.open_store(store_path) as store:
+        run = stored.load_run(store, run_id)
+    figures = run.analysis.workloads.of("fleet-job")
+    if figures is None:
+        raise UsageError(f"run {run.id} has no fleet jobs: plan --targets needs a fleet-job study's run")
+    m = jobs.measured_level(figures, configuration, level)
+    answer = jobs.plan_job(m, targets, deadline_s, rate_per_min, cores, slices)
+    text = job_plan.render(answer, run.id, form)
+    say_using(run)
+    if output in (None, "-"):
+        click.echo(text, nl=False)
+        return
+    click.echo(str(render_write(text, Path(output), fix="pass another -o PATH, or -o - for stdout")))

@@ -30,6 +30,8 @@ KIND = "fleet-job"
 PART = "fleet"
 #: Process roles, in the order the worker lists them.
 ROLES = ("coordinator", "slice", "agent")
+#: The parts a phase's time is split into (``Job.phase_parts``), in the order tables show them.
+PARTS = ("wait", "crypto_cpu", "other_cpu", "rest")
 
 
 # ------------------------------------------------------------------------------ one job
@@ -44,6 +46,12 @@ class Target:
     slice: int
     status: str
     phases: tuple[tuple[float, float] | None, ...]
+    #: Per phase: the latency model's wait in it and the slice thread's CPU over it (µs; None
+    #: for a phase not reached, or from a worker that did not send them).
+    waits: tuple[float | None, ...] = ()
+    cpu: tuple[float | None, ...] = ()
+    #: The management CPU the latency model burnt for this target (µs, in its last phase).
+    other_cpu: float = 0.0
 
     @property
     def span(self) -> tuple[float, float] | None:
@@ -109,6 +117,28 @@ class Job:
     failures: tuple[tuple[int, int, str, str], ...]
     processes: tuple[Process, ...]
     wall_s: float
+    latency: Mapping[str, Any] | None = None
+
+    def phase_parts(self) -> dict[str, dict[str, list[float]]]:
+        """Phase → part → values (ns) over the targets that reached the phase's end, the
+        phase's time split: ``wait`` (the latency model's round trips and target work),
+        ``crypto_cpu`` (the slice thread's CPU in it: TLS and the job's cryptography, its
+        framing and I/O calls, the model's busy loop taken out), ``other_cpu`` (the model's
+        management CPU, burnt in the last phase) and ``rest`` (what is left: the target's own
+        cryptography and I/O, waiting for a CPU). Empty lists when the worker sent no split."""
+        out: dict[str, dict[str, list[float]]] = {p: {k: [] for k in PARTS} for p in self.phases}
+        last = len(self.phases) - 1
+        for t in self.targets_:
+            for k, (name, ph) in enumerate(zip(self.phases, t.phases)):
+                if ph is None or k >= len(t.waits) or k >= len(t.cpu) or t.waits[k] is None or t.cpu[k] is None:
+                    continue
+                other = t.other_cpu if k == last else 0.0
+                wall, wait, cpu = ph[1] - ph[0], float(t.waits[k]), float(t.cpu[k])
+                parts = {"wait": wait, "crypto_cpu": max(cpu - other, 0.0), "other_cpu": other,
+                         "rest": max(wall - wait - cpu, 0.0)}
+                for key, v in parts.items():
+                    out[name][key].append(1e3 * v)
+        return out
 
     def phase_durations(self) -> dict[str, list[float]]:
         """Phase → the duration (ns) of that phase for every target that reached its end."""
@@ -147,18 +177,24 @@ def _int(x: Any, default: int = 0) -> int:
 
 def _targets(records: Mapping[str, Any], phases: Sequence[str]) -> tuple[Target, ...]:
     """The records' rows read by the columns' names: ``target``, ``slice``, ``status``, then
-    ``<phase>_start_us`` and ``<phase>_end_us`` per phase."""
+    ``<phase>_start_us``, ``<phase>_end_us``, ``<phase>_wait_us`` and ``<phase>_cpu_us`` per
+    phase, then ``manager_other_cpu_us`` (the last three absent from older workers)."""
     col = {str(name): i for i, name in enumerate(records.get("columns") or ())}
     out = []
     for row in records.get("rows") or ():
         def at(name: str) -> Any:
             i = col.get(name)
             return row[i] if i is not None and i < len(row) else None
-        ph = []
+        ph, waits, cpu = [], [], []
         for p in phases:
             a, b = at(f"{p}_start_us"), at(f"{p}_end_us")
             ph.append((float(a), float(b)) if a is not None and b is not None else None)
-        out.append(Target(_int(at("target")), _int(at("slice")), str(at("status")), tuple(ph)))
+            w, c = at(f"{p}_wait_us"), at(f"{p}_cpu_us")
+            waits.append(float(w) if w is not None else None)
+            cpu.append(float(c) if c is not None else None)
+        other = at("manager_other_cpu_us")
+        out.append(Target(_int(at("target")), _int(at("slice")), str(at("status")), tuple(ph), tuple(waits),
+                          tuple(cpu), float(other) if other is not None else 0.0))
     return tuple(out)
 
 
@@ -186,7 +222,8 @@ def decode(result: access.Result | None) -> Job | None:
                completed=_int(f.get("completed")), failed=_int(f.get("failed")),
                host_cpus=f.get("host_cpus"), stages=stages,
                targets_=_targets(f.get("records") or {}, phases), failures=fails, processes=tuple(procs),
-               wall_s=(access.wall_ns(result) or 0.0) / 1e9)
+               wall_s=(access.wall_ns(result) or 0.0) / 1e9,
+               latency=f.get("latency") if isinstance(f.get("latency"), Mapping) else None)
 
 
 # ------------------------------------------------------------------------------ a level
@@ -212,6 +249,12 @@ class JobPoint:
         blocks: the blocks of its measured jobs; phase_medians: per block, phase → the median
             duration (ns) over that job's targets.
         phase_all_ns: phase → the median duration (ns) over every target of every measured job.
+        phase_parts_ns: phase → part (``PARTS``) → its median (ns) over the same targets; empty
+            from a worker that sent no split.
+        latency: the latency model the jobs ran with (the result's ``latency``), None when off.
+        target_s_by_block: per block, the mean time (s) a completed target of that job was in
+            flight (its first phase's start to its last's end): Little's law's time in system,
+            what ``plan --targets`` scales.
         job_s: the median job time (s); failed, ran: targets failed and run over the jobs.
         most_in_flight: the most targets one slice had in flight in any of its jobs.
         roles: per process role, the most it held (``RoleUse``).
@@ -224,6 +267,9 @@ class JobPoint:
     blocks: tuple[int, ...]
     phase_medians: Mapping[int, Mapping[str, float]]
     phase_all_ns: Mapping[str, float]
+    phase_parts_ns: Mapping[str, Mapping[str, float]]
+    latency: Mapping[str, Any] | None
+    target_s_by_block: Mapping[int, float]
     job_s: float | None
     failed: int
     ran: int
@@ -268,6 +314,8 @@ def job_point(p: Point, outcomes: Sequence[Outcome]) -> JobPoint:
     """The ``JobPoint`` of a job cell from its measured repetitions (block order)."""
     medians: dict[int, dict[str, float]] = {}
     every: dict[str, list[float]] = {}
+    parts: dict[str, dict[str, list[float]]] = {}
+    in_flight: dict[int, float] = {}
     jobs, fails, blocks = [], [], []
     rep: tuple[int, int, Job] | None = None
     for o in outcomes:
@@ -282,10 +330,19 @@ def job_point(p: Point, outcomes: Sequence[Outcome]) -> JobPoint:
             every.setdefault(phase, []).extend(ds)
             if ds:
                 medians.setdefault(o.repetition.block, {})[phase] = float(np.median(ds))
+        spans = [t.span for t in job.targets_ if t.status == "ok" and t.span is not None]
+        if spans:
+            in_flight[o.repetition.block] = float(np.mean([b - a for a, b in spans])) / 1e6
+        for phase, split in job.phase_parts().items():
+            for part, vs in split.items():
+                parts.setdefault(phase, {}).setdefault(part, []).extend(vs)
         fails += [(o.repetition.block, *f) for f in job.failures]
     walls = [j.wall_s for j in jobs]
     return JobPoint(point=p, blocks=tuple(blocks), phase_medians=medians,
                     phase_all_ns={ph: float(np.median(ds)) for ph, ds in every.items() if ds},
+                    phase_parts_ns={ph: {k: float(np.median(v)) for k, v in split.items() if v}
+                                    for ph, split in parts.items() if any(split.values())},
+                    latency=next((j.latency for j in jobs if j.latency), None), target_s_by_block=in_flight,
                     job_s=float(np.median(walls)) if walls else None, failed=sum(j.failed for j in jobs),
                     ran=sum(j.targets for j in jobs),
                     most_in_flight=max((j.most_in_flight() for j in jobs), default=None), roles=_roles(jobs),

@@ -479,6 +479,49 @@ def phase_table(fam: fleet.JobFamily) -> tuple[list[str], list[dict[str, Any]]]:
     return configs, rows
 
 
+#: The split of a phase's time as the tables name it (``fleet.PARTS`` order).
+PART_TITLES = {"wait": "waiting (latency model)", "crypto_cpu": "management CPU",
+               "other_cpu": "management other CPU (model)", "rest": "rest"}
+
+
+def latency_text(latency: Any) -> str:
+    """The latency model in words: ``round trips 20 ms (fixed; connect 2, other phases 1);
+    target work lognormal p50 5 ms, p99 50 ms (mean 8.2 ms) per item or check; …; applied as
+    …``; '' when off."""
+    if not latency:
+        return ""
+
+    def dist(d: Any) -> str:
+        if not isinstance(d, dict):
+            return ""
+        kind, mean = d.get("dist"), f"mean {d.get('mean_ms', 0):.3g} ms"
+        if kind == "fixed":
+            return f"{d.get('ms', 0):g} ms (fixed)"
+        if kind == "uniform":
+            return f"{d.get('low_ms', 0):g}–{d.get('high_ms', 0):g} ms (uniform, {mean})"
+        return f"lognormal p50 {d.get('p50_ms', 0):g} ms, p99 {d.get('p99_ms', 0):g} ms ({mean})"
+    parts = [f"{what} {dist(latency.get(key))}{per}" for key, what, per in (
+        ("rtt", "round trips", " each (connect 2, every other phase 1)"),
+        ("target_work", "target work", " per pushed item or check"),
+        ("manager_cpu", "management non-cryptographic CPU", " per target"))
+        if latency.get(key)]
+    return "Latency model: " + "; ".join(parts) + f"; {latency.get('applied', '')}."
+
+
+def split_table(fam: fleet.JobFamily) -> list[dict[str, Any]]:
+    """Where each phase's time went at the family's largest level, per configuration and phase:
+    ``configuration``, ``phase``, ``total`` and each part of ``PART_TITLES`` (median ms over
+    every target of every measured job; the medians of parts need not add up to the total's).
+    Empty when the worker sent no split."""
+    top = fam.largest
+    rows = []
+    for p in top.points if top else ():
+        for ph, split in p.phase_parts_ns.items():
+            rows.append({"configuration": p.point.series, "phase": ph, "total": _ms(p.phase_all_ns.get(ph)),
+                         **{k: _ms(split.get(k)) for k in PART_TITLES}})
+    return rows
+
+
 @register(order=25)
 def fleet_phases(run: StoredRun) -> list[Section]:
     """"Fleet jobs: time per phase": per job kind, level and phase, the median time per
@@ -489,11 +532,14 @@ def fleet_phases(run: StoredRun) -> list[Section]:
     for f in figures.families if figures else ():
         configs, rows = phase_table(f)
         if rows:
+            top = f.largest
+            model = next((p.latency for p in top.points if p.latency), None) if top else None
             tables.append({"title": family_title(f.family), "slug": family_slug(f.family), "rows": rows,
-                           "configurations": configs})
+                           "configurations": configs, "split": split_table(f), "latency": latency_text(model),
+                           "split_level": top.points[0].point.load.label if top and top.points else ""})
     if not tables:
         return []
-    html = fragment("sections/fleet_phases.html.j2", tables=tables, level=f"{BAND_LEVEL * 100:g}")
+    html = fragment("sections/fleet_phases.html.j2", tables=tables, level=f"{BAND_LEVEL * 100:g}", parts=PART_TITLES)
     md = (f"Median ms per phase and its ratio to the baseline's ({BAND_LEVEL * 100:g} % interval over blocks, "
           "descriptive: not adjusted for multiplicity and no verdict; the level's verdict is its throughput's).\n")
     for t in tables:
@@ -501,6 +547,12 @@ def fleet_phases(run: StoredRun) -> list[Section]:
             ["Level", "Phase"] + t["configurations"],
             [[r["level"], r["phase"]] + [f"{c['median']} · {c['ratio']}" for c in r["cells"]] for r in t["rows"]],
             align="ll" + "r" * len(t["configurations"]))
+        if t["split"]:
+            md += (f"\nWhere each phase's time went at {t['split_level']} (median ms of each part):"
+                   + (f" {t['latency']}" if t["latency"] else "") + "\n\n")
+            md += md_table(["Configuration", "Phase", "total", *PART_TITLES.values()],
+                           [[r["configuration"], r["phase"], r["total"], *(r[k] for k in PART_TITLES)] for r in t["split"]],
+                           align="ll" + "r" * (1 + len(PART_TITLES)))
     return [Section("fleet-phases", "Fleet jobs: time per phase", html, md)]
 
 

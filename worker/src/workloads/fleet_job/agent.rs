@@ -12,6 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::net::TcpStream;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 use super::content::*;
 use super::spec::*;
 use super::wire::*;
@@ -121,6 +122,8 @@ pub(super) fn prepare_thread(agent: &Agent, keys: &BTreeSet<usize>) -> Result<()
 pub(super) fn serve_target(agent: &Agent, stream: TcpStream) -> Result<bool, String> {
     stream.set_read_timeout(Some(IO_TIMEOUT)).map_err(|e| format!("read timeout: {e}"))?;
     stream.set_nonblocking(false).map_err(|e| format!("blocking mode: {e}"))?;
+    // (a handle on the socket, to lengthen the timeout once the target, and so its waits, is known)
+    let control = stream.try_clone().map_err(|e| format!("socket: {e}"))?;
     let mut s = agent.server.accept(Box::new(stream) as Box<dyn Transport>)?;
     if !s.handshake().map_err(|e| format!("agent handshake: {e}"))? {
         return Err("agent handshake would block on a blocking socket".into());
@@ -133,6 +136,11 @@ pub(super) fn serve_target(agent: &Agent, stream: TcpStream) -> Result<bool, Str
     let target = if raw == u32::MAX { usize::MAX } else { raw as usize };
     if !agent.hosted.contains(&target) {
         return Err(format!("target {target} is not hosted by this agent"));
+    }
+    if target != usize::MAX && agent.spec.latency.is_on() {
+        // The management side waits between its requests (the latency model): wait for it as long.
+        let waits: u64 = agent.spec.times_of(target).wait_ns.iter().sum();
+        control.set_read_timeout(Some(IO_TIMEOUT + Duration::from_nanos(waits))).map_err(|e| format!("read timeout: {e}"))?;
     }
     let backend = backend_of(&agent.backend_name).map_err(|e| e.to_string())?;
     // The management key, from the client certificate the handshake verified (for `sign` items).

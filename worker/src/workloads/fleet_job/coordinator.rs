@@ -366,25 +366,31 @@ impl Job {
         start_ns.map(|s| (s as i128 - self.t0 as i128) as f64 / 1e6).unwrap_or(0.0)
     }
 
-    /// The records as a table: one row per target, its phases' times in µs since the start.
+    /// The records as a table: one row per target, per phase its start and end in µs since the
+    /// job's start, the latency model's wait in it and the slice thread's CPU over it (µs), then
+    /// the management CPU the model burnt for the target (µs).
     pub(super) fn table(&self, spec: &Spec, records: &[Record]) -> Records {
         let rows = records
             .iter()
             .map(|r| {
                 let status = if r.failure.is_none() { "ok" } else { "failed" };
                 let mut row = vec![Some(Cell::Number(r.target as i64)), Some(Cell::Number(r.slice as i64)), Some(Cell::Text(status.into()))];
+                let us = |ns: Option<&u64>| ns.map(|n| Cell::Number((*n as f64 / 1e3).round() as i64));
                 for k in 0..spec.phases.len() {
                     let (a, b) = r.phases.get(k).map_or((None, None), |(a, b)| (Some(self.us(*a)), Some(self.us(*b))));
-                    row.extend([a.map(Cell::Number), b.map(Cell::Number)]);
+                    row.extend([a.map(Cell::Number), b.map(Cell::Number), us(r.waits.get(k)), us(r.cpu.get(k))]);
                 }
+                row.push(us(Some(&r.other_cpu_ns)));
                 row
             })
             .collect();
         let mut columns = vec!["target".to_string(), "slice".to_string(), "status".to_string()];
         for p in &spec.phases {
-            columns.push(format!("{}_start_us", p.name()));
-            columns.push(format!("{}_end_us", p.name()));
+            for what in ["start", "end", "wait", "cpu"] {
+                columns.push(format!("{}_{what}_us", p.name()));
+            }
         }
+        columns.push("manager_other_cpu_us".into());
         Records { columns, rows }
     }
 
@@ -438,7 +444,7 @@ pub(super) fn fleet_fields(spec: &Spec, targets: usize, job: &Job, records: &[Re
         items: spec.items, item_bytes: spec.item_bytes,
         push_bytes: if spec.phases.contains(&Phase::Push) { spec.items * spec.item_bytes } else { 0 },
         checks: if spec.phases.contains(&Phase::Checks) { spec.checks } else { 0 },
-        file_bytes: spec.file_bytes, phases: names(&spec.phases),
+        file_bytes: spec.file_bytes, phases: names(&spec.phases), latency: spec.latency.describe(),
         completed: records.iter().filter(|r| r.failure.is_none()).count() as u64,
         failed: failures.len(), setup_ms,
         job_phases: if spec.stages() { vec![JobPhase { name: "stage".into(), start_us: 0, end_us: job.us(job.staged) }] } else { vec![] },

@@ -72,6 +72,7 @@
 mod agent;
 mod content;
 mod coordinator;
+mod latency;
 mod records;
 mod slice;
 mod spec;

@@ -11,6 +11,12 @@ pub struct Record {
     pub target: usize,
     pub slice: usize,
     pub phases: Vec<(u64, u64)>,
+    /// Per phase (as far as it got): the latency model's wait in it (ns; 0 when the model is
+    /// off) and the slice thread's CPU over it (ns, the busy loop of `manager_cpu_ms` included).
+    pub waits: Vec<u64>,
+    pub cpu: Vec<u64>,
+    /// The management CPU the latency model burnt for this target (ns, in its last phase).
+    pub other_cpu_ns: u64,
     /// `None`: completed; else the phase that failed and why (one line).
     pub failure: Option<(Phase, String)>,
     /// Check files whose digest differed from the baseline.
@@ -25,6 +31,9 @@ impl Record {
         WireRecord {
             t: self.target,
             ph: self.phases.clone(),
+            w: self.waits.clone(),
+            c: self.cpu.clone(),
+            o: self.other_cpu_ns,
             fail: self.failure.as_ref().map(|(p, why)| WireFailure { phase: p.name().into(), reason: why.clone() }),
             mm: self.mismatches,
         }
@@ -33,16 +42,21 @@ impl Record {
     /// A record slice `slice` sent.
     pub(super) fn from_wire(w: &WireRecord, slice: usize) -> Record {
         let failure = w.fail.as_ref().map(|f| (Phase::parse(&f.phase).unwrap_or(Phase::Connect), f.reason.clone()));
-        Record { target: w.t, slice, phases: w.ph.clone(), failure, mismatches: w.mm, negotiated: None }
+        Record { target: w.t, slice, phases: w.ph.clone(), waits: w.w.clone(), cpu: w.c.clone(), other_cpu_ns: w.o, failure,
+                 mismatches: w.mm, negotiated: None }
     }
 }
 
 /// A record on the line from a slice to the coordinator (short names: a job of 10,000 targets
-/// sends 10,000 of them): target, phases' (start, end) ns, failure, mismatches.
+/// sends 10,000 of them): target, phases' (start, end) ns, their waits and thread CPU (ns), the
+/// management CPU burnt (ns), failure, mismatches.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct WireRecord {
     t: usize,
     ph: Vec<(u64, u64)>,
+    w: Vec<u64>,
+    c: Vec<u64>,
+    o: u64,
     fail: Option<WireFailure>,
     mm: usize,
 }

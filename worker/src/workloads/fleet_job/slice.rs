@@ -14,6 +14,7 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use super::content::*;
+use super::latency::{self, TargetTimes};
 use super::records::*;
 use super::spec::*;
 use super::wire::*;
@@ -50,19 +51,31 @@ pub(super) fn run_target(m: &Management, target: usize, slice: usize, signatures
     };
     let mut session: Option<Box<dyn Session>> = None;
     let mut target_key: Option<Box<dyn Verifier>> = None;
-    for phase in &m.spec.phases {
+    // The latency model's draws for this target (all zero when it is off; the probe waits none)
+    let times = if target == usize::MAX { TargetTimes::default() } else { m.spec.times_of(target) };
+    let last = m.spec.phases.len().saturating_sub(1);
+    for (k, phase) in m.spec.phases.iter().enumerate() {
         let start = clock::monotonic_ns();
+        let cpu_start = clock::thread_cpu_ns();
+        let wait_ns = times.wait_ns.get(k).copied().unwrap_or(0);
         let outcome = match phase {
-            Phase::Connect => connect(m, agent, &name, target).map(|(s, v)| {
-                rec.negotiated = Some(s.negotiated());
-                session = Some(s);
-                target_key = Some(v);
-            }),
-            Phase::Push => push(m, session.as_deref_mut().expect("connected"), &*backend, target, signatures),
-            Phase::Checks => checks(m, session.as_deref_mut().expect("connected")).map(|n| rec.mismatches = n),
-            Phase::Report => report(session.as_deref_mut().expect("connected"), target_key.as_deref_mut().expect("a key"), &name),
+            Phase::Connect => {
+                latency::wait(wait_ns);
+                connect(m, agent, &name, target).map(|(s, v)| {
+                    rec.negotiated = Some(s.negotiated());
+                    session = Some(s);
+                    target_key = Some(v);
+                })
+            }
+            Phase::Push => push(m, session.as_deref_mut().expect("connected"), &*backend, target, signatures, wait_ns),
+            Phase::Checks => checks(m, session.as_deref_mut().expect("connected"), wait_ns).map(|n| rec.mismatches = n),
+            Phase::Report => report(session.as_deref_mut().expect("connected"), target_key.as_deref_mut().expect("a key"), &name, wait_ns),
         };
+        let other = if k == last && outcome.is_ok() { latency::burn(times.manager_cpu_ns) } else { 0 };
         rec.phases.push((start, clock::monotonic_ns()));
+        rec.waits.push(wait_ns);
+        rec.cpu.push(clock::thread_cpu_ns().saturating_sub(cpu_start));
+        rec.other_cpu_ns += other;
         if let Err(why) = outcome {
             rec.failure = Some((*phase, why));
             return rec;
@@ -96,7 +109,9 @@ pub(super) fn connect(m: &Management, agent: usize, name: &str, target: usize) -
 }
 
 /// `push`: every item with its authenticator, then the target's answer.
-pub(super) fn push(m: &Management, s: &mut dyn Session, backend: &dyn Backend, target: usize, signatures: &[Vec<u8>]) -> Result<(), String> {
+/// `wait_ns`: the latency model's wait, after the items are sent and before the answer.
+pub(super) fn push(m: &Management, s: &mut dyn Session, backend: &dyn Backend, target: usize, signatures: &[Vec<u8>],
+                   wait_ns: u64) -> Result<(), String> {
     let mut mac = match m.spec.auth {
         Auth::Hmac => Some(backend.hmac(m.spec.digest, &hmac_key(target)).map_err(|e| e.to_string())?),
         Auth::Sign => None,
@@ -122,6 +137,7 @@ pub(super) fn push(m: &Management, s: &mut dyn Session, backend: &dyn Backend, t
         }
     }
     send(s, &out)?;
+    latency::wait(wait_ns);
     match recv(s, 1)?[0] {
         op::OK => Ok(()),
         op::ERROR => Err(format!("the target refused the push: {}", String::from_utf8_lossy(&recv_field(s, 4096)?))),
@@ -130,18 +146,22 @@ pub(super) fn push(m: &Management, s: &mut dyn Session, backend: &dyn Backend, t
 }
 
 /// `checks`: ask for every file's digest and compare with the baseline; returns the mismatches.
-pub(super) fn checks(m: &Management, s: &mut dyn Session) -> Result<usize, String> {
+/// `wait_ns`: the latency model's wait, after the request and before the answer.
+pub(super) fn checks(m: &Management, s: &mut dyn Session, wait_ns: u64) -> Result<usize, String> {
     let mut out = vec![op::CHECKS];
     put_u32(&mut out, m.baseline.len());
     send(s, &out)?;
+    latency::wait(wait_ns);
     let len = m.spec.digest.output_len();
     let answer = recv(s, len * m.baseline.len())?;
     Ok(answer.chunks(len).zip(&m.baseline).filter(|(got, want)| got != &want.as_slice()).count())
 }
 
 /// `report`: ask for the target's signed result and verify it with its certificate's key.
-pub(super) fn report(s: &mut dyn Session, key: &mut dyn Verifier, name: &str) -> Result<(), String> {
+/// `wait_ns`: the latency model's wait, after the request and before the answer.
+pub(super) fn report(s: &mut dyn Session, key: &mut dyn Verifier, name: &str, wait_ns: u64) -> Result<(), String> {
     send(s, &[op::REPORT])?;
+    latency::wait(wait_ns);
     let text = recv_field(s, 64 << 10)?;
     let sig = recv_field(s, 4096)?;
     if !key.verify(&text, &sig).map_err(|e| e.to_string())? {

@@ -3,6 +3,7 @@
 use crate::workloads::base::{choice, number, object, text};
 use crate::workloads::tls::{self, CertKind, Group, Stack, Suite, TlsParams, TlsVersion};
 use crate::measure::load::Load;
+use super::latency::Latency;
 use crate::ops::{DigestAlg, RsaPadding, SigAlg};
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
@@ -12,9 +13,10 @@ pub const NAME: &str = "fleet-job";
 /// The command-line flag that makes a worker one slice of a job (started by the coordinator).
 pub const SLICE_FLAG: &str = "--fleet-slice";
 /// This workload's own parameters (`hello`'s `op_params`).
-pub const PARAMS: [&str; 18] = [
+pub const PARAMS: [&str; 21] = [
     "job", "phases", "cert", "digest", "sign_digest", "group", "suite", "cap", "slices", "agents", "items",
-    "item_bytes", "auth", "checks", "file_bytes", "inject_close", "inject_bad_cert", "inject_tamper",
+    "item_bytes", "auth", "checks", "file_bytes", "rtt_ms", "target_work_ms", "manager_cpu_ms", "inject_close",
+    "inject_bad_cert", "inject_tamper",
 ];
 /// Most targets one slice may have in flight (each holds a descriptor in the slice and one in
 /// an agent).
@@ -176,6 +178,8 @@ pub struct Spec {
     pub auth: Auth,
     pub checks: usize,
     pub file_bytes: usize,
+    /// Time per target that is not cryptography (round trips, target work, management CPU).
+    pub latency: Latency,
     /// Test-only: targets whose agent closes the connection at the first request after the
     /// handshake (mid-phase), whose certificate comes from another CA, and one of whose files
     /// differs from the baseline.
@@ -185,6 +189,11 @@ pub struct Spec {
 }
 
 impl Spec {
+    /// Target `target`'s waits per phase and management CPU (the latency model's draws).
+    pub(super) fn times_of(&self, target: usize) -> super::latency::TargetTimes {
+        self.latency.for_target(target, &self.phases, self.items, self.checks)
+    }
+
     /// Whether the job pushes items with signatures made in `stage`.
     pub(super) fn stages(&self) -> bool {
         self.phases.contains(&Phase::Push) && self.auth == Auth::Sign && self.items > 0
@@ -286,6 +295,7 @@ pub fn parse(backend: &str, params: &Map<String, Value>) -> Result<Spec, String>
         auth,
         checks,
         file_bytes,
+        latency: Latency::parse(params)?,
         inject_close: targets_list(params, "inject_close")?,
         inject_bad_cert: targets_list(params, "inject_bad_cert")?,
         inject_tamper: targets_list(params, "inject_tamper")?,

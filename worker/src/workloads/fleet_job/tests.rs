@@ -177,3 +177,76 @@ fn mutual_tls_picks_the_identity_by_name_and_requires_the_client_certificate() {
     }
 }
 
+
+// ---- the latency model ------------------------------------------------------------------------
+
+use super::latency::{Dist, Latency};
+
+#[test]
+fn latency_distributions_parse_in_every_form_and_refuse_the_rest_in_one_line() {
+    let d = |v: Value| Dist::parse("rtt_ms", &v);
+    assert_eq!(d(json!(20)).unwrap(), Dist::Fixed(20.0));
+    assert_eq!(d(json!("fixed:2.5")).unwrap(), Dist::Fixed(2.5));
+    assert_eq!(d(json!("7")).unwrap(), Dist::Fixed(7.0));
+    assert_eq!(d(json!("uniform:10-30")).unwrap(), Dist::Uniform(10.0, 30.0));
+    assert_eq!(d(json!("lognormal:p50=20,p99=200")).unwrap(), Dist::LogNormal { p50: 20.0, p99: 200.0 });
+    for (bad, why) in [
+        (json!("gauss:3"), "is 'gauss:3'"),
+        (json!("uniform:30-10"), "is not a range"),
+        (json!("uniform:10"), "has no range"),
+        (json!("lognormal:p50=20"), "needs both p50 and p99"),
+        (json!("lognormal:p50=20,p99=10"), "is not 0 < p50 <= p99"),
+        (json!("lognormal:p50=20,p90=30"), "not p50=X or p99=Y"),
+        (json!(-1), "outside 0.."),
+        (json!(true), "must be a number or a string"),
+    ] {
+        let e = d(bad.clone()).unwrap_err();
+        assert!(e.starts_with("rtt_ms ") && e.contains(why) && e.contains("lognormal:p50=20,p99=200") && !e.contains('\n'), "{bad}: {e}");
+    }
+    // through the request's parser, with the parameter named
+    let e = parse("aws-lc", &params(json!({"target_work_ms": "often"}))).unwrap_err();
+    assert!(e.starts_with("target_work_ms is 'often'"), "{e}");
+}
+
+#[test]
+fn a_targets_draws_are_the_same_in_every_run_and_differ_between_targets() {
+    let spec = parse("aws-lc", &params(json!({"rtt_ms": "lognormal:p50=20,p99=200", "target_work_ms": "uniform:1-3",
+                                               "manager_cpu_ms": 2}))).unwrap();
+    let a = spec.times_of(7);
+    assert_eq!(a, spec.times_of(7));
+    assert_ne!(a.wait_ns, spec.times_of(8).wait_ns);
+    assert_eq!(a.manager_cpu_ns, 2_000_000);
+    // audit: connect (2 round trips), checks (1 + 192 checks of work), report (1)
+    assert_eq!(a.wait_ns.len(), 3);
+    assert!(a.wait_ns[1] >= 192 * 1_000_000 && a.wait_ns[1] <= 192 * 3_000_000 + 600_000_000_000, "{a:?}");
+    // fixed: exactly the round trips each phase waits for
+    let spec = parse("aws-lc", &params(json!({"rtt_ms": 10}))).unwrap();
+    assert_eq!(spec.times_of(0).wait_ns, vec![20_000_000, 10_000_000, 10_000_000]);
+    assert_eq!(spec.times_of(0).manager_cpu_ns, 0);
+    // off: no waits, and the result says null
+    let spec = parse("aws-lc", &params(json!({}))).unwrap();
+    assert_eq!(spec.latency, Latency::default());
+    assert_eq!(spec.times_of(3).wait_ns, vec![0, 0, 0]);
+    assert!(spec.latency.describe().is_null());
+}
+
+#[test]
+fn a_lognormal_draws_its_median_and_p99() {
+    let spec = parse("aws-lc", &params(json!({"job": "appconfig", "phases": "connect", "rtt_ms": "lognormal:p50=20,p99=200"}))).unwrap();
+    // connect waits two round trips; take many targets' first round trip through the model
+    let mut one: Vec<f64> = (0..20_000).map(|t| {
+        let l = Latency { rtt: spec.latency.rtt.clone(), ..Latency::default() };
+        l.for_target(t, &[Phase::Report], 0, 0).wait_ns[0] as f64 / 1e6
+    }).collect();
+    one.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let (p50, p99) = (one[10_000], one[19_800]);
+    assert!((p50 / 20.0 - 1.0).abs() < 0.05, "p50 {p50}");
+    assert!((p99 / 200.0 - 1.0).abs() < 0.15, "p99 {p99}");
+}
+
+#[test]
+fn burning_manager_cpu_takes_that_much_of_the_threads_cpu() {
+    let took = super::latency::burn(20_000_000);
+    assert!((20_000_000..60_000_000).contains(&took), "{took}");
+    assert_eq!(super::latency::burn(0), 0);
+}

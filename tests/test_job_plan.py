@@ -1,0 +1,125 @@
+"""The fleet-job planner (``plan --targets N --deadline D``) on measured figures: Little's law per
+slice, the CPU bound, the prediction interval, the extrapolations it names, and its inputs'
+errors. The check against a measured run at another number of slices is in test_real_fleet.py.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from cryptoperf import stats
+from cryptoperf.economics import jobs
+from cryptoperf.economics.cost import EconomicsError
+from cryptoperf.report import job_plan
+
+
+def measured(target_s=(47.0, 46.0, 48.0), cpu_ms=(20.0, 21.0, 19.0), targets=1000, slices=1, cap=20, cores=2,
+             in_flight=20) -> jobs.Measured:
+    """A level as a study would have measured it: per block, the mean time a target was in
+    flight (s) and the management CPU per target (ns)."""
+    return jobs.Measured("fips", f"audit @ {targets} targets", targets, slices, cap, in_flight, cores,
+                         {b: t for b, t in enumerate(target_s, 1)}, {b: c * 1e6 for b, c in enumerate(cpu_ms, 1)})
+
+
+def test_littles_law_sets_the_slices_for_a_deadline():
+    """500 servers in 10 minutes at 47 s a target and cap 20: one slice does 20/47 targets a
+    second, 1175 s for the job; two do it in 587 s — the estimate meets 600 s, and the slices
+    whose whole prediction interval meets it are the fewest whose upper end is ≤ 600 s."""
+    m = measured()
+    p = jobs.plan_job(m, 500, deadline_s=600)
+    t = [47.0, 46.0, 48.0]
+    geo = math.exp(sum(map(math.log, t)) / 3)
+    assert p.slices_point == 2
+    for k in range(1, 5):
+        e = jobs.predict([500 * x / (k * 20) for x in t])
+        if e.high <= 600:
+            assert p.slices == k
+            break
+    assert p.on_slices == p.slices
+    assert p.job_s.value == pytest.approx(500 * geo / (p.slices * 20))
+    assert p.bound == "latency"
+    # the cores the CPU needs: 500 targets × 20 ms in 600 s
+    assert p.cores_needed.value == pytest.approx(500 * 0.02 / 600, rel=0.02)
+    assert p.extrapolated == [f"{p.slices * 20} targets in flight at once, more than the 20 measured (1 slice(s) × "
+                              "cap 20): T and the CPU per target are assumed not to grow with concurrency"]
+
+
+def test_the_interval_is_a_prediction_for_one_more_job():
+    values = [10.0, 11.0, 10.5, 9.8]
+    e = jobs.predict(values)
+    logs = [math.log(v) for v in values]
+    mean = sum(logs) / 4
+    sd = math.sqrt(sum((x - mean) ** 2 for x in logs) / 3)
+    half = stats.t_quantile(0.95, 3) * sd * math.sqrt(1 + 1 / 4)
+    assert (e.low, e.value, e.high) == pytest.approx((math.exp(mean - half), math.exp(mean), math.exp(mean + half)))
+    assert jobs.predict([5.0]).low is None
+
+
+def test_the_management_cpu_bounds_the_job_whatever_the_slices():
+    """2 s of CPU per target on 2 cores: at most one target a second, 500 s for 500 targets —
+    no number of slices finishes in 5 minutes, and the answer says the CPU bounds it."""
+    m = measured(target_s=(1.0, 1.0, 1.02), cpu_ms=(2000.0, 2000.0, 2010.0))
+    p = jobs.plan_job(m, 500, deadline_s=300)
+    assert p.slices is None and p.slices_point is None and p.bound == "cpu"
+    assert p.job_s.value == pytest.approx(500 * 2.0033 / 2, rel=0.01)
+    assert p.cores_needed.value == pytest.approx(500 * 2.0033 / 300, rel=0.01)
+    text = job_plan.render(p, 7, "text")
+    assert "no number of slices meets it: the management CPU bounds the job" in text
+    # with more cores it fits
+    assert jobs.plan_job(m, 500, deadline_s=300, cores=8).slices_point is not None
+
+
+def test_a_rate_is_a_deadline_for_the_targets_and_slices_alone_give_the_time():
+    m = measured()
+    by_rate = jobs.plan_job(m, 500, rate_per_min=50)
+    by_deadline = jobs.plan_job(m, 500, deadline_s=600)
+    assert (by_rate.slices, by_rate.job_s) == (by_deadline.slices, by_deadline.job_s)
+    fixed = jobs.plan_job(m, 500, slices=3)
+    assert fixed.on_slices == 3 and fixed.slices is None
+    assert fixed.job_s.value == pytest.approx(jobs.predict([500 * t / 60 for t in (47.0, 46.0, 48.0)]).value)
+    assert "on 3 slice(s)" in job_plan.render(fixed, 7, "text")
+    # few targets: every one in flight at once, the job is one target's time
+    few = jobs.plan_job(m, 10, slices=1)
+    assert few.bound == "one target" and few.job_s.value == pytest.approx(jobs.predict([47.0, 46.0, 48.0]).value)
+
+
+def test_every_extrapolation_is_named_and_none_within_the_measured_range():
+    m = measured(slices=2, in_flight=20, targets=1000)
+    inside = jobs.plan_job(m, 800, slices=2)
+    assert inside.extrapolated == []
+    assert "within what was measured" in job_plan.render(inside, 1, "text")
+    outside = jobs.plan_job(m, 5000, slices=4, cores=16)
+    assert len(outside.extrapolated) == 3
+    assert "80 targets in flight at once, more than the 40 measured" in outside.extrapolated[0]
+    assert "5000 targets, more than the 1000" in outside.extrapolated[1]
+    assert "16 management cores, where the run had 2" in outside.extrapolated[2]
+    doc = outside.as_dict()
+    assert doc["kind"] == "job-plan" and doc["on_slices"] == 4 and len(doc["extrapolated"]) == 3
+    assert doc["measured"]["target_s"] == [47.0, 46.0, 48.0]
+
+
+@pytest.mark.parametrize("text, seconds", [("10m", 600), ("90s", 90), ("1.5h", 5400), ("600", 600), ("2 min", 120)])
+def test_durations(text, seconds):
+    assert jobs.parse_duration(text) == pytest.approx(seconds)
+
+
+@pytest.mark.parametrize("text, per_min", [("50/min", 50), ("50", 50), ("1.2k/min", 1200), ("2/s", 120), ("3000/h", 50)])
+def test_rates_of_targets(text, per_min):
+    assert jobs.parse_targets_rate(text) == pytest.approx(per_min)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: jobs.parse_duration("soon"), "--deadline 'soon' is not a duration"),
+    (lambda: jobs.parse_duration("0s"), "is not a duration"),
+    (lambda: jobs.parse_targets_rate("fast"), "--rate 'fast' is not a rate of targets"),
+    (lambda: jobs.plan_job(measured(), 0, deadline_s=60), "--targets must be at least 1"),
+    (lambda: jobs.plan_job(measured(), 10), "give --deadline"),
+    (lambda: jobs.plan_job(measured(), 10, deadline_s=60, rate_per_min=5), "not both"),
+    (lambda: jobs.plan_job(measured(), 10, slices=0), "--slices must be at least 1"),
+])
+def test_bad_inputs_are_one_line(call, message):
+    with pytest.raises(EconomicsError) as e:
+        call()
+    assert message in str(e.value) and "\n" not in str(e.value)
