@@ -130,7 +130,8 @@ def test_shipped_job_studies_expand():
     assert (fips.params["digest"], fips.params["sign_digest"]) == ("sha1", "sha256")
     s = study.check_against_worker(study.load(ROOT / "studies" / "audit-scaling.toml"), RULES)
     assert {(c.configuration, c.params["slices"], c.load) for c in schedule.expand(s)} == {
-        ("1-slice", "1", "targets:1000"), ("2-slices", "2", "targets:1000")}
+        ("1-slice", "1", "targets:1000"), ("2-slices", "2", "targets:1000"), ("4-slices", "4", "targets:1000")}
+    assert {c.params["rtt_ms"] for c in schedule.expand(s)} == {"lognormal:p50=20,p99=80"}
 
 
 def run_study(cli, write_study, tmp_path, text: str) -> tuple[dict, str, str]:
@@ -189,9 +190,11 @@ def test_the_scalability_factor_is_the_throughput_ratio_and_the_host_bounds_it(f
     fake_worker()
     text = (ROOT / "studies" / "audit-scaling.toml").read_text().replace("repetitions = 9", "repetitions = 3")
     doc, md, _ = run_study(cli, write_study, tmp_path, text)
-    (d,) = doc["deltas"]
-    ratio = d["throughput"]["ratio"]
+    deltas = {d["configuration"]: d for d in doc["deltas"]}
+    assert set(deltas) == {"2-slices", "4-slices"}
+    ratio = deltas["2-slices"]["throughput"]["ratio"]
     assert 1.7 < ratio < 2.0  # the fake's second slice costs 5 %: 2 / 1.05
+    assert deltas["4-slices"]["throughput"]["ratio"] > ratio
     section = md[md.index("## Fleet jobs: scalability"):]
     row = next(line for line in section.splitlines() if line.startswith("| audit |"))
     assert f"{ratio:.2f} [" in row and "1 → 2" in row

@@ -168,9 +168,6 @@ pub struct TargetTimes {
     pub manager_cpu_ns: u64,
 }
 
-/// The parameters of the latency model.
-pub const PARAMS: [&str; 3] = ["rtt_ms", "target_work_ms", "manager_cpu_ms"];
-
 impl Latency {
     /// The model from a request's parameters (each absent or null: off).
     pub fn parse(params: &Map<String, Value>) -> Result<Latency, String> {
