@@ -161,3 +161,19 @@ def test_a_quiet_host_prints_no_busy_line_and_learns_a_load_that_starts(cli, wri
     assert len(superseded) == 1 and len(flagged) == 1 and flagged[0]["attempt"] == 2
     assert (superseded[0]["configuration"], superseded[0]["block"]) == (flagged[0]["configuration"], 1)
     assert "1 repetition(s) were disturbed" in res.out
+
+
+def test_a_neighbour_whose_share_depends_on_the_group_is_steady_in_each_group():
+    """A nice'd busy loop beside a 2-CPU study: it gets a whole CPU (50 %) beside one-connection
+    cells and almost nothing (1 %) beside four-connection ones, the groups interleaved as blocks
+    run them. Judged per group as well, nothing is a spike; a real spike in either group is."""
+    rule = Limits(10.0, 25.0, level_pct=50.0).rule(2)
+    c1, c4 = ("aws-lc", "phase 1 @ c=1", None), ("aws-lc", "phase 1 @ c=4", None)
+    seq = [(c4, 1), (c4, 2), (c1, 50), (c4, 1), (c1, 49), (c1, 51), (c4, 2), (c4, 1), (c1, 50), (c1, 50)]
+    assert [rule.judge(result(x), g) for g, x in seq] == [""] * len(seq)
+    assert rule.steady_level(c1) == pytest.approx(50, abs=1) and rule.steady_level(c4) == pytest.approx(1, abs=1)
+    assert rule.judge(result(95), c1).startswith("other load 95 % of the CPUs, 45 points above its steady 50 %")
+    assert rule.judge(result(60), c4).startswith("other load 60 % of the CPUs")
+    # with one study-wide level only (no group), the one-connection cells are called spikes
+    flat = Limits(10.0, 25.0, level_pct=50.0).rule(2)
+    assert sum(bool(flat.judge(result(x))) for _, x in seq) >= 3

@@ -16,7 +16,12 @@ checks' ``/proc/stat`` window) — when more than half of those values lie withi
 ``max_other_load_pct`` of it; otherwise there is no steady level and the limit applies from
 zero. A spike therefore never becomes the level by itself, and a load that starts mid-study
 becomes the level after a few repetitions (the first ones under it are re-run, as transient).
-A load that drops is not a disturbance (a re-run cannot bring it back).
+A load that drops is not a disturbance (a re-run cannot bring it back). The same level is also
+kept per group of cells (``Cell.group``: one operation at one load level, across
+configurations), and a repetition is disturbed only above both its group's level and the
+study's: what a neighbour gets depends on what the worker leaves it — a ``nice``'d busy loop gets
+a whole CPU of two beside a one-connection cell and almost nothing beside a four-connection one —
+so a level learnt on one group says nothing of another's.
 
 ``Limits`` is what a study sets (picklable: the Ray executor sends it to its nodes) and
 ``Limits.rule`` makes the callable both executors give ``run.local.execute`` as
@@ -82,26 +87,44 @@ class Rule:
     def __init__(self, limits: Limits, logical_cpus: int):
         self.limits = limits
         self.logical_cpus = logical_cpus
-        self.recent: deque[float] = deque(maxlen=WINDOW)
-        if limits.level_pct is not None:
-            self.recent.append(float(limits.level_pct))
+        self.recent: deque[float] = self._window()
+        self.by_group: dict[Any, deque[float]] = {}
 
-    def steady_level(self) -> float | None:
-        """The steady other load (% of all CPUs): the lower median of the recent loads when more
-        than half of them lie within ``max_other_load_pct`` of it; None otherwise (or with none)."""
-        if not self.recent:
+    def _window(self) -> deque[float]:
+        """A new window of recent loads, seeded with the load measured before the study."""
+        window: deque[float] = deque(maxlen=WINDOW)
+        if self.limits.level_pct is not None:
+            window.append(float(self.limits.level_pct))
+        return window
+
+    def steady_level(self, group: Any = None) -> float | None:
+        """The steady other load (% of all CPUs) of the recent repetitions (of ``group``'s, when
+        given): the lower median of their loads when more than half of them lie within
+        ``max_other_load_pct`` of it; None otherwise (or with none)."""
+        recent = self.recent if group is None else self.by_group.get(group, ())
+        if not recent:
             return None
-        level = statistics.median_low(self.recent)
-        near = sum(1 for x in self.recent if abs(x - level) <= self.limits.max_other_load_pct)
-        return float(level) if 2 * near > len(self.recent) else None
+        level = statistics.median_low(recent)
+        near = sum(1 for x in recent if abs(x - level) <= self.limits.max_other_load_pct)
+        return float(level) if 2 * near > len(recent) else None
 
     def __call__(self, outcome: "Outcome") -> str:
-        """'' or why (steal; other load above the steady level plus the limit), for ``outcome``;
-        its other load then joins the recent loads."""
-        return self.judge(outcome.result)
+        """'' or why (steal; other load above the steady level plus the limit), for ``outcome``,
+        judged with its cell's group (``Cell.group``); its other load then joins the recent loads."""
+        return self.judge(outcome.result, outcome.repetition.cell.group)
 
-    def judge(self, result: "WorkerResult | None") -> str:
-        """``__call__`` on a worker result (None: not disturbed, nothing remembered)."""
+    def judge(self, result: "WorkerResult | None", group: Any = None) -> str:
+        """``__call__`` on a worker result (None: not disturbed, nothing remembered) of a cell of
+        ``group``.
+
+        Other load is judged against two steady levels, and disturbs only above both (each plus
+        the limit): the study's recent repetitions', and those of the repetition's own group.
+        The group's matters because what a neighbour gets depends on what the worker leaves it:
+        a ``nice``'d busy loop took a whole CPU of two beside one-connection cells and almost
+        nothing beside four-connection ones, so one study-wide level called every
+        one-connection repetition after a four-connection one a spike — and its re-run saw the
+        same. The group's window starts from the load measured before the study, as the
+        study's does."""
         if result is None:
             return ""
         lim = self.limits
@@ -111,12 +134,18 @@ class Rule:
             why.append(f"steal {100.0 * steal / total:.1f} % > {lim.max_steal_pct:g} %")
         other = hostinfo.other_load_pct(result, self.logical_cpus)
         if other is not None:
-            level = self.steady_level() or 0.0
+            if group is not None and group not in self.by_group:
+                self.by_group[group] = self._window()
+            overall = self.steady_level() or 0.0
+            own = self.steady_level(group) or 0.0 if group is not None else overall
+            level = max(overall, own)
             if other > level + lim.max_other_load_pct:
                 why.append(f"other load {other:.0f} % of the CPUs > {lim.max_other_load_pct:g} %" if level < 1 else
                            f"other load {other:.0f} % of the CPUs, {other - level:.0f} points above its "
                            f"steady {level:.0f} % (> {lim.max_other_load_pct:g})")
             self.recent.append(other)
+            if group is not None:
+                self.by_group[group].append(other)
         return "; ".join(why)
 
 
