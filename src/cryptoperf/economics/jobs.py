@@ -1,34 +1,43 @@
 """Planning a fleet job against a deadline: how many slices (the management server's workers)
 finish N targets in time, and how long the job then takes, from a measured fleet-job run.
 
-**The model.** A slice keeps at most ``cap`` targets in flight; each target is in flight for a
-time T (its phases, waits and cryptography: the run's measured mean per job). By Little's law a
-slice then completes ``cap / T`` targets per second while it has at least ``cap`` targets left;
-``k`` slices complete ``k · cap / T``. The management server's CPU bounds that: with ``H`` cores
-and C of CPU per target (the run's management side: coordinator and slices, per completed
-target), no number of slices completes more than ``H / C`` targets per second. A job of N
-targets on k slices therefore takes
+**The model.** A slice keeps at most ``cap`` targets in flight, so k slices keep
+``n = min(N, k · cap)`` in flight; by Little's law they complete ``n / T(n)`` targets per second,
+where T(n) is a target's time in flight with n in flight, and a job of N targets takes
 
-    J(k) = max(N · T / (k · cap),  T,  N · C / H)
+    J(k) = N · T(n) / n
 
-— the first term while the slices are latency-bound, the second when every target is in flight
-at once (the job is one target's time), the third when the CPU is the limit.
+(a job of at most ``k · cap`` targets takes one target's time). T(n) is a target's waiting (the
+latency model's round trips and target work: the run's measured waits, W) plus a delay the run
+does not explain (Z: the rest of the network stack, scheduling) plus its time at a CPU shared by
+everything in flight: C of management CPU and A of the targets' own CPU per target (the run's
+coordinator and slices, and its agents, per completed target). How that CPU time grows with n
+lies between two limits (``economics.queueing``): random arrivals (mean value analysis: the
+lower limit) and lockstep (every target's CPU at once: the upper). Z is calibrated per measured
+job and per limit so that the model gives the measured T at the measured concurrency. Both
+limits saturate at the CPU bound, ``cores / CPU per target`` targets per second.
 
-**The interval.** Each measured job (block) gives its own T and C, so each gives its own J(k);
-the answer is their geometric mean with a *prediction* interval for one more job (t quantile ×
-the spread of log J × sqrt(1 + 1/n)), not the narrower interval of the mean: a deadline is met
-or missed by the next job, not by the average one. The slices needed are the fewest whose
+Where the CPU is: by default the answer replays the measured host — management and simulated
+targets share its ``H`` CPUs (C + A per target on H). With ``cores`` given, the management
+server has that many cores to itself (C per target on them) and each target's own CPU (A) is
+time on its own machine, a delay.
+
+**The interval.** Each measured job (block) gives its own W, Z, C and A, so its own J(k) under
+each limit; each limit's J gives a geometric mean with a *prediction* interval for one more job
+(t quantile × the spread of log J × sqrt(1 + 1/n)): a deadline is met or missed by the next job,
+not by the average one. The answer's interval runs from the random limit's lower end to the
+lockstep limit's upper end, its estimate the geometric mean of the two limits' estimates: where
+the CPU is little loaded the limits agree and the interval is the jobs' own spread; where it is
+loaded the interval says how much the model cannot tell. The slices needed are the fewest whose
 interval's upper end meets the deadline (and, beside it, the fewest whose estimate does).
 
-**Validity.** The model holds where it was measured: T and C are taken at the run's
-concurrency (slices × cap targets in flight) and number of targets. More targets in flight than
-any measured job had, or more targets than any measured job ran, is an extrapolation: the answer
-says so, with the measured range, and that CPU per target and T may grow with concurrency (the
-agents and slices of a one-host run share its CPUs). It never hides one.
+**Validity.** The model holds where it was measured: more targets in flight than any measured
+job had, more targets than any measured job ran, or other cores is an extrapolation, and the
+answer says so, with the measured range. It never hides one.
 
 Errors: ``EconomicsError`` (exit 2) for a run without fleet jobs, a configuration or level it
-does not have, a non-positive target count, deadline or rate, or a level with fewer than 2
-measured jobs.
+does not have, a non-positive target count, deadline, rate or core count, or a level with fewer
+than 2 measured jobs.
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from cryptoperf import stats
+from cryptoperf.economics import queueing
 from cryptoperf.economics.cost import EconomicsError
 from cryptoperf.workloads import fleet
 from cryptoperf.workloads.generic import BAND_LEVEL
@@ -48,8 +58,11 @@ from cryptoperf.workloads.generic import BAND_LEVEL
 #: Most slices the planner considers.
 MAX_SLICES = 10_000
 #: The model in one line, as every answer states it.
-MODEL = ("J(k) = max(N·T/(k·cap), T, N·C/H): Little's law per slice (cap targets in flight, each for T), "
-         "bounded by the management CPU (C per target on H cores)")
+MODEL = ("J(k) = N·T(n)/n with n = min(N, k·cap) in flight (Little's law); T(n) = waits + unexplained delay + "
+         "time at the shared CPU, between random arrivals (mean value analysis) and lockstep, both saturating "
+         "at cores ÷ CPU per target")
+#: Utilisation of the CPU station from which the answer calls the job CPU-bound.
+CPU_BOUND = 0.85
 
 _DURATION = re.compile(r"\s*([0-9]*\.?[0-9]+(?:e[+-]?\d+)?)\s*(ms|s|m|min|h)?\s*", re.IGNORECASE)
 _SCALE = {None: 1.0, "ms": 1e-3, "s": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0}
@@ -84,9 +97,11 @@ def parse_targets_rate(text: str, name: str = "--rate") -> float:
 @dataclass(frozen=True)
 class Measured:
     """What a fleet-job level measured, per job (block): ``target_s`` (mean time a target was in
-    flight, s) and ``cpu_ns`` (management CPU per completed target, ns), with the job's scale
-    (``targets``, ``slices``, ``cap``, ``in_flight``: the most one slice had at once) and the
-    ``cores`` (CPUs) it ran on."""
+    flight, s), ``cpu_ns`` (management CPU per completed target: coordinator and slices, ns),
+    ``agent_cpu_ns`` (the simulated targets' CPU per target: the agents, ns; 0 where not
+    measured) and ``wait_s`` (the latency model's mean wait per target, s; 0 when it was off),
+    with the job's scale (``targets``, ``slices``, ``cap``, ``in_flight``: the most one slice had
+    at once) and the ``cores`` (CPUs) it ran on."""
 
     configuration: str
     level: str
@@ -97,11 +112,23 @@ class Measured:
     cores: int
     target_s: dict[int, float]
     cpu_ns: dict[int, float]
+    agent_cpu_ns: dict[int, float] = field(default_factory=dict)
+    wait_s: dict[int, float] = field(default_factory=dict)
 
     @property
     def blocks(self) -> list[int]:
-        """Blocks that measured both figures, in order."""
+        """Blocks that measured both a time in flight and management CPU, in order."""
         return sorted(b for b in self.target_s if b in self.cpu_ns)
+
+    @property
+    def concurrency(self) -> int:
+        """Targets in flight at once in the measured jobs: slices × min(cap, most in flight),
+        at most the targets."""
+        return max(1, min(self.targets, self.slices * min(self.cap, self.in_flight or self.cap)))
+
+    def per_block(self, figures: dict[int, float], scale: float = 1.0) -> np.ndarray:
+        """``figures`` over ``blocks`` × ``scale`` (0 for a block without one)."""
+        return np.array([figures.get(b, 0.0) * scale for b in self.blocks])
 
 
 @dataclass(frozen=True)
@@ -110,16 +137,21 @@ class JobPlan:
 
     Attributes:
         measured: what it is computed from; targets: N asked; deadline_s: the deadline (None
-            with a rate); rate_per_min: the rate asked (None with a deadline); cores: H, the
-            management server's cores assumed.
+            with a rate); rate_per_min: the rate asked (None with a deadline); cores: the CPUs
+            of the CPU station (the measured host's, or the management cores asked);
+            targets_apart: True when the management server has ``cores`` to itself and the
+            targets' CPU is on their own machines (``cores`` given), False when it replays the
+            measured host (management and simulated targets share its CPUs).
         slices: the fewest slices whose prediction interval meets the deadline (rate), None if
             none does within ``MAX_SLICES`` (the CPU bound: see ``cores_needed``); slices_point:
             the fewest whose estimate does.
         job_s: the job's time on ``on_slices`` slices (those asked with ``slices=``, else
-            ``slices``, else ``slices_point``, else the measured number), a geometric mean over
-            the measured jobs with its prediction interval.
-        bound: ``latency`` (cap / T per slice), ``one target`` (every target in flight at once)
-            or ``cpu`` (the management CPU), the term of the model that sets job_s.
+            ``slices``, else ``slices_point``, else the measured number): the two limits'
+            estimates' geometric mean, from the random limit's lower prediction bound to the
+            lockstep limit's upper one; by_limit: each limit's own estimate.
+        bound: ``latency`` (waits dominate), ``one target`` (every target in flight at once)
+            or ``cpu`` (the CPU station at least ``CPU_BOUND`` busy), what sets job_s.
+        cpu_busy: the CPU station's utilisation on ``on_slices`` slices (random limit; 0–1).
         cores_needed: management cores the asked rate (or N by the deadline) needs at C per
             target, an estimate with its interval.
         extrapolated: one sentence per way the answer goes beyond what was measured.
@@ -138,6 +170,9 @@ class JobPlan:
     extrapolated: list[str] = field(default_factory=list)
     model: str = MODEL
     on_slices: int = 1
+    targets_apart: bool = False
+    by_limit: dict[str, stats.Estimate] = field(default_factory=dict)
+    cpu_busy: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON: every attribute, estimates as ``{value, low, high, level, n}``."""
@@ -145,27 +180,77 @@ class JobPlan:
         est = lambda e: {"value": e.value, "low": e.low, "high": e.high, "level": e.level, "n": e.n}  # noqa: E731
         return {"kind": "job-plan", "configuration": m.configuration, "level": m.level, "targets": self.targets,
                 "deadline_s": self.deadline_s, "rate_per_min": self.rate_per_min, "cores": self.cores,
+                "targets_apart": self.targets_apart,
                 "slices": self.slices, "slices_point": self.slices_point, "on_slices": self.on_slices,
-                "job_s": est(self.job_s),
-                "bound": self.bound, "cores_needed": est(self.cores_needed), "extrapolated": self.extrapolated,
-                "model": self.model,
+                "job_s": est(self.job_s), "job_s_by_limit": {k: est(v) for k, v in self.by_limit.items()},
+                "bound": self.bound, "cpu_busy": self.cpu_busy, "cores_needed": est(self.cores_needed),
+                "extrapolated": self.extrapolated, "model": self.model,
                 "measured": {"targets": m.targets, "slices": m.slices, "cap": m.cap, "in_flight": m.in_flight,
-                             "cores": m.cores, "blocks": m.blocks,
+                             "concurrency": m.concurrency, "cores": m.cores, "blocks": m.blocks,
                              "target_s": [m.target_s[b] for b in m.blocks],
-                             "cpu_ns_per_target": [m.cpu_ns[b] for b in m.blocks]}}
+                             "wait_s": [m.wait_s.get(b, 0.0) for b in m.blocks],
+                             "cpu_ns_per_target": [m.cpu_ns[b] for b in m.blocks],
+                             "agent_cpu_ns_per_target": [m.agent_cpu_ns.get(b, 0.0) for b in m.blocks]}}
 
 
-def job_times(m: Measured, targets: int, slices: int, cores: int) -> tuple[np.ndarray, list[str]]:
-    """J(k) per measured job (s, block order) for ``targets`` on ``slices`` slices with
-    ``cores`` management cores, and per job the bounding term (``MODEL``)."""
-    out, why = [], []
-    for b in m.blocks:
-        t, c = m.target_s[b], m.cpu_ns[b] / 1e9
-        terms = {"latency": targets * t / (slices * m.cap), "one target": t, "cpu": targets * c / cores}
-        bound = max(terms, key=terms.get)
-        out.append(terms[bound])
-        why.append(bound)
-    return np.asarray(out), why
+@dataclass(frozen=True)
+class Model:
+    """The planner's model of a measured level, ready to predict. Per block (``Measured.blocks``):
+    the CPU station's demand (s per target) on ``cores`` CPUs, and per limit the ``base`` (s: the
+    measured time in flight less the station's time at the measured concurrency) and the
+    ``think`` time (s: waits and the calibrated unexplained delay, what the targets do away from
+    the station, which sets how loaded the station is under random arrivals). A prediction is
+    the measured time plus the station's change: T(n) = base + station time at n."""
+
+    cores: int
+    demand_s: np.ndarray
+    base_s: dict[str, np.ndarray]
+    think_s: dict[str, np.ndarray]
+
+    def target_s(self, limit: str, in_flight: int) -> np.ndarray:
+        """T(n), s per block, with ``in_flight`` targets in flight under ``limit``."""
+        think = self.think_s[limit]
+        t = self.base_s[limit] + queueing.time_s(limit, self.demand_s, self.cores, think, in_flight) - think
+        return np.maximum(t, in_flight * self.demand_s / self.cores)  # never faster than the CPU allows
+
+    def job_s(self, limit: str, targets: int, slices: int, cap: int) -> np.ndarray:
+        """J(k), s per block: ``targets`` on ``slices`` slices of ``cap``."""
+        n = max(1, min(targets, slices * cap))
+        return targets * self.target_s(limit, n) / n
+
+    def busy(self, targets: int, slices: int, cap: int) -> float:
+        """The CPU station's utilisation (0–1, median over blocks, random limit)."""
+        n = max(1, min(targets, slices * cap))
+        x = n / self.target_s("random", n)
+        return float(np.median(np.minimum(x * self.demand_s / self.cores, 1.0)))
+
+
+def model_of(m: Measured, cores: int | None = None) -> Model:
+    """The ``Model`` of ``m``: calibrated on the measured host (C + A per target on its CPUs at
+    the measured concurrency), then predicting for the measured host (``cores`` None) or for a
+    management server of ``cores`` CPUs whose targets are apart (their CPU, A, a delay)."""
+    if not m.blocks:
+        raise EconomicsError(f"{m.configuration} at {m.level} has no measured job with a time and CPU")
+    mgmt, agents = m.per_block(m.cpu_ns, 1e-9), m.per_block(m.agent_cpu_ns, 1e-9)
+    waits, measured = m.per_block(m.wait_s), m.per_block(m.target_s)
+    host, n = mgmt + agents, m.concurrency
+    base, think = {}, {}
+    for limit in queueing.LIMITS:
+        z = queueing.unexplained_delay_s(limit, measured, host, m.cores, waits, n)
+        think[limit] = waits + z
+        at_run = queueing.time_s(limit, host, m.cores, think[limit], n) - think[limit]
+        base[limit] = measured - at_run + (agents if cores is not None else 0.0)
+    if cores is None:
+        return Model(m.cores, host, base, think)
+    return Model(cores, mgmt, base, think)
+
+
+def job_times(m: Measured, targets: int, slices: int, cores: int | None = None) -> dict[str, np.ndarray]:
+    """J(k) per measured job (s, block order) under each limit (``queueing.LIMITS``) for
+    ``targets`` on ``slices`` slices: on the measured host (``cores`` None) or on a management
+    server of ``cores`` CPUs with its targets apart."""
+    model = model_of(m, cores)
+    return {limit: model.job_s(limit, targets, slices, m.cap) for limit in queueing.LIMITS}
 
 
 def predict(values: Sequence[float], level: float = BAND_LEVEL) -> stats.Estimate:
@@ -202,20 +287,31 @@ def measured_level(figures: fleet.FleetFigures, configuration: str | None, targe
         raise EconomicsError(f"--level {targets}: {configuration} ran jobs of {', '.join(map(str, levels))} targets")
     p = chosen[0]
     job = p.representative
-    cpu = dict(p.point.cpu_ns_per_tx_by_block.get("client", {}))
+    sides = p.point.cpu_ns_per_tx_by_block
     m = Measured(configuration, p.point.load.label, job.targets, job.slices, job.cap, p.most_in_flight or job.cap,
-                 int(job.host_cpus or 1), dict(p.target_s_by_block), cpu)
+                 int(job.host_cpus or 1), dict(p.target_s_by_block), dict(sides.get("client", {})),
+                 dict(sides.get("server", {})), dict(p.wait_s_by_block))
     if len(m.blocks) < 2:
         raise EconomicsError(f"{configuration} at {m.level} has {len(m.blocks)} measured job(s) with times and CPU; "
                              "the planner's interval needs at least 2 (run the study with more blocks)")
     return m
 
 
+def between(lower: stats.Estimate, upper: stats.Estimate) -> stats.Estimate:
+    """One estimate from the two limits': the geometric mean of their values, from the lower
+    limit's lower bound to the upper limit's upper bound (bounds None when either has none)."""
+    value = math.sqrt(lower.value * upper.value)
+    if lower.low is None or upper.high is None:
+        return stats.Estimate(value, None, None, lower.level, lower.n)
+    return stats.Estimate(value, min(lower.low, value), max(upper.high, value), lower.level, lower.n)
+
+
 def plan_job(m: Measured, targets: int, deadline_s: float | None = None, rate_per_min: float | None = None,
              cores: int | None = None, slices: int | None = None) -> JobPlan:
     """Slices for ``targets`` targets by ``deadline_s`` (or at ``rate_per_min`` targets per
-    minute) from ``m`` on ``cores`` management cores (default: the measuring host's), and the
-    job's time on them; with ``slices``, the job's time on that many (and whether it meets a
+    minute) from ``m`` — on the measured host (``cores`` None: management and targets share its
+    CPUs, as measured) or on a management server of ``cores`` CPUs with its targets apart — and
+    the job's time on them; with ``slices``, the job's time on that many (and whether it meets a
     deadline given). See the module's documentation. Raises EconomicsError for a non-positive
     input, both deadline and rate, or none of deadline, rate and slices."""
     if targets < 1:
@@ -226,14 +322,18 @@ def plan_job(m: Measured, targets: int, deadline_s: float | None = None, rate_pe
         raise EconomicsError("give --deadline (e.g. 10m), --rate (targets per minute) or --slices K")
     if slices is not None and slices < 1:
         raise EconomicsError(f"--slices must be at least 1, not {slices}")
-    cores = cores or m.cores
-    if cores < 1:
+    if cores is not None and cores < 1:
         raise EconomicsError(f"--cores must be at least 1, not {cores}")
     deadline = (deadline_s if deadline_s is not None else targets / rate_per_min * 60.0
                 if rate_per_min is not None else math.inf)
+    model = model_of(m, cores)
+
+    def limits(k: int) -> dict[str, stats.Estimate]:
+        return {limit: predict(model.job_s(limit, targets, k, m.cap)) for limit in queueing.LIMITS}
 
     def est(k: int) -> stats.Estimate:
-        return predict(job_times(m, targets, k, cores)[0])
+        e = limits(k)
+        return between(e["random"], e["lockstep"])
     fixed, slices, slices_point = slices, None, None
     previous = math.inf
     for k in range(1, MAX_SLICES + 1 if math.isfinite(deadline) else 1):
@@ -247,29 +347,33 @@ def plan_job(m: Measured, targets: int, deadline_s: float | None = None, rate_pe
             break  # bounded by the CPU or by one target's time: more slices do not help
         previous = e.value
     k = fixed or slices or slices_point or m.slices
-    times, bounds = job_times(m, targets, k, cores)
-    job_s = predict(times)
-    # the cores the CPU needs to finish by the deadline (or, with --slices alone, in job_s)
+    by_limit = limits(k)
+    busy = model.busy(targets, k, m.cap)
+    bound = "cpu" if busy >= CPU_BOUND else "one target" if targets <= k * m.cap else "latency"
+    # the management cores the CPU needs to finish by the deadline (or, with --slices alone, in the job's time)
+    job_s = between(by_limit["random"], by_limit["lockstep"])
     within = deadline if math.isfinite(deadline) else job_s.value
     need = predict([targets * m.cpu_ns[b] / 1e9 / within for b in m.blocks])
-    out = JobPlan(m, targets, deadline_s, rate_per_min, cores, slices, slices_point, job_s,
-                  max(set(bounds), key=bounds.count), need, on_slices=k)
+    out = JobPlan(m, targets, deadline_s, rate_per_min, cores or m.cores, slices, slices_point, job_s, bound, need,
+                  on_slices=k, targets_apart=cores is not None, by_limit=by_limit, cpu_busy=busy)
     out.extrapolated.extend(extrapolation(m, targets, k, cores))
     return out
 
 
-def extrapolation(m: Measured, targets: int, slices: int, cores: int) -> list[str]:
-    """A sentence per way ``slices`` slices on ``targets`` targets with ``cores`` cores go
-    beyond what ``m`` measured."""
+def extrapolation(m: Measured, targets: int, slices: int, cores: int | None) -> list[str]:
+    """A sentence per way ``slices`` slices on ``targets`` targets with ``cores`` management
+    cores (None: the measured host) go beyond what ``m`` measured."""
     out = []
     in_flight = min(targets, slices * m.cap)
     measured = m.slices * min(m.cap, m.in_flight) if m.in_flight else m.slices * m.cap
     if in_flight > measured:
         out.append(f"{in_flight} targets in flight at once, more than the {measured} measured ({m.slices} slice(s) × "
-                   f"cap {m.cap}): T and the CPU per target are assumed not to grow with concurrency")
+                   f"cap {m.cap}): how T grows with them is the model's (between its two limits), and the CPU "
+                   "per target is assumed not to grow")
     if targets > m.targets:
         out.append(f"{targets} targets, more than the {m.targets} of the measured jobs")
-    if cores != m.cores:
-        out.append(f"{cores} management cores, where the run had {m.cores} (shared with the simulated targets' "
-                   "agents): the CPU bound scales with them")
+    if cores is not None:
+        out.append(f"{cores} management cores with the targets on machines of their own, where the run had "
+                   f"{m.cores} CPUs shared by the management server and its simulated targets: their CPU is "
+                   "counted as the targets' time")
     return out

@@ -37,8 +37,9 @@ def lines(p: JobPlan) -> list[str]:
             else f"at {fmt.fmt_count(p.rate_per_min)} targets/min" if p.rate_per_min is not None
             else f"on {p.on_slices} slice(s)")
     level = f"{round(p.job_s.level * 100)} % prediction interval for one job"
-    out = [f"{p.targets} targets {goal}, configuration {m.configuration}, cap {m.cap} per slice, "
-           f"{p.cores} management core(s):"]
+    where = (f"a management server of {p.cores} core(s), targets apart" if p.targets_apart
+             else f"the measured host's {p.cores} CPU(s), shared with the simulated targets as measured")
+    out = [f"{p.targets} targets {goal}, configuration {m.configuration}, cap {m.cap} per slice, on {where}:"]
     if p.deadline_s is None and p.rate_per_min is None:
         pass
     elif p.slices is not None:
@@ -51,14 +52,22 @@ def lines(p: JobPlan) -> list[str]:
         out.append("  no number of slices meets it: " + ("the management CPU bounds the job"
                                                           if p.bound == "cpu" else "one target alone takes longer"))
     k = p.on_slices
-    out.append(f"  job time on {k} slice(s): {_estimate(p.job_s)} ({level}); bound: {p.bound}")
+    out.append(f"  job time on {k} slice(s): {_estimate(p.job_s)} ({level}); bound: {p.bound}, "
+               f"CPU {p.cpu_busy:.0%} busy")
+    if p.by_limit:
+        lo, hi = p.by_limit.get("random"), p.by_limit.get("lockstep")
+        if lo is not None and hi is not None:
+            out.append(f"  the model's limits: random arrivals {_estimate(lo)}, lockstep {_estimate(hi)}")
     need = p.cores_needed
     rng = f" [{need.low:.2g}, {need.high:.2g}]" if need.low is not None and need.high is not None else ""
     out.append(f"  management CPU: {need.value:.2g}{rng} cores busy " + (
         "to finish in time" if p.deadline_s is not None or p.rate_per_min is not None else "over the job"))
     out.append(f"  from {len(m.blocks)} measured jobs of {m.targets} targets ({m.level}) on {m.slices} slice(s), "
                f"{m.cores} CPUs: a target in flight for {_duration(float(sum(m.target_s.values()) / len(m.target_s)))} "
-               f"on average, {fmt.fmt_us(sum(m.cpu_ns.values()) / len(m.cpu_ns))} µs of management CPU each")
+               f"on average ({_duration(float(sum(m.wait_s.values()) / len(m.wait_s)) if m.wait_s else 0.0)} of it "
+               f"waiting), {fmt.fmt_us(sum(m.cpu_ns.values()) / len(m.cpu_ns))} µs of management CPU and "
+               f"{fmt.fmt_us(sum(m.agent_cpu_ns.values()) / len(m.agent_cpu_ns) if m.agent_cpu_ns else 0.0)} µs "
+               f"of the targets' each, {m.concurrency} in flight")
     out.append(f"  model: {p.model}")
     for x in p.extrapolated:
         out.append(f"  extrapolated: {x}")

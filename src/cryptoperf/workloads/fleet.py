@@ -254,7 +254,8 @@ class JobPoint:
         latency: the latency model the jobs ran with (the result's ``latency``), None when off.
         target_s_by_block: per block, the mean time (s) a completed target of that job was in
             flight (its first phase's start to its last's end): Little's law's time in system,
-            what ``plan --targets`` scales.
+            what ``plan --targets`` scales; wait_s_by_block: per block, the mean over the same
+            targets of the latency model's waits (s; 0 when it was off).
         job_s: the median job time (s); failed, ran: targets failed and run over the jobs.
         most_in_flight: the most targets one slice had in flight in any of its jobs.
         roles: per process role, the most it held (``RoleUse``).
@@ -270,6 +271,7 @@ class JobPoint:
     phase_parts_ns: Mapping[str, Mapping[str, float]]
     latency: Mapping[str, Any] | None
     target_s_by_block: Mapping[int, float]
+    wait_s_by_block: Mapping[int, float]
     job_s: float | None
     failed: int
     ran: int
@@ -316,6 +318,7 @@ def job_point(p: Point, outcomes: Sequence[Outcome]) -> JobPoint:
     every: dict[str, list[float]] = {}
     parts: dict[str, dict[str, list[float]]] = {}
     in_flight: dict[int, float] = {}
+    waited: dict[int, float] = {}
     jobs, fails, blocks = [], [], []
     rep: tuple[int, int, Job] | None = None
     for o in outcomes:
@@ -330,9 +333,10 @@ def job_point(p: Point, outcomes: Sequence[Outcome]) -> JobPoint:
             every.setdefault(phase, []).extend(ds)
             if ds:
                 medians.setdefault(o.repetition.block, {})[phase] = float(np.median(ds))
-        spans = [t.span for t in job.targets_ if t.status == "ok" and t.span is not None]
-        if spans:
-            in_flight[o.repetition.block] = float(np.mean([b - a for a, b in spans])) / 1e6
+        done = [t for t in job.targets_ if t.status == "ok" and t.span is not None]
+        if done:
+            in_flight[o.repetition.block] = float(np.mean([t.span[1] - t.span[0] for t in done])) / 1e6
+            waited[o.repetition.block] = float(np.mean([sum(w or 0.0 for w in t.waits) for t in done])) / 1e6
         for phase, split in job.phase_parts().items():
             for part, vs in split.items():
                 parts.setdefault(phase, {}).setdefault(part, []).extend(vs)
@@ -343,6 +347,7 @@ def job_point(p: Point, outcomes: Sequence[Outcome]) -> JobPoint:
                     phase_parts_ns={ph: {k: float(np.median(v)) for k, v in split.items() if v}
                                     for ph, split in parts.items() if any(split.values())},
                     latency=next((j.latency for j in jobs if j.latency), None), target_s_by_block=in_flight,
+                    wait_s_by_block=waited,
                     job_s=float(np.median(walls)) if walls else None, failed=sum(j.failed for j in jobs),
                     ran=sum(j.targets for j in jobs),
                     most_in_flight=max((j.most_in_flight() for j in jobs), default=None), roles=_roles(jobs),
