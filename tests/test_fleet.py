@@ -124,13 +124,16 @@ def test_a_job_needing_more_descriptors_than_ulimit_is_refused_with_the_figure(m
 def test_shipped_job_studies_expand():
     s = study.check_against_worker(study.load(ROOT / "studies" / "fips-impact-jobs.toml"), RULES)
     cells = schedule.expand(s)
-    assert len(cells) == 45
+    assert len(cells) == 27
+    assert {c.params["rtt_ms"] for c in cells} == {"lognormal:p50=5,p99=20"}
     assert {c.build for c in cells if c.configuration == "sha1-rsa2048-fips"} == {"fips"}
     fips = next(c for c in cells if c.configuration == "sha1-rsa2048-fips")
     assert (fips.params["digest"], fips.params["sign_digest"]) == ("sha1", "sha256")
     s = study.check_against_worker(study.load(ROOT / "studies" / "audit-scaling.toml"), RULES)
     assert {(c.configuration, c.params["slices"], c.load) for c in schedule.expand(s)} == {
-        ("1-slice", "1", "targets:1000"), ("2-slices", "2", "targets:1000"), ("4-slices", "4", "targets:1000")}
+        ("1-slice", "1", "targets:1000"), ("2-slices", "2", "targets:1000"), ("4-slices", "4", "targets:1000"),
+        ("2-slices-fips", "2", "targets:1000")}
+    assert [(c.configuration, c.baseline) for c in s.contrasts] == [("2-slices-fips", "2-slices")]
     assert {c.params["rtt_ms"] for c in schedule.expand(s)} == {"lognormal:p50=20,p99=80"}
 
 
@@ -163,7 +166,7 @@ def test_a_job_study_reports_summary_phases_timeline_cpu_and_failures(fake_worke
     # throughput vs targets, per-phase table, processes with RSS and descriptors, failures
     for heading in ("## Fleet jobs: throughput vs targets", "## Fleet jobs: time per phase",
                     "## Fleet jobs: processes and failed targets", "## Fleet jobs: timeline by phase",
-                    "## Fleet jobs: CPU over the job's lifetime"):
+                    "## Fleet jobs: CPU over the job's lifetime", "## Fleet jobs: where the CPU sets the pace"):
         assert heading in md, heading
     phases = md[md.index("## Fleet jobs: time per phase"):md.index("## Fleet jobs: CPU")]
     assert "descriptive: not adjusted for multiplicity and no verdict" in phases
@@ -188,10 +191,15 @@ def test_a_job_study_reports_summary_phases_timeline_cpu_and_failures(fake_worke
 
 def test_the_scalability_factor_is_the_throughput_ratio_and_the_host_bounds_it(fake_worker, write_study, cli, tmp_path):
     fake_worker()
-    text = (ROOT / "studies" / "audit-scaling.toml").read_text().replace("repetitions = 9", "repetitions = 3")
-    doc, md, _ = run_study(cli, write_study, tmp_path, text)
-    deltas = {d["configuration"]: d for d in doc["deltas"]}
-    assert set(deltas) == {"2-slices", "4-slices"}
+    text = (ROOT / "studies" / "audit-scaling.toml").read_text()
+    assert "repetitions = 8" in text
+    doc, md, _ = run_study(cli, write_study, tmp_path, text.replace("repetitions = 8", "repetitions = 3"))
+    pairs = {(d["configuration"], d["baseline"]): d for d in doc["deltas"]}
+    assert set(pairs) == {("2-slices", "1-slice"), ("4-slices", "1-slice"), ("2-slices-fips", "1-slice"),
+                          ("2-slices-fips", "2-slices")}
+    # FIPS at equal workers: the contrast pairs the 2-slice jobs, FIPS on against off
+    assert pairs[("2-slices-fips", "2-slices")]["verdict"] is not None
+    deltas = {c: d for (c, b), d in pairs.items() if b == "1-slice"}
     ratio = deltas["2-slices"]["throughput"]["ratio"]
     assert 1.7 < ratio < 2.0  # the fake's second slice costs 5 %: 2 / 1.05
     assert deltas["4-slices"]["throughput"]["ratio"] > ratio
@@ -238,3 +246,27 @@ def test_the_summary_says_a_use_case_description_once():
             for u, c in [("audit", "a"), ("audit", "b"), ("remediate", "a"), ("audit", "c")]]
     assert [r["description"] for r in _first_of_each(rows)] == ["long text of audit", "", "long text of remediate", ""]
     assert [r["use_case"] for r in _first_of_each(rows)] == ["audit", "audit", "remediate", "audit"]
+
+
+def test_plan_targets_picks_the_job_kind_with_op(fake_worker, write_study, cli, tmp_path):
+    """A run with two job kinds: `plan --targets` asks which (one line naming them), plans the one
+    given with --op, and refuses one the run does not have."""
+    fake_worker()
+    text = STUDY + """
+[[operation]]
+label = "push"
+op = "fleet-job"
+params = { job = "appconfig", cert = "{cert}" }
+loads = ["targets:100"]
+"""
+    run_study(cli, write_study, tmp_path, text)
+    store = tmp_path / "s.sqlite"
+    res = cli("plan", "latest", "--targets", "500", "--deadline", "10m", "--store", store)
+    assert res.code != 0 and "the run's fleet jobs are audit, push: say which with --op" in res.err
+    assert_one_line_error(res)
+    res = cli("plan", "latest", "--targets", "500", "--deadline", "10m", "--op", "push", "--json", "--store", store)
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert doc["level"] == "100 targets" and doc["measured"]["targets"] == 100
+    res = cli("plan", "latest", "--targets", "500", "--deadline", "10m", "--op", "nope", "--store", store)
+    assert res.code != 0 and "--op nope: the run's fleet jobs are audit, push" in res.err

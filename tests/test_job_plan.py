@@ -147,3 +147,22 @@ def test_bad_inputs_are_one_line(call, message):
     with pytest.raises(EconomicsError) as e:
         call()
     assert message in str(e.value) and "\n" not in str(e.value)
+
+
+def test_saturation_says_where_the_cpu_takes_over():
+    """0.4 s of waiting and 5 ms of host CPU per target on 2 CPUs: alone a target takes about
+    0.405 s, and the CPU sets the pace from about 2 × 0.405 / 0.005 = 162 targets in flight; 20
+    in flight keep it about 5 % busy. With 60 ms per target the knee falls to about 20
+    (2 × one target alone / 0.06): 20 in flight are CPU-bound (0.7 s a target, the CPU 86 % busy)."""
+    light = measured(target_s=(0.405, 0.406, 0.404), cpu_ms=(2.5, 2.5, 2.5), targets=100)
+    light = jobs.Measured(**{**light.__dict__, "wait_s": {1: 0.4, 2: 0.4, 3: 0.4},
+                             "agent_cpu_ns": {1: 2.5e6, 2: 2.5e6, 3: 2.5e6}})
+    s = jobs.saturation(light)
+    assert s.in_flight == 20 and not s.cpu_bound
+    assert s.alone_s == pytest.approx(0.405, rel=0.01)
+    assert s.knee_in_flight == pytest.approx(2 * 0.405 / 0.005, rel=0.02)
+    assert s.cpu_busy == pytest.approx(20 / 0.405 * 0.005 / 2, rel=0.02)
+    heavy = jobs.Measured(**{**light.__dict__, "target_s": {1: 0.69, 2: 0.71, 3: 0.7},
+                             "cpu_ns": {1: 30e6, 2: 30e6, 3: 30e6}, "agent_cpu_ns": {1: 30e6, 2: 30e6, 3: 30e6}})
+    h = jobs.saturation(heavy)
+    assert h.cpu_bound and h.knee_in_flight < 25 and h.cpu_busy == pytest.approx(20 / 0.7 * 0.06 / 2, rel=0.02)

@@ -16,7 +16,8 @@ from cryptoperf.report.render import write_text as render_write
 
 @cli.command("plan")
 @click.argument("run_id", required=False, default="latest")
-@click.option("--op", "op", metavar="OP", help="Operation (or study label) to plan for, e.g. rsa2048-sign.")
+@click.option("--op", "op", metavar="OP", help="Operation (or study label) to plan for, e.g. rsa2048-sign; with "
+              "--targets, the job kind (the study's label, e.g. audit) when the run has several.")
 @click.option("--per-request", "request", metavar="'OP + OP …'",
               help="A request made of several operations, e.g. 'ecdsa-p256-sign + x25519-keygen + "
                    "x25519-derive' (a TLS 1.3 server's full handshake); a term may have a count, "
@@ -112,10 +113,10 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     from cryptoperf.report import economics as report_economics
 
     if targets is not None or deadline is not None or slices is not None:
-        if op or request or from_config or to_config or accel_ops_per_s is not None:
-            raise UsageError("--targets plans a fleet job; it does not go with --op, --per-request, --from/--to "
-                             "or an accelerator")
-        _plan_job(run_id, targets, deadline, rate, slices, configuration, cores, level, store_path,
+        if request or from_config or to_config or accel_ops_per_s is not None:
+            raise UsageError("--targets plans a fleet job (--op picks its job kind); it does not go with "
+                             "--per-request, --from/--to or an accelerator")
+        _plan_job(run_id, targets, deadline, rate, slices, configuration, cores, level, op, store_path,
                   "json" if as_json else (fmt or "text"), output)
         return
     if op and request:
@@ -172,7 +173,8 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
 
 def _plan_job(run_id: str, targets: int | None, deadline: str | None, rate: str | None, slices: int | None,
               configuration: str | None,
-              cores: int | None, level: int | None, store_path: str | None, form: str, output: str | None) -> None:
+              cores: int | None, level: int | None, op: str | None, store_path: str | None, form: str,
+              output: str | None) -> None:
     """``plan --targets N --deadline D | --rate R/min``: the fleet-job planner on a stored run."""
     from cryptoperf.economics import jobs
     from cryptoperf.report import job_plan
@@ -192,7 +194,7 @@ def _plan_job(run_id: str, targets: int | None, deadline: str | None, rate: str 
     figures = run.analysis.workloads.of("fleet-job")
     if figures is None:
         raise UsageError(f"run {run.id} has no fleet jobs: plan --targets needs a fleet-job study's run")
-    m = jobs.measured_level(figures, configuration, level)
+    m = jobs.measured_level(figures, configuration, level, op)
     answer = jobs.plan_job(m, targets, deadline_s, rate_per_min, cores, slices)
     text = job_plan.render(answer, run.id, form)
     say_using(run)

@@ -265,13 +265,38 @@ def predict(values: Sequence[float], level: float = BAND_LEVEL) -> stats.Estimat
     return stats.Estimate(mean, float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half)), level, n)
 
 
-def measured_level(figures: fleet.FleetFigures, configuration: str | None, targets: int | None) -> Measured:
-    """The ``Measured`` of one configuration at one level of a run's fleet jobs: ``configuration``
-    (default: the baseline's, else the only one) at the level of ``targets`` targets (default:
-    the largest). Raises EconomicsError when the run has none of either, or fewer than 2 jobs."""
-    points = [p for f in figures.families for p in f.points if p.point.measured]
-    if not points:
+def measured_point(p: fleet.JobPoint) -> Measured:
+    """The ``Measured`` of one job cell's figures (its ``representative`` job gives the scale).
+    Raises EconomicsError when fewer than 2 of its jobs measured a time and CPU."""
+    job = p.representative
+    if job is None:
+        raise EconomicsError(f"{p.point.series} at {p.point.load.label} has no measured job")
+    sides = p.point.cpu_ns_per_tx_by_block
+    m = Measured(p.point.series, p.point.load.label, job.targets, job.slices, job.cap, p.most_in_flight or job.cap,
+                 int(job.host_cpus or 1), dict(p.target_s_by_block), dict(sides.get("client", {})),
+                 dict(sides.get("server", {})), dict(p.wait_s_by_block))
+    if len(m.blocks) < 2:
+        raise EconomicsError(f"{m.configuration} at {m.level} has {len(m.blocks)} measured job(s) with times and CPU; "
+                             "the planner's interval needs at least 2 (run the study with more blocks)")
+    return m
+
+
+def measured_level(figures: fleet.FleetFigures, configuration: str | None, targets: int | None,
+                   label: str | None = None) -> Measured:
+    """The ``Measured`` of one job kind (operation ``label``; needed when the run has several) of
+    one configuration (default: the baseline's, else the first) at the level of ``targets``
+    targets (default: the largest). Raises EconomicsError when the run has none of these, several
+    job kinds and no ``label``, or fewer than 2 jobs."""
+    fams = [f for f in figures.families if any(p.point.measured for p in f.points)]
+    if not fams:
         raise EconomicsError("the run has no measured fleet jobs: plan --targets needs a fleet-job study's run")
+    labels = [f.family.label for f in fams]
+    if label is None and len(fams) > 1:
+        raise EconomicsError(f"the run's fleet jobs are {', '.join(labels)}: say which with --op")
+    chosen_fam = [f for f in fams if label is None or f.family.label == label]
+    if not chosen_fam:
+        raise EconomicsError(f"--op {label}: the run's fleet jobs are {', '.join(labels)}")
+    points = [p for p in chosen_fam[0].points if p.point.measured]
     names = list(dict.fromkeys(p.point.series for p in points))
     if configuration is None:
         base = [p.point.series for p in points if p.point.is_baseline]
@@ -285,16 +310,7 @@ def measured_level(figures: fleet.FleetFigures, configuration: str | None, targe
     chosen = [p for p in mine if p.representative.targets == targets]
     if not chosen:
         raise EconomicsError(f"--level {targets}: {configuration} ran jobs of {', '.join(map(str, levels))} targets")
-    p = chosen[0]
-    job = p.representative
-    sides = p.point.cpu_ns_per_tx_by_block
-    m = Measured(configuration, p.point.load.label, job.targets, job.slices, job.cap, p.most_in_flight or job.cap,
-                 int(job.host_cpus or 1), dict(p.target_s_by_block), dict(sides.get("client", {})),
-                 dict(sides.get("server", {})), dict(p.wait_s_by_block))
-    if len(m.blocks) < 2:
-        raise EconomicsError(f"{configuration} at {m.level} has {len(m.blocks)} measured job(s) with times and CPU; "
-                             "the planner's interval needs at least 2 (run the study with more blocks)")
-    return m
+    return measured_point(chosen[0])
 
 
 def between(lower: stats.Estimate, upper: stats.Estimate) -> stats.Estimate:
@@ -377,3 +393,42 @@ def extrapolation(m: Measured, targets: int, slices: int, cores: int | None) -> 
                    f"{m.cores} CPUs shared by the management server and its simulated targets: their CPU is "
                    "counted as the targets' time")
     return out
+
+
+@dataclass(frozen=True)
+class Saturation:
+    """Where a measured level's CPU saturates on the measured host.
+
+    Attributes:
+        measured: the level; in_flight: targets in flight in its jobs (``Measured.concurrency``).
+        cpu_busy: how busy its jobs kept the host's CPUs (0–1): targets per second × CPU per
+            target (management and simulated targets) ÷ CPUs, median over the jobs.
+        alone_s: a target's time in flight with nothing else in flight (the model at n = 1,
+            random limit), s, median over the jobs.
+        knee_in_flight: the targets in flight from which the CPU, not the waits, sets the job's
+            pace: CPUs × alone_s ÷ CPU per target (the asymptotic bounds' N*: Lazowska et al.,
+            "Quantitative System Performance", 1984, ch. 5), median over the jobs.
+    """
+
+    measured: Measured
+    in_flight: int
+    cpu_busy: float
+    alone_s: float
+    knee_in_flight: float
+
+    @property
+    def cpu_bound(self) -> bool:
+        """Whether the CPU paced the measured jobs: at or beyond the knee, or at least
+        ``CPU_BOUND`` busy."""
+        return self.in_flight >= self.knee_in_flight or self.cpu_busy >= CPU_BOUND
+
+
+def saturation(m: Measured) -> Saturation:
+    """The ``Saturation`` of ``m`` on its own host. Raises EconomicsError without measured jobs."""
+    model = model_of(m)
+    n = m.concurrency
+    host = model.demand_s
+    busy = np.minimum(n / m.per_block(m.target_s) * host / m.cores, 1.0)
+    alone = model.target_s("random", 1)
+    knee = m.cores * alone / np.maximum(host, 1e-12)
+    return Saturation(m, n, float(np.median(busy)), float(np.median(alone)), float(np.median(knee)))

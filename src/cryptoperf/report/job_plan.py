@@ -53,7 +53,7 @@ def lines(p: JobPlan) -> list[str]:
                                                           if p.bound == "cpu" else "one target alone takes longer"))
     k = p.on_slices
     out.append(f"  job time on {k} slice(s): {_estimate(p.job_s)} ({level}); bound: {p.bound}, "
-               f"CPU {p.cpu_busy:.0%} busy")
+               f"CPU {p.cpu_busy * 100:.0f} % busy")
     if p.by_limit:
         lo, hi = p.by_limit.get("random"), p.by_limit.get("lockstep")
         if lo is not None and hi is not None:

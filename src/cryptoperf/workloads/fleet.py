@@ -439,8 +439,8 @@ class Scalability:
     Attributes:
         family: the job family; point: the configuration's; k, k0: its and the baseline's slices.
         factor: the throughput ratio k ÷ k0 slices (the comparison's interval), None without one.
-        cpus: the host's CPUs; agents: the agent processes; bounded: the host's CPUs bound it
-            (k slices and the agents share fewer CPUs than they are processes).
+        cpus: the host's CPUs; agents: the agent processes (whether the CPUs bounded it is
+            measured: ``economics.jobs.saturation``).
     """
 
     family: JobFamily
@@ -450,11 +450,6 @@ class Scalability:
     factor: stats.Interval | None
     cpus: int
     agents: int
-
-    @property
-    def bounded(self) -> bool:
-        """True when the slices and the agents outnumber the host's CPUs."""
-        return self.k + (1 if self.agents else 0) > self.cpus
 
 
 @dataclass(frozen=True)

@@ -191,6 +191,29 @@ def summary_rows(run: StoredRun) -> list[dict[str, Any]]:
                         "value": _tpm(p.targets_per_min), "delta": fmt.change_text(d.throughput) if ok else "—",
                         "verdict": verdict_text(p.point), "kind": verdict_kind(p.point), "note": "; ".join(notes),
                         "description": kind_text(fam)})
+        out += contrast_rows(run, fam, top)
+    return out
+
+
+def contrast_rows(run: StoredRun, fam: fleet.JobFamily, top: fleet.JobLevel) -> list[dict[str, Any]]:
+    """The study's ``[[contrast]]`` comparisons at a job kind's largest level, as summary rows
+    (``summary_rows``' keys): e.g. FIPS on against off at the same number of slices."""
+    points = {p.point.series: p for p in top.points}
+    label = next(iter(points.values())).point.load.label if points else None
+    out = []
+    for d in run.analysis.deltas:
+        if d.baseline == _baseline(run) or d.configuration not in points or d.baseline not in points:
+            continue
+        mine, ref = points[d.configuration], points[d.baseline]
+        if mine.point.summary.cell.label != d.label or mine.point.summary.cell.backend != d.backend:
+            continue
+        ok = d.status == "ok" and d.throughput is not None and d.verdict is not None
+        out.append({"use_case": fam.family.label, "configuration": f"{configuration(mine.point)} vs {d.baseline}",
+                    "level": label, "baseline": _tpm(ref.targets_per_min), "value": _tpm(mine.targets_per_min),
+                    "delta": fmt.change_text(d.throughput) if ok else "—",
+                    "verdict": d.verdict.text if ok else (f"n/a: {d.reason}" if d.reason else "n/a"),
+                    "kind": d.verdict.kind if ok else "na", "note": f"contrast: {_what_ran(mine)}".rstrip(": "),
+                    "description": kind_text(fam)})
     return out
 
 
@@ -309,18 +332,36 @@ def fleet_throughput(run: StoredRun) -> list[Section]:
 
 # ------------------------------------------------------------------------------ scalability
 
+def _busy(point: fleet.JobPoint):
+    """``economics.jobs.saturation`` of a job cell, None with fewer than 2 measured jobs."""
+    from cryptoperf.economics import jobs
+    from cryptoperf.economics.cost import EconomicsError
+    try:
+        return jobs.saturation(jobs.measured_point(point))
+    except EconomicsError:
+        return None
+
+
 def scalability_rows(figures: fleet.FleetFigures) -> list[dict[str, Any]]:
     """Per configuration whose slices differ from the baseline's at a level: the slices, the
-    factor (throughput k ÷ k0 slices, the comparison's interval), the ideal k ÷ k0, whether the
-    host's CPUs bound it, the verdict."""
+    factor (throughput k ÷ k0 slices, the comparison's interval), the ideal k ÷ k0, what bounds
+    it (the host's CPUs when the k-slice jobs kept them at least ``CPU_BOUND`` busy or ran past
+    the knee: ``economics.jobs.saturation``; else the waits, with how busy the CPUs were), the
+    verdict."""
     out = []
     for s in figures.scalability:
         f = s.factor
-        bounded = ""
-        if s.bounded:
-            bounded = (f"bounded by the host's {s.cpus} CPU{'s' if s.cpus != 1 else ''}: {s.k} slices and {s.agents} "
-                       f"agent process{'es' if s.agents != 1 else ''} (the simulated targets) share them, where "
-                       f"the published setup added a worker host")
+        sat = _busy(s.point)
+        cpus = f"the host's {s.cpus} CPU{'s' if s.cpus != 1 else ''}"
+        if sat is None:
+            bounded = ""
+        elif sat.cpu_bound:
+            bounded = (f"bounded by {cpus} ({sat.cpu_busy * 100:.0f} % busy): {s.k} slices and {s.agents} agent "
+                       f"process{'es' if s.agents != 1 else ''} (the simulated targets) share them, where the "
+                       "published setup added a worker host")
+        else:
+            bounded = (f"paced by the targets' waits: {cpus} {sat.cpu_busy * 100:.0f} % busy, the CPU would set the pace "
+                       f"from about {sat.knee_in_flight:.3g} targets in flight")
         out.append({"use_case": s.family.family.label, "level": s.point.point.load.label, "k": s.k, "k0": s.k0,
                     "configuration": configuration(s.point.point),
                     "factor": f"{f.ratio:.2f} [{f.low:.2f}, {f.high:.2f}]" if f is not None else "—",
@@ -342,6 +383,50 @@ def fleet_scalability(run: StoredRun) -> list[Section]:
                        r["verdict"], r["bounded"]] for r in rows], align="lllrrrll"))
     return [Section("fleet-scalability", "Fleet jobs: scalability", fragment("sections/fleet_scalability.html.j2",
                                                                               rows=rows), md)]
+
+
+# ------------------------------------------------------------------------------ saturation
+
+SATURATION_INTRO = (
+    "Where the CPU, not the waiting, sets a job's pace, on this host (the management server and its simulated "
+    "targets sharing its CPUs): CPU busy is targets per second × CPU per target ÷ CPUs over the measured jobs; the "
+    "pace changes from about CPUs × one target's time alone ÷ CPU per target targets in flight (the asymptotic "
+    "bound's saturation point). Below it a configuration's cryptography adds only its own milliseconds to each "
+    "target; from it on, the job's time grows with its CPU per target. Model and planner: "
+    "`cryptoperf plan RUN --targets N --deadline D`.")
+
+
+def saturation_rows(figures: fleet.FleetFigures) -> list[dict[str, Any]]:
+    """Per job kind × configuration at the largest level, ``economics.jobs.saturation`` as text:
+    targets in flight, CPU busy, one target alone, the knee and what paces the jobs; levels with
+    fewer than 2 measured jobs are left out."""
+    rows = []
+    for fam in figures.families:
+        top = fam.largest
+        for p in top.points if top is not None else ():
+            s = _busy(p)
+            if s is None:
+                continue
+            rows.append({"use_case": fam.family.label, "level": p.point.load.label, "configuration": configuration(p.point),
+                         "in_flight": s.in_flight, "busy": f"{s.cpu_busy * 100:.0f} %", "alone": f"{s.alone_s * 1e3:.3g} ms",
+                         "knee": f"{s.knee_in_flight:.3g}", "paced_by": "the CPU" if s.cpu_bound else "the waits"})
+    return rows
+
+
+@register(order=22)
+def fleet_saturation(run: StoredRun) -> list[Section]:
+    """"Fleet jobs: where the CPU sets the pace" (``saturation_rows``). Nothing without jobs."""
+    figures = _figures(run)
+    rows = saturation_rows(figures) if figures else []
+    if not rows:
+        return []
+    md = SATURATION_INTRO + "\n\n" + md_table(
+        ["Use case", "Level", "Configuration", "in flight", "CPU busy", "one target alone", "CPU sets the pace from",
+         "Paced by"],
+        [[r["use_case"], r["level"], r["configuration"], r["in_flight"], r["busy"], r["alone"], r["knee"], r["paced_by"]]
+         for r in rows], align="lllrrrrl")
+    html = fragment("sections/fleet_saturation.html.j2", rows=rows, intro=SATURATION_INTRO)
+    return [Section("fleet-saturation", "Fleet jobs: where the CPU sets the pace", html, md)]
 
 
 # ------------------------------------------------------------------------------ timeline
