@@ -191,6 +191,7 @@ def test_a_job_study_reports_summary_phases_timeline_cpu_and_failures(fake_worke
 
 def test_the_scalability_factor_is_the_throughput_ratio_and_the_host_bounds_it(fake_worker, write_study, cli, tmp_path):
     fake_worker()
+    fake_worker.fips()  # the study's 2-slices-fips configuration: never the FIPS worker installed here
     text = (ROOT / "studies" / "audit-scaling.toml").read_text()
     assert "repetitions = 8" in text
     doc, md, _ = run_study(cli, write_study, tmp_path, text.replace("repetitions = 8", "repetitions = 3"))
