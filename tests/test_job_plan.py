@@ -166,3 +166,17 @@ def test_saturation_says_where_the_cpu_takes_over():
                              "cpu_ns": {1: 30e6, 2: 30e6, 3: 30e6}, "agent_cpu_ns": {1: 30e6, 2: 30e6, 3: 30e6}})
     h = jobs.saturation(heavy)
     assert h.cpu_bound and h.knee_in_flight < 25 and h.cpu_busy == pytest.approx(20 / 0.7 * 0.06 / 2, rel=0.02)
+
+
+def test_saturation_names_the_busier_side_when_the_sides_were_pinned_apart():
+    """One slice on one CPU, the agents on the other: 1 ms of management CPU and 9 ms of the
+    targets' per target at 40 targets a second keep the targets' CPU 36 % busy and the
+    management's 4 % — the busier side is the one given, and its knee the smaller."""
+    m = measured(target_s=(0.5, 0.5, 0.5), cpu_ms=(1.0, 1.0, 1.0), targets=100)
+    m = jobs.Measured(**{**m.__dict__, "wait_s": {1: 0.45, 2: 0.45, 3: 0.45},
+                         "agent_cpu_ns": {1: 9e6, 2: 9e6, 3: 9e6}, "apart": (1, 1)})
+    s = jobs.saturation(m)
+    assert s.busiest == "targets" and s.cpu_busy == pytest.approx(40 * 0.009, rel=1e-6)
+    assert s.knee_in_flight == pytest.approx(s.alone_s / 0.009, rel=1e-6)
+    shared = jobs.saturation(jobs.Measured(**{**m.__dict__, "apart": None}))
+    assert shared.busiest == "host" and shared.cpu_busy == pytest.approx(40 * 0.010 / 2, rel=1e-6)

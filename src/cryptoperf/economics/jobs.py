@@ -114,6 +114,8 @@ class Measured:
     cpu_ns: dict[int, float]
     agent_cpu_ns: dict[int, float] = field(default_factory=dict)
     wait_s: dict[int, float] = field(default_factory=dict)
+    #: (CPUs of the slices, CPUs of the agents) when the jobs pinned them apart, else None.
+    apart: tuple[int, int] | None = None
 
     @property
     def blocks(self) -> list[int]:
@@ -274,7 +276,7 @@ def measured_point(p: fleet.JobPoint) -> Measured:
     sides = p.point.cpu_ns_per_tx_by_block
     m = Measured(p.point.series, p.point.load.label, job.targets, job.slices, job.cap, p.most_in_flight or job.cap,
                  int(job.host_cpus or 1), dict(p.target_s_by_block), dict(sides.get("client", {})),
-                 dict(sides.get("server", {})), dict(p.wait_s_by_block))
+                 dict(sides.get("server", {})), dict(p.wait_s_by_block), job.cpus_apart())
     if len(m.blocks) < 2:
         raise EconomicsError(f"{m.configuration} at {m.level} has {len(m.blocks)} measured job(s) with times and CPU; "
                              "the planner's interval needs at least 2 (run the study with more blocks)")
@@ -401,13 +403,17 @@ class Saturation:
 
     Attributes:
         measured: the level; in_flight: targets in flight in its jobs (``Measured.concurrency``).
-        cpu_busy: how busy its jobs kept the host's CPUs (0–1): targets per second × CPU per
-            target (management and simulated targets) ÷ CPUs, median over the jobs.
+        cpu_busy: how busy its jobs kept the busiest CPUs (0–1): targets per second × CPU per
+            target ÷ CPUs, median over the jobs — of the whole host, or, where the jobs pinned the
+            management side and the simulated targets apart, of the busier side.
+        busiest: which: ``host``, ``management`` (coordinator and slices) or ``targets`` (the
+            agents).
         alone_s: a target's time in flight with nothing else in flight (the model at n = 1,
             random limit), s, median over the jobs.
-        knee_in_flight: the targets in flight from which the CPU, not the waits, sets the job's
+        knee_in_flight: the targets in flight from which a CPU, not the waits, sets the job's
             pace: CPUs × alone_s ÷ CPU per target (the asymptotic bounds' N*: Lazowska et al.,
-            "Quantitative System Performance", 1984, ch. 5), median over the jobs.
+            "Quantitative System Performance", 1984, ch. 5), the smaller side's where apart,
+            median over the jobs.
     """
 
     measured: Measured
@@ -415,10 +421,11 @@ class Saturation:
     cpu_busy: float
     alone_s: float
     knee_in_flight: float
+    busiest: str = "host"
 
     @property
     def cpu_bound(self) -> bool:
-        """Whether the CPU paced the measured jobs: at or beyond the knee, or at least
+        """Whether a CPU paced the measured jobs: at or beyond the knee, or at least
         ``CPU_BOUND`` busy."""
         return self.in_flight >= self.knee_in_flight or self.cpu_busy >= CPU_BOUND
 
@@ -426,9 +433,13 @@ class Saturation:
 def saturation(m: Measured) -> Saturation:
     """The ``Saturation`` of ``m`` on its own host. Raises EconomicsError without measured jobs."""
     model = model_of(m)
-    n = m.concurrency
-    host = model.demand_s
-    busy = np.minimum(n / m.per_block(m.target_s) * host / m.cores, 1.0)
+    rate = m.concurrency / m.per_block(m.target_s)
     alone = model.target_s("random", 1)
-    knee = m.cores * alone / np.maximum(host, 1e-12)
-    return Saturation(m, n, float(np.median(busy)), float(np.median(alone)), float(np.median(knee)))
+    mgmt, agents = m.per_block(m.cpu_ns, 1e-9), m.per_block(m.agent_cpu_ns, 1e-9)
+    sides = {"host": (mgmt + agents, m.cores)}
+    if m.apart is not None:
+        sides = {"management": (mgmt, m.apart[0]), "targets": (agents, m.apart[1])}
+    busy = {k: float(np.median(np.minimum(rate * d / h, 1.0))) for k, (d, h) in sides.items()}
+    knee = {k: float(np.median(h * alone / np.maximum(d, 1e-12))) for k, (d, h) in sides.items()}
+    busiest = max(busy, key=busy.get)
+    return Saturation(m, m.concurrency, busy[busiest], float(np.median(alone)), min(knee.values()), busiest)

@@ -63,8 +63,9 @@ class Target:
 @dataclass(frozen=True)
 class Process:
     """One process of a job: ``role`` (``coordinator``, ``slice``, ``agent``), ``index``,
-    ``cpu_ns`` over the job, ``peak_rss_bytes``, ``max_fds``, and its CPU samples on the job's
-    clock (``timeline``: s since the job started, set-up before 0)."""
+    ``cpu_ns`` over the job, ``peak_rss_bytes``, ``max_fds``, its CPU samples on the job's
+    clock (``timeline``: s since the job started, set-up before 0) and the CPU it was pinned to
+    (``pinned_cpu``, None when not pinned)."""
 
     role: str
     index: int
@@ -72,6 +73,7 @@ class Process:
     peak_rss_bytes: int | None
     max_fds: int | None
     timeline: access.Timeline
+    pinned_cpu: int | None = None
 
     @property
     def label(self) -> str:
@@ -118,6 +120,16 @@ class Job:
     processes: tuple[Process, ...]
     wall_s: float
     latency: Mapping[str, Any] | None = None
+
+    def cpus_apart(self) -> tuple[int, int] | None:
+        """(CPUs of the slices, CPUs of the agents) when every slice and agent was pinned and the
+        two sets do not meet (the management side and the simulated targets had CPUs of their
+        own); None when they shared the host's."""
+        sl = [p.pinned_cpu for p in self.processes if p.role == "slice"]
+        ag = [p.pinned_cpu for p in self.processes if p.role == "agent"]
+        if not sl or not ag or None in sl or None in ag or set(sl) & set(ag):
+            return None
+        return len(set(sl)), len(set(ag))
 
     def phase_parts(self) -> dict[str, dict[str, list[float]]]:
         """Phase → part → values (ns) over the targets that reached the phase's end, the
@@ -208,8 +220,10 @@ def decode(result: access.Result | None) -> Job | None:
     for p in f.get("processes") or ():
         if isinstance(p, Mapping):
             tl = access.timeline(access.samples(p.get("timeline"))).shifted(float(p.get("timeline_offset_ms") or 0.0) / 1000.0)
+            pin = p.get("pinned_cpu")
             procs.append(Process(str(p.get("role")), _int(p.get("index")), p.get("cpu_ns"),
-                                 p.get("peak_rss_bytes"), p.get("max_fds"), tl))
+                                 p.get("peak_rss_bytes"), p.get("max_fds"), tl,
+                                 pin if isinstance(pin, int) and not isinstance(pin, bool) else None))
     fails = tuple((_int(x.get("target")), _int(x.get("slice")), str(x.get("phase")), str(x.get("reason")))
                   for x in f.get("failures") or () if isinstance(x, Mapping))
     stages = tuple((str(s.get("name")), float(s.get("start_us") or 0), float(s.get("end_us") or 0))

@@ -389,11 +389,26 @@ def fleet_scalability(run: StoredRun) -> list[Section]:
 
 SATURATION_INTRO = (
     "Where the CPU, not the waiting, sets a job's pace, on this host (the management server and its simulated "
-    "targets sharing its CPUs): CPU busy is targets per second × CPU per target ÷ CPUs over the measured jobs; the "
+    "targets sharing its CPUs, or each side on CPUs of its own where the job pinned them apart: then the busier "
+    "side is given): CPU busy is targets per second × CPU per target ÷ CPUs over the measured jobs; the "
     "pace changes from about CPUs × one target's time alone ÷ CPU per target targets in flight (the asymptotic "
     "bound's saturation point). Below it a configuration's cryptography adds only its own milliseconds to each "
     "target; from it on, the job's time grows with its CPU per target. Model and planner: "
     "`cryptoperf plan RUN --targets N --deadline D`.")
+
+
+#: What the CPU busy figure is of, after the percentage.
+BUSIEST = {"host": "", "management": " (management side)", "targets": " (simulated targets)"}
+
+
+def paced_by(s) -> str:
+    """What paced the jobs of an ``economics.jobs.Saturation``: a CPU (which one, where the
+    sides were pinned apart), the waits with the CPU near its limit (from 60 % busy), or the
+    waits."""
+    if s.cpu_bound:
+        return {"host": "the CPU", "management": "the management side's CPU",
+                "targets": "the simulated targets' CPU (on one host; real targets have their own)"}[s.busiest]
+    return "the waits, the CPU near its limit" if s.cpu_busy >= 0.6 else "the waits"
 
 
 def saturation_rows(figures: fleet.FleetFigures) -> list[dict[str, Any]]:
@@ -408,8 +423,9 @@ def saturation_rows(figures: fleet.FleetFigures) -> list[dict[str, Any]]:
             if s is None:
                 continue
             rows.append({"use_case": fam.family.label, "level": p.point.load.label, "configuration": configuration(p.point),
-                         "in_flight": s.in_flight, "busy": f"{s.cpu_busy * 100:.0f} %", "alone": f"{s.alone_s * 1e3:.3g} ms",
-                         "knee": f"{s.knee_in_flight:.3g}", "paced_by": "the CPU" if s.cpu_bound else "the waits"})
+                         "in_flight": s.in_flight, "busy": f"{s.cpu_busy * 100:.0f} %" + BUSIEST[s.busiest],
+                         "alone": f"{s.alone_s * 1e3:.3g} ms", "knee": f"{s.knee_in_flight:.3g}",
+                         "paced_by": paced_by(s)})
     return rows
 
 
