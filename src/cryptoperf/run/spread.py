@@ -96,8 +96,9 @@ def check(study: Any, eligible: Mapping[tuple, Sequence[Any]], groups: Mapping[t
             have = len(eligible.get(group, ()))
             if k > have:
                 raise study.error("study", 0, "slices_on",
-                                  f'"nodes" runs each of cell {cell.key}\'s {k} slices on its own node, but only {have} '
-                                  f"node(s) of the cluster may run it; add nodes with a cryptoperf_slot or lower its slices")
+                                  f'"nodes" runs each of the {k} slices of {cell.op} in configuration '
+                                  f"{cell.configuration!r} on its own node, but only {have} node(s) of the cluster may "
+                                  "run it; add nodes with a cryptoperf_slot or lower its slices")
     if not seen:
         raise study.error("study", 0, "slices_on", '"nodes" applies to a job whose worker announces a spread (e.g. '
                           "fleet-job's slices); no operation of this study is one: remove it")
