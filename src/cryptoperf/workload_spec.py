@@ -90,6 +90,10 @@ class WorkloadSpec:
         defaults: each parameter's value when not given (``load`` among them).
         required: the parameters a run must give.
         job_kinds: a job's kinds (name → their parameters and what they do); empty otherwise.
+        spread: how a job's parts run on several machines, or None: ``count_param`` (k parts),
+            ``index_param`` and ``start_param`` (what each part's request adds: its index, the
+            common start instant in ns since the Unix epoch) and ``merge_flag`` (the worker's
+            flag merging the parts' results, one a line on stdin, into the job's).
     """
 
     name: str
@@ -109,6 +113,7 @@ class WorkloadSpec:
     defaults: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
     job_kinds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    spread: Mapping[str, str] | None = None
 
     @classmethod
     def from_hello(cls, name: str, entry: Mapping[str, Any]) -> "WorkloadSpec":
@@ -149,7 +154,9 @@ class WorkloadSpec:
             metrics=tuple(Metric(str(m["name"]), str(m["unit"]), str(m["better"])) for m in entry["metrics"]),
             defaults=dict(_mapping(entry["defaults"])),
             required=_strings(entry["required"]),
-            job_kinds={str(k): dict(_mapping(v)) for k, v in _mapping(entry.get("job_kinds") or {}).items()})
+            job_kinds={str(k): dict(_mapping(v)) for k, v in _mapping(entry.get("job_kinds") or {}).items()},
+            spread=({k: str(_mapping(entry["spread"])[k]) for k in ("count_param", "index_param", "start_param", "merge_flag")}
+                    if entry.get("spread") is not None else None))
 
     @property
     def sized_params(self) -> tuple[str, ...]:

@@ -33,6 +33,9 @@ usage: cryptoperf-worker            serve protocol v1 on stdin/stdout (docs/work
        cryptoperf-worker --fleet-slice
                                     one slice of a fleet-job's management side (started by a
                                     worker for its own run, not by hand; docs/worker-protocol.md)
+       cryptoperf-worker --merge-jobs
+                                    merge a fleet-job's sub-jobs' results (stdin, one a line)
+                                    into the job's one result (docs/worker-protocol.md)
 ";
 
 /// The worker's command line (`args` without the program name); returns the exit status.
@@ -54,6 +57,7 @@ pub fn main(args: Vec<String>) -> i32 {
         },
         [workloads::server::FLAG] => workloads::serve_workload(),
         [workloads::fleet_job::SLICE_FLAG] => workloads::fleet_job::slice_main(),
+        [workloads::fleet_job::MERGE_FLAG] => workloads::fleet_job::merge_main(),
         ["--hello"] => {
             let request = br#"{"type":"hello","protocol":1,"detail":true}"#;
             let mut out = Vec::new();

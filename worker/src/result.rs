@@ -498,6 +498,36 @@ pub struct FleetFields {
     pub host_cpus: usize,
     /// What the identities' keys are.
     pub key_pool: String,
+    /// The job's start on the wall clock (ns since the Unix epoch; absent from older workers).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub start_unix_ns: Option<u64>,
+    /// A sub-job's result: the one slice it ran (`slice_index`); absent for a whole job.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice_index: Option<usize>,
+    /// A job merged from sub-jobs (`--merge-jobs`): where each slice ran and its sub-job's
+    /// times; absent for a job run whole on one host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub_jobs: Option<Vec<SubJob>>,
+}
+
+/// One slice's sub-job of a job spread over machines: where it ran (as the caller that placed
+/// it said: a Ray node's id, its address and host name) and its own times.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct SubJob {
+    pub slice: usize,
+    pub node_id: Option<String>,
+    pub address: Option<String>,
+    pub hostname: Option<String>,
+    /// Its job's start on its host's wall clock (ns since the Unix epoch).
+    pub start_unix_ns: u64,
+    /// Its job's time, its start to its last target's end (its host's monotonic clock).
+    pub wall_ns: u64,
+    /// Its setup before the job (certificates, processes, probe).
+    pub setup_ms: f64,
+    /// Its host's CPUs.
+    pub host_cpus: usize,
+    /// Its targets completed.
+    pub completed: u64,
 }
 
 /// A job-level phase, µs since the job started.

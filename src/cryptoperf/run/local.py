@@ -15,7 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import os
-from typing import Callable, Mapping, Protocol, Sequence, Union
+from typing import Any, Callable, Mapping, Protocol, Sequence, Union
 
 from cryptoperf import builds, cpumask, workload
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
@@ -122,9 +122,11 @@ class NoProgress:
 def execute(reps: Sequence[Repetition], settings: Settings, workers: Workers,
             on_outcome: Callable[[Outcome], None] | None = None, progress: Progress | None = None,
             description: str = "measuring", disturbed: Callable[[Outcome], str] | None = None,
-            unmasked: Mapping[tuple[str, str], str] | None = None) -> list[Outcome]:
+            unmasked: Mapping[tuple[str, str], str] | None = None,
+            run_one: Callable[[Repetition], Outcome] | None = None) -> list[Outcome]:
     """Execute ``reps`` in order, one fresh worker each; return the outcomes in order (a re-run
-    follows the attempt it supersedes).
+    follows the attempt it supersedes). ``run_one`` runs one repetition instead of
+    ``execute_one`` (the Ray executor's jobs spread over nodes).
 
     ``on_outcome`` is called with each outcome as soon as it exists (before the next
     repetition starts). ``disturbed`` says why the host disturbed a measured outcome ('' if it
@@ -132,19 +134,20 @@ def execute(reps: Sequence[Repetition], settings: Settings, workers: Workers,
     ProtocolMismatch; exceptions from ``on_outcome`` propagate.
     """
     progress = progress or NoProgress()
+    one = run_one or (lambda r: execute_one(workers, r, settings, unmasked))
     outcomes: list[Outcome] = []
     progress.begin(description, len(reps))
     try:
         for rep in reps:
             progress.starting(rep)
-            outcome = execute_one(workers, rep, settings, unmasked)
+            outcome = one(rep)
             why = disturbed(outcome) if disturbed and outcome.ok and not rep.calibration else ""
             if why:
                 outcome.disturbed, outcome.superseded = why, True
                 _emit(outcome, outcomes, on_outcome, progress)
                 again = dataclasses.replace(rep, attempt=rep.attempt + 1)
                 progress.starting(again)
-                outcome = execute_one(workers, again, settings, unmasked)
+                outcome = one(again)
                 if outcome.ok:
                     outcome.disturbed = disturbed(outcome)
             _emit(outcome, outcomes, on_outcome, progress)
@@ -166,8 +169,13 @@ class LocalExecutor:
     retried_blocks = 0
     failed_blocks = 0
 
-    def start(self, plan: object) -> dict:
-        """Nothing to prepare; returns {} (nothing to add to the host fingerprint)."""
+    def start(self, plan: Any) -> dict:
+        """Nothing to prepare; returns {} (nothing to add to the host fingerprint). Raises
+        StudyError for ``slices_on = "nodes"``, which needs the Ray executor."""
+        study = getattr(plan, "study", None)
+        if getattr(study, "slices_on", "host") != "host":
+            raise study.error("study", 0, "slices_on", f"{study.slices_on!r} runs a job's slices on several Ray nodes; "
+                              "run with --executor ray (docs/ray.md), or remove slices_on")
         return {}
 
     def execute(self, reps: Sequence[Repetition], settings: Settings, workers: Workers,

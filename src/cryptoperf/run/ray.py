@@ -25,6 +25,8 @@ it needs:
   already delivered are kept in the store, superseded (``model.RETRIED``), and the block runs
   whole again. A block Ray gives up on, or whose every eligible node has left, is marked
   failed with the reason; every other block goes on.
+- **Slices on several nodes** (``slices_on = "nodes"``): a block whose jobs spread runs on as
+  many nodes as its jobs have slices, reserved together; ``run.spread`` says how.
 - **Same versions everywhere**: before anything is stored, a task on each eligible node
   reports its cryptoperf version and its worker builds' ``hello`` (version, build); a node
   that differs from the driver is refused with one line naming it. Every block task checks
@@ -52,7 +54,7 @@ from cryptoperf import PROTOCOL_VERSION, builds, hostinfo, schedule
 from cryptoperf.errors import (CryptoperfError, NodeMismatch, RayError, RayNotInstalled, UsageError,
                                WorkerError)
 from cryptoperf.model import CALIBRATION_BLOCK, FAILED, RETRIED, Outcome, Repetition
-from cryptoperf.run import disturbance, local
+from cryptoperf.run import disturbance, local, spread
 from cryptoperf.run.local import Progress, Workers
 from cryptoperf.schedule import Settings
 from cryptoperf.study import HostSelector, Study
@@ -312,14 +314,18 @@ def refusal(node: str, hostname: str, why: str) -> str:
 
 
 def run_block(key: str, reps: Sequence[Repetition], settings: Settings, builds_needed: Sequence[str],
-              expected: Mapping[str, Any], limits: disturbance.Limits, queue: Any) -> str:
+              expected: Mapping[str, Any], limits: disturbance.Limits, queue: Any, pg: Any = None,
+              env: Mapping[str, str] | None = None) -> str:
     """The Ray task of one block (run on a node): announce the attempt on ``queue`` (its key, a
     fresh token, the node's id, this process's pid and fingerprint), check the node's versions
     against ``expected`` (NodeMismatch if they differ), then run ``reps`` with
     ``run.local.execute`` — a fresh worker process each, the node's own worker binaries and
     unmasked capability vectors, disturbed repetitions re-run by ``limits.rule`` (one rule for
-    the block: the node's steady other load is learnt from the block's own repetitions) — putting each outcome on ``queue`` as it finishes. Returns the token.
-    Raises WorkerNotFound / ProtocolMismatch as ``execute`` does."""
+    the block: the node's steady other load is learnt from the block's own repetitions) —
+    putting each outcome on ``queue`` as it finishes. With a placement group ``pg`` (its bundle
+    0 this task's), the repetitions whose jobs spread run as sub-jobs on its bundles' nodes
+    (``spread.execute``; the disturbance rule does not judge them: their ticks are several
+    hosts'). Returns the token. Raises WorkerNotFound / ProtocolMismatch as ``execute`` does."""
     import ray
     token = uuid.uuid4().hex
     node_id = ray.get_runtime_context().get_node_id()
@@ -333,12 +339,22 @@ def run_block(key: str, reps: Sequence[Repetition], settings: Settings, builds_n
     unmasked = {(name, backend): vector for name, (_, h) in workers.items()
                 for backend, vector in h.unmasked_vectors().items()}
     cpus = int(workers[builds.DEFAULT][1].cpu.get("logical_cpus") or os.cpu_count() or 1)
-    disturbed = limits.rule(cpus)
+    rule = limits.rule(cpus)
+    setups: dict[str, float] = {}
+
+    def spreads(r: Repetition) -> bool:
+        return pg is not None and spread.parts(r) > 1
+
+    def one(r: Repetition) -> Outcome:
+        if spreads(r):
+            return spread.execute(r, settings, pg, env or {}, builds_needed, paths[builds.DEFAULT], setups)
+        return local.execute_one(paths, r, settings, unmasked)
 
     def send(o: Outcome) -> None:
         queue.put((_OUTCOME, key, token, pickle.dumps(o)))
 
-    local.execute(reps, settings, paths, on_outcome=send, disturbed=disturbed, unmasked=unmasked)
+    local.execute(reps, settings, paths, on_outcome=send, unmasked=unmasked, run_one=one,
+                  disturbed=lambda o: "" if spreads(o.repetition) else rule(o))
     return token
 
 
@@ -353,6 +369,8 @@ class _Block:
     reps: list[Repetition]
     group: tuple
     node: Node | None = None             # pinned (every-node), else None
+    parts: int = 0                       # nodes its spread jobs need at once (0: none spreads)
+    pg: Any = None                       # their placement group, while the block runs
     token: str | None = None             # the attempt running now
     attempts: int = 0
     node_id: str | None = None           # where the current attempt runs
@@ -481,6 +499,7 @@ class RayExecutor:
         self._env = task_env()
         nodes = alive_nodes(ray)
         self._eligible = check_placement(study, plan.cells, nodes, self._where)
+        spread.check(study, self._eligible, schedule.groups(plan.cells))
         checked = list({n.id: n for ns in self._eligible.values() for n in ns}.values())
         self._check_versions(checked)
         from ray.util.queue import Queue
@@ -539,11 +558,28 @@ class RayExecutor:
                 if s.kind == "resource":
                     resources[s.name] = 0.001  # only where it is offered; a share that never runs out
         options["resources"] = resources
+        block.parts = spread.block_parts(block.reps, study.slices_on)
+        if block.parts:
+            # k nodes reserved whole (spread's doc): this task in half of bundle 0's slot
+            block.pg = spread.placement_group(ray, block.parts, SLOT, options.pop("label_selector", {}),
+                                              [r for r in resources if r != SLOT])
+            options.update(num_cpus=0, resources={SLOT: spread.SLOT_SHARE},
+                           scheduling_strategy=spread.in_bundle(block.pg, 0))
         if self._block_task is None:
             self._block_task = ray.remote(run_block)
         return self._block_task.options(**options).remote(
             block.key, block.reps, settings, self._builds, self._expected,
-            disturbance.Limits.of(study), self._queue)  # the driver's own load says nothing of a node
+            disturbance.Limits.of(study), self._queue,  # the driver's own load says nothing of a node
+            block.pg, self._env)
+
+    def _release(self, block: _Block) -> None:
+        """Remove the block's placement group, if it has one (its nodes run other blocks)."""
+        if block.pg is not None:
+            try:
+                self._ray.util.remove_placement_group(block.pg)
+            except Exception:  # the cluster may be gone already
+                pass
+            block.pg = None
 
     def execute(self, reps: Sequence[Repetition], settings: Settings, workers: Workers,
                 on_outcome: Callable[[Outcome], None] | None = None, progress: Progress | None = None,
@@ -619,6 +655,7 @@ class RayExecutor:
                 drain()
                 for ref in ready:
                     b = pending.pop(ref)
+                    self._release(b)
                     try:
                         ray.get(ref)
                     except ray.exceptions.RayTaskError as e:
@@ -636,11 +673,12 @@ class RayExecutor:
                     self._orphans(pending, outcomes, on_outcome, progress)
             drain()
         except BaseException:
-            for ref in pending:
+            for ref, b in pending.items():
                 try:
                     ray.cancel(ref, force=True)
                 except Exception:  # already finished or gone: nothing to cancel
                     pass
+                self._release(b)
             raise
         finally:
             progress.end()
@@ -681,14 +719,16 @@ class RayExecutor:
             if b.node is not None:
                 continue  # pinned: Ray itself fails it when that node is gone
             sels = selectors_of(study, list(dict.fromkeys(r.cell.configuration for r in b.reps)))
-            if not any(n.matches(sels) for n in nodes):
+            if sum(n.matches(sels) for n in nodes) < max(b.parts, 1):
                 try:
                     self._ray.cancel(ref, force=True)
                 except Exception:  # it may have just finished; the failure below stands
                     pass
                 del pending[ref]
-                self._fail(b, "no alive node of the cluster matches its hosts any more "
-                           f"({', '.join(s.text for s in sels) or 'any node with a ' + SLOT})",
+                self._release(b)
+                fewer = f"fewer than {b.parts}" if b.parts else "no"
+                self._fail(b, f"{fewer} alive node(s) of the cluster match its hosts now ("
+                           f"{', '.join(s.text for s in sels) or 'any node with a ' + SLOT})",
                            outcomes, on_outcome, progress)
 
     def close(self) -> None:

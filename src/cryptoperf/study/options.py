@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # the help needs only the rules' interface, not the worker cl
 #: worker's ``param_values``, and passed to every operation whose ``op_params`` list them).
 WORKER_PARAMS = ("digest", "padding")
 UNTIL = ("fixed", "decided")
+SLICES_ON = ("host", "nodes")
 VERDICT_ON = tuple(stats.METRICS) + (stats.BY_LOAD,)  # latency, throughput, cpu_per_op, by_load
 
 
@@ -165,6 +166,11 @@ OPTIONS: tuple[Option, ...] = (
            "--labels`) or 'resource:NAME' (a custom resource, `ray start --resources`); with "
            "\"every-node\" (alone or in the list) every matching node runs every cell, for a "
            "fleet comparison. Default: any node. The local executor ignores it."),
+    Option("study", "slices_on", "string", "host",
+           "Where a job's slices run (a workload whose hello announces a spread, e.g. fleet-job): "
+           "\"host\", every slice on the one machine running its block; \"nodes\" (with --executor "
+           "ray), each slice on its own Ray node, one sub-job each started at one instant and merged "
+           "into the job's result (docs/ray.md, \"Slices on several nodes\")."),
     Option("study", "bootstrap_resamples", "int", None,
            "No longer used: intervals are t intervals, not bootstrap ones. Accepted and ignored, "
            "so that older study files still parse.", min=1),

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from cryptoperf import builds, cpumask, opnames, workload
 from cryptoperf.errors import StudyError, did_you_mean, one_line
-from cryptoperf.study.options import (REQUIRED, SECTIONS, UNTIL, VERDICT_ON, WORKER_PARAMS, Option,
+from cryptoperf.study.options import (REQUIRED, SECTIONS, SLICES_ON, UNTIL, VERDICT_ON, WORKER_PARAMS, Option,
                                       options_for)
 from cryptoperf.study.types import (EVERY_NODE, IDENT, TEMPLATE_VAR, Configuration, Contrast, HostSelector,
                                     Operation, Study, base_dir)
@@ -315,6 +315,9 @@ class _Parser:
             raise self.error("study", 0, "until", f"must be one of {', '.join(repr(u) for u in UNTIL)}, "
                              f"not {toml_repr(s['until'])}{did_you_mean(s['until'], UNTIL)}")
         max_reps = s["repetitions"]
+        if s["slices_on"] not in SLICES_ON:
+            raise self.error("study", 0, "slices_on", f"must be one of {', '.join(repr(u) for u in SLICES_ON)}, "
+                             f"not {toml_repr(s['slices_on'])}{did_you_mean(s['slices_on'], SLICES_ON)}")
         if s["until"] == "decided":
             max_reps = s["max_repetitions"] if s["max_repetitions"] is not None else 4 * s["repetitions"]
             if max_reps < s["repetitions"]:
@@ -335,7 +338,7 @@ class _Parser:
             noise_threshold_pct=s["noise_threshold_pct"], configurations=tuple(configs),
             operations=tuple(operations), source=self.source, work_dir=work_dir,
             hosts=tuple(HostSelector.parse(h) for h in s["hosts"] or () if h != EVERY_NODE),
-            every_node=EVERY_NODE in (s["hosts"] or ()), power_note=" ".join(s["power_note"].split()),
+            every_node=EVERY_NODE in (s["hosts"] or ()), slices_on=s["slices_on"], power_note=" ".join(s["power_note"].split()),
             contrasts=self.contrasts(s["baseline"], configs))
         _check_templates(study)
         return study

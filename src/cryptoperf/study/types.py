@@ -156,7 +156,8 @@ class Study:
     ``text`` is the file's content (stored with every run). ``max_repetitions`` is the most
     blocks a comparison gets (= ``repetitions`` unless ``until`` is ``decided``). ``hosts``
     are the node selectors of ``[study] hosts`` (without ``every-node``, which sets
-    ``every_node``); only the Ray executor reads them. ``power_note`` says why the design need
+    ``every_node``); only the Ray executor reads them, and ``slices_on`` (``host`` or
+    ``nodes``: a job's slices each on its own Ray node). ``power_note`` says why the design need
     not find a 5 % change at CV 3 % ('' when it gives no reason). ``contrasts`` are the
     ``[[contrast]]`` pairs compared besides every configuration against the baseline.
     """
@@ -188,6 +189,7 @@ class Study:
     work_dir: str | None = None
     hosts: tuple["HostSelector", ...] = ()
     every_node: bool = False
+    slices_on: str = "host"
     power_note: str = ""
     contrasts: tuple[Contrast, ...] = ()
 

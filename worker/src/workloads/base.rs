@@ -253,9 +253,25 @@ pub struct WorkloadSpec {
     pub job: bool,
     /// A job's calibration level (null: calibrate at the cell's own level).
     pub calibration_load: Option<&'static str>,
+    /// A job whose parts may run on several machines (`fleet-job`'s slices); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub spread: Option<Spread>,
     pub transaction: TransactionName,
     pub sizing: Sizing,
     pub metrics: Vec<Metric>,
+}
+
+/// How a job spreads over machines (`hello`'s `spread`; docs/worker-protocol.md, "Slices on
+/// several machines"): a run with `count_param` = k runs as k sub-jobs, the j-th the same
+/// request with `index_param` = j and `start_param` = one wall-clock instant (ns since the Unix
+/// epoch) for all, each on its own machine; the worker run with `merge_flag` merges their k
+/// results (stdin, one a line) into the job's one result.
+#[derive(Clone, Debug, Serialize)]
+pub struct Spread {
+    pub count_param: &'static str,
+    pub index_param: &'static str,
+    pub start_param: &'static str,
+    pub merge_flag: &'static str,
 }
 
 impl WorkloadSpec {
@@ -282,6 +298,7 @@ impl WorkloadSpec {
             file_bytes_param: None,
             job: false,
             calibration_load: None,
+            spread: None,
             transaction,
             sizing: Sizing::windowed(server),
             metrics,

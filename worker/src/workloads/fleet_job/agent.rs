@@ -56,7 +56,8 @@ pub fn agent_side(spec: &Spec, backend: &str, side: &Value) -> Result<ServerSide
     } else {
         Some(Authority::new(spec.p.cert, tls::POOL_SIZE - 1, "cryptoperf rogue CA").map_err(|e| fail("failed", e))?)
     };
-    let mut hosted: Vec<usize> = (index..targets).step_by(spec.agents).collect();
+    // (a sub-job's agents host only its slice's share: the targets live beside their slice)
+    let mut hosted: Vec<usize> = (index..targets).step_by(spec.agents).filter(|&i| spec.runs_target(i)).collect();
     hosted.push(usize::MAX); // the probe, on every agent
     let identities = hosted
         .iter()

@@ -218,7 +218,7 @@ pub(super) fn start_agents(case: &WorkloadCase, spec: &Spec, targets: usize, ca_
                 params.insert("port".into(), (case.common.port as u64 + a as u64).into());
             }
             let side = json!({"agent": a, "targets": targets, "ca_der": b64(ca_der)});
-            ServerProcess::start_side(NAME, &case.backend_name, &params, spec.slices * spec.cap + 1, cpus[a], side).map_err(|e| match e.code.as_str() {
+            ServerProcess::start_side(NAME, &case.backend_name, &params, spec.slice_ids().len() * spec.cap + 1, cpus[a], side).map_err(|e| match e.code.as_str() {
                 "unsupported" => Finish::Unsupported(e.message, e.validation),
                 _ => Finish::Invalid(format!("agent {a}: {}", e.message), e.validation),
             })
@@ -231,11 +231,11 @@ pub(super) fn start_agents(case: &WorkloadCase, spec: &Spec, targets: usize, ca_
 pub(super) fn start_slices(case: &WorkloadCase, spec: &Spec, job: &Prepared, agents: &[String], cpus: &[Option<usize>],
                 probe_signatures: &[Vec<u8>]) -> Result<(Vec<SliceProcess>, Vec<Value>), Finish> {
     let mut slices = Vec::with_capacity(spec.slices);
-    for j in 0..spec.slices {
+    for (k, j) in spec.slice_ids().into_iter().enumerate() {
         let config = json!({
             "slice": j, "targets": targets_of(case.common.load).unwrap_or(0), "params": case.raw, "backend": case.backend_name,
             "ca_der": b64(&job.ca.der()),
-            "management_der": b64(&job.mgmt_der), "agents": agents, "pin_cpu": cpus[j],
+            "management_der": b64(&job.mgmt_der), "agents": agents, "pin_cpu": cpus[k],
             "baseline": job.baseline.iter().map(|d| b64(d)).collect::<Vec<_>>(),
             "probe": true, "probe_signatures": probe_signatures.iter().map(|d| b64(d)).collect::<Vec<_>>(),
         });
@@ -274,6 +274,10 @@ pub(super) fn check_probe(readies: &[Value], spec: &Spec, validation: &mut Valid
 /// the host's ticks and the coordinator's CPU over it, and each agent's counters around it.
 pub(super) struct Job {
     pub(super) t0: u64,
+    /// The job's start on the wall clock (ns since the Unix epoch), read beside `t0`.
+    pub(super) start_unix_ns: u64,
+    /// The global index of each slice of `dones`, in order.
+    pub(super) slice_ids: Vec<usize>,
     pub(super) staged: u64,
     pub(super) dones: Vec<SliceDone>,
     pub(super) ticks: CpuTicks,
@@ -283,14 +287,43 @@ pub(super) struct Job {
     pub(super) agent_pids: Vec<Option<u32>>,
 }
 
+/// Now on the wall clock (`CLOCK_REALTIME`), ns since the Unix epoch.
+pub(super) fn unix_now_ns() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Wait until the wall clock reads `at` (ns since the Unix epoch); `Err` (`invalid`, nothing
+/// timed) when it is already more than [`MAX_START_LATE_NS`] past: a sub-job started late would
+/// put the wait into its job's time.
+pub(super) fn wait_until(at: u64) -> Result<(), Finish> {
+    let late = unix_now_ns().saturating_sub(at);
+    if late > MAX_START_LATE_NS {
+        return Err(Finish::Invalid(
+            format!("this sub-job's setup ended {:.0} ms after its start instant ({START_AT}); the orchestrator gave too short a margin, so its slice would have started after the others", late as f64 / 1e6),
+            None,
+        ));
+    }
+    loop {
+        let now = unix_now_ns();
+        if now >= at {
+            return Ok(());
+        }
+        std::thread::sleep(std::time::Duration::from_nanos((at - now).min(50_000_000)));
+    }
+}
+
 /// Run the job: the agents' counters read, its start, the job-level stage, then every slice
 /// at once; wait for each, then stop the agents.
 pub(super) fn run_job(spec: &Spec, backend: &dyn Backend, job: &Prepared, mut agents: Vec<ServerProcess>, slices: &mut [SliceProcess]) -> Result<Job, Finish> {
     let agent_before = agents.iter_mut().map(|a| a.stats()).collect::<Result<Vec<_>, _>>();
     let agent_before = agent_before.map_err(|e| Finish::Invalid(format!("agent: {e}"), None))?;
+    if let Some(at) = spec.start_at_unix_ns {
+        wait_until(at)?;
+    }
     let ticks0 = CpuTicks::now();
     let cpu0 = process_cpu_ns();
     let t0 = clock::monotonic_ns();
+    let start_unix_ns = unix_now_ns();
     let signatures = job.stage(spec, backend).map_err(|e| from_backend(e, "staging the items"))?;
     let staged = clock::monotonic_ns();
     let go = json!({"t0_ns": t0, "signatures": signatures.iter().map(|d| b64(d)).collect::<Vec<_>>()});
@@ -308,7 +341,7 @@ pub(super) fn run_job(spec: &Spec, backend: &dyn Backend, job: &Prepared, mut ag
     let agent_after = agents.into_iter().map(|a| a.stop()).collect::<Result<Vec<_>, _>>();
     let agent_after = agent_after.map_err(|e| Finish::Invalid(format!("agent: {e}"), None))?;
     let coordinator_cpu = (cpu1.0 + cpu1.1).saturating_sub(cpu0.0 + cpu0.1);
-    Ok(Job { t0, staged, dones, ticks, coordinator_cpu, agent_before, agent_after, agent_pids })
+    Ok(Job { t0, start_unix_ns, slice_ids: spec.slice_ids(), staged, dones, ticks, coordinator_cpu, agent_before, agent_after, agent_pids })
 }
 
 impl Job {
@@ -318,7 +351,7 @@ impl Job {
             .dones
             .iter()
             .enumerate()
-            .flat_map(|(j, d)| d.records.iter().map(move |r| Record::from_wire(r, j)))
+            .flat_map(|(j, d)| d.records.iter().map(move |r| Record::from_wire(r, self.slice_ids[j])))
             .collect();
         records.sort_by_key(|r| r.target);
         records
@@ -404,7 +437,7 @@ impl Job {
             timeline: Some(timeline),
         }];
         out.extend(self.dones.iter().enumerate().map(|(j, d)| JobProcess {
-            role: "slice".into(), index: j, pid: d.pid, pinned_cpu: d.pinned_cpu, cpu_ns: d.cpu_ns, peak_rss_bytes: d.peak_rss_bytes,
+            role: "slice".into(), index: self.slice_ids[j], pid: d.pid, pinned_cpu: d.pinned_cpu, cpu_ns: d.cpu_ns, peak_rss_bytes: d.peak_rss_bytes,
             max_fds: d.max_fds, timeline_offset_ms: self.offset_ms(d.timeline_start_ns), timeline: d.timeline.clone(),
         }));
         out.extend(self.agent_before.iter().zip(&self.agent_after).enumerate().map(|(a, (before, after))| JobProcess {
@@ -455,6 +488,9 @@ pub(super) fn fleet_fields(spec: &Spec, targets: usize, job: &Job, records: &[Re
         agent_first_error: job.agent_after.iter().find_map(|a| a.first_error.clone()),
         processes,
         host_cpus: allowed_cpus().len(),
+        start_unix_ns: Some(job.start_unix_ns),
+        slice_index: spec.only_slice,
+        sub_jobs: None,
         key_pool: format!("every identity's key is one of the {} fixed keys of its kind compiled into the worker (tls/keys): the CA's, the management server's, and {} the targets take in turn; every certificate is made for this job", tls::POOL_SIZE, tls::POOL_SIZE - TARGET_KEYS),
     }
 }
@@ -476,7 +512,7 @@ pub(super) fn run_checked(case: &WorkloadCase, spec: &Spec, backend: &dyn Backen
     let coordinator_fds = FdWatch::start();
     let setup_start = clock::monotonic_ns();
     let mut job = Prepared::new(case, spec, backend)?;
-    let (slice_cpus, agent_cpus, placement_note) = placement(spec.slices, spec.agents);
+    let (slice_cpus, agent_cpus, placement_note) = placement(spec.slice_ids().len(), spec.agents);
     let agents = start_agents(case, spec, targets, &job.ca.der(), &agent_cpus)?;
     // The probe's staged signatures (the same items as the job's, signed untimed).
     let probe_signatures = job.stage(spec, backend).map_err(|e| from_backend(e, "staging the probe's items"))?;

@@ -73,6 +73,7 @@ mod agent;
 mod content;
 mod coordinator;
 mod latency;
+mod merge;
 mod records;
 mod slice;
 mod spec;
@@ -81,7 +82,7 @@ mod wire;
 mod tests;
 
 use super::base::{strings, Better, Common, Finish, LevelKind, MemorySizing, Metric, Mode, Params, ServerSide, Sizing, StartError,
-                  TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS, PROCESS_BYTES, RESULT_BYTES,
+                  Spread, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS, PROCESS_BYTES, RESULT_BYTES,
                   THREAD_BYTES};
 use crate::backends::Backend;
 use crate::ops::DigestAlg;
@@ -89,6 +90,7 @@ use serde_json::{Map, Value};
 use std::time::Duration;
 use agent::agent_side;
 use coordinator::{check, run};
+pub use merge::merge_main;
 pub use slice::slice_main;
 pub use spec::*;
 
@@ -136,6 +138,7 @@ impl Workload for FleetJob {
             file_bytes_param: None,
             job: true,
             calibration_load: Some("targets:10"),
+            spread: Some(Spread { count_param: "slices", index_param: SLICE_INDEX, start_param: START_AT, merge_flag: MERGE_FLAG }),
             transaction: TransactionName { one: "target", many: "targets" },
             sizing: Sizing {
                 result_bytes: RESULT_BYTES,

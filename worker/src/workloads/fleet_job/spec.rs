@@ -13,11 +13,24 @@ pub const NAME: &str = "fleet-job";
 /// The command-line flag that makes a worker one slice of a job (started by the coordinator).
 pub const SLICE_FLAG: &str = "--fleet-slice";
 /// This workload's own parameters (`hello`'s `op_params`).
-pub const PARAMS: [&str; 21] = [
+pub const PARAMS: [&str; 23] = [
     "job", "phases", "cert", "digest", "sign_digest", "group", "suite", "cap", "slices", "agents", "items",
     "item_bytes", "auth", "checks", "file_bytes", "rtt_ms", "target_work_ms", "manager_cpu_ms", "inject_close",
-    "inject_bad_cert", "inject_tamper",
+    "inject_bad_cert", "inject_tamper", SLICE_INDEX, START_AT,
 ];
+/// The parameter that makes a run one slice's sub-job of a job spread over machines: slice
+/// `slice_index` of `slices`, its targets `i` with `i mod slices = slice_index` (numbered as in
+/// the whole job), its own agents beside it (docs/worker-protocol.md, "Slices on several
+/// machines").
+pub const SLICE_INDEX: &str = "slice_index";
+/// The wall-clock instant (ns since the Unix epoch, `CLOCK_REALTIME`) at which a sub-job starts
+/// its job, after its setup and checks: every sub-job of one job is given the same one.
+pub const START_AT: &str = "start_at_unix_ns";
+/// The command-line flag that merges the sub-jobs' results into one job's result.
+pub const MERGE_FLAG: &str = "--merge-jobs";
+/// A sub-job whose setup ends more than this after its start instant is not run (`invalid`):
+/// its slice would start after the others, and the job's time would measure the wait.
+pub const MAX_START_LATE_NS: u64 = 10_000_000;
 /// Most targets one slice may have in flight (each holds a descriptor in the slice and one in
 /// an agent).
 pub const MAX_CAP: u64 = 1000;
@@ -186,9 +199,23 @@ pub struct Spec {
     pub inject_close: BTreeSet<usize>,
     pub inject_bad_cert: BTreeSet<usize>,
     pub inject_tamper: BTreeSet<usize>,
+    /// A sub-job ([`SLICE_INDEX`]): the one slice it runs; `None`: the whole job, every slice.
+    pub only_slice: Option<usize>,
+    /// A sub-job's start instant ([`START_AT`], ns since the Unix epoch).
+    pub start_at_unix_ns: Option<u64>,
 }
 
 impl Spec {
+    /// The slices this run starts (global indices): the one of a sub-job, else `0..slices`.
+    pub fn slice_ids(&self) -> Vec<usize> {
+        self.only_slice.map_or_else(|| (0..self.slices).collect(), |j| vec![j])
+    }
+
+    /// Whether target `i` is in this run's share (every target, unless a sub-job's slice).
+    pub fn runs_target(&self, i: usize) -> bool {
+        self.only_slice.is_none_or(|j| i % self.slices == j)
+    }
+
     /// Target `target`'s waits per phase and management CPU (the latency model's draws).
     pub(super) fn times_of(&self, target: usize) -> super::latency::TargetTimes {
         self.latency.for_target(target, &self.phases, self.items, self.checks)
@@ -280,7 +307,7 @@ pub fn parse(backend: &str, params: &Map<String, Value>) -> Result<Spec, String>
     if phases.contains(&Phase::Checks) && checks == 0 {
         return Err("phase checks with checks = 0 checks nothing; give checks or leave checks out of phases".into());
     }
-    let spec = Spec {
+    let mut spec = Spec {
         kind,
         phases,
         stack,
@@ -299,7 +326,23 @@ pub fn parse(backend: &str, params: &Map<String, Value>) -> Result<Spec, String>
         inject_close: targets_list(params, "inject_close")?,
         inject_bad_cert: targets_list(params, "inject_bad_cert")?,
         inject_tamper: targets_list(params, "inject_tamper")?,
+        only_slice: None,
+        start_at_unix_ns: None,
     };
+    let present = |k: &str| params.get(k).is_some_and(|v| !v.is_null());
+    if present(SLICE_INDEX) {
+        let j = number(params, SLICE_INDEX, 0, 0..=MAX_PROCESSES - 1)? as usize;
+        if j >= spec.slices {
+            return Err(format!("{SLICE_INDEX} = {j} names no slice of slices = {}; give 0..{}", spec.slices, spec.slices - 1));
+        }
+        spec.only_slice = Some(j);
+    }
+    if present(START_AT) {
+        if spec.only_slice.is_none() {
+            return Err(format!("{START_AT} starts a sub-job at an instant; it needs {SLICE_INDEX} too"));
+        }
+        spec.start_at_unix_ns = Some(number(params, START_AT, 0, 1..=u64::MAX)?);
+    }
     Ok(spec)
 }
 

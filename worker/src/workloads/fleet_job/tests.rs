@@ -250,3 +250,116 @@ fn burning_manager_cpu_takes_that_much_of_the_threads_cpu() {
     assert!((20_000_000..60_000_000).contains(&took), "{took}");
     assert_eq!(super::latency::burn(0), 0);
 }
+
+#[test]
+fn a_sub_job_runs_one_slice_and_its_share_of_the_targets() {
+    let s = parse("aws-lc", &params(json!({"slices": 3, "slice_index": 1, "start_at_unix_ns": 5}))).unwrap();
+    assert_eq!((s.only_slice, s.start_at_unix_ns, s.slice_ids()), (Some(1), Some(5), vec![1]));
+    assert_eq!((0..9).filter(|&i| s.runs_target(i)).collect::<Vec<_>>(), vec![1, 4, 7]);
+    // a target's latency draws depend on its global number only, so a sub-job's equal the whole job's
+    let whole = parse("aws-lc", &params(json!({"slices": 3, "rtt_ms": "lognormal:p50=5,p99=20"}))).unwrap();
+    let part = parse("aws-lc", &params(json!({"slices": 3, "slice_index": 1, "rtt_ms": "lognormal:p50=5,p99=20"}))).unwrap();
+    assert_eq!(whole.times_of(4).wait_ns, part.times_of(4).wait_ns);
+    let all = parse("aws-lc", &params(json!({"slices": 3}))).unwrap();
+    assert_eq!((all.slice_ids(), (0..4).all(|i| all.runs_target(i))), (vec![0, 1, 2], true));
+    for (p, want) in [
+        (json!({"slices": 2, "slice_index": 2}), "names no slice of slices = 2"),
+        (json!({"start_at_unix_ns": 5}), "needs slice_index"),
+        (json!({"slices": 2, "slice_index": 0, "start_at_unix_ns": 0}), "start_at_unix_ns must be"),
+    ] {
+        let e = parse("aws-lc", &params(p.clone())).err().unwrap_or_default();
+        assert!(e.contains(want) && !e.contains('\n'), "{p}: {e}");
+    }
+}
+
+#[test]
+fn a_sub_job_waits_for_its_start_instant_and_refuses_to_start_late() {
+    let at = unix_now_ns() + 20_000_000;
+    assert!(wait_until(at).is_ok());
+    assert!(unix_now_ns() >= at);
+    match wait_until(unix_now_ns() - 2 * MAX_START_LATE_NS) {
+        Err(crate::workloads::base::Finish::Invalid(why, _)) => assert!(why.contains("after its start instant"), "{why}"),
+        _ => panic!("a sub-job whose start instant has passed must not run"),
+    }
+}
+
+/// A sub-job's result as the worker writes it (the fields the merge reads), slice `j` of 2,
+/// started at `start` (unix ns), `wall` ns long, its targets' times in ns.
+fn sub_result(j: usize, start: u64, wall: u64, times_ns: &[u64], targets: &[i64]) -> Value {
+    use hdrhistogram::serialization::{Serializer as _, V2DeflateSerializer};
+    use base64::Engine as _;
+    let mut h = crate::measure::new_histogram();
+    for t in times_ns {
+        h.record(*t).unwrap();
+    }
+    let mut enc = Vec::new();
+    V2DeflateSerializer::new().serialize(&h, &mut enc).unwrap();
+    let rows: Vec<Value> = targets.iter().map(|t| json!([t, j, "ok", 10, 20])).collect();
+    let fleet = json!({"slices": 2, "targets": 4, "completed": targets.len(), "failed": 0, "setup_ms": 50.0 * (j + 1) as f64,
+                  "host_cpus": 2, "agent_errors": 0, "agent_first_error": null, "start_unix_ns": start, "slice_index": j,
+                  "records": {"columns": ["target", "slice", "status", "connect_start_us", "connect_end_us"], "rows": rows},
+                  "failures": [], "mismatches": [], "job_phases": [],
+                  "processes": [{"role": "slice", "index": j, "timeline_offset_ms": 1.0}]});
+    json!({
+        "type": "result", "id": "r1", "backend": "aws-lc", "op": NAME, "status": "ok",
+        "params": {"slices": 2, "slice_index": j, "start_at_unix_ns": start, "load": "targets:4"},
+        "ops": targets.len(), "wall_ns": wall, "cpu_ns": [100, 200], "cpu_ns_total": 300, "tsc_cycles": null,
+        "steal_ticks": 0, "busy_ticks": 5, "total_ticks": 10, "histogram": base64::engine::general_purpose::STANDARD.encode(enc),
+        "samples": times_ns.len(), "sample_ns_stats": {"min": 0, "max": 0}, "late": 0, "placement": "not pinned",
+        "server": {"cpu_ns": 7, "transactions": targets.len(), "window": true, "address": "127.0.0.1:1", "timeline": null},
+        "placed": {"node_id": format!("node{j}"), "address": format!("10.0.0.{j}"), "hostname": format!("h{j}")},
+        "fleet": fleet,
+    })
+}
+
+#[test]
+fn merging_sub_jobs_gives_one_job_from_the_first_start_to_the_last_end() {
+    use super::merge::merge;
+    let a = sub_result(0, 1_000_000_000, 4_000_000, &[1000, 2000], &[0, 2]);
+    let b = sub_result(1, 1_002_000_000, 5_000_000, &[3000, 4000], &[1, 3]);
+    let m = merge(&[b.clone(), a.clone()]).unwrap();
+    assert_eq!(m["status"], "ok");
+    assert_eq!(m["ops"], 4);
+    assert_eq!(m["wall_ns"], 7_000_000); // slice 1 ends 2 ms + 5 ms after slice 0's start
+    assert_eq!((m["cpu_ns"].as_array().unwrap().len(), &m["cpu_ns_total"], &m["server"]["cpu_ns"]), (4, &json!(600), &json!(14)));
+    assert_eq!((&m["samples"], &m["total_ticks"]), (&json!(4), &json!(20)));
+    assert!(m["params"].get("slice_index").is_none() && m["params"].get("start_at_unix_ns").is_none());
+    let f = &m["fleet"];
+    assert_eq!((&f["completed"], &f["host_cpus"], &f["setup_ms"], &f["start_unix_ns"]), (&json!(4), &json!(4), &json!(100.0), &json!(1_000_000_000u64)));
+    let rows = f["records"]["rows"].as_array().unwrap();
+    assert_eq!(rows.iter().map(|r| (r[0].as_i64().unwrap(), r[1].as_i64().unwrap())).collect::<Vec<_>>(), vec![(0, 0), (1, 1), (2, 0), (3, 1)]);
+    assert_eq!((&rows[0][3], &rows[1][3], &rows[1][4]), (&json!(10), &json!(2010), &json!(2020))); // slice 1's times shifted by its 2 ms later start
+    assert_eq!(f["processes"][1]["timeline_offset_ms"], json!(3.0));
+    let subs = f["sub_jobs"].as_array().unwrap();
+    assert_eq!((&subs[0]["node_id"], &subs[1]["node_id"], &subs[1]["wall_ns"]), (&json!("node0"), &json!("node1"), &json!(5_000_000)));
+    assert!(f.get("slice_index").is_none());
+    // the merged histogram holds both sub-jobs' targets
+    let decoded = {
+        use base64::Engine as _;
+        let raw = base64::engine::general_purpose::STANDARD.decode(m["histogram"].as_str().unwrap()).unwrap();
+        hdrhistogram::serialization::Deserializer::new().deserialize::<u64, _>(&mut &raw[..]).unwrap()
+    };
+    assert_eq!((decoded.len(), decoded.min(), decoded.max() >= 4000), (4, 1000, true));
+
+    // a sub-job that did not end ok ends the job so, saying which slice and where
+    let mut bad = b.clone();
+    bad["status"] = json!("invalid");
+    bad["reason"] = json!("the probe target failed");
+    let m = merge(&[a.clone(), bad]).unwrap();
+    assert_eq!(m["status"], "invalid");
+    assert!(m["reason"].as_str().unwrap().contains("slice 1's sub-job (on h1, 10.0.0.1, node node1): the probe target failed"), "{}", m["reason"]);
+    assert!(m.get("ops").is_none() && m.get("fleet").is_none());
+
+    // not the sub-jobs of one job: one line each
+    for (parts, want) in [
+        (vec![a.clone(), a.clone()], "once each"),
+        (vec![a.clone()], "once each"),
+        (vec![], "no sub-job results"),
+    ] {
+        let e = merge(&parts).unwrap_err();
+        assert!(e.contains(want) && !e.contains('\n'), "{e}");
+    }
+    let mut overlap = b.clone();
+    overlap["fleet"]["records"]["rows"][0][0] = json!(0);
+    assert!(merge(&[a, overlap]).unwrap_err().contains("overlap"));
+}

@@ -130,6 +130,7 @@ impl Workload for Storage {
             file_bytes_param: Some("file_bytes"),
             job: false,
             calibration_load: None,
+            spread: None,
             transaction: TransactionName { one: "I/O", many: "I/Os" },
             sizing: Sizing {
                 result_bytes: RESULT_BYTES,
