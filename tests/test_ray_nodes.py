@@ -168,6 +168,9 @@ def test_a_jobs_slices_run_on_both_nodes_and_the_result_says_which_ran_which(two
         assert job.slices == 2 and job.completed == 20 and len(job.targets_) == 20
         assert {p.role for p in job.processes} == {"coordinator", "slice", "agent"}
         assert sorted(p.index for p in job.processes if p.role == "slice") == [0, 1]
+        # two nodes: each pinned its slice and agents apart on its own CPUs, which the saturation
+        # figures must not read as one host's
+        assert job.nodes == 2 and job.cpus_apart() is None
     assert len(node_ids) == 2
 
 

@@ -120,11 +120,15 @@ class Job:
     processes: tuple[Process, ...]
     wall_s: float
     latency: Mapping[str, Any] | None = None
+    #: The nodes its slices ran on (``slices_on = "nodes"``: the result's ``sub_jobs``), 1 on one host.
+    nodes: int = 1
 
     def cpus_apart(self) -> tuple[int, int] | None:
         """(CPUs of the slices, CPUs of the agents) when every slice and agent was pinned and the
         two sets do not meet (the management side and the simulated targets had CPUs of their
         own); None when they shared the host's."""
+        if self.nodes > 1:
+            return None  # pinned on each node apart, but the CPUs' numbers are each node's own
         sl = [p.pinned_cpu for p in self.processes if p.role == "slice"]
         ag = [p.pinned_cpu for p in self.processes if p.role == "agent"]
         if not sl or not ag or None in sl or None in ag or set(sl) & set(ag):
@@ -237,7 +241,8 @@ def decode(result: access.Result | None) -> Job | None:
                host_cpus=f.get("host_cpus"), stages=stages,
                targets_=_targets(f.get("records") or {}, phases), failures=fails, processes=tuple(procs),
                wall_s=(access.wall_ns(result) or 0.0) / 1e9,
-               latency=f.get("latency") if isinstance(f.get("latency"), Mapping) else None)
+               latency=f.get("latency") if isinstance(f.get("latency"), Mapping) else None,
+               nodes=max(1, len(f.get("sub_jobs") or ())))
 
 
 # ------------------------------------------------------------------------------ a level
