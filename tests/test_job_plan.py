@@ -180,3 +180,17 @@ def test_saturation_names_the_busier_side_when_the_sides_were_pinned_apart():
     assert s.knee_in_flight == pytest.approx(s.alone_s / 0.009, rel=1e-6)
     shared = jobs.saturation(jobs.Measured(**{**m.__dict__, "apart": None}))
     assert shared.busiest == "host" and shared.cpu_busy == pytest.approx(40 * 0.010 / 2, rel=1e-6)
+
+
+def test_another_cap_is_planned_and_a_larger_one_named():
+    """Slices of cap 10 where 20 were measured: half the targets in flight per slice, so about
+    twice the job's time on as many slices (latency-bound), inside the measured range; cap 40 is
+    named as more in flight than measured."""
+    m = measured()
+    same = jobs.plan_job(m, 1000, slices=1)
+    half = jobs.plan_job(m, 1000, slices=1, cap=10)
+    assert half.cap == 10 and half.job_s.value == pytest.approx(2 * same.job_s.value, rel=0.01)
+    assert half.extrapolated == [] and "cap 10 per slice" in job_plan.render(half, 1, "text")
+    assert "40 targets in flight at once" in jobs.plan_job(m, 1000, slices=1, cap=40).extrapolated[0]
+    with pytest.raises(EconomicsError, match="--cap must be at least 1"):
+        jobs.plan_job(m, 1000, slices=1, cap=0)

@@ -3,6 +3,8 @@ in a stored run (``cryptoperf.economics`` answers; ``report/economics.py`` rende
 
 from __future__ import annotations
 
+from typing import Any
+
 from pathlib import Path
 
 import click
@@ -57,6 +59,8 @@ from cryptoperf.report.render import write_text as render_write
               help="With --targets: the job's time on K slices (and, with --deadline, whether it meets it).")
 @click.option("--cores", "cores", type=int, metavar="H",
               help="With --targets: the management server's cores [default: the measuring host's CPUs].")
+@click.option("--cap", "cap", type=int, metavar="C",
+              help="With --targets: targets in flight per slice [default: the measured jobs' cap].")
 @click.option("--level", "level", type=int, metavar="TARGETS",
               help="With --targets: the measured job level to plan from, by its number of targets [default: the largest].")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
@@ -73,9 +77,8 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
              remainder_op: str | None, from_config: str | None, to_config: str | None,
              core_price_per_year: float | None, accel_ops_per_s: float | None,
              accel_price_per_year: float | None, accel_host_cpu_us_per_op: float,
-             accel_latency_us: float | None, accel_min_units: int, targets: int | None, deadline: str | None,
-             slices: int | None, cores: int | None, level: int | None, store_path: str | None,
-             fmt: str | None, as_json: bool, output: str | None) -> None:
+             accel_latency_us: float | None, accel_min_units: int, store_path: str | None,
+             fmt: str | None, as_json: bool, output: str | None, **job: Any) -> None:
     """Economics of an operation, or of a request made of several, measured in stored run
     RUN_ID (default: latest).
 
@@ -96,9 +99,11 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
 
     (d) with --targets N and --deadline D (or --rate R/min), on a fleet-job run: the slices
         (management workers) that finish N targets in time and the job's time with its
-        prediction interval — Little's law per slice bounded by the management CPU, from the
-        measured time a target is in flight and CPU per target; anything beyond the measured
-        concurrency, targets or cores is named as an extrapolation.
+        prediction interval — Little's law, a target's time growing with the CPU's load between
+        two limits (random arrivals, lockstep), from the measured time a target is in flight
+        and CPU per target; --op picks the job kind, --slices/--cap/--cores ask about another
+        setup, and anything beyond the measured concurrency, targets or cores is named as an
+        extrapolation.
 
     \b
     cryptoperf plan --per-request "ecdsa-p256-sign + x25519-keygen + x25519-derive" --rate 2k
@@ -112,13 +117,14 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     """
     from cryptoperf.report import economics as report_economics
 
-    if targets is not None or deadline is not None or slices is not None:
+    if any(job.get(k) is not None for k in ("targets", "deadline", "slices", "cap")):
         if request or from_config or to_config or accel_ops_per_s is not None:
             raise UsageError("--targets plans a fleet job (--op picks its job kind); it does not go with "
                              "--per-request, --from/--to or an accelerator")
-        _plan_job(run_id, targets, deadline, rate, slices, configuration, cores, level, op, store_path,
-                  "json" if as_json else (fmt or "text"), output)
+        _plan_job(run_id, job, rate, configuration, op, store_path, "json" if as_json else (fmt or "text"), output)
         return
+    if job.get("cores") is not None or job.get("level") is not None:
+        raise UsageError("--cores and --level go with --targets (a fleet job's plan)")
     if op and request:
         raise UsageError("give either --op OP (one operation) or --per-request 'OP + OP …' "
                          "(the operations of one request), not both")
@@ -171,14 +177,14 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     click.echo(str(written))
 
 
-def _plan_job(run_id: str, targets: int | None, deadline: str | None, rate: str | None, slices: int | None,
-              configuration: str | None,
-              cores: int | None, level: int | None, op: str | None, store_path: str | None, form: str,
-              output: str | None) -> None:
-    """``plan --targets N --deadline D | --rate R/min``: the fleet-job planner on a stored run."""
+def _plan_job(run_id: str, job: dict[str, Any], rate: str | None, configuration: str | None, op: str | None,
+              store_path: str | None, form: str, output: str | None) -> None:
+    """``plan --targets N --deadline D | --rate R/min``: the fleet-job planner on a stored run;
+    ``job`` holds ``targets``, ``deadline``, ``slices``, ``cap``, ``cores`` and ``level`` as given."""
     from cryptoperf.economics import jobs
     from cryptoperf.report import job_plan
 
+    targets, deadline, slices = job.get("targets"), job.get("deadline"), job.get("slices")
     if targets is None:
         raise UsageError("--deadline and --slices plan a fleet job: give --targets N, the number of targets")
     if deadline is not None and rate is not None:
@@ -194,8 +200,8 @@ def _plan_job(run_id: str, targets: int | None, deadline: str | None, rate: str 
     figures = run.analysis.workloads.of("fleet-job")
     if figures is None:
         raise UsageError(f"run {run.id} has no fleet jobs: plan --targets needs a fleet-job study's run")
-    m = jobs.measured_level(figures, configuration, level, op)
-    answer = jobs.plan_job(m, targets, deadline_s, rate_per_min, cores, slices)
+    m = jobs.measured_level(figures, configuration, job.get("level"), op)
+    answer = jobs.plan_job(m, targets, deadline_s, rate_per_min, job.get("cores"), slices, job.get("cap"))
     text = job_plan.render(answer, run.id, form)
     say_using(run)
     if output in (None, "-"):

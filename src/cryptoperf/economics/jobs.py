@@ -154,6 +154,7 @@ class JobPlan:
         bound: ``latency`` (waits dominate), ``one target`` (every target in flight at once)
             or ``cpu`` (the CPU station at least ``CPU_BOUND`` busy), what sets job_s.
         cpu_busy: the CPU station's utilisation on ``on_slices`` slices (random limit; 0–1).
+        cap: the targets each slice keeps in flight in the answer (the measured cap unless asked).
         cores_needed: management cores the asked rate (or N by the deadline) needs at C per
             target, an estimate with its interval.
         extrapolated: one sentence per way the answer goes beyond what was measured.
@@ -175,6 +176,7 @@ class JobPlan:
     targets_apart: bool = False
     by_limit: dict[str, stats.Estimate] = field(default_factory=dict)
     cpu_busy: float = 0.0
+    cap: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON: every attribute, estimates as ``{value, low, high, level, n}``."""
@@ -183,7 +185,7 @@ class JobPlan:
         return {"kind": "job-plan", "configuration": m.configuration, "level": m.level, "targets": self.targets,
                 "deadline_s": self.deadline_s, "rate_per_min": self.rate_per_min, "cores": self.cores,
                 "targets_apart": self.targets_apart,
-                "slices": self.slices, "slices_point": self.slices_point, "on_slices": self.on_slices,
+                "slices": self.slices, "slices_point": self.slices_point, "on_slices": self.on_slices, "cap": self.cap,
                 "job_s": est(self.job_s), "job_s_by_limit": {k: est(v) for k, v in self.by_limit.items()},
                 "bound": self.bound, "cpu_busy": self.cpu_busy, "cores_needed": est(self.cores_needed),
                 "extrapolated": self.extrapolated, "model": self.model,
@@ -325,13 +327,14 @@ def between(lower: stats.Estimate, upper: stats.Estimate) -> stats.Estimate:
 
 
 def plan_job(m: Measured, targets: int, deadline_s: float | None = None, rate_per_min: float | None = None,
-             cores: int | None = None, slices: int | None = None) -> JobPlan:
+             cores: int | None = None, slices: int | None = None, cap: int | None = None) -> JobPlan:
     """Slices for ``targets`` targets by ``deadline_s`` (or at ``rate_per_min`` targets per
     minute) from ``m`` — on the measured host (``cores`` None: management and targets share its
     CPUs, as measured) or on a management server of ``cores`` CPUs with its targets apart — and
     the job's time on them; with ``slices``, the job's time on that many (and whether it meets a
-    deadline given). See the module's documentation. Raises EconomicsError for a non-positive
-    input, both deadline and rate, or none of deadline, rate and slices."""
+    deadline given); with ``cap``, slices of that cap rather than the measured one. See the
+    module's documentation. Raises EconomicsError for a non-positive input, both deadline and
+    rate, or none of deadline, rate and slices."""
     if targets < 1:
         raise EconomicsError(f"--targets must be at least 1, not {targets}")
     if deadline_s is not None and rate_per_min is not None:
@@ -342,12 +345,15 @@ def plan_job(m: Measured, targets: int, deadline_s: float | None = None, rate_pe
         raise EconomicsError(f"--slices must be at least 1, not {slices}")
     if cores is not None and cores < 1:
         raise EconomicsError(f"--cores must be at least 1, not {cores}")
+    if cap is not None and cap < 1:
+        raise EconomicsError(f"--cap must be at least 1, not {cap}")
+    cap = cap or m.cap
     deadline = (deadline_s if deadline_s is not None else targets / rate_per_min * 60.0
                 if rate_per_min is not None else math.inf)
     model = model_of(m, cores)
 
     def limits(k: int) -> dict[str, stats.Estimate]:
-        return {limit: predict(model.job_s(limit, targets, k, m.cap)) for limit in queueing.LIMITS}
+        return {limit: predict(model.job_s(limit, targets, k, cap)) for limit in queueing.LIMITS}
 
     def est(k: int) -> stats.Estimate:
         e = limits(k)
@@ -366,23 +372,24 @@ def plan_job(m: Measured, targets: int, deadline_s: float | None = None, rate_pe
         previous = e.value
     k = fixed or slices or slices_point or m.slices
     by_limit = limits(k)
-    busy = model.busy(targets, k, m.cap)
-    bound = "cpu" if busy >= CPU_BOUND else "one target" if targets <= k * m.cap else "latency"
+    busy = model.busy(targets, k, cap)
+    bound = "cpu" if busy >= CPU_BOUND else "one target" if targets <= k * cap else "latency"
     # the management cores the CPU needs to finish by the deadline (or, with --slices alone, in the job's time)
     job_s = between(by_limit["random"], by_limit["lockstep"])
     within = deadline if math.isfinite(deadline) else job_s.value
     need = predict([targets * m.cpu_ns[b] / 1e9 / within for b in m.blocks])
     out = JobPlan(m, targets, deadline_s, rate_per_min, cores or m.cores, slices, slices_point, job_s, bound, need,
-                  on_slices=k, targets_apart=cores is not None, by_limit=by_limit, cpu_busy=busy)
-    out.extrapolated.extend(extrapolation(m, targets, k, cores))
+                  on_slices=k, targets_apart=cores is not None, by_limit=by_limit, cpu_busy=busy, cap=cap)
+    out.extrapolated.extend(extrapolation(m, targets, k, cores, cap))
     return out
 
 
-def extrapolation(m: Measured, targets: int, slices: int, cores: int | None) -> list[str]:
-    """A sentence per way ``slices`` slices on ``targets`` targets with ``cores`` management
-    cores (None: the measured host) go beyond what ``m`` measured."""
+def extrapolation(m: Measured, targets: int, slices: int, cores: int | None, cap: int | None = None) -> list[str]:
+    """A sentence per way ``slices`` slices of ``cap`` (default: the measured cap) on ``targets``
+    targets with ``cores`` management cores (None: the measured host) go beyond what ``m``
+    measured."""
     out = []
-    in_flight = min(targets, slices * m.cap)
+    in_flight = min(targets, slices * (cap or m.cap))
     measured = m.slices * min(m.cap, m.in_flight) if m.in_flight else m.slices * m.cap
     if in_flight > measured:
         out.append(f"{in_flight} targets in flight at once, more than the {measured} measured ({m.slices} slice(s) × "

@@ -39,7 +39,7 @@ def lines(p: JobPlan) -> list[str]:
     level = f"{round(p.job_s.level * 100)} % prediction interval for one job"
     where = (f"a management server of {p.cores} core(s), targets apart" if p.targets_apart
              else f"the measured host's {p.cores} CPU(s), shared with the simulated targets as measured")
-    out = [f"{p.targets} targets {goal}, configuration {m.configuration}, cap {m.cap} per slice, on {where}:"]
+    out = [f"{p.targets} targets {goal}, configuration {m.configuration}, cap {p.cap or m.cap} per slice, on {where}:"]
     if p.deadline_s is None and p.rate_per_min is None:
         pass
     elif p.slices is not None:
