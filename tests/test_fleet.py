@@ -132,7 +132,8 @@ def test_shipped_job_studies_expand():
     s = study.check_against_worker(study.load(ROOT / "studies" / "audit-scaling.toml"), RULES)
     assert {(c.configuration, c.params["slices"], c.load) for c in schedule.expand(s)} == {
         ("1-slice", "1", "targets:1000"), ("2-slices", "2", "targets:1000"), ("4-slices", "4", "targets:1000"),
-        ("2-slices-fips", "2", "targets:1000")}
+        ("2-slices-fips", "2", "targets:1000"), ("1-slice-cap40", "1", "targets:1000")}
+    assert {c.configuration: c.params["cap"] for c in schedule.expand(s)}["1-slice-cap40"] == "40"
     assert [(c.configuration, c.baseline) for c in s.contrasts] == [("2-slices-fips", "2-slices")]
     assert {c.params["rtt_ms"] for c in schedule.expand(s)} == {"lognormal:p50=20,p99=80"}
 
@@ -197,7 +198,7 @@ def test_the_scalability_factor_is_the_throughput_ratio_and_the_host_bounds_it(f
     doc, md, _ = run_study(cli, write_study, tmp_path, text.replace("repetitions = 8", "repetitions = 3"))
     pairs = {(d["configuration"], d["baseline"]): d for d in doc["deltas"]}
     assert set(pairs) == {("2-slices", "1-slice"), ("4-slices", "1-slice"), ("2-slices-fips", "1-slice"),
-                          ("2-slices-fips", "2-slices")}
+                          ("1-slice-cap40", "1-slice"), ("2-slices-fips", "2-slices")}
     # FIPS at equal workers: the contrast pairs the 2-slice jobs, FIPS on against off
     assert pairs[("2-slices-fips", "2-slices")]["verdict"] is not None
     deltas = {c: d for (c, b), d in pairs.items() if b == "1-slice"}
