@@ -53,6 +53,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def ray_cli() -> str:
+    """The `ray` command of this Python's environment (else the one on PATH)."""
+    cli = Path(sysconfig.get_path("scripts")) / "ray"
+    return str(cli if cli.exists() else Path(shutil.which("ray") or cli))
+
+
+def stop_group(p: subprocess.Popen) -> None:
+    """Stop the process group ``p`` leads: SIGTERM, then SIGKILL after 20 s; gone already is fine."""
+    try:
+        os.killpg(p.pid, signal.SIGTERM)
+        p.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait(timeout=20)
+    except ProcessLookupError:
+        pass
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A Ray head started for this module: `ray start --head --block` in its own session
@@ -61,11 +79,8 @@ def cluster(tmp_path_factory):
     ray_or_skip()
     port = _free_port()
     log = tmp_path_factory.mktemp("ray") / "head.log"
-    ray_cli = Path(sysconfig.get_path("scripts")) / "ray"
-    if not ray_cli.exists():
-        ray_cli = Path(shutil.which("ray") or ray_cli)
     env = dict(os.environ, RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="0")
-    cmd = [str(ray_cli), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
+    cmd = [ray_cli(), "start", "--head", "--block", "--node-ip-address=127.0.0.1", f"--port={port}",
            "--num-cpus=2", '--resources={"cryptoperf_slot": 1}', "--labels=cpu=fake",
            "--include-dashboard=false", "--disable-usage-stats"]
     with open(log, "w") as out:
@@ -83,14 +98,7 @@ def cluster(tmp_path_factory):
         time.sleep(2)  # the raylet registers after the GCS port opens
         yield f"127.0.0.1:{port}"
     finally:
-        try:
-            os.killpg(head.pid, signal.SIGTERM)
-            head.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(head.pid, signal.SIGKILL)
-            head.wait(timeout=20)
-        except ProcessLookupError:
-            pass
+        stop_group(head)
 
 
 @pytest.fixture

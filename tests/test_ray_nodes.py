@@ -12,11 +12,8 @@ CRYPTOPERF_REQUIRE_RAY=1 / CRYPTOPERF_REQUIRE_WORKER=1. Nothing asserts how fast
 from __future__ import annotations
 
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import sysconfig
 import time
 from pathlib import Path
 
@@ -25,7 +22,7 @@ import pytest
 from conftest import SRC, assert_one_line_error, need_real_worker, run_subprocess
 from real_workers import find
 from cryptoperf.run.ray import _token_available
-from test_ray import _free_port, ray_or_skip
+from test_ray import _free_port, ray_cli, ray_or_skip, stop_group
 
 #: Two nodes make a multi-node cluster, which Ray refuses on the loopback-only setting
 #: test_ray.py uses (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0): these nodes, the probe and the CLI
@@ -60,22 +57,6 @@ loads = ["targets:20"]
 """
 
 
-def _ray_cli() -> str:
-    cli = Path(sysconfig.get_path("scripts")) / "ray"
-    return str(cli if cli.exists() else Path(shutil.which("ray") or cli))
-
-
-def _stop(p: subprocess.Popen) -> None:
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-        p.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.wait(timeout=20)
-    except ProcessLookupError:
-        pass
-
-
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory):
     """Two Ray nodes on this machine (a head and a second raylet joining it), each 1 CPU, one
@@ -93,7 +74,7 @@ def two_nodes(tmp_path_factory):
 
     def start(args: list[str], name: str) -> None:
         with open(logs / f"{name}.log", "w") as out:
-            procs.append(subprocess.Popen([_ray_cli(), "start", *args, *common], stdout=out, stderr=subprocess.STDOUT,
+            procs.append(subprocess.Popen([ray_cli(), "start", *args, *common], stdout=out, stderr=subprocess.STDOUT,
                                           env=env, start_new_session=True))
     try:
         start(["--head", f"--port={port}", "--include-dashboard=false", "--labels=node=a"], "head")
@@ -104,7 +85,7 @@ def two_nodes(tmp_path_factory):
         yield address
     finally:
         for p in reversed(procs):
-            _stop(p)
+            stop_group(p)
 
 
 def _wait_for_nodes(address: str, n: int, procs: list, logs: Path) -> None:
