@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from cryptoperf import builds, paths, workerbuild
+from cryptoperf import builds, paths, providerbuild, workerbuild
 from cryptoperf.builds import find_worker
 from cryptoperf.cli.app import cli, err_console, out_console
 from cryptoperf.report import terminal
@@ -43,8 +43,12 @@ def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
     openssl@3.6   the worker with OpenSSL 3.6 built from source (openssl-src 300.6.x) and
                   linked statically into its openssl backend: about 5-10 minutes on 2 cores;
                   what `library = "openssl@3.6"` in a study needs (which builds it on first use).
+    openssl-fips  OpenSSL's FIPS provider (fips.so) built from the OpenSSL 3.1.2 source
+                  (openssl-src 300.1.3+3.1.2, sha256-checked against crates.io's index) with
+                  enable-fips, installed with `openssl fipsinstall` (its self-tests): about 2-5
+                  minutes; needs a C compiler, Perl and make. Goes to <data dir>/providers/.
 
-    Needs Rust's cargo (https://rustup.rs) and network access to crates.io. The binary goes to
+    The worker builds need Rust's cargo (https://rustup.rs) and network access to crates.io. The binary goes to
     <data dir>/workers/<build>/ ($CRYPTOPERF_DATA_DIR, default: the user data directory), and is
     used only once it answers with the expected library version.
     """
@@ -52,10 +56,12 @@ def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
         _list_builds()
         return
     for raw in names:
-        workerbuild.recipe(raw)  # every name checked before anything is built
+        if raw != providerbuild.NAME:
+            workerbuild.recipe(raw)  # every name checked before anything is built
     err, out = err_console(), out_console()
-    for name in dict.fromkeys(builds.resolve(n) for n in names):
-        out.print(workerbuild.setup(name, force, err), markup=False, soft_wrap=True)
+    for name in dict.fromkeys(n if n == providerbuild.NAME else builds.resolve(n) for n in names):
+        line = providerbuild.setup(force, err) if name == providerbuild.NAME else workerbuild.setup(name, force, err)
+        out.print(line, markup=False, soft_wrap=True)
 
 
 def _list_builds() -> None:
@@ -66,3 +72,9 @@ def _list_builds() -> None:
         label = b.name + (f" = {b.alias}" if b.alias else "")
         out.print(f"  {label:<26} {'built' if b.built else 'missing':<8} {b.description}", markup=False, soft_wrap=True)
         out.print(f"  {'':<26} {'':<8} {b.where}", markup=False, soft_wrap=True)
+    record = providerbuild.installed()
+    state = "built" if record else "missing"
+    where = providerbuild.provider_dir() if record else f"not built yet: `cryptoperf setup {providerbuild.NAME}`"
+    out.print(f"  {providerbuild.NAME:<26} {state:<8} OpenSSL {providerbuild.SOURCE.openssl_version} FIPS provider "
+              "(for the fips build's openssl backend)", markup=False, soft_wrap=True)
+    out.print(f"  {'':<26} {'':<8} {where}", markup=False, soft_wrap=True)
