@@ -38,8 +38,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from cryptoperf import __version__, hostinfo, paths
-from cryptoperf.errors import SetupError
+from cryptoperf import __version__, builds, hostinfo, paths
+from cryptoperf.errors import SetupError, WorkerNotFound
 
 #: The name ``cryptoperf setup`` knows the provider by.
 NAME = "openssl-fips"
@@ -312,3 +312,36 @@ def setup(force: bool, console: Console) -> str:
     m, s = divmod(int(round(record["build_seconds"])), 60)
     return (f"built {NAME} (OpenSSL {SOURCE.openssl_version} FIPS provider, self-tests passed) in "
             f"{m} min {s} s: {provider_dir()}")
+
+
+#: The variable that tells the FIPS worker where the provider is (the worker's
+#: ``fips::PROVIDER_ENV``); set in the FIPS build's worker processes only.
+PROVIDER_ENV = "CRYPTOPERF_OPENSSL_FIPS_PROVIDER"
+
+
+def worker_env(path: str | os.PathLike, env: dict[str, str] | None) -> dict[str, str]:
+    """The environment for the worker binary ``path``, from ``env`` (default: this process's):
+    for the FIPS build's binary (``builds.find_worker(FIPS)``), ``PROVIDER_ENV`` naming the
+    installed provider's directory (unless the user set it); for any other binary, without
+    ``PROVIDER_ENV``, so the default build's process is untouched."""
+    out = dict(os.environ if env is None else env)
+    try:
+        fips_binary = Path(path).resolve() == builds.find_worker(builds.FIPS).resolve()
+    except (WorkerNotFound, OSError):
+        fips_binary = False
+    if not fips_binary:
+        out.pop(PROVIDER_ENV, None)
+    elif PROVIDER_ENV not in out and installed() is not None:
+        out[PROVIDER_ENV] = str(provider_dir())
+    return out
+
+
+def ensure(who: str, console: Console) -> None:
+    """Build the provider first when ``who`` (a study's FIPS configuration) needs the FIPS
+    build and it is not installed, announcing it on ``console``. Raises SetupError as
+    ``build`` does."""
+    if installed() is not None or os.environ.get(PROVIDER_ENV):
+        return
+    console.print(f"{who} runs in the FIPS build, whose openssl backend needs OpenSSL's FIPS provider, "
+                  f"which is not built yet: `cryptoperf setup {NAME}`", markup=False, soft_wrap=True)
+    console.print(setup(False, console), markup=False, soft_wrap=True)

@@ -52,6 +52,11 @@ pub struct RunResult {
     pub library_version: String,
     /// The library ran in FIPS mode.
     pub fips: bool,
+    /// The FIPS provider it ran under (`LibraryInfo::fips_provider`), as it names itself:
+    /// "OpenSSL FIPS Provider 3.1.2". Absent outside FIPS mode and for a library that is its
+    /// own module (AWS-LC).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fips_provider: Option<String>,
     /// A primitive's resolved parameters (defaults filled in); a workload's as given.
     pub params: Map<String, Value>,
     /// Threads that ran (1 for a workload).
@@ -91,6 +96,7 @@ impl RunResult {
             library: info.library.clone(),
             library_version: info.library_version.clone(),
             fips: info.fips,
+            fips_provider: info.fips_provider.clone(),
             params,
             threads,
             status: Status::Ok,

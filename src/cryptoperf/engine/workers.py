@@ -5,7 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from cryptoperf import builds, workerbuild
+from rich.console import Console
+
+from cryptoperf import builds, providerbuild, workerbuild
 from cryptoperf.errors import UsageError, WorkerError
 from cryptoperf.run import local
 from cryptoperf.run.worker import Hello, WorkerRules, fetch_hello
@@ -36,7 +38,8 @@ def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bo
     "configuration 'fips-on'"), the default build always included (``default`` if given).
 
     A build that ``cryptoperf setup`` makes (``openssl@3.6``) and that is missing or out of
-    date is built first when ``setup`` (``workerbuild.ensure``, its progress on ``console``).
+    date is built first when ``setup`` (``workerbuild.ensure``, its progress on ``console``), and
+    so is OpenSSL's FIPS provider when the FIPS build is needed (``providerbuild.ensure``).
     With ``missing_ok`` such a build, when missing, is left out (dry runs). Otherwise raises
     BuildUnavailable naming who needs a missing build, why it is missing and how to make it;
     SetupError when building it fails."""
@@ -44,6 +47,8 @@ def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bo
     for name, who in needed.items():
         if name in out:
             continue
+        if name == builds.FIPS and setup and not missing_ok:
+            providerbuild.ensure(who, console or Console(stderr=True, highlight=False))
         try:
             out[name] = workerbuild.ensure(name, who, auto=setup and not missing_ok, console=console)
         except builds.BuildUnavailable:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
-from cryptoperf import PROTOCOL_VERSION
+from cryptoperf import PROTOCOL_VERSION, providerbuild
 from cryptoperf.cpumask import ENV_VAR as MASK_ENV_VAR
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerRequestError,
                                WorkerTimeout)
@@ -228,7 +228,7 @@ class WorkerClient:
         try:
             self._proc = subprocess.Popen(
                 [str(self.path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, env=self._env, text=True, encoding="utf-8",
+                stderr=subprocess.PIPE, env=providerbuild.worker_env(self.path, self._env), text=True, encoding="utf-8",
                 errors="replace", bufsize=1)
         except OSError as e:
             raise WorkerCrashed(f"cannot start worker {self.path}: {e.strerror or e}") from None

@@ -130,6 +130,7 @@ impl Backend for AwsLc {
             // the bindings, whose per-call work is part of what is timed.
             library_version: format!("{} ({CRATE_VERSIONS})", aws_lc_rs::awslc_version()),
             fips: crate::fips::mode("aws-lc"),
+            fips_provider: None,
         }
     }
 

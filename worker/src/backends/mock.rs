@@ -79,6 +79,7 @@ impl Backend for Mock {
             library: "mock".into(),
             library_version: env!("CARGO_PKG_VERSION").into(),
             fips: false,
+            fips_provider: None,
         }
     }
     fn digest(&self, _: DigestAlg) -> Result<Box<dyn Digest>> {

@@ -338,6 +338,11 @@ pub struct LibraryInfo {
     pub library_version: String,
     /// Whether the library runs in a FIPS-validated mode.
     pub fips: bool,
+    /// The FIPS provider it runs under, as the provider reports itself (`fips::provider`:
+    /// "OpenSSL FIPS Provider 3.1.2"); absent outside FIPS mode and for libraries that are
+    /// their own FIPS module.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fips_provider: Option<String>,
 }
 
 /// One crypto library. Every method returns a prepared primitive or says why it cannot; the

@@ -69,6 +69,7 @@ impl Backend for OpenSsl {
             library: "OpenSSL".into(),
             library_version: full.strip_prefix("OpenSSL ").unwrap_or(full).to_string(),
             fips: crate::fips::mode("openssl"),
+            fips_provider: crate::fips::provider("openssl"),
         }
     }
 

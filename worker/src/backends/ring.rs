@@ -61,6 +61,7 @@ impl Backend for Ring {
             library: "ring".into(),
             library_version: CRATE_VERSION.into(),
             fips: false,
+            fips_provider: None,
         }
     }
 

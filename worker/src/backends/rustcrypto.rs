@@ -95,6 +95,7 @@ impl Backend for RustCrypto {
             library: "RustCrypto".into(),
             library_version: CRATE_VERSIONS.into(),
             fips: false,
+            fips_provider: None,
         }
     }
 

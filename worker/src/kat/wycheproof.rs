@@ -710,7 +710,7 @@ fn wycheproof_checks_fail_on_wrong_backends() {
     struct Always(bool);
     impl Backend for Always {
         fn info(&self) -> LibraryInfo {
-            LibraryInfo { backend: if self.0 { "gullible" } else { "grumpy" }, library: "test".into(), library_version: "0".into(), fips: false }
+            LibraryInfo { backend: if self.0 { "gullible" } else { "grumpy" }, library: "test".into(), library_version: "0".into(), fips: false, fips_provider: None }
         }
         fn verifier(&self, _: SigAlg, _: &[u8]) -> crate::backends::Result<Box<dyn Verifier>> {
             Ok(Box::new(Fixed(self.0)))

@@ -428,7 +428,7 @@ impl WorkloadCase {
     /// fields left empty): what the workloads' tests read.
     #[cfg(test)]
     pub fn answer_json(&self, finish: Finish) -> Value {
-        let info = crate::backends::LibraryInfo { backend: "test", library: String::new(), library_version: String::new(), fips: false };
+        let info = crate::backends::LibraryInfo { backend: "test", library: String::new(), library_version: String::new(), fips: false, fips_provider: None };
         let result = RunResult::new(String::new(), self.backend_name.clone(), self.name.into(), &info, self.raw.clone(), 1);
         self.fill(finish, result).to_json()
     }

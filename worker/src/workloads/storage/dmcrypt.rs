@@ -268,6 +268,6 @@ pub(super) struct ClearBackend;
 
 impl Backend for ClearBackend {
     fn info(&self) -> backends::LibraryInfo {
-        backends::LibraryInfo { backend: "none", library: "none".into(), library_version: String::new(), fips: false }
+        backends::LibraryInfo { backend: "none", library: "none".into(), library_version: String::new(), fips: false, fips_provider: None }
     }
 }
