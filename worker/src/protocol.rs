@@ -624,7 +624,7 @@ fn run(case: Case) -> Value {
         What::Op { op, params } => (*op, params),
         What::Workload(w) => return w.fill(workloads::run(w, &*case.backend, case.plan.warmup, case.plan.budget), result).to_json(),
     };
-    let (fips_approved, fips_reason) = crate::fips::run_fields(info.fips, op, params);
+    let (fips_approved, fips_reason) = crate::fips::run_fields(info.backend, info.fips, op, params);
     result.fips_approved = Some(fips_approved);
     result.fips_reason = fips_reason;
     let validation = match kat::validate(&*case.backend, op, params) {

@@ -8,7 +8,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from cryptoperf import cpumask, schedule, stats, study as study_mod
+from cryptoperf import builds, cpumask, schedule, stats, study as study_mod
 from cryptoperf import paths, workload
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
@@ -188,7 +188,10 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     needed: dict[str, str] = {}
     for c in s.configurations:
         needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
-    workers = worker_builds(needed, setup=setup, missing_ok=dry_run, default=(path, hello), console=console)
+    openssl_fips = next((f"{s.path}: configuration '{c.name}' (openssl backend)" for c in s.configurations
+                         if c.build == builds.FIPS and builds.LIBRARY_BACKEND in s.backends_of(c)), None)
+    workers = worker_builds(needed, setup=setup, missing_ok=dry_run, default=(path, hello), console=console,
+                            openssl_fips=openssl_fips)
     for name, (_, h) in workers.items():
         cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
     cells = schedule.expand(s)

@@ -33,13 +33,15 @@ def default_rules() -> WorkerRules | None:
 
 
 def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bool = False,
-                  default: tuple[Path, Hello] | None = None, console: Any = None) -> Workers:
+                  default: tuple[Path, Hello] | None = None, console: Any = None,
+                  openssl_fips: str | None = None) -> Workers:
     """Path and hello of every worker build in ``needed`` (build name → who needs it, e.g.
     "configuration 'fips-on'"), the default build always included (``default`` if given).
 
     A build that ``cryptoperf setup`` makes (``openssl@3.6``) and that is missing or out of
     date is built first when ``setup`` (``workerbuild.ensure``, its progress on ``console``), and
-    so is OpenSSL's FIPS provider when the FIPS build is needed (``providerbuild.ensure``).
+    so is OpenSSL's FIPS provider when ``openssl_fips`` names who runs the ``openssl`` backend
+    in the FIPS build (``providerbuild.ensure``; a FIPS study on AWS-LC alone does not need it).
     With ``missing_ok`` such a build, when missing, is left out (dry runs). Otherwise raises
     BuildUnavailable naming who needs a missing build, why it is missing and how to make it;
     SetupError when building it fails."""
@@ -47,8 +49,8 @@ def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bo
     for name, who in needed.items():
         if name in out:
             continue
-        if name == builds.FIPS and setup and not missing_ok:
-            providerbuild.ensure(who, console or Console(stderr=True, highlight=False))
+        if name == builds.FIPS and openssl_fips and setup and not missing_ok:
+            providerbuild.ensure(openssl_fips, console or Console(stderr=True, highlight=False))
         try:
             out[name] = workerbuild.ensure(name, who, auto=setup and not missing_ok, console=console)
         except builds.BuildUnavailable:

@@ -297,9 +297,12 @@ fn ec_public_key(group: &EcGroup, sec1: &[u8]) -> Result<EcKey<Public>> {
     EcKey::from_public_key(group, &point).map_err(failed)
 }
 
-/// Set RSA padding (and for PSS: MGF1 with the same digest, salt length = digest length) and
-/// the signature digest on a context initialised for signing or verifying.
+/// Set the signature digest, then RSA padding (and for PSS: MGF1 with the same digest, salt
+/// length = digest length) on a context initialised for signing or verifying. The digest goes
+/// first: OpenSSL's FIPS provider checks it when PSS padding is set, and the context's digest
+/// until then is SHA-1, which it refuses for signing ("digest not allowed").
 fn set_rsa_params<T>(ctx: &mut PkeyCtx<T>, md: &Md, padding: RsaPadding) -> Result<()> {
+    ctx.set_signature_md(md).map_err(failed)?;
     match padding {
         RsaPadding::Pkcs1 => ctx.set_rsa_padding(Padding::PKCS1).map_err(failed)?,
         RsaPadding::Pss => {
@@ -309,7 +312,7 @@ fn set_rsa_params<T>(ctx: &mut PkeyCtx<T>, md: &Md, padding: RsaPadding) -> Resu
             ctx.set_rsa_mgf1_md(md).map_err(failed)?;
         }
     }
-    ctx.set_signature_md(md).map_err(failed)
+    Ok(())
 }
 
 /// A digest with its algorithm fetched and its context allocated once.

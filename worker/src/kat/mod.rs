@@ -143,6 +143,9 @@ pub fn validate_against(
     params: &Params,
     others: &[Box<dyn Backend>],
 ) -> Result<Validation, BackendError> {
+    if let Some(why) = crate::fips::refusal(backend.info().backend, op, params) {
+        return Err(BackendError::Unsupported(why));
+    }
     let (kat_source, outcome) = known_answer(backend, op, params)?;
     let cross_checks = others
         .iter()
@@ -473,6 +476,9 @@ fn sig_keygen_kat(backend: &dyn Backend, alg: SigAlg) -> Result<(String, Check),
 /// Check `backend` against `other` on the case's own message. `Ok(what was checked)`;
 /// `Err(Unsupported)` when `other` lacks the algorithm; `Err(Failed)` on any disagreement.
 fn cross_check(backend: &dyn Backend, other: &dyn Backend, op: Op, params: &Params) -> Result<String, BackendError> {
+    if let Some(why) = crate::fips::refusal(other.info().backend, op, params) {
+        return Err(BackendError::Unsupported(why));
+    }
     let msg = case_message(op, params);
     let fail = |what: String| Err(BackendError::Failed(what));
     let agree = |what: &str, ours: &[u8], theirs: &[u8]| match same(what, ours, theirs) {

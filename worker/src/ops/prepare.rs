@@ -25,9 +25,13 @@ pub fn bytes_per_op(op: Op, params: &Params) -> usize {
 
 /// Prepare one instance of `op` on `backend`.
 ///
-/// Errors: `Unsupported` when the backend lacks the algorithm for these parameters; `Failed`
-/// when the library fails during preparation (bad key, failed self-check).
+/// Errors: `Unsupported` when the backend lacks the algorithm for these parameters, or runs
+/// in FIPS mode under a provider that does not serve it as approved (`fips::refusal`);
+/// `Failed` when the library fails during preparation (bad key, failed self-check).
 pub fn prepare(backend: &dyn Backend, op: Op, params: &Params) -> Result<OpFn, BackendError> {
+    if let Some(why) = crate::fips::refusal(backend.info().backend, op, params) {
+        return Err(BackendError::Unsupported(why));
+    }
     let msg = vec![MESSAGE_BYTE; bytes_per_op(op, params)];
     Ok(match op {
         Op::Digest(alg) => {

@@ -32,6 +32,12 @@ impl Identity {
     /// for 4096 bits). `Err` carries OpenSSL's error text. Nothing is read from or written to
     /// the filesystem.
     pub fn generate(kind: CertKind) -> Result<Identity, String> {
+        if kind == CertKind::Ed25519 && crate::fips::mode("openssl") {
+            // OpenSSL makes the lab's certificates, and in the FIPS worker it runs under its FIPS
+            // provider, which has no EdDSA to make an Ed25519 key or sign with it.
+            return Err("an Ed25519 identity cannot be made in the FIPS worker with OpenSSL's FIPS provider                         loaded (OpenSSL makes the certificates, and its 3.1 FIPS provider has no EdDSA)"
+                .into());
+        }
         certs::generate(kind).map_err(|e| format!("generating a {} identity: {e}", kind.name()))
     }
 }

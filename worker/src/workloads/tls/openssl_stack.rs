@@ -57,10 +57,8 @@ fn configure(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), BackendErro
     b.set_min_proto_version(Some(v)).map_err(|e| failed("min version", e))?;
     b.set_max_proto_version(Some(v)).map_err(|e| failed("max version", e))?;
     let fips = crate::fips::mode("openssl");
-    if fips && p.suite == Suite::Chacha20Poly1305 {
-        return Err(BackendError::Unsupported(
-            "ChaCha20-Poly1305 is not in OpenSSL's FIPS provider; use suite = \"aes-128-gcm\" or \"aes-256-gcm\"".into(),
-        ));
+    if fips {
+        fips_allows(p)?;
     }
     if p.version == TlsVersion::Tls12 && p.cert == CertKind::EcdsaP256 && p.group != Group::P256 {
         // RFC 8422 5.1: in TLS 1.2 the supported groups also name the curves an ECDSA
@@ -104,6 +102,33 @@ fn configure(b: &mut SslContextBuilder, p: &TlsParams) -> Result<(), BackendErro
         if ok != 1 {
             return Err(BackendError::Unsupported(format!("OpenSSL rejects max_send_fragment {n}")));
         }
+    }
+    Ok(())
+}
+
+/// Under OpenSSL's FIPS provider, `Unsupported` for what it does not serve as approved in TLS:
+/// ChaCha20-Poly1305 (not carried), X25519 and the X25519MLKEM768 hybrid as key exchange
+/// (X25519 is carried but not approved; the 3.1 provider has no ML-KEM), an Ed25519
+/// certificate (no EdDSA). The same list as the primitives' (`crate::fips::refusal`).
+fn fips_allows(p: &TlsParams) -> Result<(), BackendError> {
+    if p.suite == Suite::Chacha20Poly1305 {
+        return Err(BackendError::Unsupported(
+            "ChaCha20-Poly1305 is not in OpenSSL's FIPS provider; use suite = \"aes-128-gcm\" or \"aes-256-gcm\"".into(),
+        ));
+    }
+    for g in std::iter::once(p.group).chain(p.fallback_group) {
+        if g != Group::P256 {
+            return Err(BackendError::Unsupported(format!(
+                "key exchange {} is not an approved service of OpenSSL's FIPS provider (X25519 is not an \
+                 SP 800-56A Rev. 3 scheme; the 3.1 provider has no ML-KEM); use group = \"p256\"",
+                g.name()
+            )));
+        }
+    }
+    if p.cert == CertKind::Ed25519 {
+        return Err(BackendError::Unsupported(
+            "an Ed25519 certificate cannot be used under OpenSSL's 3.1 FIPS provider (it carries no EdDSA)".into(),
+        ));
     }
     Ok(())
 }

@@ -11,6 +11,10 @@
 
 use crate::ops::{AeadAlg, DigestAlg, KeyGenAlg, KxAlg, Op, Params, RawParams, SigAlg, PARAM_NAMES};
 
+mod openssl_provider;
+use openssl_provider::openssl_fips;
+pub use openssl_provider::{provider, refusal, PROVIDER_ENV};
+
 /// This worker's build: `"fips"` or `"default"` (reported in `hello`).
 pub const BUILD: &str = if cfg!(feature = "fips") { "fips" } else { "default" };
 
@@ -54,160 +58,6 @@ pub fn mode(backend: &str) -> bool {
         "openssl" => cfg!(feature = "fips") && openssl_fips().is_ok(),
         _ => false,
     }
-}
-
-/// The environment variable naming the directory of an OpenSSL FIPS provider made by
-/// `cryptoperf setup openssl-fips`: `fips.so`, its `fipsmodule.cnf` (`openssl fipsinstall`'s
-/// output) and `openssl-fips.cnf`, the config that includes it and activates `fips` and
-/// `base`. The orchestrator sets it for the FIPS build's worker process only.
-pub const PROVIDER_ENV: &str = "CRYPTOPERF_OPENSSL_FIPS_PROVIDER";
-
-/// The FIPS provider `backend` runs under, as the provider reports itself (`name version`,
-/// e.g. "OpenSSL FIPS Provider 3.1.2"; recorded as `fips_provider`): `Some` only for OpenSSL
-/// in FIPS mode.
-pub fn provider(backend: &str) -> Option<String> {
-    #[cfg(feature = "fips")]
-    if backend == "openssl" {
-        return openssl_provider().clone().ok();
-    }
-    let _ = backend;
-    None
-}
-
-#[cfg(feature = "fips")]
-fn openssl_fips() -> Result<(), String> {
-    openssl_provider().clone().map(|_| ())
-}
-
-#[cfg(feature = "fips")]
-extern "C" {
-    // libcrypto 3.0+ (include/openssl/crypto.h, provider.h, params.h), not bound by openssl-sys.
-    fn OSSL_LIB_CTX_load_config(ctx: *mut openssl_sys::OSSL_LIB_CTX, file: *const std::ffi::c_char) -> std::ffi::c_int;
-    fn OSSL_PROVIDER_available(ctx: *mut openssl_sys::OSSL_LIB_CTX, name: *const std::ffi::c_char) -> std::ffi::c_int;
-    fn OSSL_PROVIDER_get_params(prov: *const openssl_sys::OSSL_PROVIDER, params: *mut openssl_sys::OSSL_PARAM) -> std::ffi::c_int;
-    fn OSSL_PARAM_construct_utf8_ptr(key: *const std::ffi::c_char, buf: *mut *mut std::ffi::c_char, bsize: usize) -> openssl_sys::OSSL_PARAM;
-}
-
-/// `name version` of the loaded provider `prov` (its `name` and `version` parameters).
-///
-/// # Safety
-/// `prov` is a provider handle returned by `OSSL_PROVIDER_load`.
-#[cfg(feature = "fips")]
-unsafe fn provider_text(prov: *mut openssl_sys::OSSL_PROVIDER) -> String {
-    let mut name: *mut std::ffi::c_char = std::ptr::null_mut();
-    let mut version: *mut std::ffi::c_char = std::ptr::null_mut();
-    let mut params = [
-        OSSL_PARAM_construct_utf8_ptr(c"name".as_ptr(), &mut name, 0),
-        OSSL_PARAM_construct_utf8_ptr(c"version".as_ptr(), &mut version, 0),
-        openssl_sys::OSSL_PARAM_construct_end(),
-    ];
-    let text = |p: *mut std::ffi::c_char| {
-        if p.is_null() { "?".to_string() } else { std::ffi::CStr::from_ptr(p).to_string_lossy().into_owned() }
-    };
-    if OSSL_PROVIDER_get_params(prov, params.as_mut_ptr()) != 1 {
-        return "OpenSSL FIPS provider (it does not report its name)".into();
-    }
-    format!("{} {}", text(name), text(version))
-}
-
-/// Load the provider `cryptoperf setup openssl-fips` made, in `dir` ([`PROVIDER_ENV`]): its
-/// directory becomes the default provider search path and its `openssl-fips.cnf` is loaded
-/// into the default library context, which activates `fips` (running its self-tests against
-/// `fipsmodule.cnf`) and `base`. `Err` when the config is missing or the provider is not active.
-///
-/// # Safety
-/// Library calls on the default (NULL) library context, once per process.
-#[cfg(feature = "fips")]
-unsafe fn load_built_provider(dir: &str) -> Result<(), String> {
-    let conf = std::path::Path::new(dir).join("openssl-fips.cnf");
-    if !conf.is_file() || !std::path::Path::new(dir).join("fipsmodule.cnf").is_file() {
-        return Err(format!(
-            "{PROVIDER_ENV}={dir} has no openssl-fips.cnf and fipsmodule.cnf (run `cryptoperf setup openssl-fips --force`): \
-             OpenSSL cannot run in FIPS mode here"
-        ));
-    }
-    let cstr = |s: &str| std::ffi::CString::new(s).map_err(|_| format!("{PROVIDER_ENV} holds a NUL byte"));
-    let (dir_c, conf_c) = (cstr(dir)?, cstr(&conf.to_string_lossy())?);
-    openssl_sys::OSSL_PROVIDER_set_default_search_path(std::ptr::null_mut(), dir_c.as_ptr());
-    let loaded = OSSL_LIB_CTX_load_config(std::ptr::null_mut(), conf_c.as_ptr()) == 1;
-    if !loaded || OSSL_PROVIDER_available(std::ptr::null_mut(), c"fips".as_ptr()) != 1 {
-        let errors = openssl::error::ErrorStack::get();
-        let first = errors.errors().iter().rev().find_map(|e| e.reason()).unwrap_or("no error reported");
-        return Err(format!(
-            "OpenSSL's FIPS provider in {dir} is not active after loading {} ({first}): OpenSSL cannot run in FIPS mode here",
-            conf.display()
-        ));
-    }
-    Ok(())
-}
-
-/// In the FIPS worker: load OpenSSL's FIPS provider (and the base provider, for key encoders)
-/// into the default library context and make `fips=yes` the default property query, once per
-/// process, so every algorithm the backend fetches comes from the FIPS provider. With
-/// [`PROVIDER_ENV`] set, the provider `cryptoperf setup openssl-fips` made is loaded through its
-/// config (`load_built_provider`), and nothing else is tried when that fails; otherwise the
-/// host's installed provider is. `Ok` is the provider's `name version`; `Err` says why not: the
-/// provider is not installed on this host (Debian's OpenSSL ships none), its config is missing,
-/// or it failed its self-tests. The providers stay loaded for the life of the process.
-#[cfg(feature = "fips")]
-fn openssl_provider() -> &'static std::result::Result<String, String> {
-    static ONCE: std::sync::OnceLock<std::result::Result<String, String>> = std::sync::OnceLock::new();
-    ONCE.get_or_init(|| {
-        openssl::init();
-        // SAFETY: plain library calls on the default (NULL) library context; the returned
-        // provider handles are deliberately never unloaded.
-        unsafe {
-            if let Ok(dir) = std::env::var(PROVIDER_ENV) {
-                if let Err(why) = load_built_provider(&dir) {
-                    // As below: OpenSSL stays usable as a cross-check reference, never as FIPS.
-                    openssl_sys::OSSL_PROVIDER_load(std::ptr::null_mut(), c"default".as_ptr());
-                    let _ = openssl::error::ErrorStack::get();
-                    return Err(why);
-                }
-            }
-            let fips = openssl_sys::OSSL_PROVIDER_load(std::ptr::null_mut(), c"fips".as_ptr());
-            if fips.is_null() {
-                let errors = openssl::error::ErrorStack::get();
-                // A failed explicit load leaves OpenSSL without its implicit default provider;
-                // load it, so OpenSSL still serves as a cross-check reference for the FIPS
-                // module's results (its own cells are refused with the reason below).
-                openssl_sys::OSSL_PROVIDER_load(std::ptr::null_mut(), c"default".as_ptr());
-                let _ = openssl::error::ErrorStack::get();
-                // Where OpenSSL looks for providers: $OPENSSL_MODULES, else its build-time
-                // OPENSSL_MODULES_DIR (OpenSSL_version type 8, include/openssl/crypto.h).
-                let dir = std::env::var("OPENSSL_MODULES").unwrap_or_else(|_| {
-                    std::ffi::CStr::from_ptr(openssl_sys::OpenSSL_version(8)).to_string_lossy().into_owned()
-                });
-                let dir = dir.strip_prefix("MODULESDIR: ").unwrap_or(&dir).trim_matches('"').to_string();
-                let file = std::path::Path::new(&dir).join("fips.so");
-                return Err(if file.exists() {
-                    let first = errors.errors().first().and_then(|e| e.reason()).unwrap_or("unknown error");
-                    format!("OpenSSL's FIPS provider {} failed to load ({first}): OpenSSL cannot run in FIPS mode here", file.display())
-                } else {
-                    format!(
-                        "OpenSSL's FIPS provider is not installed on this host (no {}; Debian's OpenSSL \
-                         ships none): OpenSSL cannot run in FIPS mode here",
-                        file.display()
-                    )
-                });
-            }
-            if openssl_sys::OSSL_PROVIDER_load(std::ptr::null_mut(), c"base".as_ptr()).is_null()
-                || openssl_sys::EVP_default_properties_enable_fips(std::ptr::null_mut(), 1) != 1
-            {
-                return Err(format!(
-                    "OpenSSL's FIPS provider loaded but FIPS properties could not be set: {}",
-                    openssl::error::ErrorStack::get()
-                ));
-            }
-            Ok(provider_text(fips))
-        }
-    })
-}
-
-
-#[cfg(not(feature = "fips"))]
-fn openssl_fips() -> Result<(), String> {
-    Err("not the FIPS build".into())
 }
 
 /// Whether the AWS-LC FIPS module approves an operation, with these parameters, as the worker
@@ -310,11 +160,20 @@ pub fn hello_entry(op: Op) -> serde_json::Value {
     entry
 }
 
-/// The `fips_approved` and `fips_reason` of a `run` result: approved only when the library
-/// ran in FIPS mode (`fips`) and the module approves the operation with these parameters.
-pub fn run_fields(fips: bool, op: Op, params: &Params) -> (bool, Option<String>) {
+/// The `fips_approved` and `fips_reason` of a `run` result: approved only when `backend`'s
+/// library ran in FIPS mode (`fips`) and its module approves the operation with these
+/// parameters ([`approval`], with OpenSSL's provider where it differs from AWS-LC's module).
+pub fn run_fields(backend: &str, fips: bool, op: Op, params: &Params) -> (bool, Option<String>) {
     if !fips {
         return (false, Some("the library did not run in FIPS mode".into()));
+    }
+    if let Some(why) = refusal(backend, op, params) {
+        return (false, Some(why));
+    }
+    if backend == "openssl" {
+        if let Some(approved) = openssl_provider::differs(op) {
+            return (approved, None);
+        }
     }
     match approval(op, params) {
         Approval::Approved => (true, None),
@@ -420,8 +279,8 @@ mod approval_tests {
         assert!(e["reason"].as_str().unwrap().contains("RFC 7748"));
         // The result's fields: approved only in FIPS mode.
         let (op, params) = op_params("sha256", None);
-        assert_eq!(run_fields(true, op, &params), (true, None));
-        assert!(!run_fields(false, op, &params).0);
+        assert_eq!(run_fields("aws-lc", true, op, &params), (true, None));
+        assert!(!run_fields("aws-lc", false, op, &params).0);
     }
 
     /// The table is the module's own answer: in the FIPS build, every operation the AWS-LC
