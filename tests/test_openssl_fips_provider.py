@@ -158,9 +158,13 @@ def test_the_system_openssl_loads_the_provider(built_provider):
     assert md5.returncode != 0  # only FIPS algorithms are there
 
 
-def _speed(data: Path, env: dict | None = None):
-    ops = ("sha256", "aes-128-gcm-open", "rsa2048-sign", "ecdsa-p256-verify", "ecdh-p256-derive")
-    args = [a for op in ops for a in ("--op", op)]
+APPROVED_OPS = ("sha256", "sha3-256", "hmac-sha256", "aes-128-gcm-open", "aes-256-gcm-seal", "rsa2048-sign",
+                "rsa3072-verify", "ecdsa-p256-sign", "ecdsa-p256-verify", "ecdh-p256-derive", "ffdh-2048-derive")
+
+
+def _speed(data: Path, env: dict | None = None, ops=("sha256", "aes-128-gcm-open", "rsa2048-sign", "ecdsa-p256-verify",
+                                                    "ecdh-p256-derive"), params=()):
+    args = [a for op in ops for a in ("--op", op)] + [a for p in params for a in ("--param", p)]
     e = {paths.DATA_DIR_ENV: str(data), "CRYPTOPERF_WORKER_FIPS": str(FIPS), **(env or {})}
     res = run_subprocess("speed", "--fips", "--json", "-b", "openssl", *args, "--seconds", "0.05",
                          "--warmup", "0.01", "--no-store", env=e)
@@ -170,11 +174,98 @@ def _speed(data: Path, env: dict | None = None):
 
 def test_known_answers_pass_under_the_provider_and_results_name_it(built_provider):
     need_real_worker(FIPS, WHY, require=REQUIRE)
-    for r in _speed(built_provider):
+    results = _speed(built_provider, ops=APPROVED_OPS)
+    assert {r["op"] for r in results} == set(APPROVED_OPS)
+    for r in results:
         assert r["status"] == "ok", (r["op"], r.get("reason"))
         assert r["fips_reported"] is True and r["fips_provider"] == "OpenSSL FIPS Provider 3.1.2", r
         assert r["validation"]["kat"] == "pass", r["validation"]
         assert r["library_version"].startswith("3.0."), r  # the system libcrypto, the 3.1.2 provider
+        # approved, except sealing with the caller's nonce (SP 800-38D §8.2.2), timed but flagged
+        assert r["fips_approved"] is (r["op"] != "aes-256-gcm-seal"), (r["op"], r.get("fips_reason"))
+    # PSS sets the digest before the padding (the provider checks it then), and SHA-1 still
+    # verifies legacy signatures (SP 800-131A Rev. 2 §9)
+    pss = _speed(built_provider, ops=("rsa2048-sign",), params=("padding=pss",))
+    sha1 = _speed(built_provider, ops=("rsa2048-verify",), params=("digest=sha1",))
+    for r in pss + sha1:
+        assert r["status"] == "ok" and r["validation"]["kat"] == "pass", (r["op"], r["params"], r.get("reason"))
+
+
+#: What the provider does not serve as approved, and a word its reason must hold.
+REFUSED = {"chacha20-poly1305-seal": "ChaCha20-Poly1305", "ed25519-sign": "EdDSA", "ed25519-verify": "EdDSA",
+           "x25519-derive": "SP 800-56A", "x25519-keygen": "SP 800-56A", "ml-kem-768-encaps": "ML-KEM",
+           "ml-dsa-65-sign": "ML-DSA"}
+
+
+def test_what_the_provider_does_not_approve_is_refused_with_its_reason(built_provider):
+    need_real_worker(FIPS, WHY, require=REQUIRE)
+    results = _speed(built_provider, ops=tuple(REFUSED))
+    assert {r["op"] for r in results} == set(REFUSED)
+    for r in results:
+        assert r["status"] == "unsupported" and REFUSED[r["op"]] in r["reason"], (r["op"], r.get("reason"))
+        assert r["fips_approved"] is False and "ops_per_s" not in r, r  # nothing timed under a FIPS name
+    (sha1,) = _speed(built_provider, ops=("rsa2048-sign",), params=("digest=sha1",))
+    assert sha1["status"] == "unsupported" and "SP 800-131A" in sha1["reason"], sha1
+    # RSA below 2048 bits is not an operation at all
+    res = run_subprocess("speed", "--fips", "-b", "openssl", "--op", "rsa1024-sign", "--no-store",
+                         env={paths.DATA_DIR_ENV: str(built_provider), "CRYPTOPERF_WORKER_FIPS": str(FIPS)})
+    assert res.code != 0 and "rsa1024-sign" in res.err and "Traceback" not in res.err, res
+
+
+def test_a_study_gives_openssl_fips_verdicts_for_primitives_and_a_tls_handshake(built_provider, tmp_path,
+                                                                                write_study):
+    need_real_worker(FIPS, WHY, require=REQUIRE)
+    default, why_default = find(builds.DEFAULT)
+    need_real_worker(default, why_default)
+    path = write_study("""\
+[study]
+name = "openssl-fips-small"
+baseline = "off"
+backends = ["openssl"]
+repetitions = 3
+seconds = 0.05
+warmup_s = 0.01
+
+[[configuration]]
+name = "off"
+
+[[configuration]]
+name = "on"
+fips = true
+
+[[operation]]
+op = "rsa2048-sign"
+
+[[operation]]
+label = "handshake p256"
+op = "tls-handshake"
+params = { tls_version = "1.3", cert = "rsa2048", group = "p256", suite = "aes-128-gcm", session = "full" }
+
+[[operation]]
+label = "handshake x25519"
+op = "tls-handshake"
+params = { tls_version = "1.3", cert = "rsa2048", group = "x25519", session = "full" }
+optional = true
+""")
+    env = {paths.DATA_DIR_ENV: str(built_provider), "CRYPTOPERF_WORKER_FIPS": str(FIPS),
+           "CRYPTOPERF_WORKER": str(default)}
+    res = run_subprocess("study", path, "--no-report", "--out", tmp_path / "out", "--store", tmp_path / "s.sqlite",
+                         env=env, timeout=600)
+    assert res.code == 0, res.err
+    doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    reps = [r for r in doc["repetitions"] if not r["superseded"]]
+    on = [r for r in reps if r["configuration"] == "on"]
+    for r in on:
+        if r["label"] == "handshake x25519":
+            assert r["status"] == "unsupported" and "SP 800-56A" in r["reason"], r
+        else:
+            assert r["status"] == "ok", (r["label"], r.get("reason"))
+            assert r["result"]["fips_provider"] == "OpenSSL FIPS Provider 3.1.2", r["result"]
+    assert {r["label"] for r in on} == {"rsa2048-sign", "handshake p256", "handshake x25519"}
+    deltas = {d["label"]: d for d in doc["deltas"]}
+    for label in ("rsa2048-sign", "handshake p256"):
+        assert deltas[label]["status"] == "ok" and deltas[label]["blocks"] == 3, deltas[label]
+        assert deltas[label]["verdict"]["kind"] in ("slower", "faster", "equivalent", "inconclusive")
 
 
 def test_without_the_generated_config_nothing_is_measured_as_fips(built_provider, tmp_path):
@@ -186,3 +277,55 @@ def test_without_the_generated_config_nothing_is_measured_as_fips(built_provider
         # `fips` is what the configuration asked for; `fips_reported` what the worker said
         assert r["status"] == "unsupported" and r["fips_reported"] is False and "fips_provider" not in r, r
         assert "openssl-fips.cnf" in r["reason"] and "cannot run in FIPS mode" in r["reason"], r["reason"]
+
+
+# ----------------------------------------------------------------------------- when it is built
+
+
+SMALL_FIPS_STUDY = """\
+[study]
+name = "fips-small"
+baseline = "off"
+backends = {backends}
+repetitions = 3
+seconds = 0.05
+warmup_s = 0.01
+
+[[configuration]]
+name = "off"
+
+[[configuration]]
+name = "on"
+fips = true
+
+[[operation]]
+op = "sha256"
+sizes = [1024]
+"""
+
+
+def test_the_provider_is_built_for_a_fips_configuration_on_openssl_only(cli, write_study, fake_worker, tmp_path,
+                                                                       monkeypatch):
+    fake_worker()
+    fake_worker.fips()
+    asked = []
+    monkeypatch.setattr(providerbuild, "ensure", lambda who, console: asked.append(who))
+    res = cli("study", write_study(SMALL_FIPS_STUDY.format(backends='["aws-lc"]')), "--no-report",
+              "--out", tmp_path / "a")
+    assert res.code == 0 and asked == [], (res.err, asked)  # AWS-LC's FIPS module needs no provider
+    res = cli("study", write_study(SMALL_FIPS_STUDY.format(backends='["aws-lc", "openssl"]')), "--no-report",
+              "--out", tmp_path / "b")
+    assert res.code == 0, res.err
+    assert len(asked) == 1 and "configuration 'on' (openssl backend)" in asked[0], asked
+    res = cli("speed", "--fips", "-b", "aws-lc", "--op", "sha256", "--seconds", "0.05", "--no-store")
+    assert res.code == 0 and len(asked) == 1, (res.err, asked)
+    res = cli("speed", "--fips", "-b", "openssl", "--op", "sha256", "--seconds", "0.05", "--no-store")
+    assert res.code == 0 and asked[1:] == ["--fips (openssl backend)"], (res.err, asked)
+
+
+def test_a_result_under_a_provider_names_it_beside_its_library():
+    from cryptoperf.result import decode
+    base = {"type": "result", "id": "x", "status": "ok", "library": "OpenSSL", "library_version": "3.0.19"}
+    assert decode(base).library_text == "OpenSSL 3.0.19"
+    under = decode({**base, "fips_provider": "OpenSSL FIPS Provider 3.1.2"})
+    assert under.library_text == "OpenSSL 3.0.19 with OpenSSL FIPS Provider 3.1.2"

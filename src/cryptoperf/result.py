@@ -428,9 +428,12 @@ class WorkerResult:
 
     @property
     def library_text(self) -> str:
-        """``library library_version`` as the worker reported them (``OpenSSL 3.0.13``), ''
-        when it named neither."""
-        return f"{self.library or ''} {self.library_version or ''}".strip()
+        """``library library_version`` as the worker reported them (``OpenSSL 3.0.13``), with
+        the FIPS provider it ran under when it names one (``OpenSSL 3.0.19 with OpenSSL FIPS
+        Provider 3.1.2``: the provider's code is its own release's), '' when it named neither."""
+        text = f"{self.library or ''} {self.library_version or ''}".strip()
+        provider = (self.extras or {}).get("fips_provider")
+        return f"{text} with {provider}" if text and isinstance(provider, str) and provider else text
 
 
 def decode(message: Mapping[str, Any]) -> WorkerResult:

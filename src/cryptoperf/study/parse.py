@@ -439,8 +439,9 @@ class _Parser:
         if v["fips"]:
             raise self.error("configuration", index, "library",
                              f"library {toml_repr(library)} with fips = true is not supported: the "
-                             f"FIPS build uses the system OpenSSL; compare FIPS and {library} in "
-                             "separate configurations")
+                             f"FIPS build uses the system OpenSSL, which loads OpenSSL's FIPS provider, "
+                             f"and {library} is linked without a module loader (no-module), so it "
+                             f"cannot; compare FIPS and {library} in separate configurations")
         if v["backend"] not in (None, builds.LIBRARY_BACKEND):
             raise self.error("configuration", index, "backend",
                              f"library {toml_repr(library)} changes only the {builds.LIBRARY_BACKEND} "

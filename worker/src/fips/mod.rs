@@ -5,9 +5,11 @@
 //! The FIPS build (`cargo build --no-default-features --features fips`, binary
 //! `cryptoperf-worker-fips`) links the AWS-LC FIPS module instead of AWS-LC; it refuses to start
 //! unless the module reports FIPS mode (`FIPS_mode() == 1`, via `aws_lc_rs::try_fips_mode`).
-//! In it, OpenSSL runs with its FIPS provider loaded and FIPS properties as the default where
-//! the host has that provider installed; otherwise, and for ring and RustCrypto, which have no
-//! FIPS mode, every operation is "unsupported" with the reason, never measured as FIPS.
+//! In it, OpenSSL runs with its FIPS provider loaded and FIPS properties as the default
+//! ([`openssl_provider`]: the provider `cryptoperf setup openssl-fips` built, or the host's),
+//! and an operation that provider does not serve as approved is refused ([`refusal`]); without
+//! an active provider, and for ring and RustCrypto, which have no FIPS mode, every operation is
+//! "unsupported" with the reason, never measured as FIPS.
 
 use crate::ops::{AeadAlg, DigestAlg, KeyGenAlg, KxAlg, Op, Params, RawParams, SigAlg, PARAM_NAMES};
 
