@@ -64,7 +64,9 @@ pub fn prepare(backend: &dyn Backend, op: Op, params: &Params) -> Result<OpFn, B
             let alg = params.sig_alg(family);
             let key = keys::signing_key(family);
             let mut v = backend.verifier(alg, key.public)?;
-            let sig = signature_for(backend, alg, &key, &msg)?;
+            // Where the FIPS provider refuses to make the signature (SHA-1), another backend does.
+            let own = crate::fips::refusal(backend.info().backend, Op::Sign(family), params).is_none();
+            let sig = signature_for(backend, own, alg, &key, &msg)?;
             Box::new(move || match v.verify(&msg, &sig)? {
                 true => Ok(()),
                 false => Err(BackendError::Failed("a valid signature did not verify".into())),
@@ -141,16 +143,23 @@ pub(crate) fn keygen_sig_alg(family: SigFamily) -> SigAlg {
     }
 }
 
-/// A signature of `msg` for a verify case: made by the backend itself, or, where it can verify
-/// but not sign this combination (ring verifies SHA-1 RSA signatures it cannot make), by the
-/// first real backend that can.
+/// A signature of `msg` for a verify case: made by the backend itself (when `own`), or, where it
+/// can verify but not sign this combination (ring verifies SHA-1 RSA signatures it cannot make;
+/// OpenSSL's FIPS provider refuses SHA-1 signing, `own` false), by the first real backend that
+/// can.
 fn signature_for(
     backend: &dyn Backend,
+    own: bool,
     alg: super::SigAlg,
     key: &keys::KeyPair,
     msg: &[u8],
 ) -> Result<Vec<u8>, BackendError> {
-    match backend.signer(alg, key) {
+    let mine = if own {
+        backend.signer(alg, key)
+    } else {
+        Err(BackendError::Unsupported(format!("{} does not sign with {alg:?} here", backend.info().backend)))
+    };
+    match mine {
         Ok(mut s) => s.sign(msg),
         Err(BackendError::Unsupported(reason)) => backends::NAMES
             .iter()
