@@ -38,7 +38,8 @@ extern "C" {
     fn OSSL_PARAM_construct_utf8_ptr(key: *const std::ffi::c_char, buf: *mut *mut std::ffi::c_char, bsize: usize) -> openssl_sys::OSSL_PARAM;
 }
 
-/// `name version` of the loaded provider `prov` (its `name` and `version` parameters).
+/// `name version` of the loaded provider `prov` (its `name`, `version` and `buildinfo`
+/// parameters; the build info is added, `(build …)`, where it is not the version).
 ///
 /// # Safety
 /// `prov` is a provider handle returned by `OSSL_PROVIDER_load`.
@@ -46,9 +47,11 @@ extern "C" {
 unsafe fn provider_text(prov: *mut openssl_sys::OSSL_PROVIDER) -> String {
     let mut name: *mut std::ffi::c_char = std::ptr::null_mut();
     let mut version: *mut std::ffi::c_char = std::ptr::null_mut();
+    let mut buildinfo: *mut std::ffi::c_char = std::ptr::null_mut();
     let mut params = [
         OSSL_PARAM_construct_utf8_ptr(c"name".as_ptr(), &mut name, 0),
         OSSL_PARAM_construct_utf8_ptr(c"version".as_ptr(), &mut version, 0),
+        OSSL_PARAM_construct_utf8_ptr(c"buildinfo".as_ptr(), &mut buildinfo, 0),
         openssl_sys::OSSL_PARAM_construct_end(),
     ];
     let text = |p: *mut std::ffi::c_char| {
@@ -57,7 +60,13 @@ unsafe fn provider_text(prov: *mut openssl_sys::OSSL_PROVIDER) -> String {
     if OSSL_PROVIDER_get_params(prov, params.as_mut_ptr()) != 1 {
         return "OpenSSL FIPS provider (it does not report its name)".into();
     }
-    format!("{} {}", text(name), text(version))
+    // The build info is the version for a release build ("3.1.2"); a vendor's differs.
+    let (version, buildinfo) = (text(version), text(buildinfo));
+    match buildinfo.as_str() {
+        "?" => format!("{} {version}", text(name)),
+        b if b == version => format!("{} {version}", text(name)),
+        b => format!("{} {version} (build {b})", text(name)),
+    }
 }
 
 /// Load the provider `cryptoperf setup openssl-fips` made, in `dir` ([`PROVIDER_ENV`]): its
