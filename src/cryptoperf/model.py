@@ -46,6 +46,32 @@ _KEY_ATTRS = (("cpu", BASELINE), ("build", DEFAULT_BUILD))
 
 
 @dataclass(frozen=True)
+class ServerSpec:
+    """An operation's server under test, for one configuration (``run.server`` starts it).
+
+    Attributes:
+        command: the command line, a template (``nginx -p {dir} -c {dir}/nginx.conf``), split
+            as a shell would (``shlex``) after rendering; no shell runs it.
+        files: template files (paths inside the study's directory) rendered into the
+            repetition's directory under their own names.
+        env: environment variables for the server (templates), added to the orchestrator's.
+        ready_s: how long the server may take to accept a verified TLS handshake.
+        cert: the certificate kind to make (``rsa2048``, ``rsa4096``, ``ecdsa-p256``,
+            ``ed25519``): the ``cert`` the workload's parameters ask the client to check.
+        variables: the configuration's variables (name → value) for the templates.
+        study_dir: the directory ``files`` are relative to.
+    """
+
+    command: str
+    files: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    ready_s: float = 10.0
+    cert: str = "ecdsa-p256"
+    variables: Mapping[str, str] = field(default_factory=dict, hash=False)
+    study_dir: str = "."
+
+
+@dataclass(frozen=True)
 class Cell:
     """One measured thing.
 
@@ -62,6 +88,8 @@ class Cell:
         spec: a workload cell's spec as the worker announced it (``WorkerRules.workloads``), set
             when the cell is planned; None for a primitive and for a cell rebuilt from the store.
             Not part of the cell's identity (not compared, not stored).
+        server: the server under test its repetitions start (an operation's ``server``), set
+            when the cell is planned; None otherwise. Not part of its identity either.
     """
 
     configuration: str
@@ -73,6 +101,7 @@ class Cell:
     cpu: str = BASELINE
     build: str = DEFAULT_BUILD
     spec: "WorkloadSpec | None" = field(default=None, hash=False, compare=False, repr=False)
+    server: ServerSpec | None = field(default=None, hash=False, compare=False, repr=False)
 
     @property
     def fips(self) -> bool:

@@ -23,8 +23,9 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from cryptoperf import workload
-from cryptoperf.model import CALIBRATION_BLOCK, Cell, Outcome, Repetition
+from cryptoperf.model import CALIBRATION_BLOCK, Cell, Outcome, Repetition, ServerSpec
 from cryptoperf.study import Study
+from cryptoperf.study.types import base_dir
 
 #: Measuring budget of a calibration repetition, in s: long enough for the worker to calibrate
 #: and time a few batches, short enough to cost little next to the blocks.
@@ -52,7 +53,8 @@ def expand(study: Study) -> list[Cell]:
                     op, params = resolved[config.name]
                     p = dict(params) if load is None else {**params, "load": load}
                     cells.append(Cell(config.name, backend, workload.row_label(operation.label, load),
-                                      op, p, size, config.cpu, config.build, spec=specs.get(op)))
+                                      op, p, size, config.cpu, config.build, spec=specs.get(op),
+                                      server=server_spec(study, config, operation, p)))
 
     for backend in study.backends or ():
         for operation in study.operations:
@@ -64,6 +66,19 @@ def expand(study: Study) -> list[Cell]:
         for operation in study.operations:
             add(config.backend, operation, [config])
     return cells
+
+
+def server_spec(study: Study, config, operation, params: Mapping[str, str]) -> ServerSpec | None:
+    """The server under test of ``operation`` for ``config`` (None without ``server``): its
+    templates as written, the configuration's variables to fill them, and the certificate kind
+    the workload's resolved ``params`` ask the client to check."""
+    if operation.server is None:
+        return None
+    return ServerSpec(command=operation.server, files=operation.server_files,
+                      env=tuple(sorted(operation.server_env.items())), ready_s=operation.server_ready_s,
+                      cert=params.get("cert", "ecdsa-p256"),
+                      variables={k: str(v) for k, v in config.variables.items()},
+                      study_dir=base_dir(study.path))
 
 
 def groups(cells: Iterable[Cell]) -> dict[Group, list[Cell]]:

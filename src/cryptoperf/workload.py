@@ -350,6 +350,10 @@ def repetition_dir(needs_dir: bool, root: str | None):
 ORCHESTRATOR_PARAMS = {
     "dir": "cryptoperf gives each repetition of a file workload its own private directory under "
            "[study] work_dir; set work_dir to choose where",
+    "server_pid": "cryptoperf passes the process of the server under test it started (the "
+                  "operation's server key)",
+    "server_cgroup": "cryptoperf passes the cgroup of the server under test it started (the "
+                     "operation's server key)",
 }
 #: Parameters naming a file a worker reads (tls-handshake's ``ca_file``, the CA certificate of
 #: an external server given with ``connect``): in a study file, a path relative to the study

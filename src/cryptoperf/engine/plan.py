@@ -256,7 +256,10 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[s
         with WorkerClient(path) as w:
             w.hello()
             for c in todo:
-                answer = w.check({"id": c.key, "backend": c.backend, "op": c.op, "params": c.worker_params()},
+                params = c.worker_params()
+                if c.server is not None:  # its address is known once it runs; the check needs one
+                    params.update(connect="127.0.0.1:1", ca_file="ca.pem", server_pid="2")
+                answer = w.check({"id": c.key, "backend": c.backend, "op": c.op, "params": params},
                                  timeout_s=CHECK_TIMEOUT_S)
                 if answer.get("status") == "unsupported":
                     o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))

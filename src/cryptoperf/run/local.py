@@ -15,12 +15,15 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import os
+from contextlib import contextmanager
 from typing import Any, Callable, Mapping, Protocol, Sequence, Union
 
 from cryptoperf import builds, cpumask, workload
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
-from cryptoperf.model import Cell, FAILED, Outcome, Repetition, outcome_from_result
+from cryptoperf.model import Cell, FAILED, INVALID, OK, Outcome, Repetition, outcome_from_result
+from cryptoperf.run import server as server_mod
+from cryptoperf.run.server import ServerError
 from cryptoperf.run.worker import WorkerClient
 from cryptoperf.schedule import Settings, run_request
 
@@ -61,15 +64,25 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
     needs_dir = rep.cell.spec is not None and rep.cell.spec.needs_dir  # a file workload's private directory
     try:
         with workload.repetition_dir(needs_dir, settings.work_dir) as work, \
+                _server_under_test(rep, settings) as server, \
                 WorkerClient(worker_for(workers, rep.cell), env=cpumask.worker_env(rep.cell.cpu)) as w:
             w.hello()
             request = run_request(rep, settings, vector)
             if work is not None:
                 request["params"] = {**request["params"], "dir": work}
+            if server is not None:
+                request["params"] = {**request["params"], **server.params}
             result = w.run(request, timeout_s=settings.timeout_s)
+            died = server.died() if server is not None else None
         outcome = outcome_from_result(rep, result)
+        if died and outcome.status == OK:
+            outcome = Outcome(rep, INVALID, died, result=outcome.result)
+        elif died:
+            outcome.reason = f"{outcome.reason} ({died})" if outcome.reason else died
     except (WorkerNotFound, ProtocolMismatch):
         raise
+    except ServerError as e:
+        outcome = Outcome(rep, FAILED, f"server under test: {e}")
     except WorkerTimeout as e:
         outcome = Outcome(rep, FAILED, f"timeout: {e}" + _tail_hint(e.stderr_tail), stderr_tail=e.stderr_tail)
     except WorkerCrashed as e:
@@ -80,6 +93,19 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
         outcome = Outcome(rep, FAILED, f"worker error: {e}")
     outcome.started_at, outcome.finished_at = started, utc_now()
     return outcome
+
+
+@contextmanager
+def _server_under_test(rep: Repetition, settings: Settings):
+    """The cell's server under test (``Cell.server``), started for this repetition and stopped
+    after it (``run.server.started``); None for a cell without one."""
+    spec = rep.cell.server
+    if spec is None:
+        yield None
+        return
+    name = (spec.command.split() or ["server"])[0]
+    with server_mod.started(spec, settings.work_dir, name) as running:
+        yield running
 
 
 def _tail_hint(tail: str) -> str:

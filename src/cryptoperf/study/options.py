@@ -227,6 +227,24 @@ OPTIONS: tuple[Option, ...] = (
            "A latency objective for a workload's open loads: the report names, per configuration, "
            "the highest measured rate whose p99 stays under it (and the first that does not).",
            above=0, unit="ms"),
+    Option("operation", "server", "string", None,
+           "The server under test, started fresh for each repetition: its command line (split as a "
+           "shell would, no shell runs it), e.g. \"nginx -p {dir} -c {dir}/nginx.conf -e stderr\". "
+           "{dir} is the repetition's private directory, {port} a free loopback port, {cert_file}, "
+           "{key_file}, {chain_file} and {ca_file} a fresh certificate of the operation's cert kind "
+           "for localhost; any configuration variable may be used too. The operation must be "
+           "tls-handshake; the client connects to 127.0.0.1:{port} and the server's process tree's "
+           "CPU is read over the window."),
+    Option("operation", "server_files", "strings", None,
+           "Template files in the study file's directory (and inside it) rendered into {dir} under "
+           "their own names, with the same placeholders as server (write {{ and }} for braces)."),
+    Option("operation", "server_env", "table", None,
+           "Environment variables for the server (values may use the same placeholders), e.g. "
+           "{ OPENSSL_CONF = \"{openssl_conf}\" } with openssl_conf a configuration variable."),
+    Option("operation", "server_ready_s", "float", 10.0,
+           "How long the server may take to answer a verified TLS handshake on {port}; a server "
+           "that exits or is not ready by then fails its repetition, with its last output.",
+           above=0, max=300, unit="s"),
     Option("contrast", "baseline", "string", REQUIRED,
            "The [[configuration]] this contrast's configuration is compared with (its reference), "
            "block by block, as every configuration is with [study] baseline."),

@@ -507,10 +507,36 @@ class _Parser:
                     raise self.error("operation", index, "loads", str(e)) from None
             if len(labels) != len(loads):
                 raise self.error("operation", index, "loads", "lists a load level twice")
+        self.check_server(index, v)
         return Operation(label=v["label"] or v["op"], op=v["op"],
                          sizes=tuple(v["sizes"]) if v["sizes"] is not None else None, index=index,
                          params=dict(params), loads=tuple(loads) if loads is not None else None,
-                         p99_bound_ms=v["p99_bound_ms"], optional=v["optional"])
+                         p99_bound_ms=v["p99_bound_ms"], optional=v["optional"], server=v["server"],
+                         server_files=tuple(v["server_files"] or ()),
+                         server_env={k: str(x) for k, x in (v["server_env"] or {}).items()},
+                         server_ready_s=v["server_ready_s"])
+
+    def check_server(self, index: int, v: dict) -> None:
+        """The server-under-test keys of operation ``index``: ``server_files``/``server_env``
+        only with ``server``, a ``tls-handshake`` operation, files inside the study's directory,
+        environment values that are strings; StudyError at the key otherwise."""
+        if v["server"] is None:
+            for key in ("server_files", "server_env"):
+                if v[key]:
+                    raise self.error("operation", index, key, "goes with server: the command that starts the server")
+            return
+        if v["op"] != "tls-handshake":
+            raise self.error("operation", index, "server", f"a server under test is loaded by tls-handshake, not {v['op']}")
+        if "connect" in (v["params"] or {}):
+            raise self.error("operation", index, "server", "the server's address is 127.0.0.1:{port}; drop connect from params")
+        for f in v["server_files"] or ():
+            try:
+                workload.confined_path(f, base_dir(self.path), absolute_ok=False)
+            except ValueError as e:
+                raise self.error("operation", index, "server_files", f"{f} {e}") from None
+        for key, value in (v["server_env"] or {}).items():
+            if not isinstance(value, (str, int)) or isinstance(value, bool):
+                raise self.error("operation", index, "server_env", f"{key} must be a string, not {toml_repr(value)}")
 
 
 def _check_templates(study: Study) -> None:
@@ -521,6 +547,7 @@ def _check_templates(study: Study) -> None:
         used.update(m.group(1) for m in TEMPLATE_VAR.finditer(o.op))
         for value in o.params.values():
             used.update(m.group(1) for m in TEMPLATE_VAR.finditer(str(value)))
+        used.update(_server_variables(study, o))
     for c in study.configurations:
         for var in c.variables:
             if var not in used and var not in WORKER_PARAMS:
@@ -532,6 +559,24 @@ def _check_templates(study: Study) -> None:
             study.op_name(c, o)
             for value in o.params.values():
                 study.substitute(c, o, "params", str(value))
+
+
+def _server_variables(study: Study, o: Operation) -> set[str]:
+    """The ``{name}`` placeholders of an operation's server under test: its command, its
+    environment and its template files (``{{`` is a literal brace there, not a placeholder)."""
+    if o.server is None:
+        return set()
+    texts = [o.server, *o.server_env.values()]
+    for f in o.server_files:
+        try:
+            texts.append((Path(base_dir(study.path)) / f).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as e:
+            raise study.error("operation", o.index, "server_files",
+                              f"cannot read {f}: {getattr(e, 'strerror', None) or e}") from None
+    names = set()
+    for text in texts:
+        names.update(m.group(1) for m in TEMPLATE_VAR.finditer(text.replace("{{", "").replace("}}", "")))
+    return names
 
 
 def toml_repr(value: Any) -> str:

@@ -135,7 +135,9 @@ class Operation:
     """One ``[[operation]]``: ``op`` is a template, ``sizes`` None for unsized operations;
     ``params`` a workload's parameters (values may hold ``{var}``), ``loads`` its load levels
     (``workload.parse_load`` syntax) or None; ``optional`` operations are skipped, with the
-    reason, where the worker's check says they cannot run, instead of stopping the study."""
+    reason, where the worker's check says they cannot run, instead of stopping the study.
+    ``server`` (a command template), ``server_files``, ``server_env`` and ``server_ready_s``
+    describe a server under test started for each repetition (``run.server``)."""
 
     label: str
     op: str
@@ -145,6 +147,10 @@ class Operation:
     loads: tuple[str, ...] | None = None
     p99_bound_ms: float | None = None
     optional: bool = False
+    server: str | None = None
+    server_files: tuple[str, ...] = ()
+    server_env: Mapping[str, str] = field(default_factory=dict)
+    server_ready_s: float = 10.0
 
 
 @dataclass(frozen=True)

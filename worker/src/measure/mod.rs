@@ -6,6 +6,7 @@
 pub mod clock;
 pub mod load;
 pub mod procstat;
+pub mod proctree;
 pub mod sampler;
 
 use crate::backends::BackendError;

@@ -31,7 +31,8 @@ use std::time::Duration;
 
 pub const NAME: &str = "tls-handshake";
 /// This workload's own parameters (`hello`'s `op_params`).
-pub const PARAMS: [&str; 8] = ["tls_version", "cert", "group", "suite", "session", "server_group", "connect", "ca_file"];
+pub const PARAMS: [&str; 11] = ["tls_version", "cert", "group", "suite", "session", "server_group", "connect", "ca_file",
+                                "server_pid", "server_cgroup", "request"];
 
 /// The values a parameter takes when not given.
 pub fn defaults() -> Map<String, Value> {
@@ -109,10 +110,11 @@ impl Workload for TlsHandshake {
 pub struct Spec {
     pub stack: Stack,
     pub p: TlsParams,
-    /// `connect` + `ca_file`: measure only the client, against a server that is already
-    /// listening there (e.g. `openssl s_server`, for bench/handshake_driver), trusting the CA
-    /// certificate in that PEM file. A transaction is then connect, handshake, close.
-    pub external: Option<(std::net::SocketAddr, std::path::PathBuf)>,
+    /// `connect` + `ca_file`: measure the client against a server that is already listening
+    /// there (e.g. nginx or `openssl s_server` a study started), trusting the CA certificate in
+    /// that PEM file; with `server_pid`/`server_cgroup` also the server's CPU over the window,
+    /// with `request` a `GET` after each handshake ([`tls::external`]).
+    pub external: Option<tls::external::External>,
     /// `server_group`: the one group the server offers, when it is to differ from `group` (a
     /// server without the group asked for). The client then offers it too, after `group`, as
     /// real clients offer several, so what such a server negotiates can be seen — and, being
@@ -138,15 +140,7 @@ pub fn parse(backend: &str, params: &Map<String, Value>) -> Result<Spec, String>
         "resumed" => true,
         other => return Err(format!("unknown session '{other}'; known: full, resumed")),
     };
-    let external = match (params.get("connect"), params.get("ca_file")) {
-        (None, None) => None,
-        (Some(_), Some(_)) => {
-            let addr = text(params, "connect", "")?;
-            let addr = addr.parse().map_err(|_| format!("connect must be IP:PORT, got '{addr}'"))?;
-            Some((addr, std::path::PathBuf::from(text(params, "ca_file", "")?)))
-        }
-        _ => return Err("connect and ca_file go together: the server to measure against, and the CA certificate (PEM) to trust".into()),
-    };
+    let external = tls::external::parse(params)?;
     let server_group = match params.get("server_group") {
         None => None,
         Some(_) => Some(choice("server_group", &text(params, "server_group", "")?, Group::parse,
@@ -378,7 +372,7 @@ pub fn thread_client(
 /// Run `tls-handshake` (validation, then the load level).
 pub fn run(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Duration) -> Finish {
     let finish = match (&spec.external, case.common.mode) {
-        (Some((addr, ca_file)), _) => run_external(case, spec, *addr, ca_file, warmup, budget),
+        (Some(ext), _) => run_external(case, spec, ext, warmup, budget),
         (None, Mode::Memory) => run_memory(case, spec, warmup, budget),
         // (`File` is not one of this workload's modes: the spec refuses it.)
         (None, Mode::Socket | Mode::File) => run_socket(case, spec, warmup, budget),
@@ -563,28 +557,23 @@ fn run_memory(case: &WorkloadCase, spec: &Spec, warmup: Duration, budget: Durati
     Ok(finish)
 }
 
-/// One handshake-only transaction against `addr`: connect, handshake, close (what `openssl
-/// s_time -new` does without `-www`). Returns the client's view of the negotiation.
-pub fn handshake_only(client: &dyn ClientStack, addr: std::net::SocketAddr) -> Result<Negotiated, String> {
-    let stream = std::net::TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    let _ = stream.set_nodelay(true);
-    let mut session = client.connect(Box::new(stream))?;
-    while !session.handshake()? {}
-    let n = session.negotiated();
-    session.close();
-    Ok(n)
-}
-
-/// The client alone against an external server (`connect`, `ca_file`).
-fn run_external(case: &WorkloadCase, spec: &Spec, addr: std::net::SocketAddr, ca_file: &std::path::Path, warmup: Duration, budget: Duration) -> Result<Finish, Finish> {
+/// The client against an external server (`connect`, `ca_file`): the transactions of
+/// [`tls::external::transaction`], every negotiation checked against what the parameters ask
+/// (a server that negotiated something else makes the cell invalid); with `server_pid` or
+/// `server_cgroup`, the server tree's CPU read at the window's start (while the load threads
+/// wait) and end, so `server.cpu_ns` is the window's own, and a server gone by then (died
+/// mid-window) makes the cell invalid.
+fn run_external(case: &WorkloadCase, spec: &Spec, ext: &tls::external::External, warmup: Duration, budget: Duration) -> Result<Finish, Finish> {
+    let ca_file = &ext.ca_file;
     let pem = std::fs::read(ca_file).map_err(|e| Finish::Invalid(format!("cannot read ca_file {}: {e}", ca_file.display()), None))?;
     let ca_der = openssl::x509::X509::from_pem(&pem)
         .and_then(|c| c.to_der())
         .map_err(|e| Finish::Invalid(format!("ca_file {} is not a PEM certificate: {e}", ca_file.display()), None))?;
     let id = Identity { cert_chain_der: vec![], key_pkcs8_der: vec![], ca_der, kind: spec.p.cert };
     let client = make_client(spec, &id)?;
+    let addr = ext.addr;
     // (No cross-checks against a server this worker did not start: no validation either.)
-    let negotiated = first_two(spec, &[], || handshake_only(&*client, addr)).map_err(|f| match f {
+    let negotiated = first_two(spec, &[], || tls::external::transaction(&*client, ext)).map_err(|f| match f {
         Finish::Invalid(why, _) => Finish::Invalid(why.replacen("handshake failed", &format!("handshake with {addr} failed"), 1), None),
         other => other,
     })?;
@@ -592,22 +581,48 @@ fn run_external(case: &WorkloadCase, spec: &Spec, addr: std::net::SocketAddr, ca
     let pinned = client_cpu.and_then(pin_to);
     let tally = Arc::new(Tally::default());
     let make = || {
-        let client = thread_client(&client, spec, &id, |c| handshake_only(c, addr).map(|_| ()))?;
-        let tally = tally.clone();
+        let client = thread_client(&client, spec, &id, |c| tls::external::transaction(c, ext).map(|_| ()))?;
+        let (tally, ext) = (tally.clone(), ext.clone());
         Ok(Box::new(move || {
-            tally.add(handshake_only(&*client, addr).map_err(BackendError::Failed)?);
+            tally.add(tls::external::transaction(&*client, &ext).map_err(BackendError::Failed)?);
             Ok(())
         }) as TxnFn)
     };
-    let (lm, timeline) = sampled_window(case, make, warmup, budget)?;
+    let server_died = |e: String| BackendError::Failed(format!("the server under test at {addr}: {e}"));
+    let mut before = None;
+    let sampler = Sampler::start();
+    let measured = run_load_with(make, case.common.load, warmup, budget, || {
+        if let Some(src) = &ext.cpu {
+            before = Some(src.read().map_err(server_died)?);
+        }
+        Ok(())
+    });
+    let timeline = sampler.stop();
+    let after = ext.cpu.as_ref().map(|src| src.read());
+    let lm = measured.map_err(|e| Finish::Invalid(format!("transaction failed while measured: {e}"), None))?;
+    let cpu_ns = match (before, after) {
+        (Some(b), Some(Ok(a))) => Some(a.cpu_ns.saturating_sub(b.cpu_ns)),
+        (_, Some(Err(e))) => return Err(Finish::Invalid(format!("the server under test at {addr} died during the window: {e}"), None)),
+        _ => None,
+    };
     tallied(spec, &tally, &[]).map_err(|f| match f {
         Finish::Invalid(why, _) => Finish::Invalid(why, None),
         other => other,
     })?;
-    let server = ServerResult { address: Some(addr.to_string()), external: Some(true), ..ServerResult::default() };
-    let placement = match pinned {
-        Some(c) => format!("client threads on CPU {c}; the external server placed by whoever started it"),
-        None => "not pinned".to_string(),
+    // The server's transactions over the window are the connections the client completed in
+    // it (one handshake each): the same span as the server's CPU read above.
+    let server = ServerResult {
+        address: Some(addr.to_string()),
+        external: Some(true),
+        cpu_ns,
+        transactions: cpu_ns.map(|_| lm.m.ops),
+        window: cpu_ns.map(|_| true),
+        ..ServerResult::default()
+    };
+    let placement = match (pinned, &ext.cpu) {
+        (Some(c), Some(src)) => format!("client threads on CPU {c}; the external server placed by whoever started it (its CPU from {})", src.name()),
+        (Some(c), None) => format!("client threads on CPU {c}; the external server placed by whoever started it"),
+        (None, _) => "not pinned".to_string(),
     };
     Ok(outcome(&lm, vec![], negotiated, &tally, server, timeline, placement))
 }

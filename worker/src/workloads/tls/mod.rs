@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod external;
 mod identity;
 pub mod openssl_stack;
 mod params;

@@ -1,0 +1,277 @@
+"""The server under test: a real TLS server (nginx, ``openssl s_server``, HAProxy, a Go
+service...) that a study's operation starts for each repetition, loads with ``tls-handshake``
+and reads the CPU of.
+
+An operation with a ``server`` command gets, for every repetition, ``started(spec, ...)``:
+
+1. a private directory (``tempfile.mkdtemp``, mode 0700) holding a fresh CA and a leaf
+   certificate of the operation's ``cert`` kind for ``localhost`` and 127.0.0.1, the leaf's key
+   mode 0600 — made with the ``cryptography`` package, never written anywhere else;
+2. the ``server_files`` (templates in the study's directory, confined to it) rendered into that
+   directory, and the ``server`` command and ``server_env`` rendered, with the configuration's
+   variables and ``{dir}``, ``{port}`` (a free loopback port), ``{cert_file}``, ``{key_file}``,
+   ``{chain_file}`` (leaf then CA) and ``{ca_file}``;
+3. the command started in a session of its own, pinned to the second CPU the orchestrator may
+   use (the worker's client threads take the first, as for the built-in servers), with a
+   guard process (``run/reaper.py``) that kills the session and removes the directory if this
+   process dies without doing so (``kill -9``);
+4. readiness: a TLS handshake with the port that verifies the leaf against the CA, within
+   ``server_ready_s``;
+5. the worker's ``tls-handshake`` parameters: ``connect``, ``ca_file`` and ``server_pid``
+   (the worker reads the server's process tree's CPU at the window's edges);
+6. afterwards: the session stopped (SIGTERM, then SIGKILL), its directory removed, and whether
+   the server died during the repetition reported.
+
+Fresh for each repetition (not once per block): every configuration of a block gets the same
+treatment — a cold server, nothing carried over from the configuration before it (session
+caches, memory, a server that degraded), and a server that fails takes only its own
+repetition with it. The price is the server's start-up, which is outside the measured window.
+
+Errors: ``ServerError`` (one line naming the server and what went wrong) from ``started``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shlex
+import signal
+import socket
+import ssl
+import string
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Mapping
+
+from cryptoperf.errors import CryptoperfError
+from cryptoperf.model import ServerSpec
+
+#: Placeholders ``started`` fills in besides the configuration's variables.
+BUILTINS = ("dir", "port", "cert_file", "key_file", "chain_file", "ca_file")
+#: How long a stopped server gets between SIGTERM and SIGKILL.
+STOP_GRACE_S = 3.0
+#: Kept of the server's own output for a failure's reason.
+LOG_TAIL_CHARS = 300
+
+
+class ServerError(CryptoperfError):
+    """The server under test could not be started or was not ready (one line)."""
+
+
+def render(template: str, values: Mapping[str, str], what: str) -> str:
+    """``template`` with its ``{name}`` placeholders filled from ``values``. Raises ServerError
+    naming the placeholder when ``values`` has no such name."""
+    try:
+        return string.Formatter().vformat(template, (), dict(values))
+    except KeyError as e:
+        raise ServerError(f"{what}: no value for {{{e.args[0]}}} (known: {', '.join(sorted(values))})") from None
+    except (ValueError, IndexError) as e:
+        raise ServerError(f"{what}: {e}") from None
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listened on a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _key(kind: str):
+    from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+    if kind in ("rsa2048", "rsa4096"):
+        return rsa.generate_private_key(public_exponent=65537, key_size=int(kind[3:]))
+    if kind == "ecdsa-p256":
+        return ec.generate_private_key(ec.SECP256R1())
+    if kind == "ed25519":
+        return ed25519.Ed25519PrivateKey.generate()
+    raise ServerError(f"cannot make a {kind} certificate for the server (known: rsa2048, rsa4096, ecdsa-p256, ed25519)")
+
+
+def make_identity(kind: str, where: Path) -> dict[str, Path]:
+    """A CA and a leaf of ``kind`` for ``localhost``/127.0.0.1 (serverAuth), valid from an hour
+    ago for a day, written in ``where``: ``ca.pem``, ``cert.pem`` (the leaf), ``chain.pem``
+    (leaf then CA), ``key.pem`` (the leaf's PKCS #8 key, mode 0600). Returns the paths by
+    placeholder name (``ca_file``, ``cert_file``, ``chain_file``, ``key_file``)."""
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key, leaf_key = _key(kind), _key(kind)
+    digest = None if kind == "ed25519" else hashes.SHA256()
+
+    def cert(subject: str, issuer: str, public, signer, ca: bool) -> x509.Certificate:
+        b = (x509.CertificateBuilder()
+             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+             .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+             .public_key(public).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+             .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+        if not ca:
+            b = (b.add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost"),
+                                                              x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                                 critical=False)
+                 .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False))
+        return b.sign(signer, digest)
+
+    ca = cert("cryptoperf server-under-test CA", "cryptoperf server-under-test CA", ca_key.public_key(), ca_key, True)
+    leaf = cert("localhost", "cryptoperf server-under-test CA", leaf_key.public_key(), ca_key, False)
+    pem = serialization.Encoding.PEM
+    paths = {"ca_file": where / "ca.pem", "cert_file": where / "cert.pem", "chain_file": where / "chain.pem",
+             "key_file": where / "key.pem"}
+    paths["ca_file"].write_bytes(ca.public_bytes(pem))
+    paths["cert_file"].write_bytes(leaf.public_bytes(pem))
+    paths["chain_file"].write_bytes(leaf.public_bytes(pem) + ca.public_bytes(pem))
+    fd = os.open(paths["key_file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    return paths
+
+
+def _server_cpu() -> int | None:
+    """The CPU the server is pinned to: the second this process may use (the worker pins its
+    client threads to the first), None with fewer than two."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return cpus[1] if len(cpus) >= 2 else None
+
+
+def _log_tail(log: Path) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return ""
+    tail = " | ".join(line.strip() for line in text.splitlines()[-3:] if line.strip())
+    return tail[-LOG_TAIL_CHARS:]
+
+
+def _handshake(port: int, ca_file: Path) -> str | None:
+    """None when a verified TLS handshake with 127.0.0.1:``port`` succeeds, else why not."""
+    ctx = ssl.create_default_context(cafile=str(ca_file))
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1.0) as raw:
+            with ctx.wrap_socket(raw, server_hostname="localhost"):
+                return None
+    except (OSError, ssl.SSLError) as e:
+        return str(e) or type(e).__name__
+
+
+def _wait_ready(proc: subprocess.Popen, port: int, ca_file: Path, ready_s: float, name: str, log: Path) -> None:
+    deadline = time.monotonic() + ready_s
+    why = "nothing tried"
+    while True:
+        code = proc.poll()
+        if code is not None:
+            tail = _log_tail(log)
+            raise ServerError(f"server {name} exited with status {code} before it was ready"
+                              + (f": {tail}" if tail else ""))
+        why = _handshake(port, ca_file)
+        if why is None:
+            return
+        if time.monotonic() >= deadline:
+            tail = _log_tail(log)
+            raise ServerError(f"server {name} was not ready within {ready_s:g} s (no verified TLS handshake on "
+                              f"127.0.0.1:{port}: {why})" + (f"; its output: {tail}" if tail else ""))
+        time.sleep(0.02)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop the server's whole session: SIGTERM, then SIGKILL after ``STOP_GRACE_S``; and every
+    process left in it (workers a master forked) with SIGKILL."""
+    for sig, wait in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, STOP_GRACE_S)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            break
+        try:
+            proc.wait(timeout=wait)
+        except subprocess.TimeoutExpired:
+            continue
+        try:  # the leader is gone; its children may not be
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        break
+    if proc.poll() is None:
+        proc.wait()
+
+
+def _launch(spec: ServerSpec, values: Mapping[str, str], work: Path, name: str) -> subprocess.Popen:
+    argv = shlex.split(render(spec.command, values, f"server {name}"))
+    if not argv:
+        raise ServerError(f"server {name}: the command is empty")
+    env = {**os.environ, **{k: render(v, values, f"server_env {k}") for k, v in spec.env}}
+    cpu = _server_cpu()
+    log = open(work / "server.log", "wb")
+    try:
+        return subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True,
+                                preexec_fn=(lambda: os.sched_setaffinity(0, {cpu})) if cpu is not None else None)
+    except OSError as e:
+        raise ServerError(f"server {name}: cannot start {argv[0]}: {e.strerror or e}") from None
+    finally:
+        log.close()
+
+
+def _guard(pgid: int, work: Path) -> subprocess.Popen:
+    """The reaper: kills session ``pgid`` and removes ``work`` when its stdin closes."""
+    return subprocess.Popen([sys.executable, "-m", "cryptoperf.run.reaper", str(pgid), str(work)],
+                            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+
+
+@dataclass
+class Running:
+    """A started server: the worker's parameters for it, and whether it died meanwhile."""
+
+    params: dict[str, str]
+    proc: subprocess.Popen
+    log: Path
+    name: str
+
+    def died(self) -> str | None:
+        """Why the server is gone before it was stopped (status and its last output), or None."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        tail = _log_tail(self.log)
+        return f"server {self.name} exited with status {code} during the repetition" + (f": {tail}" if tail else "")
+
+
+@contextmanager
+def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
+    """Start ``spec``'s server in a private directory under ``root`` (the system's temporary
+    directory when None) for one repetition; yield it ready; stop it and remove its directory
+    on the way out, whatever happens. ``name`` names it in messages (its command's first word).
+    Raises ServerError (one line) when it cannot start or is not ready in time."""
+    work = Path(tempfile.mkdtemp(prefix="cryptoperf-server-", dir=root))
+    proc = guard = None
+    try:
+        values = {**{k: str(v) for k, v in spec.variables.items()}, "dir": str(work), "port": str(free_port())}
+        values.update({k: str(p) for k, p in make_identity(spec.cert, work).items()})
+        for f in spec.files:
+            src = Path(spec.study_dir) / f
+            try:
+                text = src.read_text(encoding="utf-8")
+            except OSError as e:
+                raise ServerError(f"server file {f}: cannot read {src}: {e.strerror or e}") from None
+            (work / Path(f).name).write_text(render(text, values, f"server file {f}"), encoding="utf-8")
+        proc = _launch(spec, values, work, name)
+        guard = _guard(proc.pid, work)
+        _wait_ready(proc, int(values["port"]), Path(values["ca_file"]), spec.ready_s, name, work / "server.log")
+        yield Running({"connect": f"127.0.0.1:{values['port']}", "ca_file": values["ca_file"],
+                       "server_pid": str(proc.pid)}, proc, work / "server.log", name)
+    finally:
+        if proc is not None:
+            stop(proc)
+        import shutil
+        shutil.rmtree(work, ignore_errors=True)
+        if guard is not None:
+            guard.stdin.close()  # the reaper finds nothing left to do and exits
+            guard.wait()

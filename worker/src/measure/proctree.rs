@@ -1,0 +1,146 @@
+//! The CPU time of a process tree that this worker did not start (a server under test): read at
+//! a window's start and end, so the difference is the tree's CPU over exactly that window.
+//!
+//! Two sources, the first that the host offers:
+//! - a cgroup v2 directory holding the tree (`cpu.stat`'s `usage_usec`: every process that ran in
+//!   it, exited ones included);
+//! - `/proc`: the leader and every descendant found by walking `/proc/<pid>/stat`'s parent
+//!   links, each thread's on-CPU time from `/proc/<pid>/task/<tid>/schedstat` (ns, the
+//!   scheduler's own accounting; its first field) — or, where the kernel has no schedstat,
+//!   utime + stime from `/proc/<pid>/stat` in clock ticks. A process that exits between the two
+//!   reads takes its CPU with it (its parent's `cutime` counts it only once reaped), so a
+//!   server that forks per connection is measured low here: the cgroup source has no such gap.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Where the tree's CPU is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TreeSource {
+    /// A cgroup v2 directory (its `cpu.stat`).
+    Cgroup(PathBuf),
+    /// The process `pid` and its descendants, from `/proc`.
+    Proc(u32),
+}
+
+/// One reading of a tree: its CPU so far (ns) and how many processes it counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TreeCpu {
+    pub cpu_ns: u64,
+    pub processes: usize,
+}
+
+impl TreeSource {
+    /// The source's name for results: `cgroup` or `proc`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            TreeSource::Cgroup(_) => "cgroup",
+            TreeSource::Proc(_) => "proc",
+        }
+    }
+
+    /// Read the tree's CPU now. `Err` when the cgroup is unreadable, or the leader process is
+    /// gone (a server that died: its CPU cannot be read any more).
+    pub fn read(&self) -> Result<TreeCpu, String> {
+        match self {
+            TreeSource::Cgroup(dir) => {
+                let text = std::fs::read_to_string(dir.join("cpu.stat"))
+                    .map_err(|e| format!("cannot read {}: {e}", dir.join("cpu.stat").display()))?;
+                let usec = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("usage_usec ").and_then(|v| v.trim().parse::<u64>().ok()))
+                    .ok_or_else(|| format!("{} has no usage_usec line", dir.join("cpu.stat").display()))?;
+                let procs = std::fs::read_to_string(dir.join("cgroup.procs")).map(|t| t.lines().count()).unwrap_or(0);
+                Ok(TreeCpu { cpu_ns: usec * 1000, processes: procs })
+            }
+            TreeSource::Proc(pid) => proc_tree_cpu(Path::new("/proc"), *pid),
+        }
+    }
+}
+
+/// `(ppid, utime + stime in ticks)` from a `/proc/<pid>/stat` text; the command name (field
+/// 2) may hold spaces and parentheses, so fields are counted after its last `)`.
+fn parse_stat(text: &str) -> Option<(u32, u64)> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // after the name: state(0) ppid(1) ... utime(11) stime(12)
+    let ppid = f.get(1)?.parse().ok()?;
+    let ticks = f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?;
+    Some((ppid, ticks))
+}
+
+/// Nanoseconds on CPU of every thread of `pid` (schedstat), or None where the kernel has none.
+fn schedstat_ns(proc_root: &Path, pid: u32) -> Option<u64> {
+    let tasks = std::fs::read_dir(proc_root.join(pid.to_string()).join("task")).ok()?;
+    let mut total = 0u64;
+    for t in tasks.flatten() {
+        let text = std::fs::read_to_string(t.path().join("schedstat")).ok()?;
+        total += text.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// The CPU of `leader` and all its descendants under `proc_root` (normally `/proc`).
+pub fn proc_tree_cpu(proc_root: &Path, leader: u32) -> Result<TreeCpu, String> {
+    let mut parent: HashMap<u32, (u32, u64)> = HashMap::new();
+    for entry in std::fs::read_dir(proc_root).map_err(|e| format!("cannot list {}: {e}", proc_root.display()))?.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
+        if let Some(stat) = std::fs::read_to_string(entry.path().join("stat")).ok().as_deref().and_then(parse_stat) {
+            parent.insert(pid, stat);
+        }
+    }
+    if !parent.contains_key(&leader) {
+        return Err(format!("process {leader} is gone"));
+    }
+    let in_tree = |mut pid: u32| loop {
+        if pid == leader {
+            return true;
+        }
+        match parent.get(&pid) {
+            Some(&(ppid, _)) if ppid != 0 && ppid != pid => pid = ppid,
+            _ => return false,
+        }
+    };
+    let members: Vec<u32> = parent.keys().copied().filter(|p| in_tree(*p)).collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let cpu_ns = members
+        .iter()
+        .map(|&p| schedstat_ns(proc_root, p).unwrap_or_else(|| parent[&p].1 * 1_000_000_000 / hz))
+        .sum();
+    Ok(TreeCpu { cpu_ns, processes: members.len() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_fields_are_counted_after_the_command_name() {
+        let text = "42 (a (weird) name) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 1000 0 0";
+        assert_eq!(parse_stat(text), Some((7, 300)));
+        assert_eq!(parse_stat("garbage"), None);
+    }
+
+    #[test]
+    fn a_child_burning_cpu_is_counted_in_its_parents_tree_and_a_dead_leader_is_an_error() {
+        // This test process is the leader; a child thread-free process spins for a while.
+        let me = std::process::id();
+        let before = proc_tree_cpu(Path::new("/proc"), me).expect("own tree");
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; sleep 5"])
+            .spawn()
+            .expect("sh");
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let during = proc_tree_cpu(Path::new("/proc"), me).expect("own tree");
+        let child_only = proc_tree_cpu(Path::new("/proc"), child.id()).expect("child tree");
+        assert!(during.processes >= before.processes + 1, "{before:?} {during:?}");
+        assert!(child_only.cpu_ns >= 50_000_000, "the spinning child used {} ns", child_only.cpu_ns);
+        assert!(during.cpu_ns >= before.cpu_ns + child_only.cpu_ns / 2, "{before:?} {during:?} {child_only:?}");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let gone = proc_tree_cpu(Path::new("/proc"), child.id()).unwrap_err();
+        assert!(gone.contains("is gone"), "{gone}");
+        assert_eq!(TreeSource::Proc(child.id()).name(), "proc");
+    }
+}
