@@ -188,8 +188,8 @@ def test_nginx_with_a_get_per_connection(tmp_path):
     text = _study(tmp_path, server=f"{nginx} -p {{dir}} -c {{dir}}/nginx.conf -e {{dir}}/error.log", reps=2,
                   seconds=1.0, extra=', request = "/"').read_text()
     text = text.replace('loads = ["closed:1"]', 'loads = ["closed:1"]\nserver_files = ["nginx.conf"]')
-    text = text.replace('cert = "ecdsa-p256"\n', 'cert = "ecdsa-p256"\nnginx_group = "X25519"\nbody = "hello"\n')
-    text = text.replace('cert = "rsa2048"\n', 'cert = "rsa2048"\nnginx_group = "X25519"\nbody = "hello"\n')
+    text = text.replace('cert = "ecdsa-p256"\n', 'cert = "ecdsa-p256"\nnginx_group = "X25519"\n')
+    text = text.replace('cert = "rsa2048"\n', 'cert = "rsa2048"\nnginx_group = "X25519"\n')
     study = tmp_path / "nginx.toml"
     study.write_text(text)
     with TreeSampler() as sampler:
@@ -267,3 +267,16 @@ def test_server_keys_go_with_a_server_and_files_stay_in_the_study_dir(tmp_path, 
         p.write_text(text)
         res = cli("study", p, "--dry-run")
         assert res.code != 0 and word in res.err and "Traceback" not in res.err, (word, res.err)
+
+
+def test_a_remote_connect_needs_allow_remote(tmp_path):
+    (tmp_path / "ca.pem").write_text("not used: the study stops before anything runs\n")
+    p = tmp_path / "remote.toml"
+    p.write_text(STUDY.format(name="remote", reps=3, seconds=0.1, work=tmp_path, server="x", ready=1, extra="")
+                 .replace('server = "x"\nserver_ready_s = 1\n', "")
+                 .replace('session = "full" }', 'session = "full", connect = "192.0.2.7:443", ca_file = "ca.pem" }'))
+    res = run_subprocess("study", p, "--dry-run", env={"CRYPTOPERF_WORKER": str(WORKER)})
+    assert res.code != 0 and "not a loopback address" in res.err and "--allow-remote 192.0.2.7:443" in res.err, res.err
+    assert "Traceback" not in res.err
+    res = run_subprocess("study", p, "--dry-run", "--allow-remote", "192.0.2.7:443", env={"CRYPTOPERF_WORKER": str(WORKER)})
+    assert res.code == 0, res.err

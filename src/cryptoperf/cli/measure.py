@@ -220,9 +220,14 @@ def _print_speed(result: engine.SpeedRun, repetitions: int, cpu: str, fips: bool
                    "the missing ones (a block cut in two runs again whole), under the same run id. "
                    "FILE must be the file it started with (its SHA-256 is checked), on the same "
                    "machine and libraries.")
+@click.option("--allow-remote", "allow_remote", metavar="IP:PORT", multiple=True,
+              help="Let an operation's connect (a TLS server already running) be this address, "
+                   "though it is not a loopback one (repeatable). Without it, a study loads only "
+                   "this machine's servers.")
 def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
           dry_run: bool, no_report: bool, no_setup: bool, margin_pct: float | None,
-          no_multiplicity: bool, executor: str, address: str | None, resume_id: str | None) -> None:
+          no_multiplicity: bool, executor: str, address: str | None, resume_id: str | None,
+          allow_remote: tuple[str, ...]) -> None:
     """Run a study FILE (TOML): configurations against a baseline, with verdicts you can act on.
 
     Every cell (configuration × backend × operation × size) is calibrated once, then runs in
@@ -250,7 +255,8 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         prior = engine.prior_run(file, resume_id, store_path)
     ex = engine.make_executor(executor, address) if not dry_run else None  # no Ray: one line, now
     plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
-                             multiplicity=False if no_multiplicity else None, console=err)
+                             multiplicity=False if no_multiplicity else None, console=err,
+                             allow_remote=allow_remote)
     if prior is not None:
         plan = plan.resuming(prior)
     # out dir, store, disk, memory, threads (and a resumed run's host): before the plan is

@@ -8,7 +8,9 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
-from cryptoperf import builds, cpumask, schedule, stats, study as study_mod
+from rich.console import Console
+
+from cryptoperf import builds, cpumask, providerbuild, schedule, stats, study as study_mod
 from cryptoperf import paths, workload
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
@@ -166,7 +168,7 @@ class StudyPlan:
 
 def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run: bool = False,
                margin_pct: float | None = None, multiplicity: bool | None = None,
-               console: Any = None) -> StudyPlan:
+               console: Any = None, allow_remote: Sequence[str] = ()) -> StudyPlan:
     """Parse (unless given a Study) and check a study against its workers, and expand it.
 
     The study is checked against the default worker's rules before any worker build is made,
@@ -190,11 +192,18 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
         needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
     openssl_fips = next((f"{s.path}: configuration '{c.name}' (openssl backend)" for c in s.configurations
                          if c.build == builds.FIPS and builds.LIBRARY_BACKEND in s.backends_of(c)), None)
+    served = [o for o in s.operations if o.server is not None]
+    server_fips = next((f"{s.path}: configuration '{c.name}' (its server under test runs OpenSSL's FIPS provider)"
+                        for c in s.configurations for _ in served
+                        if any("openssl_fips_" in str(v) for v in c.variables.values())), None)
+    if server_fips and setup and not dry_run:
+        providerbuild.ensure(server_fips, console or Console(stderr=True, highlight=False))
     workers = worker_builds(needed, setup=setup, missing_ok=dry_run, default=(path, hello), console=console,
                             openssl_fips=openssl_fips)
     for name, (_, h) in workers.items():
         cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
     cells = schedule.expand(s)
+    check_remote(s, cells, allow_remote)
     work_dir = check_work_dir(s, cells)
     settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
                                  work_dir=work_dir)
@@ -271,6 +280,29 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[s
                                   f"configuration '{c.configuration}' on {c.backend}: {answer.get('reason')}; "
                                   "remove that combination, or pin the configuration to a backend that has it")
     return skipped
+
+
+def _loopback(address: str) -> bool:
+    """True for ``IP:PORT`` (or ``[IPv6]:PORT``) on a loopback address."""
+    import ipaddress
+    host = address.rsplit(":", 1)[0].strip("[]")
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_remote(s: Study, cells: Sequence[Cell], allow_remote: Sequence[str]) -> None:
+    """Refuse a cell whose ``connect`` (a server already running elsewhere) is not a loopback
+    address, unless ``allow_remote`` (``--allow-remote``) names that address: cryptoperf loads
+    only this machine's servers by default. Raises StudyError at the operation's params."""
+    for c in cells:
+        address = c.params.get("connect")
+        if address and not _loopback(address) and address not in allow_remote:
+            o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
+            raise s.error("operation", o.index, "params",
+                          f"connect {address} is not a loopback address; cryptoperf loads only this machine's "
+                          f"servers unless `--allow-remote {address}` names it")
 
 
 def comparable(cells: Sequence[Cell], baseline: str, contrasts: Sequence[Any] = ()) -> list[Cell]:

@@ -202,11 +202,74 @@ def stop(proc: subprocess.Popen) -> None:
         proc.wait()
 
 
+def provider_values() -> dict[str, str]:
+    """``{openssl_fips_conf}`` and ``{openssl_fips_modules}``: the config that loads OpenSSL's
+    FIPS provider built by ``cryptoperf setup openssl-fips`` and its directory, for a server's
+    ``OPENSSL_CONF``/``OPENSSL_MODULES``; empty when it is not built (``_check_fips_provider``
+    then refuses a server that asked for it)."""
+    from cryptoperf import providerbuild
+    if providerbuild.installed() is None:
+        return {"openssl_fips_conf": "", "openssl_fips_modules": ""}
+    d = providerbuild.provider_dir()
+    return {"openssl_fips_conf": str(providerbuild.config_path(d)), "openssl_fips_modules": str(d)}
+
+
+def _server_env(spec: ServerSpec, values: Mapping[str, str]) -> dict[str, str]:
+    """The server's environment: the orchestrator's, plus ``server_env`` rendered; a variable
+    that renders empty is removed (a configuration without FIPS sets ``openssl_conf = ""``)."""
+    env = dict(os.environ)
+    for k, v in spec.env:
+        value = render(v, values, f"server_env {k}")
+        if value:
+            env[k] = value
+        else:
+            env.pop(k, None)
+    return env
+
+
+def _check_fips_provider(spec: ServerSpec, values: Mapping[str, str], pid: int, name: str) -> None:
+    """A server whose environment names OpenSSL's FIPS provider config must have loaded the
+    provider's ``fips.so`` (seen in its memory maps), else ServerError: a server that silently
+    ran without it would be measured under a FIPS name."""
+    conf = values.get("openssl_fips_conf", "")
+    mentions = [v for _, v in spec.env] + [str(v) for v in spec.variables.values()]
+    if not conf:
+        if any("openssl_fips_" in t for t in mentions):
+            raise ServerError(f"server {name} asks for OpenSSL's FIPS provider, which is not built: "
+                              "`cryptoperf setup openssl-fips`")
+        return
+    if not any(conf in render(v, values, f"server_env {k}") for k, v in spec.env):
+        return
+    module = str(Path(values["openssl_fips_modules"]) / "fips.so")
+    for p in [pid, *_children(pid)]:
+        try:
+            if module in Path(f"/proc/{p}/maps").read_text():
+                return
+        except OSError:
+            continue
+    raise ServerError(f"server {name} runs with OPENSSL_CONF={conf} but has not loaded {module}: "
+                      "its OpenSSL does not use the FIPS provider (is it linked against another libcrypto?)")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid``."""
+    out = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+                if int(stat[stat.rfind(")") + 2:].split()[1]) == pid:
+                    out.append(int(d))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
 def _launch(spec: ServerSpec, values: Mapping[str, str], work: Path, name: str) -> subprocess.Popen:
     argv = shlex.split(render(spec.command, values, f"server {name}"))
     if not argv:
         raise ServerError(f"server {name}: the command is empty")
-    env = {**os.environ, **{k: render(v, values, f"server_env {k}") for k, v in spec.env}}
+    env = _server_env(spec, values)
     cpu = _server_cpu()
     log = open(work / "server.log", "wb")
     try:
@@ -253,8 +316,10 @@ def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
     work = Path(tempfile.mkdtemp(prefix="cryptoperf-server-", dir=root))
     proc = guard = None
     try:
-        values = {**{k: str(v) for k, v in spec.variables.items()}, "dir": str(work), "port": str(free_port())}
-        values.update({k: str(p) for k, p in make_identity(spec.cert, work).items()})
+        builtins = {"dir": str(work), "port": str(free_port()), **provider_values()}
+        builtins.update({k: str(p) for k, p in make_identity(spec.cert, work).items()})
+        # a configuration's variable may itself name a built-in: openssl_conf = "{openssl_fips_conf}"
+        values = {**{k: render(str(v), builtins, f"variable {k}") for k, v in spec.variables.items()}, **builtins}
         for f in spec.files:
             src = Path(spec.study_dir) / f
             try:
@@ -265,6 +330,7 @@ def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
         proc = _launch(spec, values, work, name)
         guard = _guard(proc.pid, work)
         _wait_ready(proc, int(values["port"]), Path(values["ca_file"]), spec.ready_s, name, work / "server.log")
+        _check_fips_provider(spec, values, proc.pid, name)
         yield Running({"connect": f"127.0.0.1:{values['port']}", "ca_file": values["ca_file"],
                        "server_pid": str(proc.pid)}, proc, work / "server.log", name)
     finally:
