@@ -340,7 +340,7 @@ class _Parser:
             hosts=tuple(HostSelector.parse(h) for h in s["hosts"] or () if h != EVERY_NODE),
             every_node=EVERY_NODE in (s["hosts"] or ()), slices_on=s["slices_on"], power_note=" ".join(s["power_note"].split()),
             contrasts=self.contrasts(s["baseline"], configs))
-        _check_templates(study)
+        _check_templates(study, self.stored)
         return study
 
     def contrasts(self, baseline: str, configs: list[Configuration]) -> tuple[Contrast, ...]:
@@ -529,7 +529,7 @@ class _Parser:
             raise self.error("operation", index, "server", f"a server under test is loaded by tls-handshake, not {v['op']}")
         if "connect" in (v["params"] or {}):
             raise self.error("operation", index, "server", "the server's address is 127.0.0.1:{port}; drop connect from params")
-        for f in v["server_files"] or ():
+        for f in ([] if self.stored else v["server_files"] or ()):
             try:
                 workload.confined_path(f, base_dir(self.path), absolute_ok=False)
             except ValueError as e:
@@ -539,15 +539,19 @@ class _Parser:
                 raise self.error("operation", index, "server_env", f"{key} must be a string, not {toml_repr(value)}")
 
 
-def _check_templates(study: Study) -> None:
-    """Every {var} resolves in every configuration; every variable is used somewhere. Raises
-    StudyError."""
+def _check_templates(study: Study, stored: bool = False) -> None:
+    """Every {var} resolves in every configuration; every variable is used somewhere (in a
+    stored study, whose server files are not at hand, a variable is taken as used by them).
+    Raises StudyError."""
     used: set[str] = set()
     for o in study.operations:
         used.update(m.group(1) for m in TEMPLATE_VAR.finditer(o.op))
         for value in o.params.values():
             used.update(m.group(1) for m in TEMPLATE_VAR.finditer(str(value)))
-        used.update(_server_variables(study, o))
+        if stored and o.server_files:
+            used.update(c for conf in study.configurations for c in conf.variables)
+        else:
+            used.update(_server_variables(study, o))
     for c in study.configurations:
         for var in c.variables:
             if var not in used and var not in WORKER_PARAMS:
