@@ -280,3 +280,25 @@ def test_a_remote_connect_needs_allow_remote(tmp_path):
     assert "Traceback" not in res.err
     res = run_subprocess("study", p, "--dry-run", "--allow-remote", "192.0.2.7:443", env={"CRYPTOPERF_WORKER": str(WORKER)})
     assert res.code == 0, res.err
+
+
+@pytest.mark.parametrize("kind", ["rsa2048", "ecdsa-p256", "ed25519"])
+def test_the_identity_chains_to_its_ca_names_localhost_and_keeps_its_key_private(tmp_path, kind):
+    from cryptography import x509
+    from cryptoperf.run import server
+    paths = server.make_identity(kind, tmp_path)
+    ca = x509.load_pem_x509_certificate(paths["ca_file"].read_bytes())
+    leaf = x509.load_pem_x509_certificate(paths["cert_file"].read_bytes())
+    leaf.verify_directly_issued_by(ca)
+    names = leaf.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert "localhost" in names.get_values_for_type(x509.DNSName)
+    assert paths["chain_file"].read_bytes().startswith(paths["cert_file"].read_bytes())
+    assert paths["key_file"].stat().st_mode & 0o777 == 0o600
+
+
+def test_a_template_with_an_unknown_placeholder_is_one_line():
+    from cryptoperf.run import server
+    assert server.render("-p {dir} {{literal}}", {"dir": "/x"}, "t") == "-p /x {literal}"
+    with pytest.raises(server.ServerError) as e:
+        server.render("-c {conf}", {"dir": "/x"}, "server nginx")
+    assert str(e.value) == "server nginx: no value for {conf} (known: dir)"

@@ -116,6 +116,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_cgroup_is_read_from_its_cpu_stat() {
+        let dir = std::env::temp_dir().join(format!("proctree-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("cpu.stat"), "usage_usec 1234\nuser_usec 1000\nsystem_usec 234\n").unwrap();
+        std::fs::write(dir.join("cgroup.procs"), "10\n11\n").unwrap();
+        let src = TreeSource::Cgroup(dir.clone());
+        assert_eq!(src.read(), Ok(TreeCpu { cpu_ns: 1_234_000, processes: 2 }));
+        assert_eq!(src.name(), "cgroup");
+        std::fs::write(dir.join("cpu.stat"), "user_usec 1000\n").unwrap();
+        assert!(src.read().unwrap_err().contains("no usage_usec"));
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(src.read().unwrap_err().contains("cannot read"));
+    }
+
+    #[test]
     fn stat_fields_are_counted_after_the_command_name() {
         let text = "42 (a (weird) name) S 7 42 42 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 1000 0 0";
         assert_eq!(parse_stat(text), Some((7, 300)));
