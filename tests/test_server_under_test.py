@@ -96,10 +96,18 @@ def _run(study: Path, tmp_path: Path, timeout: float = 300):
 
 
 def _left_behind(tmp_path: Path) -> list[str]:
-    """Server processes and server directories still there."""
-    procs = subprocess.run(["pgrep", "-af", "cryptoperf-server-"], capture_output=True, text=True).stdout.split("\n")
+    """Server processes (their command line names a server directory under this test's
+    tmp_path) and server directories still there."""
+    procs = []
+    for d in os.listdir("/proc"):
+        try:
+            cmd = Path(f"/proc/{d}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if d.isdigit() and f"{tmp_path}/work/cryptoperf-server-" in cmd:
+            procs.append(f"{d} {cmd}")
     dirs = [p.name for p in (tmp_path / "work").glob("cryptoperf-server-*")]
-    return [p for p in procs if p.strip() and "pgrep" not in p] + dirs
+    return procs + dirs
 
 
 class TreeSampler:

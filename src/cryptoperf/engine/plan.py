@@ -219,10 +219,16 @@ def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
     """The directory a study's file workloads (their spec ``needs_dir``) write under
     (``work_dir``, default ``<data dir>/work``), checked before anything runs: writable, and
     with room for the largest file a cell asks for (its spec's ``file_bytes_param``, or the
-    worker's default) twice over. None when the study has no file workload. Raises StudyError
-    (one line) otherwise."""
+    worker's default) twice over; a study with a server under test uses its ``work_dir`` too,
+    when it names one (else the system's temporary directory). None when the study has neither.
+    Raises StudyError (one line) otherwise."""
     files = [c for c in cells if c.spec is not None and c.spec.needs_dir]
     if not files:
+        if s.work_dir and any(c.server is not None for c in cells):  # servers' private directories
+            problem = workload.writable_problem(s.work_dir, 0)
+            if problem:
+                raise s.error("study", 0, "work_dir", problem)
+            return s.work_dir
         return None
     root = s.work_dir or str(paths.data_dir() / "work")
     sizes = []

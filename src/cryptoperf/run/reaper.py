@@ -1,9 +1,11 @@
-"""``python -m cryptoperf.run.reaper PGID DIR``: the guard of one server under test
-(``run/server.py``). It waits for its standard input to close — the orchestrator closes it
-after stopping the server itself, and the kernel closes it when the orchestrator dies, even by
-``kill -9`` — then kills every process left in session ``PGID`` and removes ``DIR`` (the
-server's private directory: keys, config, log). Runs in a session of its own, so a signal to
-the orchestrator's process group does not take it down before it has cleaned up."""
+"""``python -m cryptoperf.run.reaper DIR``: the guard of one server under test
+(``run/server.py``), started as soon as the server's private directory ``DIR`` exists (before
+its key is written). The orchestrator writes the server's session id (its pid) on a line of the
+guard's standard input once the server runs. The guard waits for that input to close — the
+orchestrator closes it after stopping the server itself, and the kernel closes it when the
+orchestrator dies, even by ``kill -9`` — then kills every process left in that session and
+removes ``DIR`` (keys, config, log). It runs in a session of its own, so a signal to the
+orchestrator's process group does not take it down before it has cleaned up."""
 
 from __future__ import annotations
 
@@ -14,23 +16,26 @@ import sys
 
 
 def main(argv: list[str]) -> int:
-    """Wait for EOF on stdin, then clean up; returns the exit status (2 for bad arguments)."""
-    if len(argv) != 2 or not argv[0].isdigit():
-        print("usage: python -m cryptoperf.run.reaper PGID DIR", file=sys.stderr)
+    """Wait for EOF on stdin (reading the session ids written to it), then clean up; returns
+    the exit status (2 for bad arguments)."""
+    if len(argv) != 1 or not os.path.basename(argv[0]).startswith("cryptoperf-server-"):
+        print("usage: python -m cryptoperf.run.reaper DIR (a cryptoperf-server-* directory)", file=sys.stderr)
         return 2
-    pgid, work = int(argv[0]), argv[1]
+    work = argv[0]
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the orchestrator, which stops the server
+    sessions = []
     try:
-        while sys.stdin.buffer.read(4096):
-            pass
+        for line in sys.stdin:
+            if line.strip().isdigit():
+                sessions.append(int(line))
     except OSError:
         pass
-    try:
-        os.killpg(pgid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    if os.path.basename(work).startswith("cryptoperf-server-"):
-        shutil.rmtree(work, ignore_errors=True)
+    for pgid in sessions:
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -13,8 +13,8 @@ An operation with a ``server`` command gets, for every repetition, ``started(spe
    ``{chain_file}`` (leaf then CA) and ``{ca_file}``;
 3. the command started in a session of its own, pinned to the second CPU the orchestrator may
    use (the worker's client threads take the first, as for the built-in servers), with a
-   guard process (``run/reaper.py``) that kills the session and removes the directory if this
-   process dies without doing so (``kill -9``);
+   guard process (``run/reaper.py``, started as soon as the directory exists) that kills the
+   session and removes the directory if this process dies without doing so (``kill -9``);
 4. readiness: a TLS handshake with the port that verifies the leaf against the CA, within
    ``server_ready_s``;
 5. the worker's ``tls-handshake`` parameters: ``connect``, ``ca_file`` and ``server_pid``
@@ -282,9 +282,10 @@ def _launch(spec: ServerSpec, values: Mapping[str, str], work: Path, name: str) 
         log.close()
 
 
-def _guard(pgid: int, work: Path) -> subprocess.Popen:
-    """The reaper: kills session ``pgid`` and removes ``work`` when its stdin closes."""
-    return subprocess.Popen([sys.executable, "-m", "cryptoperf.run.reaper", str(pgid), str(work)],
+def _guard(work: Path) -> subprocess.Popen:
+    """The reaper (``run/reaper.py``): removes ``work``, and kills the sessions whose ids were
+    written to its stdin, when that closes."""
+    return subprocess.Popen([sys.executable, "-m", "cryptoperf.run.reaper", str(work)],
                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
 
@@ -314,7 +315,8 @@ def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
     on the way out, whatever happens. ``name`` names it in messages (its command's first word).
     Raises ServerError (one line) when it cannot start or is not ready in time."""
     work = Path(tempfile.mkdtemp(prefix="cryptoperf-server-", dir=root))
-    proc = guard = None
+    proc = None
+    guard = _guard(work)  # from now on a kill -9 of this process leaves nothing behind
     try:
         builtins = {"dir": str(work), "port": str(free_port()), **provider_values()}
         builtins.update({k: str(p) for k, p in make_identity(spec.cert, work).items()})
@@ -328,7 +330,8 @@ def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
                 raise ServerError(f"server file {f}: cannot read {src}: {e.strerror or e}") from None
             (work / Path(f).name).write_text(render(text, values, f"server file {f}"), encoding="utf-8")
         proc = _launch(spec, values, work, name)
-        guard = _guard(proc.pid, work)
+        guard.stdin.write(f"{proc.pid}\n".encode())
+        guard.stdin.flush()
         _wait_ready(proc, int(values["port"]), Path(values["ca_file"]), spec.ready_s, name, work / "server.log")
         _check_fips_provider(spec, values, proc.pid, name)
         yield Running({"connect": f"127.0.0.1:{values['port']}", "ca_file": values["ca_file"],
@@ -338,6 +341,5 @@ def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
             stop(proc)
         import shutil
         shutil.rmtree(work, ignore_errors=True)
-        if guard is not None:
-            guard.stdin.close()  # the reaper finds nothing left to do and exits
-            guard.wait()
+        guard.stdin.close()  # the reaper finds nothing left to do and exits
+        guard.wait()
