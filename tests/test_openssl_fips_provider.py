@@ -316,11 +316,11 @@ def test_the_provider_is_built_for_a_fips_configuration_on_openssl_only(cli, wri
     res = cli("study", write_study(SMALL_FIPS_STUDY.format(backends='["aws-lc", "openssl"]')), "--no-report",
               "--out", tmp_path / "b")
     assert res.code == 0, res.err
-    assert len(asked) == 1 and "configuration 'on' (openssl backend)" in asked[0], asked
+    assert len(asked) == 1 and "configuration 'on' (the openssl backend in the FIPS build)" in asked[0], asked
     res = cli("speed", "--fips", "-b", "aws-lc", "--op", "sha256", "--seconds", "0.05", "--no-store")
     assert res.code == 0 and len(asked) == 1, (res.err, asked)
     res = cli("speed", "--fips", "-b", "openssl", "--op", "sha256", "--seconds", "0.05", "--no-store")
-    assert res.code == 0 and asked[1:] == ["--fips (openssl backend)"], (res.err, asked)
+    assert res.code == 0 and asked[1:] == ["--fips (the openssl backend in the FIPS build)"], (res.err, asked)
 
 
 def test_a_result_under_a_provider_names_it_beside_its_library():

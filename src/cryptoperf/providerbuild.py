@@ -342,6 +342,6 @@ def ensure(who: str, console: Console) -> None:
     ``build`` does."""
     if installed() is not None or os.environ.get(PROVIDER_ENV):
         return
-    console.print(f"{who} runs in the FIPS build, whose openssl backend needs OpenSSL's FIPS provider, "
-                  f"which is not built yet: `cryptoperf setup {NAME}`", markup=False, soft_wrap=True)
+    console.print(f"{who} needs OpenSSL's FIPS provider, which is not built yet: `cryptoperf setup {NAME}`",
+                  markup=False, soft_wrap=True)
     console.print(setup(False, console), markup=False, soft_wrap=True)

@@ -190,7 +190,7 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     needed: dict[str, str] = {}
     for c in s.configurations:
         needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
-    openssl_fips = next((f"{s.path}: configuration '{c.name}' (openssl backend)" for c in s.configurations
+    openssl_fips = next((f"{s.path}: configuration '{c.name}' (the openssl backend in the FIPS build)" for c in s.configurations
                          if c.build == builds.FIPS and builds.LIBRARY_BACKEND in s.backends_of(c)), None)
     served = [o for o in s.operations if o.server is not None]
     server_fips = next((f"{s.path}: configuration '{c.name}' (its server under test runs OpenSSL's FIPS provider)"

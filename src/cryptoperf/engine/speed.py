@@ -188,7 +188,7 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
         backends = (builds.LIBRARY_BACKEND,)
     build = builds.for_configuration(fips, library)
     who = "--fips" if fips else f"--library {library}"
-    openssl_fips = f"{who} (openssl backend)" if fips and (not backends or builds.LIBRARY_BACKEND in backends) else None
+    openssl_fips = f"{who} (the openssl backend in the FIPS build)" if fips and (not backends or builds.LIBRARY_BACKEND in backends) else None
     workers = worker_builds({build: who}, setup=setup, console=console, openssl_fips=openssl_fips)
     path, hello = workers[build]
     rules = hello.rules
