@@ -158,6 +158,32 @@ def test_the_system_openssl_loads_the_provider(built_provider):
     assert md5.returncode != 0  # only FIPS algorithms are there
 
 
+#: A small study's [study] table and its two configurations, FIPS off (baseline) and on; the
+#: tests append their operations. ``{backends}``: a TOML list.
+FIPS_STUDY_HEAD = """\
+[study]
+name = "fips-small"
+baseline = "off"
+backends = {backends}
+repetitions = 3
+seconds = 0.05
+warmup_s = 0.01
+
+[[configuration]]
+name = "off"
+
+[[configuration]]
+name = "on"
+fips = true
+
+"""
+SMALL_FIPS_STUDY = FIPS_STUDY_HEAD + """\
+[[operation]]
+op = "sha256"
+sizes = [1024]
+"""
+
+
 APPROVED_OPS = ("sha256", "sha3-256", "hmac-sha256", "aes-128-gcm-open", "aes-256-gcm-seal", "rsa2048-sign",
                 "rsa3072-verify", "ecdsa-p256-sign", "ecdsa-p256-verify", "ecdh-p256-derive", "ffdh-2048-derive")
 
@@ -217,22 +243,7 @@ def test_a_study_gives_openssl_fips_verdicts_for_primitives_and_a_tls_handshake(
     need_real_worker(FIPS, WHY, require=REQUIRE)
     default, why_default = find(builds.DEFAULT)
     need_real_worker(default, why_default)
-    path = write_study("""\
-[study]
-name = "openssl-fips-small"
-baseline = "off"
-backends = ["openssl"]
-repetitions = 3
-seconds = 0.05
-warmup_s = 0.01
-
-[[configuration]]
-name = "off"
-
-[[configuration]]
-name = "on"
-fips = true
-
+    path = write_study(FIPS_STUDY_HEAD.format(backends='["openssl"]') + """\
 [[operation]]
 op = "rsa2048-sign"
 
@@ -282,26 +293,6 @@ def test_without_the_generated_config_nothing_is_measured_as_fips(built_provider
 # ----------------------------------------------------------------------------- when it is built
 
 
-SMALL_FIPS_STUDY = """\
-[study]
-name = "fips-small"
-baseline = "off"
-backends = {backends}
-repetitions = 3
-seconds = 0.05
-warmup_s = 0.01
-
-[[configuration]]
-name = "off"
-
-[[configuration]]
-name = "on"
-fips = true
-
-[[operation]]
-op = "sha256"
-sizes = [1024]
-"""
 
 
 def test_the_provider_is_built_for_a_fips_configuration_on_openssl_only(cli, write_study, fake_worker, tmp_path,

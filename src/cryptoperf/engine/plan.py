@@ -192,10 +192,10 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
         needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
     openssl_fips = next((f"{s.path}: configuration '{c.name}' (the openssl backend in the FIPS build)" for c in s.configurations
                          if c.build == builds.FIPS and builds.LIBRARY_BACKEND in s.backends_of(c)), None)
-    served = [o for o in s.operations if o.server is not None]
+    served = any(o.server is not None for o in s.operations)
     server_fips = next((f"{s.path}: configuration '{c.name}' (its server under test runs OpenSSL's FIPS provider)"
-                        for c in s.configurations for _ in served
-                        if any("openssl_fips_" in str(v) for v in c.variables.values())), None)
+                        for c in s.configurations
+                        if served and any("openssl_fips_" in str(v) for v in c.variables.values())), None)
     if server_fips and setup and not dry_run:
         providerbuild.ensure(server_fips, console or Console(stderr=True, highlight=False))
     workers = worker_builds(needed, setup=setup, missing_ok=dry_run, default=(path, hello), console=console,

@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime
 import os
 import shlex
+import shutil
 import signal
 import socket
 import ssl
@@ -227,8 +228,10 @@ def _server_env(spec: ServerSpec, values: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
-def _check_fips_provider(spec: ServerSpec, values: Mapping[str, str], pid: int, name: str) -> None:
-    """A server whose environment names OpenSSL's FIPS provider config must have loaded the
+def _check_fips_provider(spec: ServerSpec, values: Mapping[str, str], env: Mapping[str, str], pid: int,
+                         name: str) -> None:
+    """A server whose environment (``env``, as it was started with) names OpenSSL's FIPS
+    provider config must have loaded the
     provider's ``fips.so`` (seen in its memory maps), else ServerError: a server that silently
     ran without it would be measured under a FIPS name."""
     conf = values.get("openssl_fips_conf", "")
@@ -238,7 +241,7 @@ def _check_fips_provider(spec: ServerSpec, values: Mapping[str, str], pid: int, 
             raise ServerError(f"server {name} asks for OpenSSL's FIPS provider, which is not built: "
                               "`cryptoperf setup openssl-fips`")
         return
-    if not any(conf in render(v, values, f"server_env {k}") for k, v in spec.env):
+    if not any(conf in env.get(k, "") for k, _ in spec.env):
         return
     module = str(Path(values["openssl_fips_modules"]) / "fips.so")
     for p in [pid, *_children(pid)]:
@@ -265,11 +268,11 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _launch(spec: ServerSpec, values: Mapping[str, str], work: Path, name: str) -> subprocess.Popen:
+def _launch(spec: ServerSpec, values: Mapping[str, str], env: Mapping[str, str], work: Path,
+            name: str) -> subprocess.Popen:
     argv = shlex.split(render(spec.command, values, f"server {name}"))
     if not argv:
         raise ServerError(f"server {name}: the command is empty")
-    env = _server_env(spec, values)
     cpu = _server_cpu()
     log = open(work / "server.log", "wb")
     try:
@@ -329,17 +332,17 @@ def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
             except OSError as e:
                 raise ServerError(f"server file {f}: cannot read {src}: {e.strerror or e}") from None
             (work / Path(f).name).write_text(render(text, values, f"server file {f}"), encoding="utf-8")
-        proc = _launch(spec, values, work, name)
+        env = _server_env(spec, values)
+        proc = _launch(spec, values, env, work, name)
         guard.stdin.write(f"{proc.pid}\n".encode())
         guard.stdin.flush()
         _wait_ready(proc, int(values["port"]), Path(values["ca_file"]), spec.ready_s, name, work / "server.log")
-        _check_fips_provider(spec, values, proc.pid, name)
+        _check_fips_provider(spec, values, env, proc.pid, name)
         yield Running({"connect": f"127.0.0.1:{values['port']}", "ca_file": values["ca_file"],
                        "server_pid": str(proc.pid)}, proc, work / "server.log", name)
     finally:
         if proc is not None:
             stop(proc)
-        import shutil
         shutil.rmtree(work, ignore_errors=True)
         guard.stdin.close()  # the reaper finds nothing left to do and exits
         guard.wait()
