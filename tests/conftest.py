@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import secrets
+import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +23,27 @@ sys.path.insert(0, str(SRC))  # test the source tree, installed or not
 
 from cryptoperf.cli import main  # noqa: E402
 from cryptoperf.run.worker import WorkerRules  # noqa: E402
+
+
+def _private_ray_token() -> None:
+    """Every Ray head, node and driver the tests start (in this process or as children) shares
+    one authentication token made for this session, with token authentication on explicitly
+    (RAY_AUTH_MODE=token, RAY_AUTH_TOKEN_PATH). Without it, whether a head runs with a token
+    depends on whether ~/.ray/auth_token exists, which an earlier run (or an earlier test's
+    ``ray.init()``, which writes it) may or may not have left; and a node joining a head decides
+    on its own, so the two can disagree. Ray reads the mode when it is first imported, hence
+    here, before any test module imports it."""
+    folder = Path(tempfile.mkdtemp(prefix="cryptoperf-tests-ray-"))
+    token = folder / "auth_token"
+    token.write_text(secrets.token_hex(32))  # as `ray get-auth-token --generate` makes one
+    token.chmod(0o600)
+    os.environ.pop("RAY_AUTH_TOKEN", None)  # read before the path by Ray
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN_PATH"] = str(token)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+_private_ray_token()
 
 try:  # the hypothesis profiles of the fuzz tests (tests/test_fuzz_study.py)
     from hypothesis import HealthCheck, settings

@@ -280,8 +280,7 @@ def _real_version() -> str:
 
 
 def test_an_unreachable_or_malformed_address_is_one_line(write_study, fake_worker, tmp_path):
-    """In a process of its own: Ray reads its authentication mode when first imported, and this
-    test must not import it here before a cluster test's head has written its token."""
+    """In a process of its own: the CLI's one-line errors, read from its stderr."""
     ray_or_skip()
     path = write_study(study_text())
     port = _free_port()  # nothing listens there

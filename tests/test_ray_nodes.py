@@ -21,15 +21,15 @@ import pytest
 
 from conftest import SRC, assert_one_line_error, need_real_worker, run_subprocess
 from real_workers import find
-from cryptoperf.run.ray import _token_available
 from test_ray import _free_port, ray_cli, ray_or_skip, stop_group
 
 #: Two nodes make a multi-node cluster, which Ray refuses on the loopback-only setting
 #: test_ray.py uses (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0): these nodes, the probe and the CLI
-#: run with it on, on the address Ray finds for this machine.
-MULTI_NODE = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"}
-if "RAY_AUTH_MODE" not in os.environ and _token_available():
-    MULTI_NODE["RAY_AUTH_MODE"] = "token"  # as the head's `ray start` does: the second node joins with it
+#: run with it on, on the address Ray finds for this machine. Both nodes, the probe and the
+#: CLI authenticate with the session's token (conftest._private_ray_token), set explicitly for
+#: every one of them: never a file in the home directory that an earlier run may have left.
+MULTI_NODE = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1", "RAY_AUTH_MODE": os.environ["RAY_AUTH_MODE"],
+              "RAY_AUTH_TOKEN_PATH": os.environ["RAY_AUTH_TOKEN_PATH"]}
 
 STUDY = """
 [study]

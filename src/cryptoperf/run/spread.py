@@ -16,11 +16,15 @@ needs). The block task takes half of bundle 0's slot, each sub-job half of its b
 k nodes measure nothing else while the block runs, and the block task never waits for a slot
 it holds. Every wait has a timeout (the study's ``timeout_s`` plus the start margin).
 
-**The start instant** is now plus a margin: ``START_MARGIN_S`` and twice the longest setup a
-sub-job of the same cell reported in this block (the first time: ``SETUP_S_PER_TARGET`` per
-target). A sub-job whose setup ends more than 10 ms past the instant is not run (the worker
-says so, and the repetition is invalid), rather than measured as a job whose slices did not
-start together.
+**The start instant** is now plus a margin: ``START_MARGIN_S`` and twice the longest
+readiness a sub-job of the same cell showed in this block (the first time:
+``SETUP_S_PER_TARGET`` per target). A sub-job's readiness is the time from the moment it was
+asked for to the end of its worker's setup, as its Ray task sees it: the task's start on its
+node (a cold node starts a Ray worker process first), the node's hello, and the worker's own
+setup. A sub-job whose setup ends more than 10 ms past the instant is not run (the worker says
+so), rather than measured as a job whose slices did not start together; since nothing was
+measured, the repetition is asked for again, once, with the margin grown from the readiness
+just seen, and is invalid only if a slice is late again.
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ from cryptoperf.schedule import Settings, run_request
 START_MARGIN_S = 3.0
 #: A first guess of a sub-job's setup (certificates, processes, probe), s per target of the job.
 SETUP_S_PER_TARGET = 0.01
+#: How many times a repetition whose sub-job was late for its start instant is asked for again.
+LATE_RETRIES = 1
 #: Seconds the block task waits for its sub-jobs beyond the study's timeout and the margin.
 WAIT_EXTRA_S = 60.0
 #: Seconds the merge of the sub-jobs' results may take.
@@ -119,11 +125,14 @@ def in_bundle(pg: Any, index: int) -> Any:
     return PlacementGroupSchedulingStrategy(placement_group=pg, placement_group_bundle_index=index)
 
 
-def run_part(rep: Repetition, settings: Settings, index: int, start_at_ns: int, builds_needed: Sequence[str],
-             timeout_s: float) -> dict[str, Any]:
+def run_part(rep: Repetition, settings: Settings, index: int, asked_ns: int, start_at_ns: int,
+             builds_needed: Sequence[str], timeout_s: float) -> dict[str, Any]:
     """The Ray task of one sub-job (run on its node): the cell's request with this part's index
-    and the start instant, in a fresh worker of this node's build; returns the result message
-    with ``placed`` (this node's id, IP address and host name), or ``{"error": why}``."""
+    and the start instant (ns since the Unix epoch; ``asked_ns``: when the orchestrator asked
+    for it), in a fresh worker of this node's build; returns the result message with ``placed``
+    (this node's id, IP address and host name) and ``ready_s`` (s from ``asked_ns`` to the end of
+    the worker's setup; for a result without ``fleet.setup_ms``, to the result's arrival, which
+    bounds it), or ``{"error": why}``."""
     import ray
     from cryptoperf.run.ray import node_facts
     from cryptoperf.run.worker import WorkerClient
@@ -140,10 +149,13 @@ def run_part(rep: Repetition, settings: Settings, index: int, start_at_ns: int, 
         request["params"] = {**request["params"], r["index_param"]: index, r["start_param"]: start_at_ns}
         with WorkerClient(path, env=cpumask.worker_env(rep.cell.cpu)) as w:
             w.hello()
+            sent_ns = time.time_ns()
             raw = dict(w.run(request, timeout_s=timeout_s).raw)
     except CryptoperfError as e:
         return {"error": f"{type(e).__name__}: {e}", "placed": placed}
-    raw["placed"] = placed
+    setup_ms = (raw.get("fleet") or {}).get("setup_ms")
+    ready_ns = sent_ns + int(float(setup_ms) * 1e6) if isinstance(setup_ms, (int, float)) else time.time_ns()
+    raw["placed"], raw["ready_s"] = placed, (ready_ns - asked_ns) / 1e9
     return raw
 
 
@@ -166,38 +178,61 @@ def execute(rep: Repetition, settings: Settings, pg: Any, env: Mapping[str, str]
             merger: Any, setups: dict[str, float]) -> Outcome:
     """Run ``rep`` as its sub-jobs, part j in bundle j of ``pg``, all starting at one instant;
     merge their results with the worker ``merger`` (this node's); return the job's outcome
-    (failed, with the slice and why, when a sub-job failed, hung or the merge refused).
-    ``setups``: cell key → the longest sub-job setup seen (s), updated here."""
-    import ray
+    (failed, with the slice and why, when a sub-job failed, hung or the merge refused; invalid
+    when a slice was late for the start instant on its last try). ``setups``: cell key → the
+    longest sub-job readiness seen (s), updated here."""
     from cryptoperf.run.local import utc_now
-    from cryptoperf.run.ray import SLOT
     started = utc_now()
-    r = rule(rep)
-    assert r is not None
+    for _ in range(LATE_RETRIES + 1):
+        margin_s = START_MARGIN_S + 2 * setups.get(rep.cell.key, SETUP_S_PER_TARGET * _targets(rep))
+        results = _ask(rep, settings, pg, env, builds_needed, margin_s)
+        if isinstance(results, str):
+            return _failed(rep, results, started)
+        ready_s = max(float(res["ready_s"]) for res in results)
+        setups[rep.cell.key] = max(setups.get(rep.cell.key, 0.0), ready_s)
+        if ready_s <= margin_s or all(res.get("status") == "ok" for res in results):
+            break  # on time (a slice late by more than the worker's tolerance is never "ok")
+    outcome = _merge(rep, results, merger, started)
+    outcome.started_at, outcome.finished_at = started, utc_now()
+    return outcome
+
+
+def _ask(rep: Repetition, settings: Settings, pg: Any, env: Mapping[str, str], builds_needed: Sequence[str],
+         margin_s: float) -> list[dict[str, Any]] | str:
+    """The k sub-jobs' results, asked for now to start ``margin_s`` s from now (part j in
+    bundle j of ``pg``), or why they could not be had (one phrase: a timeout, a Ray task
+    error, a sub-job's error with its slice and node)."""
+    import ray
+    from cryptoperf.run.ray import SLOT
     k = parts(rep)
-    margin_s = START_MARGIN_S + 2 * setups.get(rep.cell.key, SETUP_S_PER_TARGET * _targets(rep))
-    start_at_ns = time.time_ns() + int(margin_s * 1e9)
+    asked_ns = time.time_ns()
+    start_at_ns = asked_ns + int(margin_s * 1e9)
     wait_s = settings.timeout_s + margin_s + WAIT_EXTRA_S
     task = ray.remote(run_part)
     refs = [task.options(num_cpus=0, resources={SLOT: SLOT_SHARE}, scheduling_strategy=in_bundle(pg, j), max_retries=0,
-                         runtime_env={"env_vars": dict(env)}).remote(rep, settings, j, start_at_ns, builds_needed,
-                                                                     settings.timeout_s + margin_s)
+                         runtime_env={"env_vars": dict(env)}).remote(rep, settings, j, asked_ns, start_at_ns,
+                                                                     builds_needed, settings.timeout_s + margin_s)
             for j in range(k)]
     ready, late = ray.wait(refs, num_returns=k, timeout=wait_s)
     if late:
         for ref in late:
             ray.cancel(ref, force=True)
-        return _failed(rep, f"timeout: slice {refs.index(late[0])}'s sub-job did not finish within {wait_s:.0f} s", started)
+        return f"timeout: slice {refs.index(late[0])}'s sub-job did not finish within {wait_s:.0f} s"
     try:
         results = ray.get(refs)
     except Exception as e:  # a Ray task error: the node or its worker process went away
-        return _failed(rep, f"a sub-job's Ray task failed: {' '.join(str(e).split())[:300]}", started)
+        return f"a sub-job's Ray task failed: {' '.join(str(e).split())[:300]}"
     for j, res in enumerate(results):
         if "error" in res:
-            return _failed(rep, f"slice {j}'s sub-job on {res['placed']['hostname']} ({res['placed']['address']}): "
-                           f"{res['error']}", started)
-    setups[rep.cell.key] = max([setups.get(rep.cell.key, 0.0)] +
-                               [float((res.get("fleet") or {}).get("setup_ms") or 0) / 1e3 for res in results])
+            return f"slice {j}'s sub-job on {res['placed']['hostname']} ({res['placed']['address']}): {res['error']}"
+    return results
+
+
+def _merge(rep: Repetition, results: list[dict[str, Any]], merger: Any, started: str) -> Outcome:
+    """The job's outcome from its sub-jobs' ``results``, merged by the worker ``merger`` (the
+    worker refuses parts that are not all ``ok``, naming the slice and why)."""
+    r = rule(rep)
+    assert r is not None
     text = "".join(json.dumps(res) + "\n" for res in results)
     try:
         done = subprocess.run([str(merger), r["merge_flag"]], input=text, capture_output=True, text=True,
@@ -208,8 +243,6 @@ def execute(rep: Repetition, settings: Settings, pg: Any, env: Mapping[str, str]
         last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
         return _failed(rep, f"merging the sub-jobs' results: {last}", started)
     try:
-        outcome = outcome_from_result(rep, decode(json.loads(done.stdout)))
+        return outcome_from_result(rep, decode(json.loads(done.stdout)))
     except (ValueError, CryptoperfError) as e:
         return _failed(rep, f"the merged result is unreadable: {e}", started)
-    outcome.started_at, outcome.finished_at = started, utc_now()
-    return outcome
