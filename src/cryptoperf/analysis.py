@@ -467,9 +467,10 @@ def _side_problem(name: str, s: CellSummary | None) -> str | None:
 
 def _common(base: CellSummary | None, conf: CellSummary | None, configuration: str, baseline: str) -> dict[str, Any]:
     cell = (conf or base).cell  # type: ignore[union-attr]
+    other = base.cell.backend if base is not None and base.cell.backend != cell.backend else None
     return dict(backend=cell.backend, label=cell.label, size_bytes=cell.size_bytes,
                 configuration=configuration, baseline=baseline, op=conf.cell.op if conf else "",
-                baseline_op=base.cell.op if base else "", cpu=cell.cpu, build=cell.build)
+                baseline_op=base.cell.op if base else "", cpu=cell.cpu, build=cell.build, baseline_backend=other)
 
 
 def _paired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names: tuple[str, str],

@@ -17,6 +17,10 @@ configuration chooses its binary by naming a build. The builds:
   caches it under ``data_dir()/workers/openssl-3.6``. A study asks for it with ``library =
   "openssl@3.6"``; ``openssl@system`` names the default build (``LIBRARIES``).
 
+- a **path build**: a worker binary of the user's own, named by its absolute path (a study
+  configuration's ``worker``, ``cryptoperf gate --baseline-worker/--candidate-worker``), e.g. the
+  candidate build of a pipeline beside the baseline's; its name is the path (``path_build``).
+
 ``find_worker(name)`` finds a build's binary (``candidates`` says where it looks) or raises
 ``BuildUnavailable`` with one line saying why and what makes it; ``status`` says the same
 without raising, for listings.
@@ -138,8 +142,23 @@ def setup_names() -> list[str]:
     return [n for n, b in BUILDS.items() if b.setup is not None]
 
 
+def path_build(path: str | os.PathLike) -> str:
+    """The build name of the worker binary at ``path``: its absolute, normalised path (no
+    symbolic links resolved: the name says what the user gave)."""
+    return os.path.normpath(os.path.abspath(os.path.expanduser(str(path))))
+
+
+def is_path_build(name: str) -> bool:
+    """True when build ``name`` is a worker binary named by its path (``path_build``)."""
+    return os.path.isabs(name)
+
+
 def get(name: str) -> Build:
-    """The build called ``name``; raises KeyError for an unknown name."""
+    """The build called ``name`` (a path build made up on the spot); raises KeyError for an
+    unknown name."""
+    if is_path_build(name):
+        return Build(name, os.path.basename(name), "", f"the worker binary at {name}",
+                     f"build that worker, or correct the path {name}")
     return BUILDS[name]
 
 
@@ -155,6 +174,8 @@ def for_configuration(fips: bool, library: str = SYSTEM_LIBRARY) -> str:
 def missing_reason(name: str) -> str:
     """Why build ``name`` is not installed, as far as this machine shows it: for the FIPS
     build, the build tools it lacks; otherwise that the install did not make it."""
+    if is_path_build(name):
+        return f"{name} is not an executable file" + ("" if os.path.exists(name) else " (nothing is there)")
     build = BUILDS[name]
     if name == FIPS:
         lacking = [t for t in FIPS_BUILD_TOOLS if shutil.which(t) is None]
@@ -176,7 +197,7 @@ def check_hello(name: str, path, hello: dict) -> None:
     (its hello's ``build``; a worker older than the field counts as ``default``). Raises
     BuildUnavailable naming the binary and what it is instead."""
     theirs = hello.get("build") or DEFAULT
-    if theirs != name:
+    if theirs != name and not is_path_build(name):  # a binary of one's own is whatever build it is
         raise BuildUnavailable(f"{path} is the '{theirs}' worker build, not '{name}'; "
                                f"reinstall with `{BUILDS[name].make}` or fix {BUILDS[name].env_var}")
 
@@ -200,6 +221,8 @@ def candidates(build: str = DEFAULT) -> list[Path]:
     this package is imported from (when run from ``src/``), the more recently built first.
     A build made by ``cryptoperf setup`` (``Build.setup``) is looked for only where setup
     caches it (``cached_binary``)."""
+    if is_path_build(build):
+        return [Path(build)]
     cached = cached_binary(build)
     if cached is not None:
         return [cached]

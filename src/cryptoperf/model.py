@@ -19,8 +19,9 @@ runner (``run/``).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from cryptoperf import stats, workload
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD, FIPS as FIPS_BUILD
@@ -90,6 +91,11 @@ class Cell:
             Not part of the cell's identity (not compared, not stored).
         server: the server under test its repetitions start (an operation's ``server``), set
             when the cell is planned; None otherwise. Not part of its identity either.
+        paired_on: for a configuration that runs on a backend its study's baseline does not
+            (``Study.paired_on``: both pinned to one backend each), the baseline's backend,
+            whose cells this one is paired with block by block; None when the cell pairs on its
+            own backend. Set from the study when the cell is planned or loaded; not part of the
+            cell's identity.
     """
 
     configuration: str
@@ -102,6 +108,7 @@ class Cell:
     build: str = DEFAULT_BUILD
     spec: "WorkloadSpec | None" = field(default=None, hash=False, compare=False, repr=False)
     server: ServerSpec | None = field(default=None, hash=False, compare=False, repr=False)
+    paired_on: str | None = field(default=None, hash=False, compare=False)
 
     @property
     def fips(self) -> bool:
@@ -122,8 +129,10 @@ class Cell:
 
     @property
     def group(self) -> tuple[str, str, int | None]:
-        """(backend, label, size_bytes): cells of one group are compared with each other."""
-        return (self.backend, self.label, self.size_bytes)
+        """(backend, label, size_bytes): cells of one group run in the same blocks and are
+        compared with each other; the backend is the one the cell is paired on (``paired_on``,
+        else its own)."""
+        return (self.paired_on or self.backend, self.label, self.size_bytes)
 
     @property
     def key(self) -> str:
@@ -153,10 +162,30 @@ class Cell:
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict: ``cell`` (the key), ``configuration``, ``backend``, ``label``,
-        ``op``, ``params``, ``size_bytes``, ``cpu``, ``build``, ``fips``."""
-        return {"cell": self.key, "configuration": self.configuration, "backend": self.backend,
-                "label": self.label, "op": self.op, "params": dict(self.params),
-                "size_bytes": self.size_bytes, "cpu": self.cpu, "build": self.build, "fips": self.fips}
+        ``op``, ``params``, ``size_bytes``, ``cpu``, ``build``, ``fips``, and ``paired_on``
+        when the cell is paired on another backend than its own."""
+        out = {"cell": self.key, "configuration": self.configuration, "backend": self.backend,
+               "label": self.label, "op": self.op, "params": dict(self.params),
+               "size_bytes": self.size_bytes, "cpu": self.cpu, "build": self.build, "fips": self.fips}
+        if self.paired_on is not None:
+            out["paired_on"] = self.paired_on
+        return out
+
+
+def paired(outcomes: Iterable["Outcome"], paired_on: Mapping[str, str]) -> list["Outcome"]:
+    """``outcomes`` with each cell's ``paired_on`` set from ``paired_on`` (configuration name →
+    the backend its cells pair on, ``Study.paired_on``) where the cell runs on another backend;
+    outcomes whose cell is already so are returned as they are, the others as copies."""
+    out = []
+    for o in outcomes:
+        want = paired_on.get(o.cell.configuration)
+        want = want if want != o.cell.backend else None
+        if o.cell.paired_on == want:
+            out.append(o)
+            continue
+        rep = dataclasses.replace(o.repetition, cell=dataclasses.replace(o.cell, paired_on=want))
+        out.append(dataclasses.replace(o, repetition=rep))
+    return out
 
 
 def speed_cell_attrs(key: str) -> dict[str, str]:
@@ -370,7 +399,9 @@ class Delta:
     same cell of run A, for ``cryptoperf compare``).
 
     Attributes:
-        backend, label, size_bytes: the group.
+        backend, label, size_bytes: the group (``backend``: the configuration's own).
+        baseline_backend: the backend of the side it is compared with, when that differs (an
+            implementation against another, paired in the same blocks), else None.
         configuration, baseline: configuration names; op, baseline_op: their worker ops.
         cpu, build: the configuration's CPU mask and worker build.
         status: ``ok`` when an interval could be computed, else ``n/a`` with ``reason``.
@@ -418,6 +449,7 @@ class Delta:
     library_version: str | None = None
     baseline_library_version: str | None = None
     set_aside: tuple[int, ...] = ()
+    baseline_backend: str | None = None
 
     @property
     def decisive(self) -> "stats.Interval | None":
@@ -437,11 +469,20 @@ class Delta:
 
     @property
     def group(self) -> tuple[str, str, int | None]:
-        """(backend, label, size_bytes)."""
-        return (self.backend, self.label, self.size_bytes)
+        """(backend, label, size_bytes) of the group it was paired in (``Cell.group``): the
+        baseline's backend when the two sides ran on different ones."""
+        return (self.baseline_backend or self.backend, self.label, self.size_bytes)
+
+    @property
+    def backends(self) -> str:
+        """The backend for display: ``aws-lc``, or ``ring vs aws-lc`` when the configuration ran
+        on another backend than the one it is compared with."""
+        return f"{self.backend} vs {self.baseline_backend}" if self.baseline_backend else self.backend
 
     def as_dict(self) -> dict[str, Any]:
-        """JSON-ready dict; intervals as ``Interval.as_dict``, the verdict as ``Verdict.as_dict``."""
+        """JSON-ready dict; intervals as ``Interval.as_dict``, the verdict as ``Verdict.as_dict``;
+        ``baseline_backend`` is the backend of the side compared with when it differs from
+        ``backend`` (two implementations compared), else None."""
         d = dict(self.__dict__)
         for k in ("latency", "throughput", "cpu_per_op", "verdict"):
             d[k] = d[k].as_dict() if d[k] is not None else None

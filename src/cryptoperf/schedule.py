@@ -1,6 +1,8 @@
 """Schedule: expand a study into cells, and cells into randomised complete blocks.
 
-A block runs every configuration of one group (same backend, operation label and size) once,
+A block runs every configuration of one group (same backend, operation label and size; a
+configuration pinned to another backend than the baseline's joins the baseline's group, so two
+implementations are compared block by block) once,
 in an order drawn from the study's seed; the groups themselves are visited in a fresh random
 order in every round of blocks. So drift (thermal, frequency, a neighbour on the host) hits
 every configuration alike, and no configuration always goes first, which a fixed order would
@@ -54,7 +56,8 @@ def expand(study: Study) -> list[Cell]:
                     p = dict(params) if load is None else {**params, "load": load}
                     cells.append(Cell(config.name, backend, workload.row_label(operation.label, load),
                                       op, p, size, config.cpu, config.build, spec=specs.get(op),
-                                      server=server_spec(study, config, operation, p)))
+                                      server=server_spec(study, config, operation, p),
+                                      paired_on=study.paired_on(config)))
 
     for backend in study.backends or ():
         for operation in study.operations:

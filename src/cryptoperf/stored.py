@@ -20,7 +20,7 @@ from typing import Any, Sequence
 from cryptoperf import analysis, hostinfo, speedstats
 from cryptoperf.errors import NoSuchRun, StoreError, UsageError
 from cryptoperf.schedule import looks
-from cryptoperf.model import Cell, CellSummary, Delta, Outcome
+from cryptoperf.model import Cell, CellSummary, Delta, Outcome, paired
 from cryptoperf.store import FORMAT_VERSION, Location, Store
 from cryptoperf.study import Study, options_for, parse
 
@@ -220,7 +220,10 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
     if meta.get("study_toml"):
         study = parse(meta["study_toml"], f"<study of run {rid}>", stored=True)
     stored = store.outcomes(rid)
-    run = StoredRun.from_outcomes(meta, study, list(stored.values()), analysis_settings(meta, study))
+    outcomes = list(stored.values())
+    if study is not None:  # cells paired across backends, as they were planned
+        outcomes = paired(outcomes, study.pairing())
+    run = StoredRun.from_outcomes(meta, study, outcomes, analysis_settings(meta, study))
     run.row_ids = list(stored)
     return run
 

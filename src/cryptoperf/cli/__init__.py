@@ -9,12 +9,13 @@ per family of commands, each registering its commands on the one click group:
     app.py      the group ``cli`` (``cryptoperf --help``), the consoles, ``main()``: the only
                 place errors become exit codes (one line on stderr, never a traceback)
     measure.py  speed, study: run the worker and measure
+    gate.py     gate: two worker builds in one study, a regression gate for pipelines
     runs.py     report, list, compare, publish: stored runs
     plan.py     plan: economics of a stored run's operations
     workers.py  backends, setup: the worker's backends and its builds
 """
 
 from cryptoperf.cli.app import cli, main
-from cryptoperf.cli import measure, plan, runs, workers  # importing them registers their commands on cli
+from cryptoperf.cli import gate, measure, plan, runs, workers  # importing them registers their commands on cli
 
-__all__ = ["cli", "main", "measure", "plan", "runs", "workers"]
+__all__ = ["cli", "gate", "main", "measure", "plan", "runs", "workers"]

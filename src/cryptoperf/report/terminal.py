@@ -207,7 +207,7 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: flo
                           ("blocks", "right"), (verdict_header(deltas), "left")):
         t.add_column(name, justify=justify, overflow="fold")
     for d in deltas:
-        head = [Text(d.backend), Text(operation(d.label, d.size_bytes)),
+        head = [Text(d.backends), Text(operation(d.label, d.size_bytes)),
                 Text(comparison_text(d, baseline))]
         if d.status != "ok" or d.latency is None or d.throughput is None:
             t.add_row(*head, *([""] * (len(cols) + 3)), notes.status("n/a", d.reason))
@@ -367,7 +367,7 @@ def compare_table(deltas: Iterable[Delta], run_a: int | str, run_b: int | str, t
             op += f" [{notes.add(f'{d.label}: {d.baseline_op} in {a}, {d.op} in {b}')}]"
         conf = configuration_text(d.configuration, d.cpu, d.build) if d.configuration else configuration_text(
             "—", d.cpu, d.build)
-        head = [Text(d.backend), Text(op), Text(conf)]
+        head = [Text(d.backends), Text(op), Text(conf)]
         if d.status != "ok" or d.latency is None or d.throughput is None:
             point = (fmt_pct((d.p50_ns / d.baseline_p50_ns - 1) * 100)
                      if d.p50_ns and d.baseline_p50_ns else "")

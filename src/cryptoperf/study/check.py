@@ -92,12 +92,17 @@ def check_against_worker(study: Study, rules: "WorkerRules") -> Study:
     base_backends = set(study.backends_of(base))
     for c in study.configurations:
         missing = [b for b in study.backends_of(c) if b not in base_backends]
-        if missing:
+        if missing and study.paired_on(c) is None:
             why = (f" (library = \"{c.library}\" runs on backend {builds.LIBRARY_BACKEND} only)"
                    if c.library != builds.SYSTEM_LIBRARY else "")
+            fix = ("pin this configuration to one backend (backend = \"...\") to compare it, block by block, "
+                   f"with the baseline on {base_backends and sorted(base_backends)[0]}"
+                   if len(base_backends) == 1 else
+                   f"pin the baseline to one backend (backend = \"...\") and this configuration to one, to "
+                   "compare them across backends block by block")
             raise study.error("configuration", c.index, "library" if why else "backend",
-                              f"runs on {', '.join(missing)}{why} where the baseline '{base.name}' does not; "
-                              "deltas are against the baseline on the same backend")
+                              f"runs on {', '.join(missing)}{why} where the baseline '{base.name}' does not, "
+                              f"so it has no baseline cell to be paired with; {fix}")
     return study
 
 

@@ -6,6 +6,7 @@ against the worker (``check``)."""
 from __future__ import annotations
 
 import math
+import os
 import re
 import tomllib
 from pathlib import Path
@@ -339,19 +340,23 @@ class _Parser:
             operations=tuple(operations), source=self.source, work_dir=work_dir,
             hosts=tuple(HostSelector.parse(h) for h in s["hosts"] or () if h != EVERY_NODE),
             every_node=EVERY_NODE in (s["hosts"] or ()), slices_on=s["slices_on"], power_note=" ".join(s["power_note"].split()),
-            contrasts=self.contrasts(s["baseline"], configs))
+            contrasts=self.contrasts(s["baseline"], configs, backends))
         _check_templates(study, self.stored)
         return study
 
-    def contrasts(self, baseline: str, configs: list[Configuration]) -> tuple[Contrast, ...]:
+    def contrasts(self, baseline: str, configs: list[Configuration],
+                  backends: tuple[str, ...] | None) -> tuple[Contrast, ...]:
         """The ``[[contrast]]`` tables (none when absent), each checked: both sides name a
-        configuration, and differ, and are not pinned to different backends (they would share no
-        group); no pair twice, in either direction, nor one the comparisons with ``baseline``
-        already make; no name twice. Raises StudyError at the offending key."""
+        configuration, and differ, and are not pinned to different backends unless the baseline
+        runs on one backend (``[study] backends``: ``backends``), whose blocks then hold every
+        implementation (otherwise they would share no group); no pair twice, in either direction,
+        nor one the comparisons with ``baseline`` already make; no name twice. Raises StudyError at
+        the offending key."""
         if "contrast" not in self.doc:
             return ()
         names = [c.name for c in configs]
         pinned = {c.name: c.backend for c in configs}
+        base_backend = pinned.get(baseline) or (backends[0] if backends and len(backends) == 1 else None)
         tables = self.tables("contrast")
         if len(tables) > MAX_TABLES:
             raise self.error("contrast", MAX_TABLES, None, f"the study has {len(tables)} [[contrast]] "
@@ -368,9 +373,10 @@ class _Parser:
                 raise self.error("contrast", i, "configuration", f"'{v['configuration']}' is also the "
                                  "contrast's baseline; a contrast compares two different configurations")
             a, b = pinned[v["baseline"]], pinned[v["configuration"]]
-            if a and b and a != b:
+            if a and b and a != b and base_backend is None:
                 raise self.error("contrast", i, "configuration", f"'{v['configuration']}' runs on backend {b} "
-                                 f"only and '{v['baseline']}' on {a} only: they never run side by side")
+                                 f"only and '{v['baseline']}' on {a} only: they never run side by side (unless "
+                                 f"the baseline '{baseline}' is pinned to one backend, whose blocks then hold both)")
             pair = frozenset((v["baseline"], v["configuration"]))
             if baseline in pair:
                 raise self.error("contrast", i, "baseline", f"duplicates a comparison the study makes already: "
@@ -421,9 +427,24 @@ class _Parser:
         backend = self.check_library(index, v)
         return Configuration(name=v["name"], description=v["description"], backend=backend,
                              variables=variables, params=params, index=index, cpu=v["cpu"],
-                             fips=v["fips"], build=builds.for_configuration(v["fips"], v["library"]),
-                             library=v["library"],
+                             fips=v["fips"], build=self.build(index, v), library=v["library"],
                              hosts=tuple(HostSelector.parse(h) for h in v["hosts"] or ()))
+
+    def build(self, index: int, v: Mapping[str, Any]) -> str:
+        """The worker build of a configuration: its ``worker`` binary (a path build,
+        ``builds.path_build``, relative to the study file's directory), else the one ``fips`` and
+        ``library`` choose. Raises StudyError for ``worker`` beside either, or an empty path."""
+        worker = v["worker"]
+        if worker is None:
+            return builds.for_configuration(v["fips"], v["library"])
+        if not worker.strip():
+            raise self.error("configuration", index, "worker", "is empty; give the path of a worker binary")
+        for key, default in (("fips", False), ("library", builds.SYSTEM_LIBRARY)):
+            if v[key] != default:
+                raise self.error("configuration", index, "worker",
+                                 f"names its own worker binary, so {key} (which chooses a built-in build) "
+                                 f"cannot apply; remove {key}, or worker")
+        return builds.path_build(os.path.join(base_dir(self.path), os.path.expanduser(worker)))
 
     def check_library(self, index: int, v: Mapping[str, Any]) -> str | None:
         """Check a configuration's ``library`` against ``fips`` and ``backend``; return its

@@ -212,6 +212,26 @@ class Study:
             return (config.backend,)
         return tuple(self.backends or ())
 
+    def paired_on(self, config: Configuration) -> str | None:
+        """The backend whose baseline cells ``config``'s cells are paired with, when ``config``
+        runs on a backend the baseline does not: the baseline's one backend, for a
+        configuration that runs on one backend itself (``backend`` pinned, or a study of one
+        backend) — an implementation compared with another, block by block. None when its cells
+        pair with the baseline on their own backend, and for the baseline itself. A configuration
+        on several backends the baseline lacks pairs on none (``check_against_worker`` refuses
+        it)."""
+        if config.name == self.baseline:
+            return None
+        base, mine = self.backends_of(self.configuration(self.baseline)), self.backends_of(config)
+        if all(b in base for b in mine) or len(base) != 1 or len(mine) != 1:
+            return None
+        return base[0]
+
+    def pairing(self) -> dict[str, str]:
+        """Configuration name → ``paired_on`` for every configuration paired on another backend
+        than its own ({} when every comparison is on one backend)."""
+        return {c.name: b for c in self.configurations if (b := self.paired_on(c)) is not None}
+
     def resolve(self, config: Configuration, operation: Operation) -> tuple[str, dict[str, str]]:
         """The worker op name and parameters (without ``size_bytes``) for one configuration and
         operation: ``{var}`` substituted and the name as the worker spells it

@@ -34,9 +34,10 @@ FAMILIES = {"latency": ("Latency", "p50 latency"),
 def _summary_of(run: StoredRun, d: Delta, baseline: bool) -> CellSummary | None:
     """The cell summary of a delta's configuration (or, with ``baseline``, of its baseline)."""
     name = d.baseline if baseline else d.configuration
+    backend = (d.baseline_backend or d.backend) if baseline else d.backend
     for s in run.summaries.values():
         c = s.cell
-        if (c.backend, c.label, c.size_bytes, c.configuration) != (d.backend, d.label, d.size_bytes, name):
+        if (c.backend, c.label, c.size_bytes, c.configuration) != (backend, d.label, d.size_bytes, name):
             continue
         if baseline or (c.cpu, c.build) == (d.cpu, d.build):
             return s

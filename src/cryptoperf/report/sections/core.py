@@ -81,7 +81,7 @@ def _delta_operation(d: Delta) -> str:
 def _delta_where(d: Delta, baseline: str) -> str:
     """``hash 4 KiB on aws-lc, masked [cpu no-aesni]``: which comparison a delta is (a contrast's
     with `` vs <reference>``, ``fmt.comparison_text``)."""
-    return f"{_delta_operation(d)} on {d.backend}, {fmt.comparison_text(d, baseline)}"
+    return f"{_delta_operation(d)} on {d.backends}, {fmt.comparison_text(d, baseline)}"
 
 
 def _cell_where(s: CellSummary) -> str:
@@ -168,7 +168,7 @@ def _forest_figures(run: StoredRun, groups: list[tuple[str, list[Delta]]]) -> li
         name = stats.METRICS[key][0]
         forest = []
         for title, ds in groups:
-            rows = [plots.ForestRow(f"{d.backend} {fmt.comparison_text(d, baseline)}",
+            rows = [plots.ForestRow(f"{d.backends} {fmt.comparison_text(d, baseline)}",
                                     d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
                                     plot_verdict_text(d.verdict, d.decisive))
                     for d in ds if _decided(d) and stats.metric_key(d.verdict.metric) == key]
