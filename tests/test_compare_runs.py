@@ -11,6 +11,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error
+from cryptoperf import across_runs
 from cryptoperf import compare as cmp
 from cryptoperf import stats
 from cryptoperf.store import Store
@@ -65,7 +66,7 @@ def test_runs_as_the_unit_pass_the_same_build_and_fail_a_regression(cli, store):
 def test_history_adds_the_baselines_earlier_runs_of_the_same_build(cli, store):
     doc = json.loads(cli("compare", "4", "5", "--history", "3", "--store", store, "--json").out)
     assert doc["baseline_runs"] == [4, 3, 2, 1] and doc["history_runs"] == [3, 2, 1]
-    assert "3 earlier runs of the same study on the same host and build" in doc["run_variation"]["method"]
+    assert "3 earlier runs of the same study on a comparable host and the same build" in doc["run_variation"]["method"]
     # run 6 has the history of run 5 (runs 1–4, newest first) and is still a regression
     res = cli("compare", "5", "6", "--history", "4", "--store", store, "--fail-on", "slower")
     assert res.code == 1, res.out
@@ -95,16 +96,16 @@ def test_run_sd_interval_adds_the_assumed_variance():
     import math
     sample, base = [1.00, 1.01, 0.99], [1.00, 1.02, 0.98]
     plain = stats.welch_log_ratio(sample, base)
-    wide = stats.run_sd_log_ratio(sample, base, 0.02)
+    wide = across_runs.run_sd_log_ratio(sample, base, 0.02)
     assert wide.se_log == pytest.approx(math.sqrt(plain.se_log ** 2 + 2 * 0.02 ** 2))
     assert wide.df > plain.df and wide.low < plain.low and wide.high > plain.high
-    one = stats.run_sd_log_ratio([1.0], [1.0], 0.02)
+    one = across_runs.run_sd_log_ratio([1.0], [1.0], 0.02)
     assert one.se_log == pytest.approx(0.02 * math.sqrt(2)) and math.isclose(one.high, math.exp(1.96 * one.se_log),
                                                                             rel_tol=1e-3)
     with pytest.raises(ValueError):
-        stats.run_sd_log_ratio([1.0], [1.0], 0.0)
+        across_runs.run_sd_log_ratio([1.0], [1.0], 0.0)
     with pytest.raises(ValueError):
-        stats.runs_log_ratio([[1.0]], [[1.0]])
+        across_runs.runs_log_ratio([[1.0]], [[1.0]])
 
 
 @pytest.mark.parametrize("args, fragment", [

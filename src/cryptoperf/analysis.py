@@ -8,9 +8,8 @@ a t interval on those (from 5 blocks, on those left once the outlier blocks of t
 metric are set aside: ``outliers.outlier_blocks``, named in the delta's note), every interval of
 the study adjusted together for multiplicity
 (Bonferroni, on by default), and a verdict against the equivalence margin. Stored runs have no
-blocks in common, so ``compare_runs`` compares them with the runs as the unit (the t interval
-on run means), or, with one run per side, Welch's interval on their repetitions, widened by an
-assumed run-to-run sd where one is given. The error rates of these rules are measured by simulation
+blocks in common, so ``across_runs`` compares them with the runs (or the CI jobs that made them)
+as the unit, on the helpers below. The error rates of these rules are measured by simulation
 (``cryptoperf.simulate``, docs/methodology.md "Statistics").
 
 Everything is computed once per stored run (``analyse``) and every report is rendered from the
@@ -702,78 +701,10 @@ def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Setting
                     {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes), speed)
 
 
-def _merged(runs: Sequence[CellSummary]) -> CellSummary:
-    """One summary standing for several runs of a cell (its medians over every run's measured
-    repetitions; the counts summed), for what a delta shows beside its interval."""
-    if len(runs) == 1:
-        return runs[0]
-    first = runs[0]
-    merged = {"p50_by_block_ns": "p50_ns", "ops_per_s_by_block": "ops_per_s",
-              "cpu_ns_per_op_by_block": "cpu_ns_per_op"}
-    values = {k: _median(v for s in runs for v in getattr(s, k).values()) for k in merged}
-    return dataclasses.replace(first, repetitions=sum(s.repetitions for s in runs), ok=sum(s.ok for s in runs),
-                               cv_p50=max(s.cv_p50 for s in runs), **{merged[k]: v for k, v in values.items()})
-
-
-def _runs_problem(name: str, runs: Sequence[CellSummary]) -> str | None:
-    """Why one side's runs of a cell cannot be compared (a run whose libraries changed under
-    it, or no measured repetition in any run), or None."""
-    rejected = next((s for s in runs if s.status == REJECTED), None)
-    if rejected is not None:
-        return _side_problem(name, rejected)
-    return _side_problem(name, runs[0]) if all(s.ok == 0 for s in runs) else None
-
-
-def _across_runs(base_runs: Sequence[CellSummary], conf_runs: Sequence[CellSummary], common: dict[str, Any],
-                 names: tuple[str, str], level: float, run_sd: float | None) -> _Pending | Delta:
-    """The raw intervals of one cell's runs ``conf_runs`` against ``base_runs``: runs as the
-    unit (``stats.runs_log_ratio``) with three measured runs or more in all; one run per side:
-    Welch widened by the assumed ``run_sd`` (``stats.run_sd_log_ratio``), or plain Welch
-    (``_unpaired``) when ``run_sd`` is None or 0. Each side has a measured run (``_runs_problem``)."""
-    base_ok, conf_ok = [s for s in base_runs if s.ok], [s for s in conf_runs if s.ok]
-    base, conf = _merged(base_ok), _merged(conf_ok)
-    if len(base_ok) + len(conf_ok) < 3 and not run_sd:
-        return _unpaired(base_ok[0], conf_ok[0], common, names, level)
-
-    def interval(of: str, resolution: bool = False) -> stats.Interval | None:
-        c = [list(getattr(s, of).values()) for s in conf_ok if getattr(s, of)]
-        b = [list(getattr(s, of).values()) for s in base_ok if getattr(s, of)]
-        res = (stats.histogram_resolution([v for r in c for v in r]) + stats.histogram_resolution([v for r in b for v in r])
-               if resolution else 0.0)
-        if not c or not b:
-            return None
-        if len(c) + len(b) >= 3:
-            return stats.runs_log_ratio(c, b, level, res)
-        if not run_sd and min(len(c[0]), len(b[0])) < MIN_BLOCKS:
-            return None
-        return stats.run_sd_log_ratio(c[0], b[0], run_sd or 0.0, level, res)
-
-    lat, tp = interval("p50_by_block_ns", resolution=True), interval("ops_per_s_by_block")
-    if lat is None or tp is None:
-        return Delta(status="n/a", reason="no spread to build an interval on", blocks=0,
-                     baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
-    return _Pending(common, base, conf, min(base.ok, conf.ok), 0, lat, tp, interval("cpu_ns_per_op_by_block"),
-                    _shortfall(names, base, conf))
-
-
 def compare_runs(pairs: Sequence[tuple[Sequence[CellSummary], Sequence[CellSummary]]], names: tuple[str, str],
                  settings: Settings = Settings(), context: Context = Context(),
-                 run_sd: float | None = None) -> tuple[list[Delta], int, float]:
-    """Each cell's runs on side B against its runs on side A (A the baseline), one pair of run
-    lists per cell, adjusted together; ``names`` name the sides in reasons. With three runs or
-    more in a pair, whole runs are the unit (``stats.runs_log_ratio``: the run-to-run variation
-    is measured); with one run per side, ``run_sd`` (a fraction) is the run-to-run sd assumed
-    for each (``stats.run_sd_log_ratio``), or None (or 0) for Welch's interval on the
-    repetitions alone (machines of one run, measured over the same hours). Returns (deltas, comparisons
-    with an interval, per-interval level)."""
-    pending: list[_Pending | Delta] = []
-    for a_runs, b_runs in pairs:
-        c = a_runs[0].cell
-        common = _common(a_runs[0], b_runs[0], c.configuration, c.configuration)
-        problem = _runs_problem(names[0], a_runs) or _runs_problem(names[1], b_runs)
-        if problem:
-            pending.append(Delta(status="n/a", reason=problem, baseline_p50_ns=a_runs[0].p50_ns,
-                                 p50_ns=b_runs[0].p50_ns, **common))
-            continue
-        pending.append(_across_runs(a_runs, b_runs, common, names, settings.level, run_sd))
-    return _finish(pending, settings, context)
+                 run_sd: float | None = None, job_sd: float | None = None) -> tuple[list[Delta], int, float]:
+    """Each cell's runs on side B against its runs on side A: ``across_runs.compare_runs``,
+    where comparisons across runs live (kept here for its callers)."""
+    from cryptoperf import across_runs  # it builds on this module
+    return across_runs.compare_runs(pairs, names, settings, context, run_sd, job_sd)

@@ -9,16 +9,21 @@ host differences.
 
 Two runs share no blocks, and a run as a whole shifts from one run to the next (process
 layout, CPU frequency, the host's other tenants, page placement) by an amount no number of
-repetitions inside it shrinks. So the runs are the unit: with three runs or more in all, each
-matched cell gets the t interval on its run means (``stats.runs_log_ratio``), which measures
-that variation; with one run per side nothing measures it, and each run is assumed to vary by
-``DEFAULT_RUN_SD_PCT`` (or ``run_sd_pct``) on top of its own repetitions' spread
-(``stats.run_sd_log_ratio``) — the comparison says so. The intervals are adjusted together over
-all matched cells unless ``multiplicity`` is off, and each gets the verdict a study would give
-against the same margin: "x % slower [CI]", "equivalent within ±m %" or "inconclusive".
-``failing`` is the regression gate of ``cryptoperf compare --fail-on``. Cells measured on one
-side only are listed as unmatched. Host differences come first because they are usually the
-explanation: another CPU, kernel, hypervisor or library version.
+repetitions inside it shrinks; on CI a job also changes the machine (another VM, other
+neighbours, another hostname). So the runs, or the CI jobs that made them, are the unit
+(``across_runs``): runs of one job (``across_runs.Session``) are compared run by run, runs of
+several jobs job by job, each with the t interval on the units' means when there are three
+units or more, which measures their variation; with one unit per side nothing measures it, and
+each unit is assumed to vary by ``DEFAULT_RUN_SD_PCT`` (runs of one job) or
+``DEFAULT_JOB_SD_PCT`` (two jobs) — the comparison says so. Repetitions far outside their run
+are set aside first and named. The intervals are adjusted together over all matched cells
+unless ``multiplicity`` is off, and each gets the verdict a study would give against the same
+margin: "x % slower [CI]", "equivalent within ±m %" or "inconclusive". ``failing`` is the
+regression gate of ``cryptoperf compare --fail-on``; ``Comparison.detectable`` what it can
+catch. Cells measured on one side only are listed as unmatched. Host differences come first
+because they are usually the explanation: another CPU, kernel, hypervisor or library version.
+A history (``select_history``) is matched on what makes results comparable, not on the
+hostname, and names every difference it accepted.
 
 ``compare_hosts`` compares the machines of one run (a study whose repetitions ran on several
 nodes, side by side over the same hours): its outcomes are split by the machine that ran them
@@ -32,7 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from cryptoperf import analysis, stats
+from cryptoperf import across_runs, analysis, stats
 from cryptoperf.cpumask import BASELINE
 from cryptoperf.errors import NoComparison, UsageError
 from cryptoperf.model import CellSummary, Delta, Outcome
@@ -141,10 +146,10 @@ def match_key(s: CellSummary) -> tuple[str, str, str, int | None]:
 #: ``--fail-on undecided``: the same as ``inconclusive``, in the gate's own word.
 UNDECIDED = "undecided"
 
-#: The run-to-run standard deviation (%, of one run's geometric mean) assumed when one run per
-#: side and no history measure it: the upper end of the shifts seen between runs of one build on
-#: one host (docs/methodology.md, "Across runs").
-DEFAULT_RUN_SD_PCT = 2.0
+#: The run-to-run sd (%) assumed for one run per side of one job (``across_runs``).
+DEFAULT_RUN_SD_PCT = across_runs.DEFAULT_RUN_SD_PCT
+#: The between-job sd (%) assumed for one job per side (``across_runs``).
+DEFAULT_JOB_SD_PCT = across_runs.DEFAULT_JOB_SD_PCT
 
 
 def failing(deltas: Sequence[Delta], fail_on: Sequence[str]) -> list[Delta]:
@@ -220,6 +225,25 @@ def _ids(runs: Sequence[StoredRun]) -> str:
     return ("run " if len(runs) == 1 else "runs ") + ", ".join(str(r.id) for r in runs)
 
 
+def session(run: StoredRun) -> across_runs.Session:
+    """The session that made ``run`` (its CI job, its boot: ``across_runs.Session.of``)."""
+    return across_runs.Session.of(run.meta)
+
+
+def jobs(runs: Sequence[StoredRun]) -> list[list[StoredRun]]:
+    """``runs`` grouped by the session that made them (``session``), in first-seen order."""
+    out: dict[str, list[StoredRun]] = {}
+    for r in runs:
+        out.setdefault(session(r).key, []).append(r)
+    return list(out.values())
+
+
+def _jobs_text(units: Sequence[Sequence[StoredRun]]) -> str:
+    """``1 job (run 8)``, ``3 jobs (runs 7, 6, 5; run 4; run 3)``."""
+    return (f"{len(units)} job{'s' if len(units) != 1 else ''} ("
+            + "; ".join(_ids(u) for u in units) + ")")
+
+
 @dataclass
 class Comparison:
     """Side B against side A, cell by cell.
@@ -235,10 +259,16 @@ class Comparison:
         only_a, only_b: cells measured on one side only.
         settings: how the verdicts were decided (margin, multiplicity).
         comparisons: deltas with an interval; level: each interval's level after adjustment.
-        run_sd_pct: the run-to-run sd assumed (one run per side, no history), None when the
-            runs measured it or for the machines of one run (``compare_hosts``).
-        history: how many of ``runs_a`` are history (``history_runs``), not named by the user.
+        run_sd_pct: the run-to-run sd assumed (one run per side of one job), None when the runs
+            measured it, when they are of several jobs, or for the machines of one run
+            (``compare_hosts``).
+        job_sd_pct: the between-job sd assumed when the runs are of one job per side (None
+            otherwise).
+        history: how many of ``runs_a`` are history (``select_history``), not named by the user;
+            selection: how they were chosen (None without ``--history``).
         names: the sides' names (``run 3``, ``runs 3, 4, 5``, a machine's name).
+        set_aside: the repetitions set aside as disturbed (``across_runs.SetAside``).
+        spreads: per delta, how much its units vary (``across_runs.Spread``, or None).
     """
 
     a: StoredRun
@@ -255,16 +285,45 @@ class Comparison:
     run_sd_pct: float | None = None
     history: int = 0
     names: tuple[str, str] = ("A", "B")
+    job_sd_pct: float | None = None
+    selection: "HistorySelection | None" = None
+    set_aside: list[across_runs.SetAside] = field(default_factory=list)
+    spreads: list[across_runs.Spread | None] = field(default_factory=list)
+    assumed_sd_pct: tuple[float, float] = (DEFAULT_RUN_SD_PCT, DEFAULT_JOB_SD_PCT)
+
+    @property
+    def unit(self) -> str:
+        """``run`` when every run compared was made by one session (one job), else ``job``."""
+        return "run" if len(jobs(self.runs_a + self.runs_b)) <= 1 else "job"
+
+    @property
+    def unknown_sessions(self) -> list[StoredRun]:
+        """The runs compared that recorded no session (stored before cryptoperf recorded jobs)."""
+        return [r for r in self.runs_a + self.runs_b if not session(r).known]
 
     @property
     def run_variation(self) -> str:
-        """How run-to-run variation entered the intervals, in one sentence."""
+        """How the variation of whole runs (or jobs) entered the intervals, in one sentence."""
+        unknown = self.unknown_sessions
+        legacy = (f"; {_ids(unknown)} recorded no job or boot (stored before cryptoperf recorded them): each "
+                  "counted as a job of its own" if unknown and len(self.runs_a) + len(self.runs_b) > 1 else "")
+        hist = (f" ({len(self.runs_a) - self.history} named and {self.history} earlier runs of the same study on a "
+                f"comparable host and the same build)" if self.history else "")
+        if self.unit == "job":
+            ja, jb = jobs(self.runs_a), jobs(self.runs_b)
+            if len(ja) + len(jb) >= 3:
+                return (f"jobs as the unit: the runs come from {len(ja) + len(jb)} jobs (CI jobs, else boots), which "
+                        f"vary more than the runs of one job, so the intervals are t intervals on each job's mean "
+                        f"of its runs' geometric means, {_jobs_text(jb)} against {_jobs_text(ja)}{hist}, and the "
+                        f"spread between jobs is measured{legacy}")
+            return (f"between-job variation is unknown (one job per side): each job is assumed to vary by an sd of "
+                    f"{self.job_sd_pct:g} % (--job-sd) on top of the spread between its runs (its repetitions' "
+                    f"with one run), {_jobs_text(jb)} against {_jobs_text(ja)}{hist}; runs from 3 jobs or more "
+                    f"(--history K over the baseline's earlier jobs) measure it{legacy}")
         if len(self.runs_a) + len(self.runs_b) >= 3:
-            hist = (f" ({len(self.runs_a) - self.history} named and {self.history} earlier runs of the same "
-                    f"study on the same host and build)" if self.history else "")
             return (f"runs as the unit: the intervals are t intervals on each run's geometric mean, "
-                    f"{_ids(self.runs_b)} against {_ids(self.runs_a)}{hist}, so the spread between runs "
-                    "is measured")
+                    f"{_ids(self.runs_b)} against {_ids(self.runs_a)}{hist}, all made by one job "
+                    f"({session(self.a).text}), so the spread between runs is measured")
         if self.run_sd_pct is None:
             return "the machines of one run, measured over the same hours: Welch intervals on their repetitions"
         return (f"run-to-run variation is unknown (one run per side and no history): each run is assumed to "
@@ -273,9 +332,26 @@ class Comparison:
 
     @property
     def method(self) -> str:
-        """How the intervals were made (``analysis.method_text``)."""
+        """How the intervals were made (``analysis.method_text``), with the screen of disturbed
+        repetitions for comparisons across runs."""
+        how = self.run_variation
+        if self.settings.outlier_screen and self.spreads and any(s is not None for s in self.spreads):
+            n = len({s.cell for s in self.set_aside})
+            how += f", {across_runs.SCREEN_TEXT}" + (f" (in {n} comparison{'s' if n != 1 else ''})" if n else "")
         return analysis.method_text(self.settings, self.comparisons, self.level, paired=False, deltas=self.deltas,
-                                    how=self.run_variation)
+                                    how=how)
+
+    @property
+    def spread(self) -> across_runs.SpreadSummary | None:
+        """How much the units of this comparison vary, over its cells, against the sd assumed
+        when a comparison has one unit per side (``across_runs.spread_summary``)."""
+        return across_runs.spread_summary(self.spreads, *self.assumed_sd_pct)
+
+    def detectable(self) -> across_runs.Detectable | None:
+        """The smallest slowdown this comparison's gate catches 80 % of the time at the spread
+        its units showed (``across_runs.detectable``), None without an interval."""
+        return across_runs.detectable(self.spreads, self.comparisons, self.settings.level, self.settings.margin_pct,
+                                      *self.assumed_sd_pct)
 
     def failing(self, fail_on: Sequence[str]) -> list[Delta]:
         """The deltas that fail a regression gate (``failing``)."""
@@ -284,10 +360,14 @@ class Comparison:
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict: ``baseline_run`` and ``run`` (id, kind, study, started_at, status of
         each side's first run), ``baseline_runs`` and ``runs`` (every run id of each side),
-        ``history_runs`` (side A's runs taken from history), ``run_variation`` (``method``
-        sentence and ``assumed_run_sd_pct``), ``host_differences``, ``deltas``
-        (``Delta.as_dict``, verdicts included), ``unmatched`` (cells with the run id they are
-        in), ``analysis`` (settings, comparisons, level, method)."""
+        ``history_runs`` (side A's runs taken from history), ``history`` (``HistorySelection.as_dict``,
+        None without ``--history``), ``run_variation`` (``method`` sentence, ``unit`` run or job,
+        ``jobs`` (each side's run ids per job), ``sessions`` (per run id: job, boot_id),
+        ``assumed_run_sd_pct``, ``assumed_job_sd_pct``, ``spread``: ``SpreadSummary.as_dict``
+        with its ``warning``), ``set_aside`` (the disturbed repetitions, ``SetAside.as_dict``),
+        ``detectable_change`` (``Detectable.as_dict`` or None), ``host_differences``,
+        ``deltas`` (``Delta.as_dict``, verdicts included), ``unmatched`` (cells with the run id
+        they are in), ``analysis`` (settings, comparisons, level, method)."""
         def run(r: StoredRun) -> dict[str, Any]:
             m = r.meta
             return {"id": r.id, "kind": m.get("kind"), "study": m.get("study_name"),
@@ -295,10 +375,20 @@ class Comparison:
         unmatched = ([{"run_id": self.a.id, **s.cell.as_dict()} for s in self.only_a]
                      + [{"run_id": self.b.id, **s.cell.as_dict()} for s in self.only_b])
         runs_a, runs_b = self.runs_a or [self.a], self.runs_b or [self.b]
+        spread, detectable = self.spread, self.detectable()
+        variation = {"method": self.run_variation, "unit": self.unit,
+                     "jobs": {"baseline": [[r.id for r in u] for u in jobs(runs_a)],
+                              "candidate": [[r.id for r in u] for u in jobs(runs_b)]},
+                     "sessions": {str(r.id): {"job": session(r).job, "boot_id": session(r).boot_id}
+                                  for r in runs_a + runs_b},
+                     "assumed_run_sd_pct": self.run_sd_pct, "assumed_job_sd_pct": self.job_sd_pct,
+                     "spread": spread.as_dict() if spread is not None else None}
         return {"baseline_run": run(self.a), "run": run(self.b),
                 "baseline_runs": [r.id for r in runs_a], "runs": [r.id for r in runs_b],
                 "history_runs": [r.id for r in runs_a[len(runs_a) - self.history:]] if self.history else [],
-                "run_variation": {"method": self.run_variation, "assumed_run_sd_pct": self.run_sd_pct},
+                "history": self.selection.as_dict() if self.selection is not None else None,
+                "run_variation": variation, "set_aside": [s.as_dict() for s in self.set_aside],
+                "detectable_change": detectable.as_dict() if detectable is not None else None,
                 "host_differences": [h.as_dict() for h in self.host],
                 "deltas": [d.as_dict() for d in self.deltas], "unmatched": unmatched,
                 "analysis": {"settings": self.settings.as_dict(), "comparisons": self.comparisons,
@@ -309,36 +399,43 @@ def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None, mu
                  names: tuple[str, str] | None = None,
                  run_sd_pct: float | None = DEFAULT_RUN_SD_PCT) -> Comparison:
     """Compare run ``b`` with run ``a`` (the baseline), cell by cell: ``compare_run_sets`` with
-    one run per side (``run_sd_pct`` assumed; None for Welch's interval on the repetitions
-    alone, as for the machines of one run)."""
+    one run per side (``run_sd_pct`` assumed when both are of one job; None for Welch's interval
+    on the repetitions alone, as for the machines of one run)."""
     return compare_run_sets([a], [b], margin_pct, multiplicity, names, run_sd_pct)
 
 
 def compare_run_sets(runs_a: Sequence[StoredRun], runs_b: Sequence[StoredRun], margin_pct: float | None = None,
                      multiplicity: bool = True, names: tuple[str, str] | None = None,
-                     run_sd_pct: float | None = DEFAULT_RUN_SD_PCT, history: int = 0) -> Comparison:
+                     run_sd_pct: float | None = DEFAULT_RUN_SD_PCT, history: int | "HistorySelection" = 0,
+                     job_sd_pct: float | None = DEFAULT_JOB_SD_PCT) -> Comparison:
     """Compare the runs of side B with those of side A (the baseline), cell by cell, with the
-    runs as the unit (``analysis.compare_runs``; module docstring).
+    runs or the jobs that made them as the unit (``across_runs.compare_cells``; module docstring).
 
     ``runs_a``/``runs_b``: one run or more each, the first of each named in the host
-    differences; the last ``history`` runs of ``runs_a`` came from ``history_runs``. A cell is
-    matched when the first run of side A has it and some run of side B does; each side's runs
-    of it are compared as a set. ``margin_pct`` defaults to the first A run's study margin (the
-    default margin for a ``speed`` run). ``names`` name the two sides in reasons (default
-    ``run <id>``/``runs <ids>``). ``run_sd_pct``: the run-to-run sd assumed with one run per
-    side (None: Welch on the repetitions, needing ``stats.MIN_BLOCKS`` on each side). Raises
-    ValueError for an empty side.
+    differences; the last ``history`` runs of ``runs_a`` came from ``select_history`` (a count,
+    or the ``HistorySelection`` itself, whose accepted differences the comparison then carries).
+    A cell is matched when the first run of side A has it and some run of side B does; each
+    side's runs of it are compared as a set. ``margin_pct`` defaults to the first A run's study
+    margin (the default margin for a ``speed`` run). ``names`` name the two sides in reasons
+    (default ``run <id>``/``runs <ids>``). ``run_sd_pct``: the run-to-run sd assumed with one run
+    per side of one job (None: Welch on the repetitions, needing ``stats.MIN_BLOCKS`` on each
+    side); ``job_sd_pct``: the between-job sd assumed with one job per side (None: the default).
+    Raises ValueError for an empty side.
     """
     if not runs_a or not runs_b:
         raise ValueError("each side needs a run")
+    selection = history if isinstance(history, HistorySelection) else None
+    history = len(selection.runs) if selection is not None else int(history)
     a, b = runs_a[0], runs_b[0]
     margin = float(a.option("margin_pct")) if margin_pct is None else margin_pct
     settings = analysis.Settings(margin_pct=margin, multiplicity=multiplicity,
                                  noise_threshold_pct=float(a.option("noise_threshold_pct")))
     names = names or (_ids(runs_a[:len(runs_a) - history] or runs_a), _ids(runs_b))
+    job_sd_pct = DEFAULT_JOB_SD_PCT if job_sd_pct is None else job_sd_pct
 
-    def side(runs: Sequence[StoredRun], key: tuple) -> list[CellSummary]:
-        return [s for r in runs for s in r.summaries.values() if match_key(s) == key]
+    def side(runs: Sequence[StoredRun], key: tuple) -> list[across_runs.RunCell]:
+        return [across_runs.RunCell(s, session(r).key, f"run {r.id}")
+                for r in runs for s in r.summaries.values() if match_key(s) == key]
 
     keys_b = {match_key(s) for r in runs_b for s in r.summaries.values()}
     keys_a = {match_key(s) for s in a.summaries.values()}
@@ -350,30 +447,113 @@ def compare_run_sets(runs_a: Sequence[StoredRun], runs_b: Sequence[StoredRun], m
         else:
             only_a.append(s_a)
     run_sd = None if run_sd_pct is None else run_sd_pct / 100.0
-    deltas, m, level = analysis.compare_runs(sets, names, settings, analysis.context_of(a.host, a.study), run_sd)
-    firsts = [(x[0], y[0]) for x, y in sets]
+    result = across_runs.compare_cells(sets, names, settings, analysis.context_of(a.host, a.study), run_sd,
+                                       job_sd_pct / 100.0)
+    firsts = [(x[0].summary, y[0].summary) for x, y in sets]
     only_b = [s for s in b.summaries.values() if match_key(s) not in keys_a]
-    return Comparison(a=a, b=b, host=mask_differences(firsts) + host_differences(a.host, b.host), deltas=deltas,
-                      only_a=only_a, only_b=only_b, settings=settings, comparisons=m, level=level,
-                      runs_a=list(runs_a), runs_b=list(runs_b),
-                      run_sd_pct=run_sd_pct if len(runs_a) + len(runs_b) < 3 else None, history=history,
-                      names=names)
+    units = jobs(list(runs_a) + list(runs_b))
+    one_job = len(units) <= 1
+    return Comparison(a=a, b=b, host=mask_differences(firsts) + host_differences(a.host, b.host),
+                      deltas=result.deltas, only_a=only_a, only_b=only_b, settings=settings,
+                      comparisons=result.comparisons, level=result.level, runs_a=list(runs_a), runs_b=list(runs_b),
+                      run_sd_pct=run_sd_pct if one_job and len(runs_a) + len(runs_b) < 3 else None,
+                      history=history, names=names,
+                      job_sd_pct=job_sd_pct if not one_job and len(jobs(runs_a)) + len(jobs(runs_b)) < 3 else None,
+                      selection=selection, set_aside=result.set_aside, spreads=result.spreads,
+                      assumed_sd_pct=(DEFAULT_RUN_SD_PCT if run_sd_pct is None else run_sd_pct, job_sd_pct))
+
+
+#: Host properties a history accepts differing: they do not change what a result measures (a CI
+#: runner's hostname changes with every job); the host checks' readings are a moment's.
+ACCEPTED = ("hostname",)
+
+
+def _differs(a: StoredRun, c: StoredRun) -> list[HostDifference]:
+    """The host differences between ``a`` and ``c`` that make ``c`` no repeat of ``a``: every
+    one but ``ACCEPTED`` and the host checks' readings."""
+    return [d for d in host_differences(a.host, c.host) if d.field not in ACCEPTED and not d.field.startswith("check ")]
 
 
 def same_build(a: StoredRun, c: StoredRun) -> bool:
-    """True when run ``c`` is of the same study (or both ``speed``) as ``a``, on the same host
-    (hostname, CPU, kernel, hypervisor) with the same worker and library versions: what makes
-    ``c`` a repeat of ``a`` rather than a change (the host checks' readings may differ)."""
+    """True when run ``c`` is of the same study (or both ``speed``) as ``a``, on a comparable
+    host — the same CPU model, crypto flags, logical CPUs, machine, kernel and hypervisor —
+    with the same worker and library versions: what makes ``c`` a repeat of ``a`` rather than a
+    change. The hostname (``ACCEPTED``) and the host checks' readings may differ."""
     if (a.meta.get("kind"), a.meta.get("study_name")) != (c.meta.get("kind"), c.meta.get("study_name")):
         return False
-    return not [d for d in host_differences(a.host, c.host) if not d.field.startswith("check ")]
+    return not _differs(a, c)
+
+
+@dataclass
+class HistorySelection:
+    """The history of a run (``select_history``): the earlier runs taken, what they were
+    allowed to differ in, and the runs left out with why.
+
+    Attributes:
+        asked: how many runs were asked for (``--history K``).
+        runs: the runs taken, newest first.
+        accepted: (field, number of distinct values) of every host property that differs
+            among the run and its history and was accepted (``ACCEPTED``, host checks),
+            e.g. ``("hostname", 6)``.
+        left_out: (run id, why) of each run examined and left out, e.g. ``(7, "kernel differs")``.
+    """
+
+    asked: int
+    runs: list[StoredRun]
+    accepted: list[tuple[str, int]] = field(default_factory=list)
+    left_out: list[tuple[int, str]] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """``history: 5 runs (9, 8, 7, 6, 5) from 5 jobs; accepted differences: hostname (6 values)``."""
+        runs = (f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''} ("
+                + ", ".join(str(r.id) for r in self.runs) + f") from {len(jobs(self.runs))} "
+                + ("job" if len(jobs(self.runs)) == 1 else "jobs") if self.runs else "no run")
+        accepted = ", ".join(f"{f} ({n} values)" for f, n in self.accepted) or "none"
+        text = f"history: {runs}; accepted differences: {accepted}"
+        if self.left_out:
+            shown = ", ".join(f"run {i} ({why})" for i, why in self.left_out[:6])
+            text += f"; left out: {shown}" + (f" and {len(self.left_out) - 6} more" if len(self.left_out) > 6 else "")
+        return text
+
+    def as_dict(self) -> dict[str, Any]:
+        """``asked``, ``runs`` (ids), ``accepted_differences`` ([{field, values}]), ``left_out``
+        ([{run_id, why}])."""
+        return {"asked": self.asked, "runs": [r.id for r in self.runs],
+                "accepted_differences": [{"field": f, "values": n} for f, n in self.accepted],
+                "left_out": [{"run_id": i, "why": why} for i, why in self.left_out]}
+
+
+def select_history(a: StoredRun, candidates: Sequence[StoredRun], k: int) -> HistorySelection:
+    """Up to ``k`` runs of ``candidates`` (newest first) that repeat ``a`` (``same_build``),
+    ``a`` itself left out: the history that measures how much ``a``'s cells vary from run to
+    run and job to job (``compare --history K``), with the differences it accepted among them
+    and the runs examined and left out, each with its first differences."""
+    runs: list[StoredRun] = []
+    left: list[tuple[int, str]] = []
+    for c in candidates:
+        if c.id == a.id or len(runs) >= max(k, 0):
+            continue
+        if (a.meta.get("kind"), a.meta.get("study_name")) != (c.meta.get("kind"), c.meta.get("study_name")):
+            left.append((c.id, "another study" if a.meta.get("kind") == c.meta.get("kind") else "another kind"))
+            continue
+        differs = _differs(a, c)
+        if differs:
+            left.append((c.id, ", ".join(d.field for d in differs[:2]) + (" differ" if len(differs) > 1 else " differs")))
+            continue
+        runs.append(c)
+    values: dict[str, set[str]] = {}
+    for c in runs:
+        for d in host_differences(a.host, c.host):
+            if d.field in ACCEPTED or d.field.startswith("check "):
+                values.setdefault(d.field, {d.a}).add(d.b)
+    return HistorySelection(k, runs, [(f, len(v)) for f, v in values.items()], left)
 
 
 def history_runs(a: StoredRun, candidates: Sequence[StoredRun], k: int) -> list[StoredRun]:
-    """Up to ``k`` runs of ``candidates`` (newest first) that repeat ``a`` (``same_build``),
-    ``a`` itself left out: the history that measures the run-to-run variation of ``a``'s
-    cells on this host (``compare --history K``)."""
-    return [c for c in candidates if c.id != a.id and same_build(a, c)][:max(k, 0)]
+    """The runs ``select_history`` takes: up to ``k`` of ``candidates`` (newest first) that
+    repeat ``a`` (``same_build``), ``a`` itself left out."""
+    return select_history(a, candidates, k).runs
 
 
 # --------------------------------------------------------------------------- hosts of one run

@@ -208,6 +208,8 @@ PAIRED_T = "paired t on log ratios"
 WELCH_T = "Welch t on log values"
 RUNS_T = "t on run means"
 RUN_SD_T = "Welch t with an assumed run-to-run sd"
+JOBS_T = "t on job means"
+JOB_SD_T = "t with an assumed between-job sd"
 
 
 @dataclass(frozen=True)
@@ -223,8 +225,9 @@ class Interval:
             (e.g. 0.9979 for 24 comparisons at 95 % family-wise).
         n: paired blocks (paired) or the smaller side's repetitions (Welch).
         se_log: standard error of the mean log ratio; df: degrees of freedom of the t quantile.
-        method: ``PAIRED_T``, ``WELCH_T``, ``RUNS_T`` (runs as the unit: ``runs_log_ratio``) or
-            ``RUN_SD_T`` (one run per side, an assumed run-to-run sd: ``run_sd_log_ratio``).
+        method: ``PAIRED_T``, ``WELCH_T``, or one of the intervals across runs
+            (``across_runs``): ``RUNS_T`` (runs as the unit), ``JOBS_T`` (jobs as the unit),
+            ``RUN_SD_T`` / ``JOB_SD_T`` (one run / one job per side, its sd assumed).
         resolution_log: the least half-width of the interval on the log scale: what the values'
             resolution leaves unknown (``histogram_resolution``: a p50 read from a histogram
             is known to one bucket), so that values rounded alike in every block cannot give a
@@ -371,60 +374,6 @@ def welch_log_ratio(sample: Sequence[float], baseline: Sequence[float],
     else:
         df = float(a.size + b.size - 2)
     return _interval(float(a.mean() - b.mean()), se, df, level, int(min(a.size, b.size)), WELCH_T)
-
-
-def runs_log_ratio(sample_runs: Sequence[Sequence[float]], baseline_runs: Sequence[Sequence[float]],
-                   level: float = DEFAULT_LEVEL, resolution: float = 0.0) -> Interval:
-    """Ratio of ``sample`` to ``baseline`` with whole runs as the unit: each run contributes
-    the mean log of its values (its geometric mean), and the interval is the two-sample t
-    interval on those run means with their variance pooled over both sides (df = k_s + k_b − 2).
-    What shifts a run as a whole (process layout, CPU frequency, the host's other tenants, page
-    placement) is in the spread of the run means, so the interval covers it, which no number
-    of repetitions inside one run can do. Never narrower than ``resolution`` (a fraction, as in
-    ``paired_log_ratio``).
-
-    Each side: k >= 1 runs, each a non-empty sequence of positive values; k_s + k_b >= 3 (one
-    side needs two runs for a spread). ``n`` of the result is the smaller side's run count.
-    Raises ValueError otherwise.
-    """
-    ms = np.array([_positive_logs("sample run", r).mean() for r in sample_runs if len(r)], dtype=float)
-    mb = np.array([_positive_logs("baseline run", r).mean() for r in baseline_runs if len(r)], dtype=float)
-    if ms.size < 1 or mb.size < 1 or ms.size + mb.size < 3:
-        raise ValueError("an interval over runs needs a run with values on each side and 3 runs in all")
-    df = ms.size + mb.size - 2
-    pooled = (float(((ms - ms.mean()) ** 2).sum()) + float(((mb - mb.mean()) ** 2).sum())) / df
-    se = math.sqrt(pooled * (1.0 / ms.size + 1.0 / mb.size))
-    return _interval(float(ms.mean() - mb.mean()), se, float(df), level, int(min(ms.size, mb.size)), RUNS_T,
-                     math.log1p(resolution))
-
-
-def run_sd_log_ratio(sample: Sequence[float], baseline: Sequence[float], run_sd: float,
-                     level: float = DEFAULT_LEVEL, resolution: float = 0.0) -> Interval:
-    """Ratio of the geometric means of one run's ``sample`` to another run's ``baseline`` when
-    run-to-run variation was not measured: Welch's interval on the two runs' values, widened by
-    a run-to-run standard deviation ``run_sd`` assumed for each run (a fraction on the log
-    scale, ≈ the CV of a whole run's geometric mean): se² = s_s²/n_s + s_b²/n_b + 2·run_sd², df
-    by Welch–Satterthwaite with the assumed part counted as known (infinite df). A side with
-    fewer than 2 values adds no within-run part (its one value's noise is then assumed to be
-    in ``run_sd``). Never narrower than ``resolution``.
-
-    Each side shape (n,), n >= 1, positive; ``run_sd`` >= 0, and > 0 unless both sides have 2
-    values or more. Raises ValueError otherwise.
-    """
-    a, b = _positive_logs("sample", sample), _positive_logs("baseline", baseline)
-    if a.size < 1 or b.size < 1:
-        raise ValueError("an interval needs a value on each side")
-    if run_sd < 0 or not math.isfinite(run_sd):
-        raise ValueError(f"run_sd must be a finite fraction >= 0, got {run_sd}")
-    parts = [(x.var(ddof=1) / x.size, x.size - 1) for x in (a, b) if x.size >= 2]
-    if run_sd == 0 and len(parts) < 2:
-        raise ValueError("one value on a side and no assumed run-to-run sd: no spread to build an interval on")
-    within = sum(v for v, _ in parts)
-    var = within + 2.0 * run_sd ** 2
-    denominator = sum(v ** 2 / k for v, k in parts if v > 0)
-    df = float(var ** 2 / denominator) if denominator > 0 else math.inf
-    return _interval(float(a.mean() - b.mean()), math.sqrt(var), min(df, 1e9), level, int(min(a.size, b.size)),
-                     RUN_SD_T, math.log1p(resolution))
 
 
 @dataclass(frozen=True)
@@ -674,6 +623,9 @@ def _change_sentence(ci: "Interval", metric: str, transaction: Transaction) -> s
     return f"{change_words(metric, up, amount, transaction)} [{lo}, {hi}]"
 
 
+#: Intervals widened by an assumed sd, and why an inconclusive one offers no count.
+ASSUMED_SD = {RUN_SD_T: "the run-to-run variation was assumed, not measured: several runs per side would measure it",
+              JOB_SD_T: "the between-job variation was assumed, not measured: runs from 3 jobs or more would measure it"}
 #: The probability with which the "about N blocks would decide it" hint expects N to decide.
 HINT_PROBABILITY = 0.8
 
@@ -735,12 +687,13 @@ def blocks_to_decide(ci: Interval, margin_pct: float, probability: float = HINT_
     """The fewest blocks (paired) or repetitions or runs per side (unpaired) with which the
     comparison behind ``ci`` decides with ``probability`` (``decide_probability``); None if not
     within ``MAX_PROJECTED_BLOCKS``, if the spread is 0, or for an interval widened by an
-    assumed run-to-run sd (``RUN_SD_T``: more repetitions cannot shrink what is assumed).
+    assumed run-to-run or between-job sd (``ASSUMED_SD``: more repetitions cannot shrink what
+    is assumed).
 
     Counts are tried one by one up to 64 past ``ci.n``, then in steps of 5 %; the simulation
     (``python -m cryptoperf.simulate``) checks how often the count given does decide.
     """
-    if ci.se_log <= 0 or ci.n < 2 and ci.method != RUNS_T or ci.method == RUN_SD_T:
+    if ci.se_log <= 0 or ci.n < 2 and ci.method not in (RUNS_T, JOBS_T) or ci.method in ASSUMED_SD:
         return None
     counts, n = [], max(ci.n + 1, MIN_BLOCKS)
     while n <= MAX_PROJECTED_BLOCKS:
@@ -787,9 +740,9 @@ def decide(ci: Interval, margin_pct: float = DEFAULT_MARGIN_PCT, higher_is_slowe
         return Verdict(EQUIVALENT, f"equivalent within {margin_text} [{_pct(ci.low_pct)}, {_pct(ci.high_pct)}]",
                        delta, margin_pct, True, metric=metric)
     needed = blocks_to_decide(ci, margin_pct)
-    unit = {PAIRED_T: "blocks", RUNS_T: "runs per side"}.get(ci.method, "repetitions per side")
-    if ci.method == RUN_SD_T:
-        more = "the run-to-run variation was assumed, not measured: several runs per side would measure it"
+    unit = {PAIRED_T: "blocks", RUNS_T: "runs per side", JOBS_T: "jobs per side"}.get(ci.method, "repetitions per side")
+    if ci.method in ASSUMED_SD:
+        more = ASSUMED_SD[ci.method]
     elif needed is None:
         more = f"more than {MAX_PROJECTED_BLOCKS} {unit} would be needed to decide it"
     else:

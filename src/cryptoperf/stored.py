@@ -152,14 +152,17 @@ def run_seed(meta: dict[str, Any], study: Study | None) -> int:
 _RELATIVE = re.compile(r"(latest|previous)(?:~(\d+))?")
 
 
-def resolve_id(store: Store, run_id: str | int | None) -> int:
+def resolve_id(store: Store, run_id: str | int | None, kind: str | None = None) -> int:
     """The id of ``run_id``: an integer; ``latest``/None for the newest **study** run (a
     ``speed`` call is stored too, but is rarely what a report, a comparison or a plan means;
     the newest run of any kind when the store holds no study); ``previous`` for the one before
-    it, ``latest~N`` (``previous~N``) for the one N (N + 1) before it, of the same kind.
+    it, ``latest~N`` (``previous~N``) for the one N (N + 1) before it, of the same kind. With
+    ``kind`` (``speed``, ``study``: what ``compare`` passes, the kind of the runs it compares),
+    ``latest``, ``previous`` and ``latest~N`` count among the runs of that kind only.
 
     Raises StoreError when the store is empty, NoSuchRun (a StoreError, exit code 2) when
-    ``run_id`` is malformed or not in the store.
+    ``run_id`` is malformed or not in the store, or names a run further back than the store's
+    runs (of that kind) go.
     """
     runs = store.runs()
     if not runs:
@@ -168,12 +171,16 @@ def resolve_id(store: Store, run_id: str | int | None) -> int:
     relative = _RELATIVE.fullmatch(str(run_id)) if run_id is not None else None
     if run_id is None or relative:
         back = (1 if relative and relative.group(1) == "previous" else 0) + int(relative.group(2) or 0 if relative else 0)
-        studies = [r for r in runs if r.get("kind") == "study"]
-        pool = studies or runs
+        if kind is not None:
+            pool = [r for r in runs if r.get("kind") == kind]
+            what = f"{kind} run{'s' if len(pool) != 1 else ''}"
+        else:
+            studies = [r for r in runs if r.get("kind") == "study"]
+            pool = studies or runs
+            what = "study runs" if studies else "runs"
         if back >= len(pool):
-            kind = "study runs" if studies else "runs"
-            raise NoSuchRun(f"'{run_id}' names the run {back} before the newest, but the store {store.location} "
-                            f"holds {len(pool)} {kind}")
+            raise NoSuchRun(f"'{run_id}' names the {kind + ' ' if kind else ''}run {back} before the newest, but the "
+                            f"store {store.location} holds {len(pool)} {what}")
         return int(pool[-1 - back]["id"])
     try:
         wanted = int(run_id)

@@ -107,13 +107,20 @@ FAIL_ON = ("slower", "undecided", "inconclusive")
               help="With --by host: the machine the others are compared with (its hostname) "
                    "[default: the one that ran the run's first repetition].")
 @click.option("--history", "history", type=click.IntRange(0, 100), default=0, metavar="K",
-              help="Add to side A up to K earlier runs of the same study (or speed) on the same host "
-                   "with the same worker and library versions, newest first, so that the spread "
-                   "between runs is measured [default: 0].")
+              help="Add to side A up to K earlier runs of the same study (or speed) on a comparable "
+                   "host (same CPU model and flags, logical CPUs, machine, kernel, hypervisor; any "
+                   "hostname) with the same worker and library versions, newest first, so that the "
+                   "spread between runs and jobs is measured; the differences accepted are listed "
+                   "[default: 0].")
 @click.option("--run-sd", "run_sd_pct", type=click.FloatRange(0, 100), default=compare_mod.DEFAULT_RUN_SD_PCT,
               show_default=True, metavar="PCT",
-              help="With one run per side and no --history: the run-to-run standard deviation (%) "
+              help="With one run per side, both of one job: the run-to-run standard deviation (%) "
                    "assumed for each run, since nothing measures it; 0 trusts the repetitions alone.")
+@click.option("--job-sd", "job_sd_pct", type=click.FloatRange(0, 100), default=compare_mod.DEFAULT_JOB_SD_PCT,
+              show_default=True, metavar="PCT",
+              help="With runs of one job per side (a CI job, else a boot: see --job of speed and "
+                   "study): the between-job standard deviation (%) assumed for each job on top of "
+                   "the spread between its runs, since nothing measures it; 3 jobs or more measure it.")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
               help=STORE_HELP)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of the tables.")
@@ -128,7 +135,7 @@ FAIL_ON = ("slower", "undecided", "inconclusive")
                    "pipelines. A gate that passes names what it could not decide and the largest "
                    "slowdown it leaves possible. Repeatable.")
 def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | None, history: int,
-            run_sd_pct: float, store_path: str | None, as_json: bool, margin_pct: float | None,
+            run_sd_pct: float, job_sd_pct: float, store_path: str | None, as_json: bool, margin_pct: float | None,
             no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
     """Compare stored runs RUN_B with RUN_A (the baseline); ids from `cryptoperf list`, or
     `latest`; a side may be several runs of the same build, comma-separated (`3,4,5`).
@@ -140,11 +147,14 @@ def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | 
     cells measured on one side only. With --fail-on it is a regression gate: exit 1 when a
     verdict fails it, 0 otherwise.
 
-    A whole run shifts from one run to the next by more than its repetitions show, so runs are
-    the unit: with three runs or more in all (`compare 1,2,3 4,5,6`, or --history K) each cell's
-    interval is the t interval on the runs' geometric means, which measures that shift; with one
-    run per side each run is assumed to vary by --run-sd (2 % by default), and the output says
-    so. The sharpest gate puts both builds in one study (blocks pair them).
+    A whole run shifts from one run to the next by more than its repetitions show, and a CI job
+    (another machine) by more than the runs of one job, so runs — or the jobs that made them,
+    when the runs span several — are the unit: with three units or more (`compare 1,2,3
+    4,5,6`, or --history K) each cell's interval is the t interval on their means, which
+    measures that shift; with one unit per side it is assumed (--run-sd for runs of one job,
+    --job-sd for two jobs), and the output says so. A repetition far outside its run is set
+    aside first and named. `previous` and `latest~N` count runs of the other side's kind (speed
+    with speed). The sharpest gate puts both builds in one study (blocks pair them).
 
     With --by host RUN, the same for the machines of one run whose repetitions ran on several
     (told apart by hostname and CPU model): each machine's repetitions against the baseline
@@ -166,16 +176,24 @@ def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | 
         raise UsageError("compare needs two runs, RUN_A RUN_B (e.g. `cryptoperf compare 3 4`), or "
                          "--by host RUN for the machines of one run")
     with stored.open_store(store_path) as store:
-        runs_a, runs_b = _side(store, run_a, "RUN_A"), _side(store, run_b, "RUN_B")
+        kind = _kind(store, [run_a, run_b])
+        runs_a, runs_b = _side(store, run_a, "RUN_A", kind), _side(store, run_b, "RUN_B", kind)
         named = {r.id for r in runs_a + runs_b}
         if len(runs_a) + len(runs_b) > 2 and {r.id for r in runs_a} & {r.id for r in runs_b}:
             raise UsageError(f"run {sorted({r.id for r in runs_a} & {r.id for r in runs_b})[0]} is on both sides; "
                              "a run is compared with other runs")
-        earlier = _history(store, runs_a[0], named, history)
+        kinds = {r.meta.get("kind") for r in runs_a + runs_b}
+        if len(kinds) > 1:
+            other = next(r for r in runs_a + runs_b if r.meta.get("kind") != runs_a[0].meta.get("kind"))
+            raise UsageError(f"run {runs_a[0].id} is a {runs_a[0].meta.get('kind')} run and run {other.id} a "
+                             f"{other.meta.get('kind')} run: compare runs of one kind (their cells never match)")
+        selection = _history(store, runs_a[0], named, history) if history > 0 else None
+    earlier = selection.runs if selection is not None else []
     for r in runs_a + runs_b:
         say_using(r)
     c = compare_mod.compare_run_sets(runs_a + earlier, runs_b, margin_pct=margin_pct,
-                                     multiplicity=not no_multiplicity, run_sd_pct=run_sd_pct, history=len(earlier))
+                                     multiplicity=not no_multiplicity, run_sd_pct=run_sd_pct,
+                                     history=selection if selection is not None else 0, job_sd_pct=job_sd_pct)
     failing = c.failing(fail_on)
     if as_json:
         click.echo(json.dumps(report_json.compare_document("compare", c, fail_on, [("", d) for d in failing]), indent=1))
@@ -183,39 +201,60 @@ def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | 
     out = out_console()
     for r in c.runs_a + c.runs_b:
         out.print(f"run {r.id}: {r.meta.get('study_name') or r.meta.get('kind')}, "
-                  f"{fmt_date(r.meta.get('started_at'))}, {r.meta.get('status')}", markup=False)
-    if history and len(earlier) < history:
-        out.print(f"history: {len(earlier)} of the {history} earlier runs asked for repeat run {runs_a[0].id} "
-                  "(same study, host, worker and libraries)", markup=False)
+                  f"{fmt_date(r.meta.get('started_at'))}, {r.meta.get('status')}, "
+                  f"{compare_mod.session(r).text}", markup=False)
+    if selection is not None:
+        if len(earlier) < history:
+            out.print(f"history: {len(earlier)} of the {history} earlier runs asked for repeat run {runs_a[0].id} "
+                      "(same study, CPU, kernel, hypervisor, worker and libraries)", markup=False, soft_wrap=True)
+        out.print(selection.text, markup=False, soft_wrap=True)
     out.print(host_line(c.a.host).replace("host:", f"host of run {c.a.id}:", 1), markup=False)
     out.print(f"across runs: {c.run_variation}", markup=False, soft_wrap=True)
     _print_comparison(out, c, c.names[0], c.names[1], "run", "runs")
+    spread = c.spread
+    if spread is not None and c.unit == "job" or spread is not None and spread.sd_pct is not None:
+        out.print(spread.text, markup=False, soft_wrap=True)
+    if spread is not None and spread.warning:
+        out.print(spread.warning, markup=False, soft_wrap=True)
     _print_gate(out, fail_on, [("", d) for d in failing], [("", u) for u in compare_mod.undecided(c.deltas)])
+    detectable = c.detectable() if fail_on else None
+    if detectable is not None:
+        out.print(detectable.text, markup=False, soft_wrap=True)
     return 1 if failing else 0
 
 
-def _side(store: object, text: str, what: str) -> list[stored.StoredRun]:
-    """The runs a comma-separated ``text`` names (ids or ``latest``), loaded; UsageError for an
-    empty item or a run named twice."""
+def _kind(store: object, texts: list[str]) -> str | None:
+    """The kind of run (``study``, ``speed``) that ``previous`` and ``latest~N`` count among in
+    ``compare``: the kind of the first run named by number, else that of the newest run."""
+    runs = store.runs()  # type: ignore[attr-defined]
+    by_id = {int(r["id"]): r.get("kind") for r in runs}
+    for text in texts:
+        for item in text.split(","):
+            if item.strip().isdigit() and int(item) in by_id:
+                return by_id[int(item)]
+    return runs[-1].get("kind") if runs else None
+
+
+def _side(store: object, text: str, what: str, kind: str | None = None) -> list[stored.StoredRun]:
+    """The runs a comma-separated ``text`` names (ids or ``latest``, ``previous``, ``latest~N``
+    among runs of ``kind``), loaded; UsageError for an empty item or a run named twice."""
     items = [t.strip() for t in text.split(",")]
     if not all(items):
         raise UsageError(f"{what} {text!r}: name runs by id, comma-separated (e.g. 3,4,5)")
-    runs = [stored.load_run(store, t) for t in items]
+    runs = [stored.load_run(store, stored.resolve_id(store, t, kind=kind)) for t in items]
     ids = [r.id for r in runs]
     if len(set(ids)) < len(ids):
         raise UsageError(f"{what} {text!r} names run {next(i for i in ids if ids.count(i) > 1)} twice")
     return runs
 
 
-def _history(store: object, a: stored.StoredRun, named: set[int], k: int) -> list[stored.StoredRun]:
-    """Up to ``k`` earlier runs repeating ``a`` (``compare.history_runs``), newest first, none of
-    the ``named`` ones; reads only runs of the same kind and study, at most 4k + 8 of them."""
-    if k <= 0:
-        return []
+def _history(store: object, a: stored.StoredRun, named: set[int], k: int) -> compare_mod.HistorySelection:
+    """Up to ``k`` earlier runs repeating ``a`` (``compare.select_history``), newest first, none
+    of the ``named`` ones; reads only runs of the same kind and study, at most 4k + 8 of them."""
     metas = [m for m in reversed(stored.list_runs(store))
              if m["id"] not in named and m["id"] < a.id and m["kind"] == a.meta.get("kind")
              and m["study"] == a.meta.get("study_name") and m["supported"]][:4 * k + 8]
-    return compare_mod.history_runs(a, [stored.load_run(store, m["id"]) for m in metas], k)
+    return compare_mod.select_history(a, [stored.load_run(store, m["id"]) for m in metas], k)
 
 
 def _print_comparison(out: Console, c: compare_mod.Comparison, a: int | str, b: int | str,
