@@ -77,6 +77,8 @@ class Scenario:
         margin_pct, multiplicity: as the study's keys.
         max_blocks: with a value > blocks, a sequential study (``until = "decided"``).
         base_ns: the baseline's true time per operation, ns.
+        group_ratios: per group, a factor on its configurations' true ratio (a change in some
+            operations only: ``(1.05,) + (1.0,) * 11`` regresses the first of 12); () for none.
         quantised: each value read as the worker's histograms give a p50 (the highest value of
             its bucket: whole ns below 2,048 ns, 3 significant digits above).
         order: how each block's configurations are ordered (``ORDERS``): the real schedule
@@ -108,6 +110,7 @@ class Scenario:
     paired: bool = True
     base_ns: float = 1000.0
     quantised: bool = False
+    group_ratios: tuple[float, ...] = ()
 
     @property
     def comparisons(self) -> int:
@@ -188,6 +191,11 @@ class _Study:
             raise ValueError(f"unknown order '{sc.order}' (known: {', '.join(ORDERS)})")
         self.seed = FILE_SEED if sc.order == "file" else int(rng.integers(schedule.FRESH_SEED_MAX))
 
+    def truth_of(self, group: int, c: str) -> float:
+        """The true ratio of configuration ``c`` to the baseline in ``group``."""
+        factor = self.sc.group_ratios[group] if self.sc.group_ratios and c != BASELINE else 1.0
+        return self.truth[c] * factor
+
     def _order(self, first: int, last: int, keys: Sequence[tuple[int, str]]) -> list[tuple[int, int, str, int]]:
         """(block, group, configuration, position) of blocks ``first``..``last`` of the cells
         ``keys`` (each group's baseline first), in execution order: the engine's own schedule
@@ -225,7 +233,7 @@ class _Study:
             if sc.bimodal and self.rng.random() < sc.bimodal:
                 e += math.log(sc.bimodal_factor)
             shift = drifts[(block, group)] + sc.trend * pos + (sc.position_effect if pos == 0 else 0.0)
-            value = sc.base_ns * self.truth[c] * math.exp(shift + e)
+            value = sc.base_ns * self.truth_of(group, c) * math.exp(shift + e)
             if sc.quantised:
                 value = float(stats.histogram_bucket(value)[1])
             self.values[(group, c)][block] = value
