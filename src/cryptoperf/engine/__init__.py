@@ -19,7 +19,8 @@ default), or a Ray cluster, each randomised block a task on one node (``run/ray.
 The package's modules, in the order a study uses them: ``workers`` (the worker builds a study
 needs, the executor), ``plan`` (the study checked and expanded: ``StudyPlan``), ``preflight``
 (what it needs in disk, memory and threads, checked before the first repetition), ``resume``
-(an interrupted run continued), ``studyrun`` (``run_study``) and ``speed`` (``cryptoperf speed``).
+(an interrupted run continued), ``studyrun`` (``run_study``), ``speed`` (``cryptoperf speed``)
+and ``gate`` (``cryptoperf gate``: two worker builds as one study, a regression gate).
 """
 
 from cryptoperf.engine.plan import (StudyPlan, check_work_dir, check_workloads, comparable, no_comparison_reason,
