@@ -385,7 +385,7 @@ class SpreadSummary:
         return (f"warning: the {what} compared vary by an sd of {self.sd_pct:.1f} % (90 % interval "
                 f"{self.low_pct:.1f}–{self.high_pct:.1f} %, {self.df:g} df), more than the {self.assumed_pct:g} % "
                 f"assumed when one {self.unit} per side is compared ({option}): such a comparison would fail "
-                f"unchanged builds more often than it says; give {option} {math.ceil(self.high_pct):g} there")
+                f"unchanged builds more often than it says; give {option} {math.ceil(self.sd_pct):g} or more there")
 
     @property
     def text(self) -> str:

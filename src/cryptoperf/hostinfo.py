@@ -358,12 +358,50 @@ def _start_ticks(pid: int) -> int | None:
         return None
 
 
-def process_identity() -> dict[str, Any]:
+def process_identity(job: str | None = None) -> dict[str, Any]:
     """Who is running this study, so that a later reader can tell whether it is still alive:
     ``pid``, ``start_ticks`` (its start time since boot), ``boot_id`` (this boot of this
-    machine) and ``hostname``."""
-    return {"pid": os.getpid(), "start_ticks": _start_ticks(os.getpid()),
-            "boot_id": _read("/proc/sys/kernel/random/boot_id"), "hostname": platform.node()}
+    machine), ``hostname``, and with ``job`` the CI job's label (``ci_job``): the session whose
+    runs a comparison across runs counts as one unit (``across_runs.Session``)."""
+    out = {"pid": os.getpid(), "start_ticks": _start_ticks(os.getpid()),
+           "boot_id": _read("/proc/sys/kernel/random/boot_id"), "hostname": platform.node()}
+    if job:
+        out["job"] = job
+    return out
+
+
+#: The CI job labels ``ci_job`` reads, in order: (system, the variables whose values make the
+#: label, joined with '.'); a system's label is taken when its first variable is set.
+CI_JOB_VARIABLES = (
+    ("github", ("GITHUB_RUN_ID", "GITHUB_RUN_ATTEMPT", "GITHUB_JOB")),  # GitHub Actions
+    ("gitlab", ("CI_JOB_ID",)),                                          # GitLab CI
+    ("buildkite", ("BUILDKITE_JOB_ID",)),                                # Buildkite
+    ("circleci", ("CIRCLE_WORKFLOW_JOB_ID",)),                           # CircleCI
+    ("jenkins", ("BUILD_TAG",)),                                         # Jenkins: jenkins-JOB-NUMBER
+    ("jenkins", ("JENKINS_URL", "BUILD_ID")),                            # Jenkins without BUILD_TAG
+)
+#: Longest job label kept (``--job``).
+MAX_JOB_LABEL = 200
+
+
+def ci_job(job: str | None = None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The label of the job making a run: ``job`` when given (``--job``; '' for none), else
+    the first CI system of ``CI_JOB_VARIABLES`` whose variables are set in ``environ``
+    (default ``os.environ``), as ``system:value.value`` (``github:9876543210.1.bench``,
+    ``gitlab:4242``; Jenkins' ``JENKINS_URL`` is not part of its label), else None. Raises
+    ValueError for a label longer than ``MAX_JOB_LABEL`` or with a control character."""
+    if job is not None:
+        label = job.strip()
+        if len(label) > MAX_JOB_LABEL or any(ord(ch) < 32 for ch in label):
+            raise ValueError(f"a job label is one line of at most {MAX_JOB_LABEL} characters")
+        return label or None
+    env = os.environ if environ is None else environ
+    for system, names in CI_JOB_VARIABLES:
+        if env.get(names[0]):
+            parts = [env[n] for n in names if env.get(n) and n != "JENKINS_URL"]
+            if parts:
+                return f"{system}:" + ".".join(parts)[:MAX_JOB_LABEL]
+    return None
 
 
 def process_alive(identity: Mapping[str, Any] | None) -> bool | None:

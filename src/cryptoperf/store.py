@@ -40,6 +40,11 @@ FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version`
     keeps it in ``PRAGMA user_version``, where formats 1 and 2 kept it alone, so that an older
     cryptoperf refuses a newer store). In the JSON study document each repetition has
     ``host`` (that fingerprint, or null). The upgrade adds the column and the table.
+    Later in format 3, without a version change (a key older readers ignore): ``process_json``
+    gains ``job``, the label of the CI job that made the run (``--job`` of speed and study, else
+    the CI's variables; absent when there was none), which with its ``boot_id`` (recorded since
+    format 2) is the session ``compare`` counts the runs of as one unit; runs without either
+    (format 1, or made in memory) are each a session of their own.
 Upgrades: one function per version step in ``_UPGRADES``, run in one transaction (DDL
 included: all or nothing); tests/fixtures keeps a store of every old version.
 """
@@ -556,7 +561,7 @@ class Store:
                   process: Mapping[str, Any] | None = None) -> int:
         """Insert a ``runs`` row with status ``running``; return its id. ``analysis`` is the
         run's ``analysis.Settings.as_dict()`` (margin, multiplicity, looks); ``process`` the
-        orchestrator's ``hostinfo.process_identity()``."""
+        orchestrator's ``hostinfo.process_identity()`` (with the CI job's label, ``job``)."""
         return self._write(sa.insert(runs_table).values(
             kind=kind, started_at=started_at, study_name=study_name, study_toml=study_toml,
             host_json=json.dumps(host), seed=seed, status="running", format_version=FORMAT_VERSION,

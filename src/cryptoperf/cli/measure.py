@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from cryptoperf import builds, cpumask, engine, opnames, study as study_mod
+from cryptoperf import analysis, builds, cpumask, engine, opnames, study as study_mod
 from cryptoperf.cli.app import cli, err_console, out_console
 from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
 from cryptoperf.errors import NoComparison, UsageError
@@ -19,6 +19,13 @@ from cryptoperf.report import json as report_json
 from cryptoperf.report import study_text, terminal
 from cryptoperf.report.format import cpu_title, host_line, verdict_counts
 from cryptoperf.store import shown_default
+
+
+JOB_HELP = ("Label of the CI job making the run, recorded with the machine's boot id as the run's session: "
+            "`cryptoperf compare` counts the runs of one job as one unit. Default: what the CI sets — "
+            "GitHub Actions (GITHUB_RUN_ID.GITHUB_RUN_ATTEMPT.GITHUB_JOB), GitLab (CI_JOB_ID), Buildkite "
+            "(BUILDKITE_JOB_ID), CircleCI (CIRCLE_WORKFLOW_JOB_ID), Jenkins (BUILD_TAG, else BUILD_ID); "
+            "elsewhere none, and the boot tells sessions apart; '' records none.")
 
 
 class SizeType(click.ParamType):
@@ -115,18 +122,21 @@ def _speed_params(values: Sequence[str]) -> dict[str, str]:
                    f"{shown_default()}]; every speed call is stored (it becomes a run `cryptoperf list` "
                    "shows) unless --no-store.")
 @click.option("--no-store", is_flag=True, help="Measure and print only: store nothing.")
+@click.option("--job", "job", metavar="LABEL", default=None, help=JOB_HELP)
 def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ...],
           param_values: tuple[str, ...], repetitions: int, runs: int, baseline: str | None, seconds: float,
           warmup_s: float, threads: int, timeout_s: float | None, cpu: str, fips: bool, library: str,
-          no_setup: bool, as_json: bool, store_path: str | None, no_store: bool) -> None:
+          no_setup: bool, as_json: bool, store_path: str | None, no_store: bool, job: str | None) -> None:
     """Measure operations on backends: one row per (backend, operation, size).
 
     Each repetition is one fresh worker process; with --repetitions N every row runs N times in
     randomised blocks (a block runs every row once, in a seeded random order), and with N >= 3
     ops/s, p50 and CPU/op carry their 95 % interval. A backend that lacks an operation gives a
     row saying "unsupported", not an error. Where the worker batches k > 1 operations per timed
-    sample, the percentiles are those of k-operation batch means (the table says so). Every
-    `speed` call is stored as a run (see `cryptoperf list`) unless --no-store.
+    sample, the percentiles are those of k-operation batch means (the table says so). A
+    repetition the host disturbed (steal, other load: a study's default limits) is run again and
+    flagged. Every `speed` call is stored as a run (see `cryptoperf list`) unless --no-store,
+    with the session that made it (--job, else the CI's job, and the boot).
 
     \b
     cryptoperf speed --op SHA-256 --size 16k --repetitions 3 --baseline openssl
@@ -143,7 +153,7 @@ def speed(backends_: tuple[str, ...], ops: tuple[str, ...], sizes: tuple[int, ..
             backends_, ops, sizes, seconds=seconds, warmup_s=warmup_s, threads=threads, timeout_s=timeout_s,
             cpu=cpu, fips=fips, library=library, params=_speed_params(param_values), repetitions=repetitions,
             baseline=baseline, setup=not no_setup, store=store_path, store_results=not no_store,
-            progress=terminal.ProgressBar(err) if not as_json or err.is_terminal else None, console=err))
+            progress=terminal.ProgressBar(err) if not as_json or err.is_terminal else None, console=err, job=job))
     if as_json:
         docs = [report_json.speed_document(r, r.settings) for r in results]
         click.echo(json.dumps(docs[0] if runs == 1 else {"runs": docs}, indent=1))
@@ -174,6 +184,8 @@ def _print_speed(result: engine.SpeedRun, repetitions: int, cpu: str, fips: bool
         out.print(line, markup=False, soft_wrap=True)
     for line in terminal.mask_warnings(result.outcomes):
         out.print(line, markup=False)
+    for line in _disturbed_lines(result):
+        out.print(line, markup=False, soft_wrap=True)
     build = result.settings["build"]
     for name, spec in builds.BUILDS.items():
         if spec.setup is not None and name != build:
@@ -181,6 +193,24 @@ def _print_speed(result: engine.SpeedRun, repetitions: int, cpu: str, fips: bool
         available, why = builds.status(name)
         if not available:
             out.print(f"note: worker build '{name}' is unavailable: {why}", markup=False, soft_wrap=True)
+
+
+def _disturbed_lines(result: engine.SpeedRun) -> list[str]:
+    """One note per row whose repetitions the host disturbed: how many were run again, and how
+    many were kept, flagged, because their re-run was disturbed too."""
+    by_cell: dict[str, list] = {}
+    for d in analysis.disturbances(result.outcomes):
+        by_cell.setdefault(d.cell, []).append(d)
+    out = []
+    for cell, items in by_cell.items():
+        again = [d for d in items if d.rerun]
+        kept = [d for d in items if not d.rerun]
+        what = f"{len(again)} repetition(s) disturbed by the host and run again (block " + \
+            ", ".join(str(d.block) for d in again) + f": {again[0].why})" if again else ""
+        flag = (f"{len(kept)} kept disturbed, its re-run disturbed too (block "
+                + ", ".join(str(d.block) for d in kept) + f": {kept[0].why})") if kept else ""
+        out.append(f"note: {cell.strip('/')}: " + "; ".join(x for x in (what, flag) if x))
+    return out
 
 
 @cli.command()
@@ -224,10 +254,11 @@ def _print_speed(result: engine.SpeedRun, repetitions: int, cpu: str, fips: bool
               help="Let an operation's connect (a TLS server already running) be this address, "
                    "though it is not a loopback one (repeatable). Without it, a study loads only "
                    "this machine's servers.")
+@click.option("--job", "job", metavar="LABEL", default=None, help=JOB_HELP)
 def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
           dry_run: bool, no_report: bool, no_setup: bool, margin_pct: float | None,
           no_multiplicity: bool, executor: str, address: str | None, resume_id: str | None,
-          allow_remote: tuple[str, ...]) -> None:
+          allow_remote: tuple[str, ...], job: str | None) -> None:
     """Run a study FILE (TOML): configurations against a baseline, with verdicts you can act on.
 
     Every cell (configuration × backend × operation × size) is calibrated once, then runs in
@@ -292,7 +323,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
 
     run = engine.run_study(plan, store=store_path, out_dir=out_dir, progress=terminal.ProgressBar(err),
                            reports=not no_report, console=err, on_host=show_host, executor=ex, resume=prior,
-                           check_host=False)
+                           check_host=False, job=job)
     a = run.analysis
     notes = terminal.Notes()
     out.print(terminal.delta_table(run.deltas, plan.study.baseline, notes, a.level))

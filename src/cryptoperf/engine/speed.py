@@ -14,10 +14,11 @@ from cryptoperf import opnames, speedstats, workload
 from cryptoperf.errors import UsageError, did_you_mean
 from cryptoperf.model import OK, Cell, Outcome, Repetition
 from cryptoperf.report.terminal import ProgressBar
-from cryptoperf.run import local
+from cryptoperf.run import disturbance, local
 from cryptoperf.run.worker import Hello, WorkerRules
 from cryptoperf.store import FORMAT_VERSION, Store
 from cryptoperf.stored import StoredRun
+from cryptoperf.study import options_for
 from cryptoperf.engine.workers import unmasked_vectors, worker_builds
 
 
@@ -100,7 +101,7 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
           params: Mapping[str, str] | None = None, repetitions: int = 1, baseline: str | None = None,
           seed: int | None = None, setup: bool = True, store: str | os.PathLike | None = None,
           store_results: bool = True, progress: local.Progress | bool | None = None,
-          console: Any = None) -> SpeedRun:
+          console: Any = None, job: str | None = None) -> SpeedRun:
     """Measure operations on backends: each (backend, operation, size) ``repetitions`` times,
     each in a fresh worker process, in randomised blocks (a block runs every row once, in an
     order drawn from ``seed``, or from a fresh seed when None, stored with the run; blocks after the first use the batch size the first measured for
@@ -125,12 +126,23 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
         store, store_results: the store the run is recorded in (a path or URL, as
             ``run_study`` takes; default: ``store.default_location()``);
             with ``store_results`` False nothing is stored (``run_id`` is None).
+        job: the label of the CI job making the run (``--job``), recorded with the boot id as
+            the run's session; None: the CI's own variables (``hostinfo.ci_job``), '' none.
+
+    A repetition the host disturbed (steal above the study default ``max_steal_pct``, other
+    load above its steady level by more than ``max_other_load_pct``: ``run.disturbance``, the
+    rule studies apply) is run again at once and the first attempt kept as superseded; a re-run
+    disturbed too is analysed, flagged.
 
     Raises UsageError (bad names or values, checked against the worker's rules), WorkerError
     subclasses, StoreError.
     """
     if not 1 <= repetitions <= MAX_SPEED_REPETITIONS:
         raise UsageError(f"--repetitions {repetitions} is out of range; give 1 to {MAX_SPEED_REPETITIONS}")
+    try:
+        job = hostinfo.ci_job(job)
+    except ValueError as e:
+        raise UsageError(f"--job: {e}") from None
     if timeout_s is not None and timeout_s <= warmup_s + seconds:
         raise UsageError(f"--timeout {timeout_s:g} s does not exceed --warmup + --seconds = "
                          f"{warmup_s + seconds:g} s; raise --timeout")
@@ -141,6 +153,10 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
     plan.info.update(repetitions=repetitions, seed=seed)
     host = hostinfo.fingerprint(plan.hello.raw)
     host["checks"] = [c.as_dict() for c in hostinfo.run_checks()]
+    before = hostinfo.load_before()
+    if before is not None:
+        host["load_before"] = before
+    disturbed = speed_disturbance(plan.hello, before["other_load_pct"] if before is not None else None)
     if progress is True:
         progress = ProgressBar()
     settings = analysis.Settings(speed_baseline=plan.baseline)
@@ -148,18 +164,18 @@ def speed(backends: Sequence[str] = (), ops: Sequence[str] = (), sizes: Sequence
 
     def measure(on_outcome: Callable[[Outcome], None] | None) -> list[Outcome]:
         return speed_blocks(plan.cells, repetitions, seed, plan.settings, plan.worker, progress=progress or None,
-                            on_outcome=on_outcome, unmasked=plan.unmasked)
+                            on_outcome=on_outcome, unmasked=plan.unmasked, disturbed=disturbed)
 
     if not store_results:
         outcomes = measure(None)
         meta = {"id": None, "kind": "speed", "started_at": started, "finished_at": local.utc_now(),
                 "status": "complete", "host": host, "seed": seed, "analysis": settings.as_dict(),
-                "format_version": FORMAT_VERSION}
+                "format_version": FORMAT_VERSION, "process": hostinfo.process_identity(job)}
         store_path = None
     else:
         with Store(store) as st:
             run_id = st.begin_run("speed", started, host, seed=seed, analysis=settings.as_dict(),
-                                  process=hostinfo.process_identity())
+                                  process=hostinfo.process_identity(job))
             status = "interrupted"
             try:
                 outcomes = measure(lambda o: st.add_outcome(run_id, o))
@@ -358,16 +374,30 @@ def speed_baseline(baseline: str, backends: Sequence[str]) -> str:
     return found
 
 
+def speed_disturbance(hello: Hello, level_pct: float | None = None) -> Callable[[Outcome], str]:
+    """The disturbed-repetition rule of a ``speed`` run (``run.disturbance.Rule``): a study's
+    with the study file's defaults ``max_steal_pct`` and ``max_other_load_pct``, on the
+    worker's logical CPUs, its steady level seeded with ``level_pct`` (the other load measured
+    before the run, or None)."""
+    opts = options_for("study")
+    limits = disturbance.Limits(float(opts["max_steal_pct"].default), float(opts["max_other_load_pct"].default),
+                                level_pct)
+    return limits.rule(int((hello.cpu or {}).get("logical_cpus") or os.cpu_count() or 1))
+
+
 def speed_blocks(cells: Sequence[Cell], repetitions: int, seed: int, settings: schedule.Settings,
                  workers: local.Workers, progress: local.Progress | None = None,
                  on_outcome: Callable[[Outcome], None] | None = None,
-                 unmasked: Mapping[tuple[str, str], str] | None = None) -> list[Outcome]:
+                 unmasked: Mapping[tuple[str, str], str] | None = None,
+                 disturbed: Callable[[Outcome], str] | None = None) -> list[Outcome]:
     """Run ``repetitions`` blocks of ``cells`` (``schedule.blocks``: a block runs every cell
     once, in an order drawn from ``seed`` and the block number; ``position`` is the place in
     the block), each repetition in a fresh worker. Blocks after the first use the batch size
     the first measured for each cell, so that every repetition of a row times the same
     statistic, and skip the cells the first found unsupported or invalid (more repetitions
-    cannot change that answer). Returns the outcomes in execution order.
+    cannot change that answer). ``disturbed`` (``speed_disturbance``) says why the host
+    disturbed a measured repetition, which then runs again at once (``run.local.execute``).
+    Returns the outcomes in execution order, a superseded attempt before its re-run.
 
     The blocks are ``schedule.blocks``' (as a study's); the loop stays apart from
     ``_run_study``'s because ``speed``'s first block is measured, where a study calibrates in a
@@ -382,7 +412,8 @@ def speed_blocks(cells: Sequence[Cell], repetitions: int, seed: int, settings: s
 
     what = "speed" if repetitions == 1 else "speed: block 1"
     outcomes = local.execute(numbered(schedule.blocks(cells, 1, 1, seed)), settings, workers,
-                             on_outcome=on_outcome, progress=progress, description=what, unmasked=unmasked)
+                             on_outcome=on_outcome, progress=progress, description=what, unmasked=unmasked,
+                             disturbed=disturbed)
     if repetitions > 1:
         first = {o.cell.key: o for o in outcomes}
         batches = {o.cell.group: o.result.batch if o.result else None for o in outcomes if o.ok}
@@ -390,5 +421,6 @@ def speed_blocks(cells: Sequence[Cell], repetitions: int, seed: int, settings: s
         if later:
             reps = numbered(schedule.blocks(later, 2, repetitions, seed, batches, start_index=len(outcomes)))
             outcomes += local.execute(reps, settings, workers, on_outcome=on_outcome, progress=progress,
-                                      description=f"speed: blocks 2-{repetitions}", unmasked=unmasked)
+                                      description=f"speed: blocks 2-{repetitions}", unmasked=unmasked,
+                                      disturbed=disturbed)
     return outcomes

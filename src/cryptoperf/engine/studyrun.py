@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 from cryptoperf import analysis, builds, hostinfo, schedule
 from cryptoperf import workload
 from cryptoperf.engine import preflight
-from cryptoperf.errors import StudyInterrupted
+from cryptoperf.errors import StudyInterrupted, UsageError
 from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repetition
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
@@ -34,7 +34,8 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
               multiplicity: bool | None = None, console: Any = None,
               on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None = None,
               executor: str | Any = "local", address: str | None = None,
-              resume: StoredRun | int | str | None = None, check_host: bool = True) -> "StudyRun":
+              resume: StoredRun | int | str | None = None, check_host: bool = True,
+              job: str | None = None) -> "StudyRun":
     """Run a study and return it as a stored run, analysed.
 
     Args:
@@ -64,6 +65,9 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
             what the study needs, and a resumed run's machine, before its first repetition
             (``check_before_running``); False when the caller has (the CLI, before it prints
             the plan).
+        job: the label of the CI job making the run (``--job``), recorded with the boot id as
+            the run's session (a resumed run records the session resuming it); None: the CI's
+            own variables (``hostinfo.ci_job``), '' none.
 
     Returns a ``StudyRun`` (a ``StoredRun``: ``.deltas``, ``.summaries``, ``.analysis``, ...,
     plus the paths written, and with Ray the blocks retried or failed). Raises StudyError,
@@ -75,6 +79,10 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     run is marked interrupted.
     """
     prior = None
+    try:
+        job = hostinfo.ci_job(job)
+    except ValueError as e:
+        raise UsageError(f"--job: {e}") from None
     if resume is not None:
         refuse_settings_on_resume(margin_pct, multiplicity)
         prior = resume if isinstance(resume, StoredRun) else prior_run(
@@ -88,7 +96,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         if check_host:
             check_before_running(plan, out_dir, store, prior, console)
         return _run_study(plan, ex, store=store, out_dir=out_dir, progress=progress, reports=reports,
-                          on_host=on_host, prior=prior)
+                          on_host=on_host, prior=prior, job=job)
     finally:
         ex.close()
 
@@ -108,7 +116,7 @@ def check_before_running(plan: StudyPlan, out_dir: str | os.PathLike | None, sto
 def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out_dir: str | os.PathLike | None,
                progress: local.Progress | bool | None, reports: bool,
                on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None,
-               prior: StoredRun | None = None) -> "StudyRun":
+               prior: StoredRun | None = None, job: str | None = None) -> "StudyRun":
     """``run_study`` once its plan and executor are made (and, to resume, the run it
     continues): see there."""
     if progress is True:
@@ -142,10 +150,10 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     with Store(store) as st:
         if prior is None:
             run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=plan.seed,
-                                  analysis=plan.analysis.as_dict(), process=hostinfo.process_identity())
+                                  analysis=plan.analysis.as_dict(), process=hostinfo.process_identity(job))
         else:
             run_id = prior.id
-            st.reopen_run(run_id, hostinfo.process_identity())
+            st.reopen_run(run_id, hostinfo.process_identity(job))
 
         def record(o: Outcome) -> None:
             rows[id(o)] = st.add_outcome(run_id, o)  # stored first: memory never holds more
