@@ -497,8 +497,10 @@ def disturbed_repetitions(runs: Sequence[Mapping[int, float]], alpha: float,
     run in ``runs``, block, value ÷ its run's median), ascending.
 
     Each run of ``SCREEN_MIN_REPETITIONS`` values or more gives the residuals of its log values
-    from its median (the median value itself left out with an odd count: it is 0 by
-    construction); the residuals of every run are pooled, so that a run of 3 repetitions is
+    from its median (the lower median with an even count: one of its values, itself left out, as
+    its residual is 0 by construction — with the mean of the two middle values instead, two
+    near-zero residuals per run shrink the pooled spread and the false alarms triple); the
+    residuals of every run are pooled, so that a run of 3 repetitions is
     screened against the spread of all of them, and ``outliers.outlier_blocks`` (Rosner's
     generalized ESD, false alarms about ``alpha`` on normal values, at most 20 % of the values,
     none within ``floor_log`` of the median) finds the outliers. A run shifted as a whole has no
@@ -511,16 +513,21 @@ def disturbed_repetitions(runs: Sequence[Mapping[int, float]], alpha: float,
     for i, values in enumerate(runs):
         if len(values) < SCREEN_MIN_REPETITIONS:
             continue
+        if any(not 0.0 < v < math.inf for v in values.values()):
+            raise ValueError("disturbed_repetitions needs finite positive values")
         blocks = list(values)
-        logs = stats._positive_logs("repetition values", [values[b] for b in blocks])
-        median = float(np.median(logs))
-        skip = int(np.argsort(logs, kind="stable")[logs.size // 2]) if logs.size % 2 else -1
+        logs = [math.log(values[b]) for b in blocks]
+        skip = sorted(range(len(logs)), key=logs.__getitem__)[(len(logs) - 1) // 2]  # the (lower) median
+        median = logs[skip]
         for j, block in enumerate(blocks):
             if j != skip:
-                residuals.append(float(logs[j]) - median)
-                where.append((i, block, math.exp(float(logs[j]) - median)))
+                residuals.append(logs[j] - median)
+                where.append((i, block, math.exp(logs[j] - median)))
     if len(residuals) < outliers.OUTLIER_MIN_BLOCKS:
         return []
+    centre = float(np.median(residuals))
+    if max(abs(r - centre) for r in residuals) <= floor_log:
+        return []  # nothing beyond the floor: the screen could set nothing aside (and is slow)
     found = outliers.outlier_blocks(residuals, alpha, floor_log)
     kept: dict[int, list[int]] = {}
     for p in sorted(found, key=lambda p: -abs(residuals[p])):
@@ -530,14 +537,14 @@ def disturbed_repetitions(runs: Sequence[Mapping[int, float]], alpha: float,
     return sorted(where[p] for ps in kept.values() for p in ps)
 
 
-def _screen(runs: Sequence[RunCell], metric: str, level: float) -> dict[int, dict[int, float]]:
+def _screen(runs: Sequence[RunCell], metric: str, level: float, resolution: float = 0.0) -> dict[int, dict[int, float]]:
     """Position in ``runs`` → {block: factor} of the repetitions ``disturbed_repetitions`` sets
     aside on ``metric`` (a ``stats.METRICS`` key), at false alarms ``outliers.outlier_alpha(level)``;
-    a latency's floor is at least two histogram buckets."""
+    a latency's floor is at least two histogram buckets (``resolution``, a fraction)."""
     values = [getattr(r.summary, VALUES[metric]) for r in runs]
     floor = math.log1p(outliers.OUTLIER_FLOOR_PCT / 100.0)
     if metric == "latency":
-        floor = max(floor, 2.0 * math.log1p(stats.histogram_resolution([v for d in values for v in d.values()])))
+        floor = max(floor, 2.0 * math.log1p(resolution))
     out: dict[int, dict[int, float]] = {}
     for i, block, factor in disturbed_repetitions(values, outliers.outlier_alpha(level), floor):
         out.setdefault(i, {})[block] = factor
@@ -633,16 +640,16 @@ def _cell(a: Sequence[RunCell], b: Sequence[RunCell], common: dict[str, Any], na
         return analysis._unpaired(a[0].summary, b[0].summary, common, names, settings.level), [], None
     metric = stats.metric_for(settings.verdict_on, conf.cell.load)
     runs = list(a) + list(b)
-    aside = _screen(runs, metric, screen_level) if settings.outlier_screen else {}
+    res_a, res_b = (stats.histogram_resolution([v for r in side for v in r.summary.p50_by_block_ns.values()])
+                    for side in (a, b))
+    aside = _screen(runs, metric, screen_level, max(res_a, res_b)) if settings.outlier_screen else {}
 
     def interval(of: str, resolution: bool = False) -> Interval | None:
-        kept = [{k: v for k, v in getattr(r.summary, of).items() if k not in aside.get(i, {})}
-                for i, r in enumerate(runs)]
+        kept = [{k: v for k, v in getattr(r.summary, of).items() if k not in aside.get(i, {})} if aside.get(i)
+                else getattr(r.summary, of) for i, r in enumerate(runs)]
         va = [[list(kept[i].values()) for i in u] for u in ua]
         vb = [[list(kept[len(a) + i].values()) for i in u] for u in ub]
-        res = (stats.histogram_resolution([v for d in kept[len(a):] for v in d.values()])
-               + stats.histogram_resolution([v for d in kept[:len(a)] for v in d.values()]) if resolution else 0.0)
-        return _interval(unit, va, vb, settings.level, res, run_sd, job_sd)
+        return _interval(unit, va, vb, settings.level, res_a + res_b if resolution else 0.0, run_sd, job_sd)
 
     lat, tp = interval(VALUES["latency"], resolution=True), interval(VALUES["throughput"])
     if lat is None or tp is None:

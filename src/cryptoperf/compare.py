@@ -407,7 +407,7 @@ def compare_runs(a: StoredRun, b: StoredRun, margin_pct: float | None = None, mu
 def compare_run_sets(runs_a: Sequence[StoredRun], runs_b: Sequence[StoredRun], margin_pct: float | None = None,
                      multiplicity: bool = True, names: tuple[str, str] | None = None,
                      run_sd_pct: float | None = DEFAULT_RUN_SD_PCT, history: int | "HistorySelection" = 0,
-                     job_sd_pct: float | None = DEFAULT_JOB_SD_PCT) -> Comparison:
+                     job_sd_pct: float | None = DEFAULT_JOB_SD_PCT, outlier_screen: bool = True) -> Comparison:
     """Compare the runs of side B with those of side A (the baseline), cell by cell, with the
     runs or the jobs that made them as the unit (``across_runs.compare_cells``; module docstring).
 
@@ -420,7 +420,8 @@ def compare_run_sets(runs_a: Sequence[StoredRun], runs_b: Sequence[StoredRun], m
     (default ``run <id>``/``runs <ids>``). ``run_sd_pct``: the run-to-run sd assumed with one run
     per side of one job (None: Welch on the repetitions, needing ``stats.MIN_BLOCKS`` on each
     side); ``job_sd_pct``: the between-job sd assumed with one job per side (None: the default).
-    Raises ValueError for an empty side.
+    ``outlier_screen`` False keeps every repetition (only to measure what the screen buys,
+    ``cryptoperf.simulate_runs``). Raises ValueError for an empty side.
     """
     if not runs_a or not runs_b:
         raise ValueError("each side needs a run")
@@ -428,7 +429,7 @@ def compare_run_sets(runs_a: Sequence[StoredRun], runs_b: Sequence[StoredRun], m
     history = len(selection.runs) if selection is not None else int(history)
     a, b = runs_a[0], runs_b[0]
     margin = float(a.option("margin_pct")) if margin_pct is None else margin_pct
-    settings = analysis.Settings(margin_pct=margin, multiplicity=multiplicity,
+    settings = analysis.Settings(margin_pct=margin, multiplicity=multiplicity, outlier_screen=outlier_screen,
                                  noise_threshold_pct=float(a.option("noise_threshold_pct")))
     names = names or (_ids(runs_a[:len(runs_a) - history] or runs_a), _ids(runs_b))
     job_sd_pct = DEFAULT_JOB_SD_PCT if job_sd_pct is None else job_sd_pct
@@ -502,24 +503,33 @@ class HistorySelection:
     runs: list[StoredRun]
     accepted: list[tuple[str, int]] = field(default_factory=list)
     left_out: list[tuple[int, str]] = field(default_factory=list)
+    of: int | None = None
 
     @property
     def text(self) -> str:
-        """``history: 5 runs (9, 8, 7, 6, 5) from 5 jobs; accepted differences: hostname (6 values)``."""
-        runs = (f"{len(self.runs)} run{'s' if len(self.runs) != 1 else ''} ("
-                + ", ".join(str(r.id) for r in self.runs) + f") from {len(jobs(self.runs))} "
-                + ("job" if len(jobs(self.runs)) == 1 else "jobs") if self.runs else "no run")
+        """``history: 5 runs (9, 8, 7, 6, 5) from 5 jobs; accepted differences: hostname (6
+        values)``; with fewer runs than asked, ``history: 1 of the 5 earlier runs asked for
+        repeat run 10 (…): run 9 from 1 job; …; left out: run 8 (kernel differs)``."""
+        units = len(jobs(self.runs))
+        found = (", ".join(str(r.id) for r in self.runs) + f" from {units} job{'s' if units != 1 else ''}"
+                 if self.runs else "")
+        if len(self.runs) < self.asked:
+            text = (f"history: {len(self.runs)} of the {self.asked} earlier runs asked for repeat run {self.of} "
+                    "(same study, CPU, kernel, hypervisor, worker and libraries)"
+                    + (f": {'runs' if len(self.runs) > 1 else 'run'} {found}" if found else ""))
+        else:
+            text = f"history: {len(self.runs)} run{'s' if len(self.runs) != 1 else ''} ({found.replace(' from', ') from', 1)}"
         accepted = ", ".join(f"{f} ({n} values)" for f, n in self.accepted) or "none"
-        text = f"history: {runs}; accepted differences: {accepted}"
+        text += f"; accepted differences: {accepted}"
         if self.left_out:
             shown = ", ".join(f"run {i} ({why})" for i, why in self.left_out[:6])
             text += f"; left out: {shown}" + (f" and {len(self.left_out) - 6} more" if len(self.left_out) > 6 else "")
         return text
 
     def as_dict(self) -> dict[str, Any]:
-        """``asked``, ``runs`` (ids), ``accepted_differences`` ([{field, values}]), ``left_out``
-        ([{run_id, why}])."""
-        return {"asked": self.asked, "runs": [r.id for r in self.runs],
+        """``of`` (the run whose history it is), ``asked``, ``runs`` (ids), ``accepted_differences``
+        ([{field, values}]), ``left_out`` ([{run_id, why}])."""
+        return {"of": self.of, "asked": self.asked, "runs": [r.id for r in self.runs],
                 "accepted_differences": [{"field": f, "values": n} for f, n in self.accepted],
                 "left_out": [{"run_id": i, "why": why} for i, why in self.left_out]}
 
@@ -547,7 +557,7 @@ def select_history(a: StoredRun, candidates: Sequence[StoredRun], k: int) -> His
         for d in host_differences(a.host, c.host):
             if d.field in ACCEPTED or d.field.startswith("check "):
                 values.setdefault(d.field, {d.a}).add(d.b)
-    return HistorySelection(k, runs, [(f, len(v)) for f, v in values.items()], left)
+    return HistorySelection(k, runs, [(f, len(v)) for f, v in values.items()], left, a.id)
 
 
 def history_runs(a: StoredRun, candidates: Sequence[StoredRun], k: int) -> list[StoredRun]:

@@ -204,9 +204,6 @@ def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | 
                   f"{fmt_date(r.meta.get('started_at'))}, {r.meta.get('status')}, "
                   f"{compare_mod.session(r).text}", markup=False)
     if selection is not None:
-        if len(earlier) < history:
-            out.print(f"history: {len(earlier)} of the {history} earlier runs asked for repeat run {runs_a[0].id} "
-                      "(same study, CPU, kernel, hypervisor, worker and libraries)", markup=False, soft_wrap=True)
         out.print(selection.text, markup=False, soft_wrap=True)
     out.print(host_line(c.a.host).replace("host:", f"host of run {c.a.id}:", 1), markup=False)
     out.print(f"across runs: {c.run_variation}", markup=False, soft_wrap=True)
