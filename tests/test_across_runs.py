@@ -216,3 +216,26 @@ def test_a_history_differing_in_the_kernel_leaves_it_out_and_says_why(cli, fake_
     res = cli("compare", "previous", "latest", "--history", "5", "--store", store)
     assert "history: 1 of the 5 earlier runs asked for repeat run 3" in res.out
     assert "left out: run 2 (kernel differs)" in res.out, res.out
+
+
+def test_runs_stored_before_sessions_are_each_a_job_of_their_own_and_said(cli, tmp_path):
+    """A format-1 store (no process, so neither job nor boot): a copy of its study run compared
+    with it is two jobs of one run each, the between-job sd assumed, and the output says why."""
+    import shutil
+    from conftest import ROOT
+    store = tmp_path / "v1.sqlite"
+    shutil.copy(ROOT / "tests" / "fixtures" / "store-v1.sqlite", store)
+    db = sqlite3.connect(store)
+    cols = [r[1] for r in db.execute("PRAGMA table_info(runs)") if r[1] != "id"]
+    db.execute(f"INSERT INTO runs ({', '.join(cols)}) SELECT {', '.join(cols)} FROM runs WHERE id = 1")
+    new = db.execute("SELECT max(id) FROM runs").fetchone()[0]
+    rcols = [r[1] for r in db.execute("PRAGMA table_info(results)") if r[1] not in ("id", "run_id")]
+    db.execute(f"INSERT INTO results (run_id, {', '.join(rcols)}) SELECT ?, {', '.join(rcols)} FROM results "
+               "WHERE run_id = 1 ORDER BY id", (new,))
+    db.commit()
+    db.close()
+    doc = json.loads(cli("compare", "1", str(new), "--store", store, "--json").out)
+    v = doc["run_variation"]
+    assert v["unit"] == "job" and v["assumed_job_sd_pct"] == across_runs.DEFAULT_JOB_SD_PCT
+    assert v["sessions"] == {"1": {"job": None, "boot_id": None}, str(new): {"job": None, "boot_id": None}}
+    assert f"runs 1, {new} recorded no job or boot (stored before cryptoperf recorded them)" in v["method"]

@@ -131,3 +131,46 @@ def test_speed_runs_make_one_side(cli, fake_worker, tmp_path):
     doc = json.loads(cli(*args, "--runs", "2", "--json").out)
     assert len(doc["runs"]) == 2
     assert_one_line_error(cli(*args, "--runs", "2", "--no-store"), "--runs makes runs to compare later", code=2)
+
+
+def test_a_history_on_other_runners_and_a_disturbed_repetition_pass_an_unchanged_build(cli, tmp_path, monkeypatch):
+    """Hosted CI: each run of the study in a CI job of its own, on a runner of its own hostname,
+    and the candidate's block 3 ran 3× slower (a neighbour's burst, on every cell of the block).
+    The history takes the earlier runs whatever their hostname, and says it accepted it; the
+    disturbed repetition is set aside and named before the run's mean is taken, so the gate
+    passes; the same candidate 1.5× slower on sha256 still fails it."""
+    from cryptoperf import hostinfo
+    import sqlite3
+    for _, names in hostinfo.CI_JOB_VARIABLES:
+        for n in names:
+            monkeypatch.delenv(n, raising=False)
+    store = tmp_path / "ci.sqlite"
+    study = TWO_CONFIG_STUDY.format(reps=5, timeout=5)
+
+    def one_run(i: int, factor: float, slow: float = 1.0, rep_factors=None) -> None:
+        monkeypatch.setenv("CI_JOB_ID", str(100 + i))
+        spec = {"noise_cv": 0.002, "latency_ns": {"sha256": round(2024 * factor * slow), "sha512": round(2024 * factor)}}
+        if rep_factors:
+            spec["rep_factors"] = rep_factors
+        run_study(tmp_path / f"r{i}", store, study, spec)
+        db = sqlite3.connect(store)
+        host = json.loads(db.execute("SELECT host_json FROM runs WHERE id = ?", (i,)).fetchone()[0])
+        host["hostname"] = f"runner-{i}"
+        db.execute("UPDATE runs SET host_json = ? WHERE id = ?", (json.dumps(host), i))
+        db.commit()
+        db.close()
+
+    for i, f in enumerate(SHIFTS, start=1):
+        one_run(i, f)
+    one_run(6, 1.0, rep_factors=[1.0, 1.0, 3.0, 1.0, 1.0])
+    one_run(7, 1.0, slow=1.5, rep_factors=[1.0, 1.0, 3.0, 1.0, 1.0])
+    res = cli("compare", "5", "6", "--history", "4", "--store", store, "--fail-on", "slower")
+    assert res.code == 0, res.out
+    assert "history: 4 runs (4, 3, 2, 1) from 4 jobs; accepted differences: hostname (5 values)" in res.out
+    doc = json.loads(cli("compare", "5", "6", "--history", "4", "--store", store, "--json").out)
+    assert doc["run_variation"]["unit"] == "job" and len(doc["run_variation"]["jobs"]["baseline"]) == 5
+    assert sorted((s["cell"], s["run"], s["block"]) for s in doc["set_aside"]) == [
+        ("openssl/hash/1024/A", "run 6", 3), ("openssl/hash/1024/B", "run 6", 3)]
+    assert all("run 6: block 3 set aside as disturbed" in d["note"] for d in doc["deltas"])
+    res = cli("compare", "5", "7", "--history", "4", "--store", store, "--fail-on", "slower")
+    assert res.code == 1 and "FAILED by 1 cell(s): openssl hash A" in res.out, res.out
