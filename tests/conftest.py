@@ -45,6 +45,19 @@ def _private_ray_token() -> None:
 
 _private_ray_token()
 
+
+def _private_data_dir() -> None:
+    """cryptoperf's data directory (its default store, the builds ``cryptoperf setup`` caches,
+    OpenSSL's FIPS provider) is a new one for every test session: no test reads what an earlier
+    run left in ~/.local/share/cryptoperf, nor leaves anything there. Tests that need their own
+    set CRYPTOPERF_DATA_DIR themselves."""
+    folder = tempfile.mkdtemp(prefix="cryptoperf-tests-data-")
+    os.environ["CRYPTOPERF_DATA_DIR"] = folder
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+_private_data_dir()
+
 try:  # the hypothesis profiles of the fuzz tests (tests/test_fuzz_study.py)
     from hypothesis import HealthCheck, settings
 except ImportError:  # hypothesis is in the test extra; without it those tests do not import

@@ -155,15 +155,18 @@ class TreeSampler:
 
     def rate_ns_per_s(self, pgid: int) -> float | None:
         """The group's CPU rate over its busy span: the longest stretch of samples over which
-        it kept using CPU (gaps of at most 30 ms), which is the warm-up and the measured window
-        (start-up, readiness and the worker's own start are short bursts apart from it)."""
+        it kept using CPU (gaps of at most 30 ms, or four sampling periods on a host so busy that
+        a walk of /proc takes longer), which is the warm-up and the measured window (start-up,
+        readiness and the worker's own start are short bursts apart from it)."""
         s = self.series.get(pgid) or []
+        period = sorted(b[0] - a[0] for a, b in zip(s, s[1:]))[len(s) // 2 - 1] if len(s) > 2 else 0.0
+        gap = max(0.03, 4 * period)
         best, start = (0, 0), None
         last_busy = None
         for i in range(1, len(s)):
             busy = s[i][1] - s[i - 1][1] > 0.05 * (s[i][0] - s[i - 1][0]) * 1e9  # > 5 % of a CPU
             if busy:
-                if start is None or s[i][0] - s[last_busy][0] > 0.03:
+                if start is None or s[i][0] - s[last_busy][0] > gap:
                     start = i - 1
                 last_busy = i
                 if s[i][0] - s[start][0] > s[best[1]][0] - s[best[0]][0]:

@@ -50,6 +50,10 @@ def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bo
         if name in out:
             continue
         if name == builds.FIPS and openssl_fips and setup and not missing_ok:
+            try:  # a missing FIPS worker is said before minutes spent building the provider it loads
+                builds.find_worker(name)
+            except builds.BuildUnavailable as e:
+                raise builds.BuildUnavailable(f"{who} needs the {name} worker build: {e}") from None
             providerbuild.ensure(openssl_fips, console or Console(stderr=True, highlight=False))
         try:
             out[name] = workerbuild.ensure(name, who, auto=setup and not missing_ok, console=console)
