@@ -322,7 +322,7 @@ class Comparison:
                     f"(--history K over the baseline's earlier jobs) measure it{legacy}")
         if len(self.runs_a) + len(self.runs_b) >= 3:
             return (f"runs as the unit: the intervals are t intervals on each run's geometric mean, "
-                    f"{_ids(self.runs_b)} against {_ids(self.runs_a)}{hist}, all made by one job "
+                    f"{_ids(self.runs_b)} against {_ids(self.runs_a)}{hist}, all made in one session "
                     f"({session(self.a).text}), so the spread between runs is measured")
         if self.run_sd_pct is None:
             return "the machines of one run, measured over the same hours: Welch intervals on their repetitions"
