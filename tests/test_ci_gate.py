@@ -76,7 +76,7 @@ def test_the_ci_walk_through_runs(cli, fake_worker, tmp_path, monkeypatch):
     job = iter(range(1, 100))
     monkeypatch.setenv("CI_JOB_ID", str(next(job)))
     steps = sections(PAGE.read_text())
-    store_baseline, gate, cannot_tell, keep_current = steps
+    _, store_baseline, gate, cannot_tell, keep_current = steps
     assert [c[:2] for c in store_baseline] == [["cryptoperf", "speed"]]
     assert "--runs" in store_baseline[0]
     # 1. the baseline: three runs, each with its own whole-run shift (one command per run here,
@@ -160,3 +160,40 @@ def test_the_ci_walk_through_runs(cli, fake_worker, tmp_path, monkeypatch):
     # and with jobs measured, a true 30 % slowdown still fails it
     res = gate_with(spec(1.0, rsa=1.3, rep_factors=[1.0, 3.0, 1.0]), hostname="runner-pr")
     assert res.code == 1 and "FAILED by 1 cell(s): openssl rsa2048-sign" in res.out, res.out
+
+
+def test_the_paired_gate_of_the_page_runs(cli, fake_worker, tmp_path, monkeypatch):
+    """Section 1: `cryptoperf gate` and the same gate as a study file, with two builds of the
+    worker in main/ and pr/ (fake ones, each its script baked in): an unchanged candidate passes,
+    one 10 % slower on RSA fails naming it."""
+    from test_gate import build
+    monkeypatch.chdir(tmp_path)
+    text = PAGE.read_text()
+    paired = re.split(r"^## ", text, flags=re.M)[1]
+    assert paired.startswith("1. Both builds in one job")
+    gate, study = sections(text)[0]
+    assert gate[:2] == ["cryptoperf", "gate"] and study[:2] == ["cryptoperf", "study"]
+    (toml,) = re.findall(r"^```toml\n(.*?)^```", paired, re.S | re.M)
+    Path(study[2]).write_text(toml)
+    ops = [gate[i + 1] for i, a in enumerate(gate) if a == "--op"]
+    assert len(ops) == 12
+    base = {"noise_cv": 0.004, "latency_ns": {"rsa2048-sign": 19_000}}
+    fake_worker(base)
+    for folder in ("main", "pr"):
+        (tmp_path / folder).mkdir()
+    build(tmp_path / "main", "cryptoperf-worker", base)
+
+    def runs_with(candidate: dict) -> tuple:
+        build(tmp_path / "pr", "cryptoperf-worker", candidate)
+        for f in ("gate.sqlite",):
+            Path(f).unlink(missing_ok=True)
+        return run(cli, gate), run(cli, study)
+
+    same_gate, same_study = runs_with(base)
+    assert same_gate.code == 0, same_gate.out + same_gate.err
+    assert "regression gate (--fail-on slower): passed" in same_gate.out
+    assert "in any one of its 12 comparisons" in same_gate.out and "wall time" in same_gate.out
+    assert same_study.code == 0 and "regression gate (--fail-on slower): passed" in same_study.out, same_study.out
+    slow_gate, slow_study = runs_with({**base, "latency_ns": {"rsa2048-sign": 20_900}})
+    assert slow_gate.code == 1 and "FAILED by 1 cell(s): openssl rsa2048-sign candidate" in slow_gate.out, slow_gate.out
+    assert slow_study.code == 1 and "FAILED by 1 cell(s): openssl rsa2048-sign pr" in slow_study.out, slow_study.out

@@ -83,6 +83,13 @@ def test_two_worker_builds_in_one_study_are_paired_block_by_block(cli, write_stu
     deltas = _verdicts(tmp_path / "slow", "two-builds")
     assert [d["verdict"]["kind"] for d in deltas] == ["slower", "slower"], deltas
     assert all(abs(d["latency"]["ratio"] - 1.10) < 0.01 for d in deltas), deltas
+    # the same study as a regression gate: exit 1, naming what failed and what it could catch
+    res = cli("study", tmp_path / "slow.toml", "--no-report", "--out", tmp_path / "slow", "--fail-on", "slower")
+    assert res.code == 1, res.err
+    assert "regression gate (--fail-on slower): FAILED by 2 cell(s): openssl rsa2048-sign change" in res.out
+    assert "detectable change: at the noise measured, a slowdown of" in res.out
+    res = cli("study", tmp_path / "study.toml", "--no-report", "--out", tmp_path / "same", "--fail-on", "slower")
+    assert res.code == 0 and "regression gate (--fail-on slower): passed" in res.out, res.out
 
 
 def test_a_worker_path_is_checked_before_anything_runs(cli, write_study, fake_worker, tmp_path):

@@ -145,6 +145,8 @@ def match_key(s: CellSummary) -> tuple[str, str, str, int | None]:
 
 #: ``--fail-on undecided``: the same as ``inconclusive``, in the gate's own word.
 UNDECIDED = "undecided"
+#: What a regression gate's ``--fail-on`` may name (``failing``).
+FAIL_ON = (stats.SLOWER, UNDECIDED, stats.INCONCLUSIVE)
 
 #: The run-to-run sd (%) assumed for one run per side of one job (``across_runs``).
 DEFAULT_RUN_SD_PCT = across_runs.DEFAULT_RUN_SD_PCT

@@ -108,7 +108,8 @@ def scenarios() -> list[Scenario]:
     """The table docs/methodology.md quotes ("Regression gates"): the default gate design over
     12 operations, an unchanged build at CV 1 % and 3 % per repetition, with a job-wide drift of
     10 % per block, one repetition ×3 or ×1.3 in every operation, 1 % of repetitions ×3; then a
-    true +5 % (and +10 %) in one of the 12 at CV 1 %, 2 % and 3 %."""
+    true +5 % (and +10 %) in one of the 12 at CV 1 %, 2 % and 3 %; then a noisy runner (a fifth
+    of the repetitions ×1.5), unchanged and with +5 % in one operation."""
     out = []
     for cv in (0.01, 0.03):
         tag = f"unchanged, CV {cv * 100:g} %"
@@ -121,6 +122,10 @@ def scenarios() -> list[Scenario]:
                           group_ratios=one_regressed(change)))
     out.append(design("+5 % in 1 of 12, CV 1 %, 1 % of repetitions ×3", cv=0.01, outliers=0.01,
                       outlier_factor=3.0, group_ratios=one_regressed(0.05)))
+    # a noisy runner, as bench/ci_gate met one: a neighbour slows a fifth of the repetitions ×1.5
+    out += [design(f"{tag}noisy runner: 20 % of repetitions ×1.5, CV 1 %", cv=0.01, outliers=0.20, outlier_factor=1.5,
+                   group_ratios=ratios)
+            for tag, ratios in (("unchanged, ", ()), ("+5 % in 1 of 12, ", one_regressed(0.05)))]
     return out
 
 

@@ -10,10 +10,9 @@ from typing import Sequence
 
 import click
 
-from cryptoperf import engine
+from cryptoperf import compare, cpumask, engine
 from cryptoperf.cli.app import cli, err_console, out_console
 from cryptoperf.cli.measure import SizeType, _speed_params
-from cryptoperf.cli.runs import FAIL_ON, _print_gate
 from cryptoperf.engine import DEFAULT_OUT_DIR, gate as gate_mod
 from cryptoperf.engine.speed import check_names
 from cryptoperf.report import json as report_json
@@ -52,7 +51,10 @@ def _duration(seconds: float) -> str:
               show_default=True, help="Warm-up of one repetition, s.")
 @click.option("--margin", "margin_pct", type=click.FloatRange(0, 100), default=2.0, show_default=True, metavar="PCT",
               help="Equivalence margin in %: a slowdown whose whole interval lies inside ±PCT % does not fail.")
-@click.option("--fail-on", "fail_on", type=click.Choice(FAIL_ON), multiple=True, default=("slower",),
+@click.option("--candidate-cpu", type=click.Choice(cpumask.NAMES), default=cpumask.BASELINE, show_default=True,
+              help="Run the candidate's workers under this CPU capability mask (e.g. no-aesni): a candidate "
+                   "that lost an extension, to see the gate catch what it costs.")
+@click.option("--fail-on", "fail_on", type=click.Choice(compare.FAIL_ON), multiple=True, default=("slower",),
               show_default=True,
               help="Exit 1 when an operation is 'slower' beyond the margin; with `undecided` also when one "
                    "is undecided at --max-blocks. Repeatable.")
@@ -63,8 +65,8 @@ def _duration(seconds: float) -> str:
 @click.option("--json", "as_json", is_flag=True, help="Print the gate's outcome as JSON on stdout.")
 def gate(baseline_worker: str, candidate_worker: str, ops: tuple[str, ...], backends: tuple[str, ...],
          sizes: tuple[int, ...], param_values: tuple[str, ...], blocks: int, max_blocks: int, seconds: float,
-         warmup_s: float, margin_pct: float, fail_on: tuple[str, ...], store_path: str | None, out_dir: str,
-         as_json: bool) -> int:
+         warmup_s: float, margin_pct: float, candidate_cpu: str, fail_on: tuple[str, ...], store_path: str | None,
+         out_dir: str, as_json: bool) -> int:
     """A regression gate for a pipeline that builds both sides: the baseline's and the
     candidate's worker binaries as two configurations of one study, every randomised block
     running both, each operation compared block by block. Whatever shifts the whole job (the
@@ -87,7 +89,7 @@ def gate(baseline_worker: str, candidate_worker: str, ops: tuple[str, ...], back
                                  backends=chosen, ops=tuple(canonical), sizes=tuple(sizes),
                                  params=_speed_params(param_values), blocks=blocks,
                                  max_blocks=max(blocks, max_blocks), seconds=seconds, warmup_s=warmup_s,
-                                 margin_pct=margin_pct)
+                                 margin_pct=margin_pct, candidate_cpu=candidate_cpu)
     takes = {op: hello.rules.takes_message(op) for op in canonical}
     plan = engine.plan_study(gate_mod.gate_study(design, takes, Path.cwd()), console=err)
     engine.check_before_running(plan, out_dir, store_path, None, err)
@@ -107,7 +109,7 @@ def gate(baseline_worker: str, candidate_worker: str, ops: tuple[str, ...], back
     out.print(terminal.delta_table(run.deltas, plan.study.baseline, notes, a.level))
     notes.print(out)
     out.print(f"verdicts: {verdict_counts(run.deltas)}; {a.method}", markup=False, soft_wrap=True)
-    _print_gate(out, fail_on, [("", d) for d in outcome.failing], [("", u) for u in outcome.undecided])
+    terminal.print_gate(out, fail_on, [("", d) for d in outcome.failing], [("", u) for u in outcome.undecided])
     text = outcome.detectable_text()
     if text:
         out.print(text, markup=False, soft_wrap=True)

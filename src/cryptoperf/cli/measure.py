@@ -11,9 +11,9 @@ from typing import Any, Callable, Sequence
 
 import click
 
-from cryptoperf import analysis, builds, cpumask, engine, opnames, study as study_mod
+from cryptoperf import analysis, builds, compare, cpumask, engine, opnames, study as study_mod
 from cryptoperf.cli.app import cli, err_console, out_console
-from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS
+from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS, gate as gate_mod
 from cryptoperf.errors import NoComparison, UsageError
 from cryptoperf.report import json as report_json
 from cryptoperf.report import study_text, terminal
@@ -255,10 +255,15 @@ def _disturbed_lines(result: engine.SpeedRun) -> list[str]:
                    "though it is not a loopback one (repeatable). Without it, a study loads only "
                    "this machine's servers.")
 @click.option("--job", "job", metavar="LABEL", default=None, help=JOB_HELP)
+@click.option("--fail-on", "fail_on", type=click.Choice(compare.FAIL_ON), multiple=True,
+              help="Exit with status 1 when a comparison is 'slower' beyond the margin (and, with "
+                   "undecided, when one is undecided): a regression gate, e.g. of a study whose "
+                   "configurations are a pipeline's baseline and candidate builds (worker = \"path\"). "
+                   "Repeatable. docs/ci-gate.md.")
 def study(file: str | None, store_path: str | None, out_dir: str, show_options: bool,
           dry_run: bool, no_report: bool, no_setup: bool, margin_pct: float | None,
           no_multiplicity: bool, executor: str, address: str | None, resume_id: str | None,
-          allow_remote: tuple[str, ...], job: str | None) -> None:
+          allow_remote: tuple[str, ...], job: str | None, fail_on: tuple[str, ...]) -> int:
     """Run a study FILE (TOML): configurations against a baseline, with verdicts you can act on.
 
     Every cell (configuration × backend × operation × size) is calibrated once, then runs in
@@ -276,7 +281,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     """
     if show_options:
         click.echo(study_mod.options_help(engine.default_rules()), nl=False)
-        return
+        return 0
     if file is None:
         raise UsageError("study needs a FILE (a study .toml); see `cryptoperf study --help`")
     err, out = err_console(), out_console()
@@ -311,7 +316,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         say(study_text.cluster_line(cluster))
     if dry_run:
         _dry_run(plan, say)
-        return
+        return 0
 
     def show_host(host: dict, checks: list) -> None:
         err.print(host_line(host), markup=False)
@@ -335,6 +340,13 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     why = engine.no_comparison_reason(run)
     if why:
         raise NoComparison(why)
+    if not fail_on:
+        return 0
+    outcome = gate_mod.decide(run.deltas, fail_on, a.comparisons, len(plan.looks))
+    terminal.print_gate(out, fail_on, [("", d) for d in outcome.failing], [("", u) for u in outcome.undecided])
+    if outcome.detectable_text():
+        out.print(outcome.detectable_text(), markup=False, soft_wrap=True)
+    return 0 if outcome.passed else 1
 
 
 def _start_executor(ex: Any, plan: engine.StudyPlan) -> dict:

@@ -94,7 +94,7 @@ def list_runs(store_path: str | None, as_json: bool) -> None:
     out.print(f"store: {path}", markup=False)
 
 
-FAIL_ON = ("slower", "undecided", "inconclusive")
+FAIL_ON = compare_mod.FAIL_ON
 
 
 @cli.command()
@@ -213,7 +213,7 @@ def compare(run_a: str, run_b: str | None, by: str | None, baseline_host: str | 
         out.print(spread.text, markup=False, soft_wrap=True)
     if spread is not None and spread.warning:
         out.print(spread.warning, markup=False, soft_wrap=True)
-    _print_gate(out, fail_on, [("", d) for d in failing], [("", u) for u in compare_mod.undecided(c.deltas)])
+    terminal.print_gate(out, fail_on, [("", d) for d in failing], [("", u) for u in compare_mod.undecided(c.deltas)])
     detectable = c.detectable() if fail_on else None
     if detectable is not None:
         out.print(detectable.text, markup=False, soft_wrap=True)
@@ -276,31 +276,6 @@ def _print_comparison(out: Console, c: compare_mod.Comparison, a: int | str, b: 
                       + ", ".join(f"{s.cell.key} ({s.cell.op})" for s in cells), markup=False)
 
 
-def _print_gate(out: Console, fail_on: tuple[str, ...], failing: list[tuple[str, object]],
-                open_: list[tuple[str, compare_mod.Undecided]] = ()) -> None:
-    """The regression gate's line, when --fail-on was given: (machine name or '', delta) that
-    fail it; when it passes with comparisons it could not decide (``open_``: machine name,
-    ``compare.Undecided``), each with the largest slowdown its interval leaves possible."""
-    if not fail_on:
-        return
-    what = f"regression gate (--fail-on {' '.join(fail_on)})"
-    if failing:
-        out.print(f"{what}: FAILED by {len(failing)} cell(s): "
-                  + ", ".join(f"{where + ': ' if where else ''}{d.backend} {d.label} {d.configuration or ''}".strip()
-                              for where, d in failing), markup=False, soft_wrap=True)
-        return
-    if not open_:
-        out.print(f"{what}: passed", markup=False)
-        return
-    shown = "; ".join(f"{where + ': ' if where else ''}{u.delta.backend} {u.delta.label} "
-                      f"{u.delta.configuration or ''}".strip()
-                      + (f" — {u.worst} is not ruled out" if u.worst and u.worst != "no slowdown" else
-                         " — no interval" if not u.worst else "")
-                      for where, u in open_)
-    out.print(f"{what}: passed, but {len(open_)} comparison{'s' if len(open_) != 1 else ''} undecided: {shown}; "
-              "more runs or blocks would decide, or --fail-on undecided fails on them", markup=False, soft_wrap=True)
-
-
 def _compare_hosts(run_id: str, baseline_host: str | None, store_path: str | None, as_json: bool,
                    margin_pct: float | None, no_multiplicity: bool, fail_on: tuple[str, ...]) -> int:
     """``compare --by host RUN``: each machine of the run against the baseline machine; exit 1
@@ -322,7 +297,7 @@ def _compare_hosts(run_id: str, baseline_host: str | None, store_path: str | Non
                                                       "repetitions measured):", 1), markup=False)
     for h, c in zip(hc.hosts[1:], hc.comparisons):
         _print_comparison(out, c, hc.baseline.name, h.name, "host", "hosts")
-    _print_gate(out, fail_on, failing, [(h.name, u) for h, cc in zip(hc.hosts[1:], hc.comparisons)
+    terminal.print_gate(out, fail_on, failing, [(h.name, u) for h, cc in zip(hc.hosts[1:], hc.comparisons)
                                         for u in compare_mod.undecided(cc.deltas)])
     return 1 if failing else 0
 

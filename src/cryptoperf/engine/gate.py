@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from cryptoperf import builds, compare, stats
+from cryptoperf import compare, cpumask, stats
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Delta
 from cryptoperf.study import Study, parse
@@ -50,6 +50,9 @@ class GateDesign:
         blocks, max_blocks: blocks at the first look and at most (sequential when larger).
         seconds, warmup_s: the measuring budget and warm-up of one repetition (s).
         margin_pct: the equivalence margin (%).
+        candidate_cpu: a CPU capability mask the candidate's workers run under
+            (``cpumask.NAMES``): a candidate that lost a CPU extension, to check that the gate
+            sees what that costs.
         name: the study's name (stored, and in the JSON file's name).
     """
 
@@ -64,6 +67,7 @@ class GateDesign:
     seconds: float = DEFAULT_SECONDS
     warmup_s: float = DEFAULT_WARMUP_S
     margin_pct: float = stats.DEFAULT_MARGIN_PCT
+    candidate_cpu: str = cpumask.BASELINE
     name: str = "gate"
 
 
@@ -93,6 +97,8 @@ def gate_study_text(d: GateDesign, takes_message: Mapping[str, bool]) -> str:
         lines += ['until = "decided"', f"max_repetitions = {d.max_blocks}"]
     for name, worker in ((BASELINE, d.baseline_worker), (CANDIDATE, d.candidate_worker)):
         lines += ["", "[[configuration]]", f"name = {_toml(name)}", f"worker = {_toml(worker)}"]
+        if name == CANDIDATE and d.candidate_cpu != cpumask.BASELINE:
+            lines.append(f"cpu = {_toml(d.candidate_cpu)}")
         if d.params:
             lines.append("params = { " + ", ".join(f"{k} = {_toml(v)}" for k, v in d.params.items()) + " }")
     for op in d.ops:

@@ -18,6 +18,7 @@ from cryptoperf.report.format import (
 from cryptoperf.workloads import access
 
 if TYPE_CHECKING:  # pragma: no cover
+    from cryptoperf.compare import Undecided
     from cryptoperf.run.worker import Hello
 
 
@@ -477,3 +478,28 @@ class StepProgress(_Bar):
             self._progress.update(self._task, advance=1, current=what)
         elif self._done == self._total or self._done % max(1, self._total // 10) == 0:
             self.console.print(f"[{self._done}/{self._total}] {what}", markup=False)
+
+
+def print_gate(out: Console, fail_on: tuple[str, ...], failing: list[tuple[str, object]],
+                open_: Sequence[tuple[str, "Undecided"]] = ()) -> None:
+    """The regression gate's line (``compare``, ``study`` and ``gate`` with --fail-on): (machine name or '', delta) that
+    fail it; when it passes with comparisons it could not decide (``open_``: machine name,
+    ``compare.Undecided``), each with the largest slowdown its interval leaves possible."""
+    if not fail_on:
+        return
+    what = f"regression gate (--fail-on {' '.join(fail_on)})"
+    if failing:
+        out.print(f"{what}: FAILED by {len(failing)} cell(s): "
+                  + ", ".join(f"{where + ': ' if where else ''}{d.backend} {d.label} {d.configuration or ''}".strip()
+                              for where, d in failing), markup=False, soft_wrap=True)
+        return
+    if not open_:
+        out.print(f"{what}: passed", markup=False)
+        return
+    shown = "; ".join(f"{where + ': ' if where else ''}{u.delta.backend} {u.delta.label} "
+                      f"{u.delta.configuration or ''}".strip()
+                      + (f" — {u.worst} is not ruled out" if u.worst and u.worst != "no slowdown" else
+                         " — no interval" if not u.worst else "")
+                      for where, u in open_)
+    out.print(f"{what}: passed, but {len(open_)} comparison{'s' if len(open_) != 1 else ''} undecided: {shown}; "
+              "more runs or blocks would decide, or --fail-on undecided fails on them", markup=False, soft_wrap=True)
