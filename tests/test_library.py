@@ -105,10 +105,16 @@ def test_another_backend_with_a_library_is_refused():
 
 
 def test_a_library_where_the_baseline_has_no_openssl():
-    text = STUDY.replace('backends = ["openssl"]', 'backends = ["aws-lc"]')
+    # a baseline on one other backend: OpenSSL 3.6 is compared with it block by block, as an
+    # implementation against another
+    s = parse(STUDY.replace('backends = ["openssl"]', 'backends = ["aws-lc"]'))
+    assert s.paired_on(s.configuration("new")) == "aws-lc"
+    # a baseline on two backends, neither of them openssl: no baseline cell to pair with
+    text = STUDY.replace('backends = ["openssl"]', 'backends = ["aws-lc", "ring"]')
     e = study_error(text)
     assert e.line == line_of(text, 'library = "openssl@3.6"')
     assert "runs on openssl (library = \"openssl@3.6\" runs on backend openssl only) where the baseline" in e.problem
+    assert "pin the baseline to one backend" in e.problem
 
 
 def test_library_upgrade_study_is_valid():
