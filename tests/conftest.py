@@ -86,6 +86,15 @@ def worker_rules(backends=BACKENDS, ops=None) -> WorkerRules:
     return WorkerRules.from_hello(hello)
 
 
+def as_a_terminal_starts_it() -> None:
+    """``preexec_fn`` for a process a test will Ctrl-C (SIGINT to its group): SIGINT at its
+    default, as a shell gives a foreground job. A test run started in the background by a
+    non-interactive shell (``pytest &``) inherits SIGINT ignored, and so would every child —
+    which would then run to the end through the test's Ctrl-C."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def fake_worker_script(path: Path, **env: str) -> Path:
     """Write at ``path`` an executable shell script that runs fake_worker.py with the
     environment variables ``env`` set (e.g. ``FAKE_WORKER_BUILD="fips"``); returns ``path``."""

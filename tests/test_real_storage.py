@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SRC, need_real_worker
+from conftest import SRC, as_a_terminal_starts_it, need_real_worker
 from cryptoperf.result import WorkerResult
 from cryptoperf.run.worker import WorkerClient
 from real_workers import find
@@ -124,7 +124,7 @@ def _start(tmp_path: Path, seconds: float) -> tuple[subprocess.Popen, Path, Path
     p = subprocess.Popen([sys.executable, "-m", "cryptoperf", "study", str(study), "--store", str(store),
                           "--out", str(tmp_path / "out"), "--no-report"],
                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True, preexec_fn=as_a_terminal_starts_it)
     return p, work, store
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SRC, TWO_CONFIG_STUDY, need_real_worker
+from conftest import SRC, TWO_CONFIG_STUDY, as_a_terminal_starts_it, need_real_worker
 from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
 from cryptoperf.stored import load_run, open_store
 from real_workers import find
@@ -46,7 +46,7 @@ def start(study: Path, store: str, out: Path) -> subprocess.Popen:
     args = [sys.executable, "-m", "cryptoperf", "study", str(study), "--store", store, "--out", str(out),
             "--no-report"]
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=as_a_terminal_starts_it)
 
 
 def resume(study: Path, store: str, out: Path, run_id: int = 1) -> subprocess.CompletedProcess:
@@ -236,7 +236,8 @@ def ctrl_c_at_random_moments(study: Path, store: str, out: Path, seed: int, stop
         env = {**os.environ, "PYTHONPATH": str(SRC), "CRYPTOPERF_WORKER": str(REAL)}
         p = subprocess.Popen([sys.executable, "-m", "cryptoperf", "study", str(study), "--store", store,
                               "--out", str(out), "--no-report", "--resume", "1"], env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                             preexec_fn=as_a_terminal_starts_it)
     _, err = p.communicate(timeout=300)
     assert p.returncode == 0, err
     return before
