@@ -667,7 +667,7 @@ def _decide_probabilities(ci: Interval, ns: np.ndarray, margin_pct: float) -> np
     m = math.log(ci.ratio)
     ns = np.asarray(ns, dtype=float)
     df = ns - 1 if ci.method == PAIRED_T else 2 * ns - 2
-    t = scipy_stats.t.ppf(0.5 + ci.level / 2.0, np.maximum(df, 1.0))[:, None]  # (k, 1)
+    t = np.array([t_quantile(ci.level, d) for d in np.maximum(df, 1.0).tolist()])[:, None]  # (k, 1), cached
     k = np.array(_sd_scales(float(max(ci.df, 1.0))))[None, :]  # (1, scales)
     se_n = k * ci.se_log * np.sqrt(ci.n / ns)[:, None]
     half = np.maximum(t * se_n, ci.resolution_log)
