@@ -39,6 +39,8 @@ from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
 from real_workers import find
 from test_real_workloads import _listening_sockets
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 REAL, WHY = find()
 KEY_DIRS = (ROOT / "worker" / "src" / "workloads" / "tls" / "keys", ROOT / "worker" / "src" / "ops" / "keys")
 #: 127.0.0.1 in /proc/net/tcp's byte order, and ::1 in /proc/net/tcp6's

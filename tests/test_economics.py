@@ -25,6 +25,8 @@ from cryptoperf.store import Store
 from cryptoperf.stored import load_run
 from stored_runs import DRIFT, econ_run, tls_run
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 MS = 1_000_000  # ns
 
 

@@ -34,6 +34,8 @@ from conftest import ROOT, assert_one_line_error, worker_rules
 from cryptoperf import study
 from cryptoperf.errors import MAX_MESSAGE, CryptoperfError, StudyError
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 RULES = worker_rules()
 SEEDS = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
          for p in sorted([*ROOT.glob("studies/*.toml"), *ROOT.glob("docs/first-hour/*.toml")])}

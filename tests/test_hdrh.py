@@ -11,9 +11,12 @@ import tomllib
 from importlib import metadata
 from pathlib import Path
 
+import pytest
 from hdrh.histogram import HdrHistogram
 
 from cryptoperf import stats
+
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
 
 PYPROJECT = Path(__file__).resolve().parents[1] / "pyproject.toml"
 

@@ -8,6 +8,8 @@ from hdrh.histogram import HdrHistogram
 
 from cryptoperf import stats
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 
 def reference(encoded):
     d = HdrHistogram.decode(encoded)

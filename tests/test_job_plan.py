@@ -14,6 +14,8 @@ from cryptoperf.economics import jobs
 from cryptoperf.economics.cost import EconomicsError
 from cryptoperf.report import job_plan
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 
 def measured(target_s=(47.0, 46.0, 48.0), cpu_ms=(20.0, 21.0, 19.0), targets=1000, slices=1, cap=20, cores=2,
              in_flight=20) -> jobs.Measured:

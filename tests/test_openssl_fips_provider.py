@@ -24,6 +24,10 @@ from cryptoperf import builds, paths, providerbuild
 from cryptoperf.errors import SetupError
 from real_workers import find
 
+# beside other tests (pyproject.toml); .ci/run keeps a file's tests in one test process
+# (--dist loadfile), so the provider is built once
+pytestmark = pytest.mark.parallel
+
 FIPS, WHY = find(builds.FIPS)
 REQUIRE = "CRYPTOPERF_REQUIRE_FIPS"
 

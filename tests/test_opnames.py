@@ -6,6 +6,8 @@ from conftest import WORKER_HELLO
 from cryptoperf.opnames import (ALIASES, canonical_name, canonical_op, parse_size, suggest_ops,
                                 unknown_op_hint)
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 KNOWN = tuple(WORKER_HELLO["ops"])
 
 

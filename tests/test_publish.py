@@ -24,6 +24,8 @@ from conftest import TWO_CONFIG_STUDY, assert_one_line_error, fake_worker_script
 from cryptoperf.cli import main
 from stored_runs import DRIFT, run_study
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 STUDY = TWO_CONFIG_STUDY.format(reps=3, timeout=5)
 OTHER = STUDY.replace('name = "t"', 'name = "other"')
 #: the third run of study t ran on this host (edited into the store)

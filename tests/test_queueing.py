@@ -13,6 +13,8 @@ import pytest
 
 from cryptoperf.economics import queueing
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 
 def simulated_time_s(n: int, think_s: float, demand_s: float, cores: int, completions: int = 40_000,
                      seed: int = 7) -> float:

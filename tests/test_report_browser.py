@@ -16,6 +16,8 @@ import pytest
 from stored_runs import DRIFT, run_study
 from test_report import offline_page
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 WIDTHS = (1024, 1440)
 
 PRIMITIVES = """\

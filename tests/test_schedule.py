@@ -3,8 +3,12 @@
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from conftest import worker_rules
 from cryptoperf import schedule, study
+
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -18,6 +18,8 @@ import pytest
 from cryptoperf import simulate, stats, study
 from cryptoperf.simulate import Scenario, binomial_tolerance
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 OPTS = study.options_for("study")
 DEFAULT = int(OPTS["repetitions"].default)
 MINIMUM = int(OPTS["repetitions"].min)

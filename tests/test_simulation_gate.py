@@ -6,8 +6,12 @@ with a binomial tolerance for the draw."""
 
 from __future__ import annotations
 
+import pytest
+
 from cryptoperf import simulate_gate
 from cryptoperf.simulate import binomial_tolerance
+
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
 
 
 def test_an_unchanged_build_seldom_fails_the_gate_even_with_disturbed_repetitions():

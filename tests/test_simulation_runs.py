@@ -9,6 +9,8 @@ import pytest
 from cryptoperf import simulate, simulate_runs
 from cryptoperf.simulate_runs import RunScenario
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 TRIALS = 200
 
 

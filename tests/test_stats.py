@@ -9,6 +9,8 @@ from hdrh.histogram import HdrHistogram
 from cryptoperf import stats
 from cryptoperf.result import decode
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 
 def encoded(values_counts):
     h = HdrHistogram(1, 3_600_000_000_000, 3)

@@ -8,6 +8,8 @@ import pytest
 
 from cryptoperf import outliers, stats
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 #: A block's log ratio at 3 % noise per repetition: sd √2·σ, σ² = log(1 + 0.03²).
 SD = math.sqrt(2 * math.log1p(0.03 ** 2))
 ALPHA = outliers.outlier_alpha(0.95)

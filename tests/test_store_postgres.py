@@ -18,6 +18,8 @@ from pg_server import ROLE, pg_database, pg_server, pg_url  # noqa: F401 (fixtur
 from stored_runs import DRIFT, run_study
 from test_store import FIXTURES
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 # the block order pinned, so that the SQLite and PostgreSQL runs hold the same repetitions in order
 STUDY = TWO_CONFIG_STUDY.format(reps=3, timeout=5).replace("[[configuration]]", "seed = 1\n\n[[configuration]]", 1)
 
