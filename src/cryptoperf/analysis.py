@@ -202,6 +202,10 @@ class Disturbance:
     why: str
     rerun: bool
 
+    def as_dict(self) -> dict[str, Any]:
+        """``cell``, ``block``, ``why``, ``rerun``."""
+        return {"cell": self.cell, "block": self.block, "why": self.why, "rerun": self.rerun}
+
 
 def disturbances(outcomes: Iterable[Outcome]) -> tuple[Disturbance, ...]:
     """The disturbed repetitions of a run (calibration left out), by cell then block."""
@@ -297,9 +301,20 @@ class Analysis:
 
     def as_dict(self) -> dict[str, Any]:
         """``settings``, ``comparisons``, ``level``, ``method``, ``fips_unapproved`` (cell key →
-        reason), ``reference`` (None unless re-analysed against one)."""
+        reason), ``reference`` (None unless re-analysed against one), ``cpu_masks`` (mask →
+        whether it took a capability away, None when unknown), ``disturbances``
+        (``Disturbance.as_dict``, block order), ``detectable_change`` (``{change, cv, blocks}``:
+        the smallest slowdown, as a fraction, one comparison calls 80 % of the time at the
+        noise measured; None) and ``workloads`` (``WorkloadAnalysis.as_dict``: every workload
+        family's points per level with each side's CPU per transaction, throughput, bytes/s,
+        latency and late share, with their bands; the latency objectives; each kind's own
+        figures)."""
+        detectable = self.detectable_change()
         return {"settings": self.settings.as_dict(), "comparisons": self.comparisons, "level": self.level,
-                "method": self.method, "fips_unapproved": dict(self.fips_unapproved), "reference": self.reference}
+                "method": self.method, "fips_unapproved": dict(self.fips_unapproved), "reference": self.reference,
+                "cpu_masks": dict(self.cpu_masks), "disturbances": [d.as_dict() for d in self.disturbances],
+                "detectable_change": None if detectable is None else dict(zip(("change", "cv", "blocks"), detectable)),
+                "workloads": self.workloads.as_dict()}
 
 
 # --------------------------------------------------------------------------- summaries

@@ -189,7 +189,8 @@ def _change_columns(deltas: Sequence[Delta]) -> list[tuple[str, str]]:
 
 def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """The "performance delta vs baseline" table: one row per (backend, operation, size,
-    configuration; a contrast's names its reference, ``aes-256-xts vs aes-128-xts``); both p50s,
+    configuration; a contrast's names its reference, ``aes-256-xts vs aes-128-xts``); both p50s
+    (medians over repetitions, as the title says: the changes are geometric means of paired ratios),
     then each metric's change with its interval (at ``level``, the
     study's adjusted level), each column naming its metric — p50 latency, throughput, and CPU
     time per operation when a verdict is decided on it — the one the verdict is decided on in
@@ -200,7 +201,8 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: flo
     against = f"baseline ({baseline})"
     if any(d.baseline != baseline for d in deltas):
         against += " or, in a contrast's row, the configuration after 'vs'"
-    t = Table(title=f"performance delta vs {against}, changes with their {interval_header(level)}; "
+    t = Table(title=f"performance delta vs {against}: p50s are medians over repetitions, each change the "
+              f"geometric mean of the paired ratios, with its {interval_header(level)}; "
               "bold: the one the verdict is decided on", title_justify="left")
     cols = _change_columns(deltas)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
@@ -355,8 +357,9 @@ def compare_table(deltas: Iterable[Delta], run_a: int | str, run_b: int | str, t
     (``side_name``)."""
     deltas = list(deltas)
     a, b = side_name(run_a), side_name(run_b)
-    t = Table(title=f"{b} vs {a} (baseline), changes with their {interval_header(level)}; bold: the one the "
-              "verdict is decided on", title_justify="left")
+    t = Table(title=f"{b} vs {a} (baseline): p50s are medians over repetitions, each change the geometric mean "
+              f"of the ratios it compares, with its {interval_header(level)}; bold: the one the verdict is decided on",
+              title_justify="left")
     cols = _change_columns(deltas)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
                           (f"p50 {a}", "right"), (f"p50 {b}", "right"), *((c, "right") for _, c in cols),

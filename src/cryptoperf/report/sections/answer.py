@@ -77,8 +77,9 @@ def _row(run: StoredRun, key: str, operation: str, name: str, s: CellSummary | N
 
 def answer_tables(run: StoredRun) -> list[dict[str, Any]]:
     """One table per metric family the verdicts were decided on (``FAMILIES`` order), each
-    ``{"key", "title", "figure", "server", "rows"}``: per operation its baseline's row, then a
-    row per comparison (``_row``). Comparisons without a verdict go in the table of the study's
+    ``{"key", "title", "figure", "server", "rows"}``: per operation and reference (the
+    baseline, then each contrast's), the reference's row, then a row per comparison with it
+    (``_row``), named ``<configuration> vs <reference>``. Comparisons without a verdict go in the table of the study's
     first family."""
     groups = core._ordered_deltas(run)
     keys = {stats.metric_key(d.verdict.metric) for _, ds in groups for d in ds if core._decided(d)}
@@ -91,10 +92,15 @@ def answer_tables(run: StoredRun) -> list[dict[str, Any]]:
                                       else key == first_key)]
             if not mine:
                 continue
-            base = _summary_of(run, mine[0], baseline=True)
-            rows.append(_row(run, key, operation, mine[0].baseline, base, None, True))
-            rows += [_row(run, key, operation, fmt.configuration_text(d.configuration, d.cpu, d.build),
-                          _summary_of(run, d, baseline=False), d, False) for d in mine]
+            first = True
+            for reference in dict.fromkeys(d.baseline for d in mine):  # the study's, then each contrast's
+                against = [d for d in mine if d.baseline == reference]
+                rows.append(_row(run, key, operation, reference, _summary_of(run, against[0], baseline=True), None,
+                                 first))
+                rows += [_row(run, key, operation, f"{fmt.configuration_text(d.configuration, d.cpu, d.build)} vs "
+                                                   f"{reference}", _summary_of(run, d, baseline=False), d, False)
+                         for d in against]
+                first = False
         if rows:
             tables.append({"key": key, "title": title, "figure": figure, "rows": rows,
                            "server": any(r["server"] for r in rows)})
@@ -147,7 +153,7 @@ def answer(run: StoredRun) -> list[Section]:
     md = lead.replace(f"baseline {baseline}", f"baseline **{baseline}**") + "\n"
     for t in tables:
         head = ["Operation", "Configuration", t["figure_head"]] + (["server CPU / transaction"] if t["server"] else [])
-        head += [f"change vs {baseline} ({ci})", "Verdict"]
+        head += [f"change vs the reference ({ci})", "Verdict"]
         body = [[r["operation"] if r["first"] else "", r["configuration"], r["figure"]]
                 + ([r["server"]] if t["server"] else [])
                 + [r["change"], f"**{r['verdict']}**" if r["kind"] not in ("baseline", "na") else r["verdict"]]
