@@ -154,6 +154,11 @@ class StorageFigures:
     families: tuple[StorageFamily, ...]
     host_cpus: int
 
+    def cell(self, key: str) -> CellFigures | None:
+        """The ``CellFigures`` of the cell keyed ``key``, None for a cell that is not a storage
+        level (what the answer table reads its CPU % of host from)."""
+        return next((c for f in self.families for c in f.cells if c.point.summary.cell.key == key), None)
+
     def as_dict(self) -> dict[str, Any]:
         """``families`` (``StorageFamily.as_dict``) and ``host_cpus``."""
         return {"families": [f.as_dict() for f in self.families], "host_cpus": self.host_cpus}

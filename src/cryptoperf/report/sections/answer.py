@@ -59,10 +59,23 @@ def _figure(key: str, s: CellSummary | None, p: Point | None) -> str:
     return fmt.fmt_ns(s.cpu_ns_per_op)
 
 
+def _cpu_pct_of_host(run: StoredRun, key: str) -> float | None:
+    """The CPU % of the host a cell's kind measured for it (a storage level's process CPU), from
+    the kind's own figures where they offer a ``cell`` with ``cpu_pct``; None otherwise."""
+    for figures in run.analysis.workloads.own.values():
+        cell = getattr(figures, "cell", None)
+        found = cell(key) if callable(cell) else None
+        if found is not None and getattr(found, "cpu_pct", None) is not None:
+            return float(found.cpu_pct)
+    return None
+
+
 def _row(run: StoredRun, key: str, operation: str, name: str, s: CellSummary | None, d: Delta | None,
          first: bool) -> dict[str, Any]:
     p = run.analysis.workloads.point_of(s.cell.key) if s is not None else None
     server = p.server_cpu_ns_per_tx if p is not None else None
+    mb = p.bytes_per_s.value if p is not None and p.bytes_per_s is not None and key == "throughput" else None
+    cpu_pct = _cpu_pct_of_host(run, s.cell.key) if s is not None else None
     if d is None:
         change, kind, verdict, title = "—", "baseline", "baseline", ""
     elif core._decided(d):
@@ -71,7 +84,9 @@ def _row(run: StoredRun, key: str, operation: str, name: str, s: CellSummary | N
     else:
         change, kind, verdict, title = "—", "na", "n/a", core._na_text(d)
     return {"operation": operation, "first": first, "configuration": name, "figure": _figure(key, s, p),
-            "server": f"{fmt.fmt_us(server)} µs" if server is not None else "", "change": change,
+            "server": f"{fmt.fmt_us(server)} µs" if server is not None else "",
+            "mb_s": fmt.fmt_mb_s(mb) if mb is not None else "",
+            "cpu_pct": f"{cpu_pct:.1f} %" if cpu_pct is not None else "", "change": change,
             "kind": kind, "verdict": verdict, "title": title}
 
 
@@ -103,7 +118,8 @@ def answer_tables(run: StoredRun) -> list[dict[str, Any]]:
                 first = False
         if rows:
             tables.append({"key": key, "title": title, "figure": figure, "rows": rows,
-                           "server": any(r["server"] for r in rows)})
+                           "server": any(r["server"] for r in rows), "mb_s": any(r["mb_s"] for r in rows),
+                           "cpu_pct": any(r["cpu_pct"] for r in rows)})
     return tables
 
 
@@ -152,9 +168,11 @@ def answer(run: StoredRun) -> list[Section]:
                     margin=f"{a.settings.margin_pct:g}")
     md = lead.replace(f"baseline {baseline}", f"baseline **{baseline}**") + "\n"
     for t in tables:
-        head = ["Operation", "Configuration", t["figure_head"]] + (["server CPU / transaction"] if t["server"] else [])
+        head = ["Operation", "Configuration", t["figure_head"]] + (["MB/s"] if t["mb_s"] else []) + (
+            ["process CPU % of host"] if t["cpu_pct"] else []) + (["server CPU / transaction"] if t["server"] else [])
         head += [f"change vs the reference ({ci})", "Verdict"]
         body = [[r["operation"] if r["first"] else "", r["configuration"], r["figure"]]
+                + ([r["mb_s"]] if t["mb_s"] else []) + ([r["cpu_pct"]] if t["cpu_pct"] else [])
                 + ([r["server"]] if t["server"] else [])
                 + [r["change"], f"**{r['verdict']}**" if r["kind"] not in ("baseline", "na") else r["verdict"]]
                 for r in t["rows"]]
