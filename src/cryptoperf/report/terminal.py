@@ -64,18 +64,15 @@ def _with_interval(text: str, e: stats.Estimate | None) -> str:
     return f"{text} ±{half:.1f}%" if half >= 0.1 else f"{text} ±{half:.2f}%"
 
 
-def speed_table(rows: Sequence[speedstats.SpeedRow] | Sequence[Outcome], notes: Notes,
-                title: str = "cryptoperf speed") -> Table:
-    """One row per (backend, operation, size) (``speedstats.rows``; a list of outcomes is
-    turned into rows): ops/s, MB/s (blank for operations without a message), latency p50 /
+def speed_table(rows: Sequence[speedstats.SpeedRow], notes: Notes, title: str = "cryptoperf speed") -> Table:
+    """One row per (backend, operation, size), as the run's analysis made them
+    (``Analysis.speed.rows``): ops/s, MB/s (blank for operations without a message), latency p50 /
     p99 / p99.9, CPU ns/op, batch, repetitions measured; with 3 or more repetitions ops/s, p50
     and CPU/op carry ``±x%``, the half-width of their 95 % t interval (geometric means over
     repetitions; ``speed_interval_note`` says so under the table). Unsupported / invalid /
     failed rows say so in the last column, the reason as a footnote in ``notes``. Where a batch
     holds k > 1 operations the percentiles are those of k-operation batch means, and a
     footnote says so."""
-    if rows and isinstance(rows[0], Outcome):
-        rows = speedstats.rows(rows)
     reps = max((len(r.outcomes) for r in rows), default=1)
     t = Table(title=title, title_justify="left")
     columns = [("backend", "left"), ("library", "left"), ("operation", "left"), ("size", "right"),
