@@ -5,7 +5,7 @@ nothing is fetched from the network) that links to the others with relative addr
 the site works from ``file://`` and from any path of any web server.
 
 Formatting only: a comparison is ``compare.compare_runs``' ``Comparison``, a trend point is
-the run's stored per-repetition figures summarised by ``stats.log_mean``, and host changes are
+``compare.figure_of_merit`` of each run's cell, and host changes are
 ``compare.host_differences``.
 """
 
@@ -20,7 +20,7 @@ from markupsafe import Markup
 from cryptoperf import __version__, stats
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD
 from cryptoperf.compare import Comparison, HostDifference, figure_of_merit, host_differences, match_key
-from cryptoperf.model import CellSummary, Delta
+from cryptoperf.model import Delta
 from cryptoperf.report import format as formats
 from cryptoperf.report import plots, view
 from cryptoperf.report.economics import report_css
