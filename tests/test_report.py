@@ -292,7 +292,7 @@ def test_markdown_has_the_summary_table_and_key_figures(made):
             "Δ throughput (97.5 % CI) | Blocks | Verdict | Note |") in md
     assert md.count("p50 latency 2.0× higher") == 2 * OPERATIONS  # the verdict list and the table
     assert md.count("| **2.0× [") == OPERATIONS  # the change decided on, in bold
-    assert "| ops/s |" in md and "| CPU/op |" in md and "| batch |" in md
+    assert "| ops/s |" in md and "| process CPU/op |" in md and "| batch |" in md
     assert "cryptoperf study t.toml" in md
     assert "<svg" not in md
 

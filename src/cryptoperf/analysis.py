@@ -28,6 +28,7 @@ import numpy as np
 from cryptoperf import outliers, speedstats, stats, workloads
 from cryptoperf.cpumask import BASELINE as BASELINE_MASK
 from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, Cell, CellSummary, Delta, Outcome
+from cryptoperf.run import disturbance
 from cryptoperf.result import WorkerResult
 from cryptoperf.workloads import WorkloadAnalysis, access
 
@@ -102,6 +103,9 @@ class Context:
             "transaction(s)".
         p99_bounds_ms: operation label → its latency objective (``p99_bound_ms``).
         contrasts: the study's ``[[contrast]]`` pairs, (reference, configuration) each.
+        max_other_load_pct: the study's limit on other load (``max_other_load_pct``), None for
+            ``speed``; host: the run's host fingerprint (its CPUs, for repetitions without their
+            own) — both for the repetitions kept beside a steady load (``constant_load``).
     """
 
     series: tuple[str, ...] = ()
@@ -109,6 +113,8 @@ class Context:
     transactions: Mapping[str, tuple[str, str]] = field(default_factory=dict)
     p99_bounds_ms: Mapping[str, float] = field(default_factory=dict)
     contrasts: tuple[tuple[str, str], ...] = ()
+    max_other_load_pct: float | None = None
+    host: Mapping[str, Any] = field(default_factory=dict)
 
     def transaction(self, op: str, load: str | None) -> stats.Transaction:
         """What one operation of a cell is, for its verdict's text: a primitive's ``operation``
@@ -140,7 +146,8 @@ def context_of(host: Mapping[str, Any] | None, study: Any = None) -> Context:
     if study is not None:
         series = (study.baseline,) + tuple(c.name for c in study.configurations if c.name != study.baseline)
         bounds = {o.label: float(o.p99_bound_ms) for o in study.operations if getattr(o, "p99_bound_ms", None)}
-    return Context(series, cpus, words, bounds, pairs)
+    limit = getattr(study, "max_other_load_pct", None)
+    return Context(series, cpus, words, bounds, pairs, None if limit is None else float(limit), dict(host))
 
 
 def decided_on(deltas: Iterable[Delta]) -> str:
@@ -202,6 +209,10 @@ class Disturbance:
     why: str
     rerun: bool
 
+    def as_dict(self) -> dict[str, Any]:
+        """``cell``, ``block``, ``why``, ``rerun``."""
+        return {"cell": self.cell, "block": self.block, "why": self.why, "rerun": self.rerun}
+
 
 def disturbances(outcomes: Iterable[Outcome]) -> tuple[Disturbance, ...]:
     """The disturbed repetitions of a run (calibration left out), by cell then block."""
@@ -239,6 +250,9 @@ class Analysis:
             (``speedstats.analyse``); None for a study.
         reference: the configuration a stored run was re-analysed against instead of its
             study's baseline (``report --reference``), with its own family; None.
+        constant_load: the analysed repetitions that ran above the study's other-load limit
+            beside a steady load shared by their block, and were kept
+            (``run.disturbance.constant_load``); None when none did, and for ``speed``.
     """
 
     summaries: dict[str, CellSummary]
@@ -253,6 +267,7 @@ class Analysis:
     disturbances: tuple[Disturbance, ...] = ()
     speed: speedstats.SpeedAnalysis | None = None
     reference: str | None = None
+    constant_load: disturbance.ConstantLoad | None = None
     _distributions: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def distribution(self, key: str) -> tuple[stats.Latency, np.ndarray, np.ndarray] | None:
@@ -297,9 +312,23 @@ class Analysis:
 
     def as_dict(self) -> dict[str, Any]:
         """``settings``, ``comparisons``, ``level``, ``method``, ``fips_unapproved`` (cell key →
-        reason), ``reference`` (None unless re-analysed against one)."""
+        reason), ``reference`` (None unless re-analysed against one), ``cpu_masks`` (mask →
+        whether it took a capability away, None when unknown), ``disturbances``
+        (``Disturbance.as_dict``, block order), ``constant_load`` (``{repetitions, level_pct,
+        cpus}``: those kept beside a steady other load above the limit; None),
+        ``detectable_change`` (``{change, cv, blocks}``:
+        the smallest slowdown, as a fraction, one comparison calls 80 % of the time at the
+        noise measured; None) and ``workloads`` (``WorkloadAnalysis.as_dict``: every workload
+        family's points per level with each side's CPU per transaction, throughput, bytes/s,
+        latency and late share, with their bands; the latency objectives; each kind's own
+        figures)."""
+        detectable = self.detectable_change()
         return {"settings": self.settings.as_dict(), "comparisons": self.comparisons, "level": self.level,
-                "method": self.method, "fips_unapproved": dict(self.fips_unapproved), "reference": self.reference}
+                "method": self.method, "fips_unapproved": dict(self.fips_unapproved), "reference": self.reference,
+                "cpu_masks": dict(self.cpu_masks), "disturbances": [d.as_dict() for d in self.disturbances],
+                "detectable_change": None if detectable is None else dict(zip(("change", "cv", "blocks"), detectable)),
+                "constant_load": None if self.constant_load is None else dataclasses.asdict(self.constant_load),
+                "workloads": self.workloads.as_dict()}
 
 
 # --------------------------------------------------------------------------- summaries
@@ -697,8 +726,10 @@ def analyse(outcomes: Sequence[Outcome], baseline: str | None, settings: Setting
             hists.setdefault(o.cell.key, []).append(h)
     figures = workloads.analyse(summaries, kept, [d for d in ds if d.baseline == baseline], workloads.Context(
         baseline or "", context.series, context.host_cpus, context.p99_bounds_ms, context.transactions))
+    steady = (disturbance.constant_load(outcomes, context.max_other_load_pct, context.host)
+              if context.max_other_load_pct is not None else None)
     return Analysis(summaries, ds, settings, m, level, cpu_masks(outcomes), figures, fips_unapproved(outcomes),
-                    {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes), speed)
+                    {k: tuple(v) for k, v in hists.items()}, disturbances(outcomes), speed, constant_load=steady)
 
 
 def compare_runs(pairs: Sequence[tuple[Sequence[CellSummary], Sequence[CellSummary]]], names: tuple[str, str],

@@ -48,6 +48,25 @@ from cryptoperf.stored import StoredRun
 SAMPLED_CHECKS = ("steal", "other load")
 
 
+
+#: metric key (``stats.METRICS``) → a summary's per-repetition values of it.
+_PER_REPETITION = {"latency": lambda s: s.p50_samples_ns, "throughput": lambda s: s.ops_per_s_samples,
+                   "cpu_per_op": lambda s: s.cpu_ns_per_op_samples}
+
+
+def figure_of_merit(s: CellSummary, metric: str) -> stats.Estimate | None:
+    """A cell's figure of merit in one run, what a study's trend over its runs plots: the
+    geometric mean over its measured repetitions of ``metric`` (``stats.METRICS`` key:
+    ``latency`` = per-repetition p50 in ns, ``throughput`` = ops/s, ``cpu_per_op`` = the worker
+    process's CPU ns per operation) with its 95 % t interval on the log scale
+    (``stats.log_mean``; no bounds below ``stats.MIN_BLOCKS`` repetitions) — the values ``compare``
+    builds its interval on. None without a measured repetition. Raises KeyError for an unknown
+    metric."""
+    values = [v for v in _PER_REPETITION[metric](s) if v and v > 0]
+    if not values:
+        return None
+    return stats.log_mean(values, min_n=stats.MIN_BLOCKS)
+
 @dataclass(frozen=True)
 class HostDifference:
     """One host property that differs: ``field`` (e.g. ``kernel``, ``library openssl``) and its

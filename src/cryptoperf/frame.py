@@ -24,6 +24,21 @@ if TYPE_CHECKING:  # pragma: no cover
 #: measured (status unsupported, invalid or failed).
 COLUMNS = ("run_id", "study") + tuple(c for c in ROW_COLUMNS if c != "params")
 _INT_COLUMNS = ("run_id", "size_bytes", "block", "position", "attempt", "batch", "threads", "ops", "wall_ns")
+#: ``load(kind="levels")``'s columns, in order: one row per workload level of a configuration
+#: (configuration × backend × operation × size × load level), from the run's analysis
+#: (``Analysis.workloads``: the figures every report shows). ``level`` is the level as written,
+#: ``panel`` its kind (``closed``, ``paced``, ``open``, ``targets``) and ``level_x`` its number
+#: (connections, rate per s or targets); each side's CPU per transaction is the geometric mean
+#: over the repetitions with its band (``_low``/``_high``): ``server`` the server's CPU over the
+#: transactions it served, ``client`` the client's, ``process`` the worker's measuring threads.
+LEVEL_COLUMNS = ("run_id", "study", "configuration", "vs", "backend", "label", "op", "size_bytes", "mode",
+                 "level", "panel", "level_x", "repetitions", "tx_per_s", "tx_per_s_low", "tx_per_s_high",
+                 "bytes_per_s", "p50_ns", "p99_ns", "late_share",
+                 "server_cpu_ns_per_tx", "server_cpu_ns_per_tx_low", "server_cpu_ns_per_tx_high",
+                 "client_cpu_ns_per_tx", "client_cpu_ns_per_tx_low", "client_cpu_ns_per_tx_high",
+                 "process_cpu_ns_per_tx", "process_cpu_ns_per_tx_low", "process_cpu_ns_per_tx_high")
+#: ``load()``'s kinds of frame.
+KINDS = ("repetitions", "levels")
 _FLOAT_COLUMNS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns", "stddev_ns",
                   "ops_per_s", "bytes_per_s", "cpu_ns_per_op", "steal_pct", "busy_pct", "other_load_pct")
 
@@ -46,11 +61,38 @@ def row(run_id: int, study: str | None, o: Outcome, logical_cpus: int = 1) -> di
     return {c: r[c] for c in COLUMNS}
 
 
+def level_rows(run_id: int, study: str | None, analysis: Any) -> list[dict[str, Any]]:
+    """``load(kind="levels")``'s rows of one run: one dict keyed by ``LEVEL_COLUMNS`` per
+    workload point of its analysis (``Analysis.workloads``), in the families' order."""
+    out = []
+    for f in analysis.workloads.families:
+        for p in f.points:
+            c, lat = p.summary.cell, p.latency
+            r: dict[str, Any] = dict.fromkeys(LEVEL_COLUMNS)
+            r.update(run_id=run_id, study=study, configuration=p.series,
+                     vs=p.delta.baseline if p.delta is not None else None, backend=c.backend, label=f.label,
+                     op=c.op, size_bytes=c.size_bytes, mode=p.mode, level=p.load.text, panel=p.panel,
+                     level_x=p.x, repetitions=len(p.blocks), late_share=p.late_share,
+                     p50_ns=p.summary.p50_ns, p99_ns=p.summary.p99_ns)
+            for name, e in (("tx_per_s", p.tx_per_s), *((f"{side}_cpu_ns_per_tx", p.cpu_ns_per_tx_estimate(side))
+                                                        for side in ("server", "client", "process"))):
+                if e is not None:
+                    r.update({name: e.value, f"{name}_low": e.low, f"{name}_high": e.high})
+            if p.bytes_per_s is not None:
+                r["bytes_per_s"] = p.bytes_per_s.value
+            out.append(r)
+    return out
+
+
 def load(run_id: int | str | Iterable[int | str] | None = None,
-         store: str | Path | Store | None = None) -> "pandas.DataFrame":
-    """Stored results as a pandas DataFrame: one row per configuration × backend × operation ×
-    size × block (every stored repetition, measured or not, calibration left out; a disturbed
-    repetition that was run again has ``superseded`` True and ``disturbed`` saying why).
+         store: str | Path | Store | None = None, kind: str = "repetitions") -> "pandas.DataFrame":
+    """Stored results as a pandas DataFrame: with ``kind="repetitions"`` (the default) one row
+    per configuration × backend × operation × size × block (every stored repetition, measured or
+    not, calibration left out; a disturbed repetition that was run again has ``superseded`` True
+    and ``disturbed`` saying why); with ``kind="levels"`` one row per workload level of a
+    configuration with the figures the report's workload sections show (``LEVEL_COLUMNS``:
+    transactions/s, bytes/s, latency, late share and each side's CPU per transaction, named by
+    side, with their bands), none for a run without workloads.
 
     Args:
         run_id: a run id, ``"latest"`` or None (the newest study run, named on stderr), or
@@ -58,6 +100,7 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
             ``cryptoperf list``.
         store: a store's path or URL (SQLite or PostgreSQL, as ``--store`` takes) or an open
             ``Store``; None for the default store (``store.default_location()``).
+        kind: ``repetitions`` or ``levels`` (``KINDS``).
 
     Returns:
         A DataFrame with the columns of ``COLUMNS`` (shape (n_rows, len(COLUMNS))):
@@ -69,17 +112,28 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
         tables derive them (from the stored histogram and counters).
 
     Raises:
+        ValueError for an unknown ``kind``.
         MissingDependency (an ImportError) if pandas is not installed.
         StoreError for a missing store, an unknown run id, or a run whose format version this
         cryptoperf cannot read.
     """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind '{kind}' for cryptoperf.load (known: {', '.join(KINDS)})")
     pd = _pandas()
     ids = [run_id] if run_id is None or isinstance(run_id, (int, str)) else list(run_id)
     if isinstance(store, Store):
-        rows = _rows(store, ids)
+        rows = _rows(store, ids, kind)
     else:
         with open_store(store) as st:
-            rows = _rows(st, ids)
+            rows = _rows(st, ids, kind)
+    if kind == "levels":
+        df = pd.DataFrame(rows, columns=list(LEVEL_COLUMNS))
+        for col in ("run_id", "size_bytes", "repetitions"):
+            df[col] = df[col].astype("Int64")
+        for col in LEVEL_COLUMNS[LEVEL_COLUMNS.index("level_x"):]:
+            if col != "repetitions":
+                df[col] = df[col].astype("float64")
+        return df
     df = pd.DataFrame(rows, columns=list(COLUMNS))
     for col in _INT_COLUMNS:
         df[col] = df[col].astype("Int64")
@@ -88,12 +142,15 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
     return df
 
 
-def _rows(store: Store, ids: list) -> list[dict[str, Any]]:
+def _rows(store: Store, ids: list, kind: str) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     for rid in ids:
         run = load_run(store, rid)
         if rid is None or str(rid) == "latest":  # say which run "the newest study run" was
             print(f"cryptoperf.load: using {describe(run)}", file=sys.stderr)
+        if kind == "levels":
+            rows += level_rows(run.id, run.meta.get("study_name"), run.analysis)
+            continue
         cpus = int(run.host.get("logical_cpus") or 1)
         rows += [row(run.id, run.meta.get("study_name"), o, cpus) for o in run.outcomes
                  if not o.repetition.calibration]

@@ -45,6 +45,13 @@ FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version`
     the CI's variables; absent when there was none), which with its ``boot_id`` (recorded since
     format 2) is the session ``compare`` counts the runs of as one unit; runs without either
     (format 1, or made in memory) are each a session of their own.
+    Later in format 3, without a version change (keys older readers ignore): a study document's
+    ``analysis`` gains ``cpu_masks``, ``disturbances``, ``detectable_change`` and ``workloads``
+    (every workload family's points per level — transactions/s, bytes/s, latency, late share and
+    each side's CPU per transaction, ``server_cpu_ns_per_tx``, ``client_cpu_ns_per_tx``,
+    ``process_cpu_ns_per_tx``, with their bands —, the latency objectives, and each kind's own
+    figures), and a speed document gains the same ``analysis``. The documents' JSON Schema is
+    tests/fixtures/document.schema.json.
 Upgrades: one function per version step in ``_UPGRADES``, run in one transaction (DDL
 included: all or nothing); tests/fixtures keeps a store of every old version.
 """

@@ -68,14 +68,15 @@ def speed_document(run: StoredRun, settings: Mapping[str, Any] | None = None) ->
     ``results`` one ``speed_row_entry`` per (backend, op, size) row, in table order; with a
     baseline backend, ``baseline``: ``{backend, metric, level, comparisons}``, each comparison a
     ``speedstats.BaselineRatio.as_dict`` (another backend's ops/s ÷ the baseline's, with its
-    interval). ``settings``: the worker settings the call used (``engine.SpeedRun.settings``;
+    interval); ``analysis``: the run's analysis (``Analysis.as_dict``: a workload's figures per
+    level and side among them). ``settings``: the worker settings the call used (``engine.SpeedRun.settings``;
     {} for a run read back from the store, which does not keep them)."""
     m, speed = run.meta, run.speed
     cpus = int(run.host.get("logical_cpus") or 1)
     doc = {"format_version": FORMAT_VERSION, "kind": "speed", "cryptoperf_version": __version__,
            "started_at": m.get("started_at") or "", "finished_at": m.get("finished_at") or "",
            "settings": dict(settings or {}), "host": dict(run.host),
-           "results": [speed_row_entry(r, cpus) for r in speed.rows]}
+           "results": [speed_row_entry(r, cpus) for r in speed.rows], "analysis": run.analysis.as_dict()}
     if speed.baseline is not None:
         doc["baseline"] = {"backend": speed.baseline, "metric": "ops_per_s", "level": speedstats.LEVEL,
                            "comparisons": [c.as_dict() for c in speed.ratios]}

@@ -5,7 +5,7 @@ nothing is fetched from the network) that links to the others with relative addr
 the site works from ``file://`` and from any path of any web server.
 
 Formatting only: a comparison is ``compare.compare_runs``' ``Comparison``, a trend point is
-the run's stored per-repetition figures summarised by ``stats.log_mean``, and host changes are
+``compare.figure_of_merit`` of each run's cell, and host changes are
 ``compare.host_differences``.
 """
 
@@ -19,8 +19,8 @@ from markupsafe import Markup
 
 from cryptoperf import __version__, stats
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD
-from cryptoperf.compare import Comparison, HostDifference, host_differences, match_key
-from cryptoperf.model import CellSummary, Delta
+from cryptoperf.compare import Comparison, HostDifference, figure_of_merit, host_differences, match_key
+from cryptoperf.model import Delta
 from cryptoperf.report import format as formats
 from cryptoperf.report import plots, view
 from cryptoperf.report.economics import report_css
@@ -214,24 +214,13 @@ def compare_html(c: Comparison, links: Sequence[Link], run_pages: Mapping[int, s
 
 # ----------------------------------------------------------------------------------- trend
 
-#: metric key (``stats.METRICS``) → (axis label, formatter, per-repetition values of a summary)
-_FIGURES: dict[str, tuple[str, Callable[[float], str], Callable[[CellSummary], Sequence[float]]]] = {
-    "latency": ("p50 latency", fmt_ns, lambda s: s.p50_samples_ns),
-    "throughput": ("operations per second", fmt_count, lambda s: s.ops_per_s_samples),
-    "cpu_per_op": ("CPU time per operation", fmt_ns, lambda s: s.cpu_ns_per_op_samples),
+#: metric key (``stats.METRICS``) → (axis label, formatter); the figure itself is
+#: ``compare.figure_of_merit``'s.
+_FIGURES: dict[str, tuple[str, Callable[[float], str]]] = {
+    "latency": ("p50 latency", fmt_ns),
+    "throughput": ("operations per second", fmt_count),
+    "cpu_per_op": ("worker process CPU per operation", fmt_ns),
 }
-
-
-def figure_of_merit(s: CellSummary, metric: str) -> stats.Estimate | None:
-    """A cell's figure of merit in one run: the geometric mean over its measured repetitions of
-    ``metric`` (``stats.METRICS`` key: ``latency`` = per-repetition p50 in ns, ``throughput``
-    = ops/s, ``cpu_per_op`` = CPU ns per operation) with its 95 % t interval on the log scale
-    (``stats.log_mean``; no bounds below ``stats.MIN_BLOCKS`` repetitions) — the values
-    ``cryptoperf compare`` builds its Welch interval on. None without a measured repetition."""
-    values = [v for v in _FIGURES[metric][2](s) if v and v > 0]
-    if not values:
-        return None
-    return stats.log_mean(values, min_n=stats.MIN_BLOCKS)
 
 
 @dataclass(frozen=True)
@@ -298,7 +287,7 @@ def trend_operations(runs: Sequence[StoredRun]) -> list[tuple[tuple, str, str]]:
 def trend_html(study: str, runs: Sequence[StoredRun], links: Sequence[Link], run_pages: Mapping[int, str],
                compare_pages: Mapping[int, str]) -> str:
     """The trend page of study ``study``: for every operation (cell) its figure of merit
-    (``figure_of_merit``, on the newest run's ``verdict_on`` metric) in each of ``runs`` (oldest
+    (``compare.figure_of_merit``, on the newest run's ``verdict_on`` metric) in each of ``runs`` (oldest
     first), one plot each with the runs' intervals, host changes (``host_changes``) drawn as
     markers between runs and listed, and a table of the values linking each run's report
     (``run_pages``: run id → href) and its comparison with the previous run (``compare_pages``:
@@ -315,7 +304,7 @@ def trend_html(study: str, runs: Sequence[StoredRun], links: Sequence[Link], run
         cells = [next((s for s in r.summaries.values() if match_key(s) == key), None) for r in runs]
         some = next(s for s in cells if s is not None)
         metric = stats.metric_for(verdict_on, some.cell.load)
-        name, fmt, _ = _FIGURES[metric]
+        name, fmt = _FIGURES[metric]
         estimates = [figure_of_merit(s, metric) if s is not None else None for s in cells]
         points = [plots.TrendPoint(lab, e.value if e else None, e.low if e else None, e.high if e else None)
                   for lab, e in zip(labels, estimates)]

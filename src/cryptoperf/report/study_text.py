@@ -163,12 +163,10 @@ def busy_line(host: Mapping[str, Any], study: Any) -> str | None:
 
 def constant_load_line(run: Any) -> str | None:
     """After a study: how many analysed repetitions ran above ``max_other_load_pct`` beside a
-    steady load and were kept (``run.disturbance.constant_load``), at what level; None when
+    steady load and were kept (the analysis's ``constant_load``), at what level; None when
     none did. ``run`` is a stored study run."""
     study = getattr(run, "study", None)
-    if study is None:
-        return None
-    c = disturbance.constant_load(run.outcomes, study.max_other_load_pct, run.host)
+    c = run.analysis.constant_load if study is not None else None
     if c is None:
         return None
     cpus = f" (~{c.cpus:.1f} CPUs)" if c.cpus else ""

@@ -64,18 +64,15 @@ def _with_interval(text: str, e: stats.Estimate | None) -> str:
     return f"{text} ±{half:.1f}%" if half >= 0.1 else f"{text} ±{half:.2f}%"
 
 
-def speed_table(rows: Sequence[speedstats.SpeedRow] | Sequence[Outcome], notes: Notes,
-                title: str = "cryptoperf speed") -> Table:
-    """One row per (backend, operation, size) (``speedstats.rows``; a list of outcomes is
-    turned into rows): ops/s, MB/s (blank for operations without a message), latency p50 /
+def speed_table(rows: Sequence[speedstats.SpeedRow], notes: Notes, title: str = "cryptoperf speed") -> Table:
+    """One row per (backend, operation, size), as the run's analysis made them
+    (``Analysis.speed.rows``): ops/s, MB/s (blank for operations without a message), latency p50 /
     p99 / p99.9, CPU ns/op, batch, repetitions measured; with 3 or more repetitions ops/s, p50
     and CPU/op carry ``±x%``, the half-width of their 95 % t interval (geometric means over
     repetitions; ``speed_interval_note`` says so under the table). Unsupported / invalid /
     failed rows say so in the last column, the reason as a footnote in ``notes``. Where a batch
     holds k > 1 operations the percentiles are those of k-operation batch means, and a
     footnote says so."""
-    if rows and isinstance(rows[0], Outcome):
-        rows = speedstats.rows(rows)
     reps = max((len(r.outcomes) for r in rows), default=1)
     t = Table(title=title, title_justify="left")
     columns = [("backend", "left"), ("library", "left"), ("operation", "left"), ("size", "right"),
@@ -189,7 +186,8 @@ def _change_columns(deltas: Sequence[Delta]) -> list[tuple[str, str]]:
 
 def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: float = stats.DEFAULT_LEVEL) -> Table:
     """The "performance delta vs baseline" table: one row per (backend, operation, size,
-    configuration; a contrast's names its reference, ``aes-256-xts vs aes-128-xts``); both p50s,
+    configuration; a contrast's names its reference, ``aes-256-xts vs aes-128-xts``); both p50s
+    (medians over repetitions, as the title says: the changes are geometric means of paired ratios),
     then each metric's change with its interval (at ``level``, the
     study's adjusted level), each column naming its metric — p50 latency, throughput, and CPU
     time per operation when a verdict is decided on it — the one the verdict is decided on in
@@ -200,7 +198,8 @@ def delta_table(deltas: Iterable[Delta], baseline: str, notes: Notes, level: flo
     against = f"baseline ({baseline})"
     if any(d.baseline != baseline for d in deltas):
         against += " or, in a contrast's row, the configuration after 'vs'"
-    t = Table(title=f"performance delta vs {against}, changes with their {interval_header(level)}; "
+    t = Table(title=f"performance delta vs {against}: p50s are medians over repetitions, each change the "
+              f"geometric mean of the paired ratios, with its {interval_header(level)}; "
               "bold: the one the verdict is decided on", title_justify="left")
     cols = _change_columns(deltas)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
@@ -355,8 +354,9 @@ def compare_table(deltas: Iterable[Delta], run_a: int | str, run_b: int | str, t
     (``side_name``)."""
     deltas = list(deltas)
     a, b = side_name(run_a), side_name(run_b)
-    t = Table(title=f"{b} vs {a} (baseline), changes with their {interval_header(level)}; bold: the one the "
-              "verdict is decided on", title_justify="left")
+    t = Table(title=f"{b} vs {a} (baseline): p50s are medians over repetitions, each change the geometric mean "
+              f"of the ratios it compares, with its {interval_header(level)}; bold: the one the verdict is decided on",
+              title_justify="left")
     cols = _change_columns(deltas)
     for name, justify in (("backend", "left"), ("operation", "left"), ("configuration", "left"),
                           (f"p50 {a}", "right"), (f"p50 {b}", "right"), *((c, "right") for _, c in cols),

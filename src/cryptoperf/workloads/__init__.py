@@ -87,6 +87,13 @@ class WorkloadAnalysis:
         cell that is not a workload level."""
         return self._points.get(cell_key)
 
+    def as_dict(self) -> dict[str, Any]:
+        """``families`` (``Family.as_dict``), ``objectives`` (``Objective.as_dict``) and ``own``:
+        workload name → its own figures' ``as_dict()`` (each kind's module documents its shape)."""
+        return {"families": [f.as_dict() for f in self.families],
+                "objectives": [o.as_dict() for o in self.objectives],
+                "own": {kind: figures.as_dict() for kind, figures in self.own.items()}}
+
     def of(self, kind: str) -> Any | None:
         """The figures of workload ``kind``'s own module, or None when the run has none."""
         return self.own.get(kind)

@@ -14,7 +14,7 @@ interval over the blocks that is not adjusted for multiplicity, and they carry n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -256,6 +256,10 @@ class RoleUse:
     peak_rss_bytes: int | None
     max_fds: int | None
 
+    def as_dict(self) -> dict[str, Any]:
+        """``role``, ``peak_rss_bytes``, ``max_fds``."""
+        return {"role": self.role, "peak_rss_bytes": self.peak_rss_bytes, "max_fds": self.max_fds}
+
 
 @dataclass(frozen=True)
 class JobPoint:
@@ -299,6 +303,9 @@ class JobPoint:
     representative: Job | None
     representative_block: int | None
     failures: tuple[tuple[int, int, int, str, str], ...]
+    #: Where its CPU saturates on the host that measured it (``economics.jobs.Saturation``), None
+    #: with fewer than 2 measured jobs.
+    saturation: Any | None = None
 
     @property
     def targets_per_min(self) -> stats.Estimate | None:
@@ -319,6 +326,30 @@ class JobPoint:
         """Connections the job could hold at once (slices × cap)."""
         j = self.representative
         return j.slices * j.cap if j else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """``cell`` (the point's key: its generic figures, CPU per target of each side included,
+        are in the families), ``configuration``, ``targets``, ``targets_per_min``
+        (``Estimate.as_dict``), ``job_s``, ``blocks``, ``phase_ns`` (phase → median ns over
+        every target), ``phase_parts_ns``, ``target_s_by_block``, ``wait_s_by_block``,
+        ``latency_model``, ``failed``, ``ran``, ``most_in_flight``, ``slices``, ``cap``,
+        ``connections``, ``roles``, ``representative_block``, ``failures``
+        (``[block, target, slice, phase, reason]``) and ``saturation`` (``cpu_busy`` 0–1 of the
+        ``busiest`` side, ``cpu_bound``, ``knee_in_flight``, ``in_flight``, ``alone_s``; None
+        with fewer than 2 measured jobs)."""
+        j, sat = self.representative, self.saturation
+        tpm = self.targets_per_min
+        return {"cell": self.point.summary.cell.key, "configuration": self.point.series, "targets": int(self.point.x),
+                "targets_per_min": tpm.as_dict() if tpm else None, "job_s": self.job_s, "blocks": list(self.blocks),
+                "phase_ns": dict(self.phase_all_ns), "phase_parts_ns": {k: dict(v) for k, v in self.phase_parts_ns.items()},
+                "target_s_by_block": dict(self.target_s_by_block), "wait_s_by_block": dict(self.wait_s_by_block),
+                "latency_model": dict(self.latency) if self.latency else None, "failed": self.failed, "ran": self.ran,
+                "most_in_flight": self.most_in_flight, "slices": j.slices if j else None, "cap": self.cap,
+                "connections": self.connections, "roles": [r.as_dict() for r in self.roles],
+                "representative_block": self.representative_block, "failures": [list(f) for f in self.failures],
+                "saturation": None if sat is None else {
+                    "cpu_busy": sat.cpu_busy, "busiest": sat.busiest, "cpu_bound": sat.cpu_bound,
+                    "knee_in_flight": sat.knee_in_flight, "in_flight": sat.in_flight, "alone_s": sat.alone_s}}
 
 
 def _roles(jobs: Sequence[Job]) -> tuple[RoleUse, ...]:
@@ -387,6 +418,11 @@ class PhaseRow:
     median_ns: float | None
     ratio: stats.Interval | None
 
+    def as_dict(self) -> dict[str, Any]:
+        """``phase``, ``configuration``, ``median_ns``, ``ratio`` (``Interval.as_dict``, None)."""
+        return {"phase": self.phase, "configuration": self.series, "median_ns": self.median_ns,
+                "ratio": self.ratio.as_dict() if self.ratio else None}
+
 
 def phase_ratio(blocks: Mapping[int, float], baseline: Mapping[int, float],
                 level: float = BAND_LEVEL) -> stats.Interval | None:
@@ -429,6 +465,11 @@ class JobLevel:
     points: tuple[JobPoint, ...]
     phases: tuple[PhaseRow, ...]
 
+    def as_dict(self) -> dict[str, Any]:
+        """``targets``, ``cells`` (its points' keys) and ``phases`` (``PhaseRow.as_dict``)."""
+        return {"targets": self.targets, "cells": [p.point.summary.cell.key for p in self.points],
+                "phases": [r.as_dict() for r in self.phases]}
+
 
 @dataclass(frozen=True)
 class JobFamily:
@@ -450,6 +491,12 @@ class JobFamily:
         """The level with the most targets."""
         return self.levels[-1] if self.levels else None
 
+    def as_dict(self) -> dict[str, Any]:
+        """``family`` (``Family.identity``), ``job`` (the example job's kind), ``points``
+        (``JobPoint.as_dict``) and ``levels`` (``JobLevel.as_dict``)."""
+        return {"family": self.family.identity(), "job": self.example.job if self.example else None,
+                "points": [p.as_dict() for p in self.points], "levels": [lv.as_dict() for lv in self.levels]}
+
 
 @dataclass(frozen=True)
 class Scalability:
@@ -470,6 +517,14 @@ class Scalability:
     cpus: int
     agents: int
 
+    def as_dict(self) -> dict[str, Any]:
+        """``cell``, ``configuration``, ``slices`` and ``baseline_slices``, ``factor``
+        (``Interval.as_dict``), ``ideal`` (k ÷ k0), ``cpus`` and ``agents`` (the point's
+        saturation is in its ``JobPoint.as_dict``)."""
+        return {"cell": self.point.point.summary.cell.key, "configuration": self.point.point.series,
+                "slices": self.k, "baseline_slices": self.k0, "factor": self.factor.as_dict() if self.factor else None,
+                "ideal": self.k / self.k0 if self.k0 else None, "cpus": self.cpus, "agents": self.agents}
+
 
 @dataclass(frozen=True)
 class FleetFigures:
@@ -481,9 +536,16 @@ class FleetFigures:
     failed: int
     ran: int
 
+    def as_dict(self) -> dict[str, Any]:
+        """``families`` (``JobFamily.as_dict``), ``scalability`` (``Scalability.as_dict``),
+        ``failed`` and ``ran`` (targets over every measured job)."""
+        return {"families": [f.as_dict() for f in self.families], "scalability": [s.as_dict() for s in self.scalability],
+                "failed": self.failed, "ran": self.ran}
+
 
 def _family(f: Family, measured: Mapping[str, Sequence[Outcome]], baseline: str) -> JobFamily:
     points = tuple(job_point(p, measured.get(p.summary.cell.key, ())) for p in f.points)
+    points = tuple(replace(p, saturation=saturation(p)) for p in points)
     levels = []
     for x in sorted({p.point.x for p in points if p.blocks}):
         pts = tuple(sorted((p for p in points if p.point.x == x and p.blocks), key=lambda p: p.point.order))
@@ -507,6 +569,18 @@ def _scalability(fam: JobFamily, baseline: str, host_cpus: int) -> list[Scalabil
         out.append(Scalability(fam, p, mine.slices, theirs.slices, factor,
                                int(mine.host_cpus or host_cpus or 1), mine.agents))
     return out
+
+
+def saturation(point: JobPoint) -> Any | None:
+    """Where a job cell's CPU saturates on the host that measured it
+    (``economics.jobs.saturation``: how busy its jobs kept the CPUs, and the knee), None with
+    fewer than 2 measured jobs."""
+    from cryptoperf.economics import jobs  # economics reads these figures: imported when used
+    from cryptoperf.economics.cost import EconomicsError
+    try:
+        return jobs.saturation(jobs.measured_point(point))
+    except EconomicsError:
+        return None
 
 
 def analyse(families: Sequence[Family], measured: Mapping[str, Sequence[Outcome]], context: Any) -> FleetFigures:

@@ -16,7 +16,7 @@ verdicts are the analysis's deltas).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -33,8 +33,16 @@ BAND_LEVEL = stats.DEFAULT_LEVEL
 PANELS = ("closed", "paced", "open", "targets")
 
 
-def _median(values: Sequence[float]) -> float | None:
-    return float(np.median(values)) if len(values) else None
+def scaled(e: stats.Estimate | None, factor: float) -> stats.Estimate | None:
+    """``e`` with its value and bounds multiplied by ``factor`` (> 0): a rate in other units."""
+    if e is None:
+        return None
+    return stats.Estimate(e.value * factor, None if e.low is None else e.low * factor,
+                          None if e.high is None else e.high * factor, e.level, e.n)
+
+
+def _dict(x: Any) -> dict[str, Any] | None:
+    return None if x is None else x.as_dict()
 
 
 # ------------------------------------------------------------------------------ per side
@@ -142,6 +150,12 @@ class Representative:
         """The largest steal % sample (the client's samples), None without samples."""
         return max(self.client.steal_pct) if self.client.steal_pct else None
 
+    def as_dict(self) -> dict[str, Any]:
+        """``block``, ``client_cpu_pct``, ``server_cpu_pct`` (mean over the samples, % of one
+        CPU), ``steal_max_pct``; the samples themselves are in the repetition's result."""
+        return {"block": self.block, "client_cpu_pct": self.client_cpu_pct, "server_cpu_pct": self.server_cpu_pct,
+                "steal_max_pct": self.steal_max_pct}
+
 
 def representative_of(outcomes: Sequence[Outcome]) -> Outcome | None:
     """The measured repetition a report shows one of: the last block's, latest attempt."""
@@ -189,10 +203,19 @@ class Point:
     corrected: bool
     representative: Representative | None
 
+    def cpu_ns_per_tx_estimate(self, side: str) -> stats.Estimate | None:
+        """CPU ns per transaction on ``side`` (``SIDES``): the geometric mean over the
+        repetitions with its ``BAND_LEVEL`` band (``stats.log_mean``; no bounds below
+        ``stats.MIN_BLOCKS`` repetitions), as ``tx_per_s`` is; None where no repetition measured
+        that side."""
+        values = [v for v in self.cpu_ns_per_tx_by_block.get(side, {}).values() if v > 0]
+        return stats.log_mean(values, BAND_LEVEL, min_n=stats.MIN_BLOCKS) if values else None
+
     def cpu_ns_per_tx(self, side: str) -> float | None:
-        """CPU ns per transaction on ``side`` (``SIDES``): the median over the repetitions,
-        None where no repetition measured that side."""
-        return _median(list(self.cpu_ns_per_tx_by_block.get(side, {}).values()))
+        """CPU ns per transaction on ``side`` (``SIDES``): the value of
+        ``cpu_ns_per_tx_estimate``, None where no repetition measured that side."""
+        e = self.cpu_ns_per_tx_estimate(side)
+        return None if e is None else e.value
 
     @property
     def client_cpu_ns_per_tx(self) -> float | None:
@@ -239,6 +262,37 @@ class Point:
     def late_share(self) -> float | None:
         """Late transactions as a share of all (fraction), None when not counted."""
         return None if self.late is None or not self.ops else self.late / self.ops
+
+    @property
+    def bytes_per_s(self) -> stats.Estimate | None:
+        """Bytes per second (``tx_per_s`` × ``bytes_per_tx``) with its band, for a transaction
+        that carries bytes; None otherwise."""
+        return scaled(self.tx_per_s, self.bytes_per_tx) if self.bytes_per_tx else None
+
+    def as_dict(self) -> dict[str, Any]:
+        """The point's figures, JSON-ready: ``cell`` (its key), ``configuration``, ``baseline``
+        (bool), ``vs`` (the configuration it is compared with, None for the baseline),
+        ``level`` (``text``, ``panel``, ``x``: connections, rate per s or targets), ``mode``,
+        ``blocks``, ``tx_per_s`` and ``bytes_per_s`` (``Estimate.as_dict``: geometric mean with
+        its band), ``bytes_per_tx``, one ``<side>_cpu_ns_per_tx`` estimate per side measured
+        (``server``, ``client``, ``both``, ``process``: whose CPU it is, over whose
+        transactions), ``late``, ``ops``, ``late_share`` (fraction), ``latency``
+        (``Latency.as_dict``, ns) with ``latency_corrected`` (timed from each transaction's due
+        time), and ``representative`` (the repetition whose CPU over time is drawn)."""
+        out: dict[str, Any] = {
+            "cell": self.summary.cell.key, "configuration": self.series, "baseline": self.is_baseline,
+            "vs": self.delta.baseline if self.delta is not None else None,
+            "level": {"text": self.load.text, "panel": self.panel, "x": self.x}, "mode": self.mode,
+            "blocks": list(self.blocks), "tx_per_s": _dict(self.tx_per_s), "bytes_per_tx": self.bytes_per_tx,
+            "bytes_per_s": _dict(self.bytes_per_s)}
+        for side in SIDES:
+            e = self.cpu_ns_per_tx_estimate(side)
+            if e is not None:
+                out[f"{side}_cpu_ns_per_tx"] = e.as_dict()
+        out.update(late=self.late, ops=self.ops, late_share=self.late_share, latency=_dict(self.latency),
+                   latency_corrected=self.corrected,
+                   representative=self.representative.as_dict() if self.representative else None)
+        return out
 
 
 def mode_of(summary: CellSummary, outcomes: Sequence[Outcome]) -> str | None:
@@ -319,6 +373,19 @@ class Family:
             out.setdefault(p.load.text, []).append(p)
         return list(out.items())
 
+    def identity(self) -> dict[str, Any]:
+        """What names the family in a document: ``kind``, ``backend``, ``label`` (the operation's
+        label without the level), ``size_bytes``, ``mode``."""
+        return {"kind": self.kind, "backend": self.backend, "label": self.label, "size_bytes": self.size_bytes,
+                "mode": self.mode}
+
+    def as_dict(self) -> dict[str, Any]:
+        """``identity()`` with ``own`` (the kind has figures of its own: ``WorkloadAnalysis.own``),
+        ``transaction`` ([one, many]), ``panels`` and ``points`` (``Point.as_dict``, in the
+        family's order)."""
+        return {**self.identity(), "own": self.own, "transaction": list(self.transaction), "panels": self.panels(),
+                "points": [p.as_dict() for p in self.points]}
+
 
 def family_of(kind: str, own: bool, key: tuple[str, str, int | None, str], points: Sequence[Point],
               transaction: tuple[str, str] = ("transaction", "transactions")) -> Family:
@@ -348,6 +415,14 @@ class Objective:
     met: tuple[float, float] | None
     missed: tuple[float, float] | None
     rates: tuple[float, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """``family`` (``Family.identity``), ``configuration``, ``p99_bound_ms``, ``met`` and
+        ``missed`` (``{rate_per_s, p99_ns}`` or None), ``rates_per_s``."""
+        def rate(x: tuple[float, float] | None) -> dict[str, float] | None:
+            return None if x is None else {"rate_per_s": x[0], "p99_ns": x[1]}
+        return {"family": self.family.identity(), "configuration": self.series, "p99_bound_ms": self.bound_ms,
+                "met": rate(self.met), "missed": rate(self.missed), "rates_per_s": list(self.rates)}
 
 
 def objectives(families: Sequence[Family], bounds_ms: Mapping[str, float]) -> list[Objective]:

@@ -11,7 +11,7 @@ The worker's ``storage`` object (docs/worker-protocol.md, "Workloads") is decode
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -19,7 +19,7 @@ import numpy as np
 from cryptoperf import stats
 from cryptoperf.model import Outcome
 from cryptoperf.workloads import access
-from cryptoperf.workloads.generic import Family, Point
+from cryptoperf.workloads.generic import Family, Point, scaled
 
 #: The workload these figures are of.
 KIND = "storage"
@@ -91,12 +91,18 @@ class CellFigures:
     process_cpu_ns_per_byte: float | None
     setting: Setting | None
 
-
-def _scaled(e: stats.Estimate | None, factor: float) -> stats.Estimate | None:
-    if e is None:
-        return None
-    return stats.Estimate(e.value * factor, None if e.low is None else e.low * factor,
-                          None if e.high is None else e.high * factor, e.level, e.n)
+    def as_dict(self) -> dict[str, Any]:
+        """``cell`` (the point's key: its generic figures are in the families), ``configuration``,
+        ``level``, ``io_per_s`` and ``mb_per_s`` (``Estimate.as_dict``), ``cpu_pct``,
+        ``user_pct``, ``system_pct`` (% of the host's CPUs), ``cores``,
+        ``process_cpu_ns_per_byte`` and ``setting``."""
+        p = self.point
+        return {"cell": p.summary.cell.key, "configuration": p.series, "level": p.load.text,
+                "io_per_s": p.tx_per_s.as_dict() if p.tx_per_s else None,
+                "mb_per_s": self.mb_s.as_dict() if self.mb_s else None, "cpu_pct": self.cpu_pct,
+                "user_pct": self.user_pct, "system_pct": self.system_pct, "cores": self.cores,
+                "process_cpu_ns_per_byte": self.process_cpu_ns_per_byte,
+                "setting": asdict(self.setting) if self.setting else None}
 
 
 def _median(xs: Sequence[float]) -> float | None:
@@ -120,7 +126,7 @@ def figures(p: Point, outcomes: Sequence[Outcome], host_cpus: int) -> CellFigure
         if moved:
             per_byte.append((cpu[0] + cpu[1]) / moved)
     total = _median([a + b for a, b in zip(user, system)])
-    return CellFigures(point=p, mb_s=_scaled(p.tx_per_s, block / 1e6) if block else None, cpu_pct=total,
+    return CellFigures(point=p, mb_s=scaled(p.tx_per_s, block / 1e6) if block else None, cpu_pct=total,
                        user_pct=_median(user), system_pct=_median(system),
                        cores=None if total is None else total * host_cpus / 100.0,
                        process_cpu_ns_per_byte=_median(per_byte), setting=first)
@@ -135,6 +141,11 @@ class StorageFamily:
     cells: tuple[CellFigures, ...]
     setting: Setting | None
 
+    def as_dict(self) -> dict[str, Any]:
+        """``family`` (``Family.identity``), ``setting`` and ``cells`` (``CellFigures.as_dict``)."""
+        return {"family": self.family.identity(), "setting": asdict(self.setting) if self.setting else None,
+                "cells": [c.as_dict() for c in self.cells]}
+
 
 @dataclass(frozen=True)
 class StorageFigures:
@@ -142,6 +153,15 @@ class StorageFigures:
 
     families: tuple[StorageFamily, ...]
     host_cpus: int
+
+    def cell(self, key: str) -> CellFigures | None:
+        """The ``CellFigures`` of the cell keyed ``key``, None for a cell that is not a storage
+        level (what the answer table reads its CPU % of host from)."""
+        return next((c for f in self.families for c in f.cells if c.point.summary.cell.key == key), None)
+
+    def as_dict(self) -> dict[str, Any]:
+        """``families`` (``StorageFamily.as_dict``) and ``host_cpus``."""
+        return {"families": [f.as_dict() for f in self.families], "host_cpus": self.host_cpus}
 
 
 def analyse(families: Sequence[Family], measured: Mapping[str, Sequence[Outcome]], context: Any) -> StorageFigures:

@@ -59,10 +59,23 @@ def _figure(key: str, s: CellSummary | None, p: Point | None) -> str:
     return fmt.fmt_ns(s.cpu_ns_per_op)
 
 
+def _cpu_pct_of_host(run: StoredRun, key: str) -> float | None:
+    """The CPU % of the host a cell's kind measured for it (a storage level's process CPU), from
+    the kind's own figures where they offer a ``cell`` with ``cpu_pct``; None otherwise."""
+    for figures in run.analysis.workloads.own.values():
+        cell = getattr(figures, "cell", None)
+        found = cell(key) if callable(cell) else None
+        if found is not None and getattr(found, "cpu_pct", None) is not None:
+            return float(found.cpu_pct)
+    return None
+
+
 def _row(run: StoredRun, key: str, operation: str, name: str, s: CellSummary | None, d: Delta | None,
          first: bool) -> dict[str, Any]:
     p = run.analysis.workloads.point_of(s.cell.key) if s is not None else None
     server = p.server_cpu_ns_per_tx if p is not None else None
+    mb = p.bytes_per_s.value if p is not None and p.bytes_per_s is not None and key == "throughput" else None
+    cpu_pct = _cpu_pct_of_host(run, s.cell.key) if s is not None else None
     if d is None:
         change, kind, verdict, title = "—", "baseline", "baseline", ""
     elif core._decided(d):
@@ -71,14 +84,17 @@ def _row(run: StoredRun, key: str, operation: str, name: str, s: CellSummary | N
     else:
         change, kind, verdict, title = "—", "na", "n/a", core._na_text(d)
     return {"operation": operation, "first": first, "configuration": name, "figure": _figure(key, s, p),
-            "server": f"{fmt.fmt_us(server)} µs" if server is not None else "", "change": change,
+            "server": f"{fmt.fmt_us(server)} µs" if server is not None else "",
+            "mb_s": fmt.fmt_mb_s(mb) if mb is not None else "",
+            "cpu_pct": f"{cpu_pct:.1f} %" if cpu_pct is not None else "", "change": change,
             "kind": kind, "verdict": verdict, "title": title}
 
 
 def answer_tables(run: StoredRun) -> list[dict[str, Any]]:
     """One table per metric family the verdicts were decided on (``FAMILIES`` order), each
-    ``{"key", "title", "figure", "server", "rows"}``: per operation its baseline's row, then a
-    row per comparison (``_row``). Comparisons without a verdict go in the table of the study's
+    ``{"key", "title", "figure", "server", "rows"}``: per operation and reference (the
+    baseline, then each contrast's), the reference's row, then a row per comparison with it
+    (``_row``), named ``<configuration> vs <reference>``. Comparisons without a verdict go in the table of the study's
     first family."""
     groups = core._ordered_deltas(run)
     keys = {stats.metric_key(d.verdict.metric) for _, ds in groups for d in ds if core._decided(d)}
@@ -91,13 +107,19 @@ def answer_tables(run: StoredRun) -> list[dict[str, Any]]:
                                       else key == first_key)]
             if not mine:
                 continue
-            base = _summary_of(run, mine[0], baseline=True)
-            rows.append(_row(run, key, operation, mine[0].baseline, base, None, True))
-            rows += [_row(run, key, operation, fmt.configuration_text(d.configuration, d.cpu, d.build),
-                          _summary_of(run, d, baseline=False), d, False) for d in mine]
+            first = True
+            for reference in dict.fromkeys(d.baseline for d in mine):  # the study's, then each contrast's
+                against = [d for d in mine if d.baseline == reference]
+                rows.append(_row(run, key, operation, reference, _summary_of(run, against[0], baseline=True), None,
+                                 first))
+                rows += [_row(run, key, operation, f"{fmt.configuration_text(d.configuration, d.cpu, d.build)} vs "
+                                                   f"{reference}", _summary_of(run, d, baseline=False), d, False)
+                         for d in against]
+                first = False
         if rows:
             tables.append({"key": key, "title": title, "figure": figure, "rows": rows,
-                           "server": any(r["server"] for r in rows)})
+                           "server": any(r["server"] for r in rows), "mb_s": any(r["mb_s"] for r in rows),
+                           "cpu_pct": any(r["cpu_pct"] for r in rows)})
     return tables
 
 
@@ -146,9 +168,11 @@ def answer(run: StoredRun) -> list[Section]:
                     margin=f"{a.settings.margin_pct:g}")
     md = lead.replace(f"baseline {baseline}", f"baseline **{baseline}**") + "\n"
     for t in tables:
-        head = ["Operation", "Configuration", t["figure_head"]] + (["server CPU / transaction"] if t["server"] else [])
-        head += [f"change vs {baseline} ({ci})", "Verdict"]
+        head = ["Operation", "Configuration", t["figure_head"]] + (["MB/s"] if t["mb_s"] else []) + (
+            ["process CPU % of host"] if t["cpu_pct"] else []) + (["server CPU / transaction"] if t["server"] else [])
+        head += [f"change vs the reference ({ci})", "Verdict"]
         body = [[r["operation"] if r["first"] else "", r["configuration"], r["figure"]]
+                + ([r["mb_s"]] if t["mb_s"] else []) + ([r["cpu_pct"]] if t["cpu_pct"] else [])
                 + ([r["server"]] if t["server"] else [])
                 + [r["change"], f"**{r['verdict']}**" if r["kind"] not in ("baseline", "na") else r["verdict"]]
                 for r in t["rows"]]

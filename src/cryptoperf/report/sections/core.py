@@ -487,11 +487,11 @@ def key_figures(run: StoredRun) -> list[Section]:
     html = fragment("sections/key_figures.html.j2", rows=rows, series=series, per_config=per_config,
                     batch_note=batch_note)
     head = ["Operation"] + (["Backend"] if per_config else []) + [
-        series, "p50", "p99", "ops/s", "MB/s", "CPU/op", "batch", "reps ok"]
+        series, "p50", "p99", "ops/s", "MB/s", "process CPU/op", "batch", "reps ok"]
     body = [[r["operation"]] + ([r["backend"]] if per_config else []) + [
         r["series"], r["p50"], r["p99"], r["ops"], r["mb"], r["cpu"], r["batch"] or "",
         r["reps"] if r["status"] == "ok" else f"{r['reps']} ({r['status']})"] for r in rows]
-    md = ("Medians over repetitions; CPU/op is on-CPU time per operation of the measuring threads (a "
+    md = ("Medians over repetitions; process CPU/op is the worker process's on-CPU time per operation, its measuring threads' (a "
           "workload's client side), MB/s is 10⁶ bytes/s.\n\n"
           + md_table(head, body, align="l" * (len(head) - 7) + "rrrrrrr"))
     if batch_note:
@@ -567,7 +567,7 @@ def throughput_cpu(run: StoredRun) -> list[Section]:
         svg = plots.throughput_cpu_svg(bars, f"throughput-cpu-{g.slug}", f"throughput and CPU: {g.title}")
         return {"group": g, "svg": Markup(svg)}
 
-    return _per_group(run, "throughput-cpu", "Throughput and CPU time per operation",
+    return _per_group(run, "throughput-cpu", "Throughput and the worker process's CPU time per operation",
                       "sections/throughput_cpu.html.j2", figure)
 
 

@@ -332,16 +332,6 @@ def fleet_throughput(run: StoredRun) -> list[Section]:
 
 # ------------------------------------------------------------------------------ scalability
 
-def _busy(point: fleet.JobPoint):
-    """``economics.jobs.saturation`` of a job cell, None with fewer than 2 measured jobs."""
-    from cryptoperf.economics import jobs
-    from cryptoperf.economics.cost import EconomicsError
-    try:
-        return jobs.saturation(jobs.measured_point(point))
-    except EconomicsError:
-        return None
-
-
 def scalability_rows(figures: fleet.FleetFigures) -> list[dict[str, Any]]:
     """Per configuration whose slices differ from the baseline's at a level: the slices, the
     factor (throughput k ÷ k0 slices, the comparison's interval), the ideal k ÷ k0, what bounds
@@ -351,7 +341,7 @@ def scalability_rows(figures: fleet.FleetFigures) -> list[dict[str, Any]]:
     out = []
     for s in figures.scalability:
         f = s.factor
-        sat = _busy(s.point)
+        sat = s.point.saturation
         cpus = f"the host's {s.cpus} CPU{'s' if s.cpus != 1 else ''}"
         if sat is None:
             bounded = ""
@@ -419,7 +409,7 @@ def saturation_rows(figures: fleet.FleetFigures) -> list[dict[str, Any]]:
     for fam in figures.families:
         top = fam.largest
         for p in top.points if top is not None else ():
-            s = _busy(p)
+            s = p.saturation
             if s is None:
                 continue
             rows.append({"use_case": fam.family.label, "level": p.point.load.label, "configuration": configuration(p.point),
