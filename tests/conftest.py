@@ -22,7 +22,7 @@ FAKE_WORKER = Path(__file__).with_name("fake_worker.py")
 sys.path.insert(0, str(SRC))  # test the source tree, installed or not
 
 from cryptoperf.cli import main  # noqa: E402
-from cryptoperf.run.worker import WorkerRules  # noqa: E402
+from cryptoperf.hello import WorkerRules  # noqa: E402
 
 
 def _private_ray_token() -> None:

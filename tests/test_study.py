@@ -88,7 +88,7 @@ def test_which_op_takes_which_param_comes_from_the_worker():
     hello = dict(conftest_hello())
     hello["op_params"] = dict(hello["op_params"])
     hello["op_params"]["ecdsa-p256-sign"] = {"params": ["size_bytes", "digest", "padding"], "default_size_bytes": 32}
-    from cryptoperf.run.worker import WorkerRules
+    from cryptoperf.hello import WorkerRules
     other = study.check_against_worker(s, WorkerRules.from_hello(hello))
     assert other.resolve(big, s.operations[0]) == ("ecdsa-p256-sign", {"digest": "sha256", "padding": "pss"})
 

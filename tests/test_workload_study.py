@@ -15,7 +15,7 @@ from conftest import WORKER_HELLO, worker_rules
 from cryptoperf import schedule, study, workload
 from cryptoperf.engine import preflight
 from cryptoperf.errors import StudyError
-from cryptoperf.run.worker import WorkerRules
+from cryptoperf.hello import WorkerRules
 
 RULES = worker_rules()
 

@@ -42,7 +42,8 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from cryptoperf import __version__, builds, paths, providerbuild
 from cryptoperf.errors import SetupError, UsageError, WorkerError, did_you_mean
-from cryptoperf.run.worker import Hello, fetch_hello
+from cryptoperf.hello import Hello
+from cryptoperf.run.worker import fetch_hello
 from cryptoperf.builds import find_worker
 
 #: Where ``build_py`` puts the worker sources inside the installed package.

@@ -15,7 +15,7 @@ from cryptoperf.errors import UsageError, did_you_mean
 from cryptoperf.model import OK, Cell, Outcome, Repetition
 from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import disturbance, local
-from cryptoperf.run.worker import Hello, WorkerRules
+from cryptoperf.hello import Hello, WorkerRules
 from cryptoperf.store import FORMAT_VERSION, Store
 from cryptoperf.stored import StoredRun
 from cryptoperf.study import options_for

@@ -10,7 +10,8 @@ from rich.console import Console
 from cryptoperf import builds, providerbuild, workerbuild
 from cryptoperf.errors import UsageError, WorkerError
 from cryptoperf.run import local
-from cryptoperf.run.worker import Hello, WorkerRules, fetch_hello
+from cryptoperf.hello import Hello, WorkerRules
+from cryptoperf.run.worker import fetch_hello
 from cryptoperf.builds import find_worker
 
 

@@ -19,7 +19,7 @@ from cryptoperf.workloads import access
 
 if TYPE_CHECKING:  # pragma: no cover
     from cryptoperf.compare import Undecided
-    from cryptoperf.run.worker import Hello
+    from cryptoperf.hello import Hello
 
 
 class Notes:

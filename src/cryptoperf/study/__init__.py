@@ -10,7 +10,7 @@ and the "did you mean" suggestions for misspelt keys, as fio's option table does
 Errors are ``StudyError``s naming the file, the line of the offending key and the field.
 Validation happens in two steps, both before anything runs: ``load`` checks everything the
 file alone can tell; ``check_against_worker`` checks everything else against the rules the
-worker announced in its ``hello`` (``run.worker.WorkerRules``): backend and operation names,
+worker announced in its ``hello`` (``hello.WorkerRules``): backend and operation names,
 which operation takes a message size, a digest or a padding and their allowed values, and the
 worker's limits on warm-up, measuring time, threads and message size. The worker is the one
 source of those rules; nothing here repeats them.

@@ -1,5 +1,5 @@
 """Check a parsed study against the rules its worker announced in ``hello``
-(``run.worker.WorkerRules``): backend and operation names, the worker parameters and their
+(``hello.WorkerRules``): backend and operation names, the worker parameters and their
 values, message sizes, the worker's limits, and each workload operation's params and load levels
 against its spec (``WorkerRules.workloads``). The worker is the one source of those rules;
 nothing here repeats them."""
@@ -16,7 +16,7 @@ from cryptoperf.study.parse import file_param_problem, toml_repr
 from cryptoperf.study.types import Configuration, Operation, Study, param_value
 
 if TYPE_CHECKING:
-    from cryptoperf.run.worker import WorkerRules
+    from cryptoperf.hello import WorkerRules
     from cryptoperf.workload_spec import WorkloadSpec
 
 #: Most cells a study may expand to (configurations × backends × operations × sizes × loads);

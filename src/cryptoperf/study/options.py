@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cryptoperf import builds, cpumask, stats, workload
 
 if TYPE_CHECKING:  # the help needs only the rules' interface, not the worker client
-    from cryptoperf.run.worker import WorkerRules
+    from cryptoperf.hello import WorkerRules
 
 #: Configuration keys that are also worker parameters (their values are checked against the
 #: worker's ``param_values``, and passed to every operation whose ``op_params`` list them).

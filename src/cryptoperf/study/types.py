@@ -13,7 +13,7 @@ from cryptoperf.errors import StudyError
 from cryptoperf.study.options import WORKER_PARAMS
 
 if TYPE_CHECKING:
-    from cryptoperf.run.worker import WorkerRules
+    from cryptoperf.hello import WorkerRules
     from cryptoperf.study.parse import SourceMap
 
 TEMPLATE_VAR = re.compile(r"\{([^{}]*)\}")
