@@ -623,7 +623,8 @@ def workload_result(req, base, op, params, alone_ns, config, rep):
     out["validation"] = {"kat": "not applicable (a protocol workload)",
                          "negotiated": "pass" if n is not None else "not applicable",
                          "cross_checks": [] if not server else [
-                             {"client": b, "server": base["backend"], "status": "pass"}
+                             {"with": f"{b} client → {base['backend']} server", "status": "pass",
+                              "detail": "a full handshake and a record each way (fake)"}
                              for b in ("aws-lc", "ring", "openssl") if b != base["backend"]]}
     if n is not None:
         out["negotiated"] = n
@@ -661,6 +662,39 @@ def workload_refusal(backend, op, params):
     """Why a workload cannot run on ``backend`` with ``params`` (as the real worker's run and
     check say it: ``REFUSALS``), or None."""
     return next((why for refused, why in REFUSALS.get(op, ()) if refused(backend, params)), None)
+
+
+#: Where the latency model's waits are applied, as the worker states it (fleet_job/latency.rs).
+LATENCY_APPLIED = ("management-side wait: the slice thread sleeps where it would wait for the network or the "
+                   "target")
+
+
+def latency_dist(value):
+    """A latency parameter (``20``, ``fixed:20``, ``uniform:10-30``, ``lognormal:p50=20,p99=80``)
+    described as the worker's result describes it, with its mean; None when absent."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    if text.startswith("uniform:"):
+        a, b = (float(x) for x in text[len("uniform:"):].split("-", 1))
+        return {"dist": "uniform", "low_ms": a, "high_ms": b, "mean_ms": (a + b) / 2}
+    if text.startswith("lognormal:"):
+        parts = dict(kv.split("=", 1) for kv in text[len("lognormal:"):].split(","))
+        p50, p99 = float(parts["p50"]), float(parts["p99"])
+        sigma = math.log(p99 / p50) / 2.3263478740408408
+        return {"dist": "lognormal", "p50_ms": p50, "p99_ms": p99, "mean_ms": p50 * math.exp(sigma * sigma / 2)}
+    x = float(text[len("fixed:"):] if text.startswith("fixed:") else text)
+    return {"dist": "fixed", "ms": x, "mean_ms": x}
+
+
+def latency_model(params):
+    """The job's latency model as the worker's ``fleet.latency`` states it; None when off (the
+    fake does not wait: its phase times are scripted)."""
+    parts = {k: latency_dist(params.get(f"{k}_ms")) for k in ("rtt", "target_work", "manager_cpu")}
+    if not any(parts.values()):
+        return None
+    return {"rtt": parts["rtt"], "round_trips": {"connect": 2, "push": 1, "checks": 1, "report": 1},
+            "target_work": parts["target_work"], "manager_cpu": parts["manager_cpu"], "applied": LATENCY_APPLIED}
 
 
 def fleet_result(req, base, params, factor, config, rep):
@@ -717,7 +751,7 @@ def fleet_result(req, base, params, factor, config, rep):
                       "push_bytes": items * item_bytes if "push" in phases else 0,
                       "checks": checks if "checks" in phases else 0,
                       "file_bytes": int(params.get("file_bytes", kind["file_bytes"])), "phases": phases,
-                      "completed": completed, "failed": len(failures), "setup_ms": 300.0,
+                      "latency": latency_model(params), "completed": completed, "failed": len(failures), "setup_ms": 300.0,
                       "job_phases": [{"name": "stage", "start_us": 0, "end_us": stage_ns // 1000}] if stages else [],
                       "records": {"columns": columns, "rows": rows}, "failures": failures,
                       "mismatches": mismatches, "agent_errors": 0, "agent_first_error": None,
@@ -835,7 +869,8 @@ def storage_result(req, base, params, factor, config, rep):
                            "cross_decrypt": "not applicable (clear)" if scheme == "clear" else
                            "pass: RustCrypto (fake) decrypted sectors 0 and 255, read raw from the file, to the "
                            "plaintext written",
-                           "cross_checks": [] if scheme == "clear" else [{"with": "rustcrypto", "status": "pass"}]}}
+                           "cross_checks": [] if scheme == "clear" else [
+                               {"with": "rustcrypto", "status": "pass", "detail": "sectors 0 and 255 decrypted (fake)"}]}}
 
 
 #: Workloads whose result is their own (the others' is a protocol workload's, ``workload_result``).
