@@ -14,6 +14,7 @@ from cryptoperf.cli.app import STORE_HELP, cli, say_using
 from cryptoperf.engine import DEFAULT_OUT_DIR
 from cryptoperf.errors import UsageError
 from cryptoperf.report.render import write_text as render_write
+from cryptoperf.workloads import fleet
 
 
 @cli.command("plan")
@@ -197,7 +198,7 @@ def _plan_job(run_id: str, job: dict[str, Any], rate: str | None, configuration:
     rate_per_min = jobs.parse_targets_rate(rate) if rate is not None else None
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
-    figures = run.analysis.workloads.of("fleet-job")
+    figures = run.analysis.workloads.of(fleet.KIND)
     if figures is None:
         raise UsageError(f"run {run.id} has no fleet jobs: plan --targets needs a fleet-job study's run")
     m = jobs.measured_level(figures, configuration, job.get("level"), op)
