@@ -22,7 +22,7 @@ import numpy as np
 from cryptoperf import stats
 from cryptoperf.model import Outcome
 from cryptoperf.workloads import access
-from cryptoperf.workloads.generic import BAND_LEVEL, Family, Point
+from cryptoperf.workloads.generic import BAND_LEVEL, Family, Point, scaled
 
 #: The workload these figures are of.
 KIND = "fleet-job"
@@ -310,11 +310,7 @@ class JobPoint:
     @property
     def targets_per_min(self) -> stats.Estimate | None:
         """Targets per minute (``point.tx_per_s`` × 60) with its band."""
-        e = self.point.tx_per_s
-        if e is None:
-            return None
-        scale = (lambda x: None if x is None else x * 60)
-        return stats.Estimate(e.value * 60, scale(e.low), scale(e.high), e.level, e.n)
+        return scaled(self.point.tx_per_s, 60)
 
     @property
     def cap(self) -> int | None:
