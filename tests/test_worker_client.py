@@ -64,7 +64,14 @@ def test_each_workload_is_known_by_its_spec_only():
         assert spec.name == op and spec.levels == tuple(entry["levels"]) and spec.job == entry["job"]
         assert spec.defaults == entry["defaults"] and rules.op_defaults[op] == entry["defaults"]
         assert spec.sizing.memory.base_bytes == entry["sizing"]["memory"]["base_bytes"]
-        assert all(m.better in ("higher", "lower") for m in spec.metrics)
+        assert spec.file_params == tuple(entry["file_params"])
+        assert spec.connection_params == tuple(entry["connection_params"])
+        assert spec.server_under_test == entry.get("server_under_test")
+        assert "metrics" not in entry  # the figures and their directions are the analysis'
+    # the traits the orchestrator once keyed by name are announced
+    served = [op for op, s in rules.workloads.items() if s.server_under_test]
+    assert served and all(rules.workloads[op].file_params for op in served)
+    assert any(s.connection_params for s in rules.workloads.values() if s.job)
     # a renamed workload keeps every trait: nothing is keyed by its name
     hello = json.loads(json.dumps(WORKER_HELLO))
     job = next(op for op, s in rules.workloads.items() if s.job)
@@ -80,7 +87,7 @@ def test_rules_of_a_worker_too_old_to_announce_them():
                                                "orchestrator; rebuild it with `pip install .`"):
         WorkerRules.from_hello(dict(old, backends=[{"backend": "openssl"}]))
     # a worker from before the workload specs and the load limits: refused, one line each
-    for missing in ("levels", "sizing", "metrics", "transaction"):
+    for missing in ("levels", "sizing", "file_params", "transaction"):
         hello = json.loads(json.dumps(WORKER_HELLO))
         del hello["op_params"]["tls-handshake"][missing]
         with pytest.raises(ProtocolMismatch) as e:
@@ -99,7 +106,7 @@ def test_an_old_worker_is_refused_at_hello(fake_worker, tmp_path):
     another protocol is: one line, and the process is gone."""
     hello = json.loads(json.dumps(WORKER_HELLO))
     for entry in hello["op_params"].values():
-        for key in ("levels", "sizing", "metrics", "transaction", "modes", "default_mode", "server",
+        for key in ("levels", "sizing", "file_params", "transaction", "modes", "default_mode", "server",
                     "needs_dir", "job", "calibration_load", "bytes_per_tx_param", "file_bytes_param"):
             entry.pop(key, None)
     old = tmp_path / "old-hello.json"

@@ -355,12 +355,6 @@ ORCHESTRATOR_PARAMS = {
     "server_cgroup": "cryptoperf passes the cgroup of the server under test it started (the "
                      "operation's server key)",
 }
-#: Parameters naming a file a worker reads (tls-handshake's ``ca_file``, the CA certificate of
-#: an external server given with ``connect``): in a study file, a path relative to the study
-#: file's directory and inside it (``confined_path``), passed to the worker resolved.
-FILE_PARAMS = ("ca_file",)
-
-
 def confined_path(text: str, base: str | Path, *, absolute_ok: bool) -> Path:
     """The path a study file names (``text``), checked and made absolute: relative to ``base``
     (the study file's directory) and inside it, or — with ``absolute_ok`` — absolute.
@@ -413,32 +407,20 @@ def row_label(label: str, load: str | None) -> str:
     return label if load is None else f"{label} @ {parse_load(load).label}"
 
 
-def job_concurrency(params: dict, defaults: dict) -> tuple[int, int]:
-    """A job's ``(cap, slices)``: targets in flight per slice and slices, from its ``params`` or
-    the worker's ``defaults`` (its hello). Raises ValueError (one line) for a value that is not a
-    whole number."""
-    out = []
-    for name in ("cap", "slices"):
-        value = params.get(name, defaults.get(name, 1))
-        try:
-            out.append(int(value))
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} {value!r} is not a whole number") from None
-    return out[0], out[1]
-
-
-def job_descriptor_problem(cap: int, slices: int) -> str | None:
-    """Why this host cannot run a job of ``slices`` slices with ``cap`` targets in flight each,
-    or None: each slice holds up to ``cap`` connections, and one agent may hold all the slices'
-    (``slices × cap``), each beside ``FD_RESERVE`` descriptors; the soft RLIMIT_NOFILE must
-    cover the agent's. The number of targets does not enter: a finished target's connection is
-    closed."""
-    need = slices * cap + FD_RESERVE
+def job_descriptor_problem(values: Mapping[str, int]) -> str | None:
+    """Why this host cannot run a job whose connection parameters (``WorkloadSpec.
+    connection_params``) have ``values`` (name → whole number, e.g. ``{"cap": 20, "slices":
+    2}``), or None: one process of the job may hold their product in connections, each beside
+    ``FD_RESERVE`` descriptors; the soft RLIMIT_NOFILE must cover that. The number of targets
+    does not enter: a finished target's connection is closed."""
+    connections = math.prod(values.values())
+    need = connections + FD_RESERVE
     soft = _limit_below(need)
     if soft is not None:
-        return (f"a job with cap = {cap} and {slices} slice{'s' if slices != 1 else ''} needs about {need} file "
-                f"descriptors in an agent process ({slices * cap} connections + {FD_RESERVE}), but the limit is "
-                f"{soft} (ulimit -n); raise it or lower cap")
+        given = " and ".join(f"{k} = {v}" for k, v in values.items())
+        return (f"a job with {given} needs about {need} file descriptors in an agent process ({connections} "
+                f"connections + {FD_RESERVE}), but the limit is {soft} (ulimit -n); raise it or lower "
+                f"{next(iter(values), 'its concurrency')}")
     return None
 
 

@@ -1,6 +1,8 @@
 """What a workload announces about itself in the worker's ``hello`` (docs/worker-protocol.md,
 "hello"): the level kinds it accepts, its modes, whether it runs a server side or needs a work
-directory, whether a run is a job, its sizing hints and the figures it reports.
+directory, whether a run is a job, whether it loads a server under test and through which
+parameters, which of its parameters name files, and its sizing hints. (The figures computed for
+it, and which way each is better, are the analysis': ``stats.METRICS`` and ``workloads/``.)
 
 The worker is the one source of these traits, as it is of the operations' parameters: the
 orchestrator reads them from ``WorkerRules.workloads[op]`` (``run.worker``) and knows no
@@ -54,15 +56,9 @@ class Sizing:
     memory: Memory
 
 
-@dataclass(frozen=True)
-class Metric:
-    """A figure the analysis computes for a workload: its ``name`` (with its unit and side:
-    ``server_cpu_ns_per_tx``), ``unit`` as shown (``tx/s``, ``ns``) and ``better``: ``higher``
-    or ``lower``."""
-
-    name: str
-    unit: str
-    better: str
+#: What a workload's ``server_under_test`` names: the parameter for the server's address, the CA
+#: certificate that signed its certificate, its process id and its cgroup.
+SERVER_UNDER_TEST_PARAMS = ("connect_param", "ca_file_param", "pid_param", "cgroup_param")
 
 
 @dataclass(frozen=True)
@@ -86,7 +82,14 @@ class WorkloadSpec:
             repetition runs at the cell's own level.
         transaction: ``{"one": "handshake", "many": "handshakes"}``: what one transaction is.
         sizing: the estimates of ``Sizing``.
-        metrics: the figures it reports, with their direction.
+        server_under_test: the parameters through which it loads a server under test that
+            cryptoperf starts (``connect_param``, ``ca_file_param``, ``pid_param``,
+            ``cgroup_param``: its address, the CA certificate of its certificate, its process
+            and its cgroup), or None for a workload that loads none.
+        file_params: its parameters that name a file the worker reads (a study gives a path
+            relative to its own directory; cryptoperf resolves it).
+        connection_params: parameters whose product is the connections one process of a job
+            may hold at once (a file descriptor each); empty when its levels say.
         defaults: each parameter's value when not given (``load`` among them).
         required: the parameters a run must give.
         job_kinds: a job's kinds (name → their parameters and what they do); empty otherwise.
@@ -109,7 +112,9 @@ class WorkloadSpec:
     calibration_load: str | None
     transaction: Mapping[str, str]
     sizing: Sizing
-    metrics: tuple[Metric, ...]
+    server_under_test: Mapping[str, str] | None = None
+    file_params: tuple[str, ...] = ()
+    connection_params: tuple[str, ...] = ()
     defaults: Mapping[str, Any] = field(default_factory=dict)
     required: tuple[str, ...] = ()
     job_kinds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
@@ -151,7 +156,10 @@ class WorkloadSpec:
                     per_param_bytes={str(k): _count(v) for k, v in _mapping(memory["per_param_bytes"]).items()},
                     per_param_product_bytes=tuple((str(a), str(b), _count(n))
                                                   for a, b, n in memory["per_param_product_bytes"]))),
-            metrics=tuple(Metric(str(m["name"]), str(m["unit"]), str(m["better"])) for m in entry["metrics"]),
+            server_under_test=({k: str(_mapping(entry["server_under_test"])[k]) for k in SERVER_UNDER_TEST_PARAMS}
+                               if entry.get("server_under_test") is not None else None),
+            file_params=_strings(entry["file_params"]),
+            connection_params=_strings(entry["connection_params"]),
             defaults=dict(_mapping(entry["defaults"])),
             required=_strings(entry["required"]),
             job_kinds={str(k): dict(_mapping(v)) for k, v in _mapping(entry.get("job_kinds") or {}).items()},
@@ -206,6 +214,15 @@ class WorkloadSpec:
         value; 0 for a workload that writes none). Raises ValueError (one line) when the value
         is not a whole number."""
         return 0 if self.file_bytes_param is None else self.number(self.file_bytes_param, params)
+
+    def job_connections(self, params: Mapping[str, Any]) -> int:
+        """The connections one process of a job with ``params`` may hold at once: the product of
+        ``connection_params``' values (1 without any). Raises ValueError (one line) for a value
+        that is not a whole number."""
+        n = 1
+        for name in self.connection_params:
+            n *= self.number(name, params)
+        return n
 
     def memory_bytes(self, params: Mapping[str, Any], connections: int, targets: int) -> int:
         """Resident bytes of one repetition with ``params`` at a level of ``connections``

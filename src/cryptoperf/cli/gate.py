@@ -97,7 +97,7 @@ def gate(baseline_worker: str, candidate_worker: str, ops: tuple[str, ...], back
     say(study_text.plan_line(plan))
     say(study_text.power_line(plan))
     run = engine.run_study(plan, store=store_path, out_dir=out_dir, progress=terminal.ProgressBar(err),
-                           reports=False, console=err, on_host=lambda host, checks: say(host_line(host)),
+                           reports=False, console=err, on_host=lambda host, checks, _busy: say(host_line(host)),
                            check_host=False)
     a = run.analysis
     outcome = gate_mod.decide(run.deltas, fail_on, a.comparisons, len(plan.looks))

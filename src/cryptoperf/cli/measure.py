@@ -318,9 +318,9 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         _dry_run(plan, say)
         return 0
 
-    def show_host(host: dict, checks: list) -> None:
+    def show_host(host: dict, checks: list, busy_host) -> None:
         err.print(host_line(host), markup=False)
-        busy = study_text.busy_line(host, plan.study) if executor == "local" else None
+        busy = study_text.busy_line(busy_host) if executor == "local" else None
         if busy:  # says what the other-load check would, and what the study does about it
             say(busy)
             checks = [c for c in checks if c.name != "other load"]

@@ -273,7 +273,9 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[s
             for c in todo:
                 params = c.worker_params()
                 if c.server is not None:  # its address is known once it runs; the check needs one
-                    params.update(connect="127.0.0.1:1", ca_file="ca.pem", server_pid="2")
+                    names = c.spec.server_under_test
+                    params.update({names["connect_param"]: "127.0.0.1:1", names["ca_file_param"]: "ca.pem",
+                                   names["pid_param"]: "2"})
                 answer = w.check({"id": c.key, "backend": c.backend, "op": c.op, "params": params},
                                  timeout_s=CHECK_TIMEOUT_S)
                 if answer.get("status") == "unsupported":

@@ -16,7 +16,7 @@ from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repe
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
 from cryptoperf.report.terminal import ProgressBar
-from cryptoperf.run import local
+from cryptoperf.run import disturbance, local
 from cryptoperf.store import Store
 from cryptoperf.stored import StoredRun
 from cryptoperf.study import Study
@@ -32,7 +32,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
               out_dir: str | os.PathLike | None = DEFAULT_OUT_DIR, progress: local.Progress | bool | None = None,
               reports: bool = True, setup: bool = True, margin_pct: float | None = None,
               multiplicity: bool | None = None, console: Any = None,
-              on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None = None,
+              on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult], disturbance.Busy | None], None] | None = None,
               executor: str | Any = "local", address: str | None = None,
               resume: StoredRun | int | str | None = None, check_host: bool = True,
               job: str | None = None) -> "StudyRun":
@@ -47,7 +47,8 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         progress: a ``run.local.Progress``; True draws a progress bar on stderr; None is silent.
         setup: build a missing setup worker build (openssl@3.6) first.
         margin_pct, multiplicity: override the study's ``margin_pct`` / ``multiplicity``.
-        on_host: called with the host fingerprint and checks before measuring (the fingerprint's
+        on_host: called with the host fingerprint, the checks and ``run.disturbance.Busy`` (or
+            None: the host was not already busy) before measuring (the fingerprint's
             ``load_before``: the other load measured just before the study, ``hostinfo.load_before``).
         executor: where the repetitions run: ``"local"`` (this machine, one at a time),
             ``"ray"`` (blocks as Ray tasks on a Ray cluster, ``run.ray``; Ray is imported only
@@ -115,7 +116,7 @@ def check_before_running(plan: StudyPlan, out_dir: str | os.PathLike | None, sto
 
 def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out_dir: str | os.PathLike | None,
                progress: local.Progress | bool | None, reports: bool,
-               on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult]], None] | None,
+               on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult], disturbance.Busy | None], None] | None,
                prior: StoredRun | None = None, job: str | None = None) -> "StudyRun":
     """``run_study`` once its plan and executor are made (and, to resume, the run it
     continues): see there."""
@@ -132,7 +133,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
         host["load_before"] = before
     host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing
     if on_host is not None:
-        on_host(host, checks)
+        on_host(host, checks, disturbance.Busy.of(s, host))
     if any(c.spec is not None and c.spec.needs_dir for c in plan.cells):
         workload.sweep_stale(plan.settings.work_dir)  # what a study killed with SIGKILL left
     paths = {n: p for n, (p, _) in plan.workers.items()}

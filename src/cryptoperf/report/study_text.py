@@ -11,7 +11,6 @@ from typing import Any, Mapping, Sequence
 
 from cryptoperf import builds, cpumask
 from cryptoperf.model import FAILED, RETRIED
-from cryptoperf.run import disturbance
 from cryptoperf.report.format import detectable_text
 
 
@@ -146,17 +145,14 @@ def footer_lines(run: Any) -> list[str]:
     return out
 
 
-def busy_line(host: Mapping[str, Any], study: Any) -> str | None:
-    """The one line saying that the host was already busy when ``study`` started: the other
-    load ``host["load_before"]`` measured (``hostinfo.load_before``) above the study's
-    ``max_other_load_pct`` (``run.disturbance.Limits.busy``), in CPUs; None when it was not."""
-    before = host.get("load_before") or {}
-    limits = disturbance.Limits.of(study, before.get("other_load_pct"))
-    if not limits.busy():
+def busy_line(busy: Any) -> str | None:
+    """The one line saying that the host was already busy when the study started (``busy``: the
+    engine's ``run.disturbance.Busy``, or None when it was not), in CPUs."""
+    if busy is None:
         return None
-    cpus = disturbance.logical_cpus(host)
-    used = f"{limits.level_pct * cpus / 100:.1f} of {cpus} CPUs" if cpus else f"{limits.level_pct:.0f} % of the CPUs"
-    return (f"host busy: {used} used by other processes (measured over {before.get('window_s', 0):g} s before "
+    used = (f"{busy.cpus_used:.1f} of {busy.cpus} CPUs" if busy.cpus_used is not None
+            else f"{busy.level_pct:.0f} % of the CPUs")
+    return (f"host busy: {used} used by other processes (measured over {busy.window_s:g} s before "
             "the study); comparisons stay paired, a repetition is re-run only when the load departs from "
             "this level")
 

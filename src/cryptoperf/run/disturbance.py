@@ -71,12 +71,43 @@ class Limits:
 
     def busy(self) -> bool:
         """True when the load measured before the study is above ``max_other_load_pct``: the
-        host was already busy (what ``report.study_text.busy_line`` says once)."""
+        host was already busy (``Busy``)."""
         return self.level_pct is not None and self.level_pct > self.max_other_load_pct
 
     def rule(self, logical_cpus: int) -> "Rule":
         """A fresh ``Rule`` for repetitions on a machine of ``logical_cpus``."""
         return Rule(self, logical_cpus)
+
+
+@dataclass(frozen=True)
+class Busy:
+    """The host was already busy when a study started: the other load measured just before it
+    (``hostinfo.load_before``) above the study's ``max_other_load_pct``.
+
+    Attributes:
+        level_pct: that other load, % of all the CPUs.
+        cpus: the host's logical CPUs (``logical_cpus``), None when unknown.
+        window_s: how long it was measured over, s.
+    """
+
+    level_pct: float
+    cpus: int | None
+    window_s: float
+
+    @property
+    def cpus_used(self) -> float | None:
+        """The other load in CPUs (``level_pct`` of ``cpus``), None when ``cpus`` is unknown."""
+        return self.level_pct * self.cpus / 100 if self.cpus else None
+
+    @classmethod
+    def of(cls, study: "Study", host: Mapping[str, Any]) -> "Busy | None":
+        """Whether ``host`` (a fingerprint carrying ``load_before``) was busy for ``study``;
+        None when it was not, or when no load was measured before it."""
+        before = host.get("load_before") or {}
+        limits = Limits.of(study, before.get("other_load_pct"))
+        if not limits.busy():
+            return None
+        return cls(float(limits.level_pct), logical_cpus(host), float(before.get("window_s", 0)))
 
 
 class Rule:

@@ -71,7 +71,7 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
             if work is not None:
                 request["params"] = {**request["params"], "dir": work}
             if server is not None:
-                request["params"] = {**request["params"], **server.params}
+                request["params"] = {**request["params"], **server.params(rep.cell.spec.server_under_test)}
             result = w.run(request, timeout_s=settings.timeout_s)
             died = server.died() if server is not None else None
         outcome = outcome_from_result(rep, result)

@@ -1,6 +1,6 @@
 """The server under test: a real TLS server (nginx, ``openssl s_server``, HAProxy, a Go
-service...) that a study's operation starts for each repetition, loads with ``tls-handshake``
-and reads the CPU of.
+service...) that a study's operation starts for each repetition, loads with a workload that
+announces ``server_under_test`` in its spec, and reads the CPU of.
 
 An operation with a ``server`` command gets, for every repetition, ``started(spec, ...)``:
 
@@ -17,8 +17,9 @@ An operation with a ``server`` command gets, for every repetition, ``started(spe
    session and removes the directory if this process dies without doing so (``kill -9``);
 4. readiness: a TLS handshake with the port that verifies the leaf against the CA, within
    ``server_ready_s``;
-5. the worker's ``tls-handshake`` parameters: ``connect``, ``ca_file`` and ``server_pid``
-   (the worker reads the server's process tree's CPU at the window's edges);
+5. the parameters the workload's spec names for a server under test (``Running.params``): the
+   server's address, its CA certificate and its process (the worker reads the server's process
+   tree's CPU at the window's edges);
 6. afterwards: the session stopped (SIGTERM, then SIGKILL), its directory removed, and whether
    the server died during the repetition reported.
 
@@ -295,12 +296,23 @@ def _guard(work: Path) -> subprocess.Popen:
 
 @dataclass
 class Running:
-    """A started server: the worker's parameters for it, and whether it died meanwhile."""
+    """A started server: where it listens (``connect``, ``127.0.0.1:PORT``), the CA certificate
+    that signed its certificate (``ca_file``), its process (``pid``), and whether it died
+    meanwhile."""
 
-    params: dict[str, str]
+    connect: str
+    ca_file: str
+    pid: int
     proc: subprocess.Popen
     log: Path
     name: str
+
+    def params(self, names: Mapping[str, str]) -> dict[str, str]:
+        """The request parameters that point a workload at this server, under the names its
+        spec announces (``WorkloadSpec.server_under_test``: ``connect_param``, ``ca_file_param``,
+        ``pid_param``)."""
+        return {names["connect_param"]: self.connect, names["ca_file_param"]: self.ca_file,
+                names["pid_param"]: str(self.pid)}
 
     def died(self) -> str | None:
         """Why the server is gone before it was stopped (status and its last output), or None."""
@@ -338,8 +350,7 @@ def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
         guard.stdin.flush()
         _wait_ready(proc, int(values["port"]), Path(values["ca_file"]), spec.ready_s, name, work / "server.log")
         _check_fips_provider(spec, values, env, proc.pid, name)
-        yield Running({"connect": f"127.0.0.1:{values['port']}", "ca_file": values["ca_file"],
-                       "server_pid": str(proc.pid)}, proc, work / "server.log", name)
+        yield Running(f"127.0.0.1:{values['port']}", values["ca_file"], proc.pid, proc, work / "server.log", name)
     finally:
         if proc is not None:
             stop(proc)

@@ -111,6 +111,7 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
     the allowed ones, after ``{var}``) and ``loads`` (file descriptors enough for each level; a
     named port free); ``params`` and ``loads`` on a primitive operation are errors. Raises
     StudyError at the key."""
+    _check_server(study, o, op, rules)
     if op not in rules.workloads:
         for key in ("params", "loads"):
             if getattr(o, key):
@@ -128,7 +129,7 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
             raise study.error("operation", o.index, "params",
                               f"'{op}' has no parameter '{name}'{did_you_mean(name, takes)} (it takes: {', '.join(takes)})")
         value = study.substitute(config, o, "params", str(raw))
-        if name in workload.FILE_PARAMS:
+        if name in rules.workloads[op].file_params:
             problem = file_param_problem(name, value, study.path)
             if problem:
                 raise study.error("operation", o.index, "params", problem)
@@ -185,15 +186,31 @@ def _check_levels(study: Study, config: Configuration, o: Operation, spec: "Work
         problem = workload.descriptor_problem(load, spec.mode(params))
         if problem:
             raise study.error("operation", o.index, "loads", problem)
-    if spec.job:
+    if spec.connection_params:
         try:
-            cap, slices = workload.job_concurrency(params, spec.defaults)
+            values = {name: spec.number(name, params) for name in spec.connection_params}
         except ValueError as e:
             raise study.error("operation", o.index, "params", str(e)) from None
-        problem = workload.job_descriptor_problem(cap, slices)
+        problem = workload.job_descriptor_problem(values)
         if problem:
-            raise study.error("operation", o.index, "params" if "cap" in o.params or "slices" in o.params
-                              else "loads", problem)
+            raise study.error("operation", o.index, "params" if set(values) & set(o.params) else "loads", problem)
+
+
+def _check_server(study: Study, o: Operation, op: str, rules: "WorkerRules") -> None:
+    """An operation with a server under test (``server = ...``) loads it through a workload that
+    announces ``server_under_test``, and does not name the server's address itself. Raises
+    StudyError at ``server``."""
+    if o.server is None:
+        return
+    spec = rules.workloads.get(op)
+    if spec is None or spec.server_under_test is None:
+        takers = sorted(name for name, s in rules.workloads.items() if s.server_under_test)
+        raise study.error("operation", o.index, "server", f"a server under test is loaded by "
+                          f"{' or '.join(takers) or 'no workload of this worker'}, not {op}")
+    connect = spec.server_under_test["connect_param"]
+    if connect in o.params:
+        raise study.error("operation", o.index, "server",
+                          f"the server's address is 127.0.0.1:{{port}}, which cryptoperf passes; drop {connect} from params")
 
 
 def _level_problem(spec: "WorkloadSpec", load: workload.Load, rules: "WorkerRules") -> str | None:

@@ -507,10 +507,6 @@ class _Parser:
                 if not IDENT.match(m.group(1)):
                     raise self.error("operation", index, "params",
                                      f"'{m.group(0)}' in {key} is not a template variable; write {{name}}")
-            if key in workload.FILE_PARAMS and not self.stored and not TEMPLATE_VAR.search(str(value)):
-                problem = file_param_problem(key, str(value), self.path)
-                if problem:
-                    raise self.error("operation", index, "params", problem)
         loads = v["loads"]
         if loads is not None:
             try:
@@ -539,17 +535,14 @@ class _Parser:
 
     def check_server(self, index: int, v: dict) -> None:
         """The server-under-test keys of operation ``index``: ``server_files``/``server_env``
-        only with ``server``, a ``tls-handshake`` operation, files inside the study's directory,
-        environment values that are strings; StudyError at the key otherwise."""
+        only with ``server``, files inside the study's directory, environment values that are
+        strings; StudyError at the key otherwise. (Whether the operation can load a server is
+        the worker's to say: ``study.check``.)"""
         if v["server"] is None:
             for key in ("server_files", "server_env"):
                 if v[key]:
                     raise self.error("operation", index, key, "goes with server: the command that starts the server")
             return
-        if v["op"] != "tls-handshake":
-            raise self.error("operation", index, "server", f"a server under test is loaded by tls-handshake, not {v['op']}")
-        if "connect" in (v["params"] or {}):
-            raise self.error("operation", index, "server", "the server's address is 127.0.0.1:{port}; drop connect from params")
         for f in ([] if self.stored else v["server_files"] or ()):
             try:
                 workload.confined_path(f, base_dir(self.path), absolute_ok=False)

@@ -249,7 +249,8 @@ class Study:
         params: dict[str, str] = {}
         for name, value in operation.params.items():
             params[name] = self.substitute(config, operation, "params", str(value))
-            if name in workload.FILE_PARAMS:  # the worker gets the file the study names, resolved
+            spec = self.rules.workloads.get(op)
+            if spec is not None and name in spec.file_params:  # the worker gets the file the study names, resolved
                 try:
                     params[name] = str(workload.confined_path(params[name], base_dir(self.path), absolute_ok=False))
                 except ValueError as e:

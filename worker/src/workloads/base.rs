@@ -20,7 +20,7 @@ use std::time::Duration;
 pub type Params = Map<String, Value>;
 
 /// One workload: its name, what it announces in `hello` ([`WorkloadSpec`]: parameters, level
-/// kinds, modes, sizing, metrics), how it checks a request's own parameters into its
+/// kinds, modes, sizing), how it checks a request's own parameters into its
 /// [`Workload::Request`], whether this worker can run that request ([`Workload::check`]), how it
 /// runs it, and — for a workload with a server in its own process — that server's side.
 ///
@@ -196,28 +196,6 @@ impl Sizing {
     }
 }
 
-/// Which way a figure is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Better {
-    Higher,
-    Lower,
-}
-
-/// A figure the analysis computes for a workload, its unit and direction.
-#[derive(Clone, Debug, Serialize)]
-pub struct Metric {
-    pub name: &'static str,
-    pub unit: &'static str,
-    pub better: Better,
-}
-
-impl Metric {
-    pub const fn new(name: &'static str, unit: &'static str, better: Better) -> Metric {
-        Metric { name, unit, better }
-    }
-}
-
 /// What a workload announces in `hello`'s `op_params[name]` (beside `params`, `workload: true`
 /// and `default_size_bytes`, which are derived from it): docs/worker-protocol.md, "hello".
 #[derive(Clone, Debug, Serialize)]
@@ -245,6 +223,16 @@ pub struct WorkloadSpec {
     pub default_mode: Mode,
     /// Runs a server side in its own process in socket mode.
     pub server: bool,
+    /// Can load a server under test that the orchestrator starts (the parameters it passes);
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_under_test: Option<ServerUnderTest>,
+    /// Parameters naming a file the worker reads: a study gives each as a path relative to its
+    /// own directory, which the orchestrator resolves before it sends the request.
+    pub file_params: &'static [&'static str],
+    /// Parameters whose product is the connections one process of a job may hold at once (a
+    /// descriptor each): the orchestrator checks `ulimit -n` against it. Empty: its levels say.
+    pub connection_params: &'static [&'static str],
     /// A run needs a private work directory in `params["dir"]`.
     pub needs_dir: bool,
     /// The parameter giving the bytes a request writes to that directory.
@@ -258,7 +246,18 @@ pub struct WorkloadSpec {
     pub spread: Option<Spread>,
     pub transaction: TransactionName,
     pub sizing: Sizing,
-    pub metrics: Vec<Metric>,
+}
+
+/// How a workload loads a server under test the orchestrator started for a repetition
+/// (`hello`'s `server_under_test`): the parameters through which the orchestrator passes the
+/// server's address (`127.0.0.1:PORT`), the CA certificate that signed its certificate, its
+/// process id and its cgroup (for its CPU over the measuring window).
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerUnderTest {
+    pub connect_param: &'static str,
+    pub ca_file_param: &'static str,
+    pub pid_param: &'static str,
+    pub cgroup_param: &'static str,
 }
 
 /// How a job spreads over machines (`hello`'s `spread`; docs/worker-protocol.md, "Slices on
@@ -278,9 +277,9 @@ impl WorkloadSpec {
     /// The spec of a workload measured over a time window at closed and open levels, in `modes`
     /// (the first the default; with a server in its own process when socket mode is among
     /// them), with no required parameter, work directory or job; a transaction is
-    /// `transaction`, its figures `metrics`. A workload gives its parameters over it
+    /// `transaction`. A workload gives its parameters over it
     /// (`WorkloadSpec { own_params, .., ..WorkloadSpec::windowed(..) }`). Panics: `modes` empty.
-    pub fn windowed(modes: &'static [Mode], transaction: TransactionName, metrics: Vec<Metric>) -> WorkloadSpec {
+    pub fn windowed(modes: &'static [Mode], transaction: TransactionName) -> WorkloadSpec {
         let server = modes.contains(&Mode::Socket);
         WorkloadSpec {
             own_params: &[],
@@ -294,6 +293,9 @@ impl WorkloadSpec {
             modes,
             default_mode: modes[0],
             server,
+            server_under_test: None,
+            file_params: &[],
+            connection_params: &[],
             needs_dir: false,
             file_bytes_param: None,
             job: false,
@@ -301,7 +303,6 @@ impl WorkloadSpec {
             spread: None,
             transaction,
             sizing: Sizing::windowed(server),
-            metrics,
         }
     }
 }

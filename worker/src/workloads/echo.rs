@@ -3,7 +3,7 @@
 //! buffer and checks the copy, in this process; `hello` announces it, `run` and `check` reach it
 //! through the registry, and its result is the common one.
 
-use super::base::{number, object, Better, Common, Finish, Metric, Mode, Outcome, Params, TransactionName,
+use super::base::{number, object, Common, Finish, Mode, Outcome, Params, TransactionName,
                   Workload, WorkloadCase, WorkloadSpec};
 use crate::result::{Measured, PlainResult, Validation, WorkloadDetail};
 use crate::backends::{Backend, BackendError};
@@ -30,7 +30,6 @@ impl Workload for Echo {
             ..WorkloadSpec::windowed(
                 &[Mode::Memory],
                 TransactionName { one: "echo", many: "echoes" },
-                vec![Metric::new("ops_per_s", "tx/s", Better::Higher), Metric::new("p50_ns", "ns", Better::Lower)],
             )
         }
     }

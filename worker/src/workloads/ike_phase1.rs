@@ -23,7 +23,7 @@
 //! generation and certificate parsing; this workload times the asymmetric operations, which
 //! dominate an IKE SA set-up.
 
-use super::base::{choice, number, object, text, Better, Common, Finish, Metric, Mode, Params, TransactionName,
+use super::base::{choice, number, object, text, Common, Finish, Mode, Params, TransactionName,
                   Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
 use crate::measure::load::{run_load, TxnFn};
 use crate::measure::sampler::Sampler;
@@ -138,12 +138,6 @@ impl Workload for IkePhase1 {
             ..WorkloadSpec::windowed(
                 &[Mode::Memory],
                 TransactionName { one: "exchange", many: "exchanges" },
-                vec![
-                    Metric::new("ops_per_s", "tx/s", Better::Higher),
-                    Metric::new("p50_ns", "ns", Better::Lower),
-                    Metric::new("p99_ns", "ns", Better::Lower),
-                    Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
-                ],
             )
         }
     }

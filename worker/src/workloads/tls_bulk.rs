@@ -6,7 +6,7 @@
 //! side. `record_bytes` caps the TLS record's plaintext (the maximum fragment length; default
 //! the library's, 16 KiB).
 
-use super::base::{number, object, Better, Common, Finish, Metric, Mode, Outcome, Params, ServerSide, StartError,
+use super::base::{number, object, Common, Finish, Mode, Outcome, Params, ServerSide, StartError,
                   TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
 use crate::result::{Measured, TlsResult, WorkloadDetail};
 use super::tls::{self, Session, Transport};
@@ -44,19 +44,13 @@ impl Workload for TlsBulk {
     const NAME: &'static str = NAME;
 
     fn spec(&self) -> WorkloadSpec {
-        let mut metrics = tls_handshake::window_metrics();
-        metrics.extend([
-            Metric::new("bytes_per_s", "B/s", Better::Higher),
-            Metric::new("client_cpu_ns_per_byte", "ns", Better::Lower),
-            Metric::new("server_cpu_ns_per_byte", "ns", Better::Lower),
-        ]);
         WorkloadSpec {
             own_params: &PARAMS,
             common_params: &COMMON_PARAMS,
             param_values: tls_handshake::tls_param_values().into_iter().filter(|(p, _)| PARAMS.contains(p)).collect(),
             defaults: defaults(),
             bytes_per_tx_param: Some("size_bytes"),
-            ..WorkloadSpec::windowed(&[Mode::Socket], TransactionName { one: "transfer", many: "transfers" }, metrics)
+            ..WorkloadSpec::windowed(&[Mode::Socket], TransactionName { one: "transfer", many: "transfers" })
         }
     }
 

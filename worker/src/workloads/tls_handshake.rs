@@ -14,8 +14,8 @@
 //! timed. During the window every transaction's negotiated parameters are tallied, and one that
 //! differs makes the cell invalid too.
 
-use super::base::{allowed_cpus, choice, object, pin_to, strings, text, Better, Common, Finish, Metric, Mode, Outcome,
-                  Params, ServerSide, StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
+use super::base::{allowed_cpus, choice, object, pin_to, strings, text, Common, Finish, Mode, Outcome,
+                  Params, ServerSide, ServerUnderTest, StartError, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
 use super::server::ServerProcess;
 use super::tls::{self, CertKind, ClientStack, Group, Identity, Negotiated, ServerStack, Stack, Suite, TlsParams, TlsVersion};
 use crate::backends::{Backend, BackendError};
@@ -52,18 +52,6 @@ pub fn tls_param_values() -> Vec<(&'static str, Vec<String>)> {
     ]
 }
 
-/// Figures of a transaction workload measured at a load level over a window, client and
-/// server side.
-pub fn window_metrics() -> Vec<Metric> {
-    vec![
-        Metric::new("ops_per_s", "tx/s", Better::Higher),
-        Metric::new("p50_ns", "ns", Better::Lower),
-        Metric::new("p99_ns", "ns", Better::Lower),
-        Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
-        Metric::new("server_cpu_ns_per_tx", "ns", Better::Lower),
-    ]
-}
-
 /// The `tls-handshake` workload.
 pub struct TlsHandshake;
 
@@ -80,10 +68,16 @@ impl Workload for TlsHandshake {
             common_params: &COMMON_PARAMS,
             param_values: values,
             defaults: defaults(),
+            server_under_test: Some(ServerUnderTest {
+                connect_param: "connect",
+                ca_file_param: "ca_file",
+                pid_param: "server_pid",
+                cgroup_param: "server_cgroup",
+            }),
+            file_params: &["ca_file"],
             ..WorkloadSpec::windowed(
                 &[Mode::Socket, Mode::Memory],
                 TransactionName { one: "handshake", many: "handshakes" },
-                window_metrics(),
             )
         }
     }

@@ -81,7 +81,7 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-use super::base::{strings, Better, Common, Finish, LevelKind, MemorySizing, Metric, Mode, Params, ServerSide, Sizing, StartError,
+use super::base::{strings, Common, Finish, LevelKind, MemorySizing, Mode, Params, ServerSide, Sizing, StartError,
                   Spread, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS, PROCESS_BYTES, RESULT_BYTES,
                   THREAD_BYTES};
 use crate::backends::Backend;
@@ -134,6 +134,9 @@ impl Workload for FleetJob {
             modes: &[Mode::Socket],
             default_mode: Mode::Socket,
             server: true,
+            server_under_test: None,
+            file_params: &[],
+            connection_params: &["cap", "slices"],
             needs_dir: false,
             file_bytes_param: None,
             job: true,
@@ -152,13 +155,6 @@ impl Workload for FleetJob {
                     ..MemorySizing::default()
                 },
             },
-            metrics: vec![
-                Metric::new("targets_per_min", "targets/min", Better::Higher),
-                Metric::new("p50_ns", "ns", Better::Lower),
-                Metric::new("p99_ns", "ns", Better::Lower),
-                Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
-                Metric::new("server_cpu_ns_per_tx", "ns", Better::Lower),
-            ],
         }
     }
 

@@ -92,7 +92,7 @@ mod spec;
 #[cfg(test)]
 mod tests;
 
-use super::base::{Better, Common, Finish, LevelKind, MemorySizing, Metric, Mode, Params, Sizing, TransactionName, Workload,
+use super::base::{Common, Finish, LevelKind, MemorySizing, Mode, Params, Sizing, TransactionName, Workload,
                   WorkloadCase, WorkloadSpec, PROCESS_BYTES, RESULT_BYTES, RESULT_BYTES_PER_S, THREAD_BYTES};
 use crate::backends::{Backend, BackendError};
 use serde_json::Map;
@@ -126,6 +126,9 @@ impl Workload for Storage {
             modes: &[],
             default_mode: Mode::File,
             server: false,
+            server_under_test: None,
+            file_params: &[],
+            connection_params: &[],
             needs_dir: true,
             file_bytes_param: Some("file_bytes"),
             job: false,
@@ -143,14 +146,6 @@ impl Workload for Storage {
                     ..MemorySizing::default()
                 },
             },
-            metrics: vec![
-                Metric::new("ops_per_s", "tx/s", Better::Higher),
-                Metric::new("bytes_per_s", "B/s", Better::Higher),
-                Metric::new("p50_ns", "ns", Better::Lower),
-                Metric::new("p99_ns", "ns", Better::Lower),
-                Metric::new("client_cpu_ns_per_tx", "ns", Better::Lower),
-                Metric::new("process_cpu_ns_per_byte", "ns", Better::Lower),
-            ],
         }
     }
 
