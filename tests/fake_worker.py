@@ -89,7 +89,10 @@ its targets when free; a job with ``auth = sign`` starts with a ``stage`` of
 FLEET_STAGE_NS × the factor. ``inject_close`` targets fail half-way through their second phase,
 ``inject_bad_cert`` ones in connect, each with a reason as the real worker's; ``inject_tamper``
 targets report one mismatch. Processes report CPU timelines, peak RSS and descriptors (a slice:
-cap + 4). In the FIPS build, ``sign_digest`` (or ``digest``) sha1 is unsupported, as in the real
+cap + 4). Its ``check`` answers ``planned_wait_s``, the latency model's waits as the real worker
+plans them (``planned_wait_s``: each draw at its distribution's mean), and with
+``fleet_sleeps: true`` in the script a run really takes that long (plus its 300 ms setup), so
+that a study's time estimate can be held against its wall clock. In the FIPS build, ``sign_digest`` (or ``digest``) sha1 is unsupported, as in the real
 worker.
 
 The environment variable FAKE_WORKER_HELLO names another hello snapshot to read instead of the
@@ -697,6 +700,28 @@ def latency_model(params):
             "target_work": parts["target_work"], "manager_cpu": parts["manager_cpu"], "applied": LATENCY_APPLIED}
 
 
+#: Round trips each phase waits for (fleet_job/latency.rs ``round_trips``).
+ROUND_TRIPS = {"connect": 2, "push": 1, "checks": 1, "report": 1}
+
+
+def planned_wait_s(op, params):
+    """A job's latency-model waits scheduled as the real worker plans them (fleet_job/latency.rs
+    ``planned_wait_s``: each slice's targets on ``cap`` lanes, the slowest slice's time), every
+    draw at its distribution's mean; 0 for a workload that is not a job or a model that is off."""
+    spec = RULES["op_params"].get(op, {})
+    if not spec.get("job") or latency_model(params) is None:
+        return 0.0
+    mean = {k: (latency_dist(params.get(f"{k}_ms")) or {"mean_ms": 0.0})["mean_ms"] for k in ("rtt", "target_work", "manager_cpu")}
+    kind = spec["job_kinds"][params["job"]]
+    phases = [p.strip() for p in str(params["phases"]).split(",")] if params.get("phases") else kind["phases"]
+    units = {"push": int(params.get("items", kind["items"])), "checks": int(params.get("checks", kind["checks"]))}
+    per_target_ms = sum(mean["rtt"] * ROUND_TRIPS[p] + mean["target_work"] * units.get(p, 0) for p in phases)
+    per_target_ms += mean["manager_cpu"]
+    n, cap, slices = parse_load(str(params["load"]))["targets"], int(params["cap"]), int(params["slices"])
+    slowest = max(math.ceil(len(range(j, n, slices)) / cap) for j in range(slices))
+    return slowest * per_target_ms / 1000
+
+
 def fleet_result(req, base, params, factor, config, rep):
     """A ``fleet-job`` result (status ok) from the schedule in the module's docstring (its level
     is a targets:N: ``check_request`` refused any other)."""
@@ -717,6 +742,8 @@ def fleet_result(req, base, params, factor, config, rep):
     stage_ns = int(FLEET_STAGE_NS * factor) if stages else 0
     rows, failures, mismatches, hist, end, completed = fleet_targets(n, phases, cap, slices, per_phase, stage_ns,
                                                                      close, bad_cert, tamper)
+    if SPEC.get("fleet_sleeps"):
+        time.sleep(0.3 + planned_wait_s(base["op"], params))  # its setup, then its waits
     wall_ns = max(1, int(end))
     # each slice keeps its CPU 60 % busy over the job, the agents together 90 % of one CPU
     mgmt_ns = int(0.6 * (end - stage_ns) * slices) + stage_ns
@@ -915,6 +942,8 @@ def check(req: dict) -> None:
         reason = workload_refusal(backend, op, {**defaults, **params}) or reason
     if reason:
         out.update(status="unsupported", reason=reason)
+    elif is_workload(op):
+        out["planned_wait_s"] = planned_wait_s(op, {**defaults, **params})
     send(out)
 
 

@@ -262,16 +262,22 @@ JOB_OVERHEAD_S = 0.8
 JOB_SECONDS_PER_TARGET = 0.006
 
 
-def job_seconds(load: str | None) -> float:
-    """A rough wall-clock estimate of one job repetition at ``load`` (``targets:N``), in s."""
+def job_seconds(load: str | None, wait_s: float = 0.0) -> float:
+    """A rough wall-clock estimate of one job repetition at ``load`` (``targets:N``) whose
+    latency model makes it wait ``wait_s`` (the worker's ``planned_wait_s``: its targets' waits
+    scheduled on its threads), in s: the set-up, then the longer of the targets' cryptography
+    and those waits — a thread waiting for the network leaves the CPUs to the others, so the two
+    overlap. (Checked against whole studies: docs/methodology.md, "Time estimates".)"""
     n = workload.parse_load(load).targets if load else None
-    return JOB_OVERHEAD_S + (n or 1) * JOB_SECONDS_PER_TARGET
+    return JOB_OVERHEAD_S + max((n or 1) * JOB_SECONDS_PER_TARGET, wait_s)
 
 
-def job_cell_seconds(cell: Cell, blocks: int) -> float:
+def job_cell_seconds(cell: Cell, blocks: int, waits: tuple[float, float] = (0.0, 0.0)) -> float:
     """A rough wall-clock estimate of a job cell's calibration and ``blocks`` repetitions, in s
-    (``job_seconds``)."""
-    return job_seconds(calibration_load(cell) or cell.load) + blocks * job_seconds(cell.load)
+    (``job_seconds``), with the seconds its latency model makes each wait (``waits``: the
+    calibration repetition's, each other's)."""
+    calibration, each = waits
+    return job_seconds(calibration_load(cell) or cell.load, calibration) + blocks * job_seconds(cell.load, each)
 
 
 def estimated_seconds(n_repetitions: int, settings: Settings, per_repetition_overhead_s: float = 0.05) -> float:

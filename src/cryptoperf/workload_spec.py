@@ -56,6 +56,8 @@ class Sizing:
     memory: Memory
 
 
+#: What a workload's ``spread`` names (``WorkloadSpec.spread``).
+SPREAD_FIELDS = ("count_param", "index_param", "start_param", "merge_flag", "setup_ms_pointer")
 #: What a workload's ``server_under_test`` names: the parameter for the server's address, the CA
 #: certificate that signed its certificate, its process id and its cgroup.
 SERVER_UNDER_TEST_PARAMS = ("connect_param", "ca_file_param", "pid_param", "cgroup_param")
@@ -96,7 +98,8 @@ class WorkloadSpec:
         spread: how a job's parts run on several machines, or None: ``count_param`` (k parts),
             ``index_param`` and ``start_param`` (what each part's request adds: its index, the
             common start instant in ns since the Unix epoch) and ``merge_flag`` (the worker's
-            flag merging the parts' results, one a line on stdin, into the job's).
+            flag merging the parts' results, one a line on stdin, into the job's) and
+            ``setup_ms_pointer`` (a JSON pointer to a part's setup time in its result, ms).
     """
 
     name: str
@@ -163,7 +166,7 @@ class WorkloadSpec:
             defaults=dict(_mapping(entry["defaults"])),
             required=_strings(entry["required"]),
             job_kinds={str(k): dict(_mapping(v)) for k, v in _mapping(entry.get("job_kinds") or {}).items()},
-            spread=({k: str(_mapping(entry["spread"])[k]) for k in ("count_param", "index_param", "start_param", "merge_flag")}
+            spread=({k: str(_mapping(entry["spread"])[k]) for k in SPREAD_FIELDS}
                     if entry.get("spread") is not None else None))
 
     @property

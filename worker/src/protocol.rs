@@ -673,6 +673,8 @@ fn masked(mut result: RunResult, case: &Case, library: &str) -> (RunResult, Opti
 /// The `check` answer: `{"type":"checked", id, backend, op, status, reason}` — `supported`, or
 /// `unsupported` with the reason, for a workload's combination (its implementations configured
 /// as asked, nothing run); a primitive operation is `supported` when its backend prepares it.
+/// A supported workload adds `planned_wait_s`, the seconds a run waits by design (a job's
+/// latency model), for the orchestrator's estimate.
 fn check(case: Case) -> Value {
     let mut answer = json!({"type": "checked", "id": case.id, "backend": case.backend_name, "op": case.op_name});
     let info = case.backend.info();
@@ -688,7 +690,12 @@ fn check(case: Case) -> Value {
         }
     };
     match verdict {
-        Ok(()) => answer["status"] = "supported".into(),
+        Ok(()) => {
+            answer["status"] = "supported".into();
+            if let What::Workload(w) = &case.what {
+                answer["planned_wait_s"] = workloads::planned_wait_s(w).into();
+            }
+        }
         Err(r) => {
             answer["status"] = "unsupported".into();
             answer["reason"] = r.into();

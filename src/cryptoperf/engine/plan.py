@@ -14,7 +14,7 @@ from cryptoperf import builds, cpumask, providerbuild, schedule, stats, study as
 from cryptoperf import paths, workload
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
-from cryptoperf.run import disturbance
+from cryptoperf.run import disturbance, server as server_mod
 from cryptoperf.run.worker import WorkerClient, fetch_hello
 from cryptoperf.stored import StoredRun, settings_of
 from cryptoperf.study import Study
@@ -52,6 +52,11 @@ class StudyPlan:
         analysis: how its comparisons will be decided.
         looks: block counts at which a sequential study looks ((repetitions,) if fixed).
         skipped: ``optional`` operations left out, operation label → why (one line each).
+        waits: cell key → (its calibration repetition's, each repetition's) seconds of waiting by
+            design (a job's latency model: the worker's ``check`` answer ``planned_wait_s``).
+        first_builds: what a first run must build before measuring → its estimated seconds
+            (OpenSSL's FIPS provider, a setup worker build such as ``openssl@3.6``); empty when
+            everything is built.
         seed: the seed of this run's block order: the study file's ``seed`` when it pins one,
             else drawn fresh for this plan (``schedule.new_run_seed``); a resumed run's is the
             stored one.
@@ -65,6 +70,8 @@ class StudyPlan:
     looks: tuple[int, ...]
     skipped: dict[str, str] = field(default_factory=dict)
     seed: int = 0
+    waits: dict[str, tuple[float, float]] = field(default_factory=dict)
+    first_builds: dict[str, float] = field(default_factory=dict)
 
     @property
     def comparisons(self) -> int:
@@ -147,7 +154,9 @@ class StudyPlan:
         the first look's; a sequential study's worst case is its last look's,
         ``worst_case_seconds``), in s. A workload's repetition also starts its server process,
         makes its certificates and runs its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a
-        job's takes time by its targets (``schedule.job_seconds``)."""
+        job's takes time by its targets (``schedule.job_seconds``) and its latency model's
+        waits (``waits``, as the worker planned them). What a first run builds first
+        (``first_builds``) is added once."""
         blocks = self.looks[0] if blocks is None else blocks
         total = 0.0
         jobs = [c for c in self.cells if c.spec is not None and c.spec.job]
@@ -157,8 +166,8 @@ class StudyPlan:
             total += (schedule.calibration_seconds(cells, self.settings, overhead)
                       + schedule.estimated_seconds(cells * blocks, self.settings, overhead))
         # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
-        total += sum(schedule.job_cell_seconds(c, blocks) for c in jobs)
-        return total
+        total += sum(schedule.job_cell_seconds(c, blocks, self.waits.get(c.key, (0.0, 0.0))) for c in jobs)
+        return total + sum(self.first_builds.values())
 
     def worst_case_seconds(self) -> float:
         """``estimated_seconds`` with every comparison running to the last look (all of a
@@ -193,9 +202,10 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     openssl_fips = next((f"{s.path}: configuration '{c.name}' (the openssl backend in the FIPS build)" for c in s.configurations
                          if c.build == builds.FIPS and builds.LIBRARY_BACKEND in s.backends_of(c)), None)
     served = any(o.server is not None for o in s.operations)
+    server_env = [v for o in s.operations if o.server is not None for v in o.server_env.values()]
     server_fips = next((f"{s.path}: configuration '{c.name}' (its server under test runs OpenSSL's FIPS provider)"
                         for c in s.configurations
-                        if served and any("openssl_fips_" in str(v) for v in c.variables.values())), None)
+                        if served and server_mod.asks_for_fips_provider([*c.variables.values(), *server_env])), None)
     if server_fips and setup and not dry_run:
         providerbuild.ensure(server_fips, console or Console(stderr=True, highlight=False))
     workers = worker_builds(needed, setup=setup, missing_ok=dry_run, default=(path, hello), console=console,
@@ -208,11 +218,15 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
                                  work_dir=work_dir)
     looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
-    skipped = check_workloads(s, cells, workers)
+    skipped, waits = check_workloads(s, cells, workers)
     if skipped:
         cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
+    first = {**({providerbuild.WHAT: providerbuild.BUILD_SECONDS}
+                if (openssl_fips or server_fips) and not providerbuild.ready() else {}),
+             **{f"the {n} worker build": builds.get(n).setup.seconds for n in needed
+                if n not in workers and builds.get(n).setup is not None}}
     return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
-                     skipped=skipped, seed=schedule.new_run_seed(s.seed))
+                     skipped=skipped, seed=schedule.new_run_seed(s.seed), waits=waits, first_builds=first)
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
@@ -247,7 +261,8 @@ def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
 CHECK_TIMEOUT_S = 60.0
 
 
-def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[str, str]:
+def check_workloads(s: Study, cells: Sequence[Cell],
+                    workers: Workers) -> tuple[dict[str, str], dict[str, tuple[float, float]]]:
     """Ask each worker build whether it can run the study's workload combinations at all (the
     worker's ``check``: its TLS implementations configured as asked, a storage scheme and
     layer available, nothing measured), before the first repetition. Raises StudyError, one
@@ -255,29 +270,34 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[s
     (X25519MLKEM768 on ring or on OpenSSL 3.0, ...): a study that asks for it would measure
     nothing there — unless the operation is ``optional``: then it is returned, operation label →
     why (the first combination refused), for the caller to skip whole (a dm-crypt layer on a
-    kernel without device-mapper). Builds missing in a dry run are skipped."""
+    kernel without device-mapper). Builds missing in a dry run are skipped.
+
+    Also returns each job cell's planned waits, cell key → (at its calibration level, at its
+    own), from the worker's answers (``planned_wait_s``), for ``StudyPlan.estimated_seconds``."""
     skipped: dict[str, str] = {}
+    waits: dict[str, tuple[float, float]] = {}
     seen: set[tuple] = set()
     by_build: dict[str, list[Cell]] = {}
     for c in cells:
         if not c.is_workload:
             continue
-        key = (c.build, c.backend, c.op, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
+        # a job's waits depend on its level, so each of its levels is asked about
+        load = c.load if c.spec is not None and c.spec.job else None
+        key = (c.build, c.backend, c.op, load, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
         if key not in seen and c.build in workers and not c.backend.startswith("mock"):
             seen.add(key)
             by_build.setdefault(c.build, []).append(c)
+    planned: dict[tuple, tuple[float, float]] = {}
     for build, todo in by_build.items():
         path, _ = workers[build]
         with WorkerClient(path) as w:
             w.hello()
             for c in todo:
-                params = c.worker_params()
-                if c.server is not None:  # its address is known once it runs; the check needs one
-                    names = c.spec.server_under_test
-                    params.update({names["connect_param"]: "127.0.0.1:1", names["ca_file_param"]: "ca.pem",
-                                   names["pid_param"]: "2"})
-                answer = w.check({"id": c.key, "backend": c.backend, "op": c.op, "params": params},
-                                 timeout_s=CHECK_TIMEOUT_S)
+                answer = w.check(_check_request(c, c.load), timeout_s=CHECK_TIMEOUT_S)
+                if c.spec is not None and c.spec.job and answer.get("status") == "supported":
+                    cal = schedule.calibration_load(c)
+                    cal_answer = w.check(_check_request(c, cal), timeout_s=CHECK_TIMEOUT_S) if cal else answer
+                    planned[_wait_key(c)] = (_seconds(cal_answer), _seconds(answer))
                 if answer.get("status") == "unsupported":
                     o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
                     if o.optional:
@@ -287,7 +307,33 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers) -> dict[s
                     raise s.error("operation", o.index, "params",
                                   f"configuration '{c.configuration}' on {c.backend}: {answer.get('reason')}; "
                                   "remove that combination, or pin the configuration to a backend that has it")
-    return skipped
+    for c in cells:
+        if _wait_key(c) in planned:
+            waits[c.key] = planned[_wait_key(c)]
+    return skipped, waits
+
+
+def _wait_key(c: Cell) -> tuple:
+    """What a job cell's planned waits depend on: its build, backend, op, level and params."""
+    return (c.build, c.backend, c.op, c.load, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
+
+
+def _check_request(c: Cell, load: str | None) -> dict[str, Any]:
+    """The worker's ``check`` request for cell ``c`` at ``load`` (its own when None); a server
+    under test's parameters stand in (its address is known once it runs; the check needs one)."""
+    params = c.worker_params()
+    if load is not None and load != c.load and c.spec is not None:
+        params["load"] = workload.worker_load(load, c.spec.bytes_per_tx(params))
+    if c.server is not None:
+        names = c.spec.server_under_test
+        params.update({names["connect_param"]: "127.0.0.1:1", names["ca_file_param"]: "ca.pem", names["pid_param"]: "2"})
+    return {"id": c.key, "backend": c.backend, "op": c.op, "params": params}
+
+
+def _seconds(answer: Mapping[str, Any]) -> float:
+    """A ``check`` answer's ``planned_wait_s`` (0 when absent or not a number)."""
+    value = answer.get("planned_wait_s")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0.0
 
 
 def _loopback(address: str) -> bool:

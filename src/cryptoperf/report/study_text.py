@@ -24,14 +24,19 @@ def plan_line(plan: Any) -> str:
     block order seed S``, with the sequential looks when the study runs on for inconclusive
     comparisons and its worst-case time (every comparison to the last look: ``at most about
     T``), and whether the seed is the study file's (else drawn for this run). ``plan`` is an
-    ``engine.StudyPlan``; both times are its ``estimated_seconds``."""
+    ``engine.StudyPlan``; both times are its ``estimated_seconds``, which include what a first
+    run builds before it measures (``first_builds``, named)."""
     s, n = plan.study, len(plan.cells)
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
             f"{', '.join(map(str, plan.looks))}), at most about {duration_text(plan.worst_case_seconds())}"
             if len(plan.looks) > 1 else "")
     seed = f"block order seed {plan.seed}" + (" (the study file's)" if s.seed is not None else "")
+    first = plan.first_builds
+    builds = (f" (of which {duration_text(sum(first.values()))} to build first: {', '.join(first)})"
+              if first else "")
     return (f"study {s.name}: {n} cells, {n} calibration repetitions + {s.repetitions} blocks = "
-            f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{more}; {seed}")
+            f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{builds}"
+            f"{more}; {seed}")
 
 
 def power_line(plan: Any) -> str:

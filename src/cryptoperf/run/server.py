@@ -48,7 +48,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from cryptoperf.errors import CryptoperfError
 from cryptoperf.model import ServerSpec
@@ -229,6 +229,17 @@ def _server_env(spec: ServerSpec, values: Mapping[str, str]) -> dict[str, str]:
     return env
 
 
+#: The built-in values that name OpenSSL's FIPS provider (``provider_values``).
+FIPS_PROVIDER_VALUES = ("openssl_fips_conf", "openssl_fips_modules")
+
+
+def asks_for_fips_provider(texts: Iterable[Any]) -> bool:
+    """True when any of ``texts`` (a server's environment values or a configuration's variables,
+    as the study writes them) names OpenSSL's FIPS provider: ``{openssl_fips_conf}`` or
+    ``{openssl_fips_modules}``, which only a built provider can fill."""
+    return any(name in str(t) for t in texts for name in FIPS_PROVIDER_VALUES)
+
+
 def _check_fips_provider(spec: ServerSpec, values: Mapping[str, str], env: Mapping[str, str], pid: int,
                          name: str) -> None:
     """A server whose environment (``env``, as it was started with) names OpenSSL's FIPS
@@ -236,9 +247,8 @@ def _check_fips_provider(spec: ServerSpec, values: Mapping[str, str], env: Mappi
     provider's ``fips.so`` (seen in its memory maps), else ServerError: a server that silently
     ran without it would be measured under a FIPS name."""
     conf = values.get("openssl_fips_conf", "")
-    mentions = [v for _, v in spec.env] + [str(v) for v in spec.variables.values()]
     if not conf:
-        if any("openssl_fips_" in t for t in mentions):
+        if asks_for_fips_provider([v for _, v in spec.env] + [str(v) for v in spec.variables.values()]):
             raise ServerError(f"server {name} asks for OpenSSL's FIPS provider, which is not built: "
                               "`cryptoperf setup openssl-fips`")
         return

@@ -153,10 +153,19 @@ def run_part(rep: Repetition, settings: Settings, index: int, asked_ns: int, sta
             raw = dict(w.run(request, timeout_s=timeout_s).raw)
     except CryptoperfError as e:
         return {"error": f"{type(e).__name__}: {e}", "placed": placed}
-    setup_ms = (raw.get("fleet") or {}).get("setup_ms")
+    setup_ms = _pointed(raw, r["setup_ms_pointer"])
     ready_ns = sent_ns + int(float(setup_ms) * 1e6) if isinstance(setup_ms, (int, float)) else time.time_ns()
     raw["placed"], raw["ready_s"] = placed, (ready_ns - asked_ns) / 1e9
     return raw
+
+
+def _pointed(doc: Any, pointer: str) -> Any:
+    """The value at JSON pointer ``pointer`` (RFC 6901, ``/fleet/setup_ms``) in ``doc``; None
+    where the path does not lead."""
+    for part in pointer.split("/")[1:]:
+        part = part.replace("~1", "/").replace("~0", "~")
+        doc = doc.get(part) if isinstance(doc, Mapping) else None
+    return doc
 
 
 def _targets(rep: Repetition) -> int:

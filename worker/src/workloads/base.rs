@@ -48,6 +48,14 @@ pub trait Workload: Sync + 'static {
     /// runs to its end instead).
     fn run(&self, request: &Self::Request, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish;
 
+    /// The wall-clock seconds a run of `request` spends waiting by design — a latency model's
+    /// network round trips and target work, not the measured cryptography — for the
+    /// orchestrator's time estimate (`check`'s `planned_wait_s`). By default none.
+    fn planned_wait_s(&self, request: &Self::Request, common: &Common) -> f64 {
+        let _ = (request, common);
+        0.0
+    }
+
     /// The server side, built in its own process (`workloads::server`); `side` is what the
     /// client told this server process about its part (`null` for a workload with one server).
     /// Errors: a [`StartError`]; by default this workload has no server.
@@ -64,6 +72,7 @@ pub trait DynWorkload: Sync {
     fn spec(&self) -> WorkloadSpec;
     fn parse_request(&self, backend: &str, params: &Params, common: &Common) -> Result<Box<dyn Any + Send + Sync>, String>;
     fn check_request(&self, case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String>;
+    fn planned_wait_request(&self, case: &WorkloadCase) -> f64;
     fn run_request(&self, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish;
     fn server_request(&self, case: &WorkloadCase, side: &Value) -> Result<ServerSide, StartError>;
 }
@@ -80,6 +89,9 @@ impl<W: Workload> DynWorkload for W {
     }
     fn check_request(&self, case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
         self.check(own(case), backend)
+    }
+    fn planned_wait_request(&self, case: &WorkloadCase) -> f64 {
+        self.planned_wait_s(own(case), &case.common)
     }
     fn run_request(&self, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
         self.run(own(case), case, backend, warmup, budget)
@@ -264,13 +276,16 @@ pub struct ServerUnderTest {
 /// several machines"): a run with `count_param` = k runs as k sub-jobs, the j-th the same
 /// request with `index_param` = j and `start_param` = one wall-clock instant (ns since the Unix
 /// epoch) for all, each on its own machine; the worker run with `merge_flag` merges their k
-/// results (stdin, one a line) into the job's one result.
+/// results (stdin, one a line) into the job's one result. `setup_ms_pointer` is where in a
+/// sub-job's result (a JSON pointer) its setup time before the job is, in ms, for the caller
+/// that waits for every part to be ready.
 #[derive(Clone, Debug, Serialize)]
 pub struct Spread {
     pub count_param: &'static str,
     pub index_param: &'static str,
     pub start_param: &'static str,
     pub merge_flag: &'static str,
+    pub setup_ms_pointer: &'static str,
 }
 
 impl WorkloadSpec {
@@ -510,6 +525,11 @@ pub fn ready_to_run(case: &WorkloadCase) -> Result<(), String> {
 /// Whether this worker can run `case` at all, without running it ([`Workload::check`]).
 pub fn check(case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
     case.workload.check_request(case, backend)
+}
+
+/// The seconds a run of `case` waits by design ([`Workload::planned_wait_s`]).
+pub fn planned_wait_s(case: &WorkloadCase) -> f64 {
+    case.workload.planned_wait_request(case)
 }
 
 /// Run a checked case on `backend` (its library's capability checks already done): validate,

@@ -28,6 +28,8 @@ use rand::{Rng, SeedableRng};
 use rand::rngs::StdRng;
 use rand_distr::{Distribution, LogNormal};
 use serde_json::{json, Map, Value};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::time::Duration;
 use super::spec::Phase;
 
@@ -201,6 +203,31 @@ impl Latency {
             .collect();
         let manager_cpu_ns = self.manager_cpu.as_ref().map_or(0, |d| d.sample_ns(&mut rng));
         TargetTimes { wait_ns, manager_cpu_ns }
+    }
+
+    /// The wall-clock seconds a job's latency model takes by itself, cryptography and setup left
+    /// out: each of the `slices` runs its targets (`i ≡ slice mod slices`, in order) on up to
+    /// `cap` threads, a free thread taking the next target (as `slice.rs` runs them), each
+    /// target taking its waits and its management CPU ([`Latency::for_target`], the very draws
+    /// a run makes); the job's time is its slowest slice's. 0 when the model is off.
+    pub fn planned_wait_s(&self, targets: usize, slices: usize, cap: usize, phases: &[Phase], items: usize,
+                          checks: usize) -> f64 {
+        if !self.is_on() {
+            return 0.0;
+        }
+        let slices = slices.max(1);
+        let mut slowest = 0u64;
+        for slice in 0..slices {
+            let mut free: BinaryHeap<Reverse<u64>> = (0..cap.max(1)).map(|_| Reverse(0)).collect();
+            for target in (slice..targets).step_by(slices) {
+                let t = self.for_target(target, phases, items, checks);
+                let took = t.wait_ns.iter().sum::<u64>() + t.manager_cpu_ns;
+                let Reverse(at) = free.pop().unwrap_or(Reverse(0));
+                free.push(Reverse(at + took));
+            }
+            slowest = slowest.max(free.into_iter().map(|Reverse(at)| at).max().unwrap_or(0));
+        }
+        slowest as f64 / 1e9
     }
 
     /// As the result states it (`fleet.latency`): each part's distribution, and where the waits

@@ -141,7 +141,7 @@ impl Workload for FleetJob {
             file_bytes_param: None,
             job: true,
             calibration_load: Some("targets:10"),
-            spread: Some(Spread { count_param: "slices", index_param: SLICE_INDEX, start_param: START_AT, merge_flag: MERGE_FLAG }),
+            spread: Some(Spread { count_param: "slices", index_param: SLICE_INDEX, start_param: START_AT, merge_flag: MERGE_FLAG, setup_ms_pointer: "/fleet/setup_ms" }),
             transaction: TransactionName { one: "target", many: "targets" },
             sizing: Sizing {
                 result_bytes: RESULT_BYTES,
@@ -164,6 +164,11 @@ impl Workload for FleetJob {
 
     fn check(&self, spec: &Spec, backend: &dyn Backend) -> Result<(), String> {
         check(spec, backend)
+    }
+
+    fn planned_wait_s(&self, spec: &Spec, common: &Common) -> f64 {
+        targets_of(common.load)
+            .map_or(0.0, |n| spec.latency.planned_wait_s(n, spec.slices, spec.cap, &spec.phases, spec.items, spec.checks))
     }
 
     fn run(&self, spec: &Spec, case: &WorkloadCase, backend: &dyn Backend, _: Duration, _: Duration) -> Finish {

@@ -245,6 +245,26 @@ fn a_lognormal_draws_its_median_and_p99() {
 }
 
 #[test]
+fn the_planned_wait_is_the_schedule_of_the_targets_waits_on_cap_threads_per_slice() {
+    // fixed 10 ms round trips; connect (2) + report (1) = 30 ms a target
+    let l = Latency { rtt: Some(Dist::Fixed(10.0)), ..Latency::default() };
+    let phases = [Phase::Connect, Phase::Report];
+    let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+    assert!(close(l.planned_wait_s(10, 1, 5, &phases, 0, 0), 0.060));  // two rounds of five
+    assert!(close(l.planned_wait_s(10, 2, 5, &phases, 0, 0), 0.030));  // five each, at once
+    assert!(close(l.planned_wait_s(11, 1, 5, &phases, 0, 0), 0.090));  // one left for a third round
+    assert!(close(l.planned_wait_s(1, 1, 20, &phases, 0, 0), 0.030));
+    // target work: 0.5 ms per item pushed, 4 items
+    let w = Latency { target_work: Some(Dist::Fixed(0.5)), ..Latency::default() };
+    assert!(close(w.planned_wait_s(2, 1, 1, &[Phase::Push], 4, 0), 0.004));
+    // a lognormal's: the sum of the very draws a run makes, at one thread
+    let ln = Latency { rtt: Some(Dist::LogNormal { p50: 5.0, p99: 20.0 }), ..Latency::default() };
+    let drawn: u64 = (0..100).map(|t| ln.for_target(t, &phases, 0, 0).wait_ns.iter().sum::<u64>()).sum();
+    assert!(close(ln.planned_wait_s(100, 1, 1, &phases, 0, 0), drawn as f64 / 1e9));
+    assert_eq!(Latency::default().planned_wait_s(1000, 1, 20, &phases, 0, 0), 0.0);
+}
+
+#[test]
 fn burning_manager_cpu_takes_that_much_of_the_threads_cpu() {
     let took = super::latency::burn(20_000_000);
     assert!((20_000_000..60_000_000).contains(&took), "{took}");
