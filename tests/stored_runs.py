@@ -155,7 +155,7 @@ def two_host_run(directory: Path) -> Path:
     fake worker's default latencies, run 2 with sha256 at 1.5×); run 3 is run 1's calibration
     and blocks 1-3 on node-a followed by run 2's blocks as blocks 4-6 on node-b. So on node-b
     configuration A (sha256) is exactly 1.5× slower than on node-a, and B unchanged."""
-    from cryptoperf.store import Store
+    from cryptoperf.store.db import Store
     store = directory / "runs.sqlite"
     study = TWO_CONFIG_STUDY.format(reps=3, timeout=5)
     run_study(directory / "r1", store, study, {"rep_factors": DRIFT})

@@ -18,7 +18,7 @@ from scipy import stats as scipy_stats
 
 from conftest import assert_one_line_error
 from cryptoperf import across_runs, hostinfo, stats
-from cryptoperf.store import Store
+from cryptoperf.store.db import Store
 
 ARGS = ("speed", "--op", "sha256", "--backend", "openssl", "--seconds", "0.01", "--warmup", "0")
 

@@ -39,8 +39,9 @@ def test_the_readme_example_runs_as_written(fake_worker, tmp_path, monkeypatch, 
 def test_run_study_analyses_once_and_matches_the_store(fake_worker, tmp_path, monkeypatch):
     """What run_study returns is what loading the stored run gives: the same deltas."""
     import cryptoperf
-    from cryptoperf import analysis, stored
-    from cryptoperf.store import Store
+    from cryptoperf import analysis
+    from cryptoperf.store import stored_run as stored
+    from cryptoperf.store.db import Store
     fake_worker({"config_factor": {"chacha-sha512": 1.25}, "noise_cv": 0.02})
     calls = []
     real = analysis.analyse

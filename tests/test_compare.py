@@ -13,8 +13,8 @@ import pytest
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error
 from cryptoperf import compare as cmp
 from cryptoperf import stats
-from cryptoperf.store import Store
-from cryptoperf.stored import load_run
+from cryptoperf.store.db import Store
+from cryptoperf.store.stored_run import load_run
 from stored_runs import run_study, two_runs
 
 

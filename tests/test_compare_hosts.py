@@ -13,8 +13,8 @@ import pytest
 from conftest import assert_one_line_error
 from cryptoperf import compare as cmp
 from cryptoperf.errors import NoComparison, UsageError
-from cryptoperf.store import Store
-from cryptoperf.stored import StoredRun, load_run
+from cryptoperf.store.db import Store
+from cryptoperf.store.stored_run import StoredRun, load_run
 from stored_runs import NODE_A, NODE_B, two_host_run
 
 

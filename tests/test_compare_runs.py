@@ -14,8 +14,8 @@ from conftest import TWO_CONFIG_STUDY, assert_one_line_error
 from cryptoperf import across_runs
 from cryptoperf import compare as cmp
 from cryptoperf import stats
-from cryptoperf.store import Store
-from cryptoperf.stored import load_run
+from cryptoperf.store.db import Store
+from cryptoperf.store.stored_run import load_run
 from stored_runs import run_study
 
 #: whole-run factors of runs 1–5 (the same build); run 6 is 1.5× slower on sha256 (A)

@@ -22,7 +22,7 @@ from conftest import ROOT
 from stored_runs import run_study
 from cryptoperf.report import json as report_json
 from cryptoperf.report import markdown as md_report
-from cryptoperf.stored import load_run, open_store
+from cryptoperf.store.stored_run import load_run, open_store
 
 import test_fleet
 import test_storage

@@ -32,7 +32,7 @@ import sqlalchemy as sa
 from conftest import ROOT, TWO_CONFIG_STUDY, assert_one_line_error, need_real_worker, run_subprocess
 from cryptoperf import engine
 from cryptoperf.engine import preflight
-from cryptoperf import store as store_mod
+from cryptoperf.store import db as store_mod
 from cryptoperf.result import WorkerResult
 from cryptoperf.run.worker import WorkerClient
 from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)

@@ -21,8 +21,8 @@ from conftest import assert_one_line_error
 from cryptoperf import economics as econ
 from cryptoperf.errors import EconomicsError, UsageError
 from cryptoperf.result import decode
-from cryptoperf.store import Store
-from cryptoperf.stored import load_run
+from cryptoperf.store.db import Store
+from cryptoperf.store.stored_run import load_run
 from stored_runs import DRIFT, econ_run, tls_run
 
 pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests

@@ -8,9 +8,10 @@ import json
 import pytest
 
 from conftest import assert_one_line_error, worker_rules
-from cryptoperf import builds, schedule, stored, study
+from cryptoperf import builds, schedule, study
+from cryptoperf.store import stored_run as stored
 from cryptoperf.errors import StudyError
-from cryptoperf.store import Store
+from cryptoperf.store.db import Store
 
 FIPS_STUDY = """\
 [study]

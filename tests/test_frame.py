@@ -6,7 +6,7 @@ import pytest
 
 import cryptoperf
 from cryptoperf.errors import MissingDependency, StoreError
-from cryptoperf.frame import COLUMNS
+from cryptoperf.store.frame import COLUMNS
 from stored_runs import DRIFT, two_runs
 
 pd = pytest.importorskip("pandas")
@@ -42,7 +42,7 @@ def test_several_runs_by_id(store):
 
 def test_importable_from_the_package():
     from cryptoperf import load
-    from cryptoperf.frame import load as frame_load
+    from cryptoperf.store.frame import load as frame_load
     assert load is frame_load and "load" in cryptoperf.__all__
 
 

@@ -212,7 +212,7 @@ def test_implementations_pinned_to_their_backends_are_compared_block_by_block(cl
         by_block.setdefault((r["block"], r["cell"].split("/")[1]), set()).add(r["cell"].split("/")[0])
     assert all(v == {"openssl", "aws-lc", "ring"} for v in by_block.values()), by_block
     # the stored run, read back, pairs them the same way
-    from cryptoperf import stored
+    from cryptoperf.store import stored_run as stored
     with stored.open_store(tmp_path / "runs.sqlite") as st:
         again = stored.load_run(st, "latest")
     assert [(d.backends, d.label, d.blocks, d.latency.ratio) for d in again.deltas] == [

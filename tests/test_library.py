@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_WORKER, ROOT, assert_one_line_error, fake_worker_script, worker_rules
-from cryptoperf import builds, paths, schedule, store, study, workerbuild
+from cryptoperf import builds, paths, schedule, study, workerbuild
+from cryptoperf.store import db as store
 from cryptoperf.errors import StudyError, UsageError
 
 #: The real worker's rules (tests/fixtures/worker-hello.json) with its four backends.

@@ -8,10 +8,11 @@ import sqlite3
 import pytest
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error
-from cryptoperf import hostinfo, stored
+from cryptoperf import hostinfo
+from cryptoperf.store import stored_run as stored
 from cryptoperf.report.render import write_text
 from cryptoperf.errors import StoreError
-from cryptoperf.store import Store
+from cryptoperf.store.db import Store
 
 STUDY = TWO_CONFIG_STUDY.format(reps=3, timeout=5)
 

@@ -185,9 +185,9 @@ def test_the_index_lists_every_run_with_its_host_libraries_verdicts_and_pages(pu
 
 
 def test_run_pages_are_the_run_reports_with_links_into_the_site(published):
-    from cryptoperf import stored
+    from cryptoperf.store import stored_run as stored
     from cryptoperf.report import html as report_html
-    from cryptoperf.store import Store
+    from cryptoperf.store.db import Store
     page = (published.site / "runs" / "2.html").read_text()
     links = [("../index.html", "All runs"), ("../trend/t.html", "Trend of t"),
              ("../compare/1-2.html", "Compare with the previous run (1)")]
@@ -198,8 +198,9 @@ def test_run_pages_are_the_run_reports_with_links_into_the_site(published):
 
 
 def test_compare_page_is_the_comparison_of_the_run_with_the_previous_run_of_its_study(published):
-    from cryptoperf import compare, stored
-    from cryptoperf.store import Store
+    from cryptoperf import compare
+    from cryptoperf.store import stored_run as stored
+    from cryptoperf.store.db import Store
     page = (published.site / "compare" / "2-3.html").read_text()
     with Store(published.store) as st:
         c = compare.compare_runs(stored.load_run(st, 2), stored.load_run(st, 3))
@@ -321,7 +322,8 @@ def test_index_filters_runs_by_study_host_and_library_version(published):
 # ---------------------------------------------------------------------------- publishing again
 
 def test_publishing_again_keeps_unchanged_pages_and_rewrites_a_tampered_one(copy):
-    from cryptoperf import publish, stored
+    from cryptoperf import publish
+    from cryptoperf.store import stored_run as stored
     before = {f: (copy.site / f).read_bytes() for f in _files(copy.site)}
     (copy.site / "runs" / "1.html").write_text("edited")
     with stored.open_store(copy.store) as st:
@@ -332,7 +334,8 @@ def test_publishing_again_keeps_unchanged_pages_and_rewrites_a_tampered_one(copy
 
 
 def test_publishing_again_adds_a_new_run_and_removes_a_run_gone_from_the_store(copy, tmp_path):
-    from cryptoperf import publish, stored
+    from cryptoperf import publish
+    from cryptoperf.store import stored_run as stored
     run_study(tmp_path / "t4", copy.store, STUDY, {"rep_factors": DRIFT})  # run 6, study t
     db = sqlite3.connect(copy.store)
     db.execute("DELETE FROM results WHERE run_id = 4")
@@ -353,7 +356,8 @@ def test_publishing_again_adds_a_new_run_and_removes_a_run_gone_from_the_store(c
 
 
 def test_a_publish_that_stops_half_way_leaves_a_site_the_next_publish_completes(copy, monkeypatch):
-    from cryptoperf import publish, stored
+    from cryptoperf import publish
+    from cryptoperf.store import stored_run as stored
     from cryptoperf.report import site as site_pages
     shutil.rmtree(copy.site)
 
@@ -422,7 +426,7 @@ def test_publish_errors_are_one_line(cli, published, tmp_path):
     assert_one_line_error(cli("publish", a_file, "--store", published.store), "file.html", code=2)
     assert_one_line_error(cli("publish", tmp_path / "s", "--store", tmp_path / "none.sqlite"),
                           "no store at", code=1)
-    from cryptoperf.store import Store
+    from cryptoperf.store.db import Store
     Store(tmp_path / "empty.sqlite").close()
     assert_one_line_error(cli("publish", tmp_path / "s", "--store", tmp_path / "empty.sqlite"),
                           "holds no runs", code=1)

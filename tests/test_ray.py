@@ -158,7 +158,7 @@ def test_a_study_on_ray_gives_the_same_cells_and_verdicts_as_the_local_executor(
     assert all(r["host"]["hostname"] and r["host"]["libraries"] for r in doc["repetitions"])
     assert {r["host"] for r in local_doc["repetitions"]} == {None}
     # ... and the store keeps it: the run rebuilt from the store has each repetition's node
-    from cryptoperf import stored
+    from cryptoperf.store import stored_run as stored
     with stored.open_store(tmp_path / "runs.sqlite") as st:
         again = stored.load_run(st, doc["store"]["run_id"])
     assert {o.host["ray_node"]["address"] for o in again.outcomes} == {"127.0.0.1"}

@@ -117,7 +117,7 @@ def test_a_jobs_slices_run_on_both_nodes_and_the_result_says_which_ran_which(two
     res = run_subprocess("study", _study(tmp_path), "--executor", "ray", "--address", two_nodes, "--store", store,
                          "--out", tmp_path / "out", "--no-report", timeout=900, env=MULTI_NODE)
     assert res.code == 0, res.err
-    from cryptoperf import stored
+    from cryptoperf.store import stored_run as stored
     with stored.open_store(store) as st:
         run = stored.load_run(st)
     measured = [o for o in run.outcomes if not o.repetition.calibration and not o.superseded]

@@ -11,7 +11,7 @@ import pytest
 from conftest import assert_one_line_error, need_real_worker, run_subprocess
 from cryptoperf import cpumask
 from cryptoperf.run.worker import WorkerClient, fetch_hello, unmasked_env
-from cryptoperf.store import FORMAT_VERSION
+from cryptoperf.store.db import FORMAT_VERSION
 from real_workers import find
 
 SPEED_FIELDS = ("backend", "library_version", "op", "size_bytes", "ops_per_s", "bytes_per_s", "p50_ns",

@@ -77,8 +77,8 @@ def html(made) -> str:
 @pytest.fixture(scope="module")
 def run(made):
     """The made study's StoredRun, loaded from its store."""
-    from cryptoperf import stored
-    from cryptoperf.store import Store
+    from cryptoperf.store import stored_run as stored
+    from cryptoperf.store.db import Store
     with Store(made.store) as st:
         return stored.load_run(st)
 
@@ -464,9 +464,9 @@ def test_report_of_a_speed_run(cli, fake_worker, tmp_path):
 
 
 def test_sections_come_from_the_registry(made, monkeypatch):
-    from cryptoperf import stored
+    from cryptoperf.store import stored_run as stored
     from cryptoperf.report import html as report_html, markdown, sections
-    from cryptoperf.store import Store
+    from cryptoperf.store.db import Store
     monkeypatch.setattr(sections, "_REGISTRY", [r for r in sections.builders()])
 
     @sections.register(order=35)
@@ -482,9 +482,9 @@ def test_sections_come_from_the_registry(made, monkeypatch):
 
 
 def test_a_section_body_given_as_a_function_is_rendered_only_for_html(made, monkeypatch):
-    from cryptoperf import stored
+    from cryptoperf.store import stored_run as stored
     from cryptoperf.report import html as report_html, markdown, sections
-    from cryptoperf.store import Store
+    from cryptoperf.store.db import Store
     monkeypatch.setattr(sections, "_REGISTRY", [r for r in sections.builders()])
     calls = []
 
@@ -508,7 +508,7 @@ def test_report_of_a_missing_run_is_a_one_line_error(cli, made):
 
 
 def test_report_of_an_empty_or_missing_store_is_a_one_line_error(cli, tmp_path):
-    from cryptoperf.store import Store
+    from cryptoperf.store.db import Store
     with Store(tmp_path / "empty.sqlite"):
         pass
     res = cli("report", "--store", tmp_path / "empty.sqlite")

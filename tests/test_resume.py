@@ -14,8 +14,8 @@ from conftest import TWO_CONFIG_STUDY, assert_one_line_error, worker_rules
 from cryptoperf import engine, hostinfo, schedule
 from cryptoperf.report.sections import fleet as fleet_sections
 from cryptoperf.run import local
-from cryptoperf.store import Store
-from cryptoperf.stored import load_run, open_store
+from cryptoperf.store.db import Store
+from cryptoperf.store.stored_run import load_run, open_store
 from cryptoperf.study import check_against_worker
 from test_fleet import STUDY as FLEET_STUDY
 

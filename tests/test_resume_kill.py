@@ -23,7 +23,7 @@ import pytest
 
 from conftest import SRC, TWO_CONFIG_STUDY, as_a_terminal_starts_it, need_real_worker
 from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
-from cryptoperf.stored import load_run, open_store
+from cryptoperf.store.stored_run import load_run, open_store
 from real_workers import find
 
 REAL, WHY = find()

@@ -1,4 +1,4 @@
-"""One row flattener (``cryptoperf.rows``) behind the CSV report, ``cryptoperf.load()`` and the
+"""One row flattener (``cryptoperf.store.rows``) behind the CSV report, ``cryptoperf.load()`` and the
 JSON documents: the three agree column by column on a stored run, and the study document lists
 every field of the study (test_speed.py: the ``speed`` JSON carries every field a workload's
 result has)."""
@@ -11,7 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from cryptoperf import frame, rows, store, stored, study
+from cryptoperf import study
+from cryptoperf.store import frame
+from cryptoperf.store import rows
+from cryptoperf.store import db as store
+from cryptoperf.store import stored_run as stored
 from cryptoperf.report import csv as report_csv
 from cryptoperf.report import json as report_json
 

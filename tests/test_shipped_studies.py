@@ -15,7 +15,7 @@ import pytest
 from conftest import ROOT
 from cryptoperf import engine
 from cryptoperf.engine.plan import DESIGN_CHANGE
-from cryptoperf.report.format import detectable_text
+from cryptoperf.report.text import detectable_text
 from cryptoperf.report.study_text import duration_text
 
 

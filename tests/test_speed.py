@@ -9,7 +9,7 @@ import pytest
 
 from conftest import assert_one_line_error
 from cryptoperf import engine, schedule, stats
-from cryptoperf.store import Store
+from cryptoperf.store.db import Store
 
 FAST = ("--seconds", "0.01", "--warmup", "0")
 
@@ -361,7 +361,8 @@ def test_speed_returns_its_stored_run_analysed_once(fake_worker, tmp_path, monke
     """``speed`` gives back the stored run it made (a ``StoredRun`` whose analysis holds its rows
     and baseline comparisons), analysed once: the JSON document and the table read that
     analysis, and the run read back from the store gives the same document."""
-    from cryptoperf import speedstats, stored
+    from cryptoperf import speedstats
+    from cryptoperf.store import stored_run as stored
     from cryptoperf.report import json as report_json, terminal
     fake_worker({"noise_cv": 0.02})
     calls = []

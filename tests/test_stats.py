@@ -205,7 +205,7 @@ def test_zero_spread_decides_at_once():
 def test_large_increases_read_as_factors_and_decreases_as_percentages(low, high, text, change):
     """From 2× up an increase reads as a factor ("13.5× higher"), below it as a percentage; a
     decrease is always a percentage (at most 100 %), in the verdict and in the tables."""
-    from cryptoperf.report import format as fmt
+    from cryptoperf.report import text as fmt
     lo, hi = math.log(low), math.log(high)
     se = (hi - lo) / 2 / stats.t_quantile(0.95, 9)
     ci = stats.Interval(math.exp((lo + hi) / 2), low, high, 0.95, 10, se, 9, stats.PAIRED_T)
@@ -256,7 +256,7 @@ def test_a_verdict_names_its_metric():
 
 def test_an_operation_names_its_size_once():
     """A study's own label that already ends with the size is not given it twice."""
-    from cryptoperf.report.format import operation
+    from cryptoperf.report.text import operation
     assert operation("records 1400 B", 1400) == "records 1400 B"
     assert operation("sha256", 4096) == "sha256 4 KiB"
     assert operation("x25519-derive", None) == "x25519-derive"

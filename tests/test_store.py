@@ -13,7 +13,8 @@ from sqlalchemy import text
 
 from hdrh.histogram import HdrHistogram
 
-from cryptoperf import store, stored
+from cryptoperf.store import db as store
+from cryptoperf.store import stored_run as stored
 from cryptoperf.errors import StoreError
 from cryptoperf.model import Cell, Outcome, Repetition, outcome_from_result
 from cryptoperf.result import decode
@@ -178,7 +179,7 @@ def test_a_format_2_store_is_upgraded_in_place_and_still_loads_and_reports(tmp_p
 def test_a_result_keeps_the_host_that_ran_it(tmp_path):
     """results.host_json: the fingerprint of the machine that ran a repetition, NULL for the
     run's own; stored.load_run gives it to the Outcome, the JSON document to the repetition."""
-    from cryptoperf.rows import repetition_entry
+    from cryptoperf.store.rows import repetition_entry
     with store.Store(tmp_path / "runs.sqlite") as st:
         rid = st.begin_run("study", "t", {"hostname": "head", "cpu_model": "X"}, "s")
         st.add_result(rid, row())
@@ -410,7 +411,7 @@ def test_stores_opened_at_once_on_a_new_file_make_one_schema(tmp_path):
 def test_an_error_line_never_shows_a_url_password(cli, monkeypatch):
     """Whatever raised it, the CLI's error line masks a URL's password (here an internal
     error whose message quotes a URL)."""
-    from cryptoperf import stored as stored_mod
+    from cryptoperf.store import stored_run as stored_mod
 
     def boom(*a, **k):
         raise RuntimeError("lost postgresql://perf:s3cr3t@db.example/cryptoperf?password=s3cr3t")

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import FAKE_WORKER, SRC, TWO_CONFIG_STUDY
-from cryptoperf.store import Store
+from cryptoperf.store.db import Store
 from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
 
 REPS = 6

@@ -10,10 +10,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from conftest import TWO_CONFIG_STUDY, assert_one_line_error
-from cryptoperf import store as store_mod
-from cryptoperf import stored
+from cryptoperf.store import db as store_mod
+from cryptoperf.store import stored_run as stored
 from cryptoperf.errors import StoreError
-from cryptoperf.store import Store
+from cryptoperf.store.db import Store
 from pg_server import ROLE, pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
 from stored_runs import DRIFT, run_study
 from test_store import FIXTURES

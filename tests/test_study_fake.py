@@ -9,9 +9,10 @@ import sqlite3
 import pytest
 
 from conftest import TWO_CONFIG_STUDY, worker_rules
-from cryptoperf import schedule, stats, stored
+from cryptoperf import schedule, stats
+from cryptoperf.store import stored_run as stored
 from cryptoperf.study import check_against_worker
-from cryptoperf.store import FORMAT_VERSION, Store
+from cryptoperf.store.db import FORMAT_VERSION, Store
 
 DRIFT = [1.0, 1.05, 0.97, 1.02, 0.99]
 

@@ -124,7 +124,7 @@ def by_load(tmp_path_factory):
     import json
     import sqlite3
     from stored_runs import DRIFT, run_study
-    from cryptoperf.stored import load_run, open_store
+    from cryptoperf.store.stored_run import load_run, open_store
     d = tmp_path_factory.mktemp("by-load")
     store = d / "runs.sqlite"
     run_study(d / "study", store, BY_LOAD_STUDY, {"latency_ns": {"tls-handshake": 2_000_000},

@@ -17,7 +17,7 @@ from cryptoperf.report import html as html_report
 from cryptoperf.report import markdown as md_report
 from cryptoperf.report.sections import workloads as ws
 from cryptoperf.workloads import generic
-from cryptoperf.stored import load_run, open_store
+from cryptoperf.store.stored_run import load_run, open_store
 
 LOADS = ["closed:1", "closed:4", "open:200", "open:400"]
 

@@ -4,7 +4,7 @@ The package is the orchestrator; the measuring happens in the Rust worker
 ``cryptoperf-worker``. The pipeline, one module each:
 
     study (study/) → schedule (schedule.py) → run (run/) → stats (stats.py, analysis.py)
-    → store (store.py, stored.py) → report (report/)
+    → store (store/) → report (report/)
 
 ``model.py`` holds the types every stage shares; the ``engine`` package drives the pipeline and is the
 Python API:
@@ -16,7 +16,7 @@ Python API:
     cryptoperf.speed(ops=["sha256"], backends=["openssl"])
 
 On stored runs: ``compare.py`` (run against run), ``economics.py`` (cores, cost of a change,
-accelerator break-even) and ``cryptoperf.load()`` (``frame.py``: a pandas DataFrame; needs the
+accelerator break-even) and ``cryptoperf.load()`` (``store/frame.py``: a pandas DataFrame; needs the
 ``data`` extra).
 """
 
@@ -32,7 +32,7 @@ def __getattr__(name: str):
     """``load``, ``run_study`` and ``speed`` are imported on first use, so ``import cryptoperf``
     stays light."""
     if name == "load":
-        from cryptoperf.frame import load
+        from cryptoperf.store.frame import load
         return load
     if name in ("run_study", "speed"):
         from cryptoperf import engine

@@ -41,7 +41,7 @@ from cryptoperf import across_runs, analysis, stats
 from cryptoperf.cpumask import BASELINE
 from cryptoperf.errors import NoComparison, UsageError
 from cryptoperf.model import CellSummary, Delta, Outcome
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 
 #: host checks that read a moment (steal, other load), not a setting: two runs always differ a
 #: little, so only a change of state (ok → warning) is reported

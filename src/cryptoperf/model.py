@@ -10,7 +10,7 @@ Words, one per idea:
 - a **repetition** is one cell's measurement in one block, in one fresh worker process
   (block 0 holds the calibration repetitions, which fix the batch size and are not analysed);
 - an **outcome** is what came of a repetition (measured, unsupported, invalid, failed);
-- a **stored run** is one invocation of ``study`` or ``speed`` as the store keeps it (``stored.py``);
+- a **stored run** is one invocation of ``study`` or ``speed`` as the store keeps it (``store/stored_run.py``);
   "run" means nothing else.
 
 ``analysis`` computes summaries and deltas from outcomes; it imports this module, never the

@@ -37,14 +37,15 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from cryptoperf import __version__, stored
+from cryptoperf import __version__
+from cryptoperf.store import stored_run as stored
 from cryptoperf.compare import compare_runs
 from cryptoperf.errors import CryptoperfError, StoreError, UsageError
 from cryptoperf.report import html as report_html
 from cryptoperf.report import site
-from cryptoperf.report import format as fmt
-from cryptoperf.report.format import verdict_counts
-from cryptoperf.store import Store
+from cryptoperf.report import text as fmt
+from cryptoperf.report.text import verdict_counts
+from cryptoperf.store.db import Store
 
 #: The manifest's file name, in DIR.
 MANIFEST = ".cryptoperf-site.json"

@@ -1,5 +1,5 @@
 """The worker's ``result`` message, typed: decoded once, where it arrives (``run/worker.py``) or
-where the store gives it back (``store.py``), and read by attribute everywhere after.
+where the store gives it back (``store/db.py``), and read by attribute everywhere after.
 
 docs/worker-protocol.md ("run" and "Workloads") defines every field. ``decode(message)``
 returns a frozen ``WorkerResult``:

@@ -46,7 +46,7 @@ import numpy as np
 from cryptoperf import across_runs, analysis, compare, outliers, stats
 from cryptoperf.model import Cell, CellSummary
 from cryptoperf.simulate import cell_summary
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 
 #: The compare settings simulated: plain Welch on each run's repetitions (what compare did
 #: before runs were the unit), the default assumed run-to-run sd with one run per side, and

@@ -275,7 +275,7 @@ class Interval:
         """``ratio``, ``ci_low``, ``ci_high``, ``level``, ``delta_pct``, ``ci_low_pct``,
         ``ci_high_pct``, ``n``, ``se_log``, ``df``, ``method``, ``set_aside`` (how many paired
         values were left out as outliers; numbers only: the reports word them,
-        ``report/format.py``)."""
+        ``report/text.py``)."""
         return {"ratio": self.ratio, "ci_low": self.low, "ci_high": self.high, "level": self.level,
                 "delta_pct": self.delta_pct, "ci_low_pct": self.low_pct, "ci_high_pct": self.high_pct,
                 "n": self.n, "se_log": self.se_log, "df": self.df, "method": self.method,

@@ -19,10 +19,11 @@ from typing import Any, Sequence
 import click
 from rich.console import Console
 
-from cryptoperf import PROTOCOL_VERSION, __version__, stored
+from cryptoperf import PROTOCOL_VERSION, __version__
+from cryptoperf.store import stored_run as stored
 from cryptoperf.errors import CryptoperfError, StudyInterrupted
 from cryptoperf.report import terminal
-from cryptoperf.store import mask, shown_default
+from cryptoperf.store.db import mask, shown_default
 
 
 def err_console() -> Console:

@@ -17,8 +17,8 @@ from cryptoperf.engine import DEFAULT_OUT_DIR, gate as gate_mod
 from cryptoperf.engine.speed import check_names
 from cryptoperf.report import json as report_json
 from cryptoperf.report import study_text, terminal
-from cryptoperf.report.format import host_line, verdict_counts
-from cryptoperf.store import shown_default
+from cryptoperf.report.text import host_line, verdict_counts
+from cryptoperf.store.db import shown_default
 
 
 def _duration(seconds: float) -> str:

@@ -17,8 +17,8 @@ from cryptoperf.engine import DEFAULT_OUT_DIR, DEFAULT_SPEED_OPS, gate as gate_m
 from cryptoperf.errors import NoComparison, UsageError
 from cryptoperf.report import json as report_json
 from cryptoperf.report import study_text, terminal
-from cryptoperf.report.format import cpu_title, host_line, verdict_counts
-from cryptoperf.store import shown_default
+from cryptoperf.report.text import cpu_title, host_line, verdict_counts
+from cryptoperf.store.db import shown_default
 
 
 JOB_HELP = ("Label of the CI job making the run, recorded with the machine's boot id as the run's session: "

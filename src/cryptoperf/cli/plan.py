@@ -9,7 +9,8 @@ from pathlib import Path
 
 import click
 
-from cryptoperf import economics, opnames, stored
+from cryptoperf import economics, opnames
+from cryptoperf.store import stored_run as stored
 from cryptoperf.cli.app import STORE_HELP, cli, say_using
 from cryptoperf.engine import DEFAULT_OUT_DIR
 from cryptoperf.errors import UsageError

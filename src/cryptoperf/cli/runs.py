@@ -11,16 +11,16 @@ import click
 from rich.console import Console
 
 from cryptoperf import compare as compare_mod
-from cryptoperf import stored
+from cryptoperf.store import stored_run as stored
 from cryptoperf.cli.app import STORE_HELP, cli, err_console, out_console, say_using
 from cryptoperf.engine import DEFAULT_OUT_DIR
 from cryptoperf.errors import StoreError, UsageError
 from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
 from cryptoperf.report import terminal
-from cryptoperf.report.format import fmt_date, host_line, side_name, verdict_counts
+from cryptoperf.report.text import fmt_date, host_line, side_name, verdict_counts
 from cryptoperf.report.render import write_text as render_write
-from cryptoperf.store import FORMAT_VERSION, shown_default
+from cryptoperf.store.db import FORMAT_VERSION, shown_default
 
 
 @cli.command()

@@ -24,7 +24,7 @@ from cryptoperf.economics.request import (Remainder, RequestCpu, parse_request, 
 from cryptoperf.economics.sides import SIDE_TEXT, WORKLOAD_SIDES, cell_sides, default_side, side_samples
 from cryptoperf.errors import EconomicsError
 from cryptoperf.model import CellSummary
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 
 #: What every answer of ``cryptoperf plan`` ends with, in every format: what its intervals do
 #: not cover.

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from cryptoperf.model import CellSummary
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 from cryptoperf.workloads.generic import SIDES, side_cpu_ns_per_tx
 
 __all__ = ["SIDES", "WORKLOAD_SIDES", "SIDE_TEXT", "side_cpu_ns_per_tx", "cell_sides", "default_side",

@@ -16,7 +16,7 @@ from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
 from cryptoperf.run import disturbance, server as server_mod
 from cryptoperf.run.worker import WorkerClient, fetch_hello
-from cryptoperf.stored import StoredRun, settings_of
+from cryptoperf.store.stored_run import StoredRun, settings_of
 from cryptoperf.study import Study
 from cryptoperf.builds import find_worker
 from cryptoperf.engine.workers import Workers, worker_builds

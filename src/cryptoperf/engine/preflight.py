@@ -327,7 +327,7 @@ def check(plan: "StudyPlan", out_dir: str | os.PathLike | None, store: str | os.
     reached; nothing is created or left behind.
     """
     from cryptoperf import builds
-    from cryptoperf.store import Location, writable_problem
+    from cryptoperf.store.db import Location, writable_problem
     needs = needs or estimate(plan)
     if out_dir is not None:
         problem = directory_problem(out_dir, "--out", link=True)

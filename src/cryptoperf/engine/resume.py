@@ -11,7 +11,7 @@ from typing import Any, Mapping
 
 from cryptoperf import builds, hostinfo, study as study_mod
 from cryptoperf.errors import StudyError, UsageError
-from cryptoperf.stored import StoredRun, load_run, open_store
+from cryptoperf.store.stored_run import StoredRun, load_run, open_store
 from cryptoperf.study import Study
 
 if TYPE_CHECKING:

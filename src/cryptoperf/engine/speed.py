@@ -16,8 +16,8 @@ from cryptoperf.model import OK, Cell, Outcome, Repetition
 from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import disturbance, local
 from cryptoperf.hello import Hello, WorkerRules
-from cryptoperf.store import FORMAT_VERSION, Store
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.db import FORMAT_VERSION, Store
+from cryptoperf.store.stored_run import StoredRun
 from cryptoperf.study import options_for
 from cryptoperf.engine.workers import unmasked_vectors, worker_builds
 

@@ -17,8 +17,8 @@ from cryptoperf.report import formats as report_formats
 from cryptoperf.report import json as report_json
 from cryptoperf.report.terminal import ProgressBar
 from cryptoperf.run import disturbance, local
-from cryptoperf.store import Store
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.db import Store
+from cryptoperf.store.stored_run import StoredRun
 from cryptoperf.study import Study
 from cryptoperf.engine.plan import StudyPlan, comparable, disturbance_rule, plan_study
 from cryptoperf.engine.resume import check_resume_host, host_fingerprint, prior_run, refuse_settings_on_resume

@@ -12,9 +12,9 @@ import io
 import json
 from typing import Any
 
-from cryptoperf import rows as rows_mod
+from cryptoperf.store import rows as rows_mod
 from cryptoperf.report import view
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 
 #: The columns, in order: the run, then ``rows.ROW_COLUMNS``. Durations are ns, rates per
 #: second, shares in percent.

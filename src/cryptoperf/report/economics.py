@@ -21,9 +21,9 @@ from markupsafe import Markup
 from cryptoperf import __version__, stats
 from cryptoperf.economics import PER_BLOCK_TOTALS, SIDE_TEXT, SUMMED_INTERVALS, PlanResult
 from cryptoperf.report.render import environment, md_table
-from cryptoperf.report.format import fmt_cores, fmt_date, fmt_money, fmt_ns, fmt_size, host_line
-from cryptoperf.store import FORMAT_VERSION
-from cryptoperf.stored import StoredRun
+from cryptoperf.report.text import fmt_cores, fmt_date, fmt_money, fmt_ns, fmt_size, host_line
+from cryptoperf.store.db import FORMAT_VERSION
+from cryptoperf.store.stored_run import StoredRun
 
 #: format → file extension
 FORMATS = {"text": ".txt", "json": ".json", "md": ".md", "html": ".html"}

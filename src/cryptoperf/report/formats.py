@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Iterable
 
 from cryptoperf.report.render import write_text
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 
 #: format → file extension
 FORMATS = {"html": ".html", "md": ".md", "json": ".json", "csv": ".csv"}

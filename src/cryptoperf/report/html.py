@@ -8,8 +8,8 @@ from typing import Sequence
 from cryptoperf import __version__
 from cryptoperf.report import sections as sections_mod
 from cryptoperf.report.render import environment
-from cryptoperf.report.format import host_line
-from cryptoperf.stored import StoredRun
+from cryptoperf.report.text import host_line
+from cryptoperf.store.stored_run import StoredRun
 
 
 def title_of(run: StoredRun) -> str:

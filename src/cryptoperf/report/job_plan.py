@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from cryptoperf.economics.jobs import JobPlan
-from cryptoperf.report import format as fmt
+from cryptoperf.report import text as fmt
 
 
 def _duration(s: float | None) -> str:

@@ -15,7 +15,7 @@ Two kinds, both ``{"format_version": 1, "kind": ..., "cryptoperf_version": ..., 
   ``deltas`` (vs the baseline, with intervals and verdicts) and ``analysis`` (how the
   intervals were made: level, multiplicity, margin).
 
-The format changelog is in ``store.py`` (the store and the documents share the version).
+The format changelog is in ``store/db.py`` (the store and the documents share the version).
 """
 
 from __future__ import annotations
@@ -25,11 +25,12 @@ import re
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from cryptoperf import __version__, rows, speedstats, stats
+from cryptoperf import __version__, speedstats, stats
+from cryptoperf.store import rows
 from cryptoperf.compare import undecided
 from cryptoperf.report.render import write_text
-from cryptoperf.store import FORMAT_VERSION
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.db import FORMAT_VERSION
+from cryptoperf.store.stored_run import StoredRun
 
 
 def speed_row_entry(row: speedstats.SpeedRow, logical_cpus: int = 1) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from cryptoperf.report import sections as sections_mod
 from cryptoperf.report.html import title_of
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 
 
 def render(run: StoredRun) -> str:

@@ -17,7 +17,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf.report.format import fmt_count, fmt_ns
+from cryptoperf.report.text import fmt_count, fmt_ns
 
 #: Colours by configuration position (matplotlib's tab10), so a configuration keeps its colour
 #: across every plot of a report.

@@ -16,7 +16,7 @@ from typing import Any, Iterable, Sequence
 import jinja2
 
 from cryptoperf.errors import StoreError
-from cryptoperf.report.format import fmt_count, fmt_cv, fmt_mb_s, fmt_ns, fmt_pct, fmt_size
+from cryptoperf.report.text import fmt_count, fmt_cv, fmt_mb_s, fmt_ns, fmt_pct, fmt_size
 
 
 @lru_cache(maxsize=1)

@@ -21,14 +21,14 @@ from cryptoperf import __version__, stats
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD
 from cryptoperf.compare import Comparison, HostDifference, figure_of_merit, host_differences, match_key
 from cryptoperf.model import Delta
-from cryptoperf.report import format as formats
+from cryptoperf.report import text as fmt
 from cryptoperf.report import plots, view
 from cryptoperf.report.economics import report_css
 from cryptoperf.report.sections.core import plot_verdict_text
 from cryptoperf.report.render import environment
-from cryptoperf.report.format import (configuration_text, fmt_count, fmt_date, fmt_ns, interval_header,
+from cryptoperf.report.text import (configuration_text, fmt_count, fmt_date, fmt_ns, interval_header,
                                       verdict_counts)
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 
 #: A link shown at the top of a page: (relative href, text).
 Link = tuple[str, str]
@@ -148,7 +148,7 @@ def _run_facts(run: StoredRun) -> dict[str, Any]:
 def _compare_rows(c: Comparison) -> list[dict[str, Any]]:
     rows = []
     for d in c.deltas:
-        row: dict[str, Any] = {"backend": d.backend, "operation": formats.operation(d.label, d.size_bytes),
+        row: dict[str, Any] = {"backend": d.backend, "operation": fmt.operation(d.label, d.size_bytes),
                                "configuration": configuration_text(d.configuration or "—", d.cpu, d.build),
                                "p50_a": fmt_ns(d.baseline_p50_ns), "p50_b": fmt_ns(d.p50_ns),
                                "latency": "", "latency_ci": "", "throughput": "", "reps": "",
@@ -161,8 +161,8 @@ def _compare_rows(c: Comparison) -> list[dict[str, Any]]:
                 row["latency"] = f"{(d.p50_ns / d.baseline_p50_ns - 1) * 100:+.1f} %"
         else:
             noise = (d.noise or 0.0) * 100
-            row.update(latency=formats.change_point_text(d.latency), latency_ci=formats.interval_text(d.latency),
-                       throughput=formats.change_text(d.throughput), reps=str(d.blocks),
+            row.update(latency=fmt.change_point_text(d.latency), latency_ci=fmt.interval_text(d.latency),
+                       throughput=fmt.change_text(d.throughput), reps=str(d.blocks),
                        noise=f"CV {noise:.1f} %", noisy=noise > c.settings.noise_threshold_pct,
                        verdict=d.verdict.text + (f" ({d.library_change})" if d.library_change else ""),
                        kind=d.verdict.kind)
@@ -176,14 +176,14 @@ def _compare_forest(c: Comparison) -> tuple[str, list[str]]:
     groups: dict[tuple, list[Delta]] = {}
     missing = []
     for d in c.deltas:
-        where = f"{formats.operation(d.label, d.size_bytes)} on {d.backend}, {d.configuration or '—'}"
+        where = f"{fmt.operation(d.label, d.size_bytes)} on {d.backend}, {d.configuration or '—'}"
         if d.status == "ok" and d.verdict is not None and d.decisive is not None:
             groups.setdefault((d.label, d.size_bytes), []).append(d)
         else:
             missing.append(f"{where}: n/a" + (f": {d.reason}" if d.reason else ""))
     if not groups:
         return "", missing
-    forest = [plots.ForestGroup(formats.operation(*key), [
+    forest = [plots.ForestGroup(fmt.operation(*key), [
         plots.ForestRow(f"{d.backend} {configuration_text(d.configuration, d.cpu, d.build)}".strip(),
                         d.decisive.ratio, d.decisive.low, d.decisive.high, d.verdict.kind,
                         plot_verdict_text(d.verdict, d.decisive)) for d in ds])
@@ -270,7 +270,7 @@ def trend_operations(runs: Sequence[StoredRun]) -> list[tuple[tuple, str, str]]:
                 if key not in seen:
                     c = s.cell
                     conf = configuration_text(c.configuration, c.cpu, c.build) if c.configuration else ""
-                    title = f"{formats.operation(c.label, c.size_bytes)} on {c.backend}" + (f", {conf}" if conf else "")
+                    title = f"{fmt.operation(c.label, c.size_bytes)} on {c.backend}" + (f", {conf}" if conf else "")
                     seen[key] = (title, "op-" + _slug("-".join(str(p) for p in (c.backend, c.label,
                                                                                  c.size_bytes, c.configuration,
                                                                                  c.cpu, c.build))))
@@ -304,7 +304,7 @@ def trend_html(study: str, runs: Sequence[StoredRun], links: Sequence[Link], run
         cells = [next((s for s in r.summaries.values() if match_key(s) == key), None) for r in runs]
         some = next(s for s in cells if s is not None)
         metric = stats.metric_for(verdict_on, some.cell.load)
-        name, fmt = _FIGURES[metric]
+        name, formatter = _FIGURES[metric]
         estimates = [figure_of_merit(s, metric) if s is not None else None for s in cells]
         points = [plots.TrendPoint(lab, e.value if e else None, e.low if e else None, e.high if e else None)
                   for lab, e in zip(labels, estimates)]
@@ -316,18 +316,18 @@ def trend_html(study: str, runs: Sequence[StoredRun], links: Sequence[Link], run
             if fields:
                 marks.append(plots.TrendMark(ch.index - 1, ch.kind, f"new {ch.kind}: {', '.join(fields)}"))
         colour = view.colour_of(newest, view.series_name(newest, some)) if some.cell.configuration else plots.PALETTE[0]
-        svg = plots.trend_svg(points, marks, f"trend-{anchor}", title, name, fmt, colour)
+        svg = plots.trend_svg(points, marks, f"trend-{anchor}", title, name, formatter, colour)
         values = []
         for r, s, e in zip(runs, cells, estimates):
             if e is None:
                 text, ci = ("not measured" if s is None else f"{s.status}: {s.reason}".rstrip(": ")), ""
             else:
-                text = fmt(e.value)
-                ci = f"[{fmt(e.low)}, {fmt(e.high)}]" if e.low is not None and e.high is not None else "no interval"
+                text = formatter(e.value)
+                ci = f"[{formatter(e.low)}, {formatter(e.high)}]" if e.low is not None and e.high is not None else "no interval"
             values.append({"run": r.id, "started": fmt_date(r.meta.get("started_at")), "value": text, "ci": ci,
                            "n": e.n if e else 0, "page": run_pages.get(r.id, ""),
                            "compare": compare_pages.get(r.id, "")})
-        group_title = f"{formats.operation(label, size)} on {backend}"
+        group_title = f"{fmt.operation(label, size)} on {backend}"
         group = by_group.get(group_title)
         if group is None:
             group = by_group[group_title] = {"title": group_title, "figures": []}

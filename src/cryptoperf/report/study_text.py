@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from cryptoperf import builds, cpumask
 from cryptoperf.model import FAILED, RETRIED
-from cryptoperf.report.format import detectable_text
+from cryptoperf.report.text import detectable_text
 
 
 def duration_text(seconds: float) -> str:

@@ -12,7 +12,7 @@ from rich.text import Text
 from cryptoperf import builds, cpumask, speedstats, stats
 from cryptoperf.hostinfo import CheckResult
 from cryptoperf.model import CellSummary, Delta, Outcome, Repetition
-from cryptoperf.report.format import (
+from cryptoperf.report.text import (
     change_text, comparison_text, configuration_text, fmt_count, fmt_date, fmt_mb_s, fmt_ns, fmt_pct, fmt_size,
     interval_header, operation, operation_text, short_library, side_name, verdict_header)
 from cryptoperf.workloads import access

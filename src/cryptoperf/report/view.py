@@ -12,8 +12,8 @@ import re
 from dataclasses import dataclass
 
 from cryptoperf.model import CellSummary, Delta, Outcome
-from cryptoperf.report.format import fmt_size
-from cryptoperf.stored import StoredRun
+from cryptoperf.report.text import fmt_size
+from cryptoperf.store.stored_run import StoredRun
 
 
 @dataclass(frozen=True)

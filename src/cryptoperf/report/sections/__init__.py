@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Union
 
 if TYPE_CHECKING:  # pragma: no cover
-    from cryptoperf.stored import StoredRun
+    from cryptoperf.store.stored_run import StoredRun
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ from typing import Any
 
 from cryptoperf import analysis, stats
 from cryptoperf.model import CellSummary, Delta
-from cryptoperf.report import format as fmt
+from cryptoperf.report import text as fmt
 from cryptoperf.report.render import fragment, md_table
 from cryptoperf.report.sections import Section, register
 from cryptoperf.report.sections import core
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 from cryptoperf.workloads.generic import BAND_LEVEL, Point
 
 #: Metric families in the order their tables come: key → (table title, figure column title).

@@ -26,13 +26,13 @@ from markupsafe import Markup
 
 from cryptoperf import __version__, analysis, stats
 from cryptoperf.model import CellSummary, Delta
-from cryptoperf.report import format as fmt
+from cryptoperf.report import text as fmt
 from cryptoperf.report import plots, view
 from cryptoperf.report.render import fragment, md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.report.format import (configuration_text, fmt_count, fmt_cv, fmt_mb_s, fmt_ns, fmt_pct,
+from cryptoperf.report.text import (configuration_text, fmt_count, fmt_cv, fmt_mb_s, fmt_ns, fmt_pct,
                                       interval_header, verdict_counts)
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 
 
 def _ratio_text(r: stats.Interval | None) -> str:

@@ -38,13 +38,13 @@ import numpy as np
 from markupsafe import Markup
 
 from cryptoperf import analysis
-from cryptoperf.report import format as fmt
+from cryptoperf.report import text as fmt
 from cryptoperf.report import plots
 from cryptoperf.report.render import fragment, md_table
 from cryptoperf.report.sections import Section, register
 from cryptoperf.report.sections.workloads import (colour, column, configuration, family_slug, family_title,
                                                   level_row, verdict_kind, verdict_text)
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 from cryptoperf.workloads import fleet
 from cryptoperf.workloads.generic import BAND_LEVEL
 

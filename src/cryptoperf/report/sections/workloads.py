@@ -25,11 +25,11 @@ from typing import Any, Sequence
 from markupsafe import Markup
 
 from cryptoperf import stats
-from cryptoperf.report import format as fmt
+from cryptoperf.report import text as fmt
 from cryptoperf.report import plots
 from cryptoperf.report.render import fragment, md_table
 from cryptoperf.report.sections import Section, register
-from cryptoperf.stored import StoredRun
+from cryptoperf.store.stored_run import StoredRun
 from cryptoperf.workloads.generic import BAND_LEVEL, Family, Objective, Point
 
 #: Panels of the load plots: kind → (x axis label, title).

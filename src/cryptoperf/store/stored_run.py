@@ -21,7 +21,7 @@ from cryptoperf import analysis, hostinfo, speedstats
 from cryptoperf.errors import NoSuchRun, StoreError, UsageError
 from cryptoperf.schedule import looks
 from cryptoperf.model import Cell, CellSummary, Delta, Outcome, paired
-from cryptoperf.store import FORMAT_VERSION, Location, Store
+from cryptoperf.store.db import FORMAT_VERSION, Location, Store
 from cryptoperf.study import Study, options_for, parse
 
 

@@ -1,5 +1,5 @@
 """Outcomes and studies as flat rows: the one flattener behind the CSV report
-(``report/csv.py``), ``cryptoperf.load()`` (``frame.py``) and the JSON documents
+(``report/csv.py``), ``cryptoperf.load()`` (``store/frame.py``) and the JSON documents
 (``report/json.py``), so the three never disagree on what a column means.
 
 - ``repetition_row(o)``: one repetition, flat, units in the names (``ROW_COLUMNS``): the cell,

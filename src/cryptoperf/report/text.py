@@ -9,7 +9,7 @@ import math
 from typing import Any, Iterable, Mapping
 
 from cryptoperf import stats
-from cryptoperf.stored import kernel_release
+from cryptoperf.store.stored_run import kernel_release
 from cryptoperf.workloads import access
 
 __all__ = ["kernel_release"]  # the rest are defined here

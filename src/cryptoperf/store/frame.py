@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from cryptoperf.errors import MissingDependency
 from cryptoperf.model import Outcome
-from cryptoperf.rows import ROW_COLUMNS, repetition_row
-from cryptoperf.store import Store
-from cryptoperf.stored import describe, load_run, open_store
+from cryptoperf.store.rows import ROW_COLUMNS, repetition_row
+from cryptoperf.store.db import Store
+from cryptoperf.store.stored_run import describe, load_run, open_store
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas
