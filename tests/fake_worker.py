@@ -90,8 +90,8 @@ FLEET_STAGE_NS × the factor. ``inject_close`` targets fail half-way through the
 ``inject_bad_cert`` ones in connect, each with a reason as the real worker's; ``inject_tamper``
 targets report one mismatch. Processes report CPU timelines, peak RSS and descriptors (a slice:
 cap + 4). Its ``check`` answers ``planned_wait_s``, the latency model's waits as the real worker
-plans them (``planned_wait_s``: each draw at its distribution's mean), and with
-``fleet_sleeps: true`` in the script a run really takes that long (plus its 300 ms setup), so
+plans them (``planned_wait_s``: each draw at its distribution's mean), and ``planned_work_s``,
+its 300 ms setup; with ``fleet_sleeps: true`` in the script a run really takes that long, so
 that a study's time estimate can be held against its wall clock. In the FIPS build, ``sign_digest`` (or ``digest``) sha1 is unsupported, as in the real
 worker.
 
@@ -700,6 +700,8 @@ def latency_model(params):
             "target_work": parts["target_work"], "manager_cpu": parts["manager_cpu"], "applied": LATENCY_APPLIED}
 
 
+#: A fake job's setup, s (its result's ``setup_ms``).
+FLEET_SETUP_S = 0.3
 #: Round trips each phase waits for (fleet_job/latency.rs ``round_trips``).
 ROUND_TRIPS = {"connect": 2, "push": 1, "checks": 1, "report": 1}
 
@@ -743,7 +745,7 @@ def fleet_result(req, base, params, factor, config, rep):
     rows, failures, mismatches, hist, end, completed = fleet_targets(n, phases, cap, slices, per_phase, stage_ns,
                                                                      close, bad_cert, tamper)
     if SPEC.get("fleet_sleeps"):
-        time.sleep(0.3 + planned_wait_s(base["op"], params))  # its setup, then its waits
+        time.sleep(FLEET_SETUP_S + planned_wait_s(base["op"], params))  # its setup, then its waits
     wall_ns = max(1, int(end))
     # each slice keeps its CPU 60 % busy over the job, the agents together 90 % of one CPU
     mgmt_ns = int(0.6 * (end - stage_ns) * slices) + stage_ns
@@ -944,6 +946,8 @@ def check(req: dict) -> None:
         out.update(status="unsupported", reason=reason)
     elif is_workload(op):
         out["planned_wait_s"] = planned_wait_s(op, {**defaults, **params})
+        if RULES["op_params"][op].get("job"):
+            out["planned_work_s"] = FLEET_SETUP_S  # all a fake job does besides its waits
     send(out)
 
 

@@ -2,7 +2,7 @@
 worker produces (primitives with a 24x outlier and disturbed repetitions, TLS handshakes at load
 with five configurations decided by load level, storage at load levels, a fleet job), loaded at
 1024 and 1440 px wide. Asserted at each width: the page never scrolls sideways (wide tables
-scroll in their own box), no text of a plot lies outside its SVG, every configuration is named
+scroll in their own box, but the answer's tables fit, their verdicts in view), no text of a plot lies outside its SVG, every configuration is named
 in each legend of configurations, no legend covers a plot area, and the answer (the "Answer" section) comes before every plot.
 Screenshots go to CRYPTOPERF_SCREENSHOTS (default: the test's temporary directory)."""
 
@@ -225,6 +225,13 @@ _CHECK = """([configurations, OTHER_LEGENDS]) => {
 }"""
 
 
+#: The answer tables whose box scrolls sideways: their change and verdict columns would be out
+#: of view.
+_ANSWER_CUT = """() => [...document.querySelectorAll('.table-wrap')]
+  .filter(w => w.querySelector('table.answer') && w.scrollWidth > w.clientWidth + 1)
+  .map(w => w.querySelector('table.answer').id)"""
+
+
 @pytest.mark.parametrize("width", WIDTHS)
 def test_the_report_fits_the_window_and_names_every_configuration(report, width, tmp_path):
     kind, path, configurations = report
@@ -235,6 +242,8 @@ def test_the_report_fits_the_window_and_names_every_configuration(report, width,
         page.screenshot(path=str(shots / f"{kind}-{width}.png"), full_page=True)
         problems = page.evaluate(_CHECK, [configurations, list(OTHER_LEGENDS)])
         legends = page.locator('svg.plot:not(.forest) g[id$="legend_1"]').count()
+        cut = page.evaluate(_ANSWER_CUT)
+    assert cut == [], f"{kind} at {width} px: the answer's columns scroll out of view in {cut}"
     assert problems == [], f"{kind} at {width} px:\n" + "\n".join(problems)
     assert legends > 0, f"{kind}: no plot has a legend of configurations"
     assert attempted == [] and errors == []

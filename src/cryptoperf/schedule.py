@@ -249,9 +249,10 @@ def calibration_load(cell: Cell) -> str | None:
 
 
 #: Start-up of a workload's repetition beyond a primitive's, in s: the server process, its
-#: certificates (RSA-4096 key generation is the slow part) and the cross-checks; measured about
-#: 0.65 s on average over studies/tls-handshake.toml on a 2-vCPU VM (2026-11-23).
-WORKLOAD_OVERHEAD_S = 0.65
+#: certificates and the cross-checks; measured about 0.65 s on average over
+#: studies/tls-handshake.toml on a 2-vCPU VM (2026-11-23) and 0.78-0.89 s over fips-modules'
+#: handshakes (FIPS builds at the top) on a 2-vCPU AMD EPYC (2026-11-29).
+WORKLOAD_OVERHEAD_S = 0.8
 
 
 #: A job repetition's start-up beyond its targets' work, in s (agents issuing the targets'
@@ -262,21 +263,35 @@ JOB_OVERHEAD_S = 0.8
 JOB_SECONDS_PER_TARGET = 0.006
 
 
-def job_seconds(load: str | None, wait_s: float = 0.0) -> float:
-    """A rough wall-clock estimate of one job repetition at ``load`` (``targets:N``) whose
-    latency model makes it wait ``wait_s`` (the worker's ``planned_wait_s``: its targets' waits
-    scheduled on its threads), in s: the set-up, then the longer of the targets' cryptography
-    and those waits — a thread waiting for the network leaves the CPUs to the others, so the two
-    overlap. (Checked against whole studies: docs/methodology.md, "Time estimates".)"""
+@dataclass(frozen=True)
+class JobTime:
+    """What the worker plans for one job repetition (its ``check`` answer), in s.
+
+    Attributes:
+        work_s: its targets' set-up and cryptography, the worker's rough estimate
+            (``planned_work_s``); None: ``JOB_SECONDS_PER_TARGET`` per target.
+        wait_s: its latency model's waits scheduled on its threads (``planned_wait_s``).
+    """
+
+    work_s: float | None = None
+    wait_s: float = 0.0
+
+
+def job_seconds(load: str | None, planned: JobTime = JobTime()) -> float:
+    """A rough wall-clock estimate of one job repetition at ``load`` (``targets:N``) as the
+    worker ``planned`` it, in s: the process start, then the longer of the targets' own work and
+    their latency model's waits — a thread waiting for the network leaves the CPUs to the
+    others, so the two overlap. (Held against whole studies: docs/methodology.md, "Time
+    estimates".)"""
     n = workload.parse_load(load).targets if load else None
-    return JOB_OVERHEAD_S + max((n or 1) * JOB_SECONDS_PER_TARGET, wait_s)
+    work = planned.work_s if planned.work_s is not None else (n or 1) * JOB_SECONDS_PER_TARGET
+    return JOB_OVERHEAD_S + max(work, planned.wait_s)
 
 
-def job_cell_seconds(cell: Cell, blocks: int, waits: tuple[float, float] = (0.0, 0.0)) -> float:
+def job_cell_seconds(cell: Cell, blocks: int, planned: tuple[JobTime, JobTime] = (JobTime(), JobTime())) -> float:
     """A rough wall-clock estimate of a job cell's calibration and ``blocks`` repetitions, in s
-    (``job_seconds``), with the seconds its latency model makes each wait (``waits``: the
-    calibration repetition's, each other's)."""
-    calibration, each = waits
+    (``job_seconds``), as the worker ``planned`` them (its calibration repetition, each other)."""
+    calibration, each = planned
     return job_seconds(calibration_load(cell) or cell.load, calibration) + blocks * job_seconds(cell.load, each)
 
 

@@ -674,7 +674,8 @@ fn masked(mut result: RunResult, case: &Case, library: &str) -> (RunResult, Opti
 /// `unsupported` with the reason, for a workload's combination (its implementations configured
 /// as asked, nothing run); a primitive operation is `supported` when its backend prepares it.
 /// A supported workload adds `planned_wait_s`, the seconds a run waits by design (a job's
-/// latency model), for the orchestrator's estimate.
+/// latency model), and a job `planned_work_s`, a rough estimate of its own work's, for the
+/// orchestrator's time estimate.
 fn check(case: Case) -> Value {
     let mut answer = json!({"type": "checked", "id": case.id, "backend": case.backend_name, "op": case.op_name});
     let info = case.backend.info();
@@ -694,6 +695,9 @@ fn check(case: Case) -> Value {
             answer["status"] = "supported".into();
             if let What::Workload(w) = &case.what {
                 answer["planned_wait_s"] = workloads::planned_wait_s(w).into();
+                if let Some(s) = workloads::planned_work_s(w) {
+                    answer["planned_work_s"] = s.into();
+                }
             }
         }
         Err(r) => {

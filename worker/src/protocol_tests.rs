@@ -40,6 +40,22 @@ fn a_protocol_mismatch_is_refused_and_ends_the_worker() {
 }
 
 #[test]
+fn check_answers_what_a_run_plans_to_take() {
+    let (code, out) = converse(&[
+        r#"{"type":"hello","protocol":1}"#,
+        r#"{"type":"check","id":"a","backend":"aws-lc","op":"tls-handshake","params":{}}"#,
+        r#"{"type":"check","id":"b","backend":"aws-lc","op":"fleet-job","params":{"job":"audit","phases":"connect,report","cap":4,"rtt_ms":10,"load":"targets:20"}}"#,
+    ]);
+    assert_eq!(code, 0);
+    // a time-window workload waits nothing by design and leaves its time to the orchestrator
+    assert_eq!(out[1]["planned_wait_s"], 0.0, "{}", out[1]);
+    assert!(out[1].get("planned_work_s").is_none(), "{}", out[1]);
+    // a job: 20 targets on 4 threads, 3 round trips of 10 ms each: 5 rounds of 30 ms
+    assert!((out[2]["planned_wait_s"].as_f64().unwrap() - 0.150).abs() < 1e-9, "{}", out[2]);
+    assert!(out[2]["planned_work_s"].as_f64().unwrap() > 0.0, "{}", out[2]);
+}
+
+#[test]
 fn check_says_whether_a_workload_combination_is_supported_without_running_it() {
     let (code, out) = converse(&[
         r#"{"type":"hello","protocol":1}"#,

@@ -52,8 +52,9 @@ class StudyPlan:
         analysis: how its comparisons will be decided.
         looks: block counts at which a sequential study looks ((repetitions,) if fixed).
         skipped: ``optional`` operations left out, operation label → why (one line each).
-        waits: cell key → (its calibration repetition's, each repetition's) seconds of waiting by
-            design (a job's latency model: the worker's ``check`` answer ``planned_wait_s``).
+        job_times: job cell key → (its calibration repetition's, each repetition's)
+            ``schedule.JobTime``: the worker's ``check`` answers ``planned_work_s`` and
+            ``planned_wait_s``, its own work and its latency model's waits.
         first_builds: what a first run must build before measuring → its estimated seconds
             (OpenSSL's FIPS provider, a setup worker build such as ``openssl@3.6``); empty when
             everything is built.
@@ -70,7 +71,7 @@ class StudyPlan:
     looks: tuple[int, ...]
     skipped: dict[str, str] = field(default_factory=dict)
     seed: int = 0
-    waits: dict[str, tuple[float, float]] = field(default_factory=dict)
+    job_times: dict[str, tuple[schedule.JobTime, schedule.JobTime]] = field(default_factory=dict)
     first_builds: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -154,8 +155,8 @@ class StudyPlan:
         the first look's; a sequential study's worst case is its last look's,
         ``worst_case_seconds``), in s. A workload's repetition also starts its server process,
         makes its certificates and runs its cross-checks (``schedule.WORKLOAD_OVERHEAD_S``); a
-        job's takes time by its targets (``schedule.job_seconds``) and its latency model's
-        waits (``waits``, as the worker planned them). What a first run builds first
+        job's takes the time the worker planned for its targets' work and its latency model's
+        waits (``job_times``, ``schedule.job_seconds``). What a first run builds first
         (``first_builds``) is added once."""
         blocks = self.looks[0] if blocks is None else blocks
         total = 0.0
@@ -166,7 +167,7 @@ class StudyPlan:
             total += (schedule.calibration_seconds(cells, self.settings, overhead)
                       + schedule.estimated_seconds(cells * blocks, self.settings, overhead))
         # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
-        total += sum(schedule.job_cell_seconds(c, blocks, self.waits.get(c.key, (0.0, 0.0))) for c in jobs)
+        total += sum(schedule.job_cell_seconds(c, blocks, self.job_times.get(c.key, (schedule.JobTime(), schedule.JobTime()))) for c in jobs)
         return total + sum(self.first_builds.values())
 
     def worst_case_seconds(self) -> float:
@@ -218,7 +219,11 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
                                  work_dir=work_dir)
     looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
-    skipped, waits = check_workloads(s, cells, workers)
+    # a dry run builds nothing: the cells that will run on the provider it would build first
+    # are not asked about (the worker would refuse them for want of it)
+    unbuilt = dry_run and openssl_fips is not None and not providerbuild.ready()
+    skipped, job_times = check_workloads(s, cells, workers, lambda c: unbuilt and c.build == builds.FIPS
+                                     and c.backend == builds.LIBRARY_BACKEND)
     if skipped:
         cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
     first = {**({providerbuild.WHAT: providerbuild.BUILD_SECONDS}
@@ -226,7 +231,7 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
              **{f"the {n} worker build": builds.get(n).setup.seconds for n in needed
                 if n not in workers and builds.get(n).setup is not None}}
     return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
-                     skipped=skipped, seed=schedule.new_run_seed(s.seed), waits=waits, first_builds=first)
+                     skipped=skipped, seed=schedule.new_run_seed(s.seed), job_times=job_times, first_builds=first)
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
@@ -261,8 +266,9 @@ def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
 CHECK_TIMEOUT_S = 60.0
 
 
-def check_workloads(s: Study, cells: Sequence[Cell],
-                    workers: Workers) -> tuple[dict[str, str], dict[str, tuple[float, float]]]:
+def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
+                    not_yet: Callable[[Cell], bool] = lambda c: False
+                    ) -> tuple[dict[str, str], dict[str, tuple[schedule.JobTime, schedule.JobTime]]]:
     """Ask each worker build whether it can run the study's workload combinations at all (the
     worker's ``check``: its TLS implementations configured as asked, a storage scheme and
     layer available, nothing measured), before the first repetition. Raises StudyError, one
@@ -270,12 +276,13 @@ def check_workloads(s: Study, cells: Sequence[Cell],
     (X25519MLKEM768 on ring or on OpenSSL 3.0, ...): a study that asks for it would measure
     nothing there — unless the operation is ``optional``: then it is returned, operation label →
     why (the first combination refused), for the caller to skip whole (a dm-crypt layer on a
-    kernel without device-mapper). Builds missing in a dry run are skipped.
+    kernel without device-mapper). Builds missing in a dry run are skipped, as are the cells
+    ``not_yet`` names (a dry run's cells on OpenSSL's FIPS provider before it is built).
 
-    Also returns each job cell's planned waits, cell key → (at its calibration level, at its
-    own), from the worker's answers (``planned_wait_s``), for ``StudyPlan.estimated_seconds``."""
+    Also returns each job cell's planned time, cell key → (at its calibration level, at its
+    own) ``schedule.JobTime``, from the worker's answers, for ``StudyPlan.estimated_seconds``."""
     skipped: dict[str, str] = {}
-    waits: dict[str, tuple[float, float]] = {}
+    times: dict[str, tuple[schedule.JobTime, schedule.JobTime]] = {}
     seen: set[tuple] = set()
     by_build: dict[str, list[Cell]] = {}
     for c in cells:
@@ -284,10 +291,10 @@ def check_workloads(s: Study, cells: Sequence[Cell],
         # a job's waits depend on its level, so each of its levels is asked about
         load = c.load if c.spec is not None and c.spec.job else None
         key = (c.build, c.backend, c.op, load, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
-        if key not in seen and c.build in workers and not c.backend.startswith("mock"):
+        if key not in seen and c.build in workers and not c.backend.startswith("mock") and not not_yet(c):
             seen.add(key)
             by_build.setdefault(c.build, []).append(c)
-    planned: dict[tuple, tuple[float, float]] = {}
+    planned: dict[tuple, tuple[schedule.JobTime, schedule.JobTime]] = {}
     for build, todo in by_build.items():
         path, _ = workers[build]
         with WorkerClient(path) as w:
@@ -297,7 +304,7 @@ def check_workloads(s: Study, cells: Sequence[Cell],
                 if c.spec is not None and c.spec.job and answer.get("status") == "supported":
                     cal = schedule.calibration_load(c)
                     cal_answer = w.check(_check_request(c, cal), timeout_s=CHECK_TIMEOUT_S) if cal else answer
-                    planned[_wait_key(c)] = (_seconds(cal_answer), _seconds(answer))
+                    planned[_job_key(c)] = (_job_time(cal_answer), _job_time(answer))
                 if answer.get("status") == "unsupported":
                     o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
                     if o.optional:
@@ -308,13 +315,13 @@ def check_workloads(s: Study, cells: Sequence[Cell],
                                   f"configuration '{c.configuration}' on {c.backend}: {answer.get('reason')}; "
                                   "remove that combination, or pin the configuration to a backend that has it")
     for c in cells:
-        if _wait_key(c) in planned:
-            waits[c.key] = planned[_wait_key(c)]
-    return skipped, waits
+        if _job_key(c) in planned:
+            times[c.key] = planned[_job_key(c)]
+    return skipped, times
 
 
-def _wait_key(c: Cell) -> tuple:
-    """What a job cell's planned waits depend on: its build, backend, op, level and params."""
+def _job_key(c: Cell) -> tuple:
+    """What a job cell's planned time depends on: its build, backend, op, level and params."""
     return (c.build, c.backend, c.op, c.load, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
 
 
@@ -330,10 +337,14 @@ def _check_request(c: Cell, load: str | None) -> dict[str, Any]:
     return {"id": c.key, "backend": c.backend, "op": c.op, "params": params}
 
 
-def _seconds(answer: Mapping[str, Any]) -> float:
-    """A ``check`` answer's ``planned_wait_s`` (0 when absent or not a number)."""
-    value = answer.get("planned_wait_s")
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else 0.0
+def _job_time(answer: Mapping[str, Any]) -> schedule.JobTime:
+    """A ``check`` answer's ``planned_work_s`` and ``planned_wait_s`` (a field absent or not a
+    number: unplanned, None and 0)."""
+    def seconds(name: str) -> float | None:
+        value = answer.get(name)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+        return float(value) if ok else None
+    return schedule.JobTime(seconds("planned_work_s"), seconds("planned_wait_s") or 0.0)
 
 
 def _loopback(address: str) -> bool:

@@ -19,7 +19,7 @@ import importlib
 import pkgutil
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from cryptoperf.model import CellSummary, Delta, Outcome
 from cryptoperf.workload import parse_load
@@ -64,6 +64,16 @@ class Context:
     transactions: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
+@runtime_checkable
+class HostCpuShare(Protocol):
+    """A kind's own figures that measure a cell's process CPU as a share of the host's CPUs
+    (storage: the I/O process's CPU over the window)."""
+
+    def cpu_pct_of_host(self, cell_key: str) -> float | None:
+        """Cell ``cell_key``'s process CPU, % of all the host's CPUs; None for a cell the kind
+        has no such figure for."""
+
+
 @dataclass(frozen=True)
 class WorkloadAnalysis:
     """Every workload figure of a run.
@@ -93,6 +103,16 @@ class WorkloadAnalysis:
         return {"families": [f.as_dict() for f in self.families],
                 "objectives": [o.as_dict() for o in self.objectives],
                 "own": {kind: figures.as_dict() for kind, figures in self.own.items()}}
+
+    def cpu_pct_of_host(self, cell_key: str) -> float | None:
+        """The process CPU, % of the host's CPUs, that the kind of cell ``cell_key`` measured
+        for it (``HostCpuShare``), None when its kind measures none."""
+        for figures in self.own.values():
+            if isinstance(figures, HostCpuShare):
+                value = figures.cpu_pct_of_host(cell_key)
+                if value is not None:
+                    return value
+        return None
 
     def of(self, kind: str) -> Any | None:
         """The figures of workload ``kind``'s own module, or None when the run has none."""

@@ -159,6 +159,12 @@ class StorageFigures:
         level (what the answer table reads its CPU % of host from)."""
         return next((c for f in self.families for c in f.cells if c.point.summary.cell.key == key), None)
 
+    def cpu_pct_of_host(self, key: str) -> float | None:
+        """The process CPU of the storage level keyed ``key``, % of the host's CPUs
+        (``CellFigures.cpu_pct``; ``workloads.HostCpuShare``), None for another cell."""
+        c = self.cell(key)
+        return c.cpu_pct if c is not None else None
+
     def as_dict(self) -> dict[str, Any]:
         """``families`` (``StorageFamily.as_dict``) and ``host_cpus``."""
         return {"families": [f.as_dict() for f in self.families], "host_cpus": self.host_cpus}

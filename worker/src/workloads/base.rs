@@ -56,6 +56,14 @@ pub trait Workload: Sync + 'static {
         0.0
     }
 
+    /// A rough estimate of the wall-clock seconds a job run of `request` spends on its own work
+    /// (set-up and cryptography) on a 2-CPU host, for the orchestrator's time estimate
+    /// (`check`'s `planned_work_s`); None: the orchestrator's own rule of thumb.
+    fn planned_work_s(&self, request: &Self::Request, common: &Common) -> Option<f64> {
+        let _ = (request, common);
+        None
+    }
+
     /// The server side, built in its own process (`workloads::server`); `side` is what the
     /// client told this server process about its part (`null` for a workload with one server).
     /// Errors: a [`StartError`]; by default this workload has no server.
@@ -73,6 +81,7 @@ pub trait DynWorkload: Sync {
     fn parse_request(&self, backend: &str, params: &Params, common: &Common) -> Result<Box<dyn Any + Send + Sync>, String>;
     fn check_request(&self, case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String>;
     fn planned_wait_request(&self, case: &WorkloadCase) -> f64;
+    fn planned_work_request(&self, case: &WorkloadCase) -> Option<f64>;
     fn run_request(&self, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish;
     fn server_request(&self, case: &WorkloadCase, side: &Value) -> Result<ServerSide, StartError>;
 }
@@ -92,6 +101,9 @@ impl<W: Workload> DynWorkload for W {
     }
     fn planned_wait_request(&self, case: &WorkloadCase) -> f64 {
         self.planned_wait_s(own(case), &case.common)
+    }
+    fn planned_work_request(&self, case: &WorkloadCase) -> Option<f64> {
+        self.planned_work_s(own(case), &case.common)
     }
     fn run_request(&self, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
         self.run(own(case), case, backend, warmup, budget)
@@ -530,6 +542,11 @@ pub fn check(case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
 /// The seconds a run of `case` waits by design ([`Workload::planned_wait_s`]).
 pub fn planned_wait_s(case: &WorkloadCase) -> f64 {
     case.workload.planned_wait_request(case)
+}
+
+/// The seconds a run of `case` works, roughly ([`Workload::planned_work_s`]).
+pub fn planned_work_s(case: &WorkloadCase) -> Option<f64> {
+    case.workload.planned_work_request(case)
 }
 
 /// Run a checked case on `backend` (its library's capability checks already done): validate,

@@ -59,23 +59,12 @@ def _figure(key: str, s: CellSummary | None, p: Point | None) -> str:
     return fmt.fmt_ns(s.cpu_ns_per_op)
 
 
-def _cpu_pct_of_host(run: StoredRun, key: str) -> float | None:
-    """The CPU % of the host a cell's kind measured for it (a storage level's process CPU), from
-    the kind's own figures where they offer a ``cell`` with ``cpu_pct``; None otherwise."""
-    for figures in run.analysis.workloads.own.values():
-        cell = getattr(figures, "cell", None)
-        found = cell(key) if callable(cell) else None
-        if found is not None and getattr(found, "cpu_pct", None) is not None:
-            return float(found.cpu_pct)
-    return None
-
-
 def _row(run: StoredRun, key: str, operation: str, name: str, s: CellSummary | None, d: Delta | None,
          first: bool) -> dict[str, Any]:
     p = run.analysis.workloads.point_of(s.cell.key) if s is not None else None
     server = p.server_cpu_ns_per_tx if p is not None else None
     mb = p.bytes_per_s.value if p is not None and p.bytes_per_s is not None and key == "throughput" else None
-    cpu_pct = _cpu_pct_of_host(run, s.cell.key) if s is not None else None
+    cpu_pct = run.analysis.workloads.cpu_pct_of_host(s.cell.key) if s is not None else None
     if d is None:
         change, kind, verdict, title = "—", "baseline", "baseline", ""
     elif core._decided(d):

@@ -94,7 +94,8 @@ def combined_svg(fam: storage.StorageFamily, plot_id: str) -> str:
     """MB/s bars and CPU % lines on one chart for the closed levels of a storage family: at each
     thread count one bar per scheme (its geometric mean, with its band as an error bar) and, on
     the right axis, each scheme's process CPU % of the host as a dashed line with markers in the
-    scheme's colour. Bars' SVG groups have the ids ``<plot_id>-bars-<configuration>-<threads>``,
+    scheme's colour, each marker over its own bar (at one level the schemes' markers stand apart
+    instead of on one spot). Bars' SVG groups have the ids ``<plot_id>-bars-<configuration>-<threads>``,
     lines ``<plot_id>-cpu-<configuration>``. Returns the SVG text."""
     import numpy as np
     cells = [c for c in fam.cells if c.point.load.kind == "closed"]
@@ -108,7 +109,8 @@ def combined_svg(fam: storage.StorageFamily, plot_id: str) -> str:
     for i, (name, order) in enumerate(series):
         mine = {c.point.load.connections: c for c in cells if c.point.series == name}
         es = [mine[lv].mb_s if lv in mine else None for lv in levels]
-        bars = ax.bar(xs - 0.4 + width * (i + 0.5), [e.value if e else 0.0 for e in es], width * 0.92,
+        at = xs - 0.4 + width * (i + 0.5)  # this scheme's bar at each level, and its CPU marker above it
+        bars = ax.bar(at, [e.value if e else 0.0 for e in es], width * 0.92,
                       color=colour(order), alpha=0.85, label=f"{name} MB/s",
                       yerr=[[e.value - e.low if e and e.low is not None else 0.0 for e in es],
                             [e.high - e.value if e and e.high is not None else 0.0 for e in es]],
@@ -116,7 +118,7 @@ def combined_svg(fam: storage.StorageFamily, plot_id: str) -> str:
         for level, patch in zip(levels, bars.patches):
             patch.set_gid(f"bars-{plots.gid(name)}-{level}")
         cpu = [mine[lv].cpu_pct if lv in mine and mine[lv].cpu_pct is not None else np.nan for lv in levels]
-        line, = cpu_ax.plot(xs, cpu, color=colour(order), linestyle="--", marker="D", markersize=4,
+        line, = cpu_ax.plot(at, cpu, color=colour(order), linestyle="--", marker="D", markersize=4,
                             linewidth=1.2, label=f"{name} CPU %")
         line.set_gid(f"cpu-{plots.gid(name)}")
     ax.set_xticks(xs, [f"{n} thread{'s' if n != 1 else ''}" for n in levels], fontsize=8)
