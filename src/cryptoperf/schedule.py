@@ -288,10 +288,10 @@ def job_seconds(load: str | None, planned: JobTime = JobTime()) -> float:
     return JOB_OVERHEAD_S + max(work, planned.wait_s)
 
 
-def job_cell_seconds(cell: Cell, blocks: int, planned: tuple[JobTime, JobTime] = (JobTime(), JobTime())) -> float:
+def job_cell_seconds(cell: Cell, blocks: int, calibration: JobTime = JobTime(), each: JobTime = JobTime()) -> float:
     """A rough wall-clock estimate of a job cell's calibration and ``blocks`` repetitions, in s
-    (``job_seconds``), as the worker ``planned`` them (its calibration repetition, each other)."""
-    calibration, each = planned
+    (``job_seconds``), as the worker planned them (``calibration``: its calibration
+    repetition; ``each``: every other)."""
     return job_seconds(calibration_load(cell) or cell.load, calibration) + blocks * job_seconds(cell.load, each)
 
 

@@ -355,6 +355,8 @@ ORCHESTRATOR_PARAMS = {
     "server_cgroup": "cryptoperf passes the cgroup of the server under test it started (the "
                      "operation's server key)",
 }
+
+
 def confined_path(text: str, base: str | Path, *, absolute_ok: bool) -> Path:
     """The path a study file names (``text``), checked and made absolute: relative to ``base``
     (the study file's directory) and inside it, or — with ``absolute_ok`` — absolute.

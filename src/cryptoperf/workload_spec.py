@@ -218,15 +218,6 @@ class WorkloadSpec:
         is not a whole number."""
         return 0 if self.file_bytes_param is None else self.number(self.file_bytes_param, params)
 
-    def job_connections(self, params: Mapping[str, Any]) -> int:
-        """The connections one process of a job with ``params`` may hold at once: the product of
-        ``connection_params``' values (1 without any). Raises ValueError (one line) for a value
-        that is not a whole number."""
-        n = 1
-        for name in self.connection_params:
-            n *= self.number(name, params)
-        return n
-
     def memory_bytes(self, params: Mapping[str, Any], connections: int, targets: int) -> int:
         """Resident bytes of one repetition with ``params`` at a level of ``connections``
         connections (or threads) and ``targets`` targets (0 for a time level): ``Memory``'s sum.

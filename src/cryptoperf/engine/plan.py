@@ -167,7 +167,7 @@ class StudyPlan:
             total += (schedule.calibration_seconds(cells, self.settings, overhead)
                       + schedule.estimated_seconds(cells * blocks, self.settings, overhead))
         # A job is a fixed amount of work: its time grows with its targets, not with `seconds`.
-        total += sum(schedule.job_cell_seconds(c, blocks, self.job_times.get(c.key, (schedule.JobTime(), schedule.JobTime()))) for c in jobs)
+        total += sum(schedule.job_cell_seconds(c, blocks, *self.job_times.get(c.key, ())) for c in jobs)
         return total + sum(self.first_builds.values())
 
     def worst_case_seconds(self) -> float:
@@ -221,13 +221,14 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
     # a dry run builds nothing: the cells that will run on the provider it would build first
     # are not asked about (the worker would refuse them for want of it)
-    unbuilt = dry_run and openssl_fips is not None and not providerbuild.ready()
+    provider_missing = not providerbuild.ready()
+    unbuilt = dry_run and openssl_fips is not None and provider_missing
     skipped, job_times = check_workloads(s, cells, workers, lambda c: unbuilt and c.build == builds.FIPS
                                      and c.backend == builds.LIBRARY_BACKEND)
     if skipped:
         cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
     first = {**({providerbuild.WHAT: providerbuild.BUILD_SECONDS}
-                if (openssl_fips or server_fips) and not providerbuild.ready() else {}),
+                if (openssl_fips or server_fips) and provider_missing else {}),
              **{f"the {n} worker build": builds.get(n).setup.seconds for n in needed
                 if n not in workers and builds.get(n).setup is not None}}
     return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
@@ -288,9 +289,7 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
     for c in cells:
         if not c.is_workload:
             continue
-        # a job's waits depend on its level, so each of its levels is asked about
-        load = c.load if c.spec is not None and c.spec.job else None
-        key = (c.build, c.backend, c.op, load, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
+        key = _check_key(c)
         if key not in seen and c.build in workers and not c.backend.startswith("mock") and not not_yet(c):
             seen.add(key)
             by_build.setdefault(c.build, []).append(c)
@@ -304,7 +303,7 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
                 if c.spec is not None and c.spec.job and answer.get("status") == "supported":
                     cal = schedule.calibration_load(c)
                     cal_answer = w.check(_check_request(c, cal), timeout_s=CHECK_TIMEOUT_S) if cal else answer
-                    planned[_job_key(c)] = (_job_time(cal_answer), _job_time(answer))
+                    planned[_check_key(c)] = (_job_time(cal_answer), _job_time(answer))
                 if answer.get("status") == "unsupported":
                     o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
                     if o.optional:
@@ -315,14 +314,17 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
                                   f"configuration '{c.configuration}' on {c.backend}: {answer.get('reason')}; "
                                   "remove that combination, or pin the configuration to a backend that has it")
     for c in cells:
-        if _job_key(c) in planned:
-            times[c.key] = planned[_job_key(c)]
+        if _check_key(c) in planned:
+            times[c.key] = planned[_check_key(c)]
     return skipped, times
 
 
-def _job_key(c: Cell) -> tuple:
-    """What a job cell's planned time depends on: its build, backend, op, level and params."""
-    return (c.build, c.backend, c.op, c.load, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
+def _check_key(c: Cell) -> tuple:
+    """What the worker's ``check`` answer for workload cell ``c`` depends on: its build, backend,
+    op and params, and for a job its level too (a job's planned time grows with its targets;
+    other cells are asked once for all their levels)."""
+    load = c.load if c.spec is not None and c.spec.job else None
+    return (c.build, c.backend, c.op, load, tuple(sorted((k, v) for k, v in c.params.items() if k != "load")))
 
 
 def _check_request(c: Cell, load: str | None) -> dict[str, Any]:

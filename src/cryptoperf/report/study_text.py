@@ -32,10 +32,10 @@ def plan_line(plan: Any) -> str:
             if len(plan.looks) > 1 else "")
     seed = f"block order seed {plan.seed}" + (" (the study file's)" if s.seed is not None else "")
     first = plan.first_builds
-    builds = (f" (of which {duration_text(sum(first.values()))} to build first: {', '.join(first)})"
-              if first else "")
+    building = (f" (of which {duration_text(sum(first.values()))} to build first: {', '.join(first)})"
+                if first else "")
     return (f"study {s.name}: {n} cells, {n} calibration repetitions + {s.repetitions} blocks = "
-            f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{builds}"
+            f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{building}"
             f"{more}; {seed}")
 
 

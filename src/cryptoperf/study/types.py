@@ -247,9 +247,9 @@ class Study:
         op = self.op_name(config, operation)
         op = opnames.canonical_op(op, self.rules.ops) or op
         params: dict[str, str] = {}
+        spec = self.rules.workloads.get(op)
         for name, value in operation.params.items():
             params[name] = self.substitute(config, operation, "params", str(value))
-            spec = self.rules.workloads.get(op)
             if spec is not None and name in spec.file_params:  # the worker gets the file the study names, resolved
                 try:
                     params[name] = str(workload.confined_path(params[name], base_dir(self.path), absolute_ok=False))
