@@ -694,8 +694,9 @@ fn check(case: Case) -> Value {
         Ok(()) => {
             answer["status"] = "supported".into();
             if let What::Workload(w) = &case.what {
-                answer["planned_wait_s"] = workloads::planned_wait_s(w).into();
-                if let Some(s) = workloads::planned_work_s(w) {
+                let planned = workloads::planned(w);
+                answer["planned_wait_s"] = planned.wait_s.into();
+                if let Some(s) = planned.work_s {
                     answer["planned_work_s"] = s.into();
                 }
             }

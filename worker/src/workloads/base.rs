@@ -48,20 +48,11 @@ pub trait Workload: Sync + 'static {
     /// runs to its end instead).
     fn run(&self, request: &Self::Request, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish;
 
-    /// The wall-clock seconds a run of `request` spends waiting by design — a latency model's
-    /// network round trips and target work, not the measured cryptography — for the
-    /// orchestrator's time estimate (`check`'s `planned_wait_s`). By default none.
-    fn planned_wait_s(&self, request: &Self::Request, common: &Common) -> f64 {
+    /// What a run of `request` plans to take, for the orchestrator's time estimate (`check`'s
+    /// `planned_wait_s` and `planned_work_s`). By default no wait and no estimate of its work.
+    fn planned(&self, request: &Self::Request, common: &Common) -> Planned {
         let _ = (request, common);
-        0.0
-    }
-
-    /// A rough estimate of the wall-clock seconds a job run of `request` spends on its own work
-    /// (set-up and cryptography) on a 2-CPU host, for the orchestrator's time estimate
-    /// (`check`'s `planned_work_s`); None: the orchestrator's own rule of thumb.
-    fn planned_work_s(&self, request: &Self::Request, common: &Common) -> Option<f64> {
-        let _ = (request, common);
-        None
+        Planned::default()
     }
 
     /// The server side, built in its own process (`workloads::server`); `side` is what the
@@ -80,8 +71,7 @@ pub trait DynWorkload: Sync {
     fn spec(&self) -> WorkloadSpec;
     fn parse_request(&self, backend: &str, params: &Params, common: &Common) -> Result<Box<dyn Any + Send + Sync>, String>;
     fn check_request(&self, case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String>;
-    fn planned_wait_request(&self, case: &WorkloadCase) -> f64;
-    fn planned_work_request(&self, case: &WorkloadCase) -> Option<f64>;
+    fn planned_request(&self, case: &WorkloadCase) -> Planned;
     fn run_request(&self, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish;
     fn server_request(&self, case: &WorkloadCase, side: &Value) -> Result<ServerSide, StartError>;
 }
@@ -99,11 +89,8 @@ impl<W: Workload> DynWorkload for W {
     fn check_request(&self, case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
         self.check(own(case), backend)
     }
-    fn planned_wait_request(&self, case: &WorkloadCase) -> f64 {
-        self.planned_wait_s(own(case), &case.common)
-    }
-    fn planned_work_request(&self, case: &WorkloadCase) -> Option<f64> {
-        self.planned_work_s(own(case), &case.common)
+    fn planned_request(&self, case: &WorkloadCase) -> Planned {
+        self.planned(own(case), &case.common)
     }
     fn run_request(&self, case: &WorkloadCase, backend: &dyn Backend, warmup: Duration, budget: Duration) -> Finish {
         self.run(own(case), case, backend, warmup, budget)
@@ -270,6 +257,17 @@ pub struct WorkloadSpec {
     pub spread: Option<Spread>,
     pub transaction: TransactionName,
     pub sizing: Sizing,
+}
+
+/// What a run plans to take, in wall-clock seconds, for the orchestrator's time estimate.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Planned {
+    /// Spent waiting by design: a latency model's network round trips and target work, not the
+    /// measured cryptography.
+    pub wait_s: f64,
+    /// A rough estimate of a job's own work (set-up and cryptography) on a 2-CPU host; None:
+    /// the orchestrator's own rule of thumb.
+    pub work_s: Option<f64>,
 }
 
 /// How a workload loads a server under test the orchestrator started for a repetition
@@ -539,14 +537,9 @@ pub fn check(case: &WorkloadCase, backend: &dyn Backend) -> Result<(), String> {
     case.workload.check_request(case, backend)
 }
 
-/// The seconds a run of `case` waits by design ([`Workload::planned_wait_s`]).
-pub fn planned_wait_s(case: &WorkloadCase) -> f64 {
-    case.workload.planned_wait_request(case)
-}
-
-/// The seconds a run of `case` works, roughly ([`Workload::planned_work_s`]).
-pub fn planned_work_s(case: &WorkloadCase) -> Option<f64> {
-    case.workload.planned_work_request(case)
+/// What a run of `case` plans to take ([`Workload::planned`]).
+pub fn planned(case: &WorkloadCase) -> Planned {
+    case.workload.planned_request(case)
 }
 
 /// Run a checked case on `backend` (its library's capability checks already done): validate,

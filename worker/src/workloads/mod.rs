@@ -21,7 +21,7 @@ pub mod tls;
 pub mod tls_bulk;
 pub mod tls_handshake;
 
-pub use base::{check, planned_wait_s, planned_work_s, ready_to_run, run, WorkloadCase};
+pub use base::{check, planned, ready_to_run, run, WorkloadCase};
 use base::{DynWorkload, Mode, Params};
 use serde_json::{Map, Value};
 

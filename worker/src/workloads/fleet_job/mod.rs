@@ -81,9 +81,9 @@ mod wire;
 #[cfg(test)]
 mod tests;
 
-use super::base::{strings, Common, Finish, LevelKind, MemorySizing, Mode, Params, ServerSide, Sizing, StartError,
-                  Spread, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS, PROCESS_BYTES, RESULT_BYTES,
-                  THREAD_BYTES};
+use super::base::{strings, Common, Finish, LevelKind, MemorySizing, Mode, Params, Planned, ServerSide, Sizing,
+                  StartError, Spread, TransactionName, Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS,
+                  PROCESS_BYTES, RESULT_BYTES, THREAD_BYTES};
 use crate::backends::Backend;
 use crate::ops::DigestAlg;
 use super::tls::CertKind;
@@ -180,13 +180,12 @@ impl Workload for FleetJob {
         check(spec, backend)
     }
 
-    fn planned_work_s(&self, spec: &Spec, common: &Common) -> Option<f64> {
-        targets_of(common.load).ok().map(|n| n as f64 * per_target_work_s(spec.p.cert))
-    }
-
-    fn planned_wait_s(&self, spec: &Spec, common: &Common) -> f64 {
-        targets_of(common.load)
-            .map_or(0.0, |n| spec.latency.planned_wait_s(n, spec.slices, spec.cap, &spec.phases, spec.items, spec.checks))
+    fn planned(&self, spec: &Spec, common: &Common) -> Planned {
+        let Ok(n) = targets_of(common.load) else { return Planned::default() };
+        Planned {
+            wait_s: spec.latency.planned_wait_s(n, spec.slices, spec.cap, &spec.phases, spec.items, spec.checks),
+            work_s: Some(n as f64 * per_target_work_s(spec.p.cert)),
+        }
     }
 
     fn run(&self, spec: &Spec, case: &WorkloadCase, backend: &dyn Backend, _: Duration, _: Duration) -> Finish {
