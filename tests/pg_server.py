@@ -20,6 +20,7 @@ import pwd
 import secrets
 import shutil
 import tempfile
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,8 +108,7 @@ def pg_server():
         hba = root / "data" / "pg_hba.conf"
         # first match wins: the test role must give its password, even on loopback
         hba.write_text(f"host all {ROLE} 127.0.0.1/32 scram-sha-256\n" + hba.read_text())
-        with psycopg.connect(host="127.0.0.1", port=port, user=SERVER_USER, dbname="postgres",
-                             autocommit=True) as conn:
+        with _connect_when_ready(psycopg, port, root) as conn:
             conn.execute(sql.SQL("CREATE ROLE {} LOGIN CREATEDB PASSWORD {}").format(
                 sql.Identifier(ROLE), sql.Literal(password)))
             conn.execute("SELECT pg_reload_conf()")
@@ -118,6 +118,28 @@ def pg_server():
             executor.stop()
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+
+def _connect_when_ready(psycopg, port: int, root: Path, timeout_s: float = 120.0):
+    """A superuser connection to the new server, retried while it is still starting.
+
+    ``pg_ctl start -w`` can return (or report "could not start server") while the server is
+    still in its start-up on a busy 2-core runner; its first connection then fails with
+    "the database system is starting up". Retried every 0.5 s up to ``timeout_s``; after that
+    the test fails with the server's log.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            return psycopg.connect(host="127.0.0.1", port=port, user=SERVER_USER, dbname="postgres",
+                                   autocommit=True, connect_timeout=10)
+        except psycopg.OperationalError as e:
+            if time.monotonic() > deadline:
+                log = root / "server.log"
+                tail = log.read_text(errors="replace")[-2000:] if log.exists() else ""
+                pytest.fail(f"PostgreSQL did not accept a connection within {timeout_s:.0f} s: {e}\n{tail}",
+                            pytrace=False)
+            time.sleep(0.5)
 
 
 @pytest.fixture
