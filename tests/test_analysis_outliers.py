@@ -8,7 +8,7 @@ import numpy as np
 
 from cryptoperf import analysis, stats
 from cryptoperf.model import Cell
-from cryptoperf.simulate import cell_summary
+from cryptoperf.simulate.study import cell_summary
 
 
 def _deltas(conf_factor_at: dict[int, float], settings=analysis.Settings(multiplicity=False), blocks=10, seed=3):

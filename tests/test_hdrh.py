@@ -51,4 +51,4 @@ def test_the_installed_hdrhistogram_is_inside_the_pin():
     low, high = re.fullmatch(r"hdrhistogram>=([\d.]+),<([\d.]+)", spec).groups()
     installed = metadata.version("hdrhistogram")
     assert _version(low) <= _version(installed) < _version(high), (
-        f"hdrhistogram {installed} is outside the tested pin {spec} (stats.py uses its private API)")
+        f"hdrhistogram {installed} is outside the tested pin {spec} (stats/figures.py uses its private API)")

@@ -15,8 +15,9 @@ deterministic.
 
 import pytest
 
-from cryptoperf import simulate, stats, study
-from cryptoperf.simulate import Scenario, binomial_tolerance
+from cryptoperf import stats, study
+from cryptoperf.simulate import study as simulate
+from cryptoperf.simulate.study import Scenario, binomial_tolerance
 
 pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
 

@@ -1,15 +1,15 @@
 """The paired regression gate's error rates, simulated through the engine's own analysis
-(``cryptoperf.simulate_gate``): an unchanged build seldom fails the default ``cryptoperf gate``
+(``cryptoperf.simulate.gate``): an unchanged build seldom fails the default ``cryptoperf gate``
 design over 12 operations even with disturbed repetitions, and a +5 % regression of one of them
-is caught. A smaller draw than docs/methodology.md's table (``python -m cryptoperf.simulate_gate``),
+is caught. A smaller draw than docs/methodology.md's table (``python -m cryptoperf.simulate.gate``),
 with a binomial tolerance for the draw."""
 
 from __future__ import annotations
 
 import pytest
 
-from cryptoperf import simulate_gate
-from cryptoperf.simulate import binomial_tolerance
+from cryptoperf.simulate import gate as simulate_gate
+from cryptoperf.simulate.study import binomial_tolerance
 
 pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
 

@@ -6,8 +6,9 @@ e.g. 1.5 % for coverage 95 % at 200 trials; each bound sits about 3 standard err
 
 import pytest
 
-from cryptoperf import simulate, simulate_runs
-from cryptoperf.simulate_runs import RunScenario
+from cryptoperf.simulate import runs as simulate_runs
+from cryptoperf.simulate import study as simulate
+from cryptoperf.simulate.runs import RunScenario
 
 pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
 

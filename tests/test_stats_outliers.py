@@ -6,7 +6,8 @@ import math
 import numpy as np
 import pytest
 
-from cryptoperf import outliers, stats
+from cryptoperf import stats
+from cryptoperf.stats import outliers
 
 pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
 

@@ -11,7 +11,8 @@ from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, Wor
                                WorkerRequestError, WorkerTimeout)
 from cryptoperf.model import Cell, Repetition, outcome_from_result
 from cryptoperf.run import local
-from cryptoperf.run.worker import LIMITS, WorkerClient, WorkerRules, fetch_hello, unmasked_env
+from cryptoperf.hello import LIMITS, WorkerRules
+from cryptoperf.run.worker import WorkerClient, fetch_hello, unmasked_env
 from cryptoperf.schedule import Settings
 
 

@@ -3,7 +3,7 @@
 The package is the orchestrator; the measuring happens in the Rust worker
 ``cryptoperf-worker``. The pipeline, one module each:
 
-    study (study/) → schedule (schedule.py) → run (run/) → stats (stats.py, analysis.py)
+    study (study/) → schedule (schedule.py) → run (run/) → stats (stats/, analysis.py)
     → store (store/) → report (report/)
 
 ``model.py`` holds the types every stage shares; the ``engine`` package drives the pipeline and is the
@@ -15,8 +15,8 @@ Python API:
         print(d.label, d.configuration, d.verdict.text if d.verdict else d.reason)
     cryptoperf.speed(ops=["sha256"], backends=["openssl"])
 
-On stored runs: ``compare.py`` (run against run), ``economics.py`` (cores, cost of a change,
-accelerator break-even) and ``cryptoperf.load()`` (``store/frame.py``: a pandas DataFrame; needs the
+On stored runs: ``compare.py`` (run against run), ``economics/`` (cores, cost of a change,
+accelerator break-even, fleet jobs) and ``cryptoperf.load()`` (``store/frame.py``: a pandas DataFrame; needs the
 ``data`` extra).
 """
 

@@ -23,7 +23,7 @@ the comparison, with its false alarms a small share of the interval's error rate
 ``detectable_change`` is the smallest slowdown such a comparison calls 80 % of the time at the
 spread it measured. Everything is decided with ``analysis``' machinery (``_finish``: the
 multiplicity adjustment and the verdicts), and the error rates of these rules are measured by
-simulation (``cryptoperf.simulate_runs``, docs/methodology.md "Across runs").
+simulation (``cryptoperf.simulate.runs``, docs/methodology.md "Across runs").
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 from scipy import stats as scipy_stats
 
-from cryptoperf import analysis, outliers, stats
+from cryptoperf import analysis, stats
+from cryptoperf.stats import outliers
 from cryptoperf.model import REJECTED, CellSummary, Delta
 from cryptoperf.stats import DEFAULT_LEVEL, DEFAULT_POWER, JOB_SD_T, JOBS_T, RUN_SD_T, RUNS_T, Interval
 
@@ -189,7 +190,7 @@ class AcrossRuns:
 
 def _means(runs: Sequence[Sequence[float]], what: str) -> np.ndarray:
     """The mean log of each non-empty run (shape (k,))."""
-    return np.array([stats._positive_logs(what, r).mean() for r in runs if len(r)], dtype=float)
+    return np.array([stats.positive_logs(what, r).mean() for r in runs if len(r)], dtype=float)
 
 
 def _pooled_t(ms: np.ndarray, mb: np.ndarray, level: float, resolution: float, method: str) -> Interval:
@@ -197,7 +198,7 @@ def _pooled_t(ms: np.ndarray, mb: np.ndarray, level: float, resolution: float, m
     df = ms.size + mb.size - 2
     pooled = (float(((ms - ms.mean()) ** 2).sum()) + float(((mb - mb.mean()) ** 2).sum())) / df
     se = math.sqrt(pooled * (1.0 / ms.size + 1.0 / mb.size))
-    return stats._interval(float(ms.mean() - mb.mean()), se, float(df), level, int(min(ms.size, mb.size)), method,
+    return stats.log_interval(float(ms.mean() - mb.mean()), se, float(df), level, int(min(ms.size, mb.size)), method,
                            math.log1p(resolution))
 
 
@@ -255,7 +256,7 @@ def run_sd_log_ratio(sample: Sequence[float], baseline: Sequence[float], run_sd:
     Each side shape (n,), n >= 1, positive; ``run_sd`` >= 0, and > 0 unless both sides have 2
     values or more. Raises ValueError otherwise.
     """
-    a, b = stats._positive_logs("sample", sample), stats._positive_logs("baseline", baseline)
+    a, b = stats.positive_logs("sample", sample), stats.positive_logs("baseline", baseline)
     if a.size < 1 or b.size < 1:
         raise ValueError("an interval needs a value on each side")
     if run_sd < 0 or not math.isfinite(run_sd):
@@ -267,7 +268,7 @@ def run_sd_log_ratio(sample: Sequence[float], baseline: Sequence[float], run_sd:
     var = within + 2.0 * run_sd ** 2
     denominator = sum(v ** 2 / k for v, k in parts if v > 0)
     df = float(var ** 2 / denominator) if denominator > 0 else math.inf
-    return stats._interval(float(a.mean() - b.mean()), math.sqrt(var), min(df, 1e9), level,
+    return stats.log_interval(float(a.mean() - b.mean()), math.sqrt(var), min(df, 1e9), level,
                            int(min(a.size, b.size)), method, math.log1p(resolution))
 
 
@@ -297,7 +298,7 @@ def job_sd_log_ratio(sample_runs: Sequence[Sequence[float]], baseline_runs: Sequ
     within *= 1.0 / ms.size + 1.0 / mb.size
     var = within + 2.0 * job_sd ** 2
     df = var ** 2 / (within ** 2 / df_w) if within > 0 else math.inf
-    return stats._interval(float(ms.mean() - mb.mean()), math.sqrt(var), min(df, 1e9), level,
+    return stats.log_interval(float(ms.mean() - mb.mean()), math.sqrt(var), min(df, 1e9), level,
                            int(min(ms.size, mb.size)), JOB_SD_T, math.log1p(resolution))
 
 

@@ -25,7 +25,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf import outliers, speedstats, stats, workloads
+from cryptoperf import speedstats, stats, workloads
+from cryptoperf.stats import outliers
 from cryptoperf.cpumask import BASELINE as BASELINE_MASK
 from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, Cell, CellSummary, Delta, Outcome
 from cryptoperf.run import disturbance

@@ -442,7 +442,7 @@ def compare_run_sets(runs_a: Sequence[StoredRun], runs_b: Sequence[StoredRun], m
     per side of one job (None: Welch on the repetitions, needing ``stats.MIN_BLOCKS`` on each
     side); ``job_sd_pct``: the between-job sd assumed with one job per side (None: the default).
     ``outlier_screen`` False keeps every repetition (only to measure what the screen buys,
-    ``cryptoperf.simulate_runs``). Raises ValueError for an empty side.
+    ``cryptoperf.simulate.runs``). Raises ValueError for an empty side.
     """
     if not runs_a or not runs_b:
         raise ValueError("each side needs a run")

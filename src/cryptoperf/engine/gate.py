@@ -30,7 +30,7 @@ from cryptoperf.study import Study, parse
 #: The two configurations of a gate's study.
 BASELINE, CANDIDATE = "baseline", "candidate"
 #: The design ``cryptoperf gate`` runs by default (docs/ci-gate.md; sized by
-#: ``cryptoperf.simulate_gate``): blocks at the first look, the most blocks, and the budget of
+#: ``cryptoperf.simulate.gate``): blocks at the first look, the most blocks, and the budget of
 #: one repetition (s), for 12 operations within about 10 minutes of a 2-core runner.
 DEFAULT_BLOCKS = 6
 DEFAULT_MAX_BLOCKS = 18

@@ -23,7 +23,7 @@ from cryptoperf.cpumask import ENV_VAR as MASK_ENV_VAR
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerRequestError,
                                WorkerTimeout)
 from cryptoperf.result import WorkerResult, decode
-from cryptoperf.hello import LIMITS, TOO_OLD, FipsApproval, Hello, WorkerRules  # noqa: F401 (re-exported)
+from cryptoperf.hello import Hello, WorkerRules
 
 STDERR_TAIL_LINES = 20
 HELLO_TIMEOUT_S = 60.0

@@ -67,7 +67,7 @@ def level_rows(run_id: int, study: str | None, analysis: Any) -> list[dict[str, 
     out = []
     for f in analysis.workloads.families:
         for p in f.points:
-            c, lat = p.summary.cell, p.latency
+            c = p.summary.cell
             r: dict[str, Any] = dict.fromkeys(LEVEL_COLUMNS)
             r.update(run_id=run_id, study=study, configuration=p.series,
                      vs=p.delta.baseline if p.delta is not None else None, backend=c.backend, label=f.label,

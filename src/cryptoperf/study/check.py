@@ -98,7 +98,7 @@ def check_against_worker(study: Study, rules: "WorkerRules") -> Study:
             fix = ("pin this configuration to one backend (backend = \"...\") to compare it, block by block, "
                    f"with the baseline on {base_backends and sorted(base_backends)[0]}"
                    if len(base_backends) == 1 else
-                   f"pin the baseline to one backend (backend = \"...\") and this configuration to one, to "
+                   "pin the baseline to one backend (backend = \"...\") and this configuration to one, to "
                    "compare them across backends block by block")
             raise study.error("configuration", c.index, "library" if why else "backend",
                               f"runs on {', '.join(missing)}{why} where the baseline '{base.name}' does not, "

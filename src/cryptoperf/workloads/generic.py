@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 
 from cryptoperf import stats
 from cryptoperf.model import CellSummary, Delta, Outcome

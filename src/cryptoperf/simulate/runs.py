@@ -27,7 +27,7 @@ The noise model, per repetition r of cell c in run k of job j:
 
 with σ = sqrt(log(1 + cv²)), and disturbed repetitions multiplied by a factor; ``shared`` is
 the share of a shift's variance common to every cell (a slower CPU clock slows everything), the
-rest is the cell's own. ``python -m cryptoperf.simulate_runs`` prints both tables and the screen's
+rest is the cell's own. ``python -m cryptoperf.simulate.runs`` prints both tables and the screen's
 false alarms (docs/methodology.md, "Across runs"); tests/test_simulation_runs.py asserts the
 acceptance figures on a smaller draw.
 """
@@ -43,9 +43,10 @@ from typing import Sequence
 
 import numpy as np
 
-from cryptoperf import across_runs, analysis, compare, outliers, stats
+from cryptoperf import across_runs, analysis, compare, stats
 from cryptoperf.model import Cell, CellSummary
-from cryptoperf.simulate import cell_summary
+from cryptoperf.simulate.study import cell_summary
+from cryptoperf.stats import outliers
 from cryptoperf.store.stored_run import StoredRun
 
 #: The compare settings simulated: plain Welch on each run's repetitions (what compare did
@@ -458,10 +459,10 @@ def assumed_sweep(trials: int, seed: int = 1) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m cryptoperf.simulate_runs [--trials N] [--seed S] [--tables ...]``: print the
+    """``python -m cryptoperf.simulate.runs [--trials N] [--seed S] [--tables ...]``: print the
     CI pipelines' table (before and now), the screen's false alarms and the runs-of-one-job
     table; a 12-operation row runs a quarter of the trials. Timings per row go to stderr."""
-    p = argparse.ArgumentParser(prog="python -m cryptoperf.simulate_runs", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m cryptoperf.simulate.runs", description=__doc__.split("\n\n")[0])
     p.add_argument("--trials", type=int, default=2000, help="simulated pipelines per one-operation row "
                    "[default: 2000]")
     p.add_argument("--seed", type=int, default=1, help="seed of the simulation [default: 1]")

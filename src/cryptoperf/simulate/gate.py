@@ -17,7 +17,7 @@ Counted per scenario:
 - **coverage**: the share of intervals that contain their true ratio;
 - **mean blocks**: blocks per comparison at the end (the sequential design's cost).
 
-``python -m cryptoperf.simulate_gate`` prints the table docs/methodology.md quotes
+``python -m cryptoperf.simulate.gate`` prints the table docs/methodology.md quotes
 ("Regression gates"); tests/test_simulation.py asserts the acceptance figures on a smaller draw.
 """
 
@@ -26,14 +26,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
 
 from cryptoperf import compare, stats
 from cryptoperf.engine import gate as gate_mod
-from cryptoperf.simulate import Scenario, simulate_study
+from cryptoperf.simulate.study import Scenario, simulate_study
 
 #: The operations the documented recipe gates (docs/ci-gate.md).
 RECIPE_OPS = 12
@@ -142,8 +142,8 @@ def table(figures: Sequence[GateFigures]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m cryptoperf.simulate_gate [--pipelines N] [--seed S]``: print the table."""
-    p = argparse.ArgumentParser(prog="python -m cryptoperf.simulate_gate", description=__doc__.split("\n\n")[0])
+    """``python -m cryptoperf.simulate.gate [--pipelines N] [--seed S]``: print the table."""
+    p = argparse.ArgumentParser(prog="python -m cryptoperf.simulate.gate", description=__doc__.split("\n\n")[0])
     p.add_argument("--pipelines", type=int, default=2000, help="simulated gates per scenario [default: 2000]")
     p.add_argument("--seed", type=int, default=1, help="seed of the simulation [default: 1]")
     a = p.parse_args(argv)

@@ -592,7 +592,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for sc in hint_scenarios():
         h = hint_calibration(sc, max(a.studies // 10, 200), a.seed)
         print(f"| {sc.name} | {h.studies} | {h.hinted * 100:.1f} % | {h.decided * 100:.1f} % | {h.median_hint:g} |")
-    from cryptoperf import simulate_runs  # it builds on this module
+    from cryptoperf.simulate import runs as simulate_runs  # it builds on this module
     print("\nacross runs (cryptoperf compare --fail-on slower):\n")
     print(simulate_runs.table([simulate_runs.run_compare(sc, max(a.studies // 10, 200), a.seed)
                                for sc in simulate_runs.scenarios()]))
