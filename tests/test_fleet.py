@@ -13,7 +13,7 @@ import resource
 import pytest
 
 from conftest import ROOT, assert_one_line_error, worker_rules
-from cryptoperf import schedule, stats, study, workload
+from cryptoperf import levels, schedule, stats, study
 from cryptoperf.errors import StudyError
 from cryptoperf.model import Repetition
 from cryptoperf.result import decode
@@ -59,17 +59,17 @@ def error(text: str) -> str:
 
 
 def test_a_job_level_is_a_number_of_targets():
-    load = workload.parse_load("targets:1000")
+    load = levels.parse_load("targets:1000")
     assert (load.kind, load.targets, load.label, load.level, load.connections) == ("targets", 1000, "1000 targets",
                                                                                    1000.0, 1)
-    assert workload.parse_load("targets:1").label == "1 target"
+    assert levels.parse_load("targets:1").label == "1 target"
     for bad in ("targets:0", "targets:x"):
         with pytest.raises(ValueError, match="targets:N"):
-            workload.parse_load(bad)
+            levels.parse_load(bad)
     # the most targets is the worker's (max_targets in its hello), checked with its limits
-    assert workload.parse_load("targets:10001").targets == 10001
+    assert levels.parse_load("targets:10001").targets == 10001
     with pytest.raises(ValueError, match=r"10001 targets, above the worker's limit of 10000 \(max_targets"):
-        workload.parse_load("targets:10001", RULES.limits)
+        levels.parse_load("targets:10001", RULES.limits)
     assert stats.metric_for("by_load", "targets:100") == "throughput"
     assert stats.metric_for("latency", "targets:100") == "latency"
 

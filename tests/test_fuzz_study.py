@@ -485,19 +485,19 @@ def test_defects_the_fuzzer_found(name):
 
 def test_an_infinite_rate_is_not_a_load_level():
     """open:<400 nines> overflowed to an infinite rate and was accepted as a load level."""
-    from cryptoperf import workload
+    from cryptoperf import levels
     with pytest.raises(ValueError):
-        workload.parse_load("open:" + "9" * 400)
+        levels.parse_load("open:" + "9" * 400)
     with pytest.raises(ValueError):
-        workload.expand_loads(["open:1.." + "9" * 400])
+        levels.expand_loads(["open:1.." + "9" * 400])
 
 
 @pytest.mark.parametrize("address,port", [("127.0.0.1", 70000), ("127.0.0.1", -1), ("a" * 300, 80),
                                           ("\x00", 80), ("xn--" + "a" * 70, 80)])
 def test_a_port_or_address_that_cannot_be_bound_is_a_problem_not_an_exception(address, port):
     """A port outside 0..65535 raised OverflowError, an address IDNA cannot encode UnicodeError."""
-    from cryptoperf import workload
-    problem = workload.port_problem(address, port)
+    from cryptoperf import hostinfo
+    problem = hostinfo.port_problem(address, port)
     assert problem and "\n" not in problem
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, WORKER_HELLO, assert_one_line_error, worker_rules
-from cryptoperf import stats, workload
+from cryptoperf import levels, stats, workdir
 from cryptoperf.model import Cell
 
 STUDY = ROOT / "studies" / "encrypted-storage.toml"
@@ -57,14 +57,14 @@ def small(work: Path, file: str = "8MiB") -> str:
 
 
 def test_a_byte_rate_is_sent_as_ios_per_second_and_labelled_in_mb_s():
-    load = workload.parse_load("open:100MB/s/16")
+    load = levels.parse_load("open:100MB/s/16")
     assert (load.kind, load.connections, load.rate_per_s, load.bytes_per_s) == ("open", 16, None, 100e6)
     assert load.label == "100 MB/s"
-    assert workload.worker_load("open:100MB/s/16", 65536) == "open:1525.88/16"
-    assert workload.worker_load("open:1GiB/s", 1 << 20) == "open:1024"  # the worker's open_threads
-    assert workload.worker_load("closed:10", 65536) == "closed:10"
+    assert levels.worker_load("open:100MB/s/16", 65536) == "open:1525.88/16"
+    assert levels.worker_load("open:1GiB/s", 1 << 20) == "open:1024"  # the worker's open_threads
+    assert levels.worker_load("closed:10", 65536) == "closed:10"
     with pytest.raises(ValueError, match="needs the bytes per transaction"):
-        workload.worker_load("open:100MB/s", None)
+        levels.worker_load("open:100MB/s", None)
     spec = worker_rules().workloads["storage"]
     cell = Cell("clear", "openssl", "r @ 100 MB/s", "storage",
                 {"scheme": "clear", "block_bytes": 4096, "load": "open:100MB/s/4"}, None, spec=spec)
@@ -201,7 +201,7 @@ def test_sweep_removes_only_dead_orchestrators_directories(tmp_path):
         (d / "data").write_bytes(b"x")
     link = tmp_path / f"cryptoperf-io-{dead.pid}-link"
     link.symlink_to(mine)
-    assert workload.sweep_stale(str(tmp_path)) == [str(stale)]
+    assert workdir.sweep_stale(str(tmp_path)) == [str(stale)]
     assert sorted(x.name for x in tmp_path.iterdir()) == sorted(
         [live.name, other.name, mine.name, link.name])
     assert (mine / "data").exists()

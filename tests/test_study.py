@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from conftest import BACKENDS, worker_rules
-from cryptoperf import study, workload
+from cryptoperf import study
 from cryptoperf.errors import StudyError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -347,7 +347,7 @@ def test_each_workloads_params_are_listed_from_the_workers_hello():
     for op, spec in RULES.workloads.items():
         line = next(l for l in text.splitlines() if l.strip().startswith(f"{op} (levels"))
         # not the orchestrator's own (dir, server_pid, ...): a study does not set them
-        assert all(name in line for name in spec.params if name != "load" and name not in workload.ORCHESTRATOR_PARAMS)
+        assert all(name in line for name in spec.params if name != "load" and name not in spec.set_by_cryptoperf())
     assert "tls_version=1.3 (1.2|1.3)" in text
 
 

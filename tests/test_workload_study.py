@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import WORKER_HELLO, worker_rules
-from cryptoperf import schedule, study, workload
+from cryptoperf import levels, schedule, study, workdir
 from cryptoperf.engine import preflight
 from cryptoperf.errors import StudyError
 from cryptoperf.hello import WorkerRules
@@ -136,9 +136,9 @@ def test_more_connections_than_descriptors_is_refused(monkeypatch):
 
 
 def test_a_rate_sweep_doubles_up_to_its_top():
-    assert workload.expand_loads(["closed:1", "open:100..700"]) == [
+    assert levels.expand_loads(["closed:1", "open:100..700"]) == [
         "closed:1", "open:100", "open:200", "open:400", "open:700"]
-    assert workload.expand_loads(["open:50..200/4"]) == ["open:50/4", "open:100/4", "open:200/4"]
+    assert levels.expand_loads(["open:50..200/4"]) == ["open:50/4", "open:100/4", "open:200/4"]
     text = STUDY.replace('["closed:1", "closed:4", "open:200"]', '["open:100..400"]')
     assert {c.label for c in schedule.expand(checked(text))} == {
         "full handshake @ 100/s", "full handshake @ 200/s", "full handshake @ 400/s"}
@@ -146,19 +146,19 @@ def test_a_rate_sweep_doubles_up_to_its_top():
 
 
 def test_load_labels_and_levels():
-    assert workload.parse_load("closed:10").label == "c=10"
-    assert workload.parse_load("closed:1@200").label == "c=1 paced 200/s"
-    assert workload.parse_load("open:500").label == "500/s"
-    assert workload.parse_load("open:500/4").connections == 4
-    assert workload.parse_load("open:500").level == 500.0
-    assert workload.parse_load("closed:16").level == 16.0
+    assert levels.parse_load("closed:10").label == "c=10"
+    assert levels.parse_load("closed:1@200").label == "c=1 paced 200/s"
+    assert levels.parse_load("open:500").label == "500/s"
+    assert levels.parse_load("open:500/4").connections == 4
+    assert levels.parse_load("open:500").level == 500.0
+    assert levels.parse_load("closed:16").level == 16.0
     # an open level's default threads and the most connections are the worker's (its hello)
-    assert workload.parse_load("open:500").connections is None
-    assert workload.parse_load("open:500", RULES.limits).connections == RULES.limits["open_threads"]
-    assert workload.parse_load("closed:1025").connections == 1025  # the file alone: syntax only
+    assert levels.parse_load("open:500").connections is None
+    assert levels.parse_load("open:500", RULES.limits).connections == RULES.limits["open_threads"]
+    assert levels.parse_load("closed:1025").connections == 1025  # the file alone: syntax only
     with pytest.raises(ValueError, match=r"1025 connections \(or threads\), above the worker's limit of 1024 "
                                          r"\(max_concurrency in its hello\)"):
-        workload.parse_load("closed:1025", RULES.limits)
+        levels.parse_load("closed:1025", RULES.limits)
     assert "above the worker's limit of 1024" in error(STUDY.replace('"open:200"]', '"open:200/2000"]'))
 
 
@@ -254,15 +254,15 @@ def test_a_transfer_reports_mb_per_s_and_cpu_per_byte_on_each_side(fake_worker, 
 def test_a_file_workload_repetition_dir_is_private_and_always_removed(tmp_path):
     import os
     import stat
-    with workload.repetition_dir(True, str(tmp_path)) as d:
+    with workdir.repetition_dir(True, str(tmp_path)) as d:
         assert stat.S_IMODE(os.stat(d).st_mode) == 0o700 and d.startswith(str(tmp_path))
         (Path(d) / "data").write_bytes(b"x" * 4096)
     assert not Path(d).exists()
     with pytest.raises(RuntimeError):
-        with workload.repetition_dir(True, str(tmp_path)) as d:
+        with workdir.repetition_dir(True, str(tmp_path)) as d:
             raise RuntimeError("the worker was killed")
     assert not Path(d).exists()
-    with workload.repetition_dir(False, str(tmp_path)) as none:
+    with workdir.repetition_dir(False, str(tmp_path)) as none:
         assert none is None
 
 
@@ -272,14 +272,14 @@ def test_an_unwritable_work_dir_is_one_line(tmp_path):
     # write a 0500 directory, so that is tried only when it can fail).
     blocker = tmp_path / "a-file"
     blocker.write_text("")
-    msg = workload.writable_problem(blocker / "work", 0)
+    msg = workdir.writable_problem(blocker / "work", 0)
     assert msg and msg.startswith(f"work directory {blocker / 'work'} is not writable") and "\n" not in msg
     ro = tmp_path / "ro"
     ro.mkdir()
     ro.chmod(0o500)
     try:
         if not os.access(ro, os.W_OK):
-            assert "is not writable" in (workload.writable_problem(ro, 0) or "")
+            assert "is not writable" in (workdir.writable_problem(ro, 0) or "")
     finally:
         ro.chmod(0o700)
 
@@ -288,7 +288,7 @@ def test_a_work_dir_without_room_for_the_files_is_one_line(tmp_path, monkeypatch
     import shutil as sh
     usage = sh.disk_usage(tmp_path)
     monkeypatch.setattr(sh, "disk_usage", lambda p: usage._replace(free=10 << 20))
-    msg = workload.writable_problem(tmp_path, 128 << 20)
+    msg = workdir.writable_problem(tmp_path, 128 << 20)
     assert msg == (f"work directory {tmp_path} has 10 MiB free, the study's files need 128 MiB; "
                    "free space or choose a smaller file_bytes")
 
@@ -323,7 +323,7 @@ def test_a_workload_the_orchestrator_never_heard_of_is_planned_from_its_spec_alo
     assert preflight.cell_memory(four, 1, rules.limits) == (1000 + 4 * (10 + 3 * 2000),
                                                            "4 connection(s) in one process (file mode)")
     assert preflight.result_bytes(four, seconds=5) == preflight.ROW_BYTES + 500
-    with workload.repetition_dir(four.spec.needs_dir, str(tmp_path)) as d:
+    with workdir.repetition_dir(four.spec.needs_dir, str(tmp_path)) as d:
         assert Path(d).is_dir()
     # its byte rate is named where another workload is given one
     assert "is a byte rate; only storage and toy-io take one" in str(_error_with(rules, STUDY.replace('"open:200"]', '"open:1MB/s"]')))

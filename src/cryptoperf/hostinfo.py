@@ -9,9 +9,11 @@ what cannot be read is reported as unknown.
 
 from __future__ import annotations
 
+import errno
 import os
 import platform
 import shutil
+import socket
 import subprocess
 import time
 from dataclasses import dataclass
@@ -419,3 +421,28 @@ def process_alive(identity: Mapping[str, Any] | None) -> bool | None:
         return False
     ticks = _start_ticks(int(identity["pid"]))
     return ticks is not None and ticks == identity.get("start_ticks")
+
+
+def port_problem(address: str, port: int) -> str | None:
+    """Why ``address:port`` cannot be listened on, or None (port 0 is always free: the kernel
+    picks one). Tries to bind it and lets go at once."""
+    if not 0 <= port <= 65535:
+        return f"port {port} is not a TCP port (0..65535; 0 or none: any free port)"
+    if port == 0:
+        return None
+    if "\0" in address or len(address) > 255:
+        return f"address '{address[:60]}' is not an IP address or host name"
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        # As the worker's listener (Rust's TcpListener sets it): a port whose last connections
+        # linger in TIME_WAIT is free to listen on.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((address, port))
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE:
+                return f"port {port} on {address} is in use; choose another port or leave it out (any free port)"
+            return f"cannot listen on {address}:{port}: {e.strerror or e}"
+        except (ValueError, UnicodeError) as e:  # a host name IDNA cannot encode, ...
+            return f"cannot listen on {address}:{port}: {e}"
+    return None

@@ -23,7 +23,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from cryptoperf import stats, workload
+from cryptoperf import levels, stats
 from cryptoperf.builds import DEFAULT as DEFAULT_BUILD, FIPS as FIPS_BUILD
 from cryptoperf.cpumask import BASELINE
 from cryptoperf.result import WorkerResult
@@ -151,11 +151,11 @@ class Cell:
     def worker_params(self) -> dict[str, Any]:
         """The ``params`` object of the worker's run request (with ``size_bytes`` if set, and a
         byte-rate load level as the transactions per second the worker reads, from the bytes per
-        transaction its ``spec`` names: ``workload.worker_load``; without a spec, the level as
+        transaction its ``spec`` names: ``levels.worker_load``; without a spec, the level as
         written). Raises ValueError for a byte rate whose bytes per transaction are not a number."""
         p: dict[str, Any] = dict(self.params)
         if self.load is not None and self.spec is not None:
-            p["load"] = workload.worker_load(self.load, self.spec.bytes_per_tx(p))
+            p["load"] = levels.worker_load(self.load, self.spec.bytes_per_tx(p))
         if self.size_bytes is not None:
             p["size_bytes"] = self.size_bytes
         return p

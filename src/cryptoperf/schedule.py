@@ -24,7 +24,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from cryptoperf import workload
+from cryptoperf import levels
 from cryptoperf.model import CALIBRATION_BLOCK, Cell, Outcome, Repetition, ServerSpec
 from cryptoperf.study import Study
 from cryptoperf.study.types import base_dir
@@ -48,13 +48,13 @@ def expand(study: Study) -> list[Cell]:
         resolved = {c.name: study.resolve(c, operation) for c in configs}
         workloads = [op for op, _ in resolved.values() if op in specs]
         default = specs[workloads[0]].defaults.get("load") if workloads else None
-        loads = operation.loads or ((default or workload.DEFAULT_LOAD,) if workloads else (None,))
+        loads = operation.loads or ((default or levels.DEFAULT_LOAD,) if workloads else (None,))
         for size in operation.sizes or (None,):
             for load in loads:
                 for config in configs:
                     op, params = resolved[config.name]
                     p = dict(params) if load is None else {**params, "load": load}
-                    cells.append(Cell(config.name, backend, workload.row_label(operation.label, load),
+                    cells.append(Cell(config.name, backend, levels.row_label(operation.label, load),
                                       op, p, size, config.cpu, config.build, spec=specs.get(op),
                                       server=server_spec(study, config, operation, p),
                                       paired_on=study.paired_on(config)))
@@ -242,7 +242,7 @@ def calibration_load(cell: Cell) -> str | None:
     small = cell.spec.calibration_load if cell.spec is not None else None
     if small is None or cell.load is None:
         return None
-    own, cal = workload.parse_load(cell.load), workload.parse_load(small)
+    own, cal = levels.parse_load(cell.load), levels.parse_load(small)
     if own.targets is not None and cal.targets is not None and own.targets <= cal.targets:
         return None
     return small
@@ -283,7 +283,7 @@ def job_seconds(load: str | None, planned: JobTime = JobTime()) -> float:
     their latency model's waits — a thread waiting for the network leaves the CPUs to the
     others, so the two overlap. (Held against whole studies: docs/methodology.md, "Time
     estimates".)"""
-    n = workload.parse_load(load).targets if load else None
+    n = levels.parse_load(load).targets if load else None
     work = planned.work_s if planned.work_s is not None else (n or 1) * JOB_SECONDS_PER_TARGET
     return JOB_OVERHEAD_S + max(work, planned.wait_s)
 

@@ -58,6 +58,9 @@ class Sizing:
 
 #: What a workload's ``spread`` names (``WorkloadSpec.spread``).
 SPREAD_FIELDS = ("count_param", "index_param", "start_param", "merge_flag", "setup_ms_pointer")
+#: The parameter through which cryptoperf gives each repetition of a ``needs_dir`` workload its
+#: private work directory (docs/worker-protocol.md, "Workloads").
+DIR_PARAM = "dir"
 #: What a workload's ``server_under_test`` names: the parameter for the server's address, the CA
 #: certificate that signed its certificate, its process id and its cgroup.
 SERVER_UNDER_TEST_PARAMS = ("connect_param", "ca_file_param", "pid_param", "cgroup_param")
@@ -76,7 +79,7 @@ class WorkloadSpec:
         modes: the values of its ``mode`` parameter (empty: it takes none).
         default_mode: ``socket``, ``memory`` or ``file``: the mode when none is given.
         server: runs a server side in a process of its own in socket mode.
-        needs_dir: a run needs a private work directory in ``params["dir"]``.
+        needs_dir: a run needs a private work directory in its ``DIR_PARAM`` parameter.
         file_bytes_param: the parameter giving the bytes a run writes to that directory (its
             default in ``defaults``), or None.
         job: a run is a fixed job over ``targets:N``, not a time window.
@@ -122,6 +125,21 @@ class WorkloadSpec:
     required: tuple[str, ...] = ()
     job_kinds: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     spread: Mapping[str, str] | None = None
+
+    def set_by_cryptoperf(self) -> dict[str, str]:
+        """The parameters cryptoperf sets itself for each repetition, which a study may not give:
+        name → what to write instead. ``DIR_PARAM`` for a ``needs_dir`` workload; the process
+        and cgroup parameters of its ``server_under_test`` (its address has a check of its own,
+        and its CA file may be given when no server is started)."""
+        out = {}
+        if self.needs_dir:
+            out[DIR_PARAM] = ("cryptoperf gives each repetition of a file workload its own private directory "
+                              "under [study] work_dir; set work_dir to choose where")
+        if self.server_under_test is not None:
+            for role, what in (("pid_param", "process"), ("cgroup_param", "cgroup")):
+                out[self.server_under_test[role]] = (f"cryptoperf passes the {what} of the server under test "
+                                                     "it started (the operation's server key)")
+        return out
 
     @classmethod
     def from_hello(cls, name: str, entry: Mapping[str, Any]) -> "WorkloadSpec":

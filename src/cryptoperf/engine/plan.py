@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 from rich.console import Console
 
 from cryptoperf import builds, cpumask, providerbuild, schedule, stats, study as study_mod
-from cryptoperf import paths, workload
+from cryptoperf import levels, paths, workdir
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
 from cryptoperf.run import disturbance, server as server_mod
@@ -226,7 +226,7 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
     skipped, job_times = check_workloads(s, cells, workers, lambda c: unbuilt and c.build == builds.FIPS
                                      and c.backend == builds.LIBRARY_BACKEND)
     if skipped:
-        cells = [c for c in cells if not any(c.label == workload.row_label(label, c.load) for label in skipped)]
+        cells = [c for c in cells if not any(c.label == levels.row_label(label, c.load) for label in skipped)]
     first = {**({providerbuild.WHAT: providerbuild.BUILD_SECONDS}
                 if (openssl_fips or server_fips) and provider_missing else {}),
              **{f"the {n} worker build": builds.get(n).setup.seconds for n in needed
@@ -245,7 +245,7 @@ def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
     files = [c for c in cells if c.spec is not None and c.spec.needs_dir]
     if not files:
         if s.work_dir and any(c.server is not None for c in cells):  # servers' private directories
-            problem = workload.writable_problem(s.work_dir, 0)
+            problem = workdir.writable_problem(s.work_dir, 0)
             if problem:
                 raise s.error("study", 0, "work_dir", problem)
             return s.work_dir
@@ -257,7 +257,7 @@ def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:
             sizes.append(c.spec.file_bytes(c.params))
         except ValueError as e:
             raise s.error("study", 0, None, str(e)) from None
-    problem = workload.writable_problem(root, 2 * max(sizes))
+    problem = workdir.writable_problem(root, 2 * max(sizes))
     if problem:
         raise s.error("study", 0, "work_dir" if s.work_dir else None, problem)
     return root
@@ -305,7 +305,7 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
                     cal_answer = w.check(_check_request(c, cal), timeout_s=CHECK_TIMEOUT_S) if cal else answer
                     planned[_check_key(c)] = (_job_time(cal_answer), _job_time(answer))
                 if answer.get("status") == "unsupported":
-                    o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
+                    o = next(o for o in s.operations if c.label == levels.row_label(o.label, c.load))
                     if o.optional:
                         skipped.setdefault(o.label, f"configuration '{c.configuration}' on {c.backend}: "
                                                     f"{answer.get('reason')}")
@@ -332,7 +332,7 @@ def _check_request(c: Cell, load: str | None) -> dict[str, Any]:
     under test's parameters stand in (its address is known once it runs; the check needs one)."""
     params = c.worker_params()
     if load is not None and load != c.load and c.spec is not None:
-        params["load"] = workload.worker_load(load, c.spec.bytes_per_tx(params))
+        params["load"] = levels.worker_load(load, c.spec.bytes_per_tx(params))
     if c.server is not None:
         names = c.spec.server_under_test
         params.update({names["connect_param"]: "127.0.0.1:1", names["ca_file_param"]: "ca.pem", names["pid_param"]: "2"})
@@ -366,7 +366,7 @@ def check_remote(s: Study, cells: Sequence[Cell], allow_remote: Sequence[str]) -
     for c in cells:
         address = c.params.get("connect")
         if address and not _loopback(address) and address not in allow_remote:
-            o = next(o for o in s.operations if c.label == workload.row_label(o.label, c.load))
+            o = next(o for o in s.operations if c.label == levels.row_label(o.label, c.load))
             raise s.error("operation", o.index, "params",
                           f"connect {address} is not a loopback address; cryptoperf loads only this machine's "
                           f"servers unless `--allow-remote {address}` names it")

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from cryptoperf import schedule, workload
+from cryptoperf import levels, schedule
 from cryptoperf.errors import PreflightError
 
 if TYPE_CHECKING:  # engine imports this module
@@ -122,7 +122,7 @@ def result_bytes(cell: "Cell", calibration: bool = False, seconds: float = 1.0) 
 
 def _targets(load: str | None) -> int:
     """The targets of a job level, 0 for any other level (or none)."""
-    return (workload.parse_load(load).targets or 0) if load else 0
+    return (levels.parse_load(load).targets or 0) if load else 0
 
 
 def cell_memory(cell: "Cell", threads: int, limits: Mapping[str, float] | None = None) -> tuple[int, str]:
@@ -135,7 +135,7 @@ def cell_memory(cell: "Cell", threads: int, limits: Mapping[str, float] | None =
     spec = cell.spec
     if spec is None:
         return WORKER_RSS_BYTES + threads * THREAD_BYTES, f"{threads} thread(s)"
-    load = workload.parse_load(str(cell.load), limits)
+    load = levels.parse_load(str(cell.load), limits)
     n, targets = load.connections or 1, load.targets or 0
     need = spec.memory_bytes(cell.params, n, targets)
     mem = spec.sizing.memory
@@ -264,7 +264,7 @@ def thread_warnings(plan: "StudyPlan", logical_cpus: int) -> list[str]:
     file_levels: list[str] = []
     for c in plan.cells:
         if c.is_workload:
-            load = workload.parse_load(str(c.load))
+            load = levels.parse_load(str(c.load))
             if load.kind == "closed" and load.connections > logical_cpus:
                 if c.spec is not None and c.spec.needs_dir:
                     file_levels.append(load.text)
@@ -279,8 +279,8 @@ def thread_warnings(plan: "StudyPlan", logical_cpus: int) -> list[str]:
         out.append(f"warning: {what} exceed{'s' if what.startswith('load') else ''} the {logical_cpus} logical "
                    f"CPUs ({shown}): latency then includes time spent descheduled")
     if file_levels:
-        levels = ", ".join(dict.fromkeys(file_levels))
-        out.append(f"note: file workload levels {levels} run more threads than the {logical_cpus} logical CPUs: "
+        shown_levels = ", ".join(dict.fromkeys(file_levels))
+        out.append(f"note: file workload levels {shown_levels} run more threads than the {logical_cpus} logical CPUs: "
                    "threads waiting on the device are a queue depth, but reads served from the page cache "
                    "compete for the CPUs, and their latency then includes time spent descheduled")
     return out

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from cryptoperf import analysis, builds, cpumask, hostinfo, schedule
-from cryptoperf import opnames, speedstats, workload
+from cryptoperf import levels, opnames, speedstats
 from cryptoperf.errors import UsageError, did_you_mean
 from cryptoperf.model import OK, Cell, Outcome, Repetition
 from cryptoperf.report.terminal import ProgressBar
@@ -225,7 +225,7 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
             # A workload's concurrency is its load level: --threads N is N connections; a job's
             # level is its targets (the worker's default unless --param load=targets:N).
             op_params[op]["load"] = (f"closed:{threads}" if spec.takes_level("closed")
-                                     else str(spec.defaults.get("load") or workload.DEFAULT_LOAD))
+                                     else str(spec.defaults.get("load") or levels.DEFAULT_LOAD))
     chosen_backends = tuple(backends) or hello.backend_names
     if baseline is not None:
         baseline = speed_baseline(baseline, chosen_backends)
@@ -333,7 +333,7 @@ def speed_params(params: Mapping[str, str], ops: Sequence[str],
             raise UsageError(f"--param {name}: unknown worker parameter{hint} (known: {_listing(known)})")
         if name == "load":
             try:
-                workload.parse_load(str(value))
+                levels.parse_load(str(value))
             except ValueError as e:
                 raise UsageError(f"--param load: {e}") from None
         allowed = rules.param_values.get(name)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from cryptoperf import analysis, builds, hostinfo, schedule
-from cryptoperf import workload
+from cryptoperf import workdir
 from cryptoperf.engine import preflight
 from cryptoperf.errors import StudyInterrupted, UsageError
 from cryptoperf.model import CALIBRATION_BLOCK, OK, RETRIED, Cell, Outcome, Repetition
@@ -135,7 +135,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     if on_host is not None:
         on_host(host, checks, disturbance.Busy.of(s, host))
     if any(c.spec is not None and c.spec.needs_dir for c in plan.cells):
-        workload.sweep_stale(plan.settings.work_dir)  # what a study killed with SIGKILL left
+        workdir.sweep_stale(plan.settings.work_dir)  # what a study killed with SIGKILL left
     paths = {n: p for n, (p, _) in plan.workers.items()}
     unmasked = unmasked_vectors(plan.workers)
     # the load measured here seeds the steady level of this machine's repetitions (a Ray node

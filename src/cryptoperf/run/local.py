@@ -18,7 +18,7 @@ import os
 from contextlib import contextmanager
 from typing import Any, Callable, Mapping, Protocol, Sequence, Union
 
-from cryptoperf import builds, cpumask, workload
+from cryptoperf import builds, cpumask, workdir, workload_spec
 from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
 from cryptoperf.model import Cell, FAILED, INVALID, OK, Outcome, Repetition, outcome_from_result
@@ -63,13 +63,13 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
     vector = (unmasked or {}).get((rep.cell.build, rep.cell.backend))
     needs_dir = rep.cell.spec is not None and rep.cell.spec.needs_dir  # a file workload's private directory
     try:
-        with workload.repetition_dir(needs_dir, settings.work_dir) as work, \
+        with workdir.repetition_dir(needs_dir, settings.work_dir) as work, \
                 _server_under_test(rep, settings) as server, \
                 WorkerClient(worker_for(workers, rep.cell), env=cpumask.worker_env(rep.cell.cpu)) as w:
             w.hello()
             request = run_request(rep, settings, vector)
             if work is not None:
-                request["params"] = {**request["params"], "dir": work}
+                request["params"] = {**request["params"], workload_spec.DIR_PARAM: work}
             if server is not None:
                 request["params"] = {**request["params"], **server.params(rep.cell.spec.server_under_test)}
             result = w.run(request, timeout_s=settings.timeout_s)

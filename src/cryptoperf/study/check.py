@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Iterable
 
-from cryptoperf import builds, opnames, workload
+from cryptoperf import builds, hostinfo, levels, opnames
 from cryptoperf.errors import did_you_mean
 from cryptoperf.study.options import WORKER_PARAMS, num_text
 from cryptoperf.study.parse import file_param_problem, toml_repr
@@ -120,7 +120,10 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
                                   f"'{op}' is a primitive operation; {key} applies to workloads ({names})")
         return
     takes = sorted(rules.op_params.get(op, ()))
+    theirs = rules.workloads[op].set_by_cryptoperf()
     for name, raw in o.params.items():
+        if name in theirs:
+            raise study.error("operation", o.index, "params", f"{name} is not a study's to set: {theirs[name]}")
         if name == "load":
             raise study.error("operation", o.index, "params", "the load level goes in loads = [...], not params")
         if name == "size_bytes":
@@ -145,7 +148,7 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
             port = int(study.substitute(config, o, "params", str(o.params["port"])))
         except ValueError:
             raise study.error("operation", o.index, "params", "port must be a whole number") from None
-        problem = workload.port_problem(address, port)
+        problem = hostinfo.port_problem(address, port)
         if problem:
             raise study.error("operation", o.index, "params", problem)
 
@@ -172,7 +175,7 @@ def _check_levels(study: Study, config: Configuration, o: Operation, spec: "Work
                 raise study.error("operation", o.index, "params", str(e)) from None
     for text in o.loads or ():
         try:
-            load = workload.parse_load(text, rules.limits)
+            load = levels.parse_load(text, rules.limits)
         except ValueError as e:
             raise study.error("operation", o.index, "loads", str(e)) from None
         problem = _level_problem(spec, load, rules)
@@ -183,7 +186,7 @@ def _check_levels(study: Study, config: Configuration, o: Operation, spec: "Work
                 load.per_s(spec.bytes_per_tx(params))
             except ValueError as e:
                 raise study.error("operation", o.index, "params", str(e)) from None
-        problem = workload.descriptor_problem(load, spec.mode(params))
+        problem = levels.descriptor_problem(load, spec.mode(params))
         if problem:
             raise study.error("operation", o.index, "loads", problem)
     if spec.connection_params:
@@ -191,7 +194,7 @@ def _check_levels(study: Study, config: Configuration, o: Operation, spec: "Work
             values = {name: spec.number(name, params) for name in spec.connection_params}
         except ValueError as e:
             raise study.error("operation", o.index, "params", str(e)) from None
-        problem = workload.job_descriptor_problem(values)
+        problem = levels.job_descriptor_problem(values)
         if problem:
             raise study.error("operation", o.index, "params" if set(values) & set(o.params) else "loads", problem)
 
@@ -213,7 +216,7 @@ def _check_server(study: Study, o: Operation, op: str, rules: "WorkerRules") -> 
                           f"the server's address is 127.0.0.1:{{port}}, which cryptoperf passes; drop {connect} from params")
 
 
-def _level_problem(spec: "WorkloadSpec", load: workload.Load, rules: "WorkerRules") -> str | None:
+def _level_problem(spec: "WorkloadSpec", load: levels.Load, rules: "WorkerRules") -> str | None:
     """Why workload ``spec`` cannot run at ``load``, or None: a level of a kind its spec does
     not accept, said with the workloads that do accept it."""
     kind = load.level_kind

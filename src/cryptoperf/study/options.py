@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from cryptoperf import builds, cpumask, stats, workload
+from cryptoperf import builds, cpumask, levels, stats
 
 if TYPE_CHECKING:  # the help needs only the rules' interface, not the worker client
     from cryptoperf.hello import WorkerRules
@@ -218,7 +218,7 @@ OPTIONS: tuple[Option, ...] = (
            "docs/worker-protocol.md, \"Workloads\"); values are strings or integers and may use "
            "{var}."),
     Option("operation", "loads", "strings", None,
-           "A workload's load levels, each its own row: " + workload.SYNTAX + ", or a rate sweep "
+           "A workload's load levels, each its own row: " + levels.SYNTAX + ", or a rate sweep "
            "open:LOW..HIGH (LOW, 2·LOW, 4·LOW, … HIGH). closed = N "
            "connections back to back; open = transactions due at RATE whatever happened before, "
            "latency from when each was due (corrected for coordinated omission); targets:N = a job "
@@ -298,7 +298,7 @@ def workload_params_help(rules: "WorkerRules") -> list[str]:
     for op, spec in rules.workloads.items():
         items = []
         for name in spec.params:
-            if name in workload.ORCHESTRATOR_PARAMS or name == "load":
+            if name in spec.set_by_cryptoperf() or name == "load":
                 continue
             default = spec.defaults.get(name)
             item = name if default is None else f"{name}={default}"

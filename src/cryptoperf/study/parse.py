@@ -12,7 +12,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Mapping
 
-from cryptoperf import builds, cpumask, opnames, workload
+from cryptoperf import builds, cpumask, levels, opnames, workdir
 from cryptoperf.errors import StudyError, did_you_mean, one_line
 from cryptoperf.study.options import (REQUIRED, SECTIONS, SLICES_ON, UNTIL, VERDICT_ON, WORKER_PARAMS, Option,
                                       options_for)
@@ -268,8 +268,8 @@ class _Parser:
 
         work_dir = s["work_dir"]
         if work_dir is not None and not self.stored:
-            try:  # relative to the study file's directory; see workload.confined_path
-                work_dir = str(workload.confined_path(work_dir, base_dir(self.path), absolute_ok=True))
+            try:  # relative to the study file's directory; see workdir.confined_path
+                work_dir = str(workdir.confined_path(work_dir, base_dir(self.path), absolute_ok=True))
             except ValueError as e:
                 raise self.error("study", 0, "work_dir", f"{toml_repr(s['work_dir'])} {e}") from None
         config_tables, op_tables = self.tables("configuration"), self.tables("operation")
@@ -486,9 +486,6 @@ class _Parser:
         for key, value in params.items():
             if not IDENT.match(key):
                 raise self.error("operation", index, "params", f"'{one_line(key, SHOWN)}' is not a parameter name")
-            if key in workload.ORCHESTRATOR_PARAMS:
-                raise self.error("operation", index, "params",
-                                 f"{key} is not a study's to set: {workload.ORCHESTRATOR_PARAMS[key]}")
             problem = int64_problem(value)
             if problem:
                 raise self.error("operation", index, "params", f"{key}: {problem}")
@@ -510,7 +507,7 @@ class _Parser:
         loads = v["loads"]
         if loads is not None:
             try:
-                loads = workload.expand_loads(loads)
+                loads = levels.expand_loads(loads)
             except ValueError as e:
                 raise self.error("operation", index, "loads", str(e)) from None
             if len(loads) > MAX_LOADS:
@@ -519,7 +516,7 @@ class _Parser:
             labels = set()
             for text in loads:
                 try:
-                    labels.add(workload.parse_load(text).label)
+                    labels.add(levels.parse_load(text).label)
                 except ValueError as e:
                     raise self.error("operation", index, "loads", str(e)) from None
             if len(labels) != len(loads):
@@ -545,7 +542,7 @@ class _Parser:
             return
         for f in ([] if self.stored else v["server_files"] or ()):
             try:
-                workload.confined_path(f, base_dir(self.path), absolute_ok=False)
+                workdir.confined_path(f, base_dir(self.path), absolute_ok=False)
             except ValueError as e:
                 raise self.error("operation", index, "server_files", f"{f} {e}") from None
         for key, value in (v["server_env"] or {}).items():
@@ -623,10 +620,10 @@ def int_text(n: int) -> str:
 
 def file_param_problem(key: str, value: str, path: str) -> str | None:
     """Why ``value`` cannot be the file parameter ``key`` of a study at ``path``, or None
-    (``workload.confined_path``: relative to the study file's directory, inside it, no
+    (``workdir.confined_path``: relative to the study file's directory, inside it, no
     symbolic link)."""
     try:
-        workload.confined_path(value, base_dir(path), absolute_ok=False)
+        workdir.confined_path(value, base_dir(path), absolute_ok=False)
     except ValueError as e:
         return f"{key} {toml_repr(value)} {e}"
     return None

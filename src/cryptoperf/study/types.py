@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Mapping
 
-from cryptoperf import builds, cpumask, opnames, workload
+from cryptoperf import builds, cpumask, opnames, workdir
 from cryptoperf.errors import StudyError
 from cryptoperf.study.options import WORKER_PARAMS
 
@@ -134,7 +134,7 @@ class Contrast:
 class Operation:
     """One ``[[operation]]``: ``op`` is a template, ``sizes`` None for unsized operations;
     ``params`` a workload's parameters (values may hold ``{var}``), ``loads`` its load levels
-    (``workload.parse_load`` syntax) or None; ``optional`` operations are skipped, with the
+    (``levels.parse_load`` syntax) or None; ``optional`` operations are skipped, with the
     reason, where the worker's check says they cannot run, instead of stopping the study.
     ``server`` (a command template), ``server_files``, ``server_env`` and ``server_ready_s``
     describe a server under test started for each repetition (``run.server``)."""
@@ -252,7 +252,7 @@ class Study:
             params[name] = self.substitute(config, operation, "params", str(value))
             if spec is not None and name in spec.file_params:  # the worker gets the file the study names, resolved
                 try:
-                    params[name] = str(workload.confined_path(params[name], base_dir(self.path), absolute_ok=False))
+                    params[name] = str(workdir.confined_path(params[name], base_dir(self.path), absolute_ok=False))
                 except ValueError as e:
                     raise self.error("operation", operation.index, "params", f"{name} {e}") from None
         for name in WORKER_PARAMS:

@@ -22,7 +22,7 @@ from types import ModuleType
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
 
 from cryptoperf.model import CellSummary, Delta, Outcome
-from cryptoperf.workload import parse_load
+from cryptoperf.levels import parse_load
 from cryptoperf.workloads import generic
 from cryptoperf.workloads.generic import Family, Objective, Point
 

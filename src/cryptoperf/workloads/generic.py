@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 from cryptoperf import stats
 from cryptoperf.model import CellSummary, Delta, Outcome
-from cryptoperf.workload import Load
+from cryptoperf.levels import Load
 from cryptoperf.workloads import access
 
 #: Confidence level of a level's band across repetitions (not adjusted for multiplicity: it
