@@ -336,7 +336,7 @@ def test_a_full_study_leaves_no_key_and_no_password_in_any_artefact(real_worker,
     # the preflight estimates cover what the study wrote (docs/reliability.md)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("CRYPTOPERF_WORKER", str(real_worker))
-        needs = preflight.estimate(engine.plan_study(str(study)))
+        needs = preflight.estimate(engine.prepare_study(str(study)))
     with store_mod.Store(store, create=False) as st, st.engine.connect() as conn:
         stored = conn.execute(sa.text("SELECT sum(length(result_json)) FROM results")).scalar()
     written = sum(len(b) for n, b in artefacts.items() if n.startswith(str(dirs["out"])))

@@ -1,4 +1,4 @@
-"""A study's time estimate (``StudyPlan.estimated_seconds``) against its wall clock, on the fake
+"""A study's time estimate (``PreparedStudy.estimated_seconds``) against its wall clock, on the fake
 worker: a fleet job's latency model makes most of its time waiting, which the estimate takes
 from the worker's plan (``check``'s ``planned_wait_s``, beside ``planned_work_s``); and what a first run builds before it
 measures (OpenSSL's FIPS provider, a setup worker build) is named and counted. The shipped
@@ -42,7 +42,7 @@ loads = ["targets:20"]
 
 def test_a_waiting_jobs_estimate_is_within_30_percent_of_its_wall_clock(fake_worker, write_study, tmp_path):
     fake_worker({"fleet_sleeps": True})
-    plan = engine.plan_study(str(write_study(WAITING)))
+    plan = engine.prepare_study(str(write_study(WAITING)))
     # the worker's plan, per cell: calibration, each repetition (its 0.3 s setup, its waits)
     assert set(plan.job_times.values()) == {(JobTime(0.3, 0.9), JobTime(0.3, 1.5))}, plan.job_times
     estimate = plan.estimated_seconds()
@@ -59,7 +59,7 @@ def test_a_waiting_jobs_estimate_is_within_30_percent_of_its_wall_clock(fake_wor
 
 def test_a_job_without_a_latency_model_plans_no_wait(fake_worker, write_study):
     fake_worker()
-    plan = engine.plan_study(str(write_study(WAITING.replace(", rtt_ms = 100", ""))))
+    plan = engine.prepare_study(str(write_study(WAITING.replace(", rtt_ms = 100", ""))))
     assert set(plan.job_times.values()) == {(JobTime(0.3, 0.0), JobTime(0.3, 0.0))}
     assert plan.first_builds == {}
 
@@ -89,10 +89,10 @@ server_env = { OPENSSL_CONF = "{openssl_conf}" }
 def test_a_first_build_is_named_and_counted_once(fake_worker, write_study, monkeypatch):
     fake_worker()
     monkeypatch.setattr(providerbuild, "ready", lambda: False)
-    plan = engine.plan_study(str(write_study(FIPS_SERVER)), dry_run=True)
+    plan = engine.prepare_study(str(write_study(FIPS_SERVER)), dry_run=True)
     assert plan.first_builds == {providerbuild.WHAT: providerbuild.BUILD_SECONDS}
     monkeypatch.setattr(providerbuild, "ready", lambda: True)
-    built = engine.plan_study(str(write_study(FIPS_SERVER)), dry_run=True)
+    built = engine.prepare_study(str(write_study(FIPS_SERVER)), dry_run=True)
     assert built.first_builds == {}
     assert plan.estimated_seconds() - built.estimated_seconds() == pytest.approx(providerbuild.BUILD_SECONDS)
 
@@ -103,6 +103,6 @@ def test_a_missing_setup_build_is_counted_in_a_dry_run(fake_worker, write_study,
     monkeypatch.delenv(builds.get(builds.OPENSSL_NEXT).env_var, raising=False)
     text = WAITING.replace('cert = "rsa4096"', 'cert = "rsa4096"\nlibrary = "openssl@3.6"').replace(
         '["aws-lc"]', '["openssl"]')
-    plan = engine.plan_study(str(write_study(text)), dry_run=True)
+    plan = engine.prepare_study(str(write_study(text)), dry_run=True)
     setup = builds.get(builds.OPENSSL_NEXT).setup
     assert plan.first_builds == {f"the {builds.OPENSSL_NEXT} worker build": setup.seconds}

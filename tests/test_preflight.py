@@ -147,7 +147,7 @@ def test_too_little_disk_for_the_results_is_refused_with_the_figures(cli, write_
     fake_worker()
     small = tmpfs("small", size="1m")
     path = write_study(STUDY)
-    plan = engine.plan_study(path)
+    plan = engine.prepare_study(path)
     needs = preflight.estimate(plan)
     assert needs.repetitions == 2 * (1 + 2 * 3)  # 2 cells: calibration + 3 blocks, each possibly re-run
     res = cli("study", path, "--out", small / "out")
@@ -178,7 +178,7 @@ def _write(tmp_path: Path, text: str, name: str = "s.toml") -> Path:
 
 def test_too_little_memory_for_the_heaviest_cell_is_refused_with_the_figures(fake_worker, tmp_path):
     fake_worker()
-    plan = engine.plan_study(str(_write(tmp_path, JOBS.format(reps=3, cap=200, targets=5000))))
+    plan = engine.prepare_study(str(_write(tmp_path, JOBS.format(reps=3, cap=200, targets=5000))))
     needs = preflight.estimate(plan)
     job = preflight.cell_memory(plan.cells[0], 1, plan.study.rules.limits)[0]
     assert needs.memory_bytes > job > 200 * preflight.THREAD_BYTES  # a slice of 200 threads at least
@@ -200,9 +200,9 @@ def test_too_little_memory_for_the_heaviest_cell_is_refused_with_the_figures(fak
 
 def test_the_estimates_grow_with_what_the_study_asks_for(fake_worker, tmp_path):
     fake_worker()
-    small = preflight.estimate(engine.plan_study(str(_write(tmp_path, JOBS.format(reps=3, cap=5, targets=10)))))
-    more = preflight.estimate(engine.plan_study(str(_write(tmp_path, JOBS.format(reps=6, cap=5, targets=10)))))
-    big = preflight.estimate(engine.plan_study(str(_write(tmp_path, JOBS.format(reps=3, cap=50, targets=2000)))))
+    small = preflight.estimate(engine.prepare_study(str(_write(tmp_path, JOBS.format(reps=3, cap=5, targets=10)))))
+    more = preflight.estimate(engine.prepare_study(str(_write(tmp_path, JOBS.format(reps=6, cap=5, targets=10)))))
+    big = preflight.estimate(engine.prepare_study(str(_write(tmp_path, JOBS.format(reps=3, cap=50, targets=2000)))))
     assert more.repetitions == 2 * (1 + 2 * 6) and more.store_bytes > small.store_bytes
     assert big.store_bytes > small.store_bytes and big.memory_bytes > small.memory_bytes
 

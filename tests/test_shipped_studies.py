@@ -2,7 +2,7 @@
 their power in their dry run, and find a 5 % change at CV 3 % 80 % of the time by their last
 look, or say why not in ``power_note`` (issue 24: "power you can see").
 
-The figure is the plan's own (``StudyPlan.smallest_effect``: ``stats.smallest_effect`` over the
+The figure is the plan's own (``PreparedStudy.smallest_effect``: ``stats.smallest_effect`` over the
 study's comparisons and looks), planned against the fake worker, which announces every
 operation and workload the shipped studies use; the dry run's text is checked to carry it."""
 
@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from cryptoperf import engine
-from cryptoperf.engine.plan import DESIGN_CHANGE
+from cryptoperf.engine.prepare import DESIGN_CHANGE
 from cryptoperf.report.text import detectable_text
 from cryptoperf.report.study_text import duration_text
 
@@ -41,7 +41,7 @@ def test_a_shipped_study_states_its_power_and_finds_five_percent_or_says_why(pat
     fake_worker.fips()
     res = cli("study", path, "--dry-run", "--no-setup")
     assert res.code == 0, res.err
-    plan = engine.plan_study(path, setup=False, dry_run=True)
+    plan = engine.prepare_study(path, setup=False, dry_run=True)
     first, last = plan.smallest_effect()
     (power,) = [line for line in res.err.splitlines() if line.startswith("power: ")]
     assert f"finds {detectable_text(first)} at CV 3 % per repetition ({plan.looks[0]} blocks" in power, power

@@ -377,7 +377,7 @@ def test_a_sequential_dry_run_states_its_worst_case_time(cli, write_study, fake_
     res, _ = run_study(cli, write_study, tmp_path, reps=5, extra='until = "decided"\nmax_repetitions = 40',
                        args=("--dry-run",))
     assert res.code == 0, res.err
-    plan = engine.plan_study(tmp_path / "study.toml", setup=False, dry_run=True)
+    plan = engine.prepare_study(tmp_path / "study.toml", setup=False, dry_run=True)
     assert plan.looks == (5, 10, 20, 40)
     first, worst = plan.estimated_seconds(), plan.worst_case_seconds()
     assert worst == plan.estimated_seconds(40) > plan.estimated_seconds(20) > first

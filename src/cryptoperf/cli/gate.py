@@ -91,7 +91,7 @@ def gate(baseline_worker: str, candidate_worker: str, ops: tuple[str, ...], back
                                  max_blocks=max(blocks, max_blocks), seconds=seconds, warmup_s=warmup_s,
                                  margin_pct=margin_pct, candidate_cpu=candidate_cpu)
     takes = {op: hello.rules.takes_message(op) for op in canonical}
-    plan = engine.plan_study(gate_mod.gate_study(design, takes, Path.cwd()), console=err)
+    plan = engine.prepare_study(gate_mod.gate_study(design, takes, Path.cwd()), console=err)
     engine.check_before_running(plan, out_dir, store_path, None, err)
     say = lambda line: err.print(line, markup=False, soft_wrap=True)  # noqa: E731
     say(study_text.plan_line(plan))

@@ -1,6 +1,6 @@
 """``cryptoperf speed`` and ``cryptoperf study``: the commands that run the worker and measure.
 
-Both parse their options, call one engine function (``engine.speed``, ``engine.plan_study`` and
+Both parse their options, call one engine function (``engine.speed``, ``engine.prepare_study`` and
 ``engine.run_study``) that a Python user can call too, and print its answer.
 """
 
@@ -290,7 +290,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
         engine.refuse_settings_on_resume(margin_pct, True if no_multiplicity else None)
         prior = engine.prior_run(file, resume_id, store_path)
     ex = engine.make_executor(executor, address) if not dry_run else None  # no Ray: one line, now
-    plan = engine.plan_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
+    plan = engine.prepare_study(file, setup=not no_setup, dry_run=dry_run, margin_pct=margin_pct,
                              multiplicity=False if no_multiplicity else None, console=err,
                              allow_remote=allow_remote)
     if prior is not None:
@@ -349,7 +349,7 @@ def study(file: str | None, store_path: str | None, out_dir: str, show_options: 
     return 0 if outcome.passed else 1
 
 
-def _start_executor(ex: Any, plan: engine.StudyPlan) -> dict:
+def _start_executor(ex: Any, plan: engine.PreparedStudy) -> dict:
     """Start the executor for ``plan`` (Ray: the cluster, its nodes' versions and the hosts
     checked, before anything is said); its Ray cluster description, or {} (local, dry run)."""
     if ex is None:
@@ -361,7 +361,7 @@ def _start_executor(ex: Any, plan: engine.StudyPlan) -> dict:
         raise
 
 
-def _dry_run(plan: engine.StudyPlan, say: Callable[[str], None]) -> None:
+def _dry_run(plan: engine.PreparedStudy, say: Callable[[str], None]) -> None:
     """A dry run's schedule on stdout and what the worker cannot run on stderr; raises
     NoComparison when what is left compares nothing."""
     unsupported = plan.unsupported()

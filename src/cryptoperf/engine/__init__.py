@@ -17,20 +17,20 @@ default), or a Ray cluster, each randomised block a task on one node (``run/ray.
 ``executor="ray"``; Ray is imported only then).
 
 The package's modules, in the order a study uses them: ``workers`` (the worker builds a study
-needs, the executor), ``plan`` (the study checked and expanded: ``StudyPlan``), ``preflight``
+needs, the executor), ``prepare`` (the study checked and expanded: ``PreparedStudy``), ``preflight``
 (what it needs in disk, memory and threads, checked before the first repetition), ``resume``
 (an interrupted run continued), ``studyrun`` (``run_study``), ``speed`` (``cryptoperf speed``)
 and ``gate`` (``cryptoperf gate``: two worker builds as one study, a regression gate).
 """
 
-from cryptoperf.engine.plan import (StudyPlan, check_work_dir, check_workloads, comparable, no_comparison_reason,
-                                    plan_study)
+from cryptoperf.engine.prepare import (PreparedStudy, check_work_dir, check_workloads, comparable, no_comparison_reason,
+                                    prepare_study)
 from cryptoperf.engine.resume import prior_run, refuse_settings_on_resume, study_sha256
 from cryptoperf.engine.speed import DEFAULT_SPEED_OPS, MAX_SPEED_REPETITIONS, SpeedRun, speed
 from cryptoperf.engine.studyrun import DEFAULT_OUT_DIR, StudyRun, check_before_running, run_study
 from cryptoperf.engine.workers import default_rules, default_worker, make_executor, worker_builds
 
-__all__ = ["DEFAULT_OUT_DIR", "DEFAULT_SPEED_OPS", "MAX_SPEED_REPETITIONS", "SpeedRun", "StudyPlan", "StudyRun",
+__all__ = ["DEFAULT_OUT_DIR", "DEFAULT_SPEED_OPS", "MAX_SPEED_REPETITIONS", "SpeedRun", "PreparedStudy", "StudyRun",
            "check_before_running", "check_work_dir", "check_workloads", "comparable", "default_rules",
-           "default_worker", "make_executor", "no_comparison_reason", "plan_study", "prior_run",
+           "default_worker", "make_executor", "no_comparison_reason", "prepare_study", "prior_run",
            "refuse_settings_on_resume", "run_study", "speed", "study_sha256", "worker_builds"]

@@ -44,7 +44,7 @@ from cryptoperf import levels, schedule
 from cryptoperf.errors import PreflightError
 
 if TYPE_CHECKING:  # engine imports this module
-    from cryptoperf.engine.plan import StudyPlan
+    from cryptoperf.engine.prepare import PreparedStudy
     from cryptoperf.model import Cell
 
 MiB = 1 << 20
@@ -151,31 +151,31 @@ def cell_memory(cell: "Cell", threads: int, limits: Mapping[str, float] | None =
     return need, what + (f" ({scale})" if scale else "")
 
 
-def planned_repetitions(plan: "StudyPlan") -> list[tuple["Cell", bool]]:
+def planned_repetitions(prepared: "PreparedStudy") -> list[tuple["Cell", bool]]:
     """Every repetition that may be stored, as (cell, is calibration): one calibration per
     cell, then every block up to the last look, each twice (a disturbed one is re-run once)."""
     out: list[tuple[Cell, bool]] = []
-    blocks = plan.looks[-1]
-    for c in plan.cells:
+    blocks = prepared.looks[-1]
+    for c in prepared.cells:
         out.append((c, True))
         out += [(c, False)] * (2 * blocks)
     return out
 
 
-def estimate(plan: "StudyPlan") -> Needs:
-    """``Needs`` of a study plan (see there); the figures are the module's constants for
+def estimate(prepared: "PreparedStudy") -> Needs:
+    """``Needs`` of a prepared study (see there); the figures are the module's constants for
     primitives and each workload's spec (its sizing, as the worker announces it)."""
-    reps = planned_repetitions(plan)
-    results = sum(result_bytes(c, cal, plan.settings.seconds) for c, cal in reps)
-    limits = plan.study.rules.limits if plan.study.rules is not None else None
+    reps = planned_repetitions(prepared)
+    results = sum(result_bytes(c, cal, prepared.settings.seconds) for c, cal in reps)
+    limits = prepared.study.rules.limits if prepared.study.rules is not None else None
     per_cell = {}
     what = {}
-    for c in plan.cells:
-        per_cell[c.key], what[c.key] = cell_memory(c, plan.settings.threads, limits)
+    for c in prepared.cells:
+        per_cell[c.key], what[c.key] = cell_memory(c, prepared.settings.threads, limits)
     heaviest = max(per_cell, key=per_cell.__getitem__) if per_cell else ""
     # the JSON document holds every result again (indented: about 1.3×); the reports per cell
-    report = int(1.3 * results) + REPORT_BYTES + REPORT_BYTES_PER_CELL * len(plan.cells)
-    work = 2 * max((_file_bytes(c) for c in plan.cells), default=0)
+    report = int(1.3 * results) + REPORT_BYTES + REPORT_BYTES_PER_CELL * len(prepared.cells)
+    work = 2 * max((_file_bytes(c) for c in prepared.cells), default=0)
     memory = (ORCHESTRATOR_BYTES + PYTHON_BYTES_PER_RESULT_BYTE * results
               + (per_cell[heaviest] if heaviest else 0))
     return Needs(repetitions=len(reps), store_bytes=results, report_bytes=report, work_bytes=work,
@@ -255,14 +255,14 @@ def mem_available(meminfo: str | os.PathLike = "/proc/meminfo") -> int | None:
     return None
 
 
-def thread_warnings(plan: "StudyPlan", logical_cpus: int) -> list[str]:
+def thread_warnings(prepared: "PreparedStudy", logical_cpus: int) -> list[str]:
     """One line per thread count above ``logical_cpus``: the study's ``threads`` for its
     primitive operations, each ``closed:N`` level's N connections (one client thread each) —
     except for file workloads (``needs_dir``), whose threads beyond the CPUs mostly wait on the
     device, as a queue depth does: one note for all of their levels instead."""
     over: dict[str, list[str]] = {}
     file_levels: list[str] = []
-    for c in plan.cells:
+    for c in prepared.cells:
         if c.is_workload:
             load = levels.parse_load(str(c.load))
             if load.kind == "closed" and load.connections > logical_cpus:
@@ -270,8 +270,8 @@ def thread_warnings(plan: "StudyPlan", logical_cpus: int) -> list[str]:
                     file_levels.append(load.text)
                     continue
                 over.setdefault(f"load {load.text} ({load.connections} client threads)", []).append(c.label)
-        elif plan.settings.threads > logical_cpus:
-            over.setdefault(f"threads = {plan.settings.threads}", []).append(c.label)
+        elif prepared.settings.threads > logical_cpus:
+            over.setdefault(f"threads = {prepared.settings.threads}", []).append(c.label)
     out = []
     for what, labels in over.items():
         names = sorted(set(labels))
@@ -309,18 +309,18 @@ def disk_problem(needs: Needs, parts: list[tuple[str, Path, int]]) -> str | None
     return None
 
 
-def check(plan: "StudyPlan", out_dir: str | os.PathLike | None, store: str | os.PathLike | None = None, *,
+def check(prepared: "PreparedStudy", out_dir: str | os.PathLike | None, store: str | os.PathLike | None = None, *,
           meminfo: str | os.PathLike = "/proc/meminfo", logical_cpus: int | None = None,
           needs: Needs | None = None) -> list[str]:
-    """Check a study plan against this host before its first repetition (see the module doc).
+    """Check a prepared study against this host before its first repetition (see the module doc).
 
     Args:
-        plan: the ``engine.StudyPlan``.
+        prepared: the ``engine.PreparedStudy``.
         out_dir: where the JSON document and reports go (None: no files).
         store: the store as ``run_study`` takes it (None: ``store.default_location()``).
         meminfo: the file ``MemAvailable`` is read from.
         logical_cpus: the CPUs the worker sees (default: its hello's ``cpu.logical_cpus``).
-        needs: the estimate to check (default ``estimate(plan)``).
+        needs: the estimate to check (default ``estimate(prepared)``).
 
     Returns warning lines (threads above the logical CPUs). Raises PreflightError (one line,
     exit 2) for what would stop the study later; StoreError when a PostgreSQL store cannot be
@@ -328,7 +328,7 @@ def check(plan: "StudyPlan", out_dir: str | os.PathLike | None, store: str | os.
     """
     from cryptoperf import builds
     from cryptoperf.store.db import Location, writable_problem
-    needs = needs or estimate(plan)
+    needs = needs or estimate(prepared)
     if out_dir is not None:
         problem = directory_problem(out_dir, "--out", link=True)
         if problem:
@@ -344,8 +344,8 @@ def check(plan: "StudyPlan", out_dir: str | os.PathLike | None, store: str | os.
         parts.append(("store", where.path.parent, 2 * needs.store_bytes))
     if out_dir is not None:
         parts.append(("reports", Path(out_dir), needs.report_bytes))
-    if plan.settings.work_dir is not None:
-        parts.append(("work files", Path(plan.settings.work_dir), needs.work_bytes))
+    if prepared.settings.work_dir is not None:
+        parts.append(("work files", Path(prepared.settings.work_dir), needs.work_bytes))
     problem = disk_problem(needs, parts)
     if problem:
         raise PreflightError(problem)
@@ -356,9 +356,9 @@ def check(plan: "StudyPlan", out_dir: str | os.PathLike | None, store: str | os.
             f"{needs.heaviest}, and the orchestrator with {needs.repetitions} results), but {_mib(available)} "
             "is available (MemAvailable); free memory, or lower the cell's load, targets or threads")
     if logical_cpus is None:
-        _, hello = plan.workers[builds.DEFAULT]
+        _, hello = prepared.workers[builds.DEFAULT]
         logical_cpus = int(hello.cpu.get("logical_cpus") or os.cpu_count() or 1)
-    return thread_warnings(plan, logical_cpus)
+    return thread_warnings(prepared, logical_cpus)
 
 
 class PreflightWarning(UserWarning):

@@ -15,7 +15,7 @@ from cryptoperf.store.stored_run import StoredRun, load_run, open_store
 from cryptoperf.study import Study
 
 if TYPE_CHECKING:
-    from cryptoperf.engine.plan import StudyPlan
+    from cryptoperf.engine.prepare import PreparedStudy
 
 
 def refuse_settings_on_resume(margin_pct: float | None, multiplicity: bool | None) -> None:
@@ -72,11 +72,11 @@ def prior_run(source: str | os.PathLike | Study, run_id: int | str, store: str |
     return prior
 
 
-def host_fingerprint(plan: StudyPlan) -> dict[str, Any]:
-    """This machine's fingerprint (``hostinfo.fingerprint``) with the plan's worker builds'
+def host_fingerprint(prepared: PreparedStudy) -> dict[str, Any]:
+    """This machine's fingerprint (``hostinfo.fingerprint``) with the prepared study's worker builds'
     libraries, as a run stores it (before the host checks are added)."""
-    _, hello = plan.workers[builds.DEFAULT]
-    return hostinfo.fingerprint(hello.raw, {n: h.raw for n, (_, h) in plan.workers.items() if n != builds.DEFAULT})
+    _, hello = prepared.workers[builds.DEFAULT]
+    return hostinfo.fingerprint(hello.raw, {n: h.raw for n, (_, h) in prepared.workers.items() if n != builds.DEFAULT})
 
 
 def check_resume_host(prior: StoredRun, host: Mapping[str, Any]) -> None:

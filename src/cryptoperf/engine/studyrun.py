@@ -20,7 +20,7 @@ from cryptoperf.run import disturbance, local
 from cryptoperf.store.db import Store
 from cryptoperf.store.stored_run import StoredRun
 from cryptoperf.study import Study
-from cryptoperf.engine.plan import StudyPlan, comparable, disturbance_rule, plan_study
+from cryptoperf.engine.prepare import PreparedStudy, comparable, disturbance_rule, prepare_study
 from cryptoperf.engine.resume import check_resume_host, host_fingerprint, prior_run, refuse_settings_on_resume
 from cryptoperf.engine.workers import make_executor, unmasked_vectors
 
@@ -28,7 +28,7 @@ from cryptoperf.engine.workers import make_executor, unmasked_vectors
 DEFAULT_OUT_DIR = "cryptoperf-results"
 
 
-def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.PathLike | None = None,
+def run_study(source: str | os.PathLike | Study | PreparedStudy, *, store: str | os.PathLike | None = None,
               out_dir: str | os.PathLike | None = DEFAULT_OUT_DIR, progress: local.Progress | bool | None = None,
               reports: bool = True, setup: bool = True, margin_pct: float | None = None,
               multiplicity: bool | None = None, console: Any = None,
@@ -39,7 +39,7 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     """Run a study and return it as a stored run, analysed.
 
     Args:
-        source: a study file's path, a parsed ``Study`` or a ``StudyPlan``.
+        source: a study file's path, a parsed ``Study`` or a ``PreparedStudy``.
         store: the store: a SQLite file's path, or a ``sqlite:///`` or ``postgresql://`` URL
             (default: ``store.default_location()``, the user's or ``$CRYPTOPERF_STORE``).
         out_dir: where the JSON document (and, with ``reports``, the HTML report and Markdown
@@ -87,10 +87,10 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
     if resume is not None:
         refuse_settings_on_resume(margin_pct, multiplicity)
         prior = resume if isinstance(resume, StoredRun) else prior_run(
-            source.study.path if isinstance(source, StudyPlan) else source, resume, store)
+            source.study.path if isinstance(source, PreparedStudy) else source, resume, store)
     ex = make_executor(executor, address)
     try:
-        plan = source if isinstance(source, StudyPlan) else plan_study(
+        plan = source if isinstance(source, PreparedStudy) else prepare_study(
             source, setup=setup, margin_pct=margin_pct, multiplicity=multiplicity, console=console)
         if prior is not None:
             plan = plan.resuming(prior)
@@ -102,42 +102,42 @@ def run_study(source: str | os.PathLike | Study | StudyPlan, *, store: str | os.
         ex.close()
 
 
-def check_before_running(plan: StudyPlan, out_dir: str | os.PathLike | None, store: str | os.PathLike | None,
+def check_before_running(prepared: PreparedStudy, out_dir: str | os.PathLike | None, store: str | os.PathLike | None,
                          prior: StoredRun | None = None, console: Any = None) -> None:
     """What is checked before the first repetition, once, by ``cryptoperf study`` (before it
-    prints the plan) or ``run_study``: the output directory, the store, disk, memory and
+    prints the prepared) or ``run_study``: the output directory, the store, disk, memory and
     threads (``preflight.check``; its warnings go to ``console``), and for a resumed run
     ``prior`` this machine and its libraries (``check_resume_host``). Raises PreflightError or
     UsageError, one line."""
-    preflight.announce(preflight.check(plan, out_dir, store), console)
+    preflight.announce(preflight.check(prepared, out_dir, store), console)
     if prior is not None:
-        check_resume_host(prior, host_fingerprint(plan))
+        check_resume_host(prior, host_fingerprint(prepared))
 
 
-def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out_dir: str | os.PathLike | None,
+def _run_study(prepared: PreparedStudy, ex: Any, *, store: str | os.PathLike | None, out_dir: str | os.PathLike | None,
                progress: local.Progress | bool | None, reports: bool,
                on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult], disturbance.Busy | None], None] | None,
                prior: StoredRun | None = None, job: str | None = None) -> "StudyRun":
-    """``run_study`` once its plan and executor are made (and, to resume, the run it
+    """``run_study`` once its prepared study and executor are made (and, to resume, the run it
     continues): see there."""
     if progress is True:
         progress = ProgressBar()
     bar = progress or local.NoProgress()
-    s = plan.study
-    _, hello = plan.workers[builds.DEFAULT]
-    host = host_fingerprint(plan)
+    s = prepared.study
+    _, hello = prepared.workers[builds.DEFAULT]
+    host = host_fingerprint(prepared)
     checks = hostinfo.run_checks()
     host["checks"] = [c.as_dict() for c in checks]
     before = hostinfo.load_before()
     if before is not None:
         host["load_before"] = before
-    host.update(ex.start(plan))  # Ray: connect, check the nodes' versions and hosts, before storing
+    host.update(ex.start(prepared))  # Ray: connect, check the nodes' versions and hosts, before storing
     if on_host is not None:
         on_host(host, checks, disturbance.Busy.of(s, host))
-    if any(c.spec is not None and c.spec.needs_dir for c in plan.cells):
-        workdir.sweep_stale(plan.settings.work_dir)  # what a study killed with SIGKILL left
-    paths = {n: p for n, (p, _) in plan.workers.items()}
-    unmasked = unmasked_vectors(plan.workers)
+    if any(c.spec is not None and c.spec.needs_dir for c in prepared.cells):
+        workdir.sweep_stale(prepared.settings.work_dir)  # what a study killed with SIGKILL left
+    paths = {n: p for n, (p, _) in prepared.workers.items()}
+    unmasked = unmasked_vectors(prepared.workers)
     # the load measured here seeds the steady level of this machine's repetitions (a Ray node
     # learns its own from its blocks)
     level = before["other_load_pct"] if before is not None and ex.name == "local" else None
@@ -150,8 +150,8 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
     status = "interrupted"
     with Store(store) as st:
         if prior is None:
-            run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=plan.seed,
-                                  analysis=plan.analysis.as_dict(), process=hostinfo.process_identity(job))
+            run_id = st.begin_run("study", started, host, study_name=s.name, study_toml=s.text, seed=prepared.seed,
+                                  analysis=prepared.analysis.as_dict(), process=hostinfo.process_identity(job))
         else:
             run_id = prior.id
             st.reopen_run(run_id, hostinfo.process_identity(job))
@@ -173,25 +173,25 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
                     superseded(cut, why)
                 if not reps:
                     return
-            ex.execute(reps, plan.settings, paths, on_outcome=record, progress=bar, description=what,
+            ex.execute(reps, prepared.settings, paths, on_outcome=record, progress=bar, description=what,
                        disturbed=disturbed, unmasked=unmasked, on_superseded=superseded)
 
         try:
-            execute(schedule.calibration(plan.cells), f"{s.name}: calibrating")
-            batches, runnable = calibrated(plan.cells, outcomes)
+            execute(schedule.calibration(prepared.cells), f"{s.name}: calibrating")
+            batches, runnable = calibrated(prepared.cells, outcomes)
             runnable = comparable(runnable, s.baseline, s.contrasts)
             done = 0
-            for look in plan.looks if runnable else ():
+            for look in prepared.looks if runnable else ():
                 if done == 0:
                     cells = runnable
                 else:
-                    current = analysis.analyse(outcomes, s.baseline, plan.analysis, context=analysis.context_of(None, s))
+                    current = analysis.analyse(outcomes, s.baseline, prepared.analysis, context=analysis.context_of(None, s))
                     still = analysis.undecided(current.deltas)  # both sides of each, contrasts' too
                     if not still:
                         break
                     cells = [c for c in runnable if c.configuration in still.get(c.group, ())]
                 what = f"{s.name}: blocks {done + 1}-{look}" + (" (inconclusive only)" if done else "")
-                execute(schedule.blocks(cells, done + 1, look, plan.seed, batches,
+                execute(schedule.blocks(cells, done + 1, look, prepared.seed, batches,
                                         start_index=len(outcomes)), what)
                 done = look
             status = "complete"
@@ -200,7 +200,7 @@ def _run_study(plan: StudyPlan, ex: Any, *, store: str | os.PathLike | None, out
         finally:
             st.finish_run(run_id, local.utc_now(), status)
             meta = next(r for r in st.runs() if int(r["id"]) == run_id)
-            run = StudyRun.from_outcomes(meta, s, outcomes, plan.analysis)
+            run = StudyRun.from_outcomes(meta, s, outcomes, prepared.analysis)
             run.store_path = st.path if st.path is not None else st.location
             run.executor, run.retried_blocks, run.failed_blocks = ex.name, ex.retried_blocks, ex.failed_blocks
             if out_dir is not None:

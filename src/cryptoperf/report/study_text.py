@@ -24,7 +24,7 @@ def plan_line(plan: Any) -> str:
     block order seed S``, with the sequential looks when the study runs on for inconclusive
     comparisons and its worst-case time (every comparison to the last look: ``at most about
     T``), and whether the seed is the study file's (else drawn for this run). ``plan`` is an
-    ``engine.StudyPlan``; both times are its ``estimated_seconds``, which include what a first
+    ``engine.PreparedStudy``; both times are its ``estimated_seconds``, which include what a first
     run builds before it measures (``first_builds``, named)."""
     s, n = plan.study, len(plan.cells)
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
@@ -43,7 +43,7 @@ def power_line(plan: Any) -> str:
     """``power: 80 % of the time, a comparison finds a change of X % at CV 3 % per repetition
     (N blocks, M comparisons adjusted together)`` — with the last look's figure for a sequential
     study, and the study's ``power_note`` (why not 5 %) when by its last look it misses 5 %
-    (``StudyPlan.misses_design_change``). ``plan`` is an ``engine.StudyPlan``."""
+    (``PreparedStudy.misses_design_change``). ``plan`` is an ``engine.PreparedStudy``."""
     first, last = plan.smallest_effect()
     m = plan.comparisons
     adjusted = f", {m} comparisons adjusted together" if plan.analysis.multiplicity and m > 1 else ""
@@ -58,8 +58,8 @@ def power_line(plan: Any) -> str:
 
 def power_warning(plan: Any) -> str | None:
     """The warning that a design misses a 5 % change at CV 3 % by its last look
-    (``StudyPlan.misses_design_change``) and its study does not say why (``power_note``);
-    None otherwise. ``plan`` is an ``engine.StudyPlan``."""
+    (``PreparedStudy.misses_design_change``) and its study does not say why (``power_note``);
+    None otherwise. ``plan`` is an ``engine.PreparedStudy``."""
     if plan.study.power_note or not plan.misses_design_change():
         return None
     by_last = " by its last look" if len(plan.looks) > 1 else ""
@@ -70,7 +70,7 @@ def power_warning(plan: Any) -> str | None:
 
 def resume_line(prior: Any, plan: Any = None) -> str:
     """The line that says a run is resumed: its id, start, status, what is kept and, given the
-    ``plan`` (``engine.StudyPlan``), about how long the missing repetitions of its first look
+    ``plan`` (``engine.PreparedStudy``), about how long the missing repetitions of its first look
     take (the plan's time per repetition × those left; the plan line's time is the whole
     study's). ``prior`` is the stored run (``stored.StoredRun``)."""
     kept = sum(1 for o in prior.outcomes if not o.superseded)

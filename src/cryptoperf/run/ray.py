@@ -481,7 +481,7 @@ class RayExecutor:
         """Before the run is stored: connect, find the nodes that may run each group's blocks
         (``check_placement``), and check every one of them (a ``check_node`` task each): same
         cryptoperf, protocol and worker builds as this driver, or NodeMismatch naming the node.
-        ``plan`` is an ``engine.StudyPlan``; a second call returns the first's answer.
+        ``plan`` is an ``engine.PreparedStudy``; a second call returns the first's answer.
 
         Returns ``{"ray": {...}}`` for the run's host fingerprint: the address, whether every
         node runs every cell, and the nodes checked (id, address, host name, labels). Raises

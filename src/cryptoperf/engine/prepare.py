@@ -1,4 +1,4 @@
-"""A study checked against its workers and expanded into cells (``StudyPlan``), before anything
+"""A study checked against its workers and expanded into cells (``PreparedStudy``), before anything
 is measured: the work directory, the workloads' combinations, what can be compared."""
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def disturbance_rule(study: Study, logical_cpus: int,
 
 
 @dataclass
-class StudyPlan:
+class PreparedStudy:
     """A study checked against its workers and expanded, before anything is measured.
 
     Attributes:
@@ -97,7 +97,7 @@ class StudyPlan:
         of the time at ``DESIGN_CV`` (``smallest_effect``)."""
         return self.smallest_effect()[1] > DESIGN_CHANGE
 
-    def resuming(self, prior: StoredRun) -> "StudyPlan":
+    def resuming(self, prior: StoredRun) -> "PreparedStudy":
         """This plan continuing stored run ``prior``: its analysis settings and its block
         order's seed are the run's own."""
         return dataclasses.replace(self, analysis=prior.analysis.settings, seed=prior.seed)
@@ -176,9 +176,9 @@ class StudyPlan:
         return self.estimated_seconds(self.looks[-1])
 
 
-def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run: bool = False,
+def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run: bool = False,
                margin_pct: float | None = None, multiplicity: bool | None = None,
-               console: Any = None, allow_remote: Sequence[str] = ()) -> StudyPlan:
+               console: Any = None, allow_remote: Sequence[str] = ()) -> PreparedStudy:
     """Parse (unless given a Study) and check a study against its workers, and expand it.
 
     The study is checked against the default worker's rules before any worker build is made,
@@ -231,7 +231,7 @@ def plan_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_run
                 if (openssl_fips or server_fips) and provider_missing else {}),
              **{f"the {n} worker build": builds.get(n).setup.seconds for n in needed
                 if n not in workers and builds.get(n).setup is not None}}
-    return StudyPlan(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
+    return PreparedStudy(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
                      skipped=skipped, seed=schedule.new_run_seed(s.seed), job_times=job_times, first_builds=first)
 
 
@@ -281,7 +281,7 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
     ``not_yet`` names (a dry run's cells on OpenSSL's FIPS provider before it is built).
 
     Also returns each job cell's planned time, cell key → (at its calibration level, at its
-    own) ``schedule.JobTime``, from the worker's answers, for ``StudyPlan.estimated_seconds``."""
+    own) ``schedule.JobTime``, from the worker's answers, for ``PreparedStudy.estimated_seconds``."""
     skipped: dict[str, str] = {}
     times: dict[str, tuple[schedule.JobTime, schedule.JobTime]] = {}
     seen: set[tuple] = set()
