@@ -566,8 +566,8 @@ def test_plan_request_with_different_blocks_says_so(tls_stored, tls_store, cli):
         run = load_run(st, "latest")
     key = next(k for k, s in run.summaries.items() if s.cell.op == "x25519-derive" and s.cell.configuration == "rsa")
     s = run.summaries[key]
-    b = s.cpu_ns_per_op_by_block
-    run.summaries[key] = dataclasses.replace(s, cpu_ns_per_op_by_block={1: b[1], 2: b[2], 4: b[3]})
+    b = s.process_cpu_ns_per_op_by_block
+    run.summaries[key] = dataclasses.replace(s, process_cpu_ns_per_op_by_block={1: b[1], 2: b[2], 4: b[3]})
     res = econ.plan(run, None, 2000, request=REQUEST, configuration="rsa")
     (req,) = res.requests
     assert req.method == econ.SUMMED_INTERVALS
@@ -576,7 +576,7 @@ def test_plan_request_with_different_blocks_says_so(tls_stored, tls_store, cli):
     text = "\n".join(text_lines(res, run.meta))
     assert "sum of the terms' 98.33 % intervals" in text
     # with only 2 repetitions of a term left, there is no cost to plan with: refused
-    run.summaries[key] = dataclasses.replace(s, cpu_ns_per_op_by_block={1: b[1], 2: b[2]})
+    run.summaries[key] = dataclasses.replace(s, process_cpu_ns_per_op_by_block={1: b[1], 2: b[2]})
     with pytest.raises(EconomicsError, match="2 measured repetitions of .*needs 3"):
         econ.plan(run, None, 2000, request=REQUEST, configuration="rsa")
 

@@ -26,7 +26,7 @@ def test_latest_run_rows_and_columns(store):
     a = df[(df.configuration == "A") & (df.size_bytes == 1024)].sort_values("block")
     # sha256 scripted at 3036 ns × drift (1, 1.05, 0.97) → 3036, 3188, 2945 ns (rounded)
     assert list(a["block"]) == [1, 2, 3] and set(a["superseded"]) == {False} and list(a["op"]) == ["sha256"] * 3
-    assert list(a["cpu_ns_per_op"]) == [round(3036 * f) for f in DRIFT]
+    assert list(a["process_cpu_ns_per_op"]) == [round(3036 * f) for f in DRIFT]
     assert a["ops_per_s"].iloc[0] == pytest.approx(1e9 / 3036)
     assert a["bytes_per_s"].iloc[0] == pytest.approx(1024 * 1e9 / 3036)
     assert a["p50_ns"].iloc[0] == pytest.approx(3036, rel=1e-3)  # HdrHistogram: 3 significant digits

@@ -15,7 +15,7 @@ from cryptoperf.store.db import FORMAT_VERSION
 from real_workers import find
 
 SPEED_FIELDS = ("backend", "library_version", "op", "size_bytes", "ops_per_s", "bytes_per_s", "p50_ns",
-                "p99_ns", "cpu_ns_per_op", "batch", "status")
+                "p99_ns", "process_cpu_ns_per_op", "batch", "status")
 BACKENDS = ("openssl", "aws-lc", "ring", "rustcrypto")
 
 

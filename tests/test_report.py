@@ -338,7 +338,7 @@ def test_csv_has_one_row_per_configuration_operation_and_repetition(made, tmp_pa
     assert out.strip() == str(tmp_path / "r.csv")
     rows = list(csv.DictReader((tmp_path / "r.csv").open()))
     assert len(rows) == OPERATIONS * CONFIGS * REPS
-    for col in ("p50_ns", "p99_ns", "p999_ns", "ops_per_s", "bytes_per_s", "cpu_ns_per_op",
+    for col in ("p50_ns", "p99_ns", "p999_ns", "ops_per_s", "bytes_per_s", "process_cpu_ns_per_op",
                 "steal_pct", "wall_ns", "configuration", "op", "size_bytes", "block", "position",
                 "superseded", "disturbed"):
         assert col in rows[0], col

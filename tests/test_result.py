@@ -108,7 +108,7 @@ def test_a_result_pickles_and_compares_by_value():
 
 def test_every_stored_result_of_every_format_decodes():
     results = []
-    for name in ("store-v1.sqlite", "store-v2.sqlite"):
+    for name in ("store-v1.sqlite", "store-v2.sqlite", "store-v3.sqlite"):
         db = sqlite3.connect(FIXTURES / name)
         results += [json.loads(rj) for (rj,) in db.execute("SELECT result_json FROM results") if rj]
         db.close()

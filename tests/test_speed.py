@@ -104,7 +104,7 @@ def test_repetitions_give_every_figure_an_interval(cli, fake_worker, tmp_path):
         assert iv["value"] == pytest.approx(expected.value) and r["ops_per_s"] == pytest.approx(expected.value)
         assert iv["ci_low"] == pytest.approx(expected.low) and iv["ci_high"] == pytest.approx(expected.high)
         assert iv["ci_low"] < r["ops_per_s"] < iv["ci_high"]
-        for name in ("p50_ns", "cpu_ns_per_op"):
+        for name in ("p50_ns", "process_cpu_ns_per_op"):
             e = stats.log_mean([x[name] for x in reps])
             assert r["intervals"][name]["ci_low"] == pytest.approx(e.low)
             assert r[name] == pytest.approx(e.value)
@@ -189,7 +189,7 @@ def test_one_repetition_keeps_the_figures_of_the_run(cli, fake_worker):
     doc = speed_json(cli, "-b", "openssl", "-o", "sha256")
     (r,) = doc["results"]
     (rep,) = r["per_repetition"]
-    for name in ("ops_per_s", "p50_ns", "p99_ns", "cpu_ns_per_op", "bytes_per_s", "histogram"):
+    for name in ("ops_per_s", "p50_ns", "p99_ns", "process_cpu_ns_per_op", "bytes_per_s", "histogram"):
         assert r[name] == rep[name], name
     assert r["p50_ns"] == 2000
 

@@ -71,7 +71,7 @@ def test_throughput_derivation():
                                   "bytes_per_op": 4096, "steal_ticks": 2, "total_ticks": 200, "busy_ticks": 110}))
     assert tp.ops_per_s == 4000
     assert tp.bytes_per_s == 4000 * 4096
-    assert tp.cpu_ns_per_op == 200_000
+    assert tp.process_cpu_ns_per_op == 200_000
     assert tp.steal_pct == 1.0 and tp.busy_pct == 55.0
     unsized = stats.throughput(decode({"status": "ok", "ops": 10, "wall_ns": 10, "cpu_ns_total": 10,
                                        "bytes_per_op": 0}))

@@ -176,6 +176,37 @@ def test_a_format_2_store_is_upgraded_in_place_and_still_loads_and_reports(tmp_p
     assert db.execute("SELECT count(*) FROM results WHERE host_json IS NULL").fetchone()[0] == 9
 
 
+def test_a_format_3_store_is_upgraded_and_its_documents_name_the_process_cpu(tmp_path):
+    """fixtures/store-v3.sqlite was written by cryptoperf 0.3 before format 4: a study whose B
+    (sha512, scripted at 2631 ns) is 1.3 × A (sha256, 2024 ns) beside a tls-handshake at two
+    levels, and a speed run. Format 4 changes no table: the worker process's CPU per operation
+    is process_cpu_ns_per_op in every document (cpu_ns_per_op before)."""
+    path = tmp_path / "runs.sqlite"
+    shutil.copy(FIXTURES / "store-v3.sqlite", path)
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == 3
+    tables = db.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+    db.close()
+    from cryptoperf.report import formats
+    with store.Store(path) as st:
+        run = stored.load_run(st, 1)
+        assert run.meta["format_version"] == 3 and run.study.name == "v3-fixture"
+        (b,) = [d for d in run.deltas if d.configuration == "B" and d.op == "sha512"]
+        assert b.verdict.kind == "slower" and b.latency.ratio == pytest.approx(2631 / 2024, rel=1e-3)
+        doc = json.loads(formats.render(run, "json", st.location))
+        assert doc["format_version"] == store.FORMAT_VERSION == 4
+        rep = doc["repetitions"][0]
+        assert "process_cpu_ns_per_op" in rep["throughput"] and "cpu_ns_per_op" not in rep["throughput"]
+        assert formats.render(run, "csv", st.location).splitlines()[0].count("process_cpu_ns_per_op") == 1
+        assert "full handshake" in formats.render(run, "md", st.location)
+        speed = stored.load_run(st, 2)
+        assert [o.cell.op for o in speed.outcomes] == ["sha256"]
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA user_version").fetchone()[0] == store.FORMAT_VERSION
+    assert db.execute("SELECT name, sql FROM sqlite_master WHERE name != 'meta' ORDER BY name").fetchall() == \
+        [t for t in tables if t[0] != "meta"]
+
+
 def test_a_result_keeps_the_host_that_ran_it(tmp_path):
     """results.host_json: the fingerprint of the machine that ran a repetition, NULL for the
     run's own; stored.load_run gives it to the Outcome, the JSON document to the repetition."""

@@ -55,7 +55,7 @@ DEFAULT_JOB_SD_PCT = 4.0
 SCREEN_MIN_REPETITIONS = 3
 
 #: The per-repetition values of each metric in a ``CellSummary``.
-VALUES = {"latency": "p50_by_block_ns", "throughput": "ops_per_s_by_block", "cpu_per_op": "cpu_ns_per_op_by_block"}
+VALUES = {"latency": "p50_by_block_ns", "throughput": "ops_per_s_by_block", "cpu_per_op": "process_cpu_ns_per_op_by_block"}
 
 
 # --------------------------------------------------------------------------- sessions
@@ -569,7 +569,7 @@ def _merged(runs: Sequence[CellSummary]) -> CellSummary:
         return runs[0]
     first = runs[0]
     merged = {"p50_by_block_ns": "p50_ns", "ops_per_s_by_block": "ops_per_s",
-              "cpu_ns_per_op_by_block": "cpu_ns_per_op"}
+              "process_cpu_ns_per_op_by_block": "process_cpu_ns_per_op"}
     values = {k: analysis._median(v for s in runs for v in getattr(s, k).values()) for k in merged}
     return dataclasses.replace(first, repetitions=sum(s.repetitions for s in runs), ok=sum(s.ok for s in runs),
                                cv_p50=max(s.cv_p50 for s in runs), **{merged[k]: v for k, v in values.items()})

@@ -422,7 +422,7 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
     changed = library_change(good)
     p50 = {o.repetition.block: float(o.latency.p50_ns) for o in good}
     ops = {o.repetition.block: o.throughput.ops_per_s for o in good}
-    cpu = {o.repetition.block: o.throughput.cpu_ns_per_op for o in good if o.throughput.cpu_ns_per_op > 0}
+    cpu = {o.repetition.block: o.throughput.process_cpu_ns_per_op for o in good if o.throughput.process_cpu_ns_per_op > 0}
     steals = [o.throughput.steal_pct for o in good if o.throughput.steal_pct is not None]
     source = reps or ([calibration] if calibration else [])
     lib = next((o.result.library_text for o in source if o.result is not None), None)
@@ -433,9 +433,9 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
         reason=changed or (bad[0].reason if bad else ""),
         p50_ns=_median(p50.values()), p99_ns=_median(o.latency.p99_ns for o in good),
         ops_per_s=_median(ops.values()), bytes_per_s=_median(o.throughput.bytes_per_s for o in good),
-        cpu_ns_per_op=_median(cpu.values()),
+        process_cpu_ns_per_op=_median(cpu.values()),
         blocks_run=tuple(sorted({o.repetition.block for o in reps})),
-        p50_by_block_ns=p50, ops_per_s_by_block=ops, cpu_ns_per_op_by_block=cpu,
+        p50_by_block_ns=p50, ops_per_s_by_block=ops, process_cpu_ns_per_op_by_block=cpu,
         cv_p50=stats.cv(list(p50.values())), cv_ops_per_s=stats.cv(list(ops.values())),
         steal_pct=float(np.mean(steals)) if steals else None,
         disturbed=sum(1 for o in good if o.disturbed),
@@ -527,9 +527,9 @@ def _paired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names:
         "latency": pairs(both, conf.p50_by_block_ns, base.p50_by_block_ns,
                          stats.histogram_resolution(conf_p50) + stats.histogram_resolution(base_p50)),
         "throughput": pairs(both, conf.ops_per_s_by_block, base.ops_per_s_by_block)}
-    cpu_blocks = [b for b in both if b in conf.cpu_ns_per_op_by_block and b in base.cpu_ns_per_op_by_block]
+    cpu_blocks = [b for b in both if b in conf.process_cpu_ns_per_op_by_block and b in base.process_cpu_ns_per_op_by_block]
     if len(cpu_blocks) >= MIN_BLOCKS:
-        by_metric["cpu_per_op"] = pairs(cpu_blocks, conf.cpu_ns_per_op_by_block, base.cpu_ns_per_op_by_block)
+        by_metric["cpu_per_op"] = pairs(cpu_blocks, conf.process_cpu_ns_per_op_by_block, base.process_cpu_ns_per_op_by_block)
     lat, tp = by_metric["latency"].interval(level), by_metric["throughput"].interval(level)
     cpu = by_metric["cpu_per_op"].interval(level) if "cpu_per_op" in by_metric else None
     assert lat is not None and tp is not None  # len(both) >= MIN_BLOCKS
@@ -581,8 +581,8 @@ def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], name
                      blocks=n, baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common)
     lat = stats.welch_log_ratio(conf.p50_samples_ns, base.p50_samples_ns, level)
     tp = stats.welch_log_ratio(conf.ops_per_s_samples, base.ops_per_s_samples, level)
-    cpu = (stats.welch_log_ratio(conf.cpu_ns_per_op_samples, base.cpu_ns_per_op_samples, level)
-           if min(len(conf.cpu_ns_per_op_samples), len(base.cpu_ns_per_op_samples)) >= MIN_BLOCKS else None)
+    cpu = (stats.welch_log_ratio(conf.process_cpu_ns_per_op_samples, base.process_cpu_ns_per_op_samples, level)
+           if min(len(conf.process_cpu_ns_per_op_samples), len(base.process_cpu_ns_per_op_samples)) >= MIN_BLOCKS else None)
     return _Pending(common, base, conf, n, 0, lat, tp, cpu, _shortfall(names, base, conf))
 
 

@@ -248,7 +248,7 @@ class Outcome:
         result: the worker's ``result`` message, decoded (``result.WorkerResult``), or None
             when there is none.
         latency: latency figures (ns) from the histogram, for ok outcomes.
-        throughput: derived figures (ops_per_s, bytes_per_s, cpu_ns_per_op, steal_pct), for ok.
+        throughput: derived figures (ops_per_s, bytes_per_s, process_cpu_ns_per_op, steal_pct), for ok.
         stderr_tail: the worker's last stderr lines for failed repetitions.
         started_at, finished_at: UTC ISO 8601 timestamps.
         disturbed: why the host disturbed this repetition (steal above the study's limit, or
@@ -327,10 +327,10 @@ class CellSummary:
         status: ``ok`` if every repetition measured, else the status of the first that did not
             (``unsupported``, ``invalid``, ``failed``); ``rejected`` when the measured
             repetitions ran on different libraries (``analysis.library_change``); reason: why.
-        p50_ns, p99_ns, ops_per_s, bytes_per_s, cpu_ns_per_op: medians over measured
+        p50_ns, p99_ns, ops_per_s, bytes_per_s, process_cpu_ns_per_op: medians over measured
             repetitions (None without any).
         blocks_run: the blocks in which the cell had a repetition, measured or not.
-        p50_by_block_ns, ops_per_s_by_block, cpu_ns_per_op_by_block: block → the measured
+        p50_by_block_ns, ops_per_s_by_block, process_cpu_ns_per_op_by_block: block → the measured
             repetition's value, in block order (what paired comparisons use).
         cv_p50, cv_ops_per_s: coefficient of variation across repetitions (fractions).
         steal_pct: mean steal % over the measured repetitions (None if unknown).
@@ -349,11 +349,11 @@ class CellSummary:
     p99_ns: float | None
     ops_per_s: float | None
     bytes_per_s: float | None
-    cpu_ns_per_op: float | None
+    process_cpu_ns_per_op: float | None
     blocks_run: tuple[int, ...]
     p50_by_block_ns: Mapping[int, float]
     ops_per_s_by_block: Mapping[int, float]
-    cpu_ns_per_op_by_block: Mapping[int, float]
+    process_cpu_ns_per_op_by_block: Mapping[int, float]
     cv_p50: float
     cv_ops_per_s: float
     steal_pct: float | None
@@ -373,9 +373,9 @@ class CellSummary:
         return tuple(self.ops_per_s_by_block.values())
 
     @property
-    def cpu_ns_per_op_samples(self) -> tuple[float, ...]:
+    def process_cpu_ns_per_op_samples(self) -> tuple[float, ...]:
         """Per-repetition CPU ns per operation, in block order."""
-        return tuple(self.cpu_ns_per_op_by_block.values())
+        return tuple(self.process_cpu_ns_per_op_by_block.values())
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready dict (cell flattened into its fields, per-block values as lists in block
@@ -383,13 +383,13 @@ class CellSummary:
         ran in)."""
         d = {k: v for k, v in self.__dict__.items()
              if k not in ("cell", "blocks_run", "p50_by_block_ns", "ops_per_s_by_block",
-                          "cpu_ns_per_op_by_block")}
+                          "process_cpu_ns_per_op_by_block")}
         d.update(self.cell.as_dict())
         d["blocks_run"] = list(self.blocks_run)
         d["blocks"] = list(self.p50_by_block_ns)
         d["p50_samples_ns"] = list(self.p50_samples_ns)
         d["ops_per_s_samples"] = list(self.ops_per_s_samples)
-        d["cpu_ns_per_op_samples"] = list(self.cpu_ns_per_op_samples)
+        d["process_cpu_ns_per_op_samples"] = list(self.process_cpu_ns_per_op_samples)
         return d
 
 

@@ -53,7 +53,7 @@ class SpeedRow:
             superseded), in block order.
         status: ``ok`` if any repetition measured, else the first one's status; reason: why
             (for ``ok``, '' — or which repetitions did not measure and why).
-        ops_per_s, bytes_per_s, p50_ns, cpu_ns_per_op: geometric means over the measured
+        ops_per_s, bytes_per_s, p50_ns, process_cpu_ns_per_op: geometric means over the measured
             repetitions with their 95 % intervals (``stats.Estimate``; bounds None with fewer
             than ``MIN_REPETITIONS``); None without a measurement (bytes_per_s also for an
             operation without a message).
@@ -68,7 +68,7 @@ class SpeedRow:
     ops_per_s: stats.Estimate | None
     bytes_per_s: stats.Estimate | None
     p50_ns: stats.Estimate | None
-    cpu_ns_per_op: stats.Estimate | None
+    process_cpu_ns_per_op: stats.Estimate | None
     p99_ns: float | None
     p999_ns: float | None
     steal_pct: float | None
@@ -150,7 +150,7 @@ def _row(cell: Cell, reps: list[Outcome]) -> SpeedRow:
         ops_per_s=_estimate([o.throughput.ops_per_s for o in ok]),
         bytes_per_s=_estimate([o.throughput.bytes_per_s for o in ok]) if sized else None,
         p50_ns=_estimate([o.latency.p50_ns for o in ok]),
-        cpu_ns_per_op=_estimate([o.throughput.cpu_ns_per_op for o in ok]),
+        process_cpu_ns_per_op=_estimate([o.throughput.process_cpu_ns_per_op for o in ok]),
         p99_ns=geo([o.latency.p99_ns for o in ok]),
         p999_ns=geo([o.latency.p999_ns for o in ok]),
         steal_pct=sum(steals) / len(steals) if steals else None,

@@ -55,9 +55,9 @@ def side_samples(run: StoredRun, s: CellSummary, side: str) -> Mapping[int, floa
     """Block → one repetition's CPU ns per transaction on ``side`` of cell ``s`` in ``run``, as
     the run's analysis computed it (analysed repetitions only: no calibration, no superseded
     attempt; values > 0), in block order. ``process`` is the analysis's CPU per operation
-    (``CellSummary.cpu_ns_per_op_by_block``). Raises ValueError for an unknown side."""
+    (``CellSummary.process_cpu_ns_per_op_by_block``). Raises ValueError for an unknown side."""
     if side not in SIDES:
         raise ValueError(f"unknown side '{side}' (known: {', '.join(SIDES)})")
     if side == "process":
-        return s.cpu_ns_per_op_by_block
+        return s.process_cpu_ns_per_op_by_block
     return dict(sorted(_by_block(run, s).get(side, {}).items()))

@@ -1,5 +1,5 @@
 """The CSV report: one row per repetition — configuration × operation × size × block — with
-units in the column names (``p50_ns``, ``ops_per_s``, ``cpu_ns_per_op``, ``steal_pct``). Rows
+units in the column names (``p50_ns``, ``ops_per_s``, ``process_cpu_ns_per_op``, ``steal_pct``). Rows
 are grouped by cell (in first-seen order) and ordered by block; ``position`` is the place in the
 block's random order. Repetitions that were not measured keep their row, with empty figures and
 the reason; a disturbed repetition that was run again keeps its row with ``superseded`` 1

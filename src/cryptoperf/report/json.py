@@ -1,10 +1,10 @@
 """JSON documents: complete results (histograms included), with ``format_version``.
 
-Two kinds, both ``{"format_version": 1, "kind": ..., "cryptoperf_version": ..., "host": ...}``:
+Two kinds, both ``{"format_version": 4, "kind": ..., "cryptoperf_version": ..., "host": ...}``:
 
 - ``speed``: ``results`` — one entry per (backend, op, size) with at least ``backend``,
   ``library_version``, ``op``, ``size_bytes``, ``status``, ``ops_per_s``, ``bytes_per_s``,
-  ``p50_ns``, ``p99_ns``, ``cpu_ns_per_op``, ``batch`` (numbers are null unless status is ok;
+  ``p50_ns``, ``p99_ns``, ``process_cpu_ns_per_op``, ``batch`` (numbers are null unless status is ok;
   geometric means over the row's repetitions, with ``intervals`` and ``per_repetition``), and
   every other field of its worker result as received (``rows.speed_entry``: validation,
   capabilities, histogram, and a workload's ``server``, ``negotiated``, own part ...); with
@@ -37,10 +37,10 @@ def speed_row_entry(row: speedstats.SpeedRow, logical_cpus: int = 1) -> dict[str
     """One ``speed`` result entry for a (backend, op, size) row over its repetitions: the
     fields of ``rows.speed_entry`` (of its first measured repetition: the repetition's row and
     every other field of the worker's result, a workload's included) with ``ops_per_s``,
-    ``bytes_per_s``, ``p50_ns``, ``p99_ns``, ``p999_ns`` and ``cpu_ns_per_op`` the geometric
+    ``bytes_per_s``, ``p50_ns``, ``p99_ns``, ``p999_ns`` and ``process_cpu_ns_per_op`` the geometric
     means over the measured repetitions (the values themselves for one), plus
     ``repetitions`` and ``repetitions_ok`` (counts), ``intervals`` (``ops_per_s``,
-    ``bytes_per_s``, ``p50_ns``, ``cpu_ns_per_op`` → ``{value, ci_low, ci_high, level, n}``,
+    ``bytes_per_s``, ``p50_ns``, ``process_cpu_ns_per_op`` → ``{value, ci_low, ci_high, level, n}``,
     bounds null below 3 repetitions; null without a measurement) and ``per_repetition`` (one
     ``rows.speed_entry`` per repetition). With more than one
     measured repetition ``histogram`` holds them all (merged), and ``p90_ns``, ``max_ns``,
@@ -50,7 +50,7 @@ def speed_row_entry(row: speedstats.SpeedRow, logical_cpus: int = 1) -> dict[str
     entry.update(status=row.status, reason=row.reason, size_bytes=entry["size_bytes"],
                  repetitions=len(row.outcomes), repetitions_ok=len(row.measured))
     estimates = {"ops_per_s": row.ops_per_s, "bytes_per_s": row.bytes_per_s, "p50_ns": row.p50_ns,
-                 "cpu_ns_per_op": row.cpu_ns_per_op}
+                 "process_cpu_ns_per_op": row.process_cpu_ns_per_op}
     if row.measured:
         entry.update({k: e.value if e is not None else None for k, e in estimates.items()})
         entry.update(p99_ns=row.p99_ns, p999_ns=row.p999_ns, steal_pct=row.steal_pct)

@@ -61,12 +61,12 @@ class Bars:
     Attributes:
         label: axis text; colour: bar colour.
         ops_per_s: operations per second of each measured repetition.
-        cpu_ns_per_op: CPU time per operation (ns) of each measured repetition.
+        process_cpu_ns_per_op: CPU time per operation (ns) of each measured repetition.
     """
 
     label: str
     ops_per_s: Sequence[float]
-    cpu_ns_per_op: Sequence[float]
+    process_cpu_ns_per_op: Sequence[float]
     colour: str = PALETTE[0]
 
 
@@ -275,7 +275,7 @@ def throughput_cpu_svg(bars: Sequence[Bars], plot_id: str, title: str) -> str:
     fig = _figure(7.2, height)
     ax_tp, ax_cpu = fig.subplots(1, 2, sharey=True)
     _bar_panel(ax_tp, bars, "ops_per_s", "operations per second", fmt_count)
-    _bar_panel(ax_cpu, bars, "cpu_ns_per_op", "worker process CPU per operation\n(a workload: its client side)", fmt_ns)
+    _bar_panel(ax_cpu, bars, "process_cpu_ns_per_op", "worker process CPU per operation\n(a workload: its client side)", fmt_ns)
     ax_cpu.tick_params(axis="y", left=False)
     fig.suptitle(title, fontsize=10, x=0.01, ha="left")
     label_in = min(2.2, 0.25 + 0.065 * max((len(b.label) for b in bars), default=4))

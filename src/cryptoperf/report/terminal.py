@@ -77,7 +77,7 @@ def speed_table(rows: Sequence[speedstats.SpeedRow], notes: Notes, title: str = 
     t = Table(title=title, title_justify="left")
     columns = [("backend", "left"), ("library", "left"), ("operation", "left"), ("size", "right"),
                ("ops/s", "right"), ("MB/s", "right"), ("p50", "right"), ("p99", "right"),
-               ("p99.9", "right"), ("CPU/op", "right"), ("batch", "right")]
+               ("p99.9", "right"), ("CPU/op\n(process)", "right"), ("batch", "right")]
     if reps > 1:
         columns.append(("reps", "right"))
     for name, justify in columns + [("note", "left")]:
@@ -108,8 +108,8 @@ def speed_table(rows: Sequence[speedstats.SpeedRow], notes: Notes, title: str = 
         t.add_row(*head, _with_interval(fmt_count(row.ops_per_s.value), row.ops_per_s), mb,
                   _with_interval(fmt_ns(row.p50_ns.value), row.p50_ns), fmt_ns(row.p99_ns),
                   fmt_ns(row.p999_ns),
-                  _with_interval(fmt_ns(row.cpu_ns_per_op.value), row.cpu_ns_per_op)
-                  if row.cpu_ns_per_op is not None else "—",
+                  _with_interval(fmt_ns(row.process_cpu_ns_per_op.value), row.process_cpu_ns_per_op)
+                  if row.process_cpu_ns_per_op is not None else "—",
                   batch, *count, note)
     return t
 
@@ -119,11 +119,11 @@ def speed_interval_note(repetitions: int) -> str:
     repetitions, geometric means with ``±`` the 95 % interval; with fewer, that there is none."""
     if repetitions >= speedstats.MIN_REPETITIONS:
         return (f"{repetitions} repetitions per row, each in a fresh worker process, in randomised "
-                "blocks: ops/s, MB/s, p50, p99, p99.9 and CPU/op are geometric means over them; ± is "
+                "blocks: ops/s, MB/s, p50, p99, p99.9 and process CPU/op are geometric means over them; ± is "
                 "the half-width of the 95 % t interval (log scale, the larger side)")
     what = "1 repetition per row" if repetitions == 1 else f"{repetitions} repetitions per row (geometric means)"
     return (f"{what}: no intervals; --repetitions {speedstats.MIN_REPETITIONS} or more gives a 95 % "
-            "interval for ops/s, p50 and CPU/op")
+            "interval for ops/s, p50 and process CPU/op")
 
 
 def baseline_lines(ratios: Sequence[speedstats.BaselineRatio], baseline: str, repetitions: int) -> list[str]:
@@ -180,7 +180,7 @@ def _change_columns(deltas: Sequence[Delta]) -> list[tuple[str, str]]:
     throughput always, CPU time per operation when a verdict is decided on it."""
     cols = [("latency", "p50 latency Δ"), ("throughput", "throughput Δ")]
     if any(d.verdict is not None and stats.metric_key(d.verdict.metric) == "cpu_per_op" for d in deltas):
-        cols.append(("cpu_per_op", "CPU/op Δ"))
+        cols.append(("cpu_per_op", "process CPU/op Δ"))
     return cols
 
 

@@ -172,8 +172,8 @@ def cell_summary(cell: Cell, values: dict[int, float]) -> CellSummary:
     return CellSummary(
         cell=cell, repetitions=len(v), ok=len(v), status=OK, reason="",
         p50_ns=p50, p99_ns=None, ops_per_s=float(statistics.median(ops.values())),
-        bytes_per_s=None, cpu_ns_per_op=p50, blocks_run=tuple(values),
-        p50_by_block_ns=values, ops_per_s_by_block=ops, cpu_ns_per_op_by_block=values,
+        bytes_per_s=None, process_cpu_ns_per_op=p50, blocks_run=tuple(values),
+        p50_by_block_ns=values, ops_per_s_by_block=ops, process_cpu_ns_per_op_by_block=values,
         cv_p50=stats.cv(v), cv_ops_per_s=stats.cv(list(ops.values())), steal_pct=None,
         disturbed=0, batch=1, timing="individual", library_version=None)
 

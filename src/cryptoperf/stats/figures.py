@@ -131,13 +131,13 @@ class Throughput:
     """Per-run figures derived from a worker result's counters (docs/worker-protocol.md).
 
     ops_per_s = ops / (wall_ns / 1e9); bytes_per_s = ops_per_s × bytes_per_op (None for
-    operations without a message); cpu_ns_per_op = cpu_ns_total / ops; steal_pct =
+    operations without a message); process_cpu_ns_per_op = cpu_ns_total / ops; steal_pct =
     100 × steal_ticks / total_ticks (None without ticks); busy_pct = 100 × busy/total ticks.
     """
 
     ops_per_s: float
     bytes_per_s: float | None
-    cpu_ns_per_op: float
+    process_cpu_ns_per_op: float
     steal_pct: float | None
     busy_pct: float | None
 
@@ -163,7 +163,7 @@ def throughput(result: "WorkerResult") -> Throughput:
     return Throughput(
         ops_per_s=ops_per_s,
         bytes_per_s=ops_per_s * bytes_per_op if bytes_per_op else None,
-        cpu_ns_per_op=(result.cpu_ns_total or 0) / ops,
+        process_cpu_ns_per_op=(result.cpu_ns_total or 0) / ops,
         steal_pct=100.0 * steal / total if total and steal is not None else None,
         busy_pct=100.0 * busy / total if total and busy is not None else None,
     )

@@ -52,6 +52,14 @@ FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version`
     ``process_cpu_ns_per_tx``, with their bands —, the latency objectives, and each kind's own
     figures), and a speed document gains the same ``analysis``. The documents' JSON Schema is
     tests/fixtures/document.schema.json.
+  4 (cryptoperf 0.3) — every CPU figure names whose CPU it is. The worker process's CPU per
+    operation, ``cpu_ns_per_op`` in formats 1 to 3, is ``process_cpu_ns_per_op`` in the JSON
+    documents (a repetition's and a summary's figures, a speed row), the CSV and
+    ``cryptoperf.load()``; for a workload it is the client's process, beside the analysis'
+    ``server_cpu_ns_per_tx`` and ``client_cpu_ns_per_tx``. The store's tables do not change
+    (they keep the worker's counters, from which every figure is derived when a run is
+    loaded): the upgrade only records the new version, so that an older cryptoperf, whose
+    documents would name the figure the old way, refuses the store.
 Upgrades: one function per version step in ``_UPGRADES``, run in one transaction (DDL
 included: all or nothing); tests/fixtures keeps a store of every old version.
 """
@@ -75,7 +83,7 @@ from cryptoperf.model import FAILED, OK, Cell, Outcome, Repetition, outcome_from
 from cryptoperf.paths import data_dir
 from cryptoperf.result import UnreadableResult, decode
 
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 
 #: Environment variable naming the store every command uses when ``--store`` is not given.
 STORE_ENV = "CRYPTOPERF_STORE"
@@ -200,9 +208,15 @@ def _upgrade_2_to_3(db: Connection) -> None:
     db.execute(text("ALTER TABLE results ADD COLUMN host_json TEXT"))
 
 
+def _upgrade_3_to_4(db: Connection) -> None:
+    """Format 3 → 4: no table changes (the figures' names changed in the documents, which are
+    derived when a run is loaded); the new version is recorded by the caller."""
+
+
 #: version n → the function that upgrades a store of version n to n + 1, given a Connection
 #: inside the upgrade's transaction
-_UPGRADES: dict[int, Callable[[Connection], None]] = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3}
+_UPGRADES: dict[int, Callable[[Connection], None]] = {1: _upgrade_1_to_2, 2: _upgrade_2_to_3,
+                                                      3: _upgrade_3_to_4}
 
 
 def default_path() -> Path:

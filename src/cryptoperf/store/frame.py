@@ -40,7 +40,7 @@ LEVEL_COLUMNS = ("run_id", "study", "configuration", "vs", "backend", "label", "
 #: ``load()``'s kinds of frame.
 KINDS = ("repetitions", "levels")
 _FLOAT_COLUMNS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns", "stddev_ns",
-                  "ops_per_s", "bytes_per_s", "cpu_ns_per_op", "steal_pct", "busy_pct", "other_load_pct")
+                  "ops_per_s", "bytes_per_s", "process_cpu_ns_per_op", "steal_pct", "busy_pct", "other_load_pct")
 
 
 def _pandas():

@@ -27,7 +27,7 @@ ROW_COLUMNS = ("configuration", "backend", "library", "library_version", "label"
                "cpu", "build", "fips", "block", "position", "attempt", "superseded", "disturbed", "status",
                "reason", "threads", "timing", "batch", "ops", "wall_ns", "ops_per_s", "bytes_per_s",
                "p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns", "stddev_ns",
-               "cpu_ns_per_op", "steal_pct", "busy_pct", "other_load_pct", "started_at", "finished_at")
+               "process_cpu_ns_per_op", "steal_pct", "busy_pct", "other_load_pct", "started_at", "finished_at")
 
 #: The fields of a worker's message that only say which request it answers and how it ended:
 #: the row has them already (``status``, ``reason``) or they name nothing measured.
@@ -62,7 +62,7 @@ def repetition_row(o: Outcome, logical_cpus: int = 1) -> dict[str, Any]:
         row.update(ops=r.ops, wall_ns=r.wall_ns, ops_per_s=tp.ops_per_s, bytes_per_s=tp.bytes_per_s,
                    p50_ns=lat.p50_ns, p90_ns=lat.p90_ns, p99_ns=lat.p99_ns, p999_ns=lat.p999_ns,
                    min_ns=lat.min_ns, max_ns=lat.max_ns, mean_ns=lat.mean_ns, stddev_ns=lat.stddev_ns,
-                   cpu_ns_per_op=tp.cpu_ns_per_op, steal_pct=tp.steal_pct, busy_pct=tp.busy_pct,
+                   process_cpu_ns_per_op=tp.process_cpu_ns_per_op, steal_pct=tp.steal_pct, busy_pct=tp.busy_pct,
                    other_load_pct=other_load_pct(r, logical_cpus))
     return row
 

@@ -28,7 +28,7 @@ from cryptoperf.workloads.generic import BAND_LEVEL, Point
 #: Metric families in the order their tables come: key → (table title, figure column title).
 FAMILIES = {"latency": ("Latency", "p50 latency"),
             "throughput": ("Throughput", "throughput"),
-            "cpu_per_op": ("CPU time per operation", "CPU per operation")}
+            "cpu_per_op": ("Process CPU time per operation", "process CPU per operation")}
 
 
 def _summary_of(run: StoredRun, d: Delta, baseline: bool) -> CellSummary | None:
@@ -56,7 +56,7 @@ def _figure(key: str, s: CellSummary | None, p: Point | None) -> str:
         if p is not None and p.tx_per_s is not None:
             return f"{fmt.fmt_estimate(p.tx_per_s)} /s"
         return f"{fmt.fmt_count(s.ops_per_s)} /s"
-    return fmt.fmt_ns(s.cpu_ns_per_op)
+    return fmt.fmt_ns(s.process_cpu_ns_per_op)
 
 
 def _row(run: StoredRun, key: str, operation: str, name: str, s: CellSummary | None, d: Delta | None,

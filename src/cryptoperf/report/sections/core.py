@@ -407,7 +407,7 @@ def _how_text(run: StoredRun) -> str:
     return ("The study runs in randomised complete blocks: each block runs every configuration of a "
             "backend, operation and size once, in a random order, each in a fresh worker process. "
             "Δ latency is the geometric mean over blocks of the per-block ratio configuration ÷ baseline "
-            "of the p50 latency (Δ throughput: of operations per second; Δ CPU: of CPU time per "
+            "of the p50 latency (Δ throughput: of operations per second; Δ process CPU: of the worker process's CPU time per "
             f"operation), with a paired Student t interval on the per-block log ratios {adjust}. The "
             f"verdict is decided on {analysis.decided_on(run.deltas) or a.settings.metric} (in bold) against "
             f"the ±{a.settings.margin_pct:g} % equivalence margin: slower or faster when the interval "
@@ -448,7 +448,7 @@ def summary(run: StoredRun) -> list[Section]:
           f"ratio, geometric mean over blocks, paired t interval in brackets ({run.analysis.method}); "
           f"in bold, the change the verdict is decided on.{_power_text(run.analysis)}\n\n")
     metrics = [("latency", "Δ latency"), ("throughput", "Δ throughput")] + (
-        [("cpu_per_op", "Δ CPU per operation")] if show_cpu else [])
+        [("cpu_per_op", "Δ process CPU per operation")] if show_cpu else [])
     bold = (lambda r, k: f"**{r[k]}**" if r["decided"] == k else r[k])
     md += md_table(["Operation", "Backend", "Configuration", "p50"] + [f"{h} ({ci})" for _, h in metrics]
                    + ["Blocks", "Verdict", "Note"],
@@ -475,7 +475,7 @@ def key_figures(run: StoredRun) -> list[Section]:
                 "operation": _operation(s), "backend": s.cell.backend,
                 "series": view.series_name(run, s), "library": s.library_version or "",
                 "p50": fmt_ns(s.p50_ns), "p99": fmt_ns(s.p99_ns), "ops": fmt_count(s.ops_per_s),
-                "mb": fmt_mb_s(s.bytes_per_s), "cpu": fmt_ns(s.cpu_ns_per_op),
+                "mb": fmt_mb_s(s.bytes_per_s), "cpu": fmt_ns(s.process_cpu_ns_per_op),
                 "batch": _batch_of(run, s),
                 "reps": f"{s.ok}/{s.repetitions}", "status": s.status, "reason": s.reason,
                 "first": s is g.cells[0], "group_size": len(g.cells)})
@@ -563,7 +563,7 @@ def throughput_cpu(run: StoredRun) -> list[Section]:
         bars = []
         for s in g.cells:
             name = view.series_name(run, s)
-            bars.append(plots.Bars(name, s.ops_per_s_samples, s.cpu_ns_per_op_samples, view.colour_of(run, name)))
+            bars.append(plots.Bars(name, s.ops_per_s_samples, s.process_cpu_ns_per_op_samples, view.colour_of(run, name)))
         svg = plots.throughput_cpu_svg(bars, f"throughput-cpu-{g.slug}", f"throughput and CPU: {g.title}")
         return {"group": g, "svg": Markup(svg)}
 
