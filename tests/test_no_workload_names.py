@@ -60,3 +60,16 @@ def test_the_scan_finds_a_name_written_in_code(tmp_path):
                        'def f(op):\n    return op == "tls-handshake"\n')
     assert [h.split(": ")[-1] for h in named_workloads(planted, tmp_path)] == ["tls-handshake"]
 
+
+
+def test_the_registries_list_every_module_of_their_package():
+    """The workload kinds (``workloads.KINDS``) and the report's section modules
+    (``report.sections.MODULES``) are explicit lists, one line each; a module added to either
+    package without its line would be silently left out, so this holds them to the folders."""
+    from cryptoperf import workloads
+    from cryptoperf.report import sections
+    shared = {"__init__", "access", "generic"}
+    kinds_dir = {p.stem for p in (PACKAGE / "workloads").glob("*.py")} - shared
+    assert {m.__name__.rsplit(".", 1)[1] for m in workloads.KINDS.values()} == kinds_dir
+    assert all(m.KIND == k for k, m in workloads.KINDS.items())
+    assert set(sections.MODULES) == {p.stem for p in (PACKAGE / "report" / "sections").glob("*.py")} - {"__init__"}

@@ -7,16 +7,14 @@ renders the same figures and none computes its own.
 - ``generic.py`` computes what every workload has, per level and per side (``Point``,
   ``Family``, the latency objective);
 - a workload with figures of its own has a module here that declares ``KIND = "<its name>"``
-  and ``analyse(families, outcomes, context) -> <its figures>``; the registry finds such modules
-  by themselves (``kinds``), so nothing else in the package — and nothing in the report but that
-  kind's own section module — names a workload.
+  and ``analyse(families, outcomes, context) -> <its figures>``, and one line in ``KINDS``
+  (at the end of this file), so that nothing else in the package — and nothing in the report
+  but that kind's own section module — names a workload.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
-import pkgutil
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any, Mapping, Protocol, Sequence, runtime_checkable
@@ -25,25 +23,6 @@ from cryptoperf.model import CellSummary, Delta, Outcome
 from cryptoperf.levels import parse_load
 from cryptoperf.workloads import generic
 from cryptoperf.workloads.generic import Family, Objective, Point
-
-#: Modules of this package that are not a workload kind's.
-_SHARED = ("access", "generic")
-
-
-@functools.lru_cache(maxsize=1)
-def kinds() -> dict[str, ModuleType]:
-    """Workload name → the module with its own figures (every module of this package that
-    declares ``KIND``)."""
-    out = {}
-    for info in pkgutil.iter_modules(__path__):
-        if info.name in _SHARED:
-            continue
-        module = importlib.import_module(f"{__name__}.{info.name}")
-        kind = getattr(module, "KIND", None)
-        if kind:
-            out[str(kind)] = module
-    return out
-
 
 @dataclass(frozen=True)
 class Context:
@@ -158,7 +137,7 @@ def analyse(summaries: Mapping[str, CellSummary], outcomes: Sequence[Outcome], d
             measured.setdefault(o.cell.key, []).append(o)
     by_cell = {(d.backend, d.label, d.size_bytes, d.configuration): d for d in deltas}
     order = {name: i for i, name in enumerate(context.series)}
-    own = kinds()
+    own = KINDS
     cells: dict[tuple, list[tuple[CellSummary, Any, str | None]]] = {}
     for s in summaries.values():
         c = s.cell
@@ -192,3 +171,11 @@ def analyse(summaries: Mapping[str, CellSummary], outcomes: Sequence[Outcome], d
         if mine:
             figures[kind] = module.analyse(mine, measured, context)
     return WorkloadAnalysis(families, tuple(generic.objectives(families, context.p99_bounds_ms)), figures)
+
+
+# The workloads with figures of their own, one line each (imported last: they build on the
+# types above).
+from cryptoperf.workloads import fleet, storage  # noqa: E402
+
+#: Workload name → the module with its own figures.
+KINDS: dict[str, ModuleType] = {storage.KIND: storage, fleet.KIND: fleet}

@@ -7,7 +7,7 @@ with ``@register(order)``; the HTML and Markdown reports render whatever ``build
 sections (verdicts at a glance, noise warning, summary, key figures, latency, throughput and CPU, host, reproduction) are registered
 the same way in ``core.py``, the sections every workload has in ``workloads.py``; a workload with
 figures of its own (``cryptoperf.workloads.<kind>``) has its sections in a module of this
-package named for it (``storage.py``, ``fleet.py``), found and imported by ``builders()``. Every
+package named for it (``storage.py``, ``fleet.py``), listed one line each in ``MODULES``. Every
 builder reads only the run's analysis (``run.analysis``) and its meta and host:
 
     from cryptoperf.report.sections import Section, register
@@ -27,7 +27,6 @@ matplotlib.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Iterable, Union
 
@@ -67,10 +66,15 @@ _REGISTRY: list[tuple[int, str, SectionBuilder]] = []
 
 
 
-def _builtin_modules() -> list[str]:
-    """Every module of this package (``core``, ``workloads``, and one per workload with sections
-    of its own): importing one registers its builders."""
-    return [f"{__name__}.{m.name}" for m in pkgutil.iter_modules(__path__)]
+#: The modules of this package whose builders the report has, one line each: importing one
+#: registers its builders (``builders``).
+MODULES = (
+    "answer",
+    "core",
+    "workloads",
+    "storage",
+    "fleet",
+)
 
 
 def register(order: int, name: str | None = None) -> Callable[[SectionBuilder], SectionBuilder]:
@@ -88,8 +92,8 @@ def register(order: int, name: str | None = None) -> Callable[[SectionBuilder], 
 
 def builders() -> list[tuple[int, str, SectionBuilder]]:
     """Every registered (order, name, builder), in report order (built-in modules loaded)."""
-    for module in _builtin_modules():
-        importlib.import_module(module)
+    for module in MODULES:
+        importlib.import_module(f"{__name__}.{module}")
     return list(_REGISTRY)
 
 
