@@ -157,6 +157,13 @@ class WorkerRequestError(WorkerError):
         self.code = code
 
 
+class DeviceUnavailable(WorkerRequestError):
+    """The worker could not reach a backend's device (``device_unavailable``: a PKCS#11 module
+    that is not configured or does not load, a token not found, a wrong or locked PIN). Fatal
+    for the study: it stops at the first such answer instead of trying the PIN again, keeping
+    what was measured. The message never holds the PIN."""
+
+
 class StoreError(CryptoperfError):
     """The store (a SQLite file or a PostgreSQL database) or the JSON output cannot be reached,
     opened or written; the message names the store with any password masked."""

@@ -83,6 +83,8 @@ class WorkerRules:
             they take the parameters ``op_params`` lists plus a load level.
         fips: primitive op → its standing under the FIPS module (``FipsApproval``), from its
             ``op_params`` entry's ``fips`` (empty from a worker that does not announce it).
+        devices: backend → the device kind it reaches (``pkcs11``), for the backends that
+            announce one; they run only when a study or ``--backend`` names them.
     """
 
     backends: tuple[str, ...]
@@ -93,6 +95,12 @@ class WorkerRules:
     limits: Mapping[str, float]
     workloads: Mapping[str, WorkloadSpec] = field(default_factory=dict)
     fips: Mapping[str, "FipsApproval"] = field(default_factory=dict)
+    devices: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def libraries(self) -> tuple[str, ...]:
+        """The backends that are libraries (not devices): what runs when no backend is named."""
+        return tuple(b for b in self.backends if b not in self.devices)
 
     @classmethod
     def from_hello(cls, hello: Mapping[str, Any]) -> "WorkerRules":
@@ -123,7 +131,9 @@ class WorkerRules:
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise ProtocolMismatch(f"the worker's hello has a malformed FIPS approval entry ({_what(e)}): "
                                    f"{TOO_OLD}") from None
-        return cls(backends, ops, op_params, sizes, values, limits, workloads, fips)
+        devices = {str(b["backend"]): str(b["device"]) for b in hello["backends"]
+                   if isinstance(b, Mapping) and b.get("device")}
+        return cls(backends, ops, op_params, sizes, values, limits, workloads, fips, devices)
 
     def fips_unapproved(self, op: str, params: Mapping[str, Any]) -> str | None:
         """Why the FIPS module does not approve primitive ``op`` with run ``params`` (its

@@ -40,7 +40,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from cryptoperf import __version__, builds, paths, providerbuild
+from cryptoperf import __version__, builds, paths, pkcs11, providerbuild
 from cryptoperf.errors import SetupError, UsageError, WorkerError, did_you_mean
 from cryptoperf.hello import Hello
 from cryptoperf.run.worker import fetch_hello
@@ -106,7 +106,7 @@ def recipe(name: str) -> builds.Setup:
     try:
         resolved = builds.resolve(name)
     except KeyError:
-        known = builds.setup_names() + [providerbuild.NAME]
+        known = builds.setup_names() + [providerbuild.NAME, pkcs11.SETUP_NAME]
         hint = did_you_mean(name, known + list(builds.LIBRARIES))
         raise UsageError(f"unknown worker build '{name}'{hint} (setup makes: {', '.join(known)})") from None
     spec = builds.get(resolved)

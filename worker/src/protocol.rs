@@ -385,15 +385,18 @@ fn one_line(text: &str) -> String {
 /// The `hello` response; with `detail`, every backend's support for every operation (this
 /// prepares each case once, so it takes a moment: the orchestrator asks for it only once).
 fn hello(cpu: &CpuInfo, detail: bool) -> Value {
-    let backends: Vec<Value> = backends::NAMES
-        .iter()
-        .filter_map(|name| backends::by_name(name))
+    let backends: Vec<Value> = backends::all_names()
+        .filter_map(backends::by_name)
         .map(|b| {
             let info = b.info();
             // In the FIPS worker, a library without FIPS mode here supports nothing.
             let refused = crate::fips::unavailable(info.backend);
             let mut entry = serde_json::to_value(&info).expect("LibraryInfo serialises");
             entry["capabilities"] = b.capabilities().to_json();
+            // A backend that reaches a device says which kind (the orchestrator sets it up).
+            if backends::DEVICES.contains(&info.backend) {
+                entry["device"] = json!(info.backend);
+            }
             if detail {
                 entry["ops"] = ALL_OPS
                     .iter()
@@ -510,9 +513,13 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
     let backend = backends::by_name(&req.backend).ok_or_else(|| {
         refuse(
             "unknown_backend",
-            format!("unknown backend '{}'; known: {}", req.backend, backends::NAMES.join(", ")),
+            format!("unknown backend '{}'; known: {}", req.backend, backends::all_names().collect::<Vec<_>>().join(", ")),
         )
     })?;
+    // A device (a PKCS#11 token) is opened, and logged in to, before anything else: a missing
+    // module or a wrong PIN is the whole study's problem, not this case's (the orchestrator
+    // stops at the first such answer rather than try the PIN again).
+    backend.open().map_err(|e| refuse("device_unavailable", format!("{}: {e}", req.backend)))?;
     let what = if workloads::is_workload(&req.op) {
         if req.threads != 1 || req.batch.is_some() {
             return Err(refuse(

@@ -26,7 +26,10 @@ fn hello_lists_backends_and_ops() {
     assert_eq!(out[0]["type"], "hello");
     assert_eq!(out[0]["protocol"], 1);
     let names: Vec<_> = out[0]["backends"].as_array().unwrap().iter().map(|b| b["backend"].clone()).collect();
-    assert_eq!(names, vec!["openssl", "aws-lc", "ring", "rustcrypto"]);
+    assert_eq!(names, vec!["openssl", "aws-lc", "ring", "rustcrypto", "pkcs11"]);
+    // the device backend says so; the libraries do not
+    let devices: Vec<_> = out[0]["backends"].as_array().unwrap().iter().map(|b| b["device"].clone()).collect();
+    assert_eq!(devices, vec![Value::Null, Value::Null, Value::Null, Value::Null, json!("pkcs11")]);
     assert!(out[0]["ops"].as_array().unwrap().contains(&json!("rsa2048-sign")));
 }
 

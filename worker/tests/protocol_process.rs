@@ -2,7 +2,8 @@
 //! through its stdin and stdout (the in-process property tests are in src/protocol_fuzz.rs):
 //! a `run` before `hello` is refused and the worker goes on; a 100 MB line is refused with one
 //! error while the worker's memory stays far below the line's size; the end of input inside a
-//! line (after a line that is not UTF-8) gets one error each and a clean exit.
+//! line (after a line that is not UTF-8) gets one error each and a clean exit; a device backend
+//! whose token cannot be opened is refused as `device_unavailable`, and the worker goes on.
 
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
@@ -123,4 +124,32 @@ fn bad_bytes_and_the_end_of_input_mid_line_get_one_error_each() {
     let cut = answer(&mut out);
     assert!(cut["message"].as_str().unwrap().starts_with("request is not JSON: EOF while parsing"), "{cut}");
     assert_eq!(exit_status(&mut child, Duration::from_secs(30)), 0);
+}
+
+/// A `pkcs11` request in a worker whose environment names no PKCS#11 module is refused as
+/// `device_unavailable`, in one line naming the variable to set; the worker goes on answering.
+#[test]
+fn a_token_that_cannot_be_opened_is_device_unavailable() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cryptoperf-worker"))
+        .env_remove("CRYPTOPERF_PKCS11_MODULE")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the worker binary starts");
+    let mut input = child.stdin.take().unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    writeln!(input, "{HELLO}").unwrap();
+    assert_eq!(answer(&mut out)["type"], "hello");
+    writeln!(input, r#"{{"type":"run","id":"t","backend":"pkcs11","op":"sha256","params":{{}}}}"#).unwrap();
+    let refused = answer(&mut out);
+    assert_eq!(refused["type"], "error");
+    assert_eq!(refused["code"], "device_unavailable");
+    let message = refused["message"].as_str().unwrap();
+    assert!(message.contains("CRYPTOPERF_PKCS11_MODULE"), "{message}");
+    writeln!(input, "{HELLO}").unwrap();
+    assert_eq!(answer(&mut out)["type"], "hello", "the worker goes on after the refusal");
+    writeln!(input, r#"{{"type":"bye"}}"#).unwrap();
+    drop(input);
+    assert_eq!(exit_status(&mut child, Duration::from_secs(10)), 0);
 }

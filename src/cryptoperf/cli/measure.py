@@ -65,7 +65,7 @@ def _speed_params(values: Sequence[str]) -> dict[str, str]:
 
 @cli.command()
 @click.option("--backend", "-b", "backends_", multiple=True, metavar="B",
-              help="Backend to measure (repeatable); default: every backend the worker has.")
+              help="Backend to measure (repeatable); default: every library backend the worker has (a device backend such as pkcs11 only when named).")
 @click.option("--op", "-o", "ops", multiple=True, metavar="OP",
               help="Operation (repeatable); default: " + ", ".join(DEFAULT_SPEED_OPS) + ". Case, "
                    "punctuation and common aliases do not matter: SHA-256, SHA2-256 = sha256; "

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import click
 
-from cryptoperf import builds, paths, providerbuild, workerbuild
+from cryptoperf import builds, paths, pkcs11, providerbuild, workerbuild
 from cryptoperf.builds import find_worker
 from cryptoperf.cli.app import cli, err_console, out_console
 from cryptoperf.report import terminal
@@ -47,6 +47,10 @@ def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
                   (openssl-src 300.1.3+3.1.2, sha256-checked against crates.io's index) with
                   enable-fips, installed with `openssl fipsinstall` (its self-tests): about 2-5
                   minutes; needs a C compiler, Perl and make. Goes to <data dir>/providers/.
+    softhsm       a SoftHSM2 token for the pkcs11 backend (needs Debian's softhsm2): its
+                  configuration, token and random user PIN (mode 0600) in <data dir>/softhsm/;
+                  what a study with backend "pkcs11" uses (and makes on first use) unless
+                  CRYPTOPERF_PKCS11_MODULE names another token (docs/offload.md).
 
     The worker builds need Rust's cargo (https://rustup.rs) and network access to crates.io. The binary goes to
     <data dir>/workers/<build>/ ($CRYPTOPERF_DATA_DIR, default: the user data directory), and is
@@ -55,12 +59,18 @@ def setup(names: tuple[str, ...], list_only: bool, force: bool) -> None:
     if list_only or not names:
         _list_builds()
         return
+    others = (providerbuild.NAME, pkcs11.SETUP_NAME)
     for raw in names:
-        if raw != providerbuild.NAME:
+        if raw not in others:
             workerbuild.recipe(raw)  # every name checked before anything is built
     err, out = err_console(), out_console()
-    for name in dict.fromkeys(n if n == providerbuild.NAME else builds.resolve(n) for n in names):
-        line = providerbuild.setup(force, err) if name == providerbuild.NAME else workerbuild.setup(name, force, err)
+    for name in dict.fromkeys(n if n in others else builds.resolve(n) for n in names):
+        if name == pkcs11.SETUP_NAME:
+            line = pkcs11.setup_line(force)
+        elif name == providerbuild.NAME:
+            line = providerbuild.setup(force, err)
+        else:
+            line = workerbuild.setup(name, force, err)
         out.print(line, markup=False, soft_wrap=True)
 
 

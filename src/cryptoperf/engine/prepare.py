@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 from rich.console import Console
 
 from cryptoperf import builds, cpumask, providerbuild, schedule, stats, study as study_mod
-from cryptoperf import levels, paths, workdir
+from cryptoperf import levels, paths, pkcs11, workdir
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
 from cryptoperf.run import disturbance, server as server_mod
@@ -215,6 +215,7 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
         cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
     cells = schedule.expand(s)
     check_remote(s, cells, allow_remote)
+    open_devices(cells, hello, path)
     work_dir = check_work_dir(s, cells)
     settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
                                  work_dir=work_dir)
@@ -233,6 +234,24 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
                 if n not in workers and builds.get(n).setup is not None}}
     return PreparedStudy(s, cells, settings, workers, settings_of(s, margin_pct, multiplicity), looks,
                      skipped=skipped, seed=schedule.new_run_seed(s.seed), job_times=job_times, first_builds=first)
+
+
+def open_devices(cells: Sequence[Cell], hello: Any, worker: str | os.PathLike) -> None:
+    """Point the workers at the PKCS#11 token the cells' device backends use (the
+    environment's, else cryptoperf's SoftHSM2 token, made now on first use): its variables go
+    into this process's environment, which every local worker inherits (``pkcs11.Token.
+    worker_env``; never the PIN itself). Then one worker opens the token and logs in, once, so a
+    missing module or a wrong PIN stops the study here, before anything runs, in one line.
+
+    Raises MissingDependency (SoftHSM2 not installed), DeviceUnavailable (the worker's words)."""
+    devices = hello.rules.devices
+    used = next((c for c in cells if devices.get(c.backend) == pkcs11.DEVICE), None)
+    if used is None:
+        return
+    os.environ.update(pkcs11.token().worker_env())
+    with WorkerClient(worker) as w:
+        w.hello()
+        w.check(_check_request(used, None), timeout_s=60)
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:

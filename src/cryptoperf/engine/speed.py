@@ -19,6 +19,7 @@ from cryptoperf.hello import Hello, WorkerRules
 from cryptoperf.store.db import FORMAT_VERSION, Store
 from cryptoperf.store.stored_run import StoredRun
 from cryptoperf.study import options_for
+from cryptoperf.engine.prepare import open_devices
 from cryptoperf.engine.workers import unmasked_vectors, worker_builds
 
 
@@ -226,7 +227,7 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
             # level is its targets (the worker's default unless --param load=targets:N).
             op_params[op]["load"] = (f"closed:{threads}" if spec.takes_level("closed")
                                      else str(spec.defaults.get("load") or levels.DEFAULT_LOAD))
-    chosen_backends = tuple(backends) or hello.backend_names
+    chosen_backends = tuple(backends) or rules.libraries
     if baseline is not None:
         baseline = speed_baseline(baseline, chosen_backends)
     cells = [Cell("", b, op, op, op_params[op], size, cpu, build, spec=rules.workloads.get(op))
@@ -239,6 +240,7 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
             "params": {k: v for p in op_params.values() for k, v in p.items()}, "baseline": baseline,
             "notes": notes,
             "builds": {n: dict(zip(("available", "path_or_reason"), builds.status(n))) for n in builds.BUILDS}}
+    open_devices(cells, hello, path)
     return _SpeedPlan(cells, path, hello, build, settings, unmasked_vectors({build: workers[build]}), baseline,
                       info, notes)
 

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from typing import Any, Callable, Mapping, Protocol, Sequence, Union
 
 from cryptoperf import builds, cpumask, workdir, workload_spec
-from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
+from cryptoperf.errors import (DeviceUnavailable, ProtocolMismatch, WorkerCrashed, WorkerError, WorkerNotFound,
                                WorkerRequestError, WorkerTimeout)
 from cryptoperf.model import Cell, FAILED, INVALID, OK, Outcome, Repetition, outcome_from_result
 from cryptoperf.run import server as server_mod
@@ -79,7 +79,7 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
             outcome = Outcome(rep, INVALID, died, result=outcome.result)
         elif died:
             outcome.reason = f"{outcome.reason} ({died})" if outcome.reason else died
-    except (WorkerNotFound, ProtocolMismatch):
+    except (WorkerNotFound, ProtocolMismatch, DeviceUnavailable):
         raise
     except ServerError as e:
         outcome = Outcome(rep, FAILED, f"server under test: {e}")

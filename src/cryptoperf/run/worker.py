@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 from cryptoperf import PROTOCOL_VERSION, providerbuild
 from cryptoperf.cpumask import ENV_VAR as MASK_ENV_VAR
-from cryptoperf.errors import (ProtocolMismatch, WorkerCrashed, WorkerError, WorkerRequestError,
+from cryptoperf.errors import (DeviceUnavailable, ProtocolMismatch, WorkerCrashed, WorkerError, WorkerRequestError,
                                WorkerTimeout)
 from cryptoperf.result import WorkerResult, decode
 from cryptoperf.hello import Hello, WorkerRules
@@ -234,7 +234,7 @@ class WorkerClient:
         self._send(request)
         msg = self._receive(timeout_s)
         if msg["type"] == "error":
-            raise WorkerRequestError(msg.get("code", "?"), msg.get("message", "(no message)"))
+            raise request_error(msg)
         if msg["type"] != "result":
             raise WorkerError(f"worker answered run with a '{msg['type']}' message")
         if msg.get("id") != request.get("id"):
@@ -248,7 +248,7 @@ class WorkerClient:
         self._send({**request, "type": "check"})
         msg = self._receive(timeout_s)
         if msg["type"] == "error":
-            raise WorkerRequestError(msg.get("code", "?"), msg.get("message", "(no message)"))
+            raise request_error(msg)
         if msg["type"] != "checked":
             raise WorkerError(f"worker answered check with a '{msg['type']}' message")
         return msg
@@ -272,6 +272,13 @@ def unmasked_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ if base is None else base)
     env.pop(MASK_ENV_VAR, None)
     return env
+
+
+def request_error(msg: dict) -> WorkerRequestError:
+    """The exception for the worker's ``error`` answer ``msg``: ``DeviceUnavailable`` for
+    ``device_unavailable``, else ``WorkerRequestError`` with its code."""
+    code, message = msg.get("code", "?"), msg.get("message", "(no message)")
+    return (DeviceUnavailable if code == "device_unavailable" else WorkerRequestError)(code, message)
 
 
 def fetch_hello(path: str | os.PathLike, detail: bool = False, timeout_s: float = HELLO_TIMEOUT_S) -> Hello:

@@ -352,12 +352,12 @@ pub(crate) fn hmacs(subjects: &[&dyn Backend], partners: &[&dyn Backend], l: &mu
     for &b in subjects {
         for alg in DigestAlg::ALL {
             let (cases, source) = vectors::hmac(alg);
-            for (i, v) in cases.iter().enumerate() {
+            for (v, number) in cases.iter().zip([1, 2, 6]) {
                 let Some(mut m) = l.have(b, Cap::Hmac(alg), b.hmac(alg, v.key)) else { break };
                 let mut out = Vec::new();
                 for call in 0..3 {
                     let r = m.mac(v.data, &mut out).map_err(|e| e.to_string());
-                    l.check(name(b), format!("HMAC-{alg} {source} case {}, call {}", i + 1, call + 1), r.and_then(|()| same("tag", &out, &unhex(v.tag))));
+                    l.check(name(b), format!("HMAC-{alg} {source} case {number}, call {}", call + 1), r.and_then(|()| same("tag", &out, &unhex(v.tag))));
                 }
             }
             let Ok(mut m) = b.hmac(alg, &[1; 32]) else { continue };

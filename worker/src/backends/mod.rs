@@ -13,6 +13,7 @@ pub(crate) mod conformance;
 pub mod hybrid;
 pub mod mock;
 pub mod openssl;
+pub mod pkcs11;
 pub mod ring;
 mod ring_api;
 pub mod rustcrypto;
@@ -353,6 +354,14 @@ pub struct LibraryInfo {
 pub trait Backend: Send + Sync {
     fn info(&self) -> LibraryInfo;
 
+    /// Reach the device behind the backend (load a PKCS#11 module, find its token, log in),
+    /// once per process, before a request is checked or run. Libraries have nothing to open.
+    /// Errors: `Failed`, in one line, when the device cannot be used (the request is then
+    /// refused as `device_unavailable`).
+    fn open(&self) -> Result<()> {
+        Ok(())
+    }
+
     /// The CPU capability vector the library chose its code paths from, read in this process
     /// (after the library initialised, so after it applied `OPENSSL_ia32cap`), or why there is
     /// none. The default is for libraries with no runtime mask (ring, RustCrypto): a cell that
@@ -440,8 +449,19 @@ pub trait Backend: Send + Sync {
     }
 }
 
-/// Names of the real crypto backends, in the order `hello` lists them.
+/// Names of the real crypto libraries, in the order `hello` lists them: each is checked against
+/// the others ([`crate::kat`]).
 pub const NAMES: &[&str] = &["openssl", "aws-lc", "ring", "rustcrypto"];
+
+/// Names of the backends that reach a device (a PKCS#11 token), listed in `hello` after
+/// [`NAMES`]: known-answer tested and checked against the libraries of [`NAMES`], but never a
+/// library the others are checked against (a token is not always there).
+pub const DEVICES: &[&str] = &["pkcs11"];
+
+/// Every backend `hello` lists: [`NAMES`], then [`DEVICES`].
+pub fn all_names() -> impl Iterator<Item = &'static str> {
+    NAMES.iter().chain(DEVICES).copied()
+}
 
 /// The backend called `name`, or `None` (the caller lists [`NAMES`]). `mock`, `mock:SCALE`,
 /// `mock:crash` and `mock:hang` are the scripted backend for tests; they are not in [`NAMES`].
@@ -451,6 +471,7 @@ pub fn by_name(name: &str) -> Option<Box<dyn Backend>> {
         "aws-lc" => Some(Box::new(awslc::AwsLc)),
         "ring" => Some(Box::new(ring::Ring)),
         "rustcrypto" => Some(Box::new(rustcrypto::RustCrypto)),
+        "pkcs11" => Some(Box::new(pkcs11::Pkcs11Token)),
         _ => mock::Mock::from_name(name).map(|m| Box::new(m) as Box<dyn Backend>),
     }
 }

@@ -120,7 +120,7 @@ impl Validation {
 /// A wrong answer is not an error: it is a failed [`Validation`].
 pub fn validate(backend: &dyn Backend, op: Op, params: &Params) -> Result<Validation, BackendError> {
     let name = backend.info().backend;
-    if !backends::NAMES.contains(&name) {
+    if !backends::NAMES.contains(&name) && !backends::DEVICES.contains(&name) {
         return Ok(Validation {
             kat: KatStatus::NotApplicable(format!("{name} is a scripted test backend")),
             kat_source: String::new(),
@@ -249,17 +249,27 @@ fn known_answer(backend: &dyn Backend, op: Op, params: &Params) -> Result<(Strin
         Op::Hmac(alg) => {
             let (cases, source) = vectors::hmac(alg);
             let mut check = Ok(());
-            for (i, v) in cases.iter().enumerate() {
-                let mut m = backend.hmac(alg, v.key)?;
+            // A case whose key length the backend refuses as unsupported (a token with a
+            // minimum HMAC key size) is left out, and said so; at least one case must run.
+            let mut left_out = Vec::new();
+            for (v, number) in cases.iter().zip([1, 2, 6]) {
+                let mut m = match backend.hmac(alg, v.key) {
+                    Err(BackendError::Unsupported(why)) if v.key.len() < cases[2].key.len() => {
+                        left_out.push(format!("test case {number} left out: {why}"));
+                        continue;
+                    }
+                    other => other?,
+                };
                 let mut out = Vec::new();
                 check = check.and_then(|()| {
                     (0..2).try_for_each(|_| {
                         m.mac(v.data, &mut out).map_err(|e| e.to_string())?;
-                        same(&format!("HMAC-{} test case {}", alg.name(), i + 1), &out, &unhex(v.tag))
+                        same(&format!("HMAC-{} test case {number}", alg.name()), &out, &unhex(v.tag))
                     })
                 });
             }
-            (source.to_string(), check)
+            let source = if left_out.is_empty() { source.to_string() } else { format!("{source}; {}", left_out.join("; ")) };
+            (source, check)
         }
         Op::Seal(alg) | Op::Open(alg) => {
             let (cases, source) = vectors::aead(alg);

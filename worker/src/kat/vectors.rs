@@ -48,48 +48,63 @@ pub struct HmacVector {
     pub tag: Hex,
 }
 
-/// HMAC vectors: test cases 1 (key 20 × 0x0b, "Hi There") and 2 (key "Jefe").
-/// SHA-1: RFC 2202 §3; SHA-256/384/512: RFC 4231 §4.2–4.3; SHA3-256: computed (see module doc).
-pub fn hmac(alg: DigestAlg) -> ([HmacVector; 2], &'static str) {
+/// HMAC vectors: test cases 1 (key 20 × 0x0b, "Hi There"), 2 (key "Jefe") and 6 (a key longer
+/// than the block, 0xaa × 131; × 80 for SHA-1), which a token refusing short HMAC keys (SoftHSM2
+/// takes none below the digest's length) can run. SHA-1: RFC 2202 §3; SHA-256/384/512: RFC 4231
+/// §4.2, 4.3 and 4.7; SHA3-256: computed (see the source string).
+pub fn hmac(alg: DigestAlg) -> ([HmacVector; 3], &'static str) {
     const K1: &[u8] = &[0x0b; 20];
     const D1: &[u8] = b"Hi There";
     const K2: &[u8] = b"Jefe";
     const D2: &[u8] = b"what do ya want for nothing?";
-    let (t1, t2, source) = match alg {
+    const K6: &[u8] = &[0xaa; 131];
+    const K6_SHA1: &[u8] = &[0xaa; 80];
+    const D6: &[u8] = b"Test Using Larger Than Block-Size Key - Hash Key First";
+    let (t1, t2, t6, source) = match alg {
         DigestAlg::Sha1 => (
             "b617318655057264e28bc0b6fb378c8ef146be00",
             "effcdf6ae5eb2fa2d27416d5f184df9c259a7c79",
-            "RFC 2202 test cases 1 and 2",
+            "aa4ae5e15272d00e95705637ce8a3b55ed402112",
+            "RFC 2202 test cases 1, 2 and 6",
         ),
         DigestAlg::Sha256 => (
             "b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7",
             "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843",
-            "RFC 4231 test cases 1 and 2",
+            "60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54",
+            "RFC 4231 test cases 1, 2 and 6",
         ),
         DigestAlg::Sha384 => (
             "afd03944d84895626b0825f4ab46907f15f9dadbe4101ec682aa034c7cebc59c\
              faea9ea9076ede7f4af152e8b2fa9cb6",
             "af45d2e376484031617f78d2b58a6b1b9c7ef464f5a01b47e42ec3736322445e\
              8e2240ca5e69e2c78b3239ecfab21649",
-            "RFC 4231 test cases 1 and 2",
+            "4ece084485813e9088d2c63a041bc5b44f9ef1012a2b588f3cd11f05033ac4c6\
+             0c2ef6ab4030fe8296248df163f44952",
+            "RFC 4231 test cases 1, 2 and 6",
         ),
         DigestAlg::Sha512 => (
             "87aa7cdea5ef619d4ff0b4241a1d6cb02379f4e2ce4ec2787ad0b30545e17cde\
              daa833b7d6b8a702038b274eaea3f4e4be9d914eeb61f1702e696c203a126854",
             "164b7a7bfcf819e2e395fbe73b56e0a387bd64222e831fd610270cd7ea250554\
              9758bf75c05a994a6d034f65f8f0e6fdcaeab1a34d4a6b4b636e070a38bce737",
-            "RFC 4231 test cases 1 and 2",
+            "80b24263c7c1a3ebb71493c1dd7be8b49b46d1f41b4aeec1121b013783f8f352\
+             6b56d037e05f2598bd0fd2215d6a1e5295e64f73f63f0aec8b915a985d786598",
+            "RFC 4231 test cases 1, 2 and 6",
         ),
         DigestAlg::Sha3_256 => (
             "ba85192310dffa96e2a3a40e69774351140bb7185e1202cdcc917589f95e16bb",
             "c7d4072e788877ae3596bbb0da73b887c9171f93095b294ae857fbe2645e1ba5",
-            "RFC 4231 inputs of test cases 1 and 2, tags computed with pyca/cryptography 48.0",
+            "ed73a374b96c005235f948032f09674a58c0ce555cfc1f223b02356560312c3b",
+            "RFC 4231 inputs of test cases 1, 2 and 6, tags computed with pyca/cryptography 48.0 (1, 2) \
+             and Python 3.11's hmac and hashlib (6)",
         ),
     };
+    let k6 = if alg == DigestAlg::Sha1 { K6_SHA1 } else { K6 };
     (
         [
             HmacVector { key: K1, data: D1, tag: t1 },
             HmacVector { key: K2, data: D2, tag: t2 },
+            HmacVector { key: k6, data: D6, tag: t6 },
         ],
         source,
     )
