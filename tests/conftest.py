@@ -77,10 +77,12 @@ WORKER_HELLO = json.loads((Path(__file__).with_name("fixtures") / "worker-hello.
 BACKENDS = ("openssl", "aws-lc", "ring", "rustcrypto")
 
 
-def worker_rules(backends=BACKENDS, ops=None) -> WorkerRules:
-    """The real worker's rules (tests/fixtures/worker-hello.json) with these backends and, if
-    given, only these operations."""
-    hello = dict(WORKER_HELLO, backends=[{"backend": b} for b in backends])
+def worker_rules(backends=BACKENDS, ops=None, devices=()) -> WorkerRules:
+    """The real worker's rules (tests/fixtures/worker-hello.json) with these backends (and these
+    device backends, announced as the worker announces ``pkcs11``) and, if given, only these
+    operations."""
+    hello = dict(WORKER_HELLO, backends=[{"backend": b} for b in backends]
+                 + [{"backend": d, "device": d} for d in devices])
     if ops is not None:
         hello["ops"] = list(ops)
     return WorkerRules.from_hello(hello)

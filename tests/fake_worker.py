@@ -10,6 +10,9 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
 
   protocol        int, the version announced in hello (default 1)
   backends        list of backend names (default: openssl, aws-lc, ring, rustcrypto)
+  devices         list of device backend names, announced after them with ``device`` as the real
+                  worker announces pkcs11 (default: none); a request for one answers
+                  device_unavailable unless CRYPTOPERF_PKCS11_MODULE is set, as the real one does
   ops             list of operation names (default: the real worker's list)
   latency_ns      {"<op>": ns} base latency (default: 1000 + size_bytes ns)
   config_factor   {"<configuration>": factor} multiplies the latency of that configuration
@@ -147,6 +150,7 @@ SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
 BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
 OPS = SPEC.get("ops", RULES["ops"])
 FIPS_BACKENDS = SPEC.get("fips_backends", ["aws-lc"])
+DEVICES = SPEC.get("devices", [])
 
 #: The workloads and their specs (level kinds, modes, bytes per transaction, ...): the hello
 #: snapshot's, the one table the fake's workload traits come from.
@@ -238,7 +242,10 @@ def hello(req):
         sys.exit(2)
     backends = [{"backend": b, "library": b.upper(), "library_version": version_of(b), "fips": in_fips_mode(b),
                  "capabilities": capabilities(b)}
-                for b in BACKENDS]
+                for b in BACKENDS + DEVICES]
+    for b in backends:
+        if b["backend"] in DEVICES:
+            b["device"] = b["backend"]
     if req.get("detail"):
         for b in backends:
             gone = SPEC.get("unsupported", {})
@@ -378,8 +385,10 @@ def run(req):
     rid = req.get("id", "")
     config, rep = parse_id(rid)
     is_mock = backend == "mock" or str(backend).startswith("mock:")
-    if not is_mock and backend not in BACKENDS:
-        return refuse(rid, "unknown_backend", f"unknown backend '{backend}'; known: {', '.join(BACKENDS)}")
+    if not is_mock and backend not in BACKENDS + DEVICES:
+        return refuse(rid, "unknown_backend", f"unknown backend '{backend}'; known: {', '.join(BACKENDS + DEVICES)}")
+    if device_refusal(rid, backend):
+        return
     if op not in OPS:
         return refuse(rid, "unknown_op", f"unknown operation '{op}'; known: {', '.join(OPS)}")
     if check_request(req, rid, op, params):
@@ -931,12 +940,23 @@ def main():
             send({"type": "error", "code": "bad_request", "message": f"unknown type {kind!r}"})
 
 
+def device_refusal(rid, backend) -> bool:
+    """Refuse a request for a device backend as the real worker does when no PKCS#11 module
+    is configured (``device_unavailable``); True when refused."""
+    if backend in DEVICES and not os.environ.get("CRYPTOPERF_PKCS11_MODULE"):
+        refuse(rid, "device_unavailable", f"{backend}: no PKCS#11 module: set CRYPTOPERF_PKCS11_MODULE to its path")
+        return True
+    return False
+
+
 def check(req: dict) -> None:
     """The worker's ``check`` (a combination, nothing run): unsupported where ``run`` would say
     so for a workload (``workload_refusal``: ring with x25519mlkem768 or an XTS scheme,
     rustcrypto's missing TLS stack, a dm-crypt layer) and for a script's ``unsupported`` entry;
     else supported."""
     backend, op, params = req.get("backend"), req.get("op"), req.get("params") or {}
+    if device_refusal(req.get("id"), backend):
+        return
     out = {"type": "checked", "id": req.get("id"), "backend": backend, "op": op, "status": "supported"}
     reason = SPEC.get("unsupported", {}).get(f"{backend}/{op}")
     if is_workload(op):

@@ -72,6 +72,11 @@ class ServerSpec:
     study_dir: str = "."
 
 
+#: The key of ``Cell.params`` holding a primitive cell's own thread count: not a worker
+#: parameter (``worker_params`` leaves it out), the run request's ``threads``.
+THREADS_PARAM = "threads"
+
+
 @dataclass(frozen=True)
 class Cell:
     """One measured thing.
@@ -122,6 +127,13 @@ class Cell:
         return self.params.get("load")
 
     @property
+    def threads(self) -> int | None:
+        """A primitive cell's own thread count (an operation's ``threads = [...]``, kept in its
+        params as ``THREADS_PARAM``), or None: the study's ``threads``; None for a workload."""
+        n = self.params.get(THREADS_PARAM)
+        return int(n) if n is not None and not self.is_workload else None
+
+    @property
     def is_workload(self) -> bool:
         """True for a workload cell (a TLS handshake, a transfer, an IKE phase 1 at a load
         level) rather than one primitive operation."""
@@ -153,7 +165,7 @@ class Cell:
         byte-rate load level as the transactions per second the worker reads, from the bytes per
         transaction its ``spec`` names: ``levels.worker_load``; without a spec, the level as
         written). Raises ValueError for a byte rate whose bytes per transaction are not a number."""
-        p: dict[str, Any] = dict(self.params)
+        p: dict[str, Any] = {k: v for k, v in self.params.items() if k != THREADS_PARAM or self.is_workload}
         if self.load is not None and self.spec is not None:
             p["load"] = levels.worker_load(self.load, self.spec.bytes_per_tx(p))
         if self.size_bytes is not None:

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import secrets
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from cryptoperf import levels
-from cryptoperf.model import CALIBRATION_BLOCK, Cell, Outcome, Repetition, ServerSpec
+from cryptoperf.model import CALIBRATION_BLOCK, THREADS_PARAM, Cell, Outcome, Repetition, ServerSpec
 from cryptoperf.study import Study
 from cryptoperf.study.types import base_dir
 
@@ -49,15 +49,20 @@ def expand(study: Study) -> list[Cell]:
         workloads = [op for op, _ in resolved.values() if op in specs]
         default = specs[workloads[0]].defaults.get("load") if workloads else None
         loads = operation.loads or ((default or levels.DEFAULT_LOAD,) if workloads else (None,))
+        # a primitive's thread counts, each a row (None: the study's threads, the label as written)
+        threads = operation.threads if operation.threads and not workloads else (None,)
         for size in operation.sizes or (None,):
             for load in loads:
-                for config in configs:
-                    op, params = resolved[config.name]
-                    p = dict(params) if load is None else {**params, "load": load}
-                    cells.append(Cell(config.name, backend, levels.row_label(operation.label, load),
-                                      op, p, size, config.cpu, config.build, spec=specs.get(op),
-                                      server=server_spec(study, config, operation, p),
-                                      paired_on=study.paired_on(config)))
+                for n in threads:
+                    for config in configs:
+                        op, params = resolved[config.name]
+                        p = dict(params) if load is None else {**params, "load": load}
+                        if n is not None:
+                            p[THREADS_PARAM] = str(n)
+                        label = levels.row_label(operation.label, load) if n is None else threads_label(operation.label, n)
+                        cells.append(Cell(config.name, backend, label, op, p, size, config.cpu, config.build,
+                                          spec=specs.get(op), server=server_spec(study, config, operation, p),
+                                          paired_on=study.paired_on(config)))
 
     for backend in study.backends or ():
         for operation in study.operations:
@@ -69,6 +74,11 @@ def expand(study: Study) -> list[Cell]:
         for operation in study.operations:
             add(config.backend, operation, [config])
     return cells
+
+
+def threads_label(label: str, n: int) -> str:
+    """The row label of a primitive operation measured with ``n`` threads: ``sign @ 2 threads``."""
+    return f"{label} @ {n} thread{'s' if n != 1 else ''}"
 
 
 def server_spec(study: Study, config, operation, params: Mapping[str, str]) -> ServerSpec | None:
@@ -194,13 +204,16 @@ def looks(repetitions: int, max_repetitions: int | None) -> tuple[int, ...]:
 class Settings:
     """Worker settings shared by every repetition (seconds, warmup_s, timeout_s in s;
     ``work_dir``: where a file workload's repetitions get their private directories, None for
-    the system's temporary directory)."""
+    the system's temporary directory; ``env``: see below)."""
 
     seconds: float
     warmup_s: float
     threads: int
     timeout_s: float
     work_dir: str | None = None
+    #: Variables every worker of the run gets on top of the orchestrator's environment: a device
+    #: backend's token (``pkcs11.Token.worker_env``: module, label, PIN file; never a PIN).
+    env: Mapping[str, str] = field(default_factory=dict)
 
 
 def run_request(rep: Repetition, settings: Settings,
@@ -219,7 +232,7 @@ def run_request(rep: Repetition, settings: Settings,
         "op": rep.cell.op,
         "params": rep.cell.worker_params(),
         # A workload takes its concurrency from its load level, and times every transaction.
-        "threads": 1 if rep.cell.is_workload else settings.threads,
+        "threads": 1 if rep.cell.is_workload else rep.cell.threads or settings.threads,
         "warmup_s": 0.0 if rep.calibration else settings.warmup_s,
         "seconds": min(CALIBRATION_SECONDS, settings.seconds) if rep.calibration else settings.seconds,
         "batch": None if rep.cell.is_workload else rep.batch,

@@ -171,7 +171,7 @@ def estimate(prepared: "PreparedStudy") -> Needs:
     per_cell = {}
     what = {}
     for c in prepared.cells:
-        per_cell[c.key], what[c.key] = cell_memory(c, prepared.settings.threads, limits)
+        per_cell[c.key], what[c.key] = cell_memory(c, c.threads or prepared.settings.threads, limits)
     heaviest = max(per_cell, key=per_cell.__getitem__) if per_cell else ""
     # the JSON document holds every result again (indented: about 1.3×); the reports per cell
     report = int(1.3 * results) + REPORT_BYTES + REPORT_BYTES_PER_CELL * len(prepared.cells)
@@ -270,8 +270,8 @@ def thread_warnings(prepared: "PreparedStudy", logical_cpus: int) -> list[str]:
                     file_levels.append(load.text)
                     continue
                 over.setdefault(f"load {load.text} ({load.connections} client threads)", []).append(c.label)
-        elif prepared.settings.threads > logical_cpus:
-            over.setdefault(f"threads = {prepared.settings.threads}", []).append(c.label)
+        elif (c.threads or prepared.settings.threads) > logical_cpus:
+            over.setdefault(f"threads = {c.threads or prepared.settings.threads}", []).append(c.label)
     out = []
     for what, labels in over.items():
         names = sorted(set(labels))

@@ -215,10 +215,13 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
         cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
     cells = schedule.expand(s)
     check_remote(s, cells, allow_remote)
-    open_devices(cells, hello, path)
+    device_env = open_devices(cells, hello, path)
+    if device_env and dry_run:
+        # the dry run's support table, asked again with the token's variables
+        workers = {**workers, builds.DEFAULT: (path, fetch_hello(path, detail=True, env=device_env))}
     work_dir = check_work_dir(s, cells)
     settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
-                                 work_dir=work_dir)
+                                 work_dir=work_dir, env=device_env)
     looks = schedule.looks(s.repetitions, s.max_repetitions if s.until == "decided" else None)
     # a dry run builds nothing: the cells that will run on the provider it would build first
     # are not asked about (the worker would refuse them for want of it)
@@ -236,22 +239,23 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
                      skipped=skipped, seed=schedule.new_run_seed(s.seed), job_times=job_times, first_builds=first)
 
 
-def open_devices(cells: Sequence[Cell], hello: Any, worker: str | os.PathLike) -> None:
-    """Point the workers at the PKCS#11 token the cells' device backends use (the
-    environment's, else cryptoperf's SoftHSM2 token, made now on first use): its variables go
-    into this process's environment, which every local worker inherits (``pkcs11.Token.
-    worker_env``; never the PIN itself). Then one worker opens the token and logs in, once, so a
-    missing module or a wrong PIN stops the study here, before anything runs, in one line.
+def open_devices(cells: Sequence[Cell], hello: Any, worker: str | os.PathLike) -> dict[str, str]:
+    """The variables that point the workers at the PKCS#11 token the cells' device backends
+    use (the environment's, else cryptoperf's SoftHSM2 token, made now on first use;
+    ``pkcs11.Token.worker_env``, never the PIN itself), for ``Settings.env``; empty when no
+    cell uses a device. One worker opens the token and logs in, once, so a missing module or a
+    wrong PIN stops the study here, before anything runs, in one line.
 
     Raises MissingDependency (SoftHSM2 not installed), DeviceUnavailable (the worker's words)."""
     devices = hello.rules.devices
     used = next((c for c in cells if devices.get(c.backend) == pkcs11.DEVICE), None)
     if used is None:
-        return
-    os.environ.update(pkcs11.token().worker_env())
-    with WorkerClient(worker) as w:
+        return {}
+    env = pkcs11.token().worker_env()
+    with WorkerClient(worker, env={**os.environ, **env}) as w:
         w.hello()
         w.check(_check_request(used, None), timeout_s=60)
+    return env
 
 
 def check_work_dir(s: Study, cells: Sequence[Cell]) -> str | None:

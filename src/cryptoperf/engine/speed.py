@@ -234,13 +234,13 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
              for b in chosen_backends for op in chosen_ops
              for size in (checked_sizes if checked_sizes and rules.takes_message(op) else (None,))]
     settings = schedule.Settings(seconds=seconds, warmup_s=warmup_s, threads=threads,
-                                 timeout_s=timeout_s or warmup_s + seconds + 60)
+                                 timeout_s=timeout_s or warmup_s + seconds + 60,
+                                 env=open_devices(cells, hello, path))
     info = {"seconds": seconds, "warmup_s": warmup_s, "threads": threads, "cpu": cpu,
             "openssl_ia32cap": cpumask.MASKS[cpu], "build": build,
             "params": {k: v for p in op_params.values() for k, v in p.items()}, "baseline": baseline,
             "notes": notes,
             "builds": {n: dict(zip(("available", "path_or_reason"), builds.status(n))) for n in builds.BUILDS}}
-    open_devices(cells, hello, path)
     return _SpeedPlan(cells, path, hello, build, settings, unmasked_vectors({build: workers[build]}), baseline,
                       info, notes)
 

@@ -65,7 +65,7 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
     try:
         with workdir.repetition_dir(needs_dir, settings.work_dir) as work, \
                 _server_under_test(rep, settings) as server, \
-                WorkerClient(worker_for(workers, rep.cell), env=cpumask.worker_env(rep.cell.cpu)) as w:
+                WorkerClient(worker_for(workers, rep.cell), env={**cpumask.worker_env(rep.cell.cpu), **settings.env}) as w:
             w.hello()
             request = run_request(rep, settings, vector)
             if work is not None:

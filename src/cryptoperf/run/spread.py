@@ -147,7 +147,7 @@ def run_part(rep: Repetition, settings: Settings, index: int, asked_ns: int, sta
         path, hello = facts["_workers"][rep.cell.build]
         request = run_request(rep, settings, hello.unmasked_vectors().get(rep.cell.backend))
         request["params"] = {**request["params"], r["index_param"]: index, r["start_param"]: start_at_ns}
-        with WorkerClient(path, env=cpumask.worker_env(rep.cell.cpu)) as w:
+        with WorkerClient(path, env={**cpumask.worker_env(rep.cell.cpu), **settings.env}) as w:
             w.hello()
             sent_ns = time.time_ns()
             raw = dict(w.run(request, timeout_s=timeout_s).raw)

@@ -281,9 +281,11 @@ def request_error(msg: dict) -> WorkerRequestError:
     return (DeviceUnavailable if code == "device_unavailable" else WorkerRequestError)(code, message)
 
 
-def fetch_hello(path: str | os.PathLike, detail: bool = False, timeout_s: float = HELLO_TIMEOUT_S) -> Hello:
+def fetch_hello(path: str | os.PathLike, detail: bool = False, timeout_s: float = HELLO_TIMEOUT_S,
+                env: Mapping[str, str] | None = None) -> Hello:
     """Start a worker without any capability mask in its environment (so the vectors its
-    hello reports are the unmasked ones), get its ``hello``, and close it. Raises WorkerError
+    hello reports are the unmasked ones), with ``env`` on top of this process's (a device's
+    token, for ``detail``'s support table), get its ``hello``, and close it. Raises WorkerError
     subclasses."""
-    with WorkerClient(path, env=unmasked_env()) as w:
+    with WorkerClient(path, env={**unmasked_env(), **(env or {})}) as w:
         return w.hello(detail=detail, timeout_s=timeout_s)

@@ -118,7 +118,14 @@ def _check_workload(study: Study, config: Configuration, o: Operation, op: str, 
                 names = ", ".join(sorted(rules.workloads)) or "none"
                 raise study.error("operation", o.index, key,
                                   f"'{op}' is a primitive operation; {key} applies to workloads ({names})")
+        too_many = [n for n in o.threads or () if n > rules.limits["max_threads"]]
+        if too_many:
+            raise study.error("operation", o.index, "threads", f"{too_many[0]} threads is above the worker's "
+                              f"limit of {num_text(rules.limits['max_threads'])} (max_threads in its hello)")
         return
+    if o.threads:
+        raise study.error("operation", o.index, "threads", f"'{op}' is a workload: its concurrency is its load "
+                          "level (loads = [\"closed:N\"]), not threads")
     takes = sorted(rules.op_params.get(op, ()))
     theirs = rules.workloads[op].set_by_cryptoperf()
     for name, raw in o.params.items():

@@ -212,6 +212,12 @@ OPTIONS: tuple[Option, ...] = (
            "\"1MiB\", \"1M\" (k = 1024); at most the worker's max_size_bytes. Omit for operations "
            "without a message (key agreement, KEM) and to let the worker use its default size.",
            min=1, unit="bytes"),
+    Option("operation", "threads", "ints", None,
+           "A primitive operation's threads (sessions of a device backend), each its own row: "
+           "threads = [1, 2, 4] measures it with 1, 2 and 4 threads at once, each thread on its own "
+           "prepared primitive (a PKCS#11 token: its own session), where a device's throughput grows "
+           "with concurrent sessions until its engines are busy. Default: [study] threads. Not for "
+           "a workload, whose concurrency is its load level (loads).", min=1),
     Option("operation", "params", "table", None,
            "A workload's parameters, each one its worker announces in its hello (listed below, "
            "per workload, with their defaults and values, when a worker is found; "

@@ -525,10 +525,25 @@ class _Parser:
         return Operation(label=v["label"] or v["op"], op=v["op"],
                          sizes=tuple(v["sizes"]) if v["sizes"] is not None else None, index=index,
                          params=dict(params), loads=tuple(loads) if loads is not None else None,
+                         threads=self.thread_counts(index, v),
                          p99_bound_ms=v["p99_bound_ms"], optional=v["optional"], server=v["server"],
                          server_files=tuple(v["server_files"] or ()),
                          server_env={k: str(x) for k, x in (v["server_env"] or {}).items()},
                          server_ready_s=v["server_ready_s"])
+
+    def thread_counts(self, index: int, v: dict) -> tuple[int, ...] | None:
+        """Operation ``index``'s ``threads`` list: not with ``loads`` (a workload's concurrency
+        is its level), no count twice; StudyError at the key otherwise. (The worker's limit is
+        checked against its hello: ``study.check``.)"""
+        counts = v["threads"]
+        if counts is None:
+            return None
+        if v["loads"] is not None:
+            raise self.error("operation", index, "threads", "a workload's concurrency is its load level "
+                             "(loads = [\"closed:N\"]); threads is for primitive operations")
+        if len(set(counts)) != len(counts):
+            raise self.error("operation", index, "threads", "lists a thread count twice")
+        return tuple(counts)
 
     def check_server(self, index: int, v: dict) -> None:
         """The server-under-test keys of operation ``index``: ``server_files``/``server_env``

@@ -134,7 +134,8 @@ class Contrast:
 class Operation:
     """One ``[[operation]]``: ``op`` is a template, ``sizes`` None for unsized operations;
     ``params`` a workload's parameters (values may hold ``{var}``), ``loads`` its load levels
-    (``levels.parse_load`` syntax) or None; ``optional`` operations are skipped, with the
+    (``levels.parse_load`` syntax) or None, ``threads`` a primitive's thread counts, each a row
+    (None: the study's ``threads``); ``optional`` operations are skipped, with the
     reason, where the worker's check says they cannot run, instead of stopping the study.
     ``server`` (a command template), ``server_files``, ``server_env`` and ``server_ready_s``
     describe a server under test started for each repetition (``run.server``)."""
@@ -145,6 +146,7 @@ class Operation:
     index: int
     params: Mapping[str, Any] = field(default_factory=dict)
     loads: tuple[str, ...] | None = None
+    threads: tuple[int, ...] | None = None
     p99_bound_ms: float | None = None
     optional: bool = False
     server: str | None = None
