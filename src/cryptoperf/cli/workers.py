@@ -88,3 +88,8 @@ def _list_builds() -> None:
     out.print(f"  {providerbuild.NAME:<26} {state:<8} OpenSSL {providerbuild.SOURCE.openssl_version} FIPS provider "
               "(for the fips build's openssl backend)", markup=False, soft_wrap=True)
     out.print(f"  {'':<26} {'':<8} {where}", markup=False, soft_wrap=True)
+    made = (pkcs11.softhsm_dir() / "user.pin").exists()
+    where = pkcs11.softhsm_dir() if made else f"not made yet: `cryptoperf setup {pkcs11.SETUP_NAME}` (or first use)"
+    out.print(f"  {pkcs11.SETUP_NAME:<26} {'made' if made else 'missing':<8} SoftHSM2 token for the pkcs11 backend "
+              "(software: docs/offload.md)", markup=False, soft_wrap=True)
+    out.print(f"  {'':<26} {'':<8} {where}", markup=False, soft_wrap=True)
