@@ -1143,3 +1143,44 @@ def test_remainder_refusals_are_one_line(cli, handshake_store, handshake_runs, t
     db.close()
     assert_one_line_error(cli(*base, "--remainder-from", "2", "--remainder-op", _ecdsa_key(hs), "--store", store),
                           "--remainder-from run 2 ran on another host than run 1 (kernel:", code=2)
+
+
+# ----------------------------------------------------------------------------- an accelerator the run measured
+
+def test_an_accelerator_measured_in_the_run_takes_its_figures_from_the_analysis(econ_stored):
+    """--accel-from CONFIG: the capacity, host CPU and latency are that configuration's medians
+    in the run (here 'new', scripted at 3 ms per operation), not typed figures."""
+    acc = econ.measured_accelerator(econ_stored, "rsa2048-sign", "new", 500)
+    (s,) = [s for s in econ_stored.summaries.values() if s.cell.configuration == "new"]
+    assert acc.ops_per_s_per_unit == s.ops_per_s == pytest.approx(1e9 / (3 * MS))
+    assert acc.host_cpu_ns_per_op == s.process_cpu_ns_per_op == pytest.approx(3 * MS)
+    assert acc.latency_ns == s.p50_ns and acc.measured_from == "new" and acc.price_per_year == 500
+    assert "run 1, configuration 'new'" in acc.measured_note and "lower bound" in acc.measured_note
+    with pytest.raises(EconomicsError, match="configurations: new, old"):
+        econ.measured_accelerator(econ_stored, "rsa2048-sign", "token", 500)
+
+
+def test_cli_plan_with_an_accelerator_measured_in_the_run(cli, econ_store):
+    res = cli("plan", "1", "--op", "rsa2048-sign", "--configuration", "old", "--rate", "9.6",
+              "--core-price-per-year", "1000", "--accel-from", "new", "--accel-price-per-year", "500",
+              "--json", "--store", econ_store)
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    (o,) = doc["offload"]
+    assert o["accelerator"]["measured_from"] == "new"
+    assert o["accelerator"]["ops_per_s_per_unit"] == pytest.approx(1e9 / (3 * MS))
+    assert "--accel-from new" in doc["command"] and "--accel-ops-per-s" not in doc["command"]
+    text = cli("plan", "1", "--op", "rsa2048-sign", "--configuration", "old", "--rate", "9.6",
+               "--core-price-per-year", "1000", "--accel-from", "new", "--accel-price-per-year", "500",
+               "--store", econ_store).out
+    assert "measured in run 1, configuration 'new'" in text
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--accel-from", "new", "--accel-ops-per-s", "460", "--accel-price-per-year", "500"], "leave out --accel-ops-per-s"),
+    (["--accel-from", "new"], "needs --accel-price-per-year"),
+])
+def test_cli_accel_from_refuses_typed_figures_and_needs_a_price(cli, econ_store, args, words):
+    res = cli("plan", "1", "--op", "rsa2048-sign", "--configuration", "old", "--rate", "9.6",
+              "--core-price-per-year", "1000", *args, "--store", econ_store)
+    assert_one_line_error(res, words)

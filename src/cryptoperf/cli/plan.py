@@ -53,6 +53,10 @@ from cryptoperf.workloads import fleet
               help="Accelerator latency per operation as the application sees it, in µs (shown only).")
 @click.option("--accel-min-units", type=int, default=1, show_default=True, metavar="M",
               help="Accelerator units bought whatever the load (2 for redundancy).")
+@click.option("--accel-from", "accel_from", metavar="CONFIG",
+              help="The accelerator as the run measured it: configuration CONFIG's rows of --op (a device "
+                   "backend's, e.g. pkcs11) give its capacity (their highest throughput), host CPU and latency, "
+                   "instead of --accel-ops-per-s and friends; with --accel-price-per-year.")
 @click.option("--targets", "targets", type=int, metavar="N",
               help="Fleet jobs: plan a job over N targets (with --deadline or --rate in targets per minute): the "
                    "slices needed and the job's time with its interval, from the run's fleet jobs.")
@@ -79,7 +83,7 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
              remainder_op: str | None, from_config: str | None, to_config: str | None,
              core_price_per_year: float | None, accel_ops_per_s: float | None,
              accel_price_per_year: float | None, accel_host_cpu_us_per_op: float,
-             accel_latency_us: float | None, accel_min_units: int, store_path: str | None,
+             accel_latency_us: float | None, accel_min_units: int, accel_from: str | None, store_path: str | None,
              fmt: str | None, as_json: bool, output: str | None, **job: Any) -> None:
     """Economics of an operation, or of a request made of several, measured in stored run
     RUN_ID (default: latest).
@@ -114,13 +118,15 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     cryptoperf plan 7 --per-request "sign + x25519-keygen + x25519-derive" --from rsa --to ecdsa
       --backend aws-lc --remainder-op "full handshake @ c=2" --rate 3k
     cryptoperf plan 12 --targets 500 --deadline 10m --configuration fips
+    cryptoperf plan 9 --op "rsa2048 sign @ 1 thread" --configuration software --rate 500
+      --core-price-per-year 500 --accel-from token --accel-price-per-year 1000
 
     Method and a worked example: docs/methodology.md, "Economics".
     """
     from cryptoperf.report import economics as report_economics
 
     if any(job.get(k) is not None for k in ("targets", "deadline", "slices", "cap")):
-        if request or from_config or to_config or accel_ops_per_s is not None:
+        if request or from_config or to_config or accel_ops_per_s is not None or accel_from is not None:
             raise UsageError("--targets plans a fleet job (--op picks its job kind); it does not go with "
                              "--per-request, --from/--to or an accelerator")
         _plan_job(run_id, job, rate, configuration, op, store_path, "json" if as_json else (fmt or "text"), output)
@@ -144,26 +150,18 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
         size_bytes = opnames.parse_size(size) if size is not None else None
     except ValueError as e:
         raise UsageError(f"--size: {e}") from None
-    for name, value in (("--accel-host-cpu-us-per-op", accel_host_cpu_us_per_op),
-                        ("--accel-latency-us", accel_latency_us)):
-        if value is not None:
-            economics.check_number(name, value)
-    accel = None
-    if (accel_ops_per_s is not None or accel_price_per_year is not None or accel_latency_us is not None
-            or accel_host_cpu_us_per_op != 0 or accel_min_units != 1):
-        if accel_ops_per_s is None or accel_price_per_year is None:
-            raise UsageError("describe the accelerator with both --accel-ops-per-s and --accel-price-per-year")
-        accel = economics.Accelerator(
-            ops_per_s_per_unit=accel_ops_per_s, price_per_year=accel_price_per_year,
-            host_cpu_ns_per_op=accel_host_cpu_us_per_op * 1e3,
-            latency_ns=accel_latency_us * 1e3 if accel_latency_us is not None else None,
-            min_units=accel_min_units)
+    accel = _typed_accelerator(accel_ops_per_s, accel_price_per_year, accel_host_cpu_us_per_op, accel_latency_us,
+                               accel_min_units, accel_from)
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
         try:
             remainder_run = None if remainder_from is None else stored.load_run(store, remainder_from)
         except UsageError as e:
             raise UsageError(f"--remainder-from: {e}") from None
+    if accel_from is not None:
+        if not op:
+            raise UsageError("--accel-from measures the accelerator on --op OP's rows; give --op")
+        accel = economics.measured_accelerator(run, op, accel_from, accel_price_per_year, accel_min_units)
     result = economics.plan(run, op or None, rate_per_s, request=request, configuration=configuration,
                             backend=backend, size_bytes=size_bytes, from_config=from_config, to_config=to_config,
                             accelerator=accel, core_price_per_year=core_price_per_year, side=side,
@@ -177,6 +175,33 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     written = render_write(text, target, fix="pass another -o PATH, or -o - for stdout", unique=output is None)
     say_using(run)
     click.echo(str(written))
+
+
+def _typed_accelerator(ops_per_s: float | None, price_per_year: float | None, host_cpu_us_per_op: float,
+                       latency_us: float | None, min_units: int, measured_from: str | None):
+    """The accelerator the --accel-* options type in, or None when none is described (or when
+    ``measured_from`` names the run's configuration that measured it: built once the run is
+    loaded, ``economics.measured_accelerator``). Raises UsageError for an incomplete or
+    contradictory description, EconomicsError for a figure out of range."""
+    for name, value in (("--accel-host-cpu-us-per-op", host_cpu_us_per_op), ("--accel-latency-us", latency_us)):
+        if value is not None:
+            economics.check_number(name, value)
+    typed = ops_per_s is not None or latency_us is not None or host_cpu_us_per_op != 0
+    if measured_from is not None:
+        if typed:
+            raise UsageError("--accel-from measures the accelerator's capacity, host CPU and latency in the run; "
+                             "leave out --accel-ops-per-s, --accel-host-cpu-us-per-op and --accel-latency-us")
+        if price_per_year is None:
+            raise UsageError("--accel-from needs --accel-price-per-year, what one unit costs per year")
+        return None
+    if not (typed or price_per_year is not None or min_units != 1):
+        return None
+    if ops_per_s is None or price_per_year is None:
+        raise UsageError("describe the accelerator with both --accel-ops-per-s and --accel-price-per-year "
+                         "(or measure it: --accel-from CONFIG)")
+    return economics.Accelerator(ops_per_s_per_unit=ops_per_s, price_per_year=price_per_year,
+                                 host_cpu_ns_per_op=host_cpu_us_per_op * 1e3,
+                                 latency_ns=latency_us * 1e3 if latency_us is not None else None, min_units=min_units)
 
 
 def _plan_job(run_id: str, job: dict[str, Any], rate: str | None, configuration: str | None, op: str | None,

@@ -33,7 +33,8 @@ from cryptoperf.economics.accelerator import (Accelerator, BreakEven, Offload, b
 from cryptoperf.economics.cost import (NS_PER_S, PAIRED_DIFFERENCES, Change, CoresAtRate, CpuCost, change,
                                        check_number, cores_at_rate, cores_needed, cpu_cost, ops_per_s_per_core,
                                        parse_rate)
-from cryptoperf.economics.planning import CAVEAT, REMAINDER_LEFT_OUT, PlanResult, find_cells, plan
+from cryptoperf.economics.planning import (CAVEAT, REMAINDER_LEFT_OUT, PlanResult, find_cells, measured_accelerator,
+                                           plan)
 from cryptoperf.economics.request import (PER_BLOCK_TOTALS, SUMMED_INTERVALS, Remainder, RequestCpu, Term,
                                           parse_request, remainder, request_change, request_cpu, request_text,
                                           with_remainder)
@@ -42,7 +43,8 @@ from cryptoperf.economics.sides import SIDE_TEXT, SIDES, WORKLOAD_SIDES, side_cp
 __all__ = ["Accelerator", "BreakEven", "CAVEAT", "Change", "CoresAtRate", "CpuCost", "NS_PER_S",
            "Offload", "PAIRED_DIFFERENCES", "PER_BLOCK_TOTALS", "PlanResult", "REMAINDER_LEFT_OUT", "Remainder",
            "RequestCpu", "SIDES", "SIDE_TEXT", "SUMMED_INTERVALS", "Term", "WORKLOAD_SIDES", "break_even",
-           "change", "check_number", "cores_at_rate", "cores_needed", "cpu_cost", "find_cells", "offload",
+           "change", "check_number", "cores_at_rate", "cores_needed", "cpu_cost", "find_cells", "measured_accelerator",
+           "offload",
            "ops_per_s_per_core", "parse_rate", "parse_request", "plan", "remainder", "request_change",
            "request_cpu", "request_text", "saving_per_op_per_s", "side_cpu_ns_per_tx", "side_samples",
            "units_needed", "with_remainder"]

@@ -28,6 +28,9 @@ class Accelerator:
         latency_ns: per-operation latency as the application sees it (ns), or None; shown
             beside the software latency, it does not enter the cost.
         min_units: units bought whatever the load (2 for redundancy); >= 1.
+        measured_from: the configuration of the run whose rows gave the capacity, host CPU and
+            latency (``planning.measured_accelerator``), or None when the buyer typed them.
+        measured_note: for people, where in the run they were measured and what they bound.
 
     Raises EconomicsError for a capacity <= 0, a negative price or host CPU time, or
     min_units < 1.
@@ -38,6 +41,8 @@ class Accelerator:
     host_cpu_ns_per_op: float = 0.0
     latency_ns: float | None = None
     min_units: int = 1
+    measured_from: str | None = None
+    measured_note: str | None = None
 
     def __post_init__(self) -> None:
         check_number("accelerator capacity (ops/s per unit)", self.ops_per_s_per_unit, positive=True)

@@ -295,6 +295,9 @@ class PlanResult:
 
 
 def _accelerator_args(acc: Accelerator) -> list[str]:
+    if acc.measured_from is not None:
+        args = ["--accel-from", acc.measured_from, "--accel-price-per-year", format(acc.price_per_year, "g")]
+        return args + (["--accel-min-units", str(acc.min_units)] if acc.min_units != 1 else [])
     args = ["--accel-ops-per-s", format(acc.ops_per_s_per_unit, "g"),
             "--accel-price-per-year", format(acc.price_per_year, "g")]
     if acc.host_cpu_ns_per_op:
@@ -304,6 +307,39 @@ def _accelerator_args(acc: Accelerator) -> list[str]:
     if acc.min_units != 1:
         args += ["--accel-min-units", str(acc.min_units)]
     return args
+
+
+def measured_accelerator(run: StoredRun, op: str, configuration: str, price_per_year: float,
+                         min_units: int = 1) -> Accelerator:
+    """The accelerator ``configuration`` of ``run`` measured (a device backend's rows, e.g. a
+    PKCS#11 token's), instead of figures typed in: among its rows of ``op`` (an operation, or a
+    study label with or without its ``@ N threads``), capacity = the highest throughput (ops/s
+    per unit: a lower bound when the device would take more sessions than the run gave it),
+    host CPU per operation = that row's worker process CPU (for an in-process token such as
+    SoftHSM2, all of the work), latency = the p50 of the row with the fewest threads. Every
+    figure is the analysis' median over the row's measured repetitions.
+
+    Raises EconomicsError when ``configuration`` has no measured row of ``op``."""
+    def names_op(label: str, cell_op: str) -> bool:
+        return op in (cell_op, label, label.split(" @ ")[0])
+
+    rows = [s for s in run.summaries.values()
+            if s.cell.configuration == configuration and names_op(s.cell.label, s.cell.op)
+            and s.ops_per_s and s.process_cpu_ns_per_op]
+    if not rows:
+        configs = sorted({s.cell.configuration for s in run.summaries.values()})
+        raise EconomicsError(f"--accel-from {configuration}: run {run.id} has no measured row of '{op}' in "
+                             f"configuration '{configuration}' (configurations: {', '.join(configs)})")
+    best = max(rows, key=lambda s: s.ops_per_s)
+    fewest = min(rows, key=lambda s: s.cell.threads or 1)
+    counts = sorted({s.cell.threads or 1 for s in rows})
+    bound = (f"the most throughput of {len(counts)} thread counts ({', '.join(map(str, counts))}): a lower bound "
+             "of its capacity" if len(counts) > 1 else "one thread count: a lower bound of its capacity")
+    note = (f"measured in run {run.id}, configuration '{configuration}': capacity and host CPU from "
+            f"'{best.cell.label}' ({bound}), latency from '{fewest.cell.label}'")
+    return Accelerator(ops_per_s_per_unit=best.ops_per_s, price_per_year=price_per_year,
+                       host_cpu_ns_per_op=best.process_cpu_ns_per_op, latency_ns=fewest.p50_ns,
+                       min_units=min_units, measured_from=configuration, measured_note=note)
 
 
 # --------------------------------------------------------------------------- plan

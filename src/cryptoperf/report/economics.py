@@ -288,6 +288,8 @@ def _offload_lines(result: PlanResult, rate: str) -> list[str]:
     lines = [f"accelerator: {acc.ops_per_s_per_unit:g} ops/s per unit, {fmt_money(acc.price_per_year)} "
              f"per unit-year, at least {acc.min_units} unit(s){host}; core "
              f"{fmt_money(result.offload[0].core_price_per_year)} per year"]
+    if acc.measured_note:
+        lines.append(f"  {acc.measured_note}")
     for cell, o in zip(result.cells, result.offload):
         be = o.break_even
         first = (f" (saves from {be.first_rate_per_s:.4g} ops/s, but not at every rate below "
@@ -344,7 +346,9 @@ def _context(result: PlanResult, run: StoredRun) -> dict[str, Any]:
             "per": result.per, "side": f"Priced with {side_phrase(result)}.", "remainder": remainder_sentence(result),
             "cpu_header": f"{result.side_text} per {result.per}",
             "figures": figures(result), "terms": terms(result), "change": change_text(result),
-            "offload": offload_rows(result), "caveat": result.caveat, "version": __version__,
+            "offload": offload_rows(result),
+            "accelerator_note": result.offload[0].accelerator.measured_note if result.offload else None,
+            "caveat": result.caveat, "version": __version__,
             "priced": result.core_price_per_year is not None}
 
 
@@ -375,7 +379,7 @@ def markdown(result: PlanResult, run: StoredRun) -> str:
     if c["change"]:
         out.append(f"**Change** {c['change']}.\n")
     if c["offload"]:
-        out.append("Accelerator:\n\n" + md_table(
+        out.append("Accelerator" + (f" ({c['accelerator_note']})" if c["accelerator_note"] else "") + ":\n\n" + md_table(
             ["", "break-even", f"units at {c['rate']}", "net saving per year", ""],
             [[r["config"], r["break_even"], r["units"], r["net"], r["verdict"]] for r in c["offload"]]))
     out.append(f"**Not covered.** {c['caveat']}\n")
