@@ -36,7 +36,7 @@ from cryptoperf.errors import MAX_MESSAGE, CryptoperfError, StudyError
 
 pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
 
-RULES = worker_rules()
+RULES = worker_rules(devices=("pkcs11",))  # the worker's device backend (studies/offload-pkcs11.toml)
 SEEDS = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8")
          for p in sorted([*ROOT.glob("studies/*.toml"), *ROOT.glob("docs/first-hour/*.toml")])}
 #: Most CPU seconds of this thread one input may take (parse and check against the worker's

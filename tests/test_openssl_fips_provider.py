@@ -90,7 +90,7 @@ def test_a_failed_self_test_is_one_line_and_installs_nothing(tmp_path):
 
 
 def test_setup_unknown_name_suggests_the_provider(cli, data_dir):
-    assert_one_line_error(cli("setup", "openssl-fipz"), "did you mean 'openssl-fips'?", "openssl-fips)", code=2)
+    assert_one_line_error(cli("setup", "openssl-fipz"), "did you mean 'openssl-fips'?", "openssl-fips, softhsm)", code=2)
 
 
 def test_only_the_fips_builds_process_gets_the_provider(data_dir, monkeypatch, tmp_path):
