@@ -223,9 +223,13 @@ def expand_loads(texts: list[str] | tuple[str, ...]) -> list[str]:
     return out
 
 
-def row_label(label: str, load: str | None) -> str:
-    """A cell's row label: the operation's label, with the load level when there is one."""
-    return label if load is None else f"{label} @ {parse_load(load).label}"
+def row_label(label: str, load: str | None, threads: int | None = None) -> str:
+    """A cell's row label: the operation's label, with the load level when there is one
+    (``full handshake @ c=10``), else with a primitive's own thread count when it has one
+    (``sign @ 2 threads``)."""
+    if load is not None:
+        return f"{label} @ {parse_load(load).label}"
+    return label if threads is None else f"{label} @ {threads} thread{'s' if threads != 1 else ''}"
 
 
 def job_descriptor_problem(values: Mapping[str, int]) -> str | None:

@@ -134,6 +134,13 @@ class Cell:
         return int(n) if n is not None and not self.is_workload else None
 
     @property
+    def operation_label(self) -> str:
+        """The label of the cell's ``[[operation]]``: its row label without the load level or
+        thread count ``levels.row_label`` added (``full handshake @ c=10`` → ``full handshake``)."""
+        suffix = levels.row_label("", self.load, self.threads)
+        return self.label[:-len(suffix)] if suffix and self.label.endswith(suffix) else self.label
+
+    @property
     def is_workload(self) -> bool:
         """True for a workload cell (a TLS handshake, a transfer, an IKE phase 1 at a load
         level) rather than one primitive operation."""

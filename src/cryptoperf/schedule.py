@@ -59,8 +59,8 @@ def expand(study: Study) -> list[Cell]:
                         p = dict(params) if load is None else {**params, "load": load}
                         if n is not None:
                             p[THREADS_PARAM] = str(n)
-                        label = levels.row_label(operation.label, load) if n is None else threads_label(operation.label, n)
-                        cells.append(Cell(config.name, backend, label, op, p, size, config.cpu, config.build,
+                        cells.append(Cell(config.name, backend, levels.row_label(operation.label, load, n), op, p,
+                                          size, config.cpu, config.build,
                                           spec=specs.get(op), server=server_spec(study, config, operation, p),
                                           paired_on=study.paired_on(config)))
 
@@ -74,11 +74,6 @@ def expand(study: Study) -> list[Cell]:
         for operation in study.operations:
             add(config.backend, operation, [config])
     return cells
-
-
-def threads_label(label: str, n: int) -> str:
-    """The row label of a primitive operation measured with ``n`` threads: ``sign @ 2 threads``."""
-    return f"{label} @ {n} thread{'s' if n != 1 else ''}"
 
 
 def server_spec(study: Study, config, operation, params: Mapping[str, str]) -> ServerSpec | None:

@@ -320,11 +320,9 @@ def measured_accelerator(run: StoredRun, op: str, configuration: str, price_per_
     figure is the analysis' median over the row's measured repetitions.
 
     Raises EconomicsError when ``configuration`` has no measured row of ``op``."""
-    def names_op(label: str, cell_op: str) -> bool:
-        return op in (cell_op, label, label.split(" @ ")[0])
-
+    labels = {s.cell.operation_label for s in find_cells(run, op)}  # every row of op's operations
     rows = [s for s in run.summaries.values()
-            if s.cell.configuration == configuration and names_op(s.cell.label, s.cell.op)
+            if s.cell.configuration == configuration and s.cell.operation_label in labels
             and s.ops_per_s and s.process_cpu_ns_per_op]
     if not rows:
         configs = sorted({s.cell.configuration for s in run.summaries.values()})

@@ -110,12 +110,6 @@ class WorkloadAnalysis:
         return [f for f in self.families if not f.job]
 
 
-def operation_label(cell_label: str, load: str) -> str:
-    """The operation's label of a workload cell: its label without `` @ <level>``."""
-    suffix = f" @ {parse_load(load).label}"
-    return cell_label[:-len(suffix)] if cell_label.endswith(suffix) else cell_label
-
-
 def _series(summary: CellSummary, baseline: str) -> str:
     c = summary.cell
     return c.configuration if baseline or c.configuration else c.backend
@@ -147,7 +141,7 @@ def analyse(summaries: Mapping[str, CellSummary], outcomes: Sequence[Outcome], d
             load = parse_load(str(c.load))
         except ValueError:
             continue
-        key = (c.op, c.backend, operation_label(c.label, str(c.load)), c.size_bytes)
+        key = (c.op, c.backend, c.operation_label, c.size_bytes)
         cells.setdefault(key, []).append((s, load, generic.mode_of(s, analysed.get(c.key, []))))
     keyed: dict[tuple, list[Point]] = {}
     for key, members in cells.items():
