@@ -175,7 +175,8 @@ impl Token {
     /// hashed on the host by OpenSSL and the hash signed on the token, as OpenSSL's PKCS#11
     /// engine and provider do. Errors: `Unsupported` naming the mechanism the token lacks.
     fn sig_mechanism(&self, alg: SigAlg, what: &str) -> Result<(Mechanism<'static>, Option<MessageDigest>)> {
-        let (kind, mechanism) = sig_mechanism(alg)?;
+        let mechanism = sig_mechanism(alg)?;
+        let kind = mechanism.mechanism_type();
         if self.has(kind) {
             return Ok((mechanism, None));
         }
@@ -188,6 +189,14 @@ impl Token {
     /// A new session with its own copy of nothing yet. Errors: `Failed`.
     fn session(&self) -> Result<Session> {
         self.ctx.open_rw_session(self.slot).map_err(|e| failed(format!("PKCS#11 token '{}': C_OpenSession: {e}", self.label)))
+    }
+
+    /// A new session holding one session object made from `template` (a key), and its handle.
+    /// Errors: `Failed`.
+    fn session_with(&self, template: &[Attribute]) -> Result<(Session, ObjectHandle)> {
+        let session = self.session()?;
+        let key = session.create_object(template).map_err(|e| call("C_CreateObject", e))?;
+        Ok((session, key))
     }
 
     /// `Unsupported` unless the token offers `mechanism` (`what`: the operation, for the text).
@@ -208,61 +217,49 @@ fn call(what: &str, e: CkError) -> BackendError {
 const P256_OID: &[u8] = &[0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x03, 0x01, 0x07];
 const P384_OID: &[u8] = &[0x06, 0x05, 0x2b, 0x81, 0x04, 0x00, 0x22];
 
-fn digest_mechanism(alg: DigestAlg) -> Option<(MechanismType, Mechanism<'static>)> {
+fn digest_mechanism(alg: DigestAlg) -> Option<Mechanism<'static>> {
     Some(match alg {
-        DigestAlg::Sha1 => (MechanismType::SHA1, Mechanism::Sha1),
-        DigestAlg::Sha256 => (MechanismType::SHA256, Mechanism::Sha256),
-        DigestAlg::Sha384 => (MechanismType::SHA384, Mechanism::Sha384),
-        DigestAlg::Sha512 => (MechanismType::SHA512, Mechanism::Sha512),
+        DigestAlg::Sha1 => Mechanism::Sha1,
+        DigestAlg::Sha256 => Mechanism::Sha256,
+        DigestAlg::Sha384 => Mechanism::Sha384,
+        DigestAlg::Sha512 => Mechanism::Sha512,
         DigestAlg::Sha3_256 => return None,
     })
 }
 
-fn hmac_mechanism(alg: DigestAlg) -> Option<(MechanismType, Mechanism<'static>)> {
+fn hmac_mechanism(alg: DigestAlg) -> Option<Mechanism<'static>> {
     Some(match alg {
-        DigestAlg::Sha1 => (MechanismType::SHA1_HMAC, Mechanism::Sha1Hmac),
-        DigestAlg::Sha256 => (MechanismType::SHA256_HMAC, Mechanism::Sha256Hmac),
-        DigestAlg::Sha384 => (MechanismType::SHA384_HMAC, Mechanism::Sha384Hmac),
-        DigestAlg::Sha512 => (MechanismType::SHA512_HMAC, Mechanism::Sha512Hmac),
+        DigestAlg::Sha1 => Mechanism::Sha1Hmac,
+        DigestAlg::Sha256 => Mechanism::Sha256Hmac,
+        DigestAlg::Sha384 => Mechanism::Sha384Hmac,
+        DigestAlg::Sha512 => Mechanism::Sha512Hmac,
         DigestAlg::Sha3_256 => return None,
     })
 }
 
-/// The signature mechanism of `alg`: its type (for the token's list) and the mechanism.
-fn sig_mechanism(alg: SigAlg) -> Result<(MechanismType, Mechanism<'static>)> {
+/// The signature mechanism of `alg` (its type, for the token's list: `mechanism_type()`).
+fn sig_mechanism(alg: SigAlg) -> Result<Mechanism<'static>> {
     let pss = |hash_alg, mgf, len: u64| PkcsPssParams { hash_alg, mgf, s_len: len.into() };
     Ok(match alg {
         SigAlg::Rsa { digest, padding: RsaPadding::Pkcs1, .. } => match digest {
-            DigestAlg::Sha1 => (MechanismType::SHA1_RSA_PKCS, Mechanism::Sha1RsaPkcs),
-            DigestAlg::Sha256 => (MechanismType::SHA256_RSA_PKCS, Mechanism::Sha256RsaPkcs),
-            DigestAlg::Sha384 => (MechanismType::SHA384_RSA_PKCS, Mechanism::Sha384RsaPkcs),
-            DigestAlg::Sha512 => (MechanismType::SHA512_RSA_PKCS, Mechanism::Sha512RsaPkcs),
+            DigestAlg::Sha1 => Mechanism::Sha1RsaPkcs,
+            DigestAlg::Sha256 => Mechanism::Sha256RsaPkcs,
+            DigestAlg::Sha384 => Mechanism::Sha384RsaPkcs,
+            DigestAlg::Sha512 => Mechanism::Sha512RsaPkcs,
             DigestAlg::Sha3_256 => return unsupported("the PKCS#11 binding (cryptoki 0.10) has no RSA PKCS#1 v1.5 mechanism with SHA3-256"),
         },
         SigAlg::Rsa { digest, padding: RsaPadding::Pss, .. } => match digest {
-            DigestAlg::Sha1 => (
-                MechanismType::SHA1_RSA_PKCS_PSS,
-                Mechanism::Sha1RsaPkcsPss(pss(MechanismType::SHA1, PkcsMgfType::MGF1_SHA1, 20)),
-            ),
-            DigestAlg::Sha256 => (
-                MechanismType::SHA256_RSA_PKCS_PSS,
-                Mechanism::Sha256RsaPkcsPss(pss(MechanismType::SHA256, PkcsMgfType::MGF1_SHA256, 32)),
-            ),
-            DigestAlg::Sha384 => (
-                MechanismType::SHA384_RSA_PKCS_PSS,
-                Mechanism::Sha384RsaPkcsPss(pss(MechanismType::SHA384, PkcsMgfType::MGF1_SHA384, 48)),
-            ),
-            DigestAlg::Sha512 => (
-                MechanismType::SHA512_RSA_PKCS_PSS,
-                Mechanism::Sha512RsaPkcsPss(pss(MechanismType::SHA512, PkcsMgfType::MGF1_SHA512, 64)),
-            ),
+            DigestAlg::Sha1 => Mechanism::Sha1RsaPkcsPss(pss(MechanismType::SHA1, PkcsMgfType::MGF1_SHA1, 20)),
+            DigestAlg::Sha256 => Mechanism::Sha256RsaPkcsPss(pss(MechanismType::SHA256, PkcsMgfType::MGF1_SHA256, 32)),
+            DigestAlg::Sha384 => Mechanism::Sha384RsaPkcsPss(pss(MechanismType::SHA384, PkcsMgfType::MGF1_SHA384, 48)),
+            DigestAlg::Sha512 => Mechanism::Sha512RsaPkcsPss(pss(MechanismType::SHA512, PkcsMgfType::MGF1_SHA512, 64)),
             DigestAlg::Sha3_256 => return unsupported("the PKCS#11 binding (cryptoki 0.10) has no RSA-PSS mechanism with SHA3-256"),
         },
         SigAlg::EcdsaP256 { digest } | SigAlg::EcdsaP384 { digest } => match digest {
-            DigestAlg::Sha1 => (MechanismType::ECDSA_SHA1, Mechanism::EcdsaSha1),
-            DigestAlg::Sha256 => (MechanismType::ECDSA_SHA256, Mechanism::EcdsaSha256),
-            DigestAlg::Sha384 => (MechanismType::ECDSA_SHA384, Mechanism::EcdsaSha384),
-            DigestAlg::Sha512 => (MechanismType::ECDSA_SHA512, Mechanism::EcdsaSha512),
+            DigestAlg::Sha1 => Mechanism::EcdsaSha1,
+            DigestAlg::Sha256 => Mechanism::EcdsaSha256,
+            DigestAlg::Sha384 => Mechanism::EcdsaSha384,
+            DigestAlg::Sha512 => Mechanism::EcdsaSha512,
             DigestAlg::Sha3_256 => return unsupported("the PKCS#11 binding (cryptoki 0.10) has no ECDSA mechanism with SHA3-256"),
         },
         SigAlg::Ed25519 | SigAlg::MlDsa(_) => return unsupported(format!("the pkcs11 backend does not sign {alg:?}")),
@@ -361,8 +358,7 @@ struct Keyed {
 
 impl Keyed {
     fn new(token: &Token, template: &[Attribute], mechanism: Mechanism<'static>) -> Result<Keyed> {
-        let session = token.session()?;
-        let key = session.create_object(template).map_err(|e| call("C_CreateObject", e))?;
+        let (session, key) = token.session_with(template)?;
         Ok(Keyed { session, key, mechanism })
     }
 }
@@ -497,18 +493,19 @@ impl Backend for Pkcs11Token {
 
     fn digest(&self, alg: DigestAlg) -> Result<Box<dyn Digest>> {
         let t = token()?;
-        let Some((kind, mechanism)) = digest_mechanism(alg) else {
+        let Some(mechanism) = digest_mechanism(alg) else {
             return unsupported(format!("the PKCS#11 binding (cryptoki 0.10) has no {} mechanism", alg.name()));
         };
-        t.require(kind, alg.name())?;
+        t.require(mechanism.mechanism_type(), alg.name())?;
         Ok(Box::new(TokenDigest { session: t.session()?, mechanism }))
     }
 
     fn hmac(&self, alg: DigestAlg, key: &[u8]) -> Result<Box<dyn Mac>> {
         let t = token()?;
-        let Some((kind, mechanism)) = hmac_mechanism(alg) else {
+        let Some(mechanism) = hmac_mechanism(alg) else {
             return unsupported(format!("the PKCS#11 binding (cryptoki 0.10) has no HMAC-{} mechanism", alg.name()));
         };
+        let kind = mechanism.mechanism_type();
         t.require(kind, &format!("HMAC-{}", alg.name()))?;
         let info = t.ctx.get_mechanism_info(t.slot, kind).map_err(|e| call("C_GetMechanismInfo", e))?;
         if key.len() < info.min_key_size() {
@@ -545,8 +542,7 @@ impl Backend for Pkcs11Token {
             Attribute::Decrypt(true),
             Attribute::Value(key.to_vec()),
         ];
-        let session = t.session()?;
-        let key = session.create_object(&template).map_err(|e| call("C_CreateObject", e))?;
+        let (session, key) = t.session_with(&template)?;
         Ok(Box::new(TokenGcm { session, key }))
     }
 
