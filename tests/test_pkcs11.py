@@ -50,6 +50,16 @@ op = "rsa2048-sign"
 label = "digest"
 op = "sha256"
 sizes = [1024]
+
+[[operation]]
+label = "handshake"
+op = "tls-handshake"
+params = { stack = "aws-lc", cert = "ecdsa-p256" }
+
+[[operation]]
+label = "ike"
+op = "ike-phase1"
+params = { stack = "openssl", dh_group = "ecp256" }
 """
 
 
@@ -84,7 +94,9 @@ def every_artefact(tmp_path: Path) -> list[Path]:
 def test_a_study_sets_softhsm_up_and_measures_the_token_beside_software(tmp_path, env):
     """First use makes the token; the token's sign and digest pass their known answers and
     cross-checks and get verdicts against software, with process CPU per operation on both
-    sides; the PIN (in user.pin) appears in no artefact."""
+    sides; so do a TLS handshake whose server signature the token makes (in the server's own
+    process) and an IKE phase 1 whose AUTH signature it makes; the PIN (in user.pin) appears
+    in no artefact."""
     res = run_subprocess("study", study(tmp_path), "--store", tmp_path / "runs.sqlite", "--out", tmp_path / "out",
                          env=env, timeout=300)
     assert res.code == 0, res.err
@@ -96,11 +108,19 @@ def test_a_study_sets_softhsm_up_and_measures_the_token_beside_software(tmp_path
     assert token and all(r["status"] == "ok" for r in token), [r.get("reason") for r in token]
     for r in token:
         v = r["result"]["validation"]
-        assert v["kat"] == "pass" and sum(c["status"] == "pass" for c in v["cross_checks"]) >= 2
+        checks = {c["with"]: c for c in v["cross_checks"]}
+        if r["op"] == "tls-handshake":
+            assert checks["the server key's backend"]["status"] == "pass", checks
+            assert "the server key on pkcs11" in checks["the server key's backend"]["detail"]
+            assert sum(c["status"] == "pass" for c in v["cross_checks"]) >= 3
+            assert r["result"]["server"]["cpu_ns"] > 0
+        else:
+            assert v["kat"] == "pass" and sum(c["status"] == "pass" for c in v["cross_checks"]) >= 2, v
         assert r["throughput"]["process_cpu_ns_per_op"] > 0
         assert "cryptoperf" in r["result"]["library"]  # the token's label, from the opened module
     deltas = [d for d in doc["deltas"] if d["configuration"] == "token"]
-    assert len(deltas) == 2 and all(d["verdict"] for d in deltas)
+    assert {d["label"].split(" @ ")[0] for d in deltas} == {"sign", "digest", "handshake", "ike"}
+    assert all(d["verdict"] for d in deltas)
     for artefact in every_artefact(tmp_path):
         assert pin.encode() not in artefact.read_bytes(), artefact
 

@@ -110,13 +110,16 @@ class PreparedStudy:
     def unsupported(self) -> dict[str, str]:
         """Cell key → why it will not run, as far as the workers' hellos tell before anything
         is measured (a dry run asks the default build for every operation's support; other
-        builds and non-default parameters are only known at calibration)."""
+        builds and non-default parameters are only known at calibration). Workload cells are
+        not among them: ``check_workloads`` asked about each with its own parameters (the
+        hello's answer is for the defaults: a TLS handshake with its key on a token needs its
+        ``stack``)."""
         out = {}
         for name, (_, h) in self.workers.items():
             support = {(b["backend"], o["op"]): o for b in h.backends for o in b.get("ops") or []}
             for c in self.cells:
                 o = support.get((c.backend, c.op))
-                if c.build == name and o is not None and o.get("status") != "supported":
+                if c.build == name and o is not None and o.get("status") != "supported" and not c.is_workload:
                     out[c.key] = f"{o.get('status')}: {o.get('reason') or ''}".strip(": ")
         return out
 
@@ -228,7 +231,7 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
     provider_missing = not providerbuild.ready()
     unbuilt = dry_run and openssl_fips is not None and provider_missing
     skipped, job_times = check_workloads(s, cells, workers, lambda c: unbuilt and c.build == builds.FIPS
-                                     and c.backend == builds.LIBRARY_BACKEND)
+                                     and c.backend == builds.LIBRARY_BACKEND, env=device_env)
     if skipped:
         cells = [c for c in cells if not any(c.label == levels.row_label(label, c.load) for label in skipped)]
     first = {**({providerbuild.WHAT: providerbuild.BUILD_SECONDS}
@@ -291,7 +294,7 @@ CHECK_TIMEOUT_S = 60.0
 
 
 def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
-                    not_yet: Callable[[Cell], bool] = lambda c: False
+                    not_yet: Callable[[Cell], bool] = lambda c: False, env: Mapping[str, str] | None = None
                     ) -> tuple[dict[str, str], dict[str, tuple[schedule.JobTime, schedule.JobTime]]]:
     """Ask each worker build whether it can run the study's workload combinations at all (the
     worker's ``check``: its TLS implementations configured as asked, a storage scheme and
@@ -301,7 +304,8 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
     nothing there — unless the operation is ``optional``: then it is returned, operation label →
     why (the first combination refused), for the caller to skip whole (a dm-crypt layer on a
     kernel without device-mapper). Builds missing in a dry run are skipped, as are the cells
-    ``not_yet`` names (a dry run's cells on OpenSSL's FIPS provider before it is built).
+    ``not_yet`` names (a dry run's cells on OpenSSL's FIPS provider before it is built). ``env``:
+    variables the workers get on top of this process's (``open_devices``'s token).
 
     Also returns each job cell's planned time, cell key → (at its calibration level, at its
     own) ``schedule.JobTime``, from the worker's answers, for ``PreparedStudy.estimated_seconds``."""
@@ -319,7 +323,7 @@ def check_workloads(s: Study, cells: Sequence[Cell], workers: Workers,
     planned: dict[tuple, tuple[schedule.JobTime, schedule.JobTime]] = {}
     for build, todo in by_build.items():
         path, _ = workers[build]
-        with WorkerClient(path) as w:
+        with WorkerClient(path, env={**os.environ, **env} if env else None) as w:
             w.hello()
             for c in todo:
                 answer = w.check(_check_request(c, c.load), timeout_s=CHECK_TIMEOUT_S)

@@ -175,8 +175,9 @@ pub trait SectorCipher {
     fn decrypt_sector(&mut self, sector: u64, buf: &mut [u8]) -> Result<()>;
 }
 
-/// A private signing key, parsed.
-pub trait Signer {
+/// A private signing key, parsed. `Send`, so a pool of them can serve several threads (a TLS
+/// server's key on another backend: `workloads::tls::backend_key`).
+pub trait Signer: Send {
     /// Sign `msg` (hashing it with the scheme's digest); returns the signature
     /// (RSA: modulus-length bytes; ECDSA: DER `Ecdsa-Sig-Value`; Ed25519: 64 bytes).
     fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>>;

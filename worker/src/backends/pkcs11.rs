@@ -356,6 +356,12 @@ struct Keyed {
     mechanism: Mechanism<'static>,
 }
 
+// SAFETY: `Session` is `Send` and `ObjectHandle` a plain number; `Mechanism` is not `Send` only
+// because some of its variants hold pointers to their parameters, and with the `'static`
+// lifetime those point to static data or data leaked for good, which any thread may read. A
+// `Keyed` is used through `&mut self` (or by one owner at a time), as a PKCS#11 session must be.
+unsafe impl Send for Keyed {}
+
 impl Keyed {
     fn new(token: &Token, template: &[Attribute], mechanism: Mechanism<'static>) -> Result<Keyed> {
         let (session, key) = token.session_with(template)?;
@@ -650,6 +656,42 @@ mod tests {
             Err(BackendError::Unsupported(why)) => assert!(why.contains("AES-GCM"), "{why}"),
             other => panic!("ChaCha20-Poly1305: {:?}", other.err()),
         }
+        workloads_with_the_key_on_the_token();
+    }
+
+    /// The workloads with their private key on the token (same process, so same token): a TLS
+    /// server whose handshake signature the token makes, verified by every client
+    /// implementation; an IKE phase 1 whose AUTH signature the token makes, validated.
+    fn workloads_with_the_key_on_the_token() {
+        use crate::workloads::ike_phase1::{self, IkeGroup, IkeParams};
+        use crate::workloads::tls::{self, backend_key::BackendKey, CertKind, Group, Identity, Stack, Suite, TlsParams, TlsVersion};
+        for cert in [CertKind::Rsa2048, CertKind::EcdsaP256] {
+            let mut id = Identity::generate(cert).unwrap();
+            let key = BackendKey::open("pkcs11", &id).unwrap_or_else(|e| panic!("{cert:?}: {e}"));
+            assert!(key.checked.contains("the server key on pkcs11"), "{}", key.checked);
+            id.signing = Some(std::sync::Arc::new(key));
+            for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
+                let p = TlsParams { version, cert, group: Group::P256, suite: Suite::Aes128Gcm, resume: false, record_bytes: None, fallback_group: None };
+                let server = tls::server(Stack::RustlsAwsLc, &id, &p).unwrap();
+                for client in Stack::ALL.iter().copied() {
+                    let c = tls::client(client, &id, &p).unwrap();
+                    let o = tls::transaction_in_memory(&*c, &*server).unwrap_or_else(|e| panic!("{cert:?} {version:?} {client:?}: {e}"));
+                    assert_eq!(o.negotiated.mismatch(&p), None);
+                }
+            }
+        }
+        // Ed25519 is not a PKCS#11 2.40 mechanism of this backend: unsupported, said.
+        let ed = Identity::generate(CertKind::Ed25519).unwrap();
+        assert!(matches!(BackendKey::open("pkcs11", &ed), Err(BackendError::Unsupported(_))));
+        let p = IkeParams { group: IkeGroup::Ecp256, rsa_bits: 2048, digest: DigestAlg::Sha256, stack: Some("openssl") };
+        let v = ike_phase1::validate(&Pkcs11Token, &p).unwrap();
+        assert!(v.passed(), "{:?}", v.failure());
+        assert!(matches!(v.kat, kat::KatStatus::Pass), "{}", v.kat_source);
+        let mut exchange = ike_phase1::prepare(&Pkcs11Token, &p).unwrap();
+        exchange().unwrap();
+        // Without a stack, the token has no key agreement: unsupported, said.
+        let alone = IkeParams { stack: None, ..p };
+        assert!(matches!(ike_phase1::prepare(&Pkcs11Token, &alone), Err(BackendError::Unsupported(_))));
     }
 
     #[test]

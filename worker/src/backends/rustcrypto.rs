@@ -479,7 +479,7 @@ impl<A: aes_gcm::aead::AeadInPlace> Aead for RcAead<A> {
 /// A signer made of a closure holding the parsed key.
 struct FnSigner<F>(F);
 
-impl<F: FnMut(&[u8]) -> Result<Vec<u8>>> Signer for FnSigner<F> {
+impl<F: FnMut(&[u8]) -> Result<Vec<u8>> + Send> Signer for FnSigner<F> {
     fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
         (self.0)(msg)
     }
@@ -499,7 +499,7 @@ impl<F: FnMut(&[u8], &[u8]) -> bool> Verifier for FnVerifier<F> {
 /// blinding, PSS with a random salt).
 fn randomized_signer<K, S>(key: K) -> Box<dyn Signer>
 where
-    K: signature::RandomizedSigner<S> + 'static,
+    K: signature::RandomizedSigner<S> + Send + 'static,
     S: signature::SignatureEncoding,
 {
     Box::new(FnSigner(move |msg: &[u8]| {
@@ -551,7 +551,7 @@ macro_rules! ecdsa_for_curve {
             }
 
             /// Parse the private key (PKCS#8) into a signer.
-            pub(super) fn signer<D: HashFn + FixedOutputReset + 'static>(
+            pub(super) fn signer<D: HashFn + FixedOutputReset + Send + 'static>(
                 key: &KeyPair,
             ) -> Result<Box<dyn Signer>> {
                 use $curve::pkcs8::DecodePrivateKey;

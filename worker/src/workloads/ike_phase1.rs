@@ -19,6 +19,10 @@
 //! the fixed RSA key of `ops::keys` of the requested size and the requested digest. Both peers
 //! use that one fixed key (there is one key per size): the work is the same as with two keys.
 //!
+//! With `stack` naming another library than the cell's backend, the signature of step 3 is the
+//! backend's (e.g. `pkcs11`: the AUTH key on a token) and steps 1, 2 and 4 are that library's,
+//! as an IKE daemon with its private key in an HSM does them.
+//!
 //! Not included: the PRF/key derivation (SKEYSEED, prf+), the AEAD of IKE_AUTH, nonce
 //! generation and certificate parsing; this workload times the asymmetric operations, which
 //! dominate an IKE SA set-up.
@@ -100,7 +104,7 @@ impl IkeGroup {
 /// The workload's name in a `run` request's `op`.
 pub const NAME: &str = "ike-phase1";
 /// This workload's own parameters (`hello`'s `op_params`).
-pub const PARAMS: [&str; 3] = ["dh_group", "rsa_bits", "digest"];
+pub const PARAMS: [&str; 4] = ["dh_group", "rsa_bits", "digest", "stack"];
 
 /// The values a parameter takes when not given.
 pub fn defaults() -> Map<String, Value> {
@@ -118,7 +122,14 @@ pub fn parse_params(params: &Map<String, Value>) -> Result<IkeParams, String> {
     }
     let digests: Vec<&str> = DigestAlg::ALL.iter().map(|d| d.name()).collect();
     let digest = choice("digest", &text(params, "digest", "sha256")?, DigestAlg::from_name, &digests)?;
-    Ok(IkeParams { group, rsa_bits, digest })
+    let stack = match params.get("stack") {
+        None => None,
+        Some(_) => {
+            let stacks: Vec<&'static str> = super::tls::Stack::ALL.iter().map(|s| s.backend()).collect();
+            Some(choice("stack", &text(params, "stack", "")?, |n| stacks.iter().copied().find(|b| *b == n), &stacks)?)
+        }
+    };
+    Ok(IkeParams { group, rsa_bits, digest, stack })
 }
 
 /// The `ike-phase1` workload: both sides' crypto in this process (there is no server process).
@@ -133,7 +144,10 @@ impl Workload for IkePhase1 {
         WorkloadSpec {
             own_params: &PARAMS,
             common_params: &COMMON_PARAMS,
-            param_values: vec![("dh_group", IkeGroup::ALL.iter().map(|g| g.name().to_string()).collect())],
+            param_values: vec![
+                ("dh_group", IkeGroup::ALL.iter().map(|g| g.name().to_string()).collect()),
+                ("stack", super::tls::Stack::backend_names()),
+            ],
             defaults: defaults(),
             ..WorkloadSpec::windowed(
                 &[Mode::Memory],
@@ -192,12 +206,24 @@ pub struct IkeParams {
     pub rsa_bits: u32,
     /// The digest inside the RSA signatures (PKCS#1 v1.5).
     pub digest: DigestAlg,
+    /// The library that does the DH key generation and agreement and verifies the peer's
+    /// signature, when not the cell's backend (which then makes our signature alone): one a
+    /// protocol stack of this worker is built on (`aws-lc`, `ring`, `openssl`), as `tls-handshake`'s.
+    pub stack: Option<&'static str>,
 }
 
 impl IkeParams {
     /// The signature scheme of both AUTH payloads.
     pub fn sig_alg(&self) -> SigAlg {
         SigAlg::Rsa { bits: self.rsa_bits, digest: self.digest, padding: RsaPadding::Pkcs1 }
+    }
+
+    /// The library doing the exchange's other operations, when it is not `signing` itself.
+    fn stack(&self, signing: &dyn Backend) -> Result<Option<Box<dyn Backend>>, BackendError> {
+        match self.stack.filter(|s| *s != signing.info().backend) {
+            None => Ok(None),
+            Some(name) => backends::by_name(name).map(Some).ok_or_else(|| BackendError::Failed(format!("no backend '{name}'"))),
+        }
     }
 
     fn check(&self) -> Result<(), BackendError> {
@@ -248,11 +274,14 @@ struct Outcome {
 }
 
 impl Transaction {
-    fn new(backend: &dyn Backend, p: &IkeParams) -> Result<Transaction, BackendError> {
+    /// Our signature on `signing`, the rest on `p.stack` (or `signing` too).
+    fn new(signing: &dyn Backend, p: &IkeParams) -> Result<Transaction, BackendError> {
         p.check()?;
         let alg = p.sig_alg();
         let key = keys::signing_key(SigFamily::Rsa(p.rsa_bits));
-        let mut signer = backend.signer(alg, &key)?;
+        let mut signer = signing.signer(alg, &key)?;
+        let stack = p.stack(signing)?;
+        let backend = stack.as_deref().unwrap_or(signing);
         let verifier = backend.verifier(alg, key.public)?;
         // Fail early, with the library's reason, when the group is missing.
         let kx = p.group.kx();
@@ -364,7 +393,7 @@ pub fn validate(backend: &dyn Backend, p: &IkeParams) -> Result<Validation, Back
 fn validate_against(backend: &dyn Backend, p: &IkeParams, others: &[Box<dyn Backend>]) -> Result<Validation, BackendError> {
     let mut t = Transaction::new(backend, p)?;
     let own = backend.info().backend;
-    if !backends::NAMES.contains(&own) {
+    if !backends::NAMES.contains(&own) && !backends::DEVICES.contains(&own) {
         return Ok(Validation {
             kat: KatStatus::NotApplicable(format!("{own} is a scripted test backend")),
             kat_source: String::new(),
@@ -378,16 +407,27 @@ fn validate_against(backend: &dyn Backend, p: &IkeParams, others: &[Box<dyn Back
         padding: Some(RsaPadding::Pkcs1),
     };
     let kx_params = crate::ops::Params { size_bytes: 0, digest: None, padding: None };
+    // Our signature on the backend; verification and DH on the stack when one is named.
+    let stack = p.stack(backend)?;
+    let rest = stack.as_deref().unwrap_or(backend);
     let parts = [
-        (format!("rsa{}-sign", p.rsa_bits), Op::Sign(family), sig_params),
-        (format!("rsa{}-verify", p.rsa_bits), Op::Verify(family), sig_params),
-        (derive_name(p.group), Op::Derive(p.group.kx()), kx_params),
+        (format!("rsa{}-sign", p.rsa_bits), Op::Sign(family), sig_params, backend),
+        (format!("rsa{}-verify", p.rsa_bits), Op::Verify(family), sig_params, rest),
+        (derive_name(p.group), Op::Derive(p.group.kx()), kx_params, rest),
     ];
     let mut kats = Vec::new();
     let mut sources = Vec::new();
     let mut cross_checks = Vec::new();
-    for (name, op, params) in parts {
-        let v = kat::validate_against(backend, op, &params, others).map_err(|e| in_group(e, p.group))?;
+    for (name, op, params, on) in parts {
+        // (The stack's parts are checked against the libraries other than the stack.)
+        let stack_others: Vec<Box<dyn Backend>>;
+        let theirs = if on.info().backend == own {
+            others
+        } else {
+            stack_others = backends::NAMES.iter().filter(|&&n| n != on.info().backend).filter_map(|n| backends::by_name(n)).collect();
+            &stack_others
+        };
+        let v = kat::validate_against(on, op, &params, theirs).map_err(|e| in_group(e, p.group))?;
         if v.kat.failed() {
             kats.push(format!("{name}: {}", v.kat));
         }
@@ -463,7 +503,7 @@ mod tests {
     use crate::backends::Agreement;
 
     fn params(group: IkeGroup) -> IkeParams {
-        IkeParams { group, rsa_bits: 2048, digest: DigestAlg::Sha256 }
+        IkeParams { group, rsa_bits: 2048, digest: DigestAlg::Sha256, stack: None }
     }
 
     /// Which real backends have each group with generated keys (from their module docs).

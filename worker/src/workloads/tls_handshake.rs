@@ -31,8 +31,8 @@ use std::time::Duration;
 
 pub const NAME: &str = "tls-handshake";
 /// This workload's own parameters (`hello`'s `op_params`).
-pub const PARAMS: [&str; 11] = ["tls_version", "cert", "group", "suite", "session", "server_group", "connect", "ca_file",
-                                "server_pid", "server_cgroup", "request"];
+pub const PARAMS: [&str; 12] = ["tls_version", "cert", "group", "suite", "session", "server_group", "connect", "ca_file",
+                                "server_pid", "server_cgroup", "request", "stack"];
 
 /// The values a parameter takes when not given.
 pub fn defaults() -> Map<String, Value> {
@@ -63,6 +63,7 @@ impl Workload for TlsHandshake {
     fn spec(&self) -> WorkloadSpec {
         let mut values = tls_param_values();
         values.push(("session", strings(&["full", "resumed"])));
+        values.push(("stack", Stack::backend_names()));
         WorkloadSpec {
             own_params: &PARAMS,
             common_params: &COMMON_PARAMS,
@@ -114,13 +115,21 @@ pub struct Spec {
     /// real clients offer several, so what such a server negotiates can be seen — and, being
     /// not what was asked, makes the cell invalid.
     pub server_group: Option<Group>,
+    /// `stack` naming a TLS implementation other than the cell backend's own: the backend that
+    /// makes the server's handshake signatures with its key ([`tls::backend_key`]), e.g.
+    /// `pkcs11` (the key on a token); `None`: the stack's own provider signs.
+    pub key_backend: Option<String>,
 }
 
 /// Parse the TLS parameters shared by `tls-handshake` and `tls-bulk`.
 pub fn parse(backend: &str, params: &Map<String, Value>) -> Result<Spec, String> {
-    let stack = Stack::for_backend(backend).ok_or_else(|| {
-        format!("backend '{backend}' has no TLS implementation here; TLS workloads run on aws-lc (rustls + aws-lc-rs), ring (rustls + ring) and openssl")
+    let stack_name = text(params, "stack", backend)?;
+    let stack = Stack::for_backend(&stack_name).ok_or_else(|| match params.get("stack") {
+        Some(_) => format!("stack '{stack_name}' has no TLS implementation here; TLS runs on aws-lc (rustls + aws-lc-rs), ring (rustls + ring) and openssl"),
+        None => format!("backend '{backend}' has no TLS implementation here; TLS workloads run on aws-lc (rustls + aws-lc-rs), ring (rustls + ring) \
+                         and openssl (tls-handshake's stack = \"aws-lc\" runs rustls with the server key on {backend})"),
     })?;
+    let key_backend = (stack.backend() != backend).then(|| backend.to_string());
     let version = choice("tls_version", &text(params, "tls_version", "1.3")?, TlsVersion::parse,
                          TlsVersion::NAMES)?;
     let cert = choice("cert", &text(params, "cert", "ecdsa-p256")?, CertKind::parse,
@@ -141,18 +150,27 @@ pub fn parse(backend: &str, params: &Map<String, Value>) -> Result<Spec, String>
                                Group::NAMES)?),
     };
     let p = TlsParams { version, cert, group, suite, resume, record_bytes: None, fallback_group: server_group.filter(|g| *g != group) };
-    Ok(Spec { stack, p, external, server_group })
+    if key_backend.is_some() && external.is_some() {
+        return Err(format!("stack = \"{stack_name}\" on backend '{backend}' puts the server key on {backend}, but connect names a server this worker does not run"));
+    }
+    Ok(Spec { stack, p, external, server_group, key_backend })
 }
 
 /// Both directions of interoperation between `ours` and every other implementation, in memory,
 /// with `id` (full handshakes): `[{with, status: pass|fail|skipped, detail}]`.
 pub fn cross_checks(ours: Stack, id: &Identity, p: &TlsParams) -> Vec<CrossCheck> {
     let full = TlsParams { resume: false, ..p.clone() };
+    // Another implementation's server holds the key itself (only ours signs on a backend).
+    let own_key = Identity { signing: None, ..id.clone() };
     let mut out = Vec::new();
+    if let Some(key) = &id.signing {
+        out.push(CrossCheck { with: "the server key's backend".into(), status: "pass".into(), detail: key.checked.clone() });
+    }
     for other in Stack::ALL.iter().copied().filter(|s| *s != ours) {
         for (client_stack, server_stack) in [(other, ours), (ours, other)] {
             let with = format!("{} client → {} server", client_stack.name(), server_stack.name());
-            let pair = tls::server(server_stack, id, &full).and_then(|s| tls::client(client_stack, id, &full).map(|c| (c, s)));
+            let server_id = if server_stack == ours { id } else { &own_key };
+            let pair = tls::server(server_stack, server_id, &full).and_then(|s| tls::client(client_stack, id, &full).map(|c| (c, s)));
             let (status, detail) = match pair {
                 Err(BackendError::Unsupported(r)) => ("skipped", r),
                 Err(BackendError::Failed(e)) => ("fail", e),
@@ -215,6 +233,12 @@ pub fn check(spec: &Spec) -> Result<(), String> {
         BackendError::Unsupported(r) => Err(r),
         BackendError::Failed(_) => Ok(()), // not a missing combination: the run says what failed
     };
+    if let Some(name) = &spec.key_backend {
+        if spec.stack == Stack::OpenSsl {
+            return Err(format!("OpenSSL's TLS here signs only with a key it holds; the server key on {name} needs stack = \"aws-lc\" or \"ring\" (rustls)"));
+        }
+        tls::backend_key::BackendKey::supported(name, &id)?;
+    }
     if spec.external.is_none() {
         match tls::server(spec.stack, &id, &offered) {
             Ok(s) => {
@@ -236,7 +260,14 @@ pub fn check(spec: &Spec) -> Result<(), String> {
 
 /// Build an implementation's server with a fresh identity, or why not.
 pub fn make_server(spec: &Spec) -> Result<(Identity, Arc<dyn ServerStack>), StartError> {
-    let id = Identity::generate(spec.p.cert).map_err(|e| StartError::new("failed", format!("cannot make the certificate: {e}")))?;
+    let mut id = Identity::generate(spec.p.cert).map_err(|e| StartError::new("failed", format!("cannot make the certificate: {e}")))?;
+    if let Some(name) = &spec.key_backend {
+        let key = tls::backend_key::BackendKey::open(name, &id).map_err(|e| match e {
+            BackendError::Unsupported(r) => StartError::new("unsupported", r),
+            BackendError::Failed(r) => StartError::new("invalid", format!("the server key on {name}: {r}")),
+        })?;
+        id.signing = Some(Arc::new(key));
+    }
     // The server offers only its group: the one asked for, or `server_group`.
     let offered = TlsParams { group: spec.server_group.unwrap_or(spec.p.group), fallback_group: None, ..spec.p.clone() };
     let server = tls::server(spec.stack, &id, &offered).map_err(|e| match e {
@@ -300,7 +331,7 @@ impl Tally {
 fn trust_from(setup: &Value, kind: CertKind) -> Result<Identity, String> {
     let ca = setup["ca_der"].as_str().ok_or("the server sent no CA certificate")?;
     let ca_der = base64::engine::general_purpose::STANDARD.decode(ca).map_err(|e| format!("bad CA certificate: {e}"))?;
-    Ok(Identity { cert_chain_der: vec![], key_pkcs8_der: vec![], ca_der, kind })
+    Ok(Identity { cert_chain_der: vec![], key_pkcs8_der: vec![], ca_der, kind, signing: None })
 }
 
 /// Where the client threads and the server run: (client CPU, server CPU, a note), pinned
@@ -563,7 +594,7 @@ fn run_external(case: &WorkloadCase, spec: &Spec, ext: &tls::external::External,
     let ca_der = openssl::x509::X509::from_pem(&pem)
         .and_then(|c| c.to_der())
         .map_err(|e| Finish::Invalid(format!("ca_file {} is not a PEM certificate: {e}", ca_file.display()), None))?;
-    let id = Identity { cert_chain_der: vec![], key_pkcs8_der: vec![], ca_der, kind: spec.p.cert };
+    let id = Identity { cert_chain_der: vec![], key_pkcs8_der: vec![], ca_der, kind: spec.p.cert, signing: None };
     let client = make_client(spec, &id)?;
     let addr = ext.addr;
     // (No cross-checks against a server this worker did not start: no validation either.)

@@ -167,6 +167,11 @@ pub(super) struct EvpRsa {
     sig_len: usize,
 }
 
+// SAFETY: an `EvpRsa` owns its key and digest context alone (nothing else holds the pointers)
+// and uses them only through `&mut self`, one call at a time; AWS-LC objects not shared between
+// threads may be used from any thread, so moving one to another thread is sound.
+unsafe impl Send for EvpRsa {}
+
 impl EvpRsa {
     /// Parse an RSA private key (PKCS#8 DER) for SHA-1 signing with `padding`.
     pub(super) fn signer(pkcs8: &[u8], bits: u32, padding: RsaPadding) -> Result<Self> {

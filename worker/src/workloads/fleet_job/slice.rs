@@ -260,7 +260,7 @@ pub(super) fn management(config: &Value) -> Result<Management, String> {
     let targets = config["targets"].as_u64().ok_or("the configuration names no number of targets")? as usize;
     let b64 = |k: &str| base64::engine::general_purpose::STANDARD.decode(config[k].as_str().unwrap_or("")).map_err(|e| format!("{k}: {e}"));
     let id = Identity { cert_chain_der: vec![b64("management_der")?], key_pkcs8_der: tls::pool_key(spec.p.cert, MANAGEMENT_KEY).to_vec(),
-                        ca_der: b64("ca_der")?, kind: spec.p.cert };
+                        ca_der: b64("ca_der")?, kind: spec.p.cert, signing: None };
     let client = tls::mutual_client(spec.stack, &id, &spec.p).map_err(|e| e.to_string())?;
     let agents = config["agents"]
         .as_array()

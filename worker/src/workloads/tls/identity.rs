@@ -3,6 +3,9 @@
 
 #![warn(missing_docs)]
 
+use std::sync::Arc;
+
+use super::backend_key::BackendKey;
 use super::params::CertKind;
 
 /// Server identity generated in memory (never written to disk): a CA with a key of the same
@@ -19,6 +22,9 @@ pub struct Identity {
     pub ca_der: Vec<u8>,
     /// The kind of both keys.
     pub kind: CertKind,
+    /// Where the leaf's key signs when not in the TLS stack (from `key_pkcs8_der`): a backend
+    /// of the worker holding it ([`BackendKey`], e.g. a PKCS#11 token). Only rustls takes one.
+    pub signing: Option<Arc<BackendKey>>,
 }
 
 impl std::fmt::Debug for Identity {
@@ -138,6 +144,7 @@ impl Authority {
             key_pkcs8_der: pool_key(self.kind, key_index).to_vec(),
             ca_der: self.der(),
             kind: self.kind,
+            signing: None,
         }
     }
 }
@@ -265,6 +272,7 @@ mod certs {
             key_pkcs8_der: leaf_key.private_key_to_pkcs8()?,
             ca_der: ca.to_der()?,
             kind,
+            signing: None,
         })
     }
 }

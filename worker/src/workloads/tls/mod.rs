@@ -17,6 +17,7 @@
 
 #![warn(missing_docs)]
 
+pub mod backend_key;
 pub mod external;
 mod identity;
 pub mod openssl_stack;

@@ -145,6 +145,11 @@ struct OpenSslClient {
 
 /// The server configuration (see [`super::server`]).
 pub(super) fn server(id: &Identity, p: &TlsParams) -> Result<Arc<dyn ServerStack>, BackendError> {
+    if id.signing.is_some() {
+        return Err(BackendError::Unsupported(
+            "OpenSSL's TLS here signs only with a key it holds; a server key on another backend needs rustls (tls-handshake's stack = \"aws-lc\" or \"ring\")".into(),
+        ));
+    }
     let mut b = SslContextBuilder::new(SslMethod::tls_server()).map_err(|e| failed("context", e))?;
     configure(&mut b, p)?;
     let leaf = id.cert_chain_der.first().ok_or_else(|| BackendError::Failed("empty certificate chain".into()))?;

@@ -100,6 +100,12 @@ impl Stack {
         }
     }
 
+    /// The backends a protocol stack is built on, as the workloads' `stack` parameter names
+    /// them: `aws-lc`, `ring`, `openssl`.
+    pub fn backend_names() -> Vec<String> {
+        Stack::ALL.iter().map(|s| s.backend().to_string()).collect()
+    }
+
     /// The worker backend this stack belongs to (inverse of [`Stack::for_backend`]).
     pub fn backend(&self) -> &'static str {
         match self {

@@ -214,10 +214,14 @@ struct RustlsClient {
 /// The server configuration (see [`super::server`]).
 pub(super) fn server(which: Provider, id: &Identity, p: &TlsParams) -> Result<Arc<dyn ServerStack>, BackendError> {
     let provider = Arc::new(provider(which, p)?);
-    let key = provider
-        .key_provider
-        .load_private_key(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(id.key_pkcs8_der.clone())))
-        .map_err(|e| BackendError::Failed(format!("{} rejects the {} key: {e}", which.label(), p.cert.name())))?;
+    let key: Arc<dyn SigningKey> = match &id.signing {
+        // The key on another backend of the worker signs every handshake.
+        Some(key) => Arc::new(super::backend_key::RustlsKey(key.clone())),
+        None => provider
+            .key_provider
+            .load_private_key(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(id.key_pkcs8_der.clone())))
+            .map_err(|e| BackendError::Failed(format!("{} rejects the {} key: {e}", which.label(), p.cert.name())))?,
+    };
     let chain = id.cert_chain_der.iter().map(|c| CertificateDer::from(c.clone())).collect();
     let certified = CertifiedKey::new(chain, Arc::new(RecordingKey(key)));
     let mut config = ServerConfig::builder_with_provider(provider)
