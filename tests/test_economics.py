@@ -1160,6 +1160,22 @@ def test_an_accelerator_measured_in_the_run_takes_its_figures_from_the_analysis(
         econ.measured_accelerator(econ_stored, "rsa2048-sign", "token", 500)
 
 
+def test_an_accelerator_measured_on_a_workload_takes_the_server_side(handshake_runs):
+    """On a handshake's rows the device saves the server's CPU (where the key signs): --accel-from
+    takes the server CPU per transaction the report shows (here 339 µs for 'ecdsa'), not the
+    client worker's, and the client's when asked for."""
+    _, run = handshake_runs
+    acc = econ.measured_accelerator(run, HS, "ecdsa", 500)
+    (s,) = [s for s in run.summaries.values() if s.cell.configuration == "ecdsa"]
+    point = run.analysis.workloads.point_of(s.cell.key)
+    assert acc.host_cpu_ns_per_op == point.server_cpu_ns_per_tx == pytest.approx(339_000, rel=1e-5)
+    assert "server CPU" in acc.measured_note and "one session count" in acc.measured_note
+    client = econ.measured_accelerator(run, HS, "ecdsa", 500, side="client")
+    assert client.host_cpu_ns_per_op == point.client_cpu_ns_per_tx
+    with pytest.raises(EconomicsError, match="not kernel|unknown side|measured"):
+        econ.measured_accelerator(run, HS, "ecdsa", 500, side="kernel")
+
+
 def test_cli_plan_with_an_accelerator_measured_in_the_run(cli, econ_store):
     res = cli("plan", "1", "--op", "rsa2048-sign", "--configuration", "old", "--rate", "9.6",
               "--core-price-per-year", "1000", "--accel-from", "new", "--accel-price-per-year", "500",

@@ -161,7 +161,7 @@ def plan_cmd(run_id: str, op: str | None, request: str | None, rate: str | None,
     if accel_from is not None:
         if not op:
             raise UsageError("--accel-from measures the accelerator on --op OP's rows; give --op")
-        accel = economics.measured_accelerator(run, op, accel_from, accel_price_per_year, accel_min_units)
+        accel = economics.measured_accelerator(run, op, accel_from, accel_price_per_year, accel_min_units, side)
     result = economics.plan(run, op or None, rate_per_s, request=request, configuration=configuration,
                             backend=backend, size_bytes=size_bytes, from_config=from_config, to_config=to_config,
                             accelerator=accel, core_price_per_year=core_price_per_year, side=side,

@@ -15,7 +15,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from cryptoperf import compare, opnames, stats
+from cryptoperf import compare, levels, opnames, stats
 from cryptoperf.economics.accelerator import Accelerator, Offload, offload
 from cryptoperf.economics.cost import (Change, CoresAtRate, change, check_number, cores_at_rate, cpu_cost,
                                        parse_rate)
@@ -310,34 +310,60 @@ def _accelerator_args(acc: Accelerator) -> list[str]:
 
 
 def measured_accelerator(run: StoredRun, op: str, configuration: str, price_per_year: float,
-                         min_units: int = 1) -> Accelerator:
+                         min_units: int = 1, side: str | None = None) -> Accelerator:
     """The accelerator ``configuration`` of ``run`` measured (a device backend's rows, e.g. a
     PKCS#11 token's), instead of figures typed in: among its rows of ``op`` (an operation, or a
-    study label with or without its ``@ N threads``), capacity = the highest throughput (ops/s
-    per unit: a lower bound when the device would take more sessions than the run gave it),
-    host CPU per operation = that row's worker process CPU (for an in-process token such as
-    SoftHSM2, all of the work), latency = the p50 of the row with the fewest threads. Every
-    figure is the analysis' median over the row's measured repetitions.
+    study label with or without its ``@ N threads`` or ``@ c=N``), capacity = the highest
+    throughput (ops/s per unit: a lower bound when the device would take more sessions than the
+    run gave it), host CPU per operation = that row's CPU on the side the plan prices (``side``,
+    as ``plan``'s: the server's per handshake for a workload with a server — where the key
+    signs —, else the worker process's: for an in-process token such as SoftHSM2, all of the
+    work), latency = the p50 of the row with the fewest sessions (threads, or a workload's
+    connections). Every figure is the analysis' median over the row's measured repetitions.
 
-    Raises EconomicsError when ``configuration`` has no measured row of ``op``."""
+    Raises EconomicsError when ``configuration`` has no measured row of ``op``, or its rows did
+    not measure ``side``."""
     labels = {s.cell.operation_label for s in find_cells(run, op)}  # every row of op's operations
     rows = [s for s in run.summaries.values()
-            if s.cell.configuration == configuration and s.cell.operation_label in labels
-            and s.ops_per_s and s.process_cpu_ns_per_op]
+            if s.cell.configuration == configuration and s.cell.operation_label in labels and s.ops_per_s]
     if not rows:
         configs = sorted({s.cell.configuration for s in run.summaries.values()})
         raise EconomicsError(f"--accel-from {configuration}: run {run.id} has no measured row of '{op}' in "
                              f"configuration '{configuration}' (configurations: {', '.join(configs)})")
+    priced = _side(run, rows, side)
+    cpu = {s.cell.key: _host_cpu_ns_per_op(run, s, priced) for s in rows}
+    rows = [s for s in rows if cpu[s.cell.key]]
+    if not rows:
+        raise EconomicsError(f"--accel-from {configuration}: run {run.id} has no {SIDE_TEXT[priced]} measured "
+                             f"on the rows of '{op}' in configuration '{configuration}'")
     best = max(rows, key=lambda s: s.ops_per_s)
-    fewest = min(rows, key=lambda s: s.cell.threads or 1)
-    counts = sorted({s.cell.threads or 1 for s in rows})
-    bound = (f"the most throughput of {len(counts)} thread counts ({', '.join(map(str, counts))}): a lower bound "
-             "of its capacity" if len(counts) > 1 else "one thread count: a lower bound of its capacity")
-    note = (f"measured in run {run.id}, configuration '{configuration}': capacity and host CPU from "
-            f"'{best.cell.label}' ({bound}), latency from '{fewest.cell.label}'")
+    fewest = min(rows, key=_sessions)
+    counts = sorted({_sessions(s) for s in rows})
+    bound = (f"the most throughput of {len(counts)} session counts ({', '.join(map(str, counts))}): a lower bound "
+             "of its capacity" if len(counts) > 1 else "one session count: a lower bound of its capacity")
+    note = (f"measured in run {run.id}, configuration '{configuration}': capacity and host CPU "
+            f"({SIDE_TEXT[priced]}) from '{best.cell.label}' ({bound}), latency from '{fewest.cell.label}'")
     return Accelerator(ops_per_s_per_unit=best.ops_per_s, price_per_year=price_per_year,
-                       host_cpu_ns_per_op=best.process_cpu_ns_per_op, latency_ns=fewest.p50_ns,
+                       host_cpu_ns_per_op=cpu[best.cell.key], latency_ns=fewest.p50_ns,
                        min_units=min_units, measured_from=configuration, measured_note=note)
+
+
+def _host_cpu_ns_per_op(run: StoredRun, s: CellSummary, side: str) -> float | None:
+    """The figure of row ``s`` the report shows for ``side``: a workload level's CPU per
+    transaction on that side (``workloads.generic.Point.cpu_ns_per_tx``), else the worker
+    process's CPU per operation (the summary's)."""
+    point = run.analysis.workloads.point_of(s.cell.key)
+    if point is not None and side != "process":
+        return point.cpu_ns_per_tx(side)
+    return s.process_cpu_ns_per_op
+
+
+def _sessions(s: CellSummary) -> int:
+    """The concurrent sessions of a row: its threads, or its load level's connections (1 for
+    an open level without a thread count)."""
+    if s.cell.threads:
+        return s.cell.threads
+    return (levels.parse_load(s.cell.load).connections or 1) if s.cell.load else 1
 
 
 # --------------------------------------------------------------------------- plan
