@@ -26,6 +26,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from cryptoperf import speedstats, stats, workloads
+from cryptoperf import scaling as scaling_mod
 from cryptoperf.stats import outliers
 from cryptoperf.cpumask import BASELINE as BASELINE_MASK
 from cryptoperf.model import INVALID, OK, REJECTED, UNSUPPORTED, Cell, CellSummary, Delta, Outcome
@@ -299,6 +300,12 @@ class Analysis:
         return change, cv, blocks
 
     @property
+    def scaling(self) -> tuple[scaling_mod.Scaling, ...]:
+        """The operations measured at several thread counts, their throughput per count
+        (``cryptoperf.scaling``)."""
+        return scaling_mod.scaling(self.summaries.values())
+
+    @property
     def method(self) -> str:
         """How the intervals were made and what the verdicts were decided on (``method_text``);
         a re-analysis against a ``reference`` says so, and that its comparisons are a family of
@@ -322,14 +329,15 @@ class Analysis:
         noise measured; None) and ``workloads`` (``WorkloadAnalysis.as_dict``: every workload
         family's points per level with each side's CPU per transaction, throughput, bytes/s,
         latency and late share, with their bands; the latency objectives; each kind's own
-        figures)."""
+        figures) and ``scaling`` (``Scaling.as_dict``: each operation measured at several
+        thread counts, its throughput per count and where it peaked)."""
         detectable = self.detectable_change()
         return {"settings": self.settings.as_dict(), "comparisons": self.comparisons, "level": self.level,
                 "method": self.method, "fips_unapproved": dict(self.fips_unapproved), "reference": self.reference,
                 "cpu_masks": dict(self.cpu_masks), "disturbances": [d.as_dict() for d in self.disturbances],
                 "detectable_change": None if detectable is None else dict(zip(("change", "cv", "blocks"), detectable)),
                 "constant_load": None if self.constant_load is None else dataclasses.asdict(self.constant_load),
-                "workloads": self.workloads.as_dict()}
+                "workloads": self.workloads.as_dict(), "scaling": [s.as_dict() for s in self.scaling]}
 
 
 # --------------------------------------------------------------------------- summaries

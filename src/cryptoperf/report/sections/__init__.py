@@ -72,6 +72,7 @@ MODULES = (
     "answer",
     "core",
     "workloads",
+    "sessions",
     "storage",
     "fleet",
 )
