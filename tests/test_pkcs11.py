@@ -10,6 +10,7 @@ Sub-second budgets; nothing here asserts on how fast anything is.
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -74,7 +75,8 @@ def _need_the_real_worker_and_softhsm():
 def env(tmp_path):
     """A private data directory and the real worker; no PKCS#11 variables of the caller's."""
     e = {"CRYPTOPERF_WORKER": str(REAL), "CRYPTOPERF_DATA_DIR": str(tmp_path / "data"), "HOME": str(tmp_path)}
-    for name in (pkcs11.MODULE_ENV, pkcs11.TOKEN_ENV, pkcs11.PIN_FILE_ENV, pkcs11.PIN_ENV, pkcs11.SOFTHSM_CONF_ENV):
+    for name in (pkcs11.MODULE_ENV, pkcs11.TOKEN_ENV, pkcs11.PIN_FILE_ENV, pkcs11.PIN_ENV, pkcs11.SOFTHSM_CONF_ENV,
+                 pkcs11.DAEMON_PID_ENV):
         e[name] = ""
     return e
 
@@ -179,3 +181,80 @@ def test_a_worker_killed_mid_study_leaves_nothing_that_blocks_the_next_run(tmp_p
     p.write_text(STUDY)
     res = run_subprocess("study", p, "--store", tmp_path / "again.sqlite", env=env, timeout=300)
     assert res.code == 0, res.err
+
+
+P11_KIT_CLIENT = "/usr/lib/x86_64-linux-gnu/pkcs11/p11-kit-client.so"
+
+DAEMON_STUDY = """\
+[study]
+name = "token-behind-a-daemon"
+baseline = "software"
+repetitions = 3
+seconds = 0.1
+warmup_s = 0.02
+
+[[configuration]]
+name = "software"
+backend = "openssl"
+
+[[configuration]]
+name = "token"
+backend = "pkcs11"
+
+[[operation]]
+label = "sign"
+op = "ecdsa-p256-sign"
+"""
+
+
+@pytest.fixture
+def p11_kit_server(tmp_path, env):
+    """cryptoperf's SoftHSM2 token served by `p11-kit server` (a daemon: the token's work runs
+    in its process), and the variables that point a worker at it through p11-kit's client module."""
+    if not (os.path.exists(P11_KIT_CLIENT) and shutil.which("p11-kit")):
+        pytest.skip("p11-kit's server and client module are not installed (apt-get install p11-kit p11-kit-modules)")
+    res = run_subprocess("setup", "softhsm", env=env, timeout=120)
+    assert res.code == 0, res.err
+    root = tmp_path / "data" / "softhsm"
+    run_dir = tmp_path / "run"
+    run_dir.mkdir(mode=0o700)
+    out = tmp_path / "p11-kit-server.out"
+    with open(out, "w") as f:  # (a file, not a pipe: the daemon it forks keeps its output open)
+        started = subprocess.run(["p11-kit", "server", "--provider", pkcs11.softhsm_module(), "pkcs11:token=cryptoperf"],
+                                 env={**os.environ, "SOFTHSM2_CONF": str(root / "softhsm2.conf"),
+                                      "XDG_RUNTIME_DIR": str(run_dir)},
+                                 stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=30)
+    assert started.returncode == 0, out.read_text()
+    found = dict(line.split(";")[0].split("=", 1) for line in out.read_text().splitlines()
+                 if line.startswith("P11_KIT_SERVER_"))
+    pid = int(found["P11_KIT_SERVER_PID"])
+    try:
+        yield {**env, pkcs11.MODULE_ENV: P11_KIT_CLIENT, pkcs11.TOKEN_ENV: "cryptoperf",
+               pkcs11.PIN_FILE_ENV: str(root / "user.pin"), pkcs11.DAEMON_PID_ENV: str(pid),
+               "P11_KIT_SERVER_ADDRESS": found["P11_KIT_SERVER_ADDRESS"]}
+    finally:
+        os.kill(pid, signal.SIGTERM)
+
+
+def test_a_token_behind_a_daemon_counts_the_daemons_cpu_as_the_tokens(tmp_path, p11_kit_server):
+    """With CRYPTOPERF_PKCS11_DAEMON_PID, each repetition on the token reads the daemon's CPU over
+    its window: the token's host CPU per signature is the worker's plus the daemon's, in the JSON
+    document and the report; the daemon's work is not taken for other load on the host."""
+    path = tmp_path / "daemon.toml"
+    path.write_text(DAEMON_STUDY)
+    res = run_subprocess("study", path, "--store", tmp_path / "runs.sqlite", "--out", tmp_path / "out",
+                         env=p11_kit_server, timeout=300)
+    assert res.code == 0, res.err
+    (doc_path,) = (tmp_path / "out").glob("*.json")
+    doc = json.loads(doc_path.read_text())
+    token = [r for r in doc["repetitions"] if r["backend"] == "pkcs11" and r["status"] == "ok"]
+    assert token
+    for r in token:
+        assert r["result"]["device_process_cpu_ns"] > 0
+        assert r["throughput"]["device_process_cpu_ns_per_op"] > 0
+    software = [r for r in doc["repetitions"] if r["backend"] == "openssl" and r["status"] == "ok"]
+    assert software and all("device_process_cpu_ns" not in r["result"] for r in software)
+    (cell,) = [c for c in doc["cells"] if c["backend"] == "pkcs11"]
+    assert cell["device_process_cpu_ns_per_op"] > 0
+    (md,) = (tmp_path / "out").glob("*.md")
+    assert "device process CPU/op" in md.read_text() and "host CPU/op" in md.read_text()

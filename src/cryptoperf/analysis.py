@@ -448,7 +448,8 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
         steal_pct=float(np.mean(steals)) if steals else None,
         disturbed=sum(1 for o in good if o.disturbed),
         batch=first.batch if first else None, timing=first.timing if first else None,
-        library_version=lib)
+        library_version=lib,
+        device_process_cpu_ns_per_op=_median(o.throughput.device_process_cpu_ns_per_op for o in good))
 
 
 # --------------------------------------------------------------------------- deltas

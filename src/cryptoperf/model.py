@@ -357,6 +357,9 @@ class CellSummary:
         batch: operations per timed sample (of the first measured repetition); timing:
             ``batched`` or ``individual``.
         library_version: ``library library_version`` as the worker reported it.
+        device_process_cpu_ns_per_op: median over measured repetitions of the CPU per
+            operation of the device's own process on this host (a PKCS#11 token's daemon;
+            ``stats.Throughput``), None where the work is all in the worker.
     """
 
     cell: Cell
@@ -380,6 +383,15 @@ class CellSummary:
     batch: int | None
     timing: str | None
     library_version: str | None
+    device_process_cpu_ns_per_op: float | None = None
+
+    @property
+    def host_cpu_ns_per_op(self) -> float | None:
+        """The host's CPU per operation: the worker process's, plus the device's own process's
+        where it has one (``device_process_cpu_ns_per_op``)."""
+        if self.process_cpu_ns_per_op is None:
+            return None
+        return self.process_cpu_ns_per_op + (self.device_process_cpu_ns_per_op or 0.0)
 
     @property
     def p50_samples_ns(self) -> tuple[float, ...]:

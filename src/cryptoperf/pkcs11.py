@@ -33,6 +33,9 @@ MODULE_ENV = "CRYPTOPERF_PKCS11_MODULE"
 TOKEN_ENV = "CRYPTOPERF_PKCS11_TOKEN"
 PIN_FILE_ENV = "CRYPTOPERF_PKCS11_PIN_FILE"
 PIN_ENV = "CRYPTOPERF_PKCS11_PIN"
+#: The process id of the daemon a module talks to (``p11-kit server``'s ``P11_KIT_SERVER_PID``,
+#: an HSM vendor's client daemon): the worker measures its CPU beside its own, as the token's.
+DAEMON_PID_ENV = "CRYPTOPERF_PKCS11_DAEMON_PID"
 #: SoftHSM2's own variable naming its configuration file.
 SOFTHSM_CONF_ENV = "SOFTHSM2_CONF"
 
@@ -59,12 +62,15 @@ class Token:
         pin_file: a file holding the user PIN, or None (the PIN is in ``CRYPTOPERF_PKCS11_PIN``
             of the environment the workers inherit).
         softhsm_conf: SoftHSM2's configuration file for a token cryptoperf made, else None.
+        daemon_pid: the process id of the daemon the module talks to (``DAEMON_PID_ENV``), or
+            None (the token's work is all in the worker's process, as SoftHSM2's is).
     """
 
     module: str
     label: str | None
     pin_file: str | None
     softhsm_conf: str | None = None
+    daemon_pid: str | None = None
 
     def worker_env(self) -> dict[str, str]:
         """The environment variables that point a worker at this token (never the PIN itself)."""
@@ -75,12 +81,15 @@ class Token:
             env[PIN_FILE_ENV] = self.pin_file
         if self.softhsm_conf:
             env[SOFTHSM_CONF_ENV] = self.softhsm_conf
+        if self.daemon_pid:
+            env[DAEMON_PID_ENV] = self.daemon_pid
         return env
 
     def describe(self) -> str:
         """One line for people: module, token, where the PIN comes from (not the PIN)."""
         pin = f"PIN file {self.pin_file}" if self.pin_file else f"PIN from ${PIN_ENV}"
-        return f"PKCS#11 module {self.module}, token {self.label or '(the first)'}, {pin}"
+        daemon = f", its daemon pid {self.daemon_pid}" if self.daemon_pid else ""
+        return f"PKCS#11 module {self.module}, token {self.label or '(the first)'}, {pin}{daemon}"
 
 
 def configured(environ: Mapping[str, str] | None = None) -> Token | None:
@@ -90,7 +99,8 @@ def configured(environ: Mapping[str, str] | None = None) -> Token | None:
     module = env.get(MODULE_ENV)
     if not module:
         return None
-    return Token(module, env.get(TOKEN_ENV) or None, env.get(PIN_FILE_ENV) or None, env.get(SOFTHSM_CONF_ENV) or None)
+    return Token(module, env.get(TOKEN_ENV) or None, env.get(PIN_FILE_ENV) or None, env.get(SOFTHSM_CONF_ENV) or None,
+                 env.get(DAEMON_PID_ENV) or None)
 
 
 def softhsm_dir() -> Path:

@@ -645,7 +645,8 @@ fn run(case: Case) -> Value {
         return result.ended(Status::Invalid, why).to_json();
     }
     let backend = &*case.backend;
-    match measure::measure(|| prepare(backend, op, params), case.plan) {
+    let companion = backend.companion();
+    match measure::measure(|| prepare(backend, op, params), case.plan, companion.as_ref()) {
         Ok(m) => {
             result.measured = Some(Measured::of(&m, bytes_per_op(op, params)));
             result.to_json()

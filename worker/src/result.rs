@@ -224,6 +224,11 @@ pub struct Measured {
     /// Workloads: open-level transactions that started more than 1 ms after they were due.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub late: Option<u64>,
+    /// A device backend whose work runs in a process of its own on this host (a PKCS#11 token
+    /// behind a daemon: `CRYPTOPERF_PKCS11_DAEMON_PID`): that process tree's CPU over the span
+    /// the `/proc/stat` ticks cover (the window), ns. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_process_cpu_ns: Option<u64>,
 }
 
 /// The shortest and longest sample, ns.
@@ -256,6 +261,7 @@ impl Measured {
             samples: m.samples,
             sample_ns_stats: MinMax { min: m.sample_min_ns, max: m.sample_max_ns },
             late: None,
+            device_process_cpu_ns: m.companion_cpu_ns,
         }
     }
 

@@ -317,8 +317,9 @@ def measured_accelerator(run: StoredRun, op: str, configuration: str, price_per_
     throughput (ops/s per unit: a lower bound when the device would take more sessions than the
     run gave it), host CPU per operation = that row's CPU on the side the plan prices (``side``,
     as ``plan``'s: the server's per handshake for a workload with a server — where the key
-    signs —, else the worker process's: for an in-process token such as SoftHSM2, all of the
-    work), latency = the p50 of the row with the fewest sessions (threads, or a workload's
+    signs —, else the host's: the worker process's, plus the token daemon's where the module
+    talks to one — for an in-process token such as SoftHSM2 the worker's is all of the work),
+    latency = the p50 of the row with the fewest sessions (threads, or a workload's
     connections). Every figure is the analysis' median over the row's measured repetitions.
 
     Raises EconomicsError when ``configuration`` has no measured row of ``op``, or its rows did
@@ -350,12 +351,12 @@ def measured_accelerator(run: StoredRun, op: str, configuration: str, price_per_
 
 def _host_cpu_ns_per_op(run: StoredRun, s: CellSummary, side: str) -> float | None:
     """The figure of row ``s`` the report shows for ``side``: a workload level's CPU per
-    transaction on that side (``workloads.generic.Point.cpu_ns_per_tx``), else the worker
-    process's CPU per operation (the summary's)."""
+    transaction on that side (``workloads.generic.Point.cpu_ns_per_tx``), else the host's CPU
+    per operation (the summary's: the worker process's, plus a token daemon's where it has one)."""
     point = run.analysis.workloads.point_of(s.cell.key)
     if point is not None and side != "process":
         return point.cpu_ns_per_tx(side)
-    return s.process_cpu_ns_per_op
+    return s.host_cpu_ns_per_op
 
 
 def _sessions(s: CellSummary) -> int:

@@ -132,7 +132,9 @@ class Throughput:
 
     ops_per_s = ops / (wall_ns / 1e9); bytes_per_s = ops_per_s × bytes_per_op (None for
     operations without a message); process_cpu_ns_per_op = cpu_ns_total / ops; steal_pct =
-    100 × steal_ticks / total_ticks (None without ticks); busy_pct = 100 × busy/total ticks.
+    100 × steal_ticks / total_ticks (None without ticks); busy_pct = 100 × busy/total ticks;
+    device_process_cpu_ns_per_op = device_process_cpu_ns / ops (a token's daemon: its CPU over
+    the same window; None without one).
     """
 
     ops_per_s: float
@@ -140,6 +142,7 @@ class Throughput:
     process_cpu_ns_per_op: float
     steal_pct: float | None
     busy_pct: float | None
+    device_process_cpu_ns_per_op: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         """Field name → value (names carry units)."""
@@ -166,6 +169,8 @@ def throughput(result: "WorkerResult") -> Throughput:
         process_cpu_ns_per_op=(result.cpu_ns_total or 0) / ops,
         steal_pct=100.0 * steal / total if total and steal is not None else None,
         busy_pct=100.0 * busy / total if total and busy is not None else None,
+        device_process_cpu_ns_per_op=(result.device_process_cpu_ns / ops
+                                      if result.device_process_cpu_ns is not None else None),
     )
 
 

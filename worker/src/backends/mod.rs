@@ -445,6 +445,13 @@ pub trait Backend: Send + Sync {
     }
     /// This backend as an owned value, for timed closures that must call the backend itself
     /// (`-keygen`). The real backends are unit values, found again by name.
+    /// A process outside the worker that does this backend's work (a PKCS#11 token whose
+    /// module talks to a daemon), whose CPU a measurement reads over its window beside the
+    /// worker's own; `None` (the default): the work is all in the worker.
+    fn companion(&self) -> Option<crate::measure::proctree::TreeSource> {
+        None
+    }
+
     fn owned(&self) -> Option<Box<dyn Backend>> {
         by_name(self.info().backend)
     }

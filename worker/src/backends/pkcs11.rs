@@ -58,6 +58,22 @@ pub const TOKEN_ENV: &str = "CRYPTOPERF_PKCS11_TOKEN";
 pub const PIN_FILE_ENV: &str = "CRYPTOPERF_PKCS11_PIN_FILE";
 /// The environment variable holding the user PIN itself.
 pub const PIN_ENV: &str = "CRYPTOPERF_PKCS11_PIN";
+/// The environment variable naming, by its process id, the daemon a module talks to (e.g.
+/// `p11-kit server`'s `P11_KIT_SERVER_PID`, a vendor's HSM client daemon): its CPU over each
+/// window is measured beside the worker's, as the token's host CPU.
+pub const DAEMON_PID_ENV: &str = "CRYPTOPERF_PKCS11_DAEMON_PID";
+
+/// The daemon of [`DAEMON_PID_ENV`], or why the variable is unusable.
+fn daemon() -> std::result::Result<Option<crate::measure::proctree::TreeSource>, String> {
+    let Ok(text) = std::env::var(DAEMON_PID_ENV) else { return Ok(None) };
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let pid: u32 = text.trim().parse().map_err(|_| format!("{DAEMON_PID_ENV}={text} is not a process id"))?;
+    let source = crate::measure::proctree::TreeSource::Proc(pid);
+    source.read().map_err(|e| format!("{DAEMON_PID_ENV}={pid}: {e}"))?;
+    Ok(Some(source))
+}
 
 /// The PKCS#11 backend (its token is the process's, [`token`]).
 pub struct Pkcs11Token;
@@ -494,7 +510,12 @@ impl Backend for Pkcs11Token {
     }
 
     fn open(&self) -> Result<()> {
-        token().map(|_| ())
+        token()?;
+        daemon().map(|_| ()).map_err(BackendError::Failed)
+    }
+
+    fn companion(&self) -> Option<crate::measure::proctree::TreeSource> {
+        daemon().ok().flatten()
     }
 
     fn digest(&self, alg: DigestAlg) -> Result<Box<dyn Digest>> {

@@ -218,6 +218,8 @@ where
             cpu_ns: windows.iter().map(|w| w.cpu_ns).collect(),
             tsc_cycles: None,
             ticks,
+            // (A device's daemon is read for primitives only, `measure::measure`.)
+            companion_cpu_ns: None,
             sample_min_ns: if ops == 0 { 0 } else { histogram.min() },
             sample_max_ns: histogram.max(),
             histogram,

@@ -12,6 +12,7 @@ pub mod sampler;
 use crate::backends::BackendError;
 use hdrhistogram::Histogram;
 use procstat::CpuTicks;
+use proctree::TreeSource;
 use std::sync::Barrier;
 use std::time::Duration;
 
@@ -78,6 +79,9 @@ pub struct Measurement {
     pub tsc_cycles: Option<u64>,
     /// System-wide `/proc/stat` ticks across the window.
     pub ticks: CpuTicks,
+    /// The CPU of the backend's process outside this one (a token's daemon,
+    /// [`crate::backends::Backend::companion`]) across the same span as `ticks`, ns.
+    pub companion_cpu_ns: Option<u64>,
     /// Per-operation latency in ns, all threads merged.
     pub histogram: Histogram<u64>,
     /// Timed samples taken, and the shortest and longest sample in ns.
@@ -184,8 +188,12 @@ fn measure_window(op: &mut OpFn, batch: u64, budget: Duration, tsc: bool) -> Res
 /// once for calibration and once per thread, inside that thread, so no state is shared between
 /// threads. Threads meet at a barrier after warm-up so their windows overlap.
 ///
-/// Errors: the first `BackendError` any thread's preparation or operation returns.
-pub fn measure<F>(make: F, plan: Plan) -> Result<Measurement, BackendError>
+/// With `companion` (a process tree outside this one that does the backend's work: a PKCS#11
+/// token's daemon), its CPU is read where the ticks are, before and after the window.
+///
+/// Errors: the first `BackendError` any thread's preparation or operation returns; `Failed`
+/// when the companion cannot be read (it died).
+pub fn measure<F>(make: F, plan: Plan, companion: Option<&TreeSource>) -> Result<Measurement, BackendError>
 where
     F: Fn() -> Result<OpFn, BackendError> + Sync,
 {
@@ -200,7 +208,12 @@ where
     let threads = plan.threads.max(1);
     let ready = Barrier::new(threads + 1);
     let go = Barrier::new(threads + 1);
-    let (windows, ticks) = std::thread::scope(|scope| {
+    let read_companion = || -> Result<Option<u64>, BackendError> {
+        companion
+            .map(|c| c.read().map(|t| t.cpu_ns).map_err(|e| BackendError::Failed(format!("the backend's own process ({}): {e}", c.name()))))
+            .transpose()
+    };
+    let (windows, ticks, companion_cpu) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
                 let (make, ready, go) = (&make, &ready, &go);
@@ -216,15 +229,23 @@ where
             })
             .collect();
         ready.wait();
+        let companion_before = read_companion();
         let before = CpuTicks::now();
         go.wait();
         let windows: Vec<_> = handles
             .into_iter()
             .map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Failed("a measuring thread panicked".into()))))
             .collect();
-        (windows, CpuTicks::now().since(before))
+        let ticks = CpuTicks::now().since(before);
+        let companion_cpu = match (companion_before, read_companion()) {
+            (Ok(Some(b)), Ok(Some(a))) => Ok(Some(a.saturating_sub(b))),
+            (Err(e), _) | (_, Err(e)) => Err(e),
+            _ => Ok(None),
+        };
+        (windows, ticks, companion_cpu)
     });
     let windows = windows.into_iter().collect::<Result<Vec<_>, _>>()?;
+    let companion_cpu_ns = companion_cpu?;
     let mut histogram = new_histogram();
     for w in &windows {
         histogram.add(&w.histogram).expect("histograms share bounds");
@@ -237,6 +258,7 @@ where
         cpu_ns: windows.iter().map(|w| w.cpu_ns).collect(),
         tsc_cycles: windows.first().and_then(|w| w.tsc_cycles),
         ticks,
+        companion_cpu_ns,
         histogram,
         samples: windows.iter().map(|w| w.samples).sum(),
         sample_min_ns: windows.iter().map(|w| w.sample_min_ns).min().unwrap_or(0),
@@ -282,7 +304,7 @@ mod tests {
         // three windows must show it.
         let mut on_cpu = false;
         for _ in 0..3 {
-            let m = measure(|| Ok(spin(20_000)), plan).unwrap();
+            let m = measure(|| Ok(spin(20_000)), plan, None).unwrap();
             assert_eq!(m.timing, Timing::Individual);
             assert_eq!(m.histogram.len(), m.ops);
             // 50 ms of 20 µs operations: at most 2500 (+1 for the sample that ends the window).
@@ -307,7 +329,7 @@ mod tests {
             batch: Some(4),
             tsc: false,
         };
-        let m = measure(|| Ok(spin(1_000)), plan).unwrap();
+        let m = measure(|| Ok(spin(1_000)), plan, None).unwrap();
         assert_eq!(m.cpu_ns.len(), 2);
         assert_eq!(m.batch, 4);
         assert_eq!(m.ops % 4, 0);
@@ -323,7 +345,23 @@ mod tests {
             batch: Some(1),
             tsc: false,
         };
-        let r = measure(|| Err(BackendError::Failed("broken".into())), plan);
+        let r = measure(|| Err(BackendError::Failed("broken".into())), plan, None);
         assert!(matches!(r, Err(BackendError::Failed(m)) if m == "broken"));
+    }
+
+    /// A companion process (a token's daemon) is read across the window: a busy one shows its
+    /// CPU, one that is gone fails the measurement instead of reporting nothing.
+    #[test]
+    fn a_companion_process_cpu_is_read_across_the_window() {
+        let mut busy = std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap();
+        let source = TreeSource::Proc(busy.id());
+        let plan = Plan { warmup: Duration::ZERO, budget: Duration::from_millis(300), threads: 1, batch: Some(1), tsc: false };
+        let m = measure(|| Ok(spin(20_000)), plan, Some(&source));
+        busy.kill().unwrap();
+        busy.wait().unwrap();
+        let cpu = m.unwrap().companion_cpu_ns.expect("read");
+        assert!(cpu > 30_000_000, "a spinning companion used {cpu} ns over 300 ms");
+        let gone = measure(|| Ok(spin(20_000)), plan, Some(&source));
+        assert!(matches!(gone, Err(BackendError::Failed(e)) if e.contains("the backend's own process")));
     }
 }

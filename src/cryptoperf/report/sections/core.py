@@ -476,6 +476,8 @@ def key_figures(run: StoredRun) -> list[Section]:
                 "series": view.series_name(run, s), "library": s.library_version or "",
                 "p50": fmt_ns(s.p50_ns), "p99": fmt_ns(s.p99_ns), "ops": fmt_count(s.ops_per_s),
                 "mb": fmt_mb_s(s.bytes_per_s), "cpu": fmt_ns(s.process_cpu_ns_per_op),
+                "device_cpu": fmt_ns(s.device_process_cpu_ns_per_op) if s.device_process_cpu_ns_per_op is not None else "",
+                "host_cpu": fmt_ns(s.host_cpu_ns_per_op) if s.device_process_cpu_ns_per_op is not None else "",
                 "batch": _batch_of(run, s),
                 "reps": f"{s.ok}/{s.repetitions}", "status": s.status, "reason": s.reason,
                 "first": s is g.cells[0], "group_size": len(g.cells)})
@@ -484,16 +486,21 @@ def key_figures(run: StoredRun) -> list[Section]:
     per_config = view.by_configuration(run)
     series = "Configuration" if per_config else "Backend"
     batch_note = _batch_note([r["batch"] for r in rows], "p50 and p99")
+    device = any(r["device_cpu"] for r in rows)
     html = fragment("sections/key_figures.html.j2", rows=rows, series=series, per_config=per_config,
-                    batch_note=batch_note)
+                    batch_note=batch_note, device=device)
     head = ["Operation"] + (["Backend"] if per_config else []) + [
-        series, "p50", "p99", "ops/s", "MB/s", "process CPU/op", "batch", "reps ok"]
+        series, "p50", "p99", "ops/s", "MB/s", "process CPU/op"] + (["device process CPU/op", "host CPU/op"] if device else []) + [
+        "batch", "reps ok"]
     body = [[r["operation"]] + ([r["backend"]] if per_config else []) + [
-        r["series"], r["p50"], r["p99"], r["ops"], r["mb"], r["cpu"], r["batch"] or "",
-        r["reps"] if r["status"] == "ok" else f"{r['reps']} ({r['status']})"] for r in rows]
+        r["series"], r["p50"], r["p99"], r["ops"], r["mb"], r["cpu"]] + ([r["device_cpu"], r["host_cpu"]] if device else []) + [
+        r["batch"] or "", r["reps"] if r["status"] == "ok" else f"{r['reps']} ({r['status']})"] for r in rows]
+    numbers = 9 if device else 7
     md = ("Medians over repetitions; process CPU/op is the worker process's on-CPU time per operation, its measuring threads' (a "
-          "workload's client side), MB/s is 10⁶ bytes/s.\n\n"
-          + md_table(head, body, align="l" * (len(head) - 7) + "rrrrrrr"))
+          "workload's client side), MB/s is 10⁶ bytes/s."
+          + (" Device process CPU/op: the CPU per operation of a device's own process on this host (a PKCS#11 token's "
+             "daemon) over the same window; host CPU/op: the two added." if device else "") + "\n\n"
+          + md_table(head, body, align="l" * (len(head) - numbers) + "r" * numbers))
     if batch_note:
         md += f"\n{batch_note}\n"
     return [Section("key-figures", "Key figures", html, md)]

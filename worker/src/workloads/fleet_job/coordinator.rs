@@ -382,6 +382,7 @@ impl Job {
             cpu_ns,
             tsc_cycles: None,
             ticks: self.ticks.clone(),
+            companion_cpu_ns: None,
             sample_min_ns: if completed == 0 { 0 } else { histogram.min() },
             sample_max_ns: histogram.max(),
             histogram,
