@@ -204,6 +204,11 @@ backend = "pkcs11"
 [[operation]]
 label = "sign"
 op = "ecdsa-p256-sign"
+
+[[operation]]
+label = "ike"
+op = "ike-phase1"
+params = { stack = "openssl", dh_group = "ecp256" }
 """
 
 
@@ -238,8 +243,9 @@ def p11_kit_server(tmp_path, env):
 
 def test_a_token_behind_a_daemon_counts_the_daemons_cpu_as_the_tokens(tmp_path, p11_kit_server):
     """With CRYPTOPERF_PKCS11_DAEMON_PID, each repetition on the token reads the daemon's CPU over
-    its window: the token's host CPU per signature is the worker's plus the daemon's, in the JSON
-    document and the report; the daemon's work is not taken for other load on the host."""
+    its window (a signature's, and an IKE exchange's whose AUTH signature the token makes): the
+    token's host CPU per operation is the worker's plus the daemon's, in the JSON document and
+    the report; the daemon's work is not taken for other load on the host."""
     path = tmp_path / "daemon.toml"
     path.write_text(DAEMON_STUDY)
     res = run_subprocess("study", path, "--store", tmp_path / "runs.sqlite", "--out", tmp_path / "out",
@@ -254,7 +260,8 @@ def test_a_token_behind_a_daemon_counts_the_daemons_cpu_as_the_tokens(tmp_path, 
         assert r["throughput"]["device_process_cpu_ns_per_op"] > 0
     software = [r for r in doc["repetitions"] if r["backend"] == "openssl" and r["status"] == "ok"]
     assert software and all("device_process_cpu_ns" not in r["result"] for r in software)
-    (cell,) = [c for c in doc["cells"] if c["backend"] == "pkcs11"]
-    assert cell["device_process_cpu_ns_per_op"] > 0
+    assert {r["op"] for r in token} == {"ecdsa-p256-sign", "ike-phase1"}
+    cells = [c for c in doc["cells"] if c["backend"] == "pkcs11"]
+    assert len(cells) == 2 and all(c["device_process_cpu_ns_per_op"] > 0 for c in cells)
     (md,) = (tmp_path / "out").glob("*.md")
     assert "device process CPU/op" in md.read_text() and "host CPU/op" in md.read_text()

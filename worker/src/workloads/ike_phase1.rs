@@ -29,7 +29,7 @@
 
 use super::base::{choice, number, object, text, Common, Finish, Mode, Params, TransactionName,
                   Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
-use crate::measure::load::{run_load, TxnFn};
+use crate::measure::load::{run_load_with, TxnFn};
 use crate::measure::sampler::Sampler;
 use crate::result::{IkeResult, Measured, WorkloadDetail};
 use crate::backends::{self, Backend, BackendError, Signer, Verifier};
@@ -182,12 +182,26 @@ fn run(backend: &dyn Backend, p: &IkeParams, common: &Common, warmup: Duration, 
     if let Some(why) = validation.failure() {
         return Finish::Invalid(why, Some(validation.into()));
     }
+    // A backend whose work runs in a daemon (a token's): its CPU over the window, read where
+    // the window starts (after the warm-up) and after it ends.
+    let companion = backend.companion();
+    let read = || companion.as_ref().map(|c| c.read().map(|t| t.cpu_ns).map_err(|e| BackendError::Failed(format!("the backend's own process: {e}"))));
+    let mut before = None;
     let timeline = Sampler::start();
-    let measured = run_load(|| prepare(backend, p).map(|f| f as TxnFn), common.load, warmup, budget);
+    let measured = run_load_with(|| prepare(backend, p).map(|f| f as TxnFn), common.load, warmup, budget, || {
+        before = read().transpose()?;
+        Ok(())
+    });
     let client_timeline = timeline.stop();
+    let device_cpu = match (before, read().transpose()) {
+        (Some(b), Ok(Some(a))) => Ok(Some(a.saturating_sub(b))),
+        (_, Err(e)) => Err(e),
+        _ => Ok(None),
+    };
+    let measured = measured.and_then(|lm| device_cpu.map(|d| (lm, d)));
     match measured {
-        Ok(lm) => Finish::Ok(super::base::Outcome {
-            measured: Measured::of_load(&lm, 0),
+        Ok((lm, device_process_cpu_ns)) => Finish::Ok(super::base::Outcome {
+            measured: Measured { device_process_cpu_ns, ..Measured::of_load(&lm, 0) },
             validation: Some(validation.into()),
             detail: WorkloadDetail::Ike(IkeResult { client_timeline }),
         }),
