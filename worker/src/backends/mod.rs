@@ -328,6 +328,17 @@ pub struct GeneratedSigner {
     pub public: Vec<u8>,
 }
 
+/// A signer of `alg` on `backend` and the public key (encoded as [`KeyPair::public`]) its
+/// signatures verify with: the fixed `key`'s, or — for a backend that generates its own keys
+/// ([`Backend::generates_signing_keys`]) — a key pair it generated now.
+pub fn signing_pair(backend: &dyn Backend, alg: SigAlg, key: &KeyPair) -> Result<(Box<dyn Signer>, Vec<u8>)> {
+    if backend.generates_signing_keys().is_some() {
+        let generated = backend.sig_keygen(alg, None)?;
+        return Ok((generated.signer, generated.public));
+    }
+    Ok((backend.signer(alg, key)?, key.public.to_vec()))
+}
+
 /// The library a backend wraps, as reported in `hello` and stored with every result.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct LibraryInfo {
@@ -445,6 +456,14 @@ pub trait Backend: Send + Sync {
     }
     /// This backend as an owned value, for timed closures that must call the backend itself
     /// (`-keygen`). The real backends are unit values, found again by name.
+    /// Why this backend signs only with keys it generates itself (a token that refuses imported
+    /// private keys, as production HSMs do): `Some(reason)`, and every signing operation then
+    /// signs with a key pair from [`Backend::sig_keygen`] ([`signing_pair`]); `None` (the
+    /// default): it signs with the fixed keys it is given, as the known-answer tests need.
+    fn generates_signing_keys(&self) -> Option<String> {
+        None
+    }
+
     /// A process outside the worker that does this backend's work (a PKCS#11 token whose
     /// module talks to a daemon), whose CPU a measurement reads over its window beside the
     /// worker's own; `None` (the default): the work is all in the worker.

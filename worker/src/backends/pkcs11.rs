@@ -44,8 +44,8 @@ use cryptoki::types::AuthPin;
 use openssl::hash::MessageDigest;
 
 use super::{
-    check_aead_key, failed, split_tag, unsupported, Aead, Backend, BackendError, Digest, LibraryInfo, Mac, Result,
-    Signer, Verifier,
+    check_aead_key, failed, split_tag, unsupported, Aead, Backend, BackendError, Digest, GeneratedSigner, LibraryInfo,
+    Mac, Result, Signer, Verifier,
 };
 use crate::ops::keys::KeyPair;
 use crate::ops::{AeadAlg, DigestAlg, RsaPadding, SigAlg};
@@ -62,6 +62,21 @@ pub const PIN_ENV: &str = "CRYPTOPERF_PKCS11_PIN";
 /// `p11-kit server`'s `P11_KIT_SERVER_PID`, a vendor's HSM client daemon): its CPU over each
 /// window is measured beside the worker's, as the token's host CPU.
 pub const DAEMON_PID_ENV: &str = "CRYPTOPERF_PKCS11_DAEMON_PID";
+
+/// The environment variable choosing where signing keys come from: `import` (the default: the
+/// fixed keys every backend signs with, imported as session objects, so the known-answer tests
+/// apply) or `generate` (key pairs the token generates, as session objects, for a token that
+/// refuses imported private keys — as production HSMs do).
+pub const KEYS_ENV: &str = "CRYPTOPERF_PKCS11_KEYS";
+
+/// Whether [`KEYS_ENV`] asks for keys the token generates; `Err` for a value it does not take.
+fn generate_keys() -> std::result::Result<bool, String> {
+    match std::env::var(KEYS_ENV).as_deref().map(str::trim) {
+        Err(_) | Ok("") | Ok("import") => Ok(false),
+        Ok("generate") => Ok(true),
+        Ok(other) => Err(format!("{KEYS_ENV}={other}: known values are import (the default) and generate")),
+    }
+}
 
 /// The daemon of [`DAEMON_PID_ENV`], or why the variable is unusable.
 fn daemon() -> std::result::Result<Option<crate::measure::proctree::TreeSource>, String> {
@@ -346,6 +361,37 @@ fn private_template(alg: SigAlg, key: &KeyPair) -> Result<Vec<Attribute>> {
     Ok(t)
 }
 
+/// The public half of a key pair the token generated, encoded as [`KeyPair::public`].
+fn generated_public(session: &Session, key: ObjectHandle, alg: SigAlg) -> Result<Vec<u8>> {
+    use cryptoki::object::AttributeType;
+    let wanted: &[AttributeType] = match alg {
+        SigAlg::Rsa { .. } => &[AttributeType::Modulus, AttributeType::PublicExponent],
+        _ => &[AttributeType::EcPoint],
+    };
+    let attrs = session.get_attributes(key, wanted).map_err(|e| call("C_GetAttributeValue", e))?;
+    let (mut n, mut e, mut point) = (None, None, None);
+    for a in attrs {
+        match a {
+            Attribute::Modulus(v) => n = Some(v),
+            Attribute::PublicExponent(v) => e = Some(v),
+            Attribute::EcPoint(v) => point = Some(v),
+            _ => {}
+        }
+    }
+    match (n, e, point) {
+        (Some(n), Some(e), _) => {
+            let (n, e) = (openssl::bn::BigNum::from_slice(&n).map_err(failed)?, openssl::bn::BigNum::from_slice(&e).map_err(failed)?);
+            openssl::rsa::Rsa::from_public_components(n, e).and_then(|r| r.public_key_to_der_pkcs1()).map_err(failed)
+        }
+        // CKA_EC_POINT: the DER OCTET STRING holding the point (PKCS#11 3.0 §6.3.3).
+        (_, _, Some(der)) => match der.as_slice() {
+            [0x04, len, rest @ ..] if *len as usize == rest.len() => Ok(rest.to_vec()),
+            _ => Err(failed("the token's CKA_EC_POINT is not a short DER OCTET STRING")),
+        },
+        _ => Err(failed("the token gave no public key for the key pair it generated")),
+    }
+}
+
 /// The attributes of a public key (encoded as [`KeyPair::public`]) as a session object that verifies.
 fn public_template(alg: SigAlg, public: &[u8]) -> Result<Vec<Attribute>> {
     let mut t = vec![Attribute::Class(ObjectClass::PUBLIC_KEY), Attribute::Token(false), Attribute::Verify(true)];
@@ -511,7 +557,40 @@ impl Backend for Pkcs11Token {
 
     fn open(&self) -> Result<()> {
         token()?;
+        generate_keys().map_err(BackendError::Failed)?;
         daemon().map(|_| ()).map_err(BackendError::Failed)
+    }
+
+    fn generates_signing_keys(&self) -> Option<String> {
+        matches!(generate_keys(), Ok(true)).then(|| {
+            format!("{KEYS_ENV}=generate: the token generates its signing keys, so no known answer exists; its \
+                     signatures are checked by the software libraries with the public key it gives")
+        })
+    }
+
+    /// A key pair generated on the token as session objects (the private half sensitive, never
+    /// leaving it), and its public key read back (RSA: PKCS#1 DER; ECDSA: the uncompressed point).
+    fn sig_keygen(&self, alg: SigAlg, seed: Option<&[u8]>) -> Result<GeneratedSigner> {
+        if seed.is_some() {
+            return unsupported("a PKCS#11 token generates keys from its own random generator, not from a seed");
+        }
+        let t = token()?;
+        let (mechanism, prehash) = t.sig_mechanism(alg, &format!("{alg:?} signing"))?;
+        let (generate, mut public_template) = match (alg, ec_params(alg)) {
+            (SigAlg::Rsa { bits, .. }, _) => (Mechanism::RsaPkcsKeyPairGen,
+                                             vec![Attribute::ModulusBits((bits as u64).into()), Attribute::PublicExponent(vec![1, 0, 1])]),
+            (_, Some((oid, _))) => (Mechanism::EccKeyPairGen, vec![Attribute::EcParams(oid.to_vec())]),
+            _ => return unsupported(format!("the pkcs11 backend generates no {alg:?} key")),
+        };
+        t.require(generate.mechanism_type(), &format!("{alg:?} key generation"))?;
+        public_template.extend([Attribute::Token(false), Attribute::Verify(true)]);
+        let private_template = [Attribute::Token(false), Attribute::Private(true), Attribute::Sensitive(true), Attribute::Sign(true)];
+        let session = t.session()?;
+        let (public_key, private_key) =
+            session.generate_key_pair(&generate, &public_template, &private_template).map_err(|e| call("C_GenerateKeyPair", e))?;
+        let public = generated_public(&session, public_key, alg)?;
+        let keyed = Keyed { session, key: private_key, mechanism };
+        Ok(GeneratedSigner { signer: Box::new(TokenSigner { keyed, ec_len: ec_params(alg).map(|(_, len)| len), prehash }), public })
     }
 
     fn companion(&self) -> Option<crate::measure::proctree::TreeSource> {
@@ -593,134 +672,4 @@ impl Backend for Pkcs11Token {
 }
 
 #[cfg(test)]
-mod tests {
-    //! The backend against a SoftHSM2 token made for the test (`softhsm2-util`, Debian's
-    //! `softhsm2`; the test says so and passes without checking anything when it is not
-    //! installed — .ci/run installs it, so CI always runs it). One test function: the token is
-    //! opened once per process.
-    use super::*;
-    use crate::kat;
-    use crate::ops::{Op, Params, RawParams};
-    use std::process::Command;
-
-    const MODULE: &str = "/usr/lib/softhsm/libsofthsm2.so";
-
-    /// A SoftHSM2 configuration and token in a fresh directory; the env set for this process.
-    fn softhsm_token() -> Option<tempfile::TempDir> {
-        if !std::path::Path::new(MODULE).exists() {
-            eprintln!("SoftHSM2 is not installed ({MODULE}); apt-get install softhsm2 to run this test");
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let conf = dir.path().join("softhsm2.conf");
-        let tokens = dir.path().join("tokens");
-        std::fs::create_dir(&tokens).unwrap();
-        std::fs::write(&conf, format!("directories.tokendir = {}\nobjectstore.backend = file\nlog.level = ERROR\n", tokens.display())).unwrap();
-        std::fs::write(dir.path().join("pin"), "4321\n").unwrap();
-        let out = Command::new("softhsm2-util")
-            .args(["--init-token", "--free", "--label", "kat-token", "--pin", "4321", "--so-pin", "87654321"])
-            .env("SOFTHSM2_CONF", &conf)
-            .output()
-            .expect("softhsm2-util runs");
-        assert!(out.status.success(), "softhsm2-util: {}", String::from_utf8_lossy(&out.stderr));
-        std::env::set_var("SOFTHSM2_CONF", &conf);
-        std::env::set_var(MODULE_ENV, MODULE);
-        std::env::set_var(TOKEN_ENV, "kat-token");
-        std::env::set_var(PIN_FILE_ENV, dir.path().join("pin"));
-        Some(dir)
-    }
-
-    fn case(name: &str, raw: RawParams) -> (Op, Params) {
-        let op = Op::parse(name).unwrap();
-        (op, Params::resolve(op, &raw).unwrap())
-    }
-
-    /// Every operation the token has passes its known-answer test and its cross-checks with
-    /// every software library (a signature made on the token verifies with them, theirs on
-    /// the token); what SoftHSM2 lacks is unsupported, naming the mechanism or key size.
-    #[test]
-    fn softhsm_token_passes_the_known_answers_and_cross_checks() {
-        let Some(_dir) = softhsm_token() else { return };
-        let b = Pkcs11Token;
-        b.open().expect("the token opens");
-        assert!(b.info().library.contains("kat-token"), "{}", b.info().library);
-        let pss = || RawParams { padding: Some("pss".into()), ..Default::default() };
-        let ops = [
-            case("sha256", RawParams::default()),
-            case("sha384", RawParams::default()),
-            case("hmac-sha256", RawParams::default()),
-            case("aes-128-gcm-seal", RawParams::default()),
-            case("aes-256-gcm-open", RawParams::default()),
-            case("rsa2048-sign", RawParams::default()),
-            case("rsa2048-sign", pss()),
-            case("rsa2048-verify", RawParams::default()),
-            case("rsa3072-sign", RawParams::default()),
-            case("ecdsa-p256-sign", RawParams::default()),
-            case("ecdsa-p256-verify", RawParams::default()),
-            case("ecdsa-p384-sign", RawParams::default()),
-        ];
-        for (op, params) in ops {
-            let v = kat::validate(&b, op, &params).unwrap_or_else(|e| panic!("{op:?}: {e}"));
-            assert!(v.passed(), "{op:?} {params:?}: {:?}", v.failure());
-            assert!(matches!(v.kat, kat::KatStatus::Pass), "{op:?}: {}", v.kat_source);
-            let passed = v.cross_checks.iter().filter(|c| c.status == "pass").count();
-            assert!(passed >= 2, "{op:?}: cross-checked with {passed} libraries: {:?}", v.cross_checks.iter().map(|c| (&c.with, c.status)).collect::<Vec<_>>());
-        }
-        // What SoftHSM2 lacks is unsupported, with its reason.
-        let (op, params) = case("sha3-256", RawParams::default());
-        assert!(matches!(kat::validate(&b, op, &params), Err(BackendError::Unsupported(_))));
-        match b.hmac(DigestAlg::Sha256, b"Jefe") {
-            Err(BackendError::Unsupported(why)) => assert!(why.contains("keys of 32 bytes or more"), "{why}"),
-            other => panic!("a 4-byte HMAC key: {:?}", other.err()),
-        }
-        match b.aead(AeadAlg::ChaCha20Poly1305, &[7; 32]) {
-            Err(BackendError::Unsupported(why)) => assert!(why.contains("AES-GCM"), "{why}"),
-            other => panic!("ChaCha20-Poly1305: {:?}", other.err()),
-        }
-        workloads_with_the_key_on_the_token();
-    }
-
-    /// The workloads with their private key on the token (same process, so same token): a TLS
-    /// server whose handshake signature the token makes, verified by every client
-    /// implementation; an IKE phase 1 whose AUTH signature the token makes, validated.
-    fn workloads_with_the_key_on_the_token() {
-        use crate::workloads::ike_phase1::{self, IkeGroup, IkeParams};
-        use crate::workloads::tls::{self, backend_key::BackendKey, CertKind, Group, Identity, Stack, Suite, TlsParams, TlsVersion};
-        for cert in [CertKind::Rsa2048, CertKind::EcdsaP256] {
-            let mut id = Identity::generate(cert).unwrap();
-            let key = BackendKey::open("pkcs11", &id).unwrap_or_else(|e| panic!("{cert:?}: {e}"));
-            assert!(key.checked.contains("the server key on pkcs11"), "{}", key.checked);
-            id.signing = Some(std::sync::Arc::new(key));
-            for version in [TlsVersion::Tls12, TlsVersion::Tls13] {
-                let p = TlsParams { version, cert, group: Group::P256, suite: Suite::Aes128Gcm, resume: false, record_bytes: None, fallback_group: None };
-                let server = tls::server(Stack::RustlsAwsLc, &id, &p).unwrap();
-                for client in Stack::ALL.iter().copied() {
-                    let c = tls::client(client, &id, &p).unwrap();
-                    let o = tls::transaction_in_memory(&*c, &*server).unwrap_or_else(|e| panic!("{cert:?} {version:?} {client:?}: {e}"));
-                    assert_eq!(o.negotiated.mismatch(&p), None);
-                }
-            }
-        }
-        // Ed25519 is not a PKCS#11 2.40 mechanism of this backend: unsupported, said.
-        let ed = Identity::generate(CertKind::Ed25519).unwrap();
-        assert!(matches!(BackendKey::open("pkcs11", &ed), Err(BackendError::Unsupported(_))));
-        let p = IkeParams { group: IkeGroup::Ecp256, rsa_bits: 2048, digest: DigestAlg::Sha256, stack: Some("openssl") };
-        let v = ike_phase1::validate(&Pkcs11Token, &p).unwrap();
-        assert!(v.passed(), "{:?}", v.failure());
-        assert!(matches!(v.kat, kat::KatStatus::Pass), "{}", v.kat_source);
-        let mut exchange = ike_phase1::prepare(&Pkcs11Token, &p).unwrap();
-        exchange().unwrap();
-        // Without a stack, the token has no key agreement: unsupported, said.
-        let alone = IkeParams { stack: None, ..p };
-        assert!(matches!(ike_phase1::prepare(&Pkcs11Token, &alone), Err(BackendError::Unsupported(_))));
-    }
-
-    #[test]
-    fn ecdsa_signatures_convert_between_raw_and_der() {
-        let raw: Vec<u8> = (1..=64).collect();
-        let der = ecdsa_der(&raw, 32).unwrap();
-        assert_eq!(ecdsa_raw(&der, 32).unwrap(), raw);
-        assert!(ecdsa_der(&raw[..63], 32).is_err());
-        assert!(ecdsa_raw(b"not DER", 32).is_none());
-    }
-}
+mod tests;

@@ -57,7 +57,7 @@ pub fn prepare(backend: &dyn Backend, op: Op, params: &Params) -> Result<OpFn, B
             Box::new(move || a.open(&NONCE, &[], &sealed, &mut out))
         }
         Op::Sign(family) => {
-            let mut s = backend.signer(params.sig_alg(family), &keys::signing_key(family))?;
+            let (mut s, _) = crate::backends::signing_pair(backend, params.sig_alg(family), &keys::signing_key(family))?;
             Box::new(move || s.sign(&msg).map(drop))
         }
         Op::Verify(family) => {
@@ -65,7 +65,9 @@ pub fn prepare(backend: &dyn Backend, op: Op, params: &Params) -> Result<OpFn, B
             let key = keys::signing_key(family);
             let mut v = backend.verifier(alg, key.public)?;
             // Where the FIPS provider refuses to make the signature (SHA-1), another backend does.
-            let own = crate::fips::refusal(backend.info().backend, Op::Sign(family), params).is_none();
+            // (and where the backend signs only with keys it generates, the fixed key's signature is another's)
+            let own = crate::fips::refusal(backend.info().backend, Op::Sign(family), params).is_none()
+                && backend.generates_signing_keys().is_none();
             let sig = signature_for(backend, own, alg, &key, &msg)?;
             Box::new(move || match v.verify(&msg, &sig)? {
                 true => Ok(()),

@@ -278,6 +278,9 @@ struct Transaction {
     peer_sig: Vec<u8>,
     /// The peer's KE data.
     peer_public: Vec<u8>,
+    /// The public key our signatures verify with (the fixed key's, or one the signing backend
+    /// generated).
+    public: Vec<u8>,
 }
 
 /// What one transaction produced, for the checks.
@@ -293,10 +296,10 @@ impl Transaction {
         p.check()?;
         let alg = p.sig_alg();
         let key = keys::signing_key(SigFamily::Rsa(p.rsa_bits));
-        let mut signer = signing.signer(alg, &key)?;
+        let (mut signer, public) = backends::signing_pair(signing, alg, &key)?;
         let stack = p.stack(signing)?;
         let backend = stack.as_deref().unwrap_or(signing);
-        let verifier = backend.verifier(alg, key.public)?;
+        let verifier = backend.verifier(alg, &public)?;
         // Fail early, with the library's reason, when the group is missing.
         let kx = p.group.kx();
         let ours = backend.agreement(kx, None).map_err(|e| in_group(e, p.group))?;
@@ -323,6 +326,7 @@ impl Transaction {
             peer_octets,
             peer_sig,
             peer_public,
+            public,
         })
     }
 
@@ -480,8 +484,7 @@ fn derive_name(group: IkeGroup) -> String {
 /// One transaction of `t` checked by `other`: the AUTH signature verifies there (and a
 /// tampered one does not), and a DH exchange with a key pair `other` generated agrees.
 fn transaction_cross_check(t: &mut Transaction, p: &IkeParams, other: &dyn Backend) -> Result<String, BackendError> {
-    let key = keys::signing_key(SigFamily::Rsa(p.rsa_bits));
-    let mut verifier = other.verifier(p.sig_alg(), key.public)?;
+    let mut verifier = other.verifier(p.sig_alg(), &t.public)?;
     let mut theirs = other.agreement(p.group.kx(), None).map_err(|e| in_group(e, p.group))?;
     let fixed_peer = std::mem::replace(&mut t.peer_public, theirs.public_key());
     let outcome = t.run();

@@ -130,6 +130,7 @@ impl BackendKey {
     pub fn open(name: &str, id: &Identity) -> Result<BackendKey, BackendError> {
         let backend = backends::by_name(name).ok_or_else(|| BackendError::Unsupported(format!("no backend '{name}' in this worker")))?;
         backend.open()?;
+        refuse_generated(&*backend, name)?;
         let (key, pkey) = KeyParts::of(id.kind, &id.key_pkcs8_der).map_err(BackendError::Failed)?;
         let mut usable = Vec::new();
         let mut checked = Vec::new();
@@ -173,6 +174,7 @@ impl BackendKey {
     pub fn supported(name: &str, id: &Identity) -> Result<(), String> {
         let backend = backends::by_name(name).ok_or_else(|| format!("no backend '{name}' in this worker"))?;
         backend.open().map_err(|e| e.to_string())?;
+        refuse_generated(&*backend, name).map_err(|e| e.to_string())?;
         let (key, _) = KeyParts::of(id.kind, &id.key_pkcs8_der)?;
         let mut why = Vec::new();
         for (_, alg) in schemes(id.kind) {
@@ -195,6 +197,17 @@ impl BackendKey {
         let signature = signer.sign(message);
         self.pool.lock().unwrap().entry(alg).or_default().push(signer);
         signature
+    }
+}
+
+/// `Unsupported` for a backend that signs only with keys it generates: the server's
+/// certificate is for the identity's key.
+fn refuse_generated(backend: &dyn Backend, name: &str) -> Result<(), BackendError> {
+    match backend.generates_signing_keys() {
+        Some(why) => Err(BackendError::Unsupported(format!(
+            "{name} signs only with keys it generates ({why}); a TLS server key on it needs a certificate for that key, which cryptoperf does not make yet"
+        ))),
+        None => Ok(()),
     }
 }
 
