@@ -198,7 +198,7 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
     if margin_pct is not None and not 0 <= margin_pct <= 100:
         raise UsageError(f"--margin {margin_pct:g} is out of range; give a percentage from 0 to 100")
     path = find_worker()
-    hello = fetch_hello(path, detail=dry_run)
+    hello = fetch_hello(path)  # (a dry run asks for the detailed one below, once the token is known)
     s = study_mod.check_against_worker(s, hello.rules)
     needed: dict[str, str] = {}
     for c in s.configurations:
@@ -219,9 +219,9 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
     cells = schedule.expand(s)
     check_remote(s, cells, allow_remote)
     device_env = open_devices(cells, hello, path)
-    if device_env and dry_run:
-        # the dry run's support table, asked again with the token's variables
-        workers = {**workers, builds.DEFAULT: (path, fetch_hello(path, detail=True, env=device_env))}
+    if dry_run:
+        # the dry run's support table, asked with the token's variables when a cell uses one
+        workers = {**workers, builds.DEFAULT: (path, fetch_hello(path, detail=True, env=device_env or None))}
     work_dir = check_work_dir(s, cells)
     settings = schedule.Settings(seconds=s.seconds, warmup_s=s.warmup_s, threads=s.threads, timeout_s=s.timeout_s,
                                  work_dir=work_dir, env=device_env)
