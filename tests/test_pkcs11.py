@@ -209,6 +209,11 @@ op = "ecdsa-p256-sign"
 label = "ike"
 op = "ike-phase1"
 params = { stack = "openssl", dh_group = "ecp256" }
+
+[[operation]]
+label = "handshake"
+op = "tls-handshake"
+params = { stack = "aws-lc", cert = "ecdsa-p256" }
 """
 
 
@@ -243,9 +248,10 @@ def p11_kit_server(tmp_path, env):
 
 def test_a_token_behind_a_daemon_counts_the_daemons_cpu_as_the_tokens(tmp_path, p11_kit_server):
     """With CRYPTOPERF_PKCS11_DAEMON_PID, each repetition on the token reads the daemon's CPU over
-    its window (a signature's, and an IKE exchange's whose AUTH signature the token makes): the
-    token's host CPU per operation is the worker's plus the daemon's, in the JSON document and
-    the report; the daemon's work is not taken for other load on the host."""
+    its window (a signature's, an IKE exchange's whose AUTH signature the token makes, a TLS
+    server's whose key is on it): the token's host CPU per operation is the worker's (the
+    server's) plus the daemon's, in the JSON document and the report; the daemon's work is not
+    taken for other load on the host."""
     path = tmp_path / "daemon.toml"
     path.write_text(DAEMON_STUDY)
     res = run_subprocess("study", path, "--store", tmp_path / "runs.sqlite", "--out", tmp_path / "out",
@@ -255,13 +261,17 @@ def test_a_token_behind_a_daemon_counts_the_daemons_cpu_as_the_tokens(tmp_path, 
     doc = json.loads(doc_path.read_text())
     token = [r for r in doc["repetitions"] if r["backend"] == "pkcs11" and r["status"] == "ok"]
     assert token
-    for r in token:
+    for r in (r for r in token if r["op"] != "tls-handshake"):
         assert r["result"]["device_process_cpu_ns"] > 0
         assert r["throughput"]["device_process_cpu_ns_per_op"] > 0
     software = [r for r in doc["repetitions"] if r["backend"] == "openssl" and r["status"] == "ok"]
     assert software and all("device_process_cpu_ns" not in r["result"] for r in software)
-    assert {r["op"] for r in token} == {"ecdsa-p256-sign", "ike-phase1"}
-    cells = [c for c in doc["cells"] if c["backend"] == "pkcs11"]
+    assert {r["op"] for r in token} == {"ecdsa-p256-sign", "ike-phase1", "tls-handshake"}
+    cells = [c for c in doc["cells"] if c["backend"] == "pkcs11" and c["op"] != "tls-handshake"]
     assert len(cells) == 2 and all(c["device_process_cpu_ns_per_op"] > 0 for c in cells)
+    # the TLS server's key on the token: the daemon's CPU is the server side's, over its window
+    for r in (r for r in token if r["op"] == "tls-handshake"):
+        server = r["result"]["server"]
+        assert server["device_process_cpu_ns"] > 0 and server["cpu_ns"] > 0
     (md,) = (tmp_path / "out").glob("*.md")
     assert "device process CPU/op" in md.read_text() and "host CPU/op" in md.read_text()

@@ -340,7 +340,7 @@ def other_load_pct(result: "WorkerResult", logical_cpus: int) -> float | None:
         return None
     server = result.server
     if server is not None and server.address and server.cpu_ns:
-        cpu += server.cpu_ns
+        cpu += server.cpu_ns + (server.device_process_cpu_ns or 0)
     cpu += result.device_process_cpu_ns or 0
     own = 100.0 * cpu / (wall * logical_cpus)
     return max(0.0, 100.0 * busy / total - own)

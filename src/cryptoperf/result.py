@@ -317,6 +317,8 @@ class ServerSide:
         timeline: its process's CPU timeline (None or () without one).
         external: a server this worker did not start (only the client is measured).
         errors: connections the server failed (where the workload reports them).
+        device_process_cpu_ns: the server's key on a token behind a daemon: the daemon's CPU
+            over the same span as ``cpu_ns`` (ns); None otherwise.
     """
 
     cpu_ns: int | None = None
@@ -326,6 +328,7 @@ class ServerSide:
     timeline: tuple[CpuSample, ...] | None = None
     external: bool = False
     errors: int | None = None
+    device_process_cpu_ns: int | None = None
 
     @classmethod
     def decode(cls, m: Mapping[str, Any], where: str = "server.") -> "ServerSide":
@@ -333,7 +336,8 @@ class ServerSide:
         return cls(cpu_ns=_int(m, "cpu_ns", where), transactions=_int(m, "transactions", where),
                    window=bool(_bool(m, "window", where)), address=_str(m, "address", where),
                    timeline=_list(m, "timeline", CpuSample.decode, where),
-                   external=bool(_bool(m, "external", where)), errors=_int(m, "errors", where))
+                   external=bool(_bool(m, "external", where)), errors=_int(m, "errors", where),
+                   device_process_cpu_ns=_int(m, "device_process_cpu_ns", where))
 
 
 # --------------------------------------------------------------------------- the result

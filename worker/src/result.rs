@@ -390,6 +390,11 @@ pub struct ServerResult {
     /// The client measured against a server it did not start (`connect`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub external: Option<bool>,
+    /// The server's key on a device whose work runs in a process of its own (a PKCS#11 token
+    /// behind a daemon: `CRYPTOPERF_PKCS11_DAEMON_PID`): that process tree's CPU over the same
+    /// window as `cpu_ns`, ns. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_process_cpu_ns: Option<u64>,
 }
 
 /// `tls-handshake` and `tls-bulk`.

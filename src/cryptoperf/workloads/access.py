@@ -105,7 +105,9 @@ class ServerCounters:
     """The server side's counters of one result (the ``server`` object).
 
     Attributes:
-        cpu_ns: the server's CPU time, ns; transactions: the transactions it served, over the
+        cpu_ns: the server's CPU time, ns — with the server's key on a token behind a daemon,
+            the daemon's over the same span added (``device_process_cpu_ns``: the host CPU the
+            server's handshakes cost); transactions: the transactions it served, over the
             same span as ``cpu_ns``: the measuring window when ``window`` is true, else (results
             of older workers) from before the warm-up to the window's end — so their ratio is
             one side over one span either way.
@@ -122,7 +124,10 @@ def server(result: Result | None) -> ServerCounters | None:
     s = None if result is None else result.server
     if s is None:
         return None
-    return ServerCounters(_number(s.cpu_ns), s.transactions, s.window)
+    cpu = _number(s.cpu_ns)
+    if cpu is not None and s.device_process_cpu_ns is not None:
+        cpu += s.device_process_cpu_ns  # the server's key on a token behind a daemon: its host CPU too
+    return ServerCounters(cpu, s.transactions, s.window)
 
 
 def client_timeline(result: Result | None) -> Sequence[CpuSample]:

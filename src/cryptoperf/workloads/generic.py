@@ -57,7 +57,8 @@ def side_cpu_ns_per_tx(result: access.Result | None, side: str) -> float | None:
     does not measure that side. Each is one side's CPU over its own transactions in one span:
 
     - ``server``: ``server.cpu_ns / server.transactions`` (the server's own counters, read over
-      the measuring window; in memory mode the server side's share of the one thread); None
+      the measuring window, plus its key's token daemon where it has one; in memory mode the
+      server side's share of the one thread); None
       without a ``server`` with both counters (an external server, ``ike-phase1``);
     - ``client``: in memory mode ``client_side_cpu_ns / ops``, else the client threads'
       ``cpu_ns_total / ops`` (None for a result without a server side: no split);

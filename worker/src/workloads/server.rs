@@ -44,6 +44,9 @@ pub struct ServerStats {
     pub timeline_start_ns: Option<u64>,
     pub peak_rss_bytes: Option<u64>,
     pub max_fds: Option<usize>,
+    /// The CPU of the server's backend's own process so far (a token's daemon,
+    /// `Backend::companion`), ns; `None` without one.
+    pub device_cpu_ns: Option<u64>,
 }
 
 /// A running server process; killed when dropped.
@@ -130,6 +133,7 @@ impl ServerProcess {
             timeline_start_ns: v["timeline_start_ns"].as_u64(),
             peak_rss_bytes: v["peak_rss_bytes"].as_u64(),
             max_fds: v["max_fds"].as_u64().map(|n| n as usize),
+            device_cpu_ns: v["device_cpu_ns"].as_u64(),
         })
     }
 
@@ -194,6 +198,9 @@ pub fn child_main(parse: impl Fn(&str, &str, &Params) -> Result<WorkloadCase, St
         json!({"type": "error", "code": code, "message": message, "fields": {"validation": validation}})
     };
     let pinned = config["pin_cpu"].as_u64().and_then(|c| pin_to(c as usize));
+    // A backend whose work runs in a daemon (the server key on a token behind one): its CPU is
+    // read with the server's own.
+    let companion = crate::backends::by_name(config["backend"].as_str().unwrap_or("")).and_then(|b| b.companion());
     let params = config["params"].as_object().cloned().unwrap_or_default();
     let (workload, backend) = (config["workload"].as_str().unwrap_or(""), config["backend"].as_str().unwrap_or(""));
     let case = match parse(workload, backend, &params) {
@@ -257,6 +264,7 @@ pub fn child_main(parse: impl Fn(&str, &str, &Params) -> Result<WorkloadCase, St
             "transactions": served.load(Ordering::Relaxed),
             "errors": errors.load(Ordering::Relaxed),
             "first_error": first_error.lock().unwrap().clone(),
+            "device_cpu_ns": companion.as_ref().and_then(|c| c.read().ok()).map(|t| t.cpu_ns),
         })
     };
     while let Some(line) = link.line() {

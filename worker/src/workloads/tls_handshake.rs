@@ -521,6 +521,7 @@ where
             window: Some(true),
             address: Some(addr.to_string()),
             timeline: stopped.timeline,
+            device_process_cpu_ns: before.device_cpu_ns.zip(after.device_cpu_ns).map(|(b, a)| a.saturating_sub(b)),
             ..ServerResult::default()
         },
         errors: stopped.errors,
