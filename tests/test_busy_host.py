@@ -23,11 +23,20 @@ def result(other_pct, cpus=2, steal_pct=0.0):
     own_ticks = total / cpus  # one thread busy all the window
     return SimpleNamespace(total_ticks=total, steal_ticks=round(steal_pct * total / 100),
                            busy_ticks=round(own_ticks + other_pct * total / 100), wall_ns=WALL_NS,
-                           cpu_ns_total=WALL_NS, server=None)
+                           cpu_ns_total=WALL_NS, server=None, device_process_cpu_ns=None)
 
 
 def judge_all(rule, loads, cpus=2):
     return [rule.judge(result(x, cpus)) for x in loads]
+
+
+def test_a_token_daemons_cpu_is_the_measurements_own_not_other_load():
+    """A token behind a daemon keeps a second CPU busy for the worker: counted as its own work
+    (device_process_cpu_ns), not as other load on the host."""
+    r = result(other_pct=40, cpus=2)
+    assert hostinfo.other_load_pct(r, 2) == pytest.approx(40, abs=1)
+    daemon = SimpleNamespace(**{**vars(r), "device_process_cpu_ns": int(0.8 * WALL_NS)})  # 80 % of one CPU: 40 % of two
+    assert hostinfo.other_load_pct(daemon, 2) == pytest.approx(0, abs=1)
 
 
 def test_constant_load_measured_before_the_study_disturbs_nothing():
