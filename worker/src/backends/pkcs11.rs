@@ -431,22 +431,31 @@ impl Keyed {
     }
 }
 
-struct TokenSigner {
+/// A signature key in its session, with what the host adds around the token's call.
+struct SigKey {
     keyed: Keyed,
-    /// For ECDSA, the scalar length: the raw r ‖ s becomes DER.
+    /// For ECDSA, the scalar length: the token's raw r ‖ s is converted from and to DER.
     ec_len: Option<usize>,
-    /// The digest computed on the host before the token signs (`Token::sig_mechanism`).
+    /// The digest computed on the host before the token signs or verifies (`Token::sig_mechanism`).
     prehash: Option<MessageDigest>,
 }
 
+impl SigKey {
+    fn new(keyed: Keyed, alg: SigAlg, prehash: Option<MessageDigest>) -> SigKey {
+        SigKey { keyed, ec_len: ec_params(alg).map(|(_, len)| len), prehash }
+    }
+}
+
+struct TokenSigner(SigKey);
+
 impl Signer for TokenSigner {
     fn sign(&mut self, msg: &[u8]) -> Result<Vec<u8>> {
-        let k = &self.keyed;
-        let data = to_sign(self.prehash, msg)?;
+        let SigKey { keyed: k, ec_len, prehash } = &self.0;
+        let data = to_sign(*prehash, msg)?;
         let sig = k.session.sign(&k.mechanism, k.key, &data).map_err(|e| call("C_Sign", e))?;
-        match self.ec_len {
+        match ec_len {
             None => Ok(sig),
-            Some(len) => ecdsa_der(&sig, len),
+            Some(len) => ecdsa_der(&sig, *len),
         }
     }
 }
@@ -469,19 +478,15 @@ fn ecdsa_raw(der: &[u8], len: usize) -> Option<Vec<u8>> {
     Some(out)
 }
 
-struct TokenVerifier {
-    keyed: Keyed,
-    ec_len: Option<usize>,
-    prehash: Option<MessageDigest>,
-}
+struct TokenVerifier(SigKey);
 
 impl Verifier for TokenVerifier {
     fn verify(&mut self, msg: &[u8], sig: &[u8]) -> Result<bool> {
-        let k = &self.keyed;
+        let SigKey { keyed: k, ec_len, prehash } = &self.0;
         let raw;
-        let sig = match self.ec_len {
+        let sig = match ec_len {
             None => sig,
-            Some(len) => match ecdsa_raw(sig, len) {
+            Some(len) => match ecdsa_raw(sig, *len) {
                 Some(r) => {
                     raw = r;
                     &raw
@@ -489,7 +494,7 @@ impl Verifier for TokenVerifier {
                 None => return Ok(false),
             },
         };
-        let data = to_sign(self.prehash, msg)?;
+        let data = to_sign(*prehash, msg)?;
         match k.session.verify(&k.mechanism, k.key, &data, sig) {
             Ok(()) => Ok(true),
             Err(CkError::Pkcs11(RvError::SignatureInvalid | RvError::SignatureLenRange, _)) => Ok(false),
@@ -590,7 +595,7 @@ impl Backend for Pkcs11Token {
             session.generate_key_pair(&generate, &public_template, &private_template).map_err(|e| call("C_GenerateKeyPair", e))?;
         let public = generated_public(&session, public_key, alg)?;
         let keyed = Keyed { session, key: private_key, mechanism };
-        Ok(GeneratedSigner { signer: Box::new(TokenSigner { keyed, ec_len: ec_params(alg).map(|(_, len)| len), prehash }), public })
+        Ok(GeneratedSigner { signer: Box::new(TokenSigner(SigKey::new(keyed, alg, prehash))), public })
     }
 
     fn companion(&self) -> Option<crate::measure::proctree::TreeSource> {
@@ -656,14 +661,14 @@ impl Backend for Pkcs11Token {
         let t = token()?;
         let (mechanism, prehash) = t.sig_mechanism(alg, &format!("{alg:?} signing"))?;
         let keyed = Keyed::new(t, &private_template(alg, key)?, mechanism)?;
-        Ok(Box::new(TokenSigner { keyed, ec_len: ec_params(alg).map(|(_, len)| len), prehash }))
+        Ok(Box::new(TokenSigner(SigKey::new(keyed, alg, prehash))))
     }
 
     fn verifier(&self, alg: SigAlg, public: &[u8]) -> Result<Box<dyn Verifier>> {
         let t = token()?;
         let (mechanism, prehash) = t.sig_mechanism(alg, &format!("{alg:?} verification"))?;
         let keyed = Keyed::new(t, &public_template(alg, public)?, mechanism)?;
-        Ok(Box::new(TokenVerifier { keyed, ec_len: ec_params(alg).map(|(_, len)| len), prehash }))
+        Ok(Box::new(TokenVerifier(SigKey::new(keyed, alg, prehash))))
     }
 
     fn owned(&self) -> Option<Box<dyn Backend>> {
