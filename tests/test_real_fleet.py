@@ -182,16 +182,22 @@ loads = ["targets:30"]
 # ---- the latency model: time per target that is not cryptography ---------------------------------
 
 def test_a_fixed_latency_sets_the_rate_to_the_cap_over_the_latency():
-    """rtt 50 ms, an audit's 4 round trips (connect 2, checks 1, report 1): L = 200 ms per
-    target; with cap c = 10 on one slice and the management CPU far from saturated, targets per
-    minute is 60·c/L = 3000 within 10 % (Little's law; the cryptography adds a few ms per target).
-    Each phase's wait is recorded apart from its CPU."""
+    """rtt 50 ms, an audit's 4 round trips (connect 2, checks 1, report 1): L = 200 ms of waits
+    per target; with cap c = 10 on one slice, targets per minute is 60·c/T by Little's law, T
+    the targets' own mean time from first phase to last — the waits plus the cryptography, which
+    depends on the host's speed and load, so it is read from the result rather than assumed —
+    within 10 % (the job's first and last rounds run below the cap), and never above the waits'
+    bound 60·c/L = 3000. Each phase's wait is recorded apart from its CPU."""
     r = job({"job": "audit", "checks": 4, "load": "targets:60", "cap": 10, "rtt_ms": 50})
     assert r.status == "ok", r.reason
     f = r.extras["fleet"]
     assert f["completed"] == 60
     per_min = r.ops / (r.wall_ns / 1e9) * 60
-    assert per_min == pytest.approx(60 * 10 / 0.2, rel=0.10), per_min
+    spans_s = [(t.span[1] - t.span[0]) / 1e6 for t in fleet.decode(r).targets_]
+    mean_s = sum(spans_s) / len(spans_s)
+    assert min(spans_s) >= 0.2  # at least the four round trips
+    assert per_min == pytest.approx(60 * 10 / mean_s, rel=0.10), (per_min, mean_s)
+    assert per_min <= 60 * 10 / 0.2 * 1.02, per_min
     assert f["latency"]["rtt"] == {"dist": "fixed", "ms": 50.0, "mean_ms": 50.0}
     assert f["latency"]["applied"].startswith("management-side wait")
     parts = fleet.decode(r).phase_parts()
