@@ -188,6 +188,27 @@ fn measure_window(op: &mut OpFn, batch: u64, budget: Duration, tsc: bool) -> Res
 /// once for calibration and once per thread, inside that thread, so no state is shared between
 /// threads. Threads meet at a barrier after warm-up so their windows overlap.
 ///
+/// The CPU of `companion` (a process tree outside this one doing the backend's work,
+/// [`crate::backends::Backend::companion`]) so far, ns; `None` without one. Errors: `Failed`
+/// when it cannot be read (it died).
+pub fn companion_cpu_ns(companion: Option<&TreeSource>) -> Result<Option<u64>, BackendError> {
+    companion
+        .map(|c| c.read().map(|t| t.cpu_ns).map_err(|e| BackendError::Failed(format!("the backend's own process ({}): {e}", c.name()))))
+        .transpose()
+}
+
+/// The companion's CPU between two [`companion_cpu_ns`] readings: `None` without a companion,
+/// the first failed reading's error.
+pub fn companion_cpu_between(
+    before: Result<Option<u64>, BackendError>,
+    after: Result<Option<u64>, BackendError>,
+) -> Result<Option<u64>, BackendError> {
+    match (before?, after?) {
+        (Some(b), Some(a)) => Ok(Some(a.saturating_sub(b))),
+        _ => Ok(None),
+    }
+}
+
 /// With `companion` (a process tree outside this one that does the backend's work: a PKCS#11
 /// token's daemon), its CPU is read where the ticks are, before and after the window.
 ///
@@ -208,11 +229,6 @@ where
     let threads = plan.threads.max(1);
     let ready = Barrier::new(threads + 1);
     let go = Barrier::new(threads + 1);
-    let read_companion = || -> Result<Option<u64>, BackendError> {
-        companion
-            .map(|c| c.read().map(|t| t.cpu_ns).map_err(|e| BackendError::Failed(format!("the backend's own process ({}): {e}", c.name()))))
-            .transpose()
-    };
     let (windows, ticks, companion_cpu) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|i| {
@@ -229,7 +245,7 @@ where
             })
             .collect();
         ready.wait();
-        let companion_before = read_companion();
+        let companion_before = companion_cpu_ns(companion);
         let before = CpuTicks::now();
         go.wait();
         let windows: Vec<_> = handles
@@ -237,11 +253,7 @@ where
             .map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Failed("a measuring thread panicked".into()))))
             .collect();
         let ticks = CpuTicks::now().since(before);
-        let companion_cpu = match (companion_before, read_companion()) {
-            (Ok(Some(b)), Ok(Some(a))) => Ok(Some(a.saturating_sub(b))),
-            (Err(e), _) | (_, Err(e)) => Err(e),
-            _ => Ok(None),
-        };
+        let companion_cpu = companion_cpu_between(companion_before, companion_cpu_ns(companion));
         (windows, ticks, companion_cpu)
     });
     let windows = windows.into_iter().collect::<Result<Vec<_>, _>>()?;

@@ -30,6 +30,7 @@
 use super::base::{choice, number, object, text, Common, Finish, Mode, Params, TransactionName,
                   Workload, WorkloadCase, WorkloadSpec, COMMON_PARAMS};
 use crate::measure::load::{run_load_with, TxnFn};
+use crate::measure::{companion_cpu_between, companion_cpu_ns};
 use crate::measure::sampler::Sampler;
 use crate::result::{IkeResult, Measured, WorkloadDetail};
 use crate::backends::{self, Backend, BackendError, Signer, Verifier};
@@ -185,19 +186,14 @@ fn run(backend: &dyn Backend, p: &IkeParams, common: &Common, warmup: Duration, 
     // A backend whose work runs in a daemon (a token's): its CPU over the window, read where
     // the window starts (after the warm-up) and after it ends.
     let companion = backend.companion();
-    let read = || companion.as_ref().map(|c| c.read().map(|t| t.cpu_ns).map_err(|e| BackendError::Failed(format!("the backend's own process: {e}"))));
-    let mut before = None;
+    let mut before = Ok(None);
     let timeline = Sampler::start();
     let measured = run_load_with(|| prepare(backend, p).map(|f| f as TxnFn), common.load, warmup, budget, || {
-        before = read().transpose()?;
-        Ok(())
+        before = companion_cpu_ns(companion.as_ref());
+        before.as_ref().map(drop).map_err(|e| BackendError::Failed(e.to_string()))
     });
     let client_timeline = timeline.stop();
-    let device_cpu = match (before, read().transpose()) {
-        (Some(b), Ok(Some(a))) => Ok(Some(a.saturating_sub(b))),
-        (_, Err(e)) => Err(e),
-        _ => Ok(None),
-    };
+    let device_cpu = companion_cpu_between(before, companion_cpu_ns(companion.as_ref()));
     let measured = measured.and_then(|lm| device_cpu.map(|d| (lm, d)));
     match measured {
         Ok((lm, device_process_cpu_ns)) => Finish::Ok(super::base::Outcome {
