@@ -19,7 +19,8 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   rep_factors     [f1, f2, ...] multiplies the latency in block b by f[(b-1) % len] (a drift
                   shared by every configuration of a block)
   noise_cv        lognormal noise of this CV on every repetition, drawn from a generator seeded
-                  with the repetition's id (so reruns of a test give the same numbers)
+                  with the repetition's id less its build's path (so reruns of a test give the
+                  same numbers)
   steal_pct       {"<configuration>#<block>": pct} the /proc/stat steal share the result reports
   steal_times     how many times in a row a steal_pct entry applies to the same id (default 1:
                   the re-run of a disturbed repetition is clean), counted in FAKE_WORKER_STATE
@@ -498,7 +499,10 @@ def scripted_latency(rid, backend, op, params, size, config, rep):
     latency *= factors[(rep - 1) % len(factors)]
     cv = SPEC.get("noise_cv")
     if cv:
-        rng = random.Random(hashlib.sha256(f"{rid}/{backend}".encode()).digest())
+        # seeded without the build's path (a test's temporary directory): the same numbers on
+        # every run of a test, as the docstring promises
+        seed = re.sub(r"/build=[^#]*", "", rid)
+        rng = random.Random(hashlib.sha256(f"{seed}/{backend}".encode()).digest())
         latency *= math.exp(rng.gauss(0.0, math.sqrt(math.log1p(cv * cv))))
     return latency
 
