@@ -283,7 +283,7 @@ def test_server_keys_go_with_a_server_and_files_stay_in_the_study_dir(tmp_path, 
     cases = [
         (base.replace('server = "', 'server_files = ["../outside.conf"]\nserver = "'), "server_files"),
         (base.replace(f'server = "{S_SERVER}"\n', 'server_env = { A = "b" }\n'), "goes with server"),
-        (base.replace('op = "tls-handshake"', 'op = "tls-bulk"'), "loaded by tls-handshake"),
+        (base.replace('op = "tls-handshake"', 'op = "tls-bulk"'), "tls-handshake, not tls-bulk"),
     ]
     for text, word in cases:
         p = tmp_path / "bad.toml"

@@ -333,7 +333,8 @@ def other_load_pct(result: "WorkerResult", logical_cpus: int) -> float | None:
     over ``logical_cpus``). None without the counters. ``result`` is a worker result; a socket
     workload's server process counts as the worker's own (``server.cpu_ns`` when it listened
     on an address; in memory mode the server side is already inside ``cpu_ns_total``), and so
-    does a device's own process (a PKCS#11 token's daemon: ``device_process_cpu_ns``)."""
+    do a device's own process (a PKCS#11 token's daemon: ``device_process_cpu_ns``) and the
+    workload's own client-side process (ike-sa's initiator daemon: ``peer_process_cpu_ns``)."""
     total, busy = result.total_ticks, result.busy_ticks
     wall, cpu = result.wall_ns, result.cpu_ns_total
     if not total or busy is None or not wall or cpu is None or logical_cpus < 1:
@@ -341,7 +342,7 @@ def other_load_pct(result: "WorkerResult", logical_cpus: int) -> float | None:
     server = result.server
     if server is not None and server.address and server.cpu_ns:
         cpu += server.cpu_ns + (server.device_process_cpu_ns or 0)
-    cpu += result.device_process_cpu_ns or 0
+    cpu += (result.device_process_cpu_ns or 0) + (result.peer_process_cpu_ns or 0)
     own = 100.0 * cpu / (wall * logical_cpus)
     return max(0.0, 100.0 * busy / total - own)
 

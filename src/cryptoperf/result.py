@@ -351,7 +351,7 @@ DECODED_FIELDS = frozenset((
     "ops", "bytes_per_op", "batch", "timing", "wall_ns", "cpu_ns", "cpu_ns_total", "tsc_cycles",
     "steal_ticks", "total_ticks", "busy_ticks", "histogram", "samples", "sample_ns_stats",
     "workload", "load", "mode", "late", "negotiated", "negotiated_counts", "server", "client_side_cpu_ns",
-    "client_timeline", "placement", "device_process_cpu_ns",
+    "client_timeline", "placement", "device_process_cpu_ns", "peer_process_cpu_ns",
 ))
 
 
@@ -376,7 +376,8 @@ class WorkerResult:
     per operation in ns, HdrHistogram V2 compressed, base64), ``samples``, ``sample_min_ns``/
     ``sample_max_ns`` (``sample_ns_stats``), ``device_process_cpu_ns`` (a device backend whose
     work runs in a process of its own, a PKCS#11 token's daemon: its CPU over the window, ns;
-    None otherwise).
+    None otherwise), ``peer_process_cpu_ns`` (a workload's own client-side process, ike-sa's
+    initiator daemon: its CPU over the window, ns; None otherwise).
 
     A workload's result adds: ``workload``, ``load``, ``mode`` (``socket``, ``memory``,
     ``file``), ``late`` (open loads: transactions started over 1 ms after due),
@@ -420,6 +421,7 @@ class WorkerResult:
     sample_min_ns: int | None = None
     sample_max_ns: int | None = None
     device_process_cpu_ns: int | None = None
+    peer_process_cpu_ns: int | None = None
     workload: str | None = None
     load: Load | None = None
     mode: str | None = None
@@ -475,6 +477,7 @@ def decode(message: Mapping[str, Any]) -> WorkerResult:
         busy_ticks=_int(m, "busy_ticks"), histogram=_str(m, "histogram"), samples=_int(m, "samples"),
         sample_min_ns=_int(stats, "min", "sample_ns_stats."), sample_max_ns=_int(stats, "max", "sample_ns_stats."),
         device_process_cpu_ns=_int(m, "device_process_cpu_ns"),
+        peer_process_cpu_ns=_int(m, "peer_process_cpu_ns"),
         workload=_str(m, "workload"), load=Load.decode(load) if load is not None else None,
         mode=_str(m, "mode"), late=_int(m, "late"),
         negotiated=Negotiated.decode(negotiated) if negotiated is not None else None,

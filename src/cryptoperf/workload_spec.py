@@ -64,6 +64,18 @@ DIR_PARAM = "dir"
 #: What a workload's ``server_under_test`` names: the parameter for the server's address, the CA
 #: certificate that signed its certificate, its process id and its cgroup.
 SERVER_UNDER_TEST_PARAMS = ("connect_param", "ca_file_param", "pid_param", "cgroup_param")
+#: What it may also name (docs/worker-protocol.md, "Workloads"): the parameter for the server's
+#: private directory, for a client certificate and its key from the same CA, and the file in
+#: that directory whose appearance says the server is ready (instead of a TLS handshake).
+SERVER_UNDER_TEST_OPTIONAL = ("dir_param", "client_cert_param", "client_key_param", "ready_file")
+
+
+def _server_under_test(entry: Mapping[str, Any]) -> dict[str, str]:
+    """``server_under_test`` as read from hello: every ``SERVER_UNDER_TEST_PARAMS`` (a KeyError
+    names one that is missing) and those of ``SERVER_UNDER_TEST_OPTIONAL`` it gives."""
+    out = {k: str(entry[k]) for k in SERVER_UNDER_TEST_PARAMS}
+    out.update({k: str(entry[k]) for k in SERVER_UNDER_TEST_OPTIONAL if entry.get(k) is not None})
+    return out
 
 
 @dataclass(frozen=True)
@@ -90,7 +102,8 @@ class WorkloadSpec:
         server_under_test: the parameters through which it loads a server under test that
             cryptoperf starts (``connect_param``, ``ca_file_param``, ``pid_param``,
             ``cgroup_param``: its address, the CA certificate of its certificate, its process
-            and its cgroup), or None for a workload that loads none.
+            and its cgroup; and any of ``SERVER_UNDER_TEST_OPTIONAL``), or None for a workload
+            that loads none.
         file_params: its parameters that name a file the worker reads (a study gives a path
             relative to its own directory; cryptoperf resolves it).
         connection_params: parameters whose product is the connections one process of a job
@@ -136,9 +149,11 @@ class WorkloadSpec:
             out[DIR_PARAM] = ("cryptoperf gives each repetition of a file workload its own private directory "
                               "under [study] work_dir; set work_dir to choose where")
         if self.server_under_test is not None:
-            for role, what in (("pid_param", "process"), ("cgroup_param", "cgroup")):
-                out[self.server_under_test[role]] = (f"cryptoperf passes the {what} of the server under test "
-                                                     "it started (the operation's server key)")
+            for role, what in (("pid_param", "process"), ("cgroup_param", "cgroup"), ("dir_param", "directory"),
+                               ("client_cert_param", "client certificate"), ("client_key_param", "client key")):
+                if role in self.server_under_test:
+                    out[self.server_under_test[role]] = (f"cryptoperf passes the {what} of the server under test "
+                                                         "it started (the operation's server key)")
         return out
 
     @classmethod
@@ -177,7 +192,7 @@ class WorkloadSpec:
                     per_param_bytes={str(k): _count(v) for k, v in _mapping(memory["per_param_bytes"]).items()},
                     per_param_product_bytes=tuple((str(a), str(b), _count(n))
                                                   for a, b, n in memory["per_param_product_bytes"]))),
-            server_under_test=({k: str(_mapping(entry["server_under_test"])[k]) for k in SERVER_UNDER_TEST_PARAMS}
+            server_under_test=(_server_under_test(_mapping(entry["server_under_test"]))
                                if entry.get("server_under_test") is not None else None),
             file_params=_strings(entry["file_params"]),
             connection_params=_strings(entry["connection_params"]),

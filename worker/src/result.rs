@@ -229,6 +229,11 @@ pub struct Measured {
     /// the `/proc/stat` ticks cover (the window), ns. Absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device_process_cpu_ns: Option<u64>,
+    /// A workload whose client side includes a process of its own (`ike-sa`'s initiator
+    /// daemon): that process tree's CPU over the window, ns — the client's work outside this
+    /// process, so a host's other load leaves it out. Absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peer_process_cpu_ns: Option<u64>,
 }
 
 /// The shortest and longest sample, ns.
@@ -262,6 +267,7 @@ impl Measured {
             sample_ns_stats: MinMax { min: m.sample_min_ns, max: m.sample_max_ns },
             late: None,
             device_process_cpu_ns: m.companion_cpu_ns,
+            peer_process_cpu_ns: None,
         }
     }
 
@@ -338,6 +344,8 @@ pub enum WorkloadDetail {
     Storage(StorageResult),
     /// `ike-phase1`.
     Ike(IkeResult),
+    /// `ike-sa`.
+    IkeSa(IkeSaResult),
     /// A workload with nothing of its own (the tests' `echo`; kept in every build, so the
     /// schema is one).
     #[allow(dead_code)]
@@ -419,6 +427,65 @@ pub struct TlsResult {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct IkeResult {
     pub client_timeline: Timeline,
+}
+
+/// `ike-sa`: IKE SAs set up with a responder daemon by this worker's initiator daemon.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct IkeSaResult {
+    /// What the first IKE SA negotiated (read back from the initiator), checked against
+    /// `proposal` before the window.
+    pub negotiated_proposal: IkeProposal,
+    /// strongSwan's proposal keywords offered, e.g. `aes128gcm16-prfsha256-ecp256`.
+    pub proposal: String,
+    /// The certificates' key kind (`rsa2048`, `ecdsa-p256`, ...), both peers'.
+    pub cert: String,
+    /// The responder's CPU over the window and the IKE SAs set up in it.
+    pub server: ServerResult,
+    /// The responder daemon's version and loaded plugins; null when its vici socket was not
+    /// where the workload looks (`charon.vici` in the server's directory).
+    pub responder: Option<IkeDaemon>,
+    /// The initiator daemon's, with its CPU over the window (`cpu_ns`).
+    pub initiator: Option<IkeDaemon>,
+    /// The worker process's CPU over time (the vici load threads; the initiator's work is in
+    /// `initiator.cpu_ns`).
+    pub client_timeline: Timeline,
+    /// Where the sides ran.
+    pub placement: String,
+}
+
+/// What an IKE SA negotiated, as strongSwan's vici names it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct IkeProposal {
+    /// `encr-alg`, e.g. `AES_GCM_16`.
+    pub encryption: String,
+    /// `encr-keysize`, e.g. `128`.
+    pub key_bits: String,
+    /// `integ-alg` (null for an AEAD).
+    pub integrity: Option<String>,
+    /// `prf-alg`, e.g. `PRF_HMAC_SHA2_256`.
+    pub prf: String,
+    /// `dh-group`, e.g. `ECP_256`.
+    pub dh_group: String,
+}
+
+impl IkeProposal {
+    /// `AES_GCM_16-128/PRF_HMAC_SHA2_256/ECP_256`, as strongSwan prints a proposal.
+    pub fn text(&self) -> String {
+        let integ = self.integrity.as_ref().map(|i| format!("/{i}")).unwrap_or_default();
+        format!("{}-{}{integ}/{}/{}", self.encryption, self.key_bits, self.prf, self.dh_group)
+    }
+}
+
+/// An IKE daemon as it describes itself over vici.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct IkeDaemon {
+    /// `version`'s daemon and version, e.g. `charon 5.9.8`.
+    pub version: String,
+    /// `stats`' loaded plugins, in load order.
+    pub plugins: Vec<String>,
+    /// Its process tree's CPU over the window, ns (the initiator's; null for the responder,
+    /// whose CPU is `server.cpu_ns`).
+    pub cpu_ns: Option<u64>,
 }
 
 /// A workload with no fields of its own.

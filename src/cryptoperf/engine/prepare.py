@@ -363,6 +363,8 @@ def _check_request(c: Cell, load: str | None) -> dict[str, Any]:
     if c.server is not None:
         names = c.spec.server_under_test
         params.update({names["connect_param"]: "127.0.0.1:1", names["ca_file_param"]: "ca.pem", names["pid_param"]: "2"})
+        params.update({names[role]: value for role, value in (("dir_param", "server"), ("client_cert_param", "client-cert.pem"),
+                                                               ("client_key_param", "client-key.pem")) if role in names})
     return {"id": c.key, "backend": c.backend, "op": c.op, "params": params}
 
 

@@ -98,13 +98,15 @@ def execute_one(workers: Workers, rep: Repetition, settings: Settings,
 @contextmanager
 def _server_under_test(rep: Repetition, settings: Settings):
     """The cell's server under test (``Cell.server``), started for this repetition and stopped
-    after it (``run.server.started``); None for a cell without one."""
+    after it (``run.server.started``), under the cell's CPU mask as its worker is; None for a
+    cell without one."""
     spec = rep.cell.server
     if spec is None:
         yield None
         return
     name = (spec.command.split() or ["server"])[0]
-    with server_mod.started(spec, settings.work_dir, name) as running:
+    with server_mod.started(spec, settings.work_dir, name, rep.cell.spec.server_under_test,
+                            cpumask.worker_env(rep.cell.cpu)) as running:
         yield running
 
 

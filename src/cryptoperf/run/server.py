@@ -54,7 +54,7 @@ from cryptoperf.errors import CryptoperfError
 from cryptoperf.model import ServerSpec
 
 #: Placeholders ``started`` fills in besides the configuration's variables.
-BUILTINS = ("dir", "port", "cert_file", "key_file", "chain_file", "ca_file")
+BUILTINS = ("dir", "port", "cert_file", "key_file", "chain_file", "ca_file", "client_cert_file", "client_key_file")
 #: How long a stopped server gets between SIGTERM and SIGKILL.
 STOP_GRACE_S = 3.0
 #: Kept of the server's own output for a failure's reason.
@@ -77,28 +77,41 @@ def render(template: str, values: Mapping[str, str], what: str) -> str:
 
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listened on a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port on 127.0.0.1 that nothing used a moment ago, over TCP and over UDP (a TLS server
+    listens on TCP, an IKE responder on UDP). Raises ServerError when none is found in 50 tries."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+            try:
+                with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+                    u.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise ServerError("no port on 127.0.0.1 is free over both TCP and UDP")
 
 
 def _key(kind: str):
     from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
-    if kind in ("rsa2048", "rsa4096"):
+    if kind in ("rsa2048", "rsa3072", "rsa4096"):
         return rsa.generate_private_key(public_exponent=65537, key_size=int(kind[3:]))
     if kind == "ecdsa-p256":
         return ec.generate_private_key(ec.SECP256R1())
     if kind == "ed25519":
         return ed25519.Ed25519PrivateKey.generate()
-    raise ServerError(f"cannot make a {kind} certificate for the server (known: rsa2048, rsa4096, ecdsa-p256, ed25519)")
+    raise ServerError(f"cannot make a {kind} certificate for the server (known: rsa2048, rsa3072, rsa4096, ecdsa-p256, "
+                      "ed25519)")
 
 
-def make_identity(kind: str, where: Path) -> dict[str, Path]:
+def make_identity(kind: str, where: Path, client: bool = False) -> dict[str, Path]:
     """A CA and a leaf of ``kind`` for ``localhost``/127.0.0.1 (serverAuth), valid from an hour
     ago for a day, written in ``where``: ``ca.pem``, ``cert.pem`` (the leaf), ``chain.pem``
-    (leaf then CA), ``key.pem`` (the leaf's PKCS #8 key, mode 0600). Returns the paths by
-    placeholder name (``ca_file``, ``cert_file``, ``chain_file``, ``key_file``)."""
+    (leaf then CA), ``key.pem`` (the leaf's PKCS #8 key, mode 0600); with ``client``, also a
+    second leaf of ``kind`` from the same CA, ``CN=cryptoperf client`` (clientAuth), in
+    ``client-cert.pem`` and ``client-key.pem`` (mode 0600). Returns the paths by placeholder
+    name (``ca_file``, ``cert_file``, ``chain_file``, ``key_file``, and ``client_cert_file``,
+    ``client_key_file``)."""
     import ipaddress
 
     from cryptography import x509
@@ -131,10 +144,28 @@ def make_identity(kind: str, where: Path) -> dict[str, Path]:
     paths["ca_file"].write_bytes(ca.public_bytes(pem))
     paths["cert_file"].write_bytes(leaf.public_bytes(pem))
     paths["chain_file"].write_bytes(leaf.public_bytes(pem) + ca.public_bytes(pem))
-    fd = os.open(paths["key_file"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(leaf_key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    _write_key(paths["key_file"], leaf_key)
+    if client:
+        client_key = _key(kind)
+        b = (x509.CertificateBuilder()
+             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "cryptoperf client")]))
+             .issuer_name(ca.subject).public_key(client_key.public_key()).serial_number(x509.random_serial_number())
+             .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=1))
+             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+             .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+        paths["client_cert_file"], paths["client_key_file"] = where / "client-cert.pem", where / "client-key.pem"
+        paths["client_cert_file"].write_bytes(b.sign(ca_key, digest).public_bytes(pem))
+        _write_key(paths["client_key_file"], client_key)
     return paths
+
+
+def _write_key(path: Path, key) -> None:
+    """``key`` as unencrypted PKCS #8 PEM in a new file ``path``, mode 0600 from its creation."""
+    from cryptography.hazmat.primitives import serialization
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                  serialization.NoEncryption()))
 
 
 def _server_cpu() -> int | None:
@@ -164,7 +195,11 @@ def _handshake(port: int, ca_file: Path) -> str | None:
         return str(e) or type(e).__name__
 
 
-def _wait_ready(proc: subprocess.Popen, port: int, ca_file: Path, ready_s: float, name: str, log: Path) -> None:
+def _wait_ready(proc: subprocess.Popen, port: int, ca_file: Path, ready_s: float, name: str, log: Path,
+                ready_file: Path | None = None) -> None:
+    """Return once the server is ready: a verified TLS handshake with ``port``, or, with
+    ``ready_file``, that file exists. Raises ServerError when the server exits first or
+    ``ready_s`` passes, with the last lines of its output."""
     deadline = time.monotonic() + ready_s
     why = "nothing tried"
     while True:
@@ -173,13 +208,17 @@ def _wait_ready(proc: subprocess.Popen, port: int, ca_file: Path, ready_s: float
             tail = _log_tail(log)
             raise ServerError(f"server {name} exited with status {code} before it was ready"
                               + (f": {tail}" if tail else ""))
-        why = _handshake(port, ca_file)
+        if ready_file is not None:
+            why = None if ready_file.exists() else f"its start did not write {ready_file.name} in its directory"
+        else:
+            why = _handshake(port, ca_file)
         if why is None:
             return
         if time.monotonic() >= deadline:
             tail = _log_tail(log)
-            raise ServerError(f"server {name} was not ready within {ready_s:g} s (no verified TLS handshake on "
-                              f"127.0.0.1:{port}: {why})" + (f"; its output: {tail}" if tail else ""))
+            what = why if ready_file is not None else f"no verified TLS handshake on 127.0.0.1:{port}: {why}"
+            raise ServerError(f"server {name} was not ready within {ready_s:g} s ({what})"
+                              + (f"; its output: {tail}" if tail else ""))
         time.sleep(0.02)
 
 
@@ -216,10 +255,11 @@ def provider_values() -> dict[str, str]:
     return {"openssl_fips_conf": str(providerbuild.config_path(d)), "openssl_fips_modules": str(d)}
 
 
-def _server_env(spec: ServerSpec, values: Mapping[str, str]) -> dict[str, str]:
-    """The server's environment: the orchestrator's, plus ``server_env`` rendered; a variable
-    that renders empty is removed (a configuration without FIPS sets ``openssl_conf = ""``)."""
-    env = dict(os.environ)
+def _server_env(spec: ServerSpec, values: Mapping[str, str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The server's environment: ``base`` (default the orchestrator's), plus ``server_env``
+    rendered; a variable that renders empty is removed (a configuration without FIPS sets
+    ``openssl_conf = ""``)."""
+    env = dict(os.environ if base is None else base)
     for k, v in spec.env:
         value = render(v, values, f"server_env {k}")
         if value:
@@ -316,13 +356,22 @@ class Running:
     proc: subprocess.Popen
     log: Path
     name: str
+    dir: str = ""
+    client_cert: str = ""
+    client_key: str = ""
 
     def params(self, names: Mapping[str, str]) -> dict[str, str]:
         """The request parameters that point a workload at this server, under the names its
         spec announces (``WorkloadSpec.server_under_test``: ``connect_param``, ``ca_file_param``,
-        ``pid_param``)."""
-        return {names["connect_param"]: self.connect, names["ca_file_param"]: self.ca_file,
-                names["pid_param"]: str(self.pid)}
+        ``pid_param``, and where named ``dir_param``, ``client_cert_param``,
+        ``client_key_param``)."""
+        out = {names["connect_param"]: self.connect, names["ca_file_param"]: self.ca_file,
+               names["pid_param"]: str(self.pid)}
+        for role, value in (("dir_param", self.dir), ("client_cert_param", self.client_cert),
+                            ("client_key_param", self.client_key)):
+            if role in names:
+                out[names[role]] = value
+        return out
 
     def died(self) -> str | None:
         """Why the server is gone before it was stopped (status and its last output), or None."""
@@ -334,17 +383,25 @@ class Running:
 
 
 @contextmanager
-def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
+def started(spec: ServerSpec, root: str | None, name: str,
+            names: Mapping[str, str] | None = None, base_env: Mapping[str, str] | None = None) -> Iterator[Running]:
     """Start ``spec``'s server in a private directory under ``root`` (the system's temporary
     directory when None) for one repetition; yield it ready; stop it and remove its directory
     on the way out, whatever happens. ``name`` names it in messages (its command's first word).
+    ``names`` is the loading workload's ``server_under_test``: a ``client_cert_param`` there
+    also makes a client identity (``{client_cert_file}``, ``{client_key_file}``), a
+    ``ready_file`` makes that file's appearance in the directory the readiness test.
+    ``base_env`` is the environment the server starts from (default the orchestrator's; the
+    configuration's CPU mask's, so that a masked configuration masks its server too).
     Raises ServerError (one line) when it cannot start or is not ready in time."""
+    names = names or {}
     work = Path(tempfile.mkdtemp(prefix="cryptoperf-server-", dir=root))
     proc = None
     guard = _guard(work)  # from now on a kill -9 of this process leaves nothing behind
     try:
         builtins = {"dir": str(work), "port": str(free_port()), **provider_values()}
-        builtins.update({k: str(p) for k, p in make_identity(spec.cert, work).items()})
+        identity = make_identity(spec.cert, work, client="client_cert_param" in names)
+        builtins.update({k: str(p) for k, p in identity.items()})
         # a configuration's variable may itself name a built-in: openssl_conf = "{openssl_fips_conf}"
         values = {**{k: render(str(v), builtins, f"variable {k}") for k, v in spec.variables.items()}, **builtins}
         for f in spec.files:
@@ -354,13 +411,16 @@ def started(spec: ServerSpec, root: str | None, name: str) -> Iterator[Running]:
             except OSError as e:
                 raise ServerError(f"server file {f}: cannot read {src}: {e.strerror or e}") from None
             (work / Path(f).name).write_text(render(text, values, f"server file {f}"), encoding="utf-8")
-        env = _server_env(spec, values)
+        env = _server_env(spec, values, base_env)
         proc = _launch(spec, values, env, work, name)
         guard.stdin.write(f"{proc.pid}\n".encode())
         guard.stdin.flush()
-        _wait_ready(proc, int(values["port"]), Path(values["ca_file"]), spec.ready_s, name, work / "server.log")
+        ready_file = work / names["ready_file"] if names.get("ready_file") else None
+        _wait_ready(proc, int(values["port"]), Path(values["ca_file"]), spec.ready_s, name, work / "server.log",
+                    ready_file)
         _check_fips_provider(spec, values, env, proc.pid, name)
-        yield Running(f"127.0.0.1:{values['port']}", values["ca_file"], proc.pid, proc, work / "server.log", name)
+        yield Running(f"127.0.0.1:{values['port']}", values["ca_file"], proc.pid, proc, work / "server.log", name,
+                      str(work), values.get("client_cert_file", ""), values.get("client_key_file", ""))
     finally:
         if proc is not None:
             stop(proc)

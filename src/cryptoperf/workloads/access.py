@@ -95,6 +95,12 @@ def process_cpu_ns(result: Result | None) -> float | None:
     return None if result is None else _number(result.cpu_ns_total)
 
 
+def peer_process_cpu_ns(result: Result | None) -> float:
+    """The CPU of a process the workload runs as its own client-side peer (ike-sa's initiator
+    daemon: ``peer_process_cpu_ns``) over the window, ns; 0 without one."""
+    return 0.0 if result is None else (_number(result.peer_process_cpu_ns) or 0.0)
+
+
 def client_side_cpu_ns(result: Result | None) -> float | None:
     """Memory mode: the client side's share of ``cpu_ns_total``, ns; None otherwise."""
     return None if result is None else _number(result.client_side_cpu_ns)

@@ -61,7 +61,9 @@ def side_cpu_ns_per_tx(result: access.Result | None, side: str) -> float | None:
       server side's share of the one thread); None
       without a ``server`` with both counters (an external server, ``ike-phase1``);
     - ``client``: in memory mode ``client_side_cpu_ns / ops``, else the client threads'
-      ``cpu_ns_total / ops`` (None for a result without a server side: no split);
+      ``cpu_ns_total / ops``, plus a client-side process of the workload's own
+      (``peer_process_cpu_ns``: ike-sa's initiator daemon) (None for a result without a server
+      side: no split);
     - ``both``: server + client (None unless both are measured);
     - ``process``: ``cpu_ns_total / ops``, the worker's measuring threads, whatever they ran.
 
@@ -80,7 +82,7 @@ def side_cpu_ns_per_tx(result: access.Result | None, side: str) -> float | None:
     if side == "client":
         n, cpu = access.ops(result), access.client_side_cpu_ns(result)
         cpu = access.process_cpu_ns(result) if cpu is None else cpu
-        return cpu / n if cpu is not None and n else None
+        return (cpu + access.peer_process_cpu_ns(result)) / n if cpu is not None and n else None
     server, client = side_cpu_ns_per_tx(result, "server"), side_cpu_ns_per_tx(result, "client")
     return None if server is None or client is None else server + client
 

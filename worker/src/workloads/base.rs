@@ -273,13 +273,30 @@ pub struct Planned {
 /// How a workload loads a server under test the orchestrator started for a repetition
 /// (`hello`'s `server_under_test`): the parameters through which the orchestrator passes the
 /// server's address (`127.0.0.1:PORT`), the CA certificate that signed its certificate, its
-/// process id and its cgroup (for its CPU over the measuring window).
-#[derive(Clone, Debug, Serialize)]
+/// process id and its cgroup (for its CPU over the measuring window). A server that is not a
+/// TLS server, or whose client is a daemon of its own, also asks for:
+///
+/// - `dir_param`: the server's private directory (removed with the server, also when the
+///   orchestrator is killed), where the workload may keep its own peer's files;
+/// - `client_cert_param`, `client_key_param`: a client certificate (PEM) from the same CA, of
+///   the same key kind as the server's, and its key (PKCS #8 PEM) — for a protocol whose
+///   client authenticates too (IKEv2);
+/// - `ready_file`: the server is ready when this file exists in its directory (its start
+///   script writes it), instead of when a TLS handshake with its port verifies.
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct ServerUnderTest {
     pub connect_param: &'static str,
     pub ca_file_param: &'static str,
     pub pid_param: &'static str,
     pub cgroup_param: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dir_param: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_cert_param: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_key_param: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ready_file: Option<&'static str>,
 }
 
 /// How a job spreads over machines (`hello`'s `spread`; docs/worker-protocol.md, "Slices on

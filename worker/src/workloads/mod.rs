@@ -3,7 +3,7 @@
 //! at a load level (`crate::measure::load`) and reported through the same `run` request and
 //! `result` as the primitives (docs/worker-protocol.md, "Workloads").
 //!
-//! One file per workload ([`tls_handshake`], [`tls_bulk`], [`ike_phase1`], [`storage`],
+//! One file per workload ([`tls_handshake`], [`tls_bulk`], [`ike_phase1`], [`ike_sa`], [`storage`],
 //! [`fleet_job`]), each implementing [`base::Workload`], and one line per workload in
 //! [`WORKLOADS`]: `hello` announces each one's spec, a `run` or `check` reaches it through the
 //! registry, and nothing else names a workload. A workload with a server side runs that side in
@@ -15,6 +15,7 @@ pub mod base;
 mod echo;
 pub mod fleet_job;
 pub mod ike_phase1;
+pub mod ike_sa;
 pub mod server;
 pub mod storage;
 pub mod tls;
@@ -30,6 +31,7 @@ pub static WORKLOADS: &[&dyn DynWorkload] = &[
     &tls_handshake::TlsHandshake,
     &tls_bulk::TlsBulk,
     &ike_phase1::IkePhase1,
+    &ike_sa::IkeSa,
     &storage::Storage,
     &fleet_job::FleetJob,
     #[cfg(test)]
@@ -67,8 +69,17 @@ pub fn param_values() -> Map<String, Value> {
     let mut modes: Vec<Mode> = Vec::new();
     for w in WORKLOADS {
         let spec = w.spec();
+        // Two workloads may share a parameter's name with different values (`cert`,
+        // `dh_group`): the announced values are their union, each workload's parser the judge.
         for (param, values) in spec.param_values {
-            m.insert(param.into(), values.into());
+            let known = m.entry(param).or_insert_with(|| Value::Array(vec![]));
+            if let Value::Array(list) = known {
+                for v in values {
+                    if !list.iter().any(|x| x.as_str() == Some(v.as_str())) {
+                        list.push(v.into());
+                    }
+                }
+            }
         }
         modes.extend(spec.modes);
     }
@@ -152,7 +163,7 @@ mod tests {
 
     #[test]
     fn every_workload_announces_its_params_and_defaults() {
-        assert_eq!(names(), ["tls-handshake", "tls-bulk", "ike-phase1", "storage", "fleet-job", "echo"]);
+        assert_eq!(names(), ["tls-handshake", "tls-bulk", "ike-phase1", "ike-sa", "storage", "fleet-job", "echo"]);
         for name in names() {
             let v = op_params(name);
             let listed = strs(&v["params"]);
@@ -205,8 +216,9 @@ mod tests {
             let mut named = strs(&entry["file_params"]);
             named.extend(strs(&entry["connection_params"]));
             if let Some(sut) = entry["server_under_test"].as_object() {
-                assert!(entry["server"] == true, "{name}: a server under test is loaded in socket mode");
-                named.extend(sut.values().map(|v| v.as_str().unwrap()));
+                assert!(strs(&entry["modes"]).contains(&"socket"), "{name}: a server under test is loaded in socket mode");
+                // every entry names a parameter, but `ready_file` (a file's name)
+                named.extend(sut.iter().filter(|(k, _)| *k != "ready_file").map(|(_, v)| v.as_str().unwrap()));
             }
             for p in named {
                 assert!(listed.contains(&p), "{name}: announced parameter {p} is not one of its parameters");
@@ -247,18 +259,24 @@ mod tests {
         }
     }
 
-    /// Workloads that announce the same enumerated parameter agree on its values (hello has one
-    /// `param_values` entry per parameter).
+    /// Hello has one `param_values` entry per parameter: for a parameter two workloads share
+    /// (`dh_group`, `cert`), the union of their values, each workload's own in its order, none
+    /// twice.
     #[test]
-    fn shared_enumerations_agree() {
-        let mut seen: std::collections::HashMap<&str, Vec<String>> = Default::default();
+    fn shared_enumerations_are_announced_as_their_union() {
+        let all = param_values();
         for w in WORKLOADS {
             for (param, values) in w.spec().param_values {
-                if let Some(before) = seen.insert(param, values.clone()) {
-                    assert_eq!(before, values, "{param}");
+                let announced = strs(&all[param]);
+                for v in &values {
+                    assert!(announced.contains(&v.as_str()), "{param}: {v}");
                 }
+                let mut unique = announced.clone();
+                unique.dedup();
+                assert_eq!(unique.len(), announced.len(), "{param}");
             }
         }
-        assert_eq!(param_values()["mode"], json!(["socket", "memory"]));
+        assert_eq!(strs(&all["dh_group"]), ["modp2048", "ecp256", "x25519", "modp3072", "ecp384"]);
+        assert_eq!(all["mode"], json!(["socket", "memory"]));
     }
 }

@@ -74,6 +74,7 @@ impl Workload for TlsHandshake {
                 ca_file_param: "ca_file",
                 pid_param: "server_pid",
                 cgroup_param: "server_cgroup",
+                ..ServerUnderTest::default()
             }),
             file_params: &["ca_file"],
             ..WorkloadSpec::windowed(

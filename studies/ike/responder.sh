@@ -1,0 +1,36 @@
+# cryptoperf's IKE responder under test (rendered into the repetition's private directory
+# {dir} and run as `sh {dir}/responder.sh`): strongSwan's charon with the study's
+# strongswan.conf and swanctl.conf, in a mount namespace of its own with a tmpfs on /run (two
+# charons on one host would share /run/charon.pid otherwise), its credentials in the swanctl
+# layout, its configuration loaded with swanctl; then it writes {dir}/ready, which cryptoperf
+# waits for. cryptoperf stops the whole session (SIGTERM, then SIGKILL) after the repetition.
+set -e
+if [ -z "$CRYPTOPERF_IKE_NS" ]; then
+    CRYPTOPERF_IKE_NS=1 exec unshare -m sh "$0"
+fi
+mount -t tmpfs -o mode=0755 tmpfs /run
+cd {dir}
+mkdir -p x509 x509ca private
+cp {cert_file} x509/responder.pem
+cp {ca_file} x509ca/ca.pem
+cp {key_file} private/responder.pem
+charon=""
+for c in /usr/lib/ipsec/charon /usr/libexec/ipsec/charon /usr/lib/strongswan/charon; do
+    [ -x "$c" ] && charon="$c" && break
+done
+if [ -z "$charon" ]; then
+    echo "strongSwan's charon is not installed (Debian/Ubuntu: apt-get install strongswan-charon strongswan-swanctl)"
+    exit 1
+fi
+export STRONGSWAN_CONF={dir}/strongswan.conf
+"$charon" &
+i=0
+while [ ! -S {dir}/charon.vici ]; do
+    i=$((i + 1))
+    if [ $i -ge 500 ]; then echo "charon opened no vici socket in 10 s"; exit 1; fi
+    if ! kill -0 $! 2>/dev/null; then echo "charon exited:"; tail -n 3 {dir}/charon.log; exit 1; fi
+    sleep 0.02
+done
+swanctl --load-all --noprompt --file {dir}/swanctl.conf --uri unix://{dir}/charon.vici 2>&1 | grep -v "^plugin '\|^opening directory" || true
+touch {dir}/ready
+wait
