@@ -36,8 +36,9 @@ pub const NAME: &str = "ike-sa";
 /// This workload's own parameters (`hello`'s `op_params`).
 pub const PARAMS: [&str; 11] = ["dh_group", "encryption", "prf", "cert", "connect", "ca_file", "server_pid",
                                 "server_cgroup", "server_dir", "client_cert", "client_key"];
-/// The common parameters it takes: the load level only (there is no mode or port to choose).
-const COMMON: [&str; 1] = ["load"];
+/// The common parameters it takes: the load level, and the mode (socket only: the daemons
+/// talk over loopback UDP).
+const COMMON: [&str; 2] = ["load", "mode"];
 
 /// The DH groups (IKEv2 transform type 4): our name, strongSwan's proposal keyword, and the
 /// name vici reports for it.
