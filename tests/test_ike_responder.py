@@ -58,9 +58,15 @@ def work():
     shutil.rmtree(d, ignore_errors=True)
 
 
-def _config(name: str, group: str, proposal: str, plugins: str = OPENSSL_PLUGINS, cert: str = "rsa2048") -> str:
+def _config(name: str, group: str, proposal: str, plugins: str = OPENSSL_PLUGINS, cert: str = "rsa2048",
+            fips: bool = False) -> str:
+    """A configuration of the shipped templates: the initiator's group, the responder's proposal,
+    plugins and certificate kind; with ``fips`` the responder's openssl plugin under OpenSSL's
+    FIPS provider (``cryptoperf setup openssl-fips``)."""
+    conf, modules = ("{openssl_fips_conf}", "{openssl_fips_modules}") if fips else ("", "")
     return (f'[[configuration]]\nname = "{name}"\ndh_group = "{group}"\nproposal = "{proposal}"\ncert = "{cert}"\n'
-            f'plugins = "{plugins}"\nfips_mode = "0"\n\n')
+            f'plugins = "{plugins}"\nfips_mode = "{int(fips)}"\nopenssl_conf = "{conf}"\n'
+            f'openssl_modules = "{modules}"\n\n')
 
 
 def _study(tmp_path: Path, configs: list[str], *, reps: int = 3, seconds: float = 0.3, name: str = "ike",
@@ -76,15 +82,16 @@ def _study(tmp_path: Path, configs: list[str], *, reps: int = 3, seconds: float 
             'params = { dh_group = "{dh_group}", cert = "{cert}" }\n'
             'server = "sh {dir}/responder.sh"\n'
             'server_files = ["ike/responder.sh", "ike/strongswan.conf", "ike/swanctl.conf"]\n'
+            'server_env = { OPENSSL_CONF = "{openssl_conf}", OPENSSL_MODULES = "{openssl_modules}" }\n'
             'loads = ["closed:1"]\n')
     p = tmp_path / f"{name}.toml"
     p.write_text(text)
     return p
 
 
-def _run(tmp_path: Path, study: Path, *more: str):
+def _run(tmp_path: Path, study: Path, *more: str, env: dict | None = None):
     res = run_subprocess("study", study, "--no-report", "--out", tmp_path / "out", "--store", tmp_path / "s.sqlite",
-                         *more, env={"CRYPTOPERF_WORKER": str(WORKER)})
+                         *more, env={"CRYPTOPERF_WORKER": str(WORKER), **(env or {})}, timeout=600)
     docs = sorted((tmp_path / "out").glob("*.json"))
     return res, (json.loads(docs[-1].read_text()) if docs else None)
 
@@ -113,6 +120,7 @@ def test_every_repetition_sets_up_ike_sas_with_the_proposal_checked_and_the_plug
         server = result["server"]
         assert server["window"] and server["transactions"] == result["ops"] > 0 and server["cpu_ns"] > 0
         assert result["peer_process_cpu_ns"] > 0  # the initiator daemon's CPU, the client's real work
+        assert result["responder"]["openssl_fips_provider"] is False
     family = doc["analysis"]["workloads"]["families"][0]
     assert all(p["server_cpu_ns_per_tx"]["value"] > 0 for p in family["points"])
     assert doc["deltas"][0]["verdict"]["kind"] in ("slower", "faster", "equivalent", "inconclusive")
@@ -192,3 +200,15 @@ def test_kill_9_of_the_orchestrator_leaves_no_charon_socket_or_key(tmp_path, wor
     while time.monotonic() < deadline and _left_behind(work):
         time.sleep(0.1)
     assert _left_behind(work) == []  # no daemon, and no directory: no socket, no key
+
+
+def test_a_plugin_that_does_not_load_fails_the_repetition_in_one_line(tmp_path, work):
+    study = _study(tmp_path, [_config("ok", "ecp256", "aes128gcm16-prfsha256-ecp256"),
+                              _config("missing", "ecp256", "aes128gcm16-prfsha256-ecp256",
+                                      OPENSSL_PLUGINS + " nosuchplugin")], reps=3, seconds=0.2, work=work)
+    res, doc = _run(tmp_path, study)
+    assert "Traceback" not in res.err
+    missing = [r for r in doc["repetitions"] if r["configuration"] == "missing"]
+    assert missing and all(r["status"] == "failed" for r in missing), missing
+    reason = missing[0]["reason"]
+    assert "strongSwan plugin 'nosuchplugin' did not load" in reason and "\n" not in reason, reason

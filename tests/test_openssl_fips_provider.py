@@ -324,3 +324,31 @@ def test_a_result_under_a_provider_names_it_beside_its_library():
     assert decode(base).library_text == "OpenSSL 3.0.19"
     under = decode({**base, "fips_provider": "OpenSSL FIPS Provider 3.1.2"})
     assert under.library_text == "OpenSSL 3.0.19 with OpenSSL FIPS Provider 3.1.2"
+
+
+def test_an_ike_responder_under_the_provider_has_it_mapped_and_says_so(built_provider, tmp_path):
+    """strongSwan's openssl plugin with ``fips_mode = 1`` and OPENSSL_CONF naming the provider:
+    the responder's tree maps ``fips.so`` (cryptoperf checks before it measures) and every result
+    says so; beside it, the same responder without it does not. Here, beside the provider it
+    needs, rather than in tests/test_ike_responder.py: the provider is built once per file."""
+    import test_ike_responder as ike
+    need_real_worker(ike.WORKER, ike.WHY)
+    if not (os.access(ike.CHARON, os.X_OK) and os.geteuid() == 0):
+        if os.environ.get("CRYPTOPERF_REQUIRE_STRONGSWAN") == "1":
+            pytest.fail("CRYPTOPERF_REQUIRE_STRONGSWAN=1 but charon or root is missing", pytrace=False)
+        pytest.skip("needs strongSwan's charon and root")
+    import tempfile
+    work = Path(tempfile.mkdtemp(prefix="ike-", dir="/tmp"))
+    try:
+        study = ike._study(tmp_path, [ike._config("off", "ecp256", "aes128gcm16-prfsha256-ecp256"),
+                                      ike._config("fips", "ecp256", "aes128gcm16-prfsha256-ecp256", fips=True)],
+                           reps=3, seconds=0.2, work=work)
+        res, doc = ike._run(tmp_path, study, env={paths.DATA_DIR_ENV: str(built_provider)})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert res.code == 0, res.err
+    reps = ike._measured(doc)
+    assert len(reps) == 6 and all(r["status"] == "ok" for r in reps), [r["reason"] for r in reps]
+    for r in reps:
+        assert r["result"]["responder"]["openssl_fips_provider"] is (r["configuration"] == "fips"), r["result"]
+

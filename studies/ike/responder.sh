@@ -31,6 +31,19 @@ while [ ! -S {dir}/charon.vici ]; do
     if ! kill -0 $! 2>/dev/null; then echo "charon exited:"; tail -n 3 {dir}/charon.log; exit 1; fi
     sleep 0.02
 done
-swanctl --load-all --noprompt --file {dir}/swanctl.conf --uri unix://{dir}/charon.vici 2>&1 | grep -v "^plugin '\|^opening directory" || true
+if ! swanctl --load-all --noprompt --file {dir}/swanctl.conf --uri unix://{dir}/charon.vici > {dir}/swanctl.out 2>&1; then
+    echo "swanctl could not load the responder's configuration:"
+    grep -v "^plugin '\|^opening directory" {dir}/swanctl.out | tail -n 3
+    exit 1
+fi
+# every plugin the configuration names must have loaded: charon skips one it cannot find
+loaded=" $(swanctl --stats --uri unix://{dir}/charon.vici 2>/dev/null | sed -n 's/^loaded plugins: //p') "
+for plugin in {plugins}; do
+    case "$loaded" in
+        *" $plugin "*) ;;
+        *) echo "strongSwan plugin '$plugin' did not load (not installed? Debian ships it in libstrongswan, libstrongswan-standard-plugins, libstrongswan-extra-plugins or libcharon-extra-plugins)"
+           exit 1 ;;
+    esac
+done
 touch {dir}/ready
 wait

@@ -486,6 +486,9 @@ pub struct IkeDaemon {
     /// Its process tree's CPU over the window, ns (the initiator's; null for the responder,
     /// whose CPU is `server.cpu_ns`).
     pub cpu_ns: Option<u64>,
+    /// Whether a process of its tree has OpenSSL's FIPS provider (`fips.so`) mapped (the
+    /// responder's, read from `/proc/<pid>/maps`); null when not read.
+    pub openssl_fips_provider: Option<bool>,
 }
 
 /// A workload with no fields of its own.

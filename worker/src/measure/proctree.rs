@@ -82,6 +82,30 @@ fn schedstat_ns(proc_root: &Path, pid: u32) -> Option<u64> {
 
 /// The CPU of `leader` and all its descendants under `proc_root` (normally `/proc`).
 pub fn proc_tree_cpu(proc_root: &Path, leader: u32) -> Result<TreeCpu, String> {
+    let (members, parent) = tree(proc_root, leader)?;
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let cpu_ns = members
+        .iter()
+        .map(|&p| schedstat_ns(proc_root, p).unwrap_or_else(|| parent[&p].1 * 1_000_000_000 / hz))
+        .sum();
+    Ok(TreeCpu { cpu_ns, processes: members.len() })
+}
+
+/// Whether any process of `leader`'s tree under `proc_root` maps a file whose path ends with
+/// `file_name` (e.g. `/fips.so`: OpenSSL's FIPS provider is loaded). Errors: `leader` is gone.
+pub fn tree_maps(proc_root: &Path, leader: u32, file_name: &str) -> Result<bool, String> {
+    let (members, _) = tree(proc_root, leader)?;
+    Ok(members.iter().any(|p| {
+        std::fs::read_to_string(proc_root.join(p.to_string()).join("maps"))
+            .map(|maps| maps.lines().any(|l| l.trim_end().ends_with(file_name)))
+            .unwrap_or(false)
+    }))
+}
+
+/// `leader` and its descendants under `proc_root`, with every process's (parent, ticks).
+#[allow(clippy::type_complexity)]
+fn tree(proc_root: &Path, leader: u32) -> Result<(Vec<u32>, HashMap<u32, (u32, u64)>), String> {
     let mut parent: HashMap<u32, (u32, u64)> = HashMap::new();
     for entry in std::fs::read_dir(proc_root).map_err(|e| format!("cannot list {}: {e}", proc_root.display()))?.flatten() {
         let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else { continue };
@@ -102,13 +126,7 @@ pub fn proc_tree_cpu(proc_root: &Path, leader: u32) -> Result<TreeCpu, String> {
         }
     };
     let members: Vec<u32> = parent.keys().copied().filter(|p| in_tree(*p)).collect();
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
-    let cpu_ns = members
-        .iter()
-        .map(|&p| schedstat_ns(proc_root, p).unwrap_or_else(|| parent[&p].1 * 1_000_000_000 / hz))
-        .sum();
-    Ok(TreeCpu { cpu_ns, processes: members.len() })
+    Ok((members, parent))
 }
 
 #[cfg(test)]

@@ -24,12 +24,12 @@ use super::base::{allowed_cpus, choice, object, pin_to, strings, text, Common, F
                   ServerUnderTest, TransactionName, Workload, WorkloadCase, WorkloadSpec};
 use crate::backends::{Backend, BackendError};
 use crate::measure::load::{run_load_with, TxnFn};
-use crate::measure::proctree::TreeSource;
+use crate::measure::proctree::{self, TreeSource};
 use crate::measure::sampler::Sampler;
 use crate::result::{IkeDaemon, IkeProposal, IkeSaResult, Measured, ServerResult, WorkloadDetail};
 use serde_json::{json, Map, Value};
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub const NAME: &str = "ike-sa";
@@ -263,7 +263,14 @@ fn run(spec: &Spec, case: &WorkloadCase, warmup: Duration, budget: Duration) -> 
         window: cpu_ns.map(|_| true),
         ..ServerResult::default()
     };
-    let daemon = |d: Option<(String, Vec<String>)>, cpu_ns| d.map(|(version, plugins)| IkeDaemon { version, plugins, cpu_ns });
+    let daemon = |d: Option<(String, Vec<String>)>, cpu_ns, fips| {
+        d.map(|(version, plugins)| IkeDaemon { version, plugins, cpu_ns, openssl_fips_provider: fips })
+    };
+    let fips = |pid: Option<u32>| pid.and_then(|p| proctree::tree_maps(Path::new("/proc"), p, "/fips.so").ok());
+    let responder_pid = match r.cpu {
+        Some(TreeSource::Proc(p)) => Some(p),
+        _ => None,
+    };
     let initiator_cpu = init_before.zip(init_after).map(|(b, a)| a.cpu_ns.saturating_sub(b.cpu_ns));
     let placement = match pinned {
         Some(c) => format!("load threads and the initiator charon on CPU {c}; the responder placed by cryptoperf"),
@@ -277,8 +284,8 @@ fn run(spec: &Spec, case: &WorkloadCase, warmup: Duration, budget: Duration) -> 
             proposal,
             cert: spec.cert.into(),
             server,
-            responder: daemon(responder_daemon, None),
-            initiator: daemon(initiator_daemon, initiator_cpu),
+            responder: daemon(responder_daemon, None, fips(responder_pid)),
+            initiator: daemon(initiator_daemon, initiator_cpu, fips(Some(initiator.pid()))),
             client_timeline,
             placement,
         }),
