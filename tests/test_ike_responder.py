@@ -142,30 +142,31 @@ def test_a_responder_that_refuses_the_proposal_invalidates_its_cell_with_the_rea
 
 
 def test_the_responders_cpu_per_ike_sa_is_at_least_the_crypto_composite_of_the_same_exchange(tmp_path, work):
-    study = _study(tmp_path, [_config("modp2048", "modp2048", "aes128gcm16-prfsha256-modp2048"),
-                              _config("ecp256", "ecp256", "aes128gcm16-prfsha256-ecp256")], reps=3,
-                   name="daemon", work=work)
+    # the responder with MODP-2048 and RSA-2048, and in the same study the same exchange's
+    # responder-side crypto composed in the worker on the library the responder's openssl plugin
+    # uses (ike-phase1: DH key generation + agreement, an RSA-2048 signature and a verification)
+    configs = [_config("modp2048", "modp2048", "aes128gcm16-prfsha256-modp2048"),
+               _config("ecp256", "ecp256", "aes128gcm16-prfsha256-ecp256")]
+    study = _study(tmp_path, configs, reps=3, name="daemon", work=work)
+    study.write_text(study.read_text() + '\n[[operation]]\nlabel = "crypto composite"\nop = "ike-phase1"\n'
+                     'params = { dh_group = "{dh_group}", rsa_bits = 2048 }\nloads = ["closed:1"]\n')
     res, doc = _run(tmp_path, study)
     assert res.code == 0, res.err
-    point = next(p for p in doc["analysis"]["workloads"]["families"][0]["points"] if p["configuration"] == "modp2048")
-    daemon = point["server_cpu_ns_per_tx"]["value"]
-    # the same exchange's responder-side crypto, composed in the worker on the library the
-    # responder's openssl plugin uses: DH key generation + agreement (MODP-2048), an RSA-2048
-    # signature and a verification
-    composite = tmp_path / "composite.toml"
-    composite.write_text('[study]\nname = "composite"\nbaseline = "a"\nbackends = ["openssl"]\nrepetitions = 3\n'
-                         'seconds = 0.3\nwarmup_s = 0.05\n\n[[configuration]]\nname = "a"\n\n[[configuration]]\nname = "b"\n\n'
-                         '[[operation]]\n'
-                         'label = "phase 1"\nop = "ike-phase1"\nparams = { dh_group = "modp2048", rsa_bits = 2048 }\n'
-                         'loads = ["closed:1"]\n')
-    res2 = run_subprocess("study", composite, "--no-report", "--out", tmp_path / "out2", "--store",
-                          tmp_path / "s2.sqlite", env={"CRYPTOPERF_WORKER": str(WORKER)})
-    doc2 = json.loads(next((tmp_path / "out2").glob("*.json")).read_text())
-    point = next(p for p in doc2["analysis"]["workloads"]["families"][0]["points"] if p["configuration"] == "a")
-    crypto = point["process_cpu_ns_per_tx"]["value"]
-    assert daemon >= crypto, (daemon, crypto, res2.err)
+    (share,) = [s for s in doc["analysis"]["workloads"]["own"]["ike-sa"]["crypto_share"]
+                if s["configuration"] == "modp2048"]
+    daemon, crypto = share["responder_cpu_ns"]["value"], share["composite_cpu_ns"]["value"]
+    assert share["composite_cell"].startswith("openssl/crypto composite") and share["dh_group"] == "modp2048"
+    assert share["share"]["value"] == pytest.approx(crypto / daemon)
+    assert daemon >= crypto, share  # the daemon does the same crypto and more
     print(f"responder CPU per IKE SA {daemon / 1e3:.0f} µs, crypto composite {crypto / 1e3:.0f} µs: "
           f"{100 * (1 - crypto / daemon):.0f} % of the daemon's cost is beyond the composite's crypto")
+    # the report serialises the same analysis: the section and its row
+    rep = run_subprocess("report", "latest", "--format", "md", "--store", tmp_path / "s.sqlite",
+                         "--output", tmp_path / "report.md", env={"CRYPTOPERF_WORKER": str(WORKER)})
+    assert rep.code == 0, rep.err
+    md = (tmp_path / "report.md").read_text()
+    assert "## IKE responder: crypto share" in md
+    assert f"| modp2048 | closed:1 | modp2048 | rsa2048 |" in md and f"{100 * crypto / daemon:.0f} % [" in md
 
 
 def _left_behind(tmp_path: Path) -> list[str]:

@@ -7,6 +7,7 @@ renders the same figures and none computes its own.
 - ``generic.py`` computes what every workload has, per level and per side (``Point``,
   ``Family``, the latency objective);
 - a workload with figures of its own has a module here that declares ``KIND = "<its name>"``
+  (and ``GENERIC = True`` when the generic sections still draw its families)
   and ``analyse(families, outcomes, context) -> <its figures>``, and one line in ``KINDS``
   (at the end of this file), so that nothing else in the package — and nothing in the report
   but that kind's own section module — names a workload.
@@ -156,7 +157,8 @@ def analyse(summaries: Mapping[str, CellSummary], outcomes: Sequence[Outcome], d
                               bool(context.baseline) and c.configuration == context.baseline,
                               by_cell.get((c.backend, c.label, c.size_bytes, c.configuration)), mode)
             keyed.setdefault(key + (mode,), []).append(p)
-    families = tuple(generic.family_of(k[0], k[0] in own, k[1:], pts,
+    # a kind whose families the generic sections still draw (``GENERIC``) is not "own" there
+    families = tuple(generic.family_of(k[0], k[0] in own and not getattr(own[k[0]], "GENERIC", False), k[1:], pts,
                                        context.transactions.get(k[0], ("transaction", "transactions")))
                      for k, pts in keyed.items())
     figures = {}
@@ -169,7 +171,7 @@ def analyse(summaries: Mapping[str, CellSummary], outcomes: Sequence[Outcome], d
 
 # The workloads with figures of their own, one line each (imported last: they build on the
 # types above).
-from cryptoperf.workloads import fleet, storage  # noqa: E402
+from cryptoperf.workloads import fleet, ike, storage  # noqa: E402
 
 #: Workload name → the module with its own figures.
-KINDS: dict[str, ModuleType] = {storage.KIND: storage, fleet.KIND: fleet}
+KINDS: dict[str, ModuleType] = {storage.KIND: storage, fleet.KIND: fleet, ike.KIND: ike}

@@ -7,7 +7,7 @@ with ``@register(order)``; the HTML and Markdown reports render whatever ``build
 sections (verdicts at a glance, noise warning, summary, key figures, latency, throughput and CPU, host, reproduction) are registered
 the same way in ``core.py``, the sections every workload has in ``workloads.py``; a workload with
 figures of its own (``cryptoperf.workloads.<kind>``) has its sections in a module of this
-package named for it (``storage.py``, ``fleet.py``), listed one line each in ``MODULES``. Every
+package named for it (``storage.py``, ``fleet.py``, ``ike.py``), listed one line each in ``MODULES``. Every
 builder reads only the run's analysis (``run.analysis``) and its meta and host:
 
     from cryptoperf.report.sections import Section, register
@@ -75,6 +75,7 @@ MODULES = (
     "sessions",
     "storage",
     "fleet",
+    "ike",
 )
 
 
