@@ -31,6 +31,7 @@ from real_workers import find
 WORKER, WHY = find()
 ROOT = Path(__file__).resolve().parents[1]
 CHARON = "/usr/lib/ipsec/charon"
+SOFTHSM = "/usr/lib/softhsm/libsofthsm2.so"
 OPENSSL_PLUGINS = ("random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints kdf socket-default "
                    "kernel-netlink vici")
 GMP_PLUGINS = ("random nonce gmp aes sha2 sha1 hmac gcm mgf1 pem pkcs1 pkcs8 x509 pubkey revocation constraints kdf "
@@ -59,14 +60,16 @@ def work():
 
 
 def _config(name: str, group: str, proposal: str, plugins: str = OPENSSL_PLUGINS, cert: str = "rsa2048",
-            fips: bool = False) -> str:
+            fips: bool = False, token: bool = False) -> str:
     """A configuration of the shipped templates: the initiator's group, the responder's proposal,
     plugins and certificate kind; with ``fips`` the responder's openssl plugin under OpenSSL's
-    FIPS provider (``cryptoperf setup openssl-fips``)."""
+    FIPS provider (``cryptoperf setup openssl-fips``); with ``token`` its private key on a
+    SoftHSM2 token."""
     conf, modules = ("{openssl_fips_conf}", "{openssl_fips_modules}") if fips else ("", "")
     return (f'[[configuration]]\nname = "{name}"\ndh_group = "{group}"\nproposal = "{proposal}"\ncert = "{cert}"\n'
             f'plugins = "{plugins}"\nfips_mode = "{int(fips)}"\nopenssl_conf = "{conf}"\n'
-            f'openssl_modules = "{modules}"\n\n')
+            f'openssl_modules = "{modules}"\nkey_store = "{"token" if token else "file"}"\n'
+            f'softhsm_module = "{SOFTHSM}"\n\n')
 
 
 def _study(tmp_path: Path, configs: list[str], *, reps: int = 3, seconds: float = 0.3, name: str = "ike",
@@ -124,7 +127,7 @@ def test_every_repetition_sets_up_ike_sas_with_the_proposal_checked_and_the_plug
     family = doc["analysis"]["workloads"]["families"][0]
     assert all(p["server_cpu_ns_per_tx"]["value"] > 0 for p in family["points"])
     assert doc["deltas"][0]["verdict"]["kind"] in ("slower", "faster", "equivalent", "inconclusive")
-    assert "IKE SAs/s" in res.out or "IKE SAs" in res.out
+    assert family["transaction"] == ["IKE SA", "IKE SAs"]  # the verdicts name IKE SAs/s
 
 
 def test_a_responder_that_refuses_the_proposal_invalidates_its_cell_with_the_reason(tmp_path, work):
@@ -213,3 +216,22 @@ def test_a_plugin_that_does_not_load_fails_the_repetition_in_one_line(tmp_path, 
     assert missing and all(r["status"] == "failed" for r in missing), missing
     reason = missing[0]["reason"]
     assert "strongSwan plugin 'nosuchplugin' did not load" in reason and "\n" not in reason, reason
+
+
+def test_the_responders_key_on_a_token_signs_through_the_pkcs11_plugin(tmp_path, work):
+    if not (os.path.exists(SOFTHSM) and os.path.exists("/usr/lib/ipsec/plugins/libstrongswan-pkcs11.so")):
+        if os.environ.get("CRYPTOPERF_REQUIRE_STRONGSWAN") == "1":
+            pytest.fail("CRYPTOPERF_REQUIRE_STRONGSWAN=1 but softhsm2 or strongSwan's pkcs11 plugin is missing",
+                        pytrace=False)
+        pytest.skip("needs softhsm2 and libstrongswan-extra-plugins (strongSwan's pkcs11 plugin)")
+    study = _study(tmp_path, [_config("file", "ecp256", "aes128gcm16-prfsha256-ecp256"),
+                              _config("token", "ecp256", "aes128gcm16-prfsha256-ecp256",
+                                      OPENSSL_PLUGINS.replace("openssl", "openssl pkcs11"), token=True)],
+                   reps=3, seconds=0.3, work=work)
+    res, doc = _run(tmp_path, study)
+    assert res.code == 0, res.err
+    reps = _measured(doc)
+    assert len(reps) == 6 and all(r["status"] == "ok" for r in reps), [r["reason"] for r in reps]
+    for r in reps:
+        assert ("pkcs11" in r["result"]["responder"]["plugins"]) == (r["configuration"] == "token")
+

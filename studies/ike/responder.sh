@@ -2,8 +2,9 @@
 # {dir} and run as `sh {dir}/responder.sh`): strongSwan's charon with the study's
 # strongswan.conf and swanctl.conf, in a mount namespace of its own with a tmpfs on /run (two
 # charons on one host would share /run/charon.pid otherwise), its credentials in the swanctl
-# layout, its configuration loaded with swanctl; then it writes {dir}/ready, which cryptoperf
-# waits for. cryptoperf stops the whole session (SIGTERM, then SIGKILL) after the repetition.
+# layout (with key_store = "token", the private key on a SoftHSM2 token instead, for charon's
+# pkcs11 plugin), its configuration loaded with swanctl; then it writes {dir}/ready, which
+# cryptoperf waits for. cryptoperf stops the whole session (SIGTERM, then SIGKILL) after the repetition.
 set -e
 if [ -z "$CRYPTOPERF_IKE_NS" ]; then
     CRYPTOPERF_IKE_NS=1 exec unshare -m sh "$0"
@@ -14,6 +15,17 @@ mkdir -p x509 x509ca private
 cp {cert_file} x509/responder.pem
 cp {ca_file} x509ca/ca.pem
 cp {key_file} private/responder.pem
+if [ "{key_store}" = "token" ]; then
+    # the responder's private key on a PKCS#11 token (SoftHSM2, a token of this directory's own):
+    # imported, then the file removed, so charon's pkcs11 plugin is the only way to sign
+    export SOFTHSM2_CONF={dir}/softhsm2.conf
+    mkdir -p {dir}/tokens
+    echo "directories.tokendir = {dir}/tokens" > "$SOFTHSM2_CONF"
+    softhsm2-util --init-token --free --label ike --pin 1234 --so-pin 12345678 > /dev/null
+    softhsm2-util --import private/responder.pem --token ike --label responder --id 01 --pin 1234 > /dev/null
+    rm private/responder.pem
+    printf 'secrets {{\n  token-responder {{\n    handle = 01\n    module = softhsm\n    pin = 1234\n  }}\n}}\n' >> swanctl.conf
+fi
 charon=""
 for c in /usr/lib/ipsec/charon /usr/libexec/ipsec/charon /usr/lib/strongswan/charon; do
     [ -x "$c" ] && charon="$c" && break
