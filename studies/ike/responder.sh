@@ -34,6 +34,10 @@ if [ -z "$charon" ]; then
     echo "strongSwan's charon is not installed (Debian/Ubuntu: apt-get install strongswan-charon strongswan-swanctl)"
     exit 1
 fi
+if [ ${{#PWD}} -gt 95 ]; then
+    echo "the vici socket {dir}/charon.vici would be longer than a Unix socket's 107 bytes: give the study a shorter work_dir"
+    exit 1
+fi
 export STRONGSWAN_CONF={dir}/strongswan.conf
 "$charon" &
 i=0

@@ -47,6 +47,8 @@ pub struct ServerStats {
     /// The CPU of the server's backend's own process so far (a token's daemon,
     /// `Backend::companion`), ns; `None` without one.
     pub device_cpu_ns: Option<u64>,
+    /// Why that process's CPU could not be read (it is gone); `None` when read or absent.
+    pub device_cpu_error: Option<String>,
 }
 
 /// A running server process; killed when dropped.
@@ -134,6 +136,7 @@ impl ServerProcess {
             peak_rss_bytes: v["peak_rss_bytes"].as_u64(),
             max_fds: v["max_fds"].as_u64().map(|n| n as usize),
             device_cpu_ns: v["device_cpu_ns"].as_u64(),
+            device_cpu_error: v["device_cpu_error"].as_str().map(str::to_owned),
         })
     }
 
@@ -264,7 +267,9 @@ pub fn child_main(parse: impl Fn(&str, &str, &Params) -> Result<WorkloadCase, St
             "transactions": served.load(Ordering::Relaxed),
             "errors": errors.load(Ordering::Relaxed),
             "first_error": first_error.lock().unwrap().clone(),
+            // a daemon that cannot be read (gone) is said, not left out of the server's CPU
             "device_cpu_ns": companion.as_ref().and_then(|c| c.read().ok()).map(|t| t.cpu_ns),
+            "device_cpu_error": companion.as_ref().and_then(|c| c.read().err().map(|e| format!("{} ({})", e, c.name()))),
         })
     };
     while let Some(line) = link.line() {

@@ -513,6 +513,9 @@ where
         (_, Err(e), _) | (_, _, Err(e)) => return Err(Finish::Invalid(format!("server: {e}"), None)),
         (None, _, _) => return Err(Finish::Invalid("server: its counters were not read at the window's start".into(), None)),
     };
+    if let Some(e) = before.device_cpu_error.as_ref().or(after.device_cpu_error.as_ref()) {
+        return Err(Finish::Invalid(format!("server: its key's own process could not be read over the window: {e}"), None));
+    }
     Ok(SocketWindow {
         lm,
         client_timeline,
