@@ -21,6 +21,9 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   noise_cv        lognormal noise of this CV on every repetition, drawn from a generator seeded
                   with the repetition's id less its build's path (so reruns of a test give the
                   same numbers)
+  burn            {"<configuration>": {"<function>": ms}}: a primitive's run first spends real
+                  CPU in those exported functions of the shared library ``burn_lib`` (each
+                  takes the milliseconds as a double), for a sampling profiler to find
   steal_pct       {"<configuration>#<block>": pct} the /proc/stat steal share the result reports
   steal_times     how many times in a row a steal_pct entry applies to the same id (default 1:
                   the re-run of a disturbed repetition is clean), counted in FAKE_WORKER_STATE
@@ -436,6 +439,7 @@ def run(req):
         return send(RESULTS[op](req, base, params, latency / WORKLOAD_LATENCY_NS[op], config, rep))
     if is_workload(op):
         return send(workload_result(req, base, op, params, max(1.0, latency), config, rep))
+    burn(config)
     latency = max(1, int(round(latency)))
     batch = req.get("batch")
     if batch is None:
@@ -450,6 +454,21 @@ def run(req):
     wall_ns = ops * latency // threads
     send(measured(base, ops, hist, wall_ns, [wall_ns] * threads, steal_ticks(rid, config, rep), 100,
                   size if sized else 0, batch=batch, sample_ns=(latency, latency)))
+
+
+def burn(config):
+    """Spend real CPU in the script's ``burn_lib`` (a shared library of the test's): for each
+    ``function: ms`` of ``burn[config]``, call that exported function with ``ms``, which keeps a
+    CPU busy inside it that long — something a sampling profiler can attribute by name."""
+    plan = SPEC.get("burn", {}).get(config)
+    if not plan:
+        return
+    import ctypes
+    lib = ctypes.CDLL(SPEC["burn_lib"])
+    for function, ms in plan.items():
+        f = getattr(lib, function)
+        f.argtypes = [ctypes.c_double]
+        f(float(ms))
 
 
 def mask_answered(req, base, backend, mask):

@@ -16,6 +16,6 @@ per family of commands, each registering its commands on the one click group:
 """
 
 from cryptoperf.cli.app import cli, main
-from cryptoperf.cli import gate, measure, plan, runs, workers  # importing them registers their commands on cli
+from cryptoperf.cli import explain, gate, measure, plan, runs, workers  # importing them registers their commands on cli
 
 __all__ = ["cli", "gate", "main", "measure", "plan", "runs", "workers"]

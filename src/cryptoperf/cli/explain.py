@@ -1,0 +1,131 @@
+"""``cryptoperf explain``: why a configuration's operation costs more CPU than the reference's —
+which functions (or libraries) take the difference, how much each, with intervals.
+"""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from cryptoperf import __version__
+from cryptoperf.cli.app import cli, err_console, out_console
+from cryptoperf.errors import UsageError
+from cryptoperf.explain import attribution, perf, profile
+from cryptoperf.store import stored_run as stored
+from cryptoperf.store.db import FORMAT_VERSION
+
+#: Blocks profiled when not told.
+DEFAULT_BLOCKS = 5
+
+
+def _cells(prepared, run, config: str, reference: str, op: str | None, backend: str | None):
+    """The (reference, config) cells of operation ``op`` (a row label) on ``backend``, one
+    pair, from the prepared study. Raises UsageError naming what is ambiguous or missing."""
+    labels = sorted({c.label for c in prepared.cells if c.configuration == config})
+    if not labels:
+        names = sorted({c.configuration for c in prepared.cells})
+        raise UsageError(f"run {run.id} has no configuration '{config}' (it has: {', '.join(names)})")
+    if op is None:
+        if len(labels) > 1:
+            raise UsageError(f"configuration '{config}' has {len(labels)} operations; name one with --op "
+                             f"({', '.join(labels)})")
+        op = labels[0]
+    pairs = []
+    for c in prepared.cells:
+        if c.configuration == config and c.label == op and (backend is None or c.backend == backend):
+            ref = next((r for r in prepared.cells if r.configuration == reference and r.label == op
+                        and r.backend == c.backend and r.size_bytes == c.size_bytes), None)
+            if ref is not None:
+                pairs.append((ref, c))
+    if not pairs:
+        raise UsageError(f"no operation '{op}' of configuration '{config}' with a reference in '{reference}'"
+                         + (f" on {backend}" if backend else "") + f" (operations: {', '.join(labels)})")
+    if len(pairs) > 1:
+        raise UsageError(f"operation '{op}' runs on {len(pairs)} backends; name one with --backend "
+                         f"({', '.join(sorted(c.backend for _, c in pairs))})")
+    ref, cell = pairs[0]
+    if cell.server is not None or ref.server is not None:
+        raise UsageError(f"'{op}' loads a server under test: explain profiles the worker's own process, "
+                         "not another program's (profile the server with perf directly)")
+    return ref, cell
+
+
+def _measured(run, ref, cell) -> dict | None:
+    """The stored run's measured CPU per operation for the pair: the reference's median and the
+    change's interval (``cpu_per_op`` ratio × reference), or None when the run has no such
+    comparison."""
+    s = run.analysis.summaries
+    base = s.get(ref.key)
+    d = next((d for d in run.analysis.deltas if d.configuration == cell.configuration and d.label == cell.label
+              and d.backend == cell.backend and d.size_bytes == cell.size_bytes and d.baseline == ref.configuration),
+             None)
+    if base is None or base.process_cpu_ns_per_op is None or d is None or d.cpu_per_op is None:
+        return None
+    b, i = base.process_cpu_ns_per_op, d.cpu_per_op
+    return {"change_ns_per_op": b * (i.ratio - 1), "low": b * (i.low - 1), "high": b * (i.high - 1),
+            "level": i.level}
+
+
+@cli.command()
+@click.argument("run_id", required=False, default="latest", metavar="[RUN_ID|latest]")
+@click.option("--config", "config", required=True, metavar="CONFIG", help="The configuration to explain.")
+@click.option("--reference", metavar="CONFIG", default=None,
+              help="The configuration it is explained against (default: the study's baseline).")
+@click.option("--op", "op", metavar="LABEL", default=None,
+              help="The operation, as the run labels it (needed when the configuration has several).")
+@click.option("--backend", metavar="NAME", default=None, help="The backend, when the operation runs on several.")
+@click.option("--blocks", type=click.IntRange(2, 100), default=DEFAULT_BLOCKS, show_default=True,
+              help="Profiled blocks (each runs both configurations once, in a random order).")
+@click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
+              help="Store to read the run from (default: the default store).")
+@click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON.")
+def explain(run_id: str, config: str, reference: str | None, op: str | None, backend: str | None, blocks: int,
+            store_path: str | None, as_json: bool) -> None:
+    """Why CONFIG's operation costs more (or less) CPU than the reference's: the functions that
+    take the difference, how much each, with intervals.
+
+    Runs profiled blocks of the two cells of a stored study run — fresh worker processes under
+    `perf record -e cpu-clock` (the kernel's software clock: it works in virtual machines),
+    each block both configurations in a random order — and attributes each repetition's
+    measured CPU per operation to functions by their samples (a shared library's internal
+    functions to the library). Per function: its CPU per operation in each configuration, the
+    change with a paired 95 % interval across blocks, and its share of the total change. The
+    profiled repetitions are separate from the study's: nothing they measure enters its
+    figures; their ops/s beside the study's says what sampling cost.
+
+    \b
+    cryptoperf explain --config no-bignum --op rsa2048-sign
+    cryptoperf explain 12 --config fips --reference default --op "handshake @ c=1" --json
+    """
+    from cryptoperf.engine.prepare import prepare_study
+    with stored.open_store(store_path) as store:
+        run = stored.load_run(store, run_id)
+    if run.study is None:
+        raise UsageError(f"run {run.id} is a {run.meta.get('kind')} run; explain reads a study's run")
+    reference = reference or run.study.baseline
+    why = perf.unavailable()  # before anything is built or run
+    if why is not None:
+        raise perf.PerfUnavailable(why)
+    console = err_console()
+    prepared = prepare_study(run.study, console=console)
+    ref, cell = _cells(prepared, run, config, reference, op, backend)
+    console.print(f"explaining run {run.id} (study {run.study.name}): {config} against {reference}")
+    console.print(f"profiling {ref.label} on {ref.backend}: {blocks} blocks of 2 repetitions under perf "
+                  f"({prepared.settings.warmup_s:g} s warm-up + {prepared.settings.seconds:g} s each)")
+    profiled = profile.run_blocks(ref, cell, blocks, {name: path for name, (path, _) in prepared.workers.items()}, prepared.settings, seed=run.id,
+                                  progress=lambda b, i, c: console.print(f"  block {b}: {c.configuration}",
+                                                                         highlight=False))
+    att = attribution.attribute(profiled.pairs)
+    rates = {k: s.ops_per_s for k, s in run.analysis.summaries.items() if s.ops_per_s}
+    cost = profile.overhead(profiled, rates, ref, cell)
+    measured = _measured(run, ref, cell)
+    doc = {"format_version": FORMAT_VERSION, "kind": "explain", "cryptoperf_version": __version__, "run": run.id,
+           "configuration": cell.configuration, "reference": ref.configuration, "operation": cell.label,
+           "backend": cell.backend, "attribution": att.as_dict(),
+           "sampling_cost": cost, "measured": measured}
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from cryptoperf.report.explain import print_attribution
+    print_attribution(out_console(), doc, att)

@@ -1,0 +1,146 @@
+"""Attribution of a CPU difference to functions: per function, its CPU time per operation in the
+reference configuration A and in B, the change with a paired interval across blocks, and its
+share of the total change.
+
+Each profiled repetition gives samples per function (``perf.samples``) and the measured window:
+its operations and its measuring threads' CPU (``cpu_ns_total``). A function's CPU per
+operation in that repetition is its share of the samples times the window's CPU per operation,
+so the functions of one repetition add up to exactly what the repetition measured; the
+change of a function in block b is B's value minus A's (both from block b). Across blocks, the
+mean change with its t interval (paired, like every comparison here), and the share of the
+total change (the sum over functions, whose mean is the measured CPU per operation's change).
+Samples outside the window (the worker's start, its known-answer tests, the warm-up) are in the
+profile too: ``Profile.window_share`` says how much of the sampled CPU the window is, and
+functions that only run outside it take a share of the window in proportion — which is why a
+profiled repetition measures for longer than its set-up takes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from cryptoperf import stats
+from cryptoperf.explain.perf import FREQUENCY_HZ
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One profiled repetition: ``samples`` per function, the window's ``ops`` and its measuring
+    threads' CPU ``cpu_ns`` (ns)."""
+
+    samples: Counter
+    ops: int
+    cpu_ns: float
+
+    @property
+    def ns_per_op(self) -> float:
+        """The window's CPU per operation, ns."""
+        return self.cpu_ns / self.ops
+
+    @property
+    def window_share(self) -> float:
+        """The window's CPU over all the CPU sampled in the process (0..1, more when sampling
+        missed some): how much of the profile the window is."""
+        sampled = sum(self.samples.values()) * 1e9 / FREQUENCY_HZ
+        return self.cpu_ns / sampled if sampled else 0.0
+
+    def function_ns_per_op(self) -> dict[str, float]:
+        """Each function's share of the samples × the window's CPU per operation, ns."""
+        total = sum(self.samples.values())
+        return {f: n / total * self.ns_per_op for f, n in self.samples.items()} if total else {}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One function's part: CPU ns per operation in A and in B (means over blocks), the change
+    B − A with its interval (``change``: value, low, high, ns), and its share of the total
+    change (fraction)."""
+
+    function: str
+    a_ns: float
+    b_ns: float
+    change: stats.Estimate
+    share: float
+
+    def as_dict(self) -> dict[str, Any]:
+        """``function``, ``a_ns_per_op``, ``b_ns_per_op``, ``change_ns_per_op`` (Estimate dict),
+        ``share``."""
+        return {"function": self.function, "a_ns_per_op": self.a_ns, "b_ns_per_op": self.b_ns,
+                "change_ns_per_op": self.change.as_dict(), "share": self.share}
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """The whole attribution: ``rows`` sorted by the size of their change, ``total`` (the
+    change of the CPU per operation, B − A, with its interval), ``a_ns``/``b_ns`` (mean CPU per
+    operation), ``blocks``, and the profiles' least ``window_share``."""
+
+    rows: tuple[Row, ...]
+    total: stats.Estimate
+    a_ns: float
+    b_ns: float
+    blocks: int
+    window_share: float
+
+    def top(self, covering: float = 0.8) -> tuple[Row, ...]:
+        """The fewest leading rows (largest changes first) whose changes add up to the total
+        change within ``1 - covering`` of it (80 %: between 80 and 120 % of it) — functions that
+        went away and functions that came in (one library's code path replacing another) can
+        each exceed the total, with opposite signs; all rows when no prefix does."""
+        out, acc = [], 0.0
+        for r in self.rows:
+            out.append(r)
+            acc += r.share
+            if abs(acc - 1.0) <= 1.0 - covering:
+                break
+        return tuple(out)
+
+    def top_share(self, covering: float = 0.8) -> float:
+        """What ``top(covering)``'s rows add up to, as a share of the total change."""
+        return sum(r.share for r in self.top(covering))
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field; rows as ``Row.as_dict``."""
+        return {"rows": [r.as_dict() for r in self.rows], "total_change_ns_per_op": self.total.as_dict(),
+                "top": [r.function for r in self.top()], "top_share": self.top_share(),
+                "a_ns_per_op": self.a_ns, "b_ns_per_op": self.b_ns, "blocks": self.blocks,
+                "window_share": self.window_share}
+
+
+def _paired(values: Sequence[float], level: float) -> stats.Estimate:
+    """Mean of ``values`` (one per block) with its t interval at ``level`` (no bounds with one)."""
+    a = np.asarray(values, dtype=float)
+    mean = float(a.mean())
+    if a.size < 2:
+        return stats.Estimate(mean, None, None, level, int(a.size))
+    half = stats.t_quantile(level, a.size - 1) * float(a.std(ddof=1)) / math.sqrt(a.size)
+    return stats.Estimate(mean, mean - half, mean + half, level, int(a.size))
+
+
+def attribute(pairs: Sequence[tuple[Profile, Profile]], level: float = 0.95) -> Attribution:
+    """The attribution of B's CPU per operation against A's from ``pairs``, one (A, B) pair of
+    profiles per block. Raises ValueError without pairs or with a profile of no operations."""
+    if not pairs:
+        raise ValueError("no profiled blocks")
+    if any(p.ops <= 0 for pair in pairs for p in pair):
+        raise ValueError("a profiled repetition measured no operation")
+    per_block = [(a.function_ns_per_op(), b.function_ns_per_op()) for a, b in pairs]
+    functions = sorted({f for a, b in per_block for f in (*a, *b)})
+    totals = [b.ns_per_op - a.ns_per_op for a, b in pairs]
+    total = _paired(totals, level)
+    rows = []
+    for f in functions:
+        changes = [b.get(f, 0.0) - a.get(f, 0.0) for a, b in per_block]
+        change = _paired(changes, level)
+        rows.append(Row(f, float(np.mean([a.get(f, 0.0) for a, _ in per_block])),
+                        float(np.mean([b.get(f, 0.0) for _, b in per_block])), change,
+                        change.value / total.value if total.value else 0.0))
+    rows.sort(key=lambda r: -abs(r.change.value))
+    return Attribution(tuple(rows), total, float(np.mean([a.ns_per_op for a, _ in pairs])),
+                       float(np.mean([b.ns_per_op for _, b in pairs])), len(pairs),
+                       min(p.window_share for pair in pairs for p in pair))

@@ -1,0 +1,99 @@
+"""The kernel's sampling profiler (``perf``), as ``explain`` uses it: whether it can run here,
+a worker command wrapped in ``perf record -e cpu-clock``, and the samples per function read
+back with ``perf report``.
+
+``cpu-clock`` is the kernel's software CPU clock: it samples where a process is on a CPU at a
+fixed frequency, and works in virtual machines without a hardware PMU. A sample is attributed
+to its function where the symbol is known (the worker's own and its statically linked
+libraries; a shared library's exported symbols) and otherwise to its library (``libcrypto.so.3
+(unresolved)``); the kernel's samples are the kernel's.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import stat
+import subprocess
+from collections import Counter
+from pathlib import Path
+
+from cryptoperf.errors import CryptoperfError
+
+#: Samples per second per CPU (a prime, so that it does not beat with periodic work).
+FREQUENCY_HZ = 4999
+#: What to install where perf is missing.
+INSTALL = "Debian: apt-get install linux-perf; Ubuntu: apt-get install linux-tools-generic"
+
+
+class PerfUnavailable(CryptoperfError):
+    """perf is missing or refused here (one line saying how to allow it)."""
+
+
+def unavailable(perf: str | None = None) -> str | None:
+    """Why ``perf record -e cpu-clock`` cannot sample a child process here, or None when it
+    can: not installed, or refused (``kernel.perf_event_paranoid`` above 2 for a non-root user,
+    a container without the perf_event_open system call), with how to allow it."""
+    perf = perf or shutil.which("perf")
+    if perf is None:
+        return f"perf is not installed ({INSTALL})"
+    try:
+        paranoid = int(Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip())
+    except (OSError, ValueError):
+        paranoid = None
+    try:
+        res = subprocess.run([perf, "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"],
+                             capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"perf could not run: {e}"
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["(no output)"])[-1].strip()
+        allow = ("allow it with `sysctl kernel.perf_event_paranoid=2` (or run as root)"
+                 if paranoid is not None and paranoid > 2 and os.geteuid() != 0
+                 else "a container needs the perf_event_open system call allowed (e.g. docker --privileged "
+                      "or a seccomp profile that permits it)")
+        return f"perf is refused here ({last}); {allow}"
+    return None
+
+
+def wrapper(directory: Path, worker: str | os.PathLike, out_env: str = "CRYPTOPERF_PERF_OUT",
+            perf: str | None = None) -> Path:
+    """An executable ``directory/worker-under-perf`` that runs ``worker`` with its arguments
+    under ``perf record -e cpu-clock`` at ``FREQUENCY_HZ``, writing the samples to the file
+    the environment variable ``out_env`` names (set it per process). Returns its path."""
+    perf = perf or shutil.which("perf") or "perf"
+    path = directory / "worker-under-perf"
+    path.write_text(f'#!/bin/sh\nexec {shlex.quote(perf)} record -q -e cpu-clock -F {FREQUENCY_HZ} '
+                    f'-o "${out_env}" -- {shlex.quote(str(worker))} "$@"\n')
+    path.chmod(path.stat().st_mode | stat.S_IXUSR)
+    return path
+
+
+def samples(data: Path, perf: str | None = None) -> Counter:
+    """Samples per function in the perf data file ``data``: ``"symbol (library)"`` for a known
+    symbol, ``"library (unresolved)"`` otherwise. Raises PerfUnavailable (one line) when
+    ``perf report`` fails."""
+    perf = perf or shutil.which("perf") or "perf"
+    res = subprocess.run([perf, "report", "-i", str(data), "--stdio", "--no-children", "--sort", "dso,sym",
+                          "-F", "sample,dso,sym", "-g", "none"], capture_output=True, text=True, timeout=300)
+    if res.returncode != 0:
+        last = (res.stderr.strip().splitlines() or ["(no output)"])[-1].strip()
+        raise PerfUnavailable(f"perf report could not read {data}: {last}")
+    return parse_report(res.stdout)
+
+
+def parse_report(text: str) -> Counter:
+    """``perf report --stdio -F sample,dso,sym`` output → samples per function (``samples``)."""
+    out: Counter = Counter()
+    for line in text.splitlines():
+        parts = line.split(None, 3)
+        if len(parts) < 4 or line.lstrip().startswith("#") or not parts[0].isdigit():
+            continue
+        count, dso, _kind, sym = int(parts[0]), parts[1], parts[2], parts[3].strip()
+        dso = os.path.basename(dso) if dso.startswith("/") else "kernel" if dso == "[kernel.kallsyms]" else dso
+        if sym.startswith("0x") or not sym:
+            out[f"{dso} (unresolved)"] += count
+        else:
+            out[f"{sym} ({dso})"] += count
+    return out

@@ -1,0 +1,98 @@
+"""Profiled repetitions: a cell run in a fresh worker process under ``perf record``, as a study
+runs it (same request, build, CPU mask and environment), in blocks that pair the reference
+configuration with the one to explain in a random order, as the study's blocks do.
+
+They are repetitions of their own, never the study's: nothing they measure enters a timed
+figure or the store. What the sampler costs is measured instead (``Profiled.overhead``: the
+profiled repetitions' ops/s against the same cells' unprofiled ones in the stored run).
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from cryptoperf import cpumask
+from cryptoperf.errors import CryptoperfError
+from cryptoperf.explain import perf
+from cryptoperf.explain.attribution import Profile
+from cryptoperf.model import Cell, Repetition
+from cryptoperf.run.local import Workers, worker_for
+from cryptoperf.run.worker import WorkerClient
+from cryptoperf.schedule import Settings, run_request
+
+
+class ProfileError(CryptoperfError):
+    """A profiled repetition did not measure (one line naming the cell and why)."""
+
+
+@dataclass(frozen=True)
+class Profiled:
+    """What the profiled blocks gave: one (A, B) pair of profiles per block, and each side's
+    ops/s in those repetitions (for the sampler's cost)."""
+
+    pairs: tuple[tuple[Profile, Profile], ...]
+    ops_per_s: tuple[tuple[float, float], ...]
+
+
+def _one(cell: Cell, block: int, workers: Workers, settings: Settings, directory: Path,
+         perf_path: str | None) -> tuple[Profile, float]:
+    """Run ``cell`` once under perf; its profile and ops/s. Raises ProfileError."""
+    out = directory / f"{block}-{abs(hash(cell.key))}.data"
+    wrapped = perf.wrapper(directory, worker_for(workers, cell), perf=perf_path)
+    env = {**cpumask.worker_env(cell.cpu), **settings.env, "CRYPTOPERF_PERF_OUT": str(out)}
+    rep = Repetition(cell, block)
+    with WorkerClient(wrapped, env=env) as w:
+        w.hello()
+        result = w.run(run_request(rep, settings), timeout_s=settings.timeout_s)
+    if result.status != "ok":
+        raise ProfileError(f"{cell.key}: the profiled repetition was {result.status}: {result.reason}")
+    if not result.ops or not result.cpu_ns_total or not result.wall_ns:
+        raise ProfileError(f"{cell.key}: the profiled repetition measured no operation or no CPU")
+    samples = perf.samples(out, perf_path)
+    out.unlink(missing_ok=True)
+    if not samples:
+        raise ProfileError(f"{cell.key}: perf recorded no sample (is the window long enough? seconds = {settings.seconds:g})")
+    return Profile(samples, int(result.ops), float(result.cpu_ns_total)), result.ops / (result.wall_ns / 1e9)
+
+
+def run_blocks(a: Cell, b: Cell, blocks: int, workers: Workers, settings: Settings, seed: int = 0,
+               perf_path: str | None = None,
+               progress: Callable[[int, int, Cell], None] | None = None) -> Profiled:
+    """``blocks`` profiled blocks of cells ``a`` (the reference) and ``b``, each block both in
+    a seeded random order. Raises ProfileError when a repetition does not measure, and
+    perf.PerfUnavailable when perf is missing or refused."""
+    why = perf.unavailable(perf_path)
+    if why is not None:
+        raise perf.PerfUnavailable(why)
+    rng = random.Random(seed)
+    pairs, rates = [], []
+    with tempfile.TemporaryDirectory(prefix="cryptoperf-explain-") as tmp:
+        for block in range(1, blocks + 1):
+            order = [a, b]
+            rng.shuffle(order)
+            got: dict[str, tuple[Profile, float]] = {}
+            for i, cell in enumerate(order):
+                if progress is not None:
+                    progress(block, i, cell)
+                got[cell.key] = _one(cell, block, workers, settings, Path(tmp), perf_path)
+            pairs.append((got[a.key][0], got[b.key][0]))
+            rates.append((got[a.key][1], got[b.key][1]))
+    return Profiled(tuple(pairs), tuple(rates))
+
+
+def overhead(profiled: Profiled, unprofiled: Mapping[str, float], a: Cell, b: Cell) -> float | None:
+    """The sampler's cost: the profiled repetitions' geometric-mean ops/s over the unprofiled
+    ones' (``unprofiled``: cell key → the stored run's ops/s), averaged over A and B, minus 1
+    (−0.02: profiled ran 2 % slower); None without both unprofiled rates."""
+    import math
+    ratios = []
+    for side, cell in ((0, a), (1, b)):
+        base = unprofiled.get(cell.key)
+        if not base:
+            return None
+        ratios.append(math.exp(sum(math.log(r[side]) for r in profiled.ops_per_s) / len(profiled.ops_per_s)) / base)
+    return sum(ratios) / len(ratios) - 1.0

@@ -1,0 +1,166 @@
+"""``cryptoperf explain``: the attribution of a CPU difference to functions.
+
+- the attribution's arithmetic (parts add up to the repetition's measured CPU, the change's
+  interval) and its interval's coverage, by simulation through ``attribution.attribute``;
+- ``perf report`` output read into samples per function;
+- a fake worker that spends real CPU in a known function of a test library for one
+  configuration: explain names that function first (needs perf and a C compiler);
+- without perf, or with perf refused: one line saying how to allow it, and nothing else fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import assert_one_line_error
+from cryptoperf.explain import attribution, perf
+from cryptoperf.explain.attribution import Profile
+
+pytestmark = pytest.mark.parallel
+
+REPORT = """\
+# comment lines are skipped
+#
+          1200  cryptoperf-worker     [.] aws_lc_0_47_0_bn_sqrx8x_internal
+           300  /usr/lib/x86_64-linux-gnu/libcrypto.so.3  [.] 0x0000000000130e78
+            20  /usr/lib/x86_64-linux-gnu/libcrypto.so.3  [.] 0x0000000000130e7e
+            15  /usr/lib/x86_64-linux-gnu/libcrypto.so.3  [.] BN_CTX_get
+             7  [kernel.kallsyms]     [k] exc_page_fault
+"""
+
+
+def test_perf_report_lines_become_samples_per_function():
+    got = perf.parse_report(REPORT)
+    assert got == Counter({"aws_lc_0_47_0_bn_sqrx8x_internal (cryptoperf-worker)": 1200,
+                           "libcrypto.so.3 (unresolved)": 320, "BN_CTX_get (libcrypto.so.3)": 15,
+                           "exc_page_fault (kernel)": 7})
+
+
+def _profile(costs: dict[str, float], ops: int = 1000) -> Profile:
+    """A profile whose functions cost ``costs`` ns per operation, sampled without error."""
+    total = sum(costs.values())
+    return Profile(Counter({f: round(1e6 * c / total) for f, c in costs.items()}), ops, total * ops)
+
+
+def test_the_parts_add_up_to_each_repetitions_measured_cpu_and_the_change():
+    pairs = [(_profile({"common": 500, "bn_mulx": 300}), _profile({"common": 500, "rsaz_avx2": 260 + d}))
+             for d in (-5.0, 0.0, 5.0)]
+    att = attribution.attribute(pairs)
+    assert att.total.value == pytest.approx(-40.0, abs=0.5)
+    rows = {r.function: r for r in att.rows}
+    assert rows["bn_mulx"].change.value == pytest.approx(-300, abs=0.5)
+    assert rows["rsaz_avx2"].change.value == pytest.approx(260, abs=0.5)
+    assert sum(r.change.value for r in att.rows) == pytest.approx(att.total.value, abs=1e-6)
+    # a code path replaced by another: each side exceeds the total; together they make it
+    assert [r.function for r in att.top()] == ["bn_mulx", "rsaz_avx2"]
+    assert att.top_share() == pytest.approx(1.0, abs=0.02)
+
+
+def coverage(blocks: int, sd_ns: float, trials: int = 3000, seed: int = 11) -> tuple[float, float]:
+    """How often the 95 % intervals of the total change and of the changed function's change
+    cover their true values (+150 ns and +150 ns) when every repetition's CPU per operation
+    has normal noise of ``sd_ns`` in a common function, through ``attribution.attribute``."""
+    rng = np.random.default_rng(seed)
+    hit_total = hit_fn = 0
+    for _ in range(trials):
+        pairs = [(_profile({"common": 800 + rng.normal(0, sd_ns), "hot": 100}),
+                  _profile({"common": 800 + rng.normal(0, sd_ns), "hot": 250})) for _ in range(blocks)]
+        att = attribution.attribute(pairs)
+        hit_total += att.total.low <= 150 <= att.total.high
+        hot = next(r for r in att.rows if r.function == "hot")
+        hit_fn += hot.change.low <= 150 <= hot.change.high
+    return hit_total / trials, hit_fn / trials
+
+
+@pytest.mark.parametrize("blocks, sd", [(3, 20.0), (5, 40.0), (10, 80.0)])
+def test_the_change_intervals_cover_as_often_as_they_say(blocks, sd):
+    total, fn = coverage(blocks, sd)
+    assert 0.93 <= total <= 0.97, total
+    assert fn >= 0.93, fn  # sampling rounding only, the hot function's own cost has no noise
+
+
+def test_without_perf_explain_says_so_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))  # no perf on it
+    assert perf.unavailable() .startswith("perf is not installed (Debian: apt-get install linux-perf")
+    fake = tmp_path / "perf"
+    fake.write_text("#!/bin/sh\necho 'Error: No permission to enable cpu-clock event.' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    why = perf.unavailable(str(fake))
+    assert why.startswith("perf is refused here (Error: No permission to enable cpu-clock event.)"), why
+    assert "\n" not in why
+
+
+def _study(tmp_path: Path, burn: dict) -> Path:
+    p = tmp_path / "hot.toml"
+    p.write_text('[study]\nname = "hot"\nbaseline = "a"\nbackends = ["openssl"]\nrepetitions = 3\nseconds = 0.01\n'
+                 'warmup_s = 0\n\n[[configuration]]\nname = "a"\n\n[[configuration]]\nname = "b"\n\n'
+                 '[[operation]]\nop = "sha256"\nsizes = [1024]\n')
+    return p
+
+
+HOT_C = r"""
+#include <time.h>
+static double now_ms(void) { struct timespec t; clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+                             return t.tv_sec * 1e3 + t.tv_nsec / 1e6; }
+volatile unsigned long sink;
+void cryptoperf_test_hot(double ms) { double end = now_ms() + ms; unsigned long x = 1;
+    while (now_ms() < end) for (int i = 0; i < 1000; i++) x = x * 6364136223846793005UL + 1; sink = x; }
+void cryptoperf_test_cold(double ms) { double end = now_ms() + ms; unsigned long x = 3;
+    while (now_ms() < end) for (int i = 0; i < 1000; i++) x = x * 2862933555777941757UL + 7; sink = x; }
+"""
+
+
+def test_a_known_hot_function_is_attributed_to_it(cli, fake_worker, tmp_path):
+    why = perf.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the test library")
+    (tmp_path / "hot.c").write_text(HOT_C)
+    lib = tmp_path / "libhot.so"
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "hot.c")], check=True)
+    # b spends 150 ms more CPU per repetition, in cryptoperf_test_hot; both spend 150 ms in the cold one
+    fake_worker({"noise_cv": 0.01, "config_factor": {"b": 2.0}, "burn_lib": str(lib),
+                 "burn": {"a": {"cryptoperf_test_cold": 150}, "b": {"cryptoperf_test_cold": 150,
+                                                                    "cryptoperf_test_hot": 150}}})
+    store = tmp_path / "s.sqlite"
+    res = cli("study", _study(tmp_path, {}), "--no-report", "--out", tmp_path / "out", "--store", store)
+    assert res.code == 0, res.err
+    res = cli("explain", "--config", "b", "--store", store, "--blocks", "3", "--json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    rows = doc["attribution"]["rows"]
+    assert rows[0]["function"] == "cryptoperf_test_hot (libhot.so)", rows[:3]
+    assert rows[0]["change_ns_per_op"]["ci_low"] > 0 and rows[0]["a_ns_per_op"] == 0
+    assert doc["attribution"]["top"][0] == "cryptoperf_test_hot (libhot.so)"
+    # what sampling cost is said; the profiled repetitions are not the study's
+    assert doc["sampling_cost"] is not None
+    res = cli("list", "--store", store, "--json")
+    assert len(json.loads(res.out)["runs"]) == 1
+
+
+def test_explain_names_what_is_missing_in_one_line(cli, fake_worker, tmp_path):
+    fake_worker({})
+    store = tmp_path / "s.sqlite"
+    assert cli("study", _study(tmp_path, {}), "--no-report", "--out", tmp_path / "out", "--store", store).code == 0
+    res = cli("explain", "--config", "c", "--store", store)
+    assert_one_line_error(res, "has no configuration 'c'", "(it has: a, b)")
+
+
+def test_on_a_host_without_perf_explain_is_one_line_and_the_study_still_runs(cli, fake_worker, tmp_path, monkeypatch):
+    fake_worker({})
+    store = tmp_path / "s.sqlite"
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert cli("study", _study(tmp_path, {}), "--no-report", "--out", tmp_path / "out", "--store", store).code == 0
+    res = cli("explain", "--config", "b", "--store", store)
+    assert_one_line_error(res, "perf is not installed", "apt-get install linux-perf")
