@@ -9,10 +9,9 @@ so the functions of one repetition add up to exactly what the repetition measure
 change of a function in block b is B's value minus A's (both from block b). Across blocks, the
 mean change with its t interval (paired, like every comparison here), and the share of the
 total change (the sum over functions, whose mean is the measured CPU per operation's change).
-Samples outside the window (the worker's start, its known-answer tests, the warm-up) are in the
-profile too: ``Profile.window_share`` says how much of the sampled CPU the window is, and
-functions that only run outside it take a share of the window in proportion — which is why a
-profiled repetition measures for longer than its set-up takes.
+The worker enables the profiler's events at its window's start and disables them at its end
+(``perf.wrapper``), so the samples are the window's; ``Profile.window_share`` checks it (the
+window's CPU over the sampled CPU, about 1).
 """
 
 from __future__ import annotations

@@ -57,17 +57,35 @@ def unavailable(perf: str | None = None) -> str | None:
     return None
 
 
+#: The environment variables naming the FIFOs through which the worker enables and disables
+#: perf's events at its window's edges (the worker's measure::profile).
+CTL_ENV, ACK_ENV = "CRYPTOPERF_PROFILE_CTL", "CRYPTOPERF_PROFILE_ACK"
+
+
 def wrapper(directory: Path, worker: str | os.PathLike, out_env: str = "CRYPTOPERF_PERF_OUT",
             perf: str | None = None) -> Path:
     """An executable ``directory/worker-under-perf`` that runs ``worker`` with its arguments
     under ``perf record -e cpu-clock`` at ``FREQUENCY_HZ``, writing the samples to the file
-    the environment variable ``out_env`` names (set it per process). Returns its path."""
+    the environment variable ``out_env`` names, its events disabled until the worker enables
+    them at its window's start through the FIFOs ``CTL_ENV`` and ``ACK_ENV`` name (set all
+    three per process: ``control_fifos``). Returns its path."""
     perf = perf or shutil.which("perf") or "perf"
     path = directory / "worker-under-perf"
-    path.write_text(f'#!/bin/sh\nexec {shlex.quote(perf)} record -q -e cpu-clock -F {FREQUENCY_HZ} '
+    path.write_text(f'#!/bin/sh\nexec {shlex.quote(perf)} record -q -e cpu-clock -F {FREQUENCY_HZ} -D -1 '
+                    f'--control "fifo:${CTL_ENV},${ACK_ENV}" '
                     f'-o "${out_env}" -- {shlex.quote(str(worker))} "$@"\n')
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
     return path
+
+
+def control_fifos(directory: Path, name: str) -> dict[str, str]:
+    """Two new FIFOs in ``directory`` for one profiled process, as the environment the wrapper
+    and the worker read (``CTL_ENV``, ``ACK_ENV``)."""
+    ctl, ack = directory / f"{name}.ctl", directory / f"{name}.ack"
+    for p in (ctl, ack):
+        p.unlink(missing_ok=True)
+        os.mkfifo(p, 0o600)
+    return {CTL_ENV: str(ctl), ACK_ENV: str(ack)}
 
 
 def samples(data: Path, perf: str | None = None) -> Counter:

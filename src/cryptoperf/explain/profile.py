@@ -41,9 +41,11 @@ class Profiled:
 def _one(cell: Cell, block: int, workers: Workers, settings: Settings, directory: Path,
          perf_path: str | None) -> tuple[Profile, float]:
     """Run ``cell`` once under perf; its profile and ops/s. Raises ProfileError."""
-    out = directory / f"{block}-{abs(hash(cell.key))}.data"
+    name = f"{block}-{cell.configuration}"
+    out = directory / f"{name}.data"
     wrapped = perf.wrapper(directory, worker_for(workers, cell), perf=perf_path)
-    env = {**cpumask.worker_env(cell.cpu), **settings.env, "CRYPTOPERF_PERF_OUT": str(out)}
+    env = {**cpumask.worker_env(cell.cpu), **settings.env, "CRYPTOPERF_PERF_OUT": str(out),
+           **perf.control_fifos(directory, name)}
     rep = Repetition(cell, block)
     with WorkerClient(wrapped, env=env) as w:
         w.hello()
@@ -56,7 +58,16 @@ def _one(cell: Cell, block: int, workers: Workers, settings: Settings, directory
     out.unlink(missing_ok=True)
     if not samples:
         raise ProfileError(f"{cell.key}: perf recorded no sample (is the window long enough? seconds = {settings.seconds:g})")
-    return Profile(samples, int(result.ops), float(result.cpu_ns_total)), result.ops / (result.wall_ns / 1e9)
+    return Profile(samples, int(result.ops), window_cpu_ns(result)), result.ops / (result.wall_ns / 1e9)
+
+
+def window_cpu_ns(result) -> float:
+    """The CPU over the window of every process perf followed: the worker's measuring threads,
+    and a workload's server side where the worker ran it in a process of its own (perf follows
+    the worker's children), ns."""
+    from cryptoperf.workloads import generic
+    both = generic.side_cpu_ns_per_tx(result, "both")
+    return both * result.ops if both is not None else float(result.cpu_ns_total)
 
 
 def run_blocks(a: Cell, b: Cell, blocks: int, workers: Workers, settings: Settings, seed: int = 0,

@@ -12,8 +12,10 @@ from rich.table import Table
 from cryptoperf.explain.attribution import Attribution
 from cryptoperf.report.text import fmt_ns
 
-#: Rows shown: the ones covering this share of the change, at least this many.
-COVERING, AT_LEAST = 0.9, 8
+#: Rows shown: the ones covering this share of the change, at least AT_LEAST, at most AT_MOST.
+COVERING, AT_LEAST, AT_MOST = 0.9, 8, 15
+#: Functions named in the summary line.
+NAMED = 8
 
 
 def _signed(ns: float) -> str:
@@ -32,19 +34,30 @@ def print_attribution(console: Console, doc: Mapping[str, Any], att: Attribution
     console.print(f"{doc['operation']} on {doc['backend']}: {doc['configuration']} against {doc['reference']}, "
                   f"{att.blocks} profiled blocks: CPU per operation {fmt_ns(att.a_ns)} → {fmt_ns(att.b_ns)}, "
                   f"change {_interval(att.total)} (95 %)")
-    rows = list(att.top(COVERING))
-    rows += [r for r in att.rows[len(rows):AT_LEAST]]
+    decided = att.total.low is not None and (att.total.low > 0 or att.total.high < 0)
+    rows = list(att.top(COVERING)) if decided else []
+    rows = (rows + [r for r in att.rows[len(rows):AT_LEAST]])[:AT_MOST]
     t = Table(show_lines=False)
     for name, justify in (("function (library)", "left"), (f"{doc['reference']} ns/op", "right"),
                           (f"{doc['configuration']} ns/op", "right"), ("change ns/op (95 % CI)", "right"),
                           ("share", "right")):
         t.add_column(name, justify=justify)  # type: ignore[arg-type]
     for r in rows:
-        t.add_row(escape(r.function), fmt_ns(r.a_ns), fmt_ns(r.b_ns), _interval(r.change), f"{100 * r.share:.0f} %")
+        t.add_row(escape(r.function), fmt_ns(r.a_ns), fmt_ns(r.b_ns), _interval(r.change),
+                  f"{100 * r.share:.0f} %" if decided else "—")
     console.print(t)
     top = att.top()
-    console.print(escape(f"{len(top)} function(s) add up to {100 * att.top_share():.0f} % of the change: "
-                         f"{', '.join(r.function for r in top)}"))
+    if not decided:
+        moved = [r.function for r in att.rows if r.change.low is not None and (r.change.low > 0 or r.change.high < 0)]
+        console.print(f"the total change is not distinguishable from 0 in {att.blocks} profiled blocks, so no share of "
+                      "it is given (more --blocks would sharpen it)")
+        if moved:
+            names = ", ".join(moved[:NAMED]) + (f" and {len(moved) - NAMED} more" if len(moved) > NAMED else "")
+            console.print(escape(f"{len(moved)} function(s) changed beyond their own intervals (the work moved "
+                                 f"between them): {names}"))
+    else:
+        names = ", ".join(r.function for r in top[:NAMED]) + (f" and {len(top) - NAMED} more" if len(top) > NAMED else "")
+        console.print(escape(f"{len(top)} function(s) add up to {100 * att.top_share():.0f} % of the change: {names}"))
     m = doc.get("measured")
     if m:
         console.print(f"the study measured a change of {_signed(m['change_ns_per_op'])} "

@@ -188,6 +188,7 @@ where
         barriers[2].wait();
         let between_result = between();
         abort.store(between_result.is_err(), Ordering::Release);
+        super::profile::window_starts();
         let before = CpuTicks::now();
         let cpu_before = process_cpu_ns();
         starts[1].store(clock::monotonic_ns(), Ordering::Release);
@@ -197,6 +198,7 @@ where
             .map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Failed("a load thread panicked".into()))))
             .collect();
         let cpu_after = process_cpu_ns();
+        super::profile::window_ends();
         let process_cpu = (cpu_after.0.saturating_sub(cpu_before.0), cpu_after.1.saturating_sub(cpu_before.1));
         (windows, CpuTicks::now().since(before), process_cpu, between_result)
     });

@@ -6,6 +6,7 @@
 pub mod clock;
 pub mod load;
 pub mod procstat;
+pub mod profile;
 pub mod proctree;
 pub mod sampler;
 
@@ -245,6 +246,7 @@ where
             })
             .collect();
         ready.wait();
+        profile::window_starts();
         let companion_before = companion_cpu_ns(companion);
         let before = CpuTicks::now();
         go.wait();
@@ -253,6 +255,7 @@ where
             .map(|h| h.join().unwrap_or_else(|_| Err(BackendError::Failed("a measuring thread panicked".into()))))
             .collect();
         let ticks = CpuTicks::now().since(before);
+        profile::window_ends();
         let companion_cpu = companion_cpu_between(companion_before, companion_cpu_ns(companion));
         (windows, ticks, companion_cpu)
     });
