@@ -23,7 +23,9 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
                   same numbers)
   burn            {"<configuration>": {"<function>": ms}}: a primitive's run first spends real
                   CPU in those exported functions of the shared library ``burn_lib`` (each
-                  takes the milliseconds as a double), for a sampling profiler to find
+                  takes the milliseconds as a double), for a sampling profiler to find; as
+                  the real worker does at its window's edges, it enables and disables a
+                  profiler under control around it (CRYPTOPERF_PROFILE_CTL/_ACK FIFOs)
   steal_pct       {"<configuration>#<block>": pct} the /proc/stat steal share the result reports
   steal_times     how many times in a row a steal_pct entry applies to the same id (default 1:
                   the re-run of a disturbed repetition is clean), counted in FAKE_WORKER_STATE
@@ -465,10 +467,21 @@ def burn(config):
         return
     import ctypes
     lib = ctypes.CDLL(SPEC["burn_lib"])
+    ctl, ack = os.environ.get("CRYPTOPERF_PROFILE_CTL"), os.environ.get("CRYPTOPERF_PROFILE_ACK")
+    control = (open(ctl, "w"), open(ack)) if ctl and ack else None  # the burn is the "window"
+
+    def say(command):
+        if control:
+            control[0].write(command + "\n")
+            control[0].flush()
+            control[1].readline()
+
+    say("enable")
     for function, ms in plan.items():
         f = getattr(lib, function)
         f.argtypes = [ctypes.c_double]
         f(float(ms))
+    say("disable")
 
 
 def mask_answered(req, base, backend, mask):

@@ -142,7 +142,9 @@ def test_a_known_hot_function_is_attributed_to_it(cli, fake_worker, tmp_path):
     rows = doc["attribution"]["rows"]
     assert rows[0]["function"] == "cryptoperf_test_hot (libhot.so)", rows[:3]
     assert rows[0]["change_ns_per_op"]["ci_low"] > 0 and rows[0]["a_ns_per_op"] == 0
-    assert doc["attribution"]["top"][0] == "cryptoperf_test_hot (libhot.so)"
+    # the injected function makes most of the change (the fake's scripted CPU per operation is
+    # not what it burned, so the split with the common function is not exact)
+    assert doc["attribution"]["top"][0] == "cryptoperf_test_hot (libhot.so)" and rows[0]["share"] >= 0.5, rows[:3]
     # what sampling cost is said; the profiled repetitions are not the study's
     assert doc["sampling_cost"] is not None
     res = cli("list", "--store", store, "--json")

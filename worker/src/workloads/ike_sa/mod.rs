@@ -41,12 +41,11 @@ pub const PARAMS: [&str; 11] = ["dh_group", "encryption", "prf", "cert", "connec
 const COMMON: [&str; 2] = ["load", "mode"];
 
 /// The DH groups (IKEv2 transform type 4): our name, strongSwan's proposal keyword, and the
-/// name vici reports for it.
-const GROUPS: [(&str, &str, &str); 5] = [
+/// name vici reports for it. The names and the set are `ike-phase1`'s (hello has one list per
+/// parameter name, and a study sets the daemon beside the composite of the same group).
+const GROUPS: [(&str, &str, &str); 3] = [
     ("modp2048", "modp2048", "MODP_2048"),
-    ("modp3072", "modp3072", "MODP_3072"),
     ("ecp256", "ecp256", "ECP_256"),
-    ("ecp384", "ecp384", "ECP_384"),
     ("x25519", "curve25519", "CURVE_25519"),
 ];
 /// The encryption (and integrity, for CBC) transforms: strongSwan's keywords, then vici's
@@ -59,8 +58,9 @@ const ENCRYPTIONS: [(&str, &str, &str, Option<&str>); 4] = [
 ];
 /// The PRFs: strongSwan's keyword and vici's `prf-alg`.
 const PRFS: [(&str, &str); 2] = [("prfsha256", "PRF_HMAC_SHA2_256"), ("prfsha384", "PRF_HMAC_SHA2_384")];
-/// The certificate kinds the orchestrator makes for both peers.
-const CERTS: [&str; 4] = ["rsa2048", "rsa3072", "rsa4096", "ecdsa-p256"];
+/// The certificate kinds the orchestrator makes for both peers: `tls-handshake`'s (one list per
+/// parameter name in hello).
+const CERTS: [&str; 4] = ["rsa2048", "rsa4096", "ecdsa-p256", "ed25519"];
 
 /// The values a parameter takes when not given.
 pub fn defaults() -> Map<String, Value> {
@@ -322,7 +322,7 @@ mod tests {
         assert_eq!(s.proposal(), "aes256-sha384-prfsha384-curve25519");
         assert_eq!(parse(&Params::new()).unwrap().proposal(), "aes128gcm16-prfsha256-ecp256");
         for (bad, word) in [
-            (json!({"dh_group": "modp1024"}), "unknown dh_group 'modp1024'"),
+            (json!({"dh_group": "modp3072"}), "unknown dh_group 'modp3072'"),
             (json!({"connect": "127.0.0.1:500"}), "ca_file goes with connect"),
             (json!({"connect": "localhost"}), "IP:PORT"),
         ] {
