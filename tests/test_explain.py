@@ -166,3 +166,26 @@ def test_on_a_host_without_perf_explain_is_one_line_and_the_study_still_runs(cli
     assert cli("study", _study(tmp_path, {}), "--no-report", "--out", tmp_path / "out", "--store", store).code == 0
     res = cli("explain", "--config", "b", "--store", store)
     assert_one_line_error(res, "perf is not installed", "apt-get install linux-perf")
+
+
+def test_extension_attribution_names_the_group_an_operation_depends_on(cli, fake_worker, tmp_path, monkeypatch):
+    from cryptoperf import hostinfo
+    # a CPU with everything but AVX-512 (the fake's numbers do not depend on the host's)
+    monkeypatch.setattr(hostinfo, "cpu_flags", lambda names: {n: not n.startswith("avx512") for n in names})
+    fake_worker({"noise_cv": 0.01, "mask_factor": {"no-aesni": 3.0, "no-bignum": 1.02}})
+    store = tmp_path / "e.sqlite"
+    res = cli("explain", "--extensions", "--op", "aes-128-gcm-seal", "--size", "1024", "--backend", "openssl",
+              "--blocks", "4", "--store", store, "--json")
+    assert res.code == 0, res.err
+    doc = json.loads(res.out)
+    assert doc["left_out"] == ["no-avx512"]  # it clears nothing this CPU has
+    groups = {g["name"]: g for g in doc["groups"]}
+    assert set(groups) == {"no-aesni", "no-shani", "no-avx2", "no-bignum"}
+    assert groups["no-aesni"]["ratio"] == pytest.approx(3.0, rel=0.05) and groups["no-aesni"]["kind"] == "slower"
+    assert groups["no-aesni"]["clears"] == ["aes", "pclmulqdq", "vaes", "vpclmulqdq"]
+    assert doc["depends_on"][0] == "no-aesni" and groups["no-aesni"]["share"] > 0.9
+    assert groups["no-shani"]["kind"] in ("equivalent", "inconclusive") and groups["no-shani"]["share"] is None
+    # the study is stored like any other
+    assert len(json.loads(cli("list", "--store", store, "--json").out)["runs"]) == 1
+    res = cli("explain", "--extensions", "--op", "aes-128-gcm-seal", "--store", store)
+    assert_one_line_error(res, "--extensions needs the operation", "--backend")

@@ -18,7 +18,7 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import Iterable, TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
     from cryptoperf.result import WorkerResult
@@ -45,6 +45,17 @@ def _cpuinfo() -> tuple[str | None, set[str]]:
         elif key in ("flags", "Features") and not flags:
             flags = set(value.split())
     return model, flags
+
+
+#: The CPU mask capability names (the worker's ``clears``) that /proc/cpuinfo spells otherwise.
+_CPUINFO_NAMES = {"sha": "sha_ni"}
+
+
+def cpu_flags(names: "Iterable[str]") -> dict[str, bool]:
+    """Whether this CPU has each capability of ``names`` (the worker's names: ``aes``,
+    ``sha``, ``avx512ifma``...), from /proc/cpuinfo's flags; all False when unreadable."""
+    _, flags = _cpuinfo()
+    return {n: _CPUINFO_NAMES.get(n, n) in flags for n in names}
 
 
 def _detect_virt(flag: str) -> str | None:

@@ -69,7 +69,7 @@ def _measured(run, ref, cell) -> dict | None:
 
 @cli.command()
 @click.argument("run_id", required=False, default="latest", metavar="[RUN_ID|latest]")
-@click.option("--config", "config", required=True, metavar="CONFIG", help="The configuration to explain.")
+@click.option("--config", "config", default=None, metavar="CONFIG", help="The configuration to explain.")
 @click.option("--reference", metavar="CONFIG", default=None,
               help="The configuration it is explained against (default: the study's baseline).")
 @click.option("--op", "op", metavar="LABEL", default=None,
@@ -79,9 +79,14 @@ def _measured(run, ref, cell) -> dict | None:
               help="Profiled blocks (each runs both configurations once, in a random order).")
 @click.option("--store", "store_path", type=click.Path(dir_okay=False), default=None, metavar="PATH|URL",
               help="Store to read the run from (default: the default store).")
+@click.option("--extensions", is_flag=True,
+              help="Instead: which CPU extension groups --op depends on on --backend, each masked alone "
+                   "in a study of its own (verdicts, shares).")
+@click.option("--size", "size_bytes", type=int, default=None, metavar="BYTES",
+              help="With --extensions: the message size of a sized operation.")
 @click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON.")
-def explain(run_id: str, config: str, reference: str | None, op: str | None, backend: str | None, blocks: int,
-            store_path: str | None, as_json: bool) -> None:
+def explain(run_id: str, config: str | None, reference: str | None, op: str | None, backend: str | None,
+            blocks: int, store_path: str | None, extensions: bool, size_bytes: int | None, as_json: bool) -> None:
     """Why CONFIG's operation costs more (or less) CPU than the reference's: the functions that
     take the difference, how much each, with intervals.
 
@@ -94,10 +99,21 @@ def explain(run_id: str, config: str, reference: str | None, op: str | None, bac
     profiled repetitions are separate from the study's: nothing they measure enters its
     figures; their ops/s beside the study's says what sampling cost.
 
+    With --extensions, no run is read: a study of --op on --backend runs now, the baseline
+    with every extension against each CPU mask alone (those that clear something this CPU
+    has), and says which extension groups the operation depends on, by how much each alone
+    (paired intervals, Bonferroni over the masks) and each one's share of the slowdowns; the
+    run is stored as any study's.
+
     \b
     cryptoperf explain --config no-bignum --op rsa2048-sign
     cryptoperf explain 12 --config fips --reference default --op "handshake @ c=1" --json
+    cryptoperf explain --extensions --op aes-128-gcm-seal --size 16384 --backend openssl
     """
+    if extensions:
+        return _extensions(op, backend, blocks, size_bytes, store_path, as_json)
+    if config is None:
+        raise UsageError("give the configuration to explain with --config (or --extensions with --op and --backend)")
     from cryptoperf.engine.prepare import prepare_study
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
@@ -129,3 +145,42 @@ def explain(run_id: str, config: str, reference: str | None, op: str | None, bac
         return
     from cryptoperf.report.explain import print_attribution
     print_attribution(out_console(), doc, att)
+
+
+def _extensions(op: str | None, backend: str | None, blocks: int, size_bytes: int | None, store_path: str | None,
+                as_json: bool) -> None:
+    """``explain --extensions``: the extension groups ``op`` depends on, by a study of masks."""
+    import tempfile
+    from pathlib import Path
+
+    from cryptoperf import builds, hostinfo
+    from cryptoperf import study as study_mod
+    from cryptoperf.engine.studyrun import run_study
+    from cryptoperf.explain import extensions as ext
+    from cryptoperf.run.worker import fetch_hello
+    if op is None or backend is None:
+        raise UsageError("--extensions needs the operation (--op, e.g. rsa2048-sign) and the backend (--backend)")
+    hello = fetch_hello(builds.find_worker())
+    announced = hello.raw.get("cpu_masks") or []
+    flags = hostinfo.cpu_flags({f for m in announced for f in m.get("clears", [])})
+    masks, skipped = ext.masks_to_try(announced, flags)
+    if not masks:
+        raise UsageError("no CPU mask of the worker clears an extension this CPU has: nothing to attribute")
+    console = err_console()
+    if skipped:
+        console.print(f"left out (they clear nothing this CPU has): {', '.join(skipped)}")
+    with tempfile.TemporaryDirectory(prefix="cryptoperf-extensions-") as tmp:
+        path = Path(tmp) / f"extensions-{op}-{backend}.toml"
+        path.write_text(ext.study_text(op, backend, masks, blocks, size_bytes))
+        run = run_study(study_mod.load(path), store=store_path, out_dir=None, progress=True, reports=False,
+                        console=console)
+    rows = ext.rows(run.analysis.deltas, masks)
+    doc = {"format_version": FORMAT_VERSION, "kind": "explain-extensions", "cryptoperf_version": __version__,
+           "run": run.id, "operation": op, "backend": backend, "left_out": skipped,
+           "groups": [r.as_dict() for r in rows], "depends_on": [r.name for r in rows if r.kind == "slower"]}
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from cryptoperf.report.explain import print_extensions
+    print_extensions(out_console(), doc, rows)
+

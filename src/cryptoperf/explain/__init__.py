@@ -7,5 +7,6 @@ blocks.
   samples per function read back;
 - ``profile.py``: profiled blocks of two cells, separate from the study's repetitions;
 - ``attribution.py``: per function, CPU per operation in each configuration, the change with a
-  paired interval, and its share of the total.
+  paired interval, and its share of the total;
+- ``extensions.py``: which CPU extension groups an operation depends on, by a study of masks.
 """

@@ -10,6 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from cryptoperf.explain.attribution import Attribution
+from cryptoperf.explain.extensions import MaskRow
 from cryptoperf.report.text import fmt_ns
 
 #: Rows shown: the ones covering this share of the change, at least AT_LEAST, at most AT_MOST.
@@ -71,3 +72,25 @@ def print_attribution(console: Console, doc: Mapping[str, Any], att: Attribution
         console.print(f"note: the measured window was {100 * att.window_share:.0f} % of the CPU sampled in the "
                       "worker (start-up, known-answer tests and warm-up are the rest, spread over the window's "
                       "functions); a study with longer seconds sharpens it")
+
+
+def print_extensions(console: Console, doc: Mapping[str, Any], rows: "list[MaskRow]") -> None:
+    """Print the extension attribution: per mask, what it clears here, the p50 latency change
+    with its interval, the verdict and the share of the slowdowns; then what the operation
+    depends on."""
+    t = Table()
+    for name, justify in (("mask", "left"), ("clears (present here)", "left"), ("p50 latency masked", "right"),
+                          ("verdict", "left"), ("share", "right")):
+        t.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in rows:
+        change = f"{100 * (r.ratio - 1):+.1f} % [{100 * (r.low - 1):+.1f}, {100 * (r.high - 1):+.1f}]"
+        t.add_row(r.name, ", ".join(r.clears), change, escape(r.text),
+                  f"{100 * r.share:.0f} %" if r.share is not None else "—")
+    console.print(f"{doc['operation']} on {doc['backend']}: each extension group masked alone against all of "
+                  f"them (run {doc['run']})")
+    console.print(t)
+    dep = doc["depends_on"]
+    console.print(f"{doc['operation']} depends on: {', '.join(dep)}" if dep else
+                  f"{doc['operation']} depends on none of the groups masked (at this noise)")
+    console.print("each group alone; whether they add up when masked together is not measured")
+
