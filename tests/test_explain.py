@@ -189,3 +189,18 @@ def test_extension_attribution_names_the_group_an_operation_depends_on(cli, fake
     assert len(json.loads(cli("list", "--store", store, "--json").out)["runs"]) == 1
     res = cli("explain", "--extensions", "--op", "aes-128-gcm-seal", "--store", store)
     assert_one_line_error(res, "--extensions needs the operation", "--backend")
+
+
+def test_a_decided_verdict_links_to_how_to_explain_it(cli, fake_worker, tmp_path):
+    fake_worker({"noise_cv": 0.005, "config_factor": {"b": 1.3}})
+    store = tmp_path / "s.sqlite"
+    assert cli("study", _study(tmp_path, {}), "--no-report", "--out", tmp_path / "out", "--store", store).code == 0
+    assert cli("report", "latest", "--format", "md", "--store", store, "--output", tmp_path / "r.md").code == 0
+    md = (tmp_path / "r.md").read_text()
+    assert "## Why: explaining a verdict" in md
+    why = md[md.index("## Why"):]
+    assert "`cryptoperf explain 1 --config b --reference a --op " in why and "--backend openssl`" in why, why[:800]
+    assert cli("report", "latest", "--format", "html", "--store", store, "--output", tmp_path / "r.html").code == 0
+    html = (tmp_path / "r.html").read_text()
+    link = html.split('class="why" href="#', 1)[1].split('"', 1)[0]
+    assert f'id="{link}"' in html  # the verdict's "why?" reaches its row

@@ -76,6 +76,7 @@ MODULES = (
     "storage",
     "fleet",
     "ike",
+    "explain",
 )
 
 

@@ -30,6 +30,7 @@ from cryptoperf.report import text as fmt
 from cryptoperf.report import plots, view
 from cryptoperf.report.render import fragment, md_table
 from cryptoperf.report.sections import Section, register
+from cryptoperf.report.sections import explain as explain_section
 from cryptoperf.report.text import (configuration_text, fmt_count, fmt_cv, fmt_mb_s, fmt_ns, fmt_pct,
                                       interval_header, verdict_counts)
 from cryptoperf.store.stored_run import StoredRun
@@ -373,6 +374,9 @@ def _summary_rows(run: StoredRun) -> list[dict[str, Any]]:
                 "cpu_ci": _ci_text(d.cpu_per_op if d is not None else None),
                 "decided": stats.metric_key(d.verdict.metric) if d is not None and _decided(d) else "",
                 "blocks": blocks, "verdict": verdict, "kind": kind, "note": _one_line(notes),
+                # a decided verdict links to how to explain it (the "Why" section's row)
+                "explain_anchor": (explain_section.anchor(d) if d is not None and _decided(d) and c.server is None
+                                   and d.verdict.kind in ("slower", "faster") else ""),
                 "note_full": "; ".join(n for n in notes if n),
                 "first": s is g.cells[0], "group_size": len(g.cells),
             })

@@ -1,0 +1,64 @@
+"""Report section: how to explain each decided verdict — the ``cryptoperf explain`` command
+that attributes the comparison's change of CPU per operation to functions (docs/explain.md),
+and for a CPU-mask configuration the one that says which extension groups the operation needs.
+
+55  Why: explaining a verdict — one row per slower/faster comparison the worker's own process
+                                 measured (a server under test is another program): the command
+
+Every row is the run's comparisons (``run.analysis.deltas``); nothing is computed here.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from cryptoperf.model import BASELINE
+from cryptoperf.report.render import fragment, md_table
+from cryptoperf.report.sections import Section, register
+from cryptoperf.store.stored_run import StoredRun
+
+LEAD = ("Why a configuration is slower or faster: each command runs profiled blocks of the comparison's two cells "
+        "under perf and attributes the change of CPU per operation to the functions that take it, with "
+        "intervals (docs/explain.md); for a CPU mask, the second says which extension groups the operation "
+        "depends on. The profiled repetitions are separate from this run's.")
+
+
+def anchor(d) -> str:
+    """The HTML id of a comparison's explain row (``explain-<backend>-<label>-<configuration>``)."""
+    return re.sub(r"[^a-z0-9]+", "-", f"{d.backend}-{d.label}-{d.configuration}".lower()).strip("-")
+
+
+def rows(run: StoredRun) -> list[dict[str, str]]:
+    """One row per decided (slower/faster) comparison whose cells have no server under test."""
+    out = []
+    summaries = run.analysis.summaries
+    for d in run.analysis.deltas:
+        if d.verdict is None or d.verdict.kind not in ("slower", "faster"):
+            continue
+        cell = next((s.cell for s in summaries.values() if s.cell.configuration == d.configuration
+                     and s.cell.label == d.label and s.cell.backend == d.backend), None)
+        if cell is None or cell.server is not None:
+            continue
+        command = (f"cryptoperf explain {run.id} --config {shlex.quote(d.configuration)} --reference "
+                   f"{shlex.quote(d.baseline)} --op {shlex.quote(d.label)} --backend {d.backend}")
+        if d.cpu != BASELINE and not cell.is_workload:
+            size = f" --size {cell.size_bytes}" if cell.size_bytes else ""
+            command += f"  ;  cryptoperf explain --extensions --op {cell.op}{size} --backend {d.backend}"
+        out.append({"what": f"{d.label} on {d.backend}: {d.configuration} vs {d.baseline}",
+                    "verdict": d.verdict.text, "command": command, "anchor": anchor(d)})
+    return out
+
+
+@register(order=55)
+def explain(run: StoredRun) -> list[Section]:
+    """"Why: explaining a verdict", for a study run with decided comparisons; nothing without."""
+    if run.study is None:
+        return []
+    table = rows(run)
+    if not table:
+        return []
+    html = fragment("sections/explain.html.j2", lead=LEAD, rows=table)
+    md = LEAD + "\n\n" + md_table(["Comparison", "Verdict", "Explain it"],
+                                  [[r["what"], r["verdict"], f"`{r['command']}`"] for r in table], align="lll")
+    return [Section("explain", "Why: explaining a verdict", html, md)]
