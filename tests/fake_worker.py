@@ -260,7 +260,8 @@ def hello(req):
     send({"type": "hello", "protocol": SPEC.get("protocol", 1), "worker_version": "0.0.0-fake", "build": BUILD,
           "cpu": {"model": "Fake CPU", "flags": ["aes"], "logical_cpus": 2, "tsc": False},
           "cpu_masks": SPEC.get("cpu_masks", CPU_MASKS), "backends": backends, "ops": OPS,
-          "limits": RULES["limits"], "op_params": RULES["op_params"], "param_values": RULES["param_values"]})
+          "limits": RULES["limits"], "op_params": RULES["op_params"], "param_values": RULES["param_values"],
+          "profile_control": RULES.get("profile_control")})
 
 
 def parse_id(run_id):

@@ -413,6 +413,9 @@ fn hello(cpu: &CpuInfo, detail: bool) -> Value {
         "worker_version": env!("CARGO_PKG_VERSION"),
         "build": crate::fips::BUILD,
         "cpu": cpu,
+        // A profiler under control (`perf record --control`) is told the measured window's
+        // edges through the FIFOs these variables name (measure::profile).
+        "profile_control": {"ctl_env": crate::measure::profile::CTL_ENV, "ack_env": crate::measure::profile::ACK_ENV},
         "cpu_masks": CPU_MASKS
             .iter()
             .map(|m| json!({

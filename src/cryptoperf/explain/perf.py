@@ -63,15 +63,18 @@ CTL_ENV, ACK_ENV = "CRYPTOPERF_PROFILE_CTL", "CRYPTOPERF_PROFILE_ACK"
 
 
 def wrapper(directory: Path, worker: str | os.PathLike, out_env: str = "CRYPTOPERF_PERF_OUT",
-            perf: str | None = None) -> Path:
+            perf: str | None = None, exports: "dict[str, str] | None" = None) -> Path:
     """An executable ``directory/worker-under-perf`` that runs ``worker`` with its arguments
     under ``perf record -e cpu-clock`` at ``FREQUENCY_HZ``, writing the samples to the file
     the environment variable ``out_env`` names, its events disabled until the worker enables
     them at its window's start through the FIFOs ``CTL_ENV`` and ``ACK_ENV`` name (set all
-    three per process: ``control_fifos``). Returns its path."""
+    three per process: ``control_fifos``); ``exports`` are set for the worker first (what the
+    orchestrator gives a worker build by its binary's identity, which the wrapper hides: the
+    FIPS build's provider). Returns its path."""
     perf = perf or shutil.which("perf") or "perf"
     path = directory / "worker-under-perf"
-    path.write_text(f'#!/bin/sh\nexec {shlex.quote(perf)} record -q -e cpu-clock -F {FREQUENCY_HZ} -D -1 '
+    env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in (exports or {}).items())
+    path.write_text(f'#!/bin/sh\n{env}exec {shlex.quote(perf)} record -q -e cpu-clock -F {FREQUENCY_HZ} -D -1 '
                     f'--control "fifo:${CTL_ENV},${ACK_ENV}" '
                     f'-o "${out_env}" -- {shlex.quote(str(worker))} "$@"\n')
     path.chmod(path.stat().st_mode | stat.S_IXUSR)

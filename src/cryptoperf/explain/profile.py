@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping
 
-from cryptoperf import cpumask
+from cryptoperf import cpumask, providerbuild
 from cryptoperf.errors import CryptoperfError
 from cryptoperf.explain import perf
 from cryptoperf.explain.attribution import Profile
@@ -43,7 +43,11 @@ def _one(cell: Cell, block: int, workers: Workers, settings: Settings, directory
     """Run ``cell`` once under perf; its profile and ops/s. Raises ProfileError."""
     name = f"{block}-{cell.configuration}"
     out = directory / f"{name}.data"
-    wrapped = perf.wrapper(directory, worker_for(workers, cell), perf=perf_path)
+    worker = worker_for(workers, cell)
+    # what the orchestrator sets for this binary (the FIPS build's provider), which it could
+    # not tell from the wrapper's path
+    exports = {k: v for k, v in providerbuild.worker_env(worker, {}).items()}
+    wrapped = perf.wrapper(directory, worker, perf=perf_path, exports=exports)
     env = {**cpumask.worker_env(cell.cpu), **settings.env, "CRYPTOPERF_PERF_OUT": str(out),
            **perf.control_fifos(directory, name)}
     rep = Repetition(cell, block)
@@ -70,6 +74,15 @@ def window_cpu_ns(result) -> float:
     return both * result.ops if both is not None else float(result.cpu_ns_total)
 
 
+def _tells_window(workers: Workers, cell: Cell) -> bool:
+    """Whether the cell's worker build announces ``profile_control`` in its hello (it enables
+    and disables a profiler at its window's edges)."""
+    from cryptoperf.run.worker import fetch_hello
+    hello = fetch_hello(worker_for(workers, cell))
+    ctl = hello.raw.get("profile_control") or {}
+    return ctl.get("ctl_env") == perf.CTL_ENV and ctl.get("ack_env") == perf.ACK_ENV
+
+
 def run_blocks(a: Cell, b: Cell, blocks: int, workers: Workers, settings: Settings, seed: int = 0,
                perf_path: str | None = None,
                progress: Callable[[int, int, Cell], None] | None = None) -> Profiled:
@@ -79,6 +92,11 @@ def run_blocks(a: Cell, b: Cell, blocks: int, workers: Workers, settings: Settin
     why = perf.unavailable(perf_path)
     if why is not None:
         raise perf.PerfUnavailable(why)
+    for cell in (a, b):
+        if not _tells_window(workers, cell):
+            raise ProfileError(f"the worker build '{cell.build}' ({worker_for(workers, cell)}) does not tell a profiler "
+                               "its window (no profile_control in its hello): rebuild it (`pip install .`, or "
+                               "`cryptoperf setup` for a setup build)")
     rng = random.Random(seed)
     pairs, rates = [], []
     with tempfile.TemporaryDirectory(prefix="cryptoperf-explain-") as tmp:
