@@ -126,10 +126,12 @@ def explain(run_id: str, config: str | None, reference: str | None, op: str | No
     console = err_console()
     prepared = prepare_study(run.study, console=console)
     ref, cell = _cells(prepared, run, config, reference, op, backend)
+    workers = {name: path for name, (path, _) in prepared.workers.items()}
+    profile.check_ready(ref, cell, workers)
     console.print(f"explaining run {run.id} (study {run.study.name}): {config} against {reference}")
     console.print(f"profiling {ref.label} on {ref.backend}: {blocks} blocks of 2 repetitions under perf "
                   f"({prepared.settings.warmup_s:g} s warm-up + {prepared.settings.seconds:g} s each)")
-    profiled = profile.run_blocks(ref, cell, blocks, {name: path for name, (path, _) in prepared.workers.items()}, prepared.settings, seed=run.id,
+    profiled = profile.run_blocks(ref, cell, blocks, workers, prepared.settings, seed=run.id,
                                   progress=lambda b, i, c: console.print(f"  block {b}: {c.configuration}",
                                                                          highlight=False))
     att = attribution.attribute(profiled.pairs)

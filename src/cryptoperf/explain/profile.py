@@ -83,12 +83,9 @@ def _tells_window(workers: Workers, cell: Cell) -> bool:
     return ctl.get("ctl_env") == perf.CTL_ENV and ctl.get("ack_env") == perf.ACK_ENV
 
 
-def run_blocks(a: Cell, b: Cell, blocks: int, workers: Workers, settings: Settings, seed: int = 0,
-               perf_path: str | None = None,
-               progress: Callable[[int, int, Cell], None] | None = None) -> Profiled:
-    """``blocks`` profiled blocks of cells ``a`` (the reference) and ``b``, each block both in
-    a seeded random order. Raises ProfileError when a repetition does not measure, and
-    perf.PerfUnavailable when perf is missing or refused."""
+def check_ready(a: Cell, b: Cell, workers: Workers, perf_path: str | None = None) -> None:
+    """Raise perf.PerfUnavailable when perf cannot sample here, ProfileError when a cell's worker
+    build does not tell a profiler its window (one line each); nothing runs."""
     why = perf.unavailable(perf_path)
     if why is not None:
         raise perf.PerfUnavailable(why)
@@ -97,6 +94,15 @@ def run_blocks(a: Cell, b: Cell, blocks: int, workers: Workers, settings: Settin
             raise ProfileError(f"the worker build '{cell.build}' ({worker_for(workers, cell)}) does not tell a profiler "
                                "its window (no profile_control in its hello): rebuild it (`pip install .`, or "
                                "`cryptoperf setup` for a setup build)")
+
+
+def run_blocks(a: Cell, b: Cell, blocks: int, workers: Workers, settings: Settings, seed: int = 0,
+               perf_path: str | None = None,
+               progress: Callable[[int, int, Cell], None] | None = None) -> Profiled:
+    """``blocks`` profiled blocks of cells ``a`` (the reference) and ``b``, each block both in
+    a seeded random order. Raises ProfileError when a repetition does not measure, and
+    perf.PerfUnavailable when perf is missing or refused."""
+    check_ready(a, b, workers, perf_path)
     rng = random.Random(seed)
     pairs, rates = [], []
     with tempfile.TemporaryDirectory(prefix="cryptoperf-explain-") as tmp:
