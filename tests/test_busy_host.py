@@ -23,7 +23,7 @@ def result(other_pct, cpus=2, steal_pct=0.0):
     own_ticks = total / cpus  # one thread busy all the window
     return SimpleNamespace(total_ticks=total, steal_ticks=round(steal_pct * total / 100),
                            busy_ticks=round(own_ticks + other_pct * total / 100), wall_ns=WALL_NS,
-                           cpu_ns_total=WALL_NS, server=None, device_process_cpu_ns=None)
+                           cpu_ns_total=WALL_NS, server=None, device_process_cpu_ns=None, peer_process_cpu_ns=None)
 
 
 def judge_all(rule, loads, cpus=2):
@@ -37,6 +37,9 @@ def test_a_token_daemons_cpu_is_the_measurements_own_not_other_load():
     assert hostinfo.other_load_pct(r, 2) == pytest.approx(40, abs=1)
     daemon = SimpleNamespace(**{**vars(r), "device_process_cpu_ns": int(0.8 * WALL_NS)})  # 80 % of one CPU: 40 % of two
     assert hostinfo.other_load_pct(daemon, 2) == pytest.approx(0, abs=1)
+    # so is a workload's own client-side process (ike-sa's initiator daemon)
+    peer = SimpleNamespace(**{**vars(r), "peer_process_cpu_ns": int(0.8 * WALL_NS)})
+    assert hostinfo.other_load_pct(peer, 2) == pytest.approx(0, abs=1)
 
 
 def test_constant_load_measured_before_the_study_disturbs_nothing():

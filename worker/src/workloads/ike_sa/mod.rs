@@ -180,6 +180,8 @@ impl Workload for IkeSa {
                 client_key_param: Some("client_key"),
                 ready_file: Some("ready"),
             }),
+            // the files the worker reads (the orchestrator passes them; a study may name them)
+            file_params: &["ca_file", "client_cert", "client_key"],
             server: false,
             ..WorkloadSpec::windowed(&[Mode::Socket], TransactionName { one: "IKE SA", many: "IKE SAs" })
         }
