@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ import numpy as np
 import pytest
 
 from conftest import assert_one_line_error
-from cryptoperf.explain import attribution, perf
+from cryptoperf.explain import attribution, perf, stacks
 from cryptoperf.explain.attribution import Profile
 
 pytestmark = pytest.mark.parallel
@@ -120,15 +121,7 @@ void cryptoperf_test_cold(double ms) { double end = now_ms() + ms; unsigned long
 
 
 def test_a_known_hot_function_is_attributed_to_it(cli, fake_worker, tmp_path):
-    why = perf.unavailable()
-    if why is not None:
-        pytest.skip(why)
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("no C compiler for the test library")
-    (tmp_path / "hot.c").write_text(HOT_C)
-    lib = tmp_path / "libhot.so"
-    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "hot.c")], check=True)
+    lib = _hot_library(tmp_path)
     # b spends 150 ms more CPU per repetition, in cryptoperf_test_hot; both spend 150 ms in the cold one
     fake_worker({"noise_cv": 0.01, "config_factor": {"b": 2.0}, "burn_lib": str(lib),
                  "burn": {"a": {"cryptoperf_test_cold": 150}, "b": {"cryptoperf_test_cold": 150,
@@ -149,6 +142,117 @@ def test_a_known_hot_function_is_attributed_to_it(cli, fake_worker, tmp_path):
     assert doc["sampling_cost"] is not None
     res = cli("list", "--store", store, "--json")
     assert len(json.loads(res.out)["runs"]) == 1
+    # the explanation is kept with the run: every report of it shows the same one
+    _reports_show_the_explanation(cli, store, tmp_path, doc)
+
+
+def _hot_library(tmp_path: Path) -> Path:
+    """libhot.so of HOT_C (skips without perf or a C compiler)."""
+    why = perf.unavailable()
+    if why is not None:
+        pytest.skip(why)
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the test library")
+    (tmp_path / "hot.c").write_text(HOT_C)
+    lib = tmp_path / "libhot.so"
+    subprocess.run([cc, "-O1", "-shared", "-fPIC", "-o", str(lib), str(tmp_path / "hot.c")], check=True)
+    return lib
+
+
+def _flamegraph_expected() -> bool:
+    """Whether the flame graph must be drawn here: inferno is installed, or CI says it is."""
+    required = os.environ.get("CRYPTOPERF_REQUIRE_INFERNO") == "1"
+    if required:
+        assert stacks.missing() is None, stacks.missing()
+    return stacks.missing() is None
+
+
+def _reports_show_the_explanation(cli, store: Path, tmp_path: Path, doc: dict) -> None:
+    """The Markdown, JSON and HTML reports of the latest run show its kept explanation of b."""
+    hot = "cryptoperf_test_hot (libhot.so)"
+    out = {}
+    for fmt in ("md", "json", "html"):
+        path = tmp_path / f"why.{fmt}"
+        path.unlink(missing_ok=True)
+        res = cli("report", "latest", "--format", fmt, "--store", store, "--output", path)
+        assert res.code == 0, res.err
+        out[fmt] = path.read_text()
+    why = out["md"][out["md"].index("## Why"):]
+    assert "explained below" in why and f"| {hot} |" in why, why[:1500]
+    document = json.loads(out["json"])
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((Path(__file__).parent / "fixtures" / "document.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(document)
+    kept = document["explanations"]
+    assert len(kept) == 1 and kept[0]["attribution"]["top"][0] == hot and kept[0]["configuration"] == "b"
+    if doc is not None:  # the same analysis in every output
+        assert kept[0]["attribution"] == doc["attribution"]
+    html = out["html"]
+    assert 'href="#why-openssl-sha256-b"' in html and 'id="why-openssl-sha256-b"' in html
+    assert hot in html
+    if _flamegraph_expected():
+        uri = html.split('<figure class="flamegraph"><img src="data:image/svg+xml;base64,', 1)[1].split('"', 1)[0]
+        svg = base64.b64decode(uri).decode()
+        assert svg.lstrip().startswith("<") and "cryptoperf_test_hot" in svg
+        assert kept[0]["flamegraph"] is True
+    else:
+        assert kept[0]["flamegraph"] is False and "cargo install inferno" in kept[0]["flamegraph_missing"]
+
+
+def test_a_study_with_explain_keeps_its_explanations_and_never_times_the_profiled_repetitions(cli, fake_worker,
+                                                                                                tmp_path):
+    lib = _hot_library(tmp_path)
+    fake_worker({"noise_cv": 0.01, "config_factor": {"b": 2.0}, "burn_lib": str(lib),
+                 "burn": {"a": {"cryptoperf_test_cold": 150}, "b": {"cryptoperf_test_cold": 150,
+                                                                    "cryptoperf_test_hot": 150}}})
+    study = _study(tmp_path, {})
+    study.write_text(study.read_text().replace("warmup_s = 0\n", "warmup_s = 0\nexplain = true\n"))
+    store = tmp_path / "s.sqlite"
+    res = cli("study", study, "--out", tmp_path / "out", "--store", store)
+    assert res.code == 0, res.err
+    assert "explaining 1/1: sha256 on openssl, b against a (3 profiled blocks)" in res.err
+    md = next((tmp_path / "out").glob("*.md")).read_text()
+    assert "| cryptoperf_test_hot (libhot.so) |" in md[md.index("## Why"):]
+    _reports_show_the_explanation(cli, store, tmp_path, None)
+    # the profiled repetitions are not the study's: 2 cells × (calibration + 3 blocks) stored
+    doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    assert len(doc["repetitions"]) == 8 and len(doc["explanations"]) == 1
+    import sqlite3
+    assert sqlite3.connect(store).execute("SELECT count(*) FROM results").fetchone() == (8,)
+
+
+def test_a_study_with_explain_on_a_host_without_perf_says_so_once_and_is_unchanged(cli, fake_worker, tmp_path,
+                                                                                   monkeypatch):
+    fake_worker({"noise_cv": 0.005, "config_factor": {"b": 1.3}})
+    study = _study(tmp_path, {})
+    study.write_text(study.read_text().replace("warmup_s = 0\n", "warmup_s = 0\nexplain = true\n"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    store = tmp_path / "s.sqlite"
+    res = cli("study", study, "--no-report", "--out", tmp_path / "out", "--store", store)
+    assert res.code == 0, res.err
+    lines = [ln for ln in res.err.splitlines() if "explain = true" in ln]
+    assert len(lines) == 1 and "nothing explained: perf is not installed" in lines[0], res.err
+    doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    assert doc["explanations"] == [] and doc["deltas"][0]["verdict"]["kind"] == "slower"
+
+
+def test_folded_stacks_scale_to_the_windows_cpu_per_operation():
+    folded = stacks.parse_folded("worker;main;hot 30\nworker;main;cold 10\nbad line\n")
+    assert folded == Counter({"worker;main;hot": 30, "worker;main;cold": 10})
+    per_op = stacks.ns_per_op(folded, 400.0)
+    assert per_op == {"worker;main;hot": 300.0, "worker;main;cold": 100.0}
+    assert stacks.mean([per_op, {"worker;main;hot": 100.0}]) == {"worker;main;hot": 200.0, "worker;main;cold": 50.0}
+
+
+def test_the_differential_flame_graph_is_drawn_from_both_sides(tmp_path):
+    if not _flamegraph_expected():
+        pytest.skip(stacks.missing())
+    svg = stacks.draw({"w;main;old": 200.0, "w;main;both": 100.0}, {"w;main;new": 300.0, "w;main;both": 100.0},
+                      "title", "subtitle", tmp_path)
+    assert svg is not None and svg.lstrip().startswith("<")
+    assert "new (300,000 ps per operation" in svg and "both (100,000 ps per operation" in svg
+    assert ">old<" not in svg  # a function B no longer runs has no width in B's graph
 
 
 def test_explain_names_what_is_missing_in_one_line(cli, fake_worker, tmp_path):

@@ -11,12 +11,11 @@ import click
 from cryptoperf import __version__
 from cryptoperf.cli.app import cli, err_console, out_console
 from cryptoperf.errors import UsageError
-from cryptoperf.explain import attribution, perf, profile
+from cryptoperf.explain import perf, profile
+from cryptoperf.explain.pair import DEFAULT_BLOCKS, explain_pair
+from cryptoperf.store import explanations
 from cryptoperf.store import stored_run as stored
 from cryptoperf.store.db import FORMAT_VERSION
-
-#: Blocks profiled when not told.
-DEFAULT_BLOCKS = 5
 
 
 def _cells(prepared, run, config: str, reference: str, op: str | None, backend: str | None):
@@ -49,22 +48,6 @@ def _cells(prepared, run, config: str, reference: str, op: str | None, backend: 
         raise UsageError(f"'{op}' loads a server under test: explain profiles the worker's own process, "
                          "not another program's (profile the server with perf directly)")
     return ref, cell
-
-
-def _measured(run, ref, cell) -> dict | None:
-    """The stored run's measured CPU per operation for the pair: the reference's median and the
-    change's interval (``cpu_per_op`` ratio × reference), or None when the run has no such
-    comparison."""
-    s = run.analysis.summaries
-    base = s.get(ref.key)
-    d = next((d for d in run.analysis.deltas if d.configuration == cell.configuration and d.label == cell.label
-              and d.backend == cell.backend and d.size_bytes == cell.size_bytes and d.baseline == ref.configuration),
-             None)
-    if base is None or base.process_cpu_ns_per_op is None or d is None or d.cpu_per_op is None:
-        return None
-    b, i = base.process_cpu_ns_per_op, d.cpu_per_op
-    return {"change_ns_per_op": b * (i.ratio - 1), "low": b * (i.low - 1), "high": b * (i.high - 1),
-            "level": i.level}
 
 
 @cli.command()
@@ -115,38 +98,34 @@ def explain(run_id: str, config: str | None, reference: str | None, op: str | No
     if config is None:
         raise UsageError("give the configuration to explain with --config (or --extensions with --op and --backend)")
     from cryptoperf.engine.prepare import prepare_study
+    from cryptoperf.run.local import utc_now
     with stored.open_store(store_path) as store:
         run = stored.load_run(store, run_id)
-    if run.study is None:
-        raise UsageError(f"run {run.id} is a {run.meta.get('kind')} run; explain reads a study's run")
-    reference = reference or run.study.baseline
-    why = perf.unavailable()  # before anything is built or run
-    if why is not None:
-        raise perf.PerfUnavailable(why)
-    console = err_console()
-    prepared = prepare_study(run.study, console=console)
-    ref, cell = _cells(prepared, run, config, reference, op, backend)
-    workers = {name: path for name, (path, _) in prepared.workers.items()}
-    profile.check_ready(ref, cell, workers)
-    console.print(f"explaining run {run.id} (study {run.study.name}): {config} against {reference}")
-    console.print(f"profiling {ref.label} on {ref.backend}: {blocks} blocks of 2 repetitions under perf "
-                  f"({prepared.settings.warmup_s:g} s warm-up + {prepared.settings.seconds:g} s each)")
-    profiled = profile.run_blocks(ref, cell, blocks, workers, prepared.settings, seed=run.id,
-                                  progress=lambda b, i, c: console.print(f"  block {b}: {c.configuration}",
-                                                                         highlight=False))
-    att = attribution.attribute(profiled.pairs)
-    rates = {k: s.ops_per_s for k, s in run.analysis.summaries.items() if s.ops_per_s}
-    cost = profile.overhead(profiled, rates, ref, cell)
-    measured = _measured(run, ref, cell)
-    doc = {"format_version": FORMAT_VERSION, "kind": "explain", "cryptoperf_version": __version__, "run": run.id,
-           "configuration": cell.configuration, "reference": ref.configuration, "operation": cell.label,
-           "backend": cell.backend, "attribution": att.as_dict(),
-           "sampling_cost": cost, "measured": measured}
+        if run.study is None:
+            raise UsageError(f"run {run.id} is a {run.meta.get('kind')} run; explain reads a study's run")
+        reference = reference or run.study.baseline
+        why = perf.unavailable()  # before anything is built or run
+        if why is not None:
+            raise perf.PerfUnavailable(why)
+        console = err_console()
+        prepared = prepare_study(run.study, console=console)
+        ref, cell = _cells(prepared, run, config, reference, op, backend)
+        workers = {name: path for name, (path, _) in prepared.workers.items()}
+        profile.check_ready(ref, cell, workers)
+        console.print(f"explaining run {run.id} (study {run.study.name}): {config} against {reference}")
+        console.print(f"profiling {ref.label} on {ref.backend}: {blocks} blocks of 2 repetitions under perf "
+                      f"({prepared.settings.warmup_s:g} s warm-up + {prepared.settings.seconds:g} s each)")
+        doc, svg = explain_pair(run, ref, cell, workers, prepared.settings, blocks,
+                                progress=lambda b, i, c: console.print(f"  block {b}: {c.configuration}",
+                                                                       highlight=False))
+        explanations.save(store, run.id, doc, utc_now(), svg)
+    console.print(f"kept with run {run.id}: `cryptoperf report {run.id}` shows it"
+                  + ("" if svg is not None else f" ({doc['flamegraph_missing']})"), highlight=False)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
     from cryptoperf.report.explain import print_attribution
-    print_attribution(out_console(), doc, att)
+    print_attribution(out_console(), doc)
 
 
 def _extensions(op: str | None, backend: str | None, blocks: int, size_bytes: int | None, store_path: str | None,

@@ -97,7 +97,7 @@ def run_study(source: str | os.PathLike | Study | PreparedStudy, *, store: str |
         if check_host:
             check_before_running(plan, out_dir, store, prior, console)
         return _run_study(plan, ex, store=store, out_dir=out_dir, progress=progress, reports=reports,
-                          on_host=on_host, prior=prior, job=job)
+                          on_host=on_host, prior=prior, job=job, console=console)
     finally:
         ex.close()
 
@@ -117,7 +117,7 @@ def check_before_running(prepared: PreparedStudy, out_dir: str | os.PathLike | N
 def _run_study(prepared: PreparedStudy, ex: Any, *, store: str | os.PathLike | None, out_dir: str | os.PathLike | None,
                progress: local.Progress | bool | None, reports: bool,
                on_host: Callable[[dict[str, Any], list[hostinfo.CheckResult], disturbance.Busy | None], None] | None,
-               prior: StoredRun | None = None, job: str | None = None) -> "StudyRun":
+               prior: StoredRun | None = None, job: str | None = None, console: Any = None) -> "StudyRun":
     """``run_study`` once its prepared study and executor are made (and, to resume, the run it
     continues): see there."""
     if progress is True:
@@ -203,12 +203,29 @@ def _run_study(prepared: PreparedStudy, ex: Any, *, store: str | os.PathLike | N
             run = StudyRun.from_outcomes(meta, s, outcomes, prepared.analysis)
             run.store_path = st.path if st.path is not None else st.location
             run.executor, run.retried_blocks, run.failed_blocks = ex.name, ex.retried_blocks, ex.failed_blocks
+            if status == "complete" and s.explain:
+                run.explanations = _explain(run, prepared, st, console)
             if out_dir is not None:
                 run.json_path = report_json.write(report_json.study_document(run, st.location),
                                                   report_json.result_path(out_dir, s.name, started, run_id))
         if reports and out_dir is not None and run.json_path is not None:
             run.reports = report_formats.write_beside(run, run.json_path, ("html", "md"), st.location)
     return run
+
+
+def _explain(run: "StudyRun", prepared: PreparedStudy, st: Store, console: Any) -> list[dict[str, Any]]:
+    """``explain = true``: the run's decided comparisons explained and kept with it
+    (``explain.pair.explain_decided``), on this machine — not after a run whose repetitions ran
+    on Ray nodes (one line says so: ``cryptoperf explain`` on a node explains one there)."""
+    from rich.console import Console
+
+    from cryptoperf.explain.pair import explain_decided
+    console = console if console is not None else Console(stderr=True)
+    if run.executor != "local":
+        console.print(f"explain = true: not on {run.executor}: the repetitions ran on other machines; run "
+                      f"`cryptoperf explain {run.id} --config ...` on one of them")
+        return []
+    return explain_decided(run, prepared, st, console)
 
 
 def calibrated(cells: Sequence[Cell], outcomes: Sequence[Outcome]) -> tuple[dict, list[Cell]]:

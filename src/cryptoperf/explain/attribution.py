@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -30,11 +30,13 @@ from cryptoperf.explain.perf import FREQUENCY_HZ
 @dataclass(frozen=True)
 class Profile:
     """One profiled repetition: ``samples`` per function, the window's ``ops`` and its measuring
-    threads' CPU ``cpu_ns`` (ns)."""
+    threads' CPU ``cpu_ns`` (ns), and ``stacks``: samples per call stack (``stacks.folded``;
+    empty without inferno)."""
 
     samples: Counter
     ops: int
     cpu_ns: float
+    stacks: Counter = field(default_factory=Counter)
 
     @property
     def ns_per_op(self) -> float:
@@ -71,6 +73,11 @@ class Row:
         ``share``."""
         return {"function": self.function, "a_ns_per_op": self.a_ns, "b_ns_per_op": self.b_ns,
                 "change_ns_per_op": self.change.as_dict(), "share": self.share}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Row":
+        """The row ``as_dict`` wrote."""
+        return cls(d["function"], d["a_ns_per_op"], d["b_ns_per_op"], _estimate(d["change_ns_per_op"]), d["share"])
 
 
 @dataclass(frozen=True)
@@ -109,6 +116,22 @@ class Attribution:
                 "top": [r.function for r in self.top()], "top_share": self.top_share(),
                 "a_ns_per_op": self.a_ns, "b_ns_per_op": self.b_ns, "blocks": self.blocks,
                 "window_share": self.window_share}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Attribution":
+        """The attribution ``as_dict`` wrote (a stored explanation's ``attribution``)."""
+        return cls(tuple(Row.from_dict(r) for r in d["rows"]), _estimate(d["total_change_ns_per_op"]),
+                   d["a_ns_per_op"], d["b_ns_per_op"], d["blocks"], d["window_share"])
+
+    @property
+    def decided(self) -> bool:
+        """Whether the total change's interval excludes 0 (then shares of it are given)."""
+        t = self.total
+        return t.low is not None and t.high is not None and (t.low > 0 or t.high < 0)
+
+
+def _estimate(d: Mapping[str, Any]) -> stats.Estimate:
+    return stats.Estimate(d["value"], d["ci_low"], d["ci_high"], d["level"], d["n"])
 
 
 def _paired(values: Sequence[float], level: float) -> stats.Estimate:

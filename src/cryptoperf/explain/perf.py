@@ -23,6 +23,20 @@ from cryptoperf.errors import CryptoperfError
 
 #: Samples per second per CPU (a prime, so that it does not beat with periodic work).
 FREQUENCY_HZ = 4999
+#: How perf records each sample's call chain (for the flame graph): ``dwarf`` copies the top of
+#: the stack with every sample and unwinds it afterwards from the binaries' unwind tables, which
+#: works through code built without frame pointers (Rust, the libraries' assembly) where ``fp``
+#: stops; bytes copied per sample.
+CALL_GRAPH = "dwarf,16384"
+#: Environment variable that replaces CALL_GRAPH (``none``: no call chains, no flame graph).
+CALL_GRAPH_ENV = "CRYPTOPERF_PERF_CALL_GRAPH"
+
+
+def call_graph() -> str:
+    """perf record's call-chain option (``--call-graph MODE `` or nothing), from CALL_GRAPH_ENV or
+    CALL_GRAPH."""
+    mode = os.environ.get(CALL_GRAPH_ENV, CALL_GRAPH)
+    return "" if mode == "none" else f"--call-graph {shlex.quote(mode)} "
 #: What to install where perf is missing.
 INSTALL = "Debian: apt-get install linux-perf; Ubuntu: apt-get install linux-tools-generic"
 
@@ -74,7 +88,7 @@ def wrapper(directory: Path, worker: str | os.PathLike, out_env: str = "CRYPTOPE
     perf = perf or shutil.which("perf") or "perf"
     path = directory / "worker-under-perf"
     env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in (exports or {}).items())
-    path.write_text(f'#!/bin/sh\n{env}exec {shlex.quote(perf)} record -q -e cpu-clock -F {FREQUENCY_HZ} -D -1 '
+    path.write_text(f'#!/bin/sh\n{env}exec {shlex.quote(perf)} record -q -e cpu-clock -F {FREQUENCY_HZ} -D -1 {call_graph()}'
                     f'--control "fifo:${CTL_ENV},${ACK_ENV}" '
                     f'-o "${out_env}" -- {shlex.quote(str(worker))} "$@"\n')
     path.chmod(path.stat().st_mode | stat.S_IXUSR)

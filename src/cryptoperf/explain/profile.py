@@ -17,7 +17,7 @@ from typing import Callable, Mapping
 
 from cryptoperf import cpumask, providerbuild
 from cryptoperf.errors import CryptoperfError
-from cryptoperf.explain import perf
+from cryptoperf.explain import perf, stacks
 from cryptoperf.explain.attribution import Profile
 from cryptoperf.model import Cell, Repetition
 from cryptoperf.run.local import Workers, worker_for
@@ -59,10 +59,11 @@ def _one(cell: Cell, block: int, workers: Workers, settings: Settings, directory
     if not result.ops or not result.cpu_ns_total or not result.wall_ns:
         raise ProfileError(f"{cell.key}: the profiled repetition measured no operation or no CPU")
     samples = perf.samples(out, perf_path)
+    folded = stacks.folded(out, perf_path)
     out.unlink(missing_ok=True)
     if not samples:
         raise ProfileError(f"{cell.key}: perf recorded no sample (is the window long enough? seconds = {settings.seconds:g})")
-    return Profile(samples, int(result.ops), window_cpu_ns(result)), result.ops / (result.wall_ns / 1e9)
+    return Profile(samples, int(result.ops), window_cpu_ns(result), folded), result.ops / (result.wall_ns / 1e9)
 
 
 def window_cpu_ns(result) -> float:

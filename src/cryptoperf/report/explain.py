@@ -1,8 +1,10 @@
-"""The terminal table of ``cryptoperf explain``: the functions that take a CPU difference, from
-the attribution's document (``cli.explain``), which is also what ``--json`` prints."""
+"""How an explanation is shown: the functions that take a CPU difference, from the explain
+document (``explain.pair``), which ``--json`` prints and the store keeps — one ``view`` of it that
+the terminal, the Markdown and the HTML report each lay out."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 from rich.console import Console
@@ -11,6 +13,7 @@ from rich.table import Table
 
 from cryptoperf.explain.attribution import Attribution
 from cryptoperf.explain.extensions import MaskRow
+from cryptoperf.report.render import md_table
 from cryptoperf.report.text import fmt_ns
 
 #: Rows shown: the ones covering this share of the change, at least AT_LEAST, at most AT_MOST.
@@ -29,49 +32,84 @@ def _interval(e) -> str:
     return f"{_signed(e.value)} [{_signed(e.low)}, {_signed(e.high)}]"
 
 
-def print_attribution(console: Console, doc: Mapping[str, Any], att: Attribution) -> None:
-    """Print the attribution: a lead line with the total change, the table of the functions
-    that take most of it, and what the study measured and what sampling cost."""
-    console.print(f"{doc['operation']} on {doc['backend']}: {doc['configuration']} against {doc['reference']}, "
-                  f"{att.blocks} profiled blocks: CPU per operation {fmt_ns(att.a_ns)} → {fmt_ns(att.b_ns)}, "
-                  f"change {_interval(att.total)} (95 %)")
-    decided = att.total.low is not None and (att.total.low > 0 or att.total.high < 0)
+@dataclass(frozen=True)
+class View:
+    """An explanation as every output shows it: the ``lead`` line, the table (``columns``,
+    ``rows`` of formatted cells: the functions that take most of the change) and the ``notes``
+    under it (what the top rows add up to, what the study measured, the sampling cost)."""
+
+    lead: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+    notes: tuple[str, ...]
+
+
+def view(doc: Mapping[str, Any]) -> View:
+    """The ``View`` of an explain document (``explain.pair.explain_pair``'s, or a stored one)."""
+    att = Attribution.from_dict(doc["attribution"])
+    size = f" ({doc['size_bytes']} B)" if doc.get("size_bytes") else ""
+    lead = (f"{doc['operation']}{size} on {doc['backend']}: {doc['configuration']} against {doc['reference']}, "
+            f"{att.blocks} profiled blocks: CPU per operation {fmt_ns(att.a_ns)} → {fmt_ns(att.b_ns)}, "
+            f"change {_interval(att.total)} (95 %)")
+    decided = att.decided
     rows = list(att.top(COVERING)) if decided else []
     rows = (rows + [r for r in att.rows[len(rows):AT_LEAST]])[:AT_MOST]
-    t = Table(show_lines=False)
-    for name, justify in (("function (library)", "left"), (f"{doc['reference']} ns/op", "right"),
-                          (f"{doc['configuration']} ns/op", "right"), ("change ns/op (95 % CI)", "right"),
-                          ("share", "right")):
-        t.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for r in rows:
-        t.add_row(escape(r.function), fmt_ns(r.a_ns), fmt_ns(r.b_ns), _interval(r.change),
-                  f"{100 * r.share:.0f} %" if decided else "—")
-    console.print(t)
-    top = att.top()
-    if not decided:
+    columns = ("function (library)", f"{doc['reference']} ns/op", f"{doc['configuration']} ns/op",
+               "change ns/op (95 % CI)", "share")
+    cells = tuple((r.function, fmt_ns(r.a_ns), fmt_ns(r.b_ns), _interval(r.change),
+                   f"{100 * r.share:.0f} %" if decided else "—") for r in rows)
+    return View(lead, columns, cells, tuple(_notes(doc, att)))
+
+
+def _notes(doc: Mapping[str, Any], att: Attribution) -> list[str]:
+    notes = []
+    if not att.decided:
         moved = [r.function for r in att.rows if r.change.low is not None and (r.change.low > 0 or r.change.high < 0)]
-        console.print(f"the total change is not distinguishable from 0 in {att.blocks} profiled blocks, so no share of "
-                      "it is given (more --blocks would sharpen it)")
+        notes.append(f"the total change is not distinguishable from 0 in {att.blocks} profiled blocks, so no share "
+                     "of it is given (more --blocks would sharpen it)")
         if moved:
             names = ", ".join(moved[:NAMED]) + (f" and {len(moved) - NAMED} more" if len(moved) > NAMED else "")
-            console.print(escape(f"{len(moved)} function(s) changed beyond their own intervals (the work moved "
-                                 f"between them): {names}"))
+            notes.append(f"{len(moved)} function(s) changed beyond their own intervals (the work moved between "
+                         f"them): {names}")
     else:
+        top = att.top()
         names = ", ".join(r.function for r in top[:NAMED]) + (f" and {len(top) - NAMED} more" if len(top) > NAMED else "")
-        console.print(escape(f"{len(top)} function(s) add up to {100 * att.top_share():.0f} % of the change: {names}"))
+        notes.append(f"{len(top)} function(s) add up to {100 * att.top_share():.0f} % of the change: {names}")
     m = doc.get("measured")
     if m:
-        console.print(f"the study measured a change of {_signed(m['change_ns_per_op'])} "
-                      f"[{_signed(m['low'])}, {_signed(m['high'])}] per operation (run {doc['run']})")
+        notes.append(f"the study measured a change of {_signed(m['change_ns_per_op'])} "
+                     f"[{_signed(m['low'])}, {_signed(m['high'])}] per operation (run {doc['run']})")
     else:
-        console.print(f"run {doc['run']} has no CPU comparison of this pair to set beside it")
+        notes.append(f"run {doc['run']} has no CPU comparison of this pair to set beside it")
     if doc.get("sampling_cost") is not None:
-        console.print(f"sampling cost: the profiled repetitions ran at {100 * (1 + doc['sampling_cost']):.0f} % "
-                      "of the study's ops/s (none of their figures enters the study)")
+        notes.append(f"sampling cost: the profiled repetitions ran at {100 * (1 + doc['sampling_cost']):.0f} % "
+                     "of the study's ops/s (none of their figures enters the study)")
     if att.window_share < 0.8:
-        console.print(f"note: the measured window was {100 * att.window_share:.0f} % of the CPU sampled in the "
-                      "worker (start-up, known-answer tests and warm-up are the rest, spread over the window's "
-                      "functions); a study with longer seconds sharpens it")
+        notes.append(f"the measured window was {100 * att.window_share:.0f} % of the CPU sampled in the worker "
+                     "(start-up, known-answer tests and warm-up are the rest, spread over the window's functions); "
+                     "a study with longer seconds sharpens it")
+    return notes
+
+
+def print_attribution(console: Console, doc: Mapping[str, Any]) -> None:
+    """Print the explanation's ``view``: its lead line, table and notes."""
+    v = view(doc)
+    console.print(escape(v.lead))
+    t = Table(show_lines=False)
+    for i, name in enumerate(v.columns):
+        t.add_column(escape(name), justify="left" if i == 0 else "right")
+    for r in v.rows:
+        t.add_row(*(escape(c) for c in r))
+    console.print(t)
+    for note in v.notes:
+        console.print(escape(note))
+
+
+def markdown(doc: Mapping[str, Any]) -> str:
+    """The explanation's ``view`` as Markdown: lead, table, notes."""
+    v = view(doc)
+    return "\n\n".join([v.lead, md_table(list(v.columns), [list(r) for r in v.rows], align="lrrrr"),
+                         "\n".join(f"- {n}" for n in v.notes)])
 
 
 def print_extensions(console: Console, doc: Mapping[str, Any], rows: "list[MaskRow]") -> None:

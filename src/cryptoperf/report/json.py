@@ -97,7 +97,14 @@ def study_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:
             "analysis": run.analysis.as_dict(),
             "repetitions": [rows.repetition_entry(o) for o in run.outcomes],
             "cells": [s.as_dict() for s in run.summaries.values()],
-            "deltas": [d.as_dict() for d in run.deltas]}
+            "deltas": [d.as_dict() for d in run.deltas],
+            "explanations": [explanation_entry(e) for e in run.explanations]}
+
+
+def explanation_entry(explanation: dict[str, Any]) -> dict[str, Any]:
+    """A stored explanation as the study document lists it: the explain document and when it
+    was made (its flame graph is in the HTML report and the store, not in the JSON)."""
+    return {k: v for k, v in explanation.items() if k != "flamegraph_svg"}
 
 
 def run_document(run: StoredRun, store_path: str | Path) -> dict[str, Any]:

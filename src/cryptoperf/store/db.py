@@ -60,6 +60,11 @@ FORMAT CHANGELOG (``FORMAT_VERSION``; also the JSON documents' ``format_version`
     (they keep the worker's counters, from which every figure is derived when a run is
     loaded): the upgrade only records the new version, so that an older cryptoperf, whose
     documents would name the figure the old way, refuses the store.
+    Later in format 4, without a version change: table ``explanations`` (``store.explanations``),
+    made the first time an explanation is kept — what ``cryptoperf explain`` or a study's
+    ``explain = true`` found about one comparison of a run: the explain document and its
+    differential flame graph; older readers ignore the table. A study document gains
+    ``explanations`` (those documents, without the flame graph).
 Upgrades: one function per version step in ``_UPGRADES``, run in one transaction (DDL
 included: all or nothing); tests/fixtures keeps a store of every old version.
 """

@@ -21,6 +21,7 @@ from cryptoperf import analysis, hostinfo, speedstats
 from cryptoperf.errors import NoSuchRun, StoreError, UsageError
 from cryptoperf.schedule import looks
 from cryptoperf.model import Cell, CellSummary, Delta, Outcome, paired
+from cryptoperf.store import explanations
 from cryptoperf.store.db import FORMAT_VERSION, Location, Store
 from cryptoperf.study import Study, options_for, parse
 
@@ -39,6 +40,8 @@ class StoredRun:
             ``speed`` run, ``analysis.speed``), computed once (``analysis.analyse``).
         row_ids: the ``results`` row id of each outcome, in the same order, when read back
             from a store ([] when built in memory).
+        explanations: the explanations kept with the run (``store.explanations.load``: each
+            an explain document with its ``flamegraph_svg``), oldest first.
     """
 
     meta: dict[str, Any]
@@ -46,6 +49,7 @@ class StoredRun:
     outcomes: list[Outcome]
     analysis: analysis.Analysis
     row_ids: list[int] = field(default_factory=list)
+    explanations: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def id(self) -> int:
@@ -232,6 +236,7 @@ def load_run(store: Store, run_id: str | int | None = None) -> StoredRun:
         outcomes = paired(outcomes, study.pairing())
     run = StoredRun.from_outcomes(meta, study, outcomes, analysis_settings(meta, study))
     run.row_ids = list(stored)
+    run.explanations = explanations.load(store, rid)
     return run
 
 

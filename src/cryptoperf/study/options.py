@@ -110,6 +110,13 @@ OPTIONS: tuple[Option, ...] = (
            "are about larger changes, or a block takes minutes): the dry run and the start of the "
            "study print it after the power figure when the design misses 5 %, and warn when it "
            "misses it without one."),
+    Option("study", "explain", "bool", False,
+           "After the last block, explain every decided (slower or faster) comparison the worker's "
+           "own process measured: 3 profiled blocks of its two cells under `perf record` (separate "
+           "repetitions; none of their figures enters the study), attributed to functions, kept "
+           "with the run, and shown in its reports with a differential flame graph "
+           "(`cryptoperf explain` does one comparison on demand). Needs perf; without it, one line "
+           "says so and the study is unchanged."),
     Option("study", "margin_pct", "float", 2.0,
            "Equivalence margin m: a comparison whose interval lies inside ± m % is 'equivalent "
            "within ± m %'; one whose interval straddles 0 and reaches past ± m % is "

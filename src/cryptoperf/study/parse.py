@@ -340,7 +340,7 @@ class _Parser:
             operations=tuple(operations), source=self.source, work_dir=work_dir,
             hosts=tuple(HostSelector.parse(h) for h in s["hosts"] or () if h != EVERY_NODE),
             every_node=EVERY_NODE in (s["hosts"] or ()), slices_on=s["slices_on"], power_note=" ".join(s["power_note"].split()),
-            contrasts=self.contrasts(s["baseline"], configs, backends))
+            explain=s["explain"], contrasts=self.contrasts(s["baseline"], configs, backends))
         _check_templates(study, self.stored)
         return study
 

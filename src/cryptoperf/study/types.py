@@ -166,7 +166,8 @@ class Study:
     are the node selectors of ``[study] hosts`` (without ``every-node``, which sets
     ``every_node``); only the Ray executor reads them, and ``slices_on`` (``host`` or
     ``nodes``: a job's slices each on its own Ray node). ``power_note`` says why the design need
-    not find a 5 % change at CV 3 % ('' when it gives no reason). ``contrasts`` are the
+    not find a 5 % change at CV 3 % ('' when it gives no reason). ``explain``: explain the decided
+    comparisons after the last block (``explain.pair.explain_decided``). ``contrasts`` are the
     ``[[contrast]]`` pairs compared besides every configuration against the baseline.
     """
 
@@ -199,6 +200,7 @@ class Study:
     every_node: bool = False
     slices_on: str = "host"
     power_note: str = ""
+    explain: bool = False
     contrasts: tuple[Contrast, ...] = ()
 
     def configuration(self, name: str) -> Configuration:
