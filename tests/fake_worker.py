@@ -42,7 +42,8 @@ The script is JSON in the environment variable FAKE_WORKER_SPEC (all keys option
   stderr_noise    true: write a log line to stderr for each request
   cpu_masks       list of {name, openssl_ia32cap} announced in hello (default: the real worker's)
   mask_factor     {"<mask>": factor} multiplies the latency when the worker was STARTED with that
-                  mask's OPENSSL_ia32cap (read from its own environment, as the libraries do)
+                  mask's OPENSSL_ia32cap (read from its own environment, as the libraries do); masks
+                  joined by '+' multiply their parts' factors unless the joined name has its own
   mask_ignored    ["<backend>"]: a masked run on that backend answers invalid, "capability mask
                   not applied: ..." (what the real worker says when a library ignores the mask)
   result_fields   {"<configuration>#<block>": {field: value}} replaces those fields of that
@@ -485,12 +486,50 @@ def burn(config):
     say("disable")
 
 
+def joined_value(mask):
+    """OPENSSL_ia32cap of masks joined by '+' (every bit any clears), as the real worker reads
+    such a name; None for anything else."""
+    names = str(mask).split("+")
+    known = {m["name"]: m["openssl_ia32cap"] for m in CPU_MASKS}
+    if len(names) < 2 or len(set(names)) != len(names) or any(n not in known or n == "baseline" for n in names):
+        return None
+    words = [0] * len(known["baseline"].split(":"))
+    for n in names:
+        for i, w in enumerate(known[n].split(":")):
+            words[i] |= int(w.removeprefix("~0x"), 16)
+    return ":".join(f"~0x{w:016x}" for w in words)
+
+
+def env_mask_factor():
+    """The latency factor of the mask this worker was started with (``mask_factor``): a joined
+    mask's own when scripted, else the product of its parts'."""
+    factors = SPEC.get("mask_factor", {})
+    for m in CPU_MASKS:
+        if ENV is not None and m["openssl_ia32cap"] == ENV:
+            return factors.get(m["name"], 1.0)
+    for name in factors:
+        if ENV is not None and joined_value(name) == ENV:
+            return factors[name]
+    names = [m["name"] for m in CPU_MASKS if m["name"] != "baseline"]
+    import itertools
+    for k in range(2, len(names) + 1):
+        for combo in itertools.combinations(names, k):
+            if ENV is not None and joined_value("+".join(combo)) == ENV:
+                out = 1.0
+                for n in combo:
+                    out *= factors.get(n, 1.0)
+                return out
+    return 1.0
+
+
 def mask_answered(req, base, backend, mask):
     """Answer a run whose ``cpu_mask`` the fake refuses (unknown: an error; a library without a
     mask: unsupported; a mask not applied: invalid) and return True; else note the capabilities
     it clears in ``base`` and return False."""
     rid = req.get("id", "")
     wanted = {m["name"]: m for m in CPU_MASKS}
+    if joined_value(mask) is not None:
+        wanted[mask] = {"name": mask, "openssl_ia32cap": joined_value(mask)}
     if mask not in wanted:
         return refuse(rid, "bad_params", f"unknown cpu_mask '{mask}'") or True
     if backend not in MASKABLE:
@@ -526,8 +565,7 @@ def scripted_latency(rid, backend, op, params, size, config, rep):
     latency *= SPEC.get("config_factor", {}).get(config, 1.0)
     if BUILD == "fips":
         latency *= SPEC.get("fips_factor", 1.0)
-    env_mask = next((m["name"] for m in CPU_MASKS if ENV is not None and m["openssl_ia32cap"] == ENV), None)
-    latency *= SPEC.get("mask_factor", {}).get(env_mask, 1.0)
+    latency *= env_mask_factor()
     factors = SPEC.get("rep_factors") or [1.0]
     latency *= factors[(rep - 1) % len(factors)]
     cv = SPEC.get("noise_cv")

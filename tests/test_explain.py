@@ -28,22 +28,36 @@ from cryptoperf.explain.attribution import Profile
 
 pytestmark = pytest.mark.parallel
 
-REPORT = """\
-# comment lines are skipped
-#
-          1200  cryptoperf-worker     [.] aws_lc_0_47_0_bn_sqrx8x_internal
-           300  /usr/lib/x86_64-linux-gnu/libcrypto.so.3  [.] 0x0000000000130e78
-            20  /usr/lib/x86_64-linux-gnu/libcrypto.so.3  [.] 0x0000000000130e7e
-            15  /usr/lib/x86_64-linux-gnu/libcrypto.so.3  [.] BN_CTX_get
-             7  [kernel.kallsyms]     [k] exc_page_fault
+# perf script's text: samples with call chains (leaf first), and one without (its frame on the
+# header line, as perf prints it when no call chain was recorded)
+SCRIPT = """\
+cryptoperf-work   739   829.471847:     200040 cpu-clock: \n\
+\t    55d1a2b3c4d5 aws_lc_0_47_0_bn_sqrx8x_internal+0x19 (/usr/bin/cryptoperf-worker)
+\t    55d1a2b3c4e0 aws_lc_0_47_0_BN_mod_exp_mont_consttime+0x2bb (/usr/bin/cryptoperf-worker)
+
+cryptoperf-work   739   829.471900:     200040 cpu-clock: \n\
+\t    7f1967e9c33c [unknown] (/usr/lib/x86_64-linux-gnu/libcrypto.so.3)
+\t    7f1967e9c000 [unknown] (/usr/lib/x86_64-linux-gnu/libcrypto.so.3)
+\t    7f1967df61e5 BN_mod_exp_mont_consttime_x2+0x15 (/usr/lib/x86_64-linux-gnu/libcrypto.so.3)
+\t    55d1a2b3c4e0 main+0x2bb (/usr/bin/cryptoperf-worker)
+
+cryptoperf-work   739   829.472000:     200040 cpu-clock: \n\
+\t    7f1967e9c33c [unknown] (/usr/lib/x86_64-linux-gnu/libcrypto.so.3)
+\t    55d1a2b3c4e0 main+0x2bb (/usr/bin/cryptoperf-worker)
+
+         openssl   905   843.604068:    1001001 cpu-clock:  ffffffff821c5444 exc_page_fault+0xc4 ([kernel.kallsyms])
+         openssl   905   843.605071:    1001001 cpu-clock:      7f1967df61e5 BN_CTX_get+0x15 (/usr/lib/x86_64-linux-gnu/libcrypto.so.3)
 """
 
 
-def test_perf_report_lines_become_samples_per_function():
-    got = perf.parse_report(REPORT)
-    assert got == Counter({"aws_lc_0_47_0_bn_sqrx8x_internal (cryptoperf-worker)": 1200,
-                           "libcrypto.so.3 (unresolved)": 320, "BN_CTX_get (libcrypto.so.3)": 15,
-                           "exc_page_fault (kernel)": 7})
+def test_perf_script_samples_become_samples_per_function():
+    """A known leaf is its function; a stripped library's internal code is its library under the
+    nearest caller in it with a symbol (else the library alone); the kernel is the kernel."""
+    got = perf.parse_script(SCRIPT)
+    assert got == Counter({"aws_lc_0_47_0_bn_sqrx8x_internal (cryptoperf-worker)": 1,
+                           "libcrypto.so.3 (unresolved, under BN_mod_exp_mont_consttime_x2)": 1,
+                           "libcrypto.so.3 (unresolved)": 1, "BN_CTX_get (libcrypto.so.3)": 1,
+                           "exc_page_fault (kernel)": 1})
 
 
 def _profile(costs: dict[str, float], ops: int = 1000) -> Profile:
@@ -64,6 +78,24 @@ def test_the_parts_add_up_to_each_repetitions_measured_cpu_and_the_change():
     # a code path replaced by another: each side exceeds the total; together they make it
     assert [r.function for r in att.top()] == ["bn_mulx", "rsaz_avx2"]
     assert att.top_share() == pytest.approx(1.0, abs=0.02)
+    # by library: what moved between two functions of one library is one row
+    lib = attribution.attribute([(_profile({"f (liba)": 500, "g (liba)": 300}), _profile({"h (liba)": 700,
+                                                                                          "libb (unresolved)": 40}))])
+    assert [(r.function, round(r.change.value)) for r in lib.libraries] == [("liba", -100), ("libb", 40)]
+
+
+def test_on_the_studys_scale_the_parts_add_up_to_the_studys_change():
+    """Profiled repetitions run ~10 % above the study (the sampler's cost); scaled per side to
+    the study's CPU per operation, the functions add up to the study's change exactly, and
+    each keeps its share."""
+    pairs = [(_profile({"common": 550, "old": 330}), _profile({"common": 550, "new": 440})) for _ in range(3)]
+    scale = attribution.study_scale(pairs, 800.0, 900.0)  # what the study measured: A 800, B 900
+    assert scale == pytest.approx((800 / 880, 900 / 990))
+    att = attribution.attribute(pairs, scale=scale)
+    assert (att.a_ns, att.b_ns) == pytest.approx((800.0, 900.0))
+    assert att.total.value == pytest.approx(100.0) and sum(r.change.value for r in att.rows) == pytest.approx(100.0)
+    rows = {r.function: r for r in att.rows}
+    assert rows["old"].a_ns == pytest.approx(300.0, rel=1e-5) and rows["new"].b_ns == pytest.approx(400.0, rel=1e-5)
 
 
 def coverage(blocks: int, sd_ns: float, trials: int = 3000, seed: int = 11) -> tuple[float, float]:
@@ -87,6 +119,42 @@ def test_the_change_intervals_cover_as_often_as_they_say(blocks, sd):
     total, fn = coverage(blocks, sd)
     assert 0.93 <= total <= 0.97, total
     assert fn >= 0.93, fn  # sampling rounding only, the hot function's own cost has no noise
+
+
+def interaction_trials(true_ratio: float, blocks: int, cv: float, trials: int = 2000, seed: int = 11):
+    """Extension studies simulated through ``extensions.interaction``: two masks slowing the
+    operation 2× and 1.3× alone, together 2.6 × ``true_ratio``; per block a drift every
+    configuration shares (5 %) and each repetition's own lognormal noise ``cv``. Returns the
+    interval's coverage of ``true_ratio`` and how often each verdict came out."""
+    from types import SimpleNamespace
+
+    from cryptoperf.explain import extensions
+    rng = np.random.default_rng(seed)
+    factors = {"all": 1.0, "m1": 2.0, "m2": 1.3, extensions.TOGETHER: 2.6 * true_ratio}
+    covered, kinds = 0, Counter()
+    for _ in range(trials):
+        drift = rng.normal(0, 0.05, blocks)
+        summaries = {name: SimpleNamespace(cell=SimpleNamespace(configuration=name), p50_by_block_ns={
+            b + 1: 1000 * f * float(np.exp(drift[b] + rng.normal(0, cv))) for b in range(blocks)})
+            for name, f in factors.items()}
+        r = extensions.interaction(summaries, ["m1", "m2"], 0.95, 2.0)
+        covered += r.low <= true_ratio <= r.high
+        kinds[r.kind] += 1
+    return covered / trials, {k: v / trials for k, v in kinds.items()}
+
+
+@pytest.mark.parametrize("blocks, cv", [(5, 0.01), (8, 0.02), (16, 0.03)])
+def test_the_interaction_interval_covers_and_rarely_calls_additive_groups_interacting(blocks, cv):
+    """Figures in docs/methodology.md ("Do extension groups add up?")."""
+    coverage, kinds = interaction_trials(1.0, blocks, cv)
+    assert 0.93 <= coverage <= 0.97, coverage
+    # a false "they do not add up" at most the interval's 5 % (2.5 % each way)
+    assert kinds.get("more together", 0) + kinds.get("less together", 0) <= 0.06, kinds
+
+
+def test_a_real_interaction_is_found():
+    coverage, kinds = interaction_trials(1.15, 8, 0.01)
+    assert 0.93 <= coverage <= 0.97 and kinds.get("more together", 0) >= 0.95, (coverage, kinds)
 
 
 def test_without_perf_explain_says_so_in_one_line(tmp_path, monkeypatch):
@@ -276,7 +344,9 @@ def test_extension_attribution_names_the_group_an_operation_depends_on(cli, fake
     from cryptoperf import hostinfo
     # a CPU with everything but AVX-512 (the fake's numbers do not depend on the host's)
     monkeypatch.setattr(hostinfo, "cpu_flags", lambda names: {n: not n.startswith("avx512") for n in names})
-    fake_worker({"noise_cv": 0.01, "mask_factor": {"no-aesni": 3.0, "no-bignum": 1.02}})
+    # masked together, AES-NI and the big-number group cost more than each alone says (3 × 1.02)
+    fake_worker({"noise_cv": 0.01, "mask_factor": {"no-aesni": 3.0, "no-bignum": 1.02,
+                                                   "no-aesni+no-shani+no-avx2+no-bignum": 4.5}})
     store = tmp_path / "e.sqlite"
     res = cli("explain", "--extensions", "--op", "aes-128-gcm-seal", "--size", "1024", "--backend", "openssl",
               "--blocks", "4", "--store", store, "--json")
@@ -289,10 +359,39 @@ def test_extension_attribution_names_the_group_an_operation_depends_on(cli, fake
     assert groups["no-aesni"]["clears"] == ["aes", "pclmulqdq", "vaes", "vpclmulqdq"]
     assert doc["depends_on"][0] == "no-aesni" and groups["no-aesni"]["share"] > 0.9
     assert groups["no-shani"]["kind"] in ("equivalent", "inconclusive") and groups["no-shani"]["share"] is None
+    inter = doc["interaction"]
+    assert inter["masks"] == ["no-aesni", "no-shani", "no-avx2", "no-bignum"]  # no-avx512 is inside no-avx2
+    assert inter["kind"] == "more together" and inter["ratio"] == pytest.approx(4.5 / 3.06, rel=0.05), inter
+    assert "do not add up" in inter["text"]
     # the study is stored like any other
     assert len(json.loads(cli("list", "--store", store, "--json").out)["runs"]) == 1
     res = cli("explain", "--extensions", "--op", "aes-128-gcm-seal", "--store", store)
     assert_one_line_error(res, "--extensions needs the operation", "--backend")
+
+
+def test_extension_groups_whose_costs_add_up_are_said_to(cli, fake_worker, tmp_path, monkeypatch):
+    from cryptoperf import hostinfo
+    monkeypatch.setattr(hostinfo, "cpu_flags", lambda names: {n: True for n in names})
+    fake_worker({"noise_cv": 0.002, "mask_factor": {"no-aesni": 2.0, "no-bignum": 1.5}})  # together: 3.0
+    res = cli("explain", "--extensions", "--op", "aes-128-gcm-seal", "--size", "1024", "--backend", "openssl",
+              "--blocks", "8", "--store", tmp_path / "e.sqlite", "--json")
+    assert res.code == 0, res.err
+    inter = json.loads(res.out)["interaction"]
+    assert inter["kind"] == "add up" and inter["together"] == pytest.approx(3.0, rel=0.02), inter
+    res = cli("explain", "--extensions", "--op", "aes-128-gcm-seal", "--size", "1024", "--backend", "openssl",
+              "--blocks", "8", "--store", tmp_path / "e.sqlite")
+    assert "the groups' costs add up (within ±2 %)" in " ".join(res.out.split())
+
+
+def test_joined_masks_clear_every_bit_either_clears():
+    from cryptoperf import cpumask
+    both = cpumask.value("no-aesni+no-bignum")
+    assert both == "~0x0200000200000000:~0x0000060000280100:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000"
+    assert len(both) == len(cpumask.MASKS["baseline"])
+    for bad in ("no-aesni+", "baseline+no-aesni", "no-aesni+no-aesni", "no-aesni+nope"):
+        assert not cpumask.is_known(bad)
+        with pytest.raises(KeyError):
+            cpumask.value(bad)
 
 
 def test_a_decided_verdict_links_to_how_to_explain_it(cli, fake_worker, tmp_path):

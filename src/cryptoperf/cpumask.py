@@ -44,6 +44,38 @@ MASKS: dict[str, str] = {
     "no-bignum": "~0x0000000000000000:~0x0000000000280100:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
 }
 NAMES: tuple[str, ...] = tuple(MASKS)
+#: Joins masks into one that clears every bit either clears (``no-aesni+no-bignum``), as the
+#: worker's ``CpuMask::by_name`` reads it: to measure whether two groups' costs add up.
+JOIN = "+"
+
+
+def parts(mask: str) -> tuple[str, ...] | None:
+    """The masks ``mask`` names: itself when it is one of ``NAMES``; for masks joined by
+    ``JOIN``, each (two or more, distinct, none of them baseline); None when it is neither."""
+    if mask in MASKS:
+        return (mask,)
+    names = tuple(mask.split(JOIN))
+    if len(names) < 2 or len(set(names)) != len(names) or any(n not in MASKS or n == BASELINE for n in names):
+        return None
+    return names
+
+
+def is_known(mask: str) -> bool:
+    """Whether ``mask`` is a mask or masks joined by ``JOIN`` (``parts``)."""
+    return parts(mask) is not None
+
+
+def value(mask: str) -> str:
+    """The value of OPENSSL_ia32cap for ``mask`` (joined masks: each word clears every bit any
+    of them clears; same length as every other value). Raises KeyError for an unknown mask."""
+    names = parts(mask)
+    if names is None:
+        raise KeyError(mask)
+    words = [0] * len(MASKS[BASELINE].split(":"))
+    for n in names:
+        for i, w in enumerate(MASKS[n].split(":")):
+            words[i] |= int(w.removeprefix("~0x"), 16)
+    return ":".join(f"~0x{w:016x}" for w in words)
 
 
 def worker_env(mask: str, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -56,7 +88,7 @@ def worker_env(mask: str, base: Mapping[str, str] | None = None) -> dict[str, st
     mask.
     """
     env = dict(os.environ if base is None else base)
-    env[ENV_VAR] = MASKS[mask]
+    env[ENV_VAR] = value(mask)
     return env
 
 
@@ -71,7 +103,7 @@ def check_hello(hello_masks: Sequence[Mapping[str, Any]] | None, wanted: Sequenc
         raise WorkerError("this worker cannot verify CPU capability masks (its hello lists no "
                           "cpu_masks): it is older than this cryptoperf; rebuild both with "
                           "`pip install .` or point CRYPTOPERF_WORKER at a matching build")
-    needed = list(dict.fromkeys(wanted))
+    needed = list(dict.fromkeys(p for w in wanted for p in (parts(w) or (w,))))
     theirs = {m.get("name"): m.get("openssl_ia32cap") for m in hello_masks}
     for name in needed:
         if name not in theirs:

@@ -220,9 +220,43 @@ pub const ENV_WORDS: usize = 5;
 pub const ENV_WORD_DIGITS: usize = 16;
 
 impl CpuMask {
-    /// The mask called `name`, or `None`.
+    /// The mask called `name`, or `None`: one of [`CPU_MASKS`], or several of them but
+    /// `baseline` joined by `+` (`no-aesni+no-bignum`: every bit either clears, to measure
+    /// whether two extension groups' costs add up). A combination is made once per process
+    /// and kept for its life (a worker serves a few requests; the table of those made is
+    /// bounded by the names it is asked for).
     pub fn by_name(name: &str) -> Option<&'static CpuMask> {
-        CPU_MASKS.iter().find(|m| m.name == name)
+        if let Some(m) = CPU_MASKS.iter().find(|m| m.name == name) {
+            return Some(m);
+        }
+        let parts: Vec<&'static CpuMask> = name
+            .split('+')
+            .map(|p| CPU_MASKS.iter().find(|m| m.name == p && !m.is_baseline()))
+            .collect::<Option<_>>()?;
+        let distinct: std::collections::HashSet<_> = parts.iter().map(|m| m.name).collect();
+        if parts.len() < 2 || distinct.len() != parts.len() {
+            return None;
+        }
+        static MADE: std::sync::OnceLock<std::sync::Mutex<Vec<&'static CpuMask>>> = std::sync::OnceLock::new();
+        let mut made = MADE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = made.iter().find(|m| m.name == name) {
+            return Some(*m);
+        }
+        let mut flags: Vec<&'static str> = Vec::new();
+        for f in parts.iter().flat_map(|m| m.flags.iter().copied()) {
+            if !flags.contains(&f) {
+                flags.push(f);
+            }
+        }
+        let clears = parts.iter().fold([0u64; 2], |acc, m| [acc[0] | m.clears[0], acc[1] | m.clears[1]]);
+        let mask: &'static CpuMask = Box::leak(Box::new(CpuMask {
+            name: Box::leak(name.to_string().into_boxed_str()),
+            flags: Box::leak(flags.into_boxed_slice()),
+            clears,
+            description: "several masks at once",
+        }));
+        made.push(mask);
+        Some(mask)
     }
 
     /// Whether this mask clears nothing (`baseline`).
@@ -501,6 +535,21 @@ mod tests {
         // #64+8 BMI2, #64+19 ADX, #64+21 AVX512IFMA, and nothing else (BMI1 #64+3 stays).
         assert_eq!(m("no-bignum").clears, [0, 1 << 8 | 1 << 19 | 1 << 21]);
         assert_eq!(m("no-bignum").clears[1] & 1 << 3, 0);
+    }
+
+    #[test]
+    fn masks_joined_by_plus_clear_every_bit_either_clears() {
+        let both = CpuMask::by_name("no-aesni+no-bignum").unwrap();
+        assert_eq!(both.clears, [AES | PCLMUL, 1 << 41 | 1 << 42 | 1 << 8 | 1 << 19 | 1 << 21]);
+        assert_eq!(both.flags, ["aes", "pclmulqdq", "vaes", "vpclmulqdq", "bmi2", "adx", "avx512ifma"]);
+        assert_eq!(both.env_value().len(), CpuMask::by_name("baseline").unwrap().env_value().len());
+        // made once: the same mask again
+        assert!(std::ptr::eq(both, CpuMask::by_name("no-aesni+no-bignum").unwrap()));
+        // an overlap's flag is cleared once
+        assert_eq!(CpuMask::by_name("no-avx2+no-bignum").unwrap().flags.iter().filter(|f| **f == "avx512ifma").count(), 1);
+        for bad in ["no-aesni+", "baseline+no-aesni", "no-aesni+no-aesni", "no-aesni+nope", "+"] {
+            assert!(CpuMask::by_name(bad).is_none(), "{bad}");
+        }
     }
 
     const ZERO: &str = "~0x0000000000000000";

@@ -561,7 +561,10 @@ fn parse_run(body: Map<String, Value>, tsc: bool) -> Result<Case, RequestError> 
         None => None,
         Some(name) => Some(CpuMask::by_name(name).ok_or_else(|| {
             let known: Vec<_> = CPU_MASKS.iter().map(|m| m.name).collect();
-            refuse("bad_params", format!("unknown cpu_mask '{name}'; known: {}", known.join(", ")))
+            refuse(
+                "bad_params",
+                format!("unknown cpu_mask '{name}'; known: {}, or several but baseline joined by '+'", known.join(", ")),
+            )
         })?),
     };
     let cpu_vector_unmasked = match req.cpu_vector_unmasked.as_deref() {

@@ -405,6 +405,22 @@ pub struct ServerResult {
     pub device_process_cpu_ns: Option<u64>,
 }
 
+impl ServerResult {
+    /// A server this worker did not start, at `address`: its tree's CPU over the window
+    /// (`cpu_ns`, `None` when not read) and, over the same window, the `transactions` the
+    /// client completed against it (one per transaction: the same span as the CPU read).
+    pub fn external(address: String, cpu_ns: Option<u64>, transactions: u64) -> ServerResult {
+        ServerResult {
+            address: Some(address),
+            external: Some(true),
+            cpu_ns,
+            transactions: cpu_ns.map(|_| transactions),
+            window: cpu_ns.map(|_| true),
+            ..ServerResult::default()
+        }
+    }
+}
+
 /// `tls-handshake` and `tls-bulk`.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct TlsResult {

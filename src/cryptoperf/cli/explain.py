@@ -156,9 +156,12 @@ def _extensions(op: str | None, backend: str | None, blocks: int, size_bytes: in
         run = run_study(study_mod.load(path), store=store_path, out_dir=None, progress=True, reports=False,
                         console=console)
     rows = ext.rows(run.analysis.deltas, masks)
+    level = next((d.latency.level for d in run.analysis.deltas if d.latency is not None), 0.95)
+    inter = ext.interaction(run.analysis.summaries, ext.together(masks), level, run.analysis.settings.margin_pct)
     doc = {"format_version": FORMAT_VERSION, "kind": "explain-extensions", "cryptoperf_version": __version__,
            "run": run.id, "operation": op, "backend": backend, "left_out": skipped,
-           "groups": [r.as_dict() for r in rows], "depends_on": [r.name for r in rows if r.kind == "slower"]}
+           "groups": [r.as_dict() for r in rows], "depends_on": [r.name for r in rows if r.kind == "slower"],
+           "interaction": None if inter is None else {**inter.as_dict(), "text": inter.text}}
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return

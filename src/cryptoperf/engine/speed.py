@@ -237,7 +237,7 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
                                  timeout_s=timeout_s or warmup_s + seconds + 60,
                                  env=open_devices(cells, hello, path))
     info = {"seconds": seconds, "warmup_s": warmup_s, "threads": threads, "cpu": cpu,
-            "openssl_ia32cap": cpumask.MASKS[cpu], "build": build,
+            "openssl_ia32cap": cpumask.value(cpu), "build": build,
             "params": {k: v for p in op_params.values() for k, v in p.items()}, "baseline": baseline,
             "notes": notes,
             "builds": {n: dict(zip(("available", "path_or_reason"), builds.status(n))) for n in builds.BUILDS}}

@@ -50,10 +50,11 @@ class Profile:
         sampled = sum(self.samples.values()) * 1e9 / FREQUENCY_HZ
         return self.cpu_ns / sampled if sampled else 0.0
 
-    def function_ns_per_op(self) -> dict[str, float]:
-        """Each function's share of the samples × the window's CPU per operation, ns."""
+    def function_ns_per_op(self, scale: float = 1.0) -> dict[str, float]:
+        """Each function's share of the samples × the window's CPU per operation × ``scale``,
+        ns."""
         total = sum(self.samples.values())
-        return {f: n / total * self.ns_per_op for f, n in self.samples.items()} if total else {}
+        return {f: n / total * self.ns_per_op * scale for f, n in self.samples.items()} if total else {}
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,9 @@ class Row:
 class Attribution:
     """The whole attribution: ``rows`` sorted by the size of their change, ``total`` (the
     change of the CPU per operation, B − A, with its interval), ``a_ns``/``b_ns`` (mean CPU per
-    operation), ``blocks``, and the profiles' least ``window_share``."""
+    operation), ``blocks``, the profiles' least ``window_share``, and ``libraries``: the same
+    rows summed per library (``library_of``), for code that moved from one library to another
+    (a FIPS provider's module taking over from libcrypto)."""
 
     rows: tuple[Row, ...]
     total: stats.Estimate
@@ -92,14 +95,16 @@ class Attribution:
     b_ns: float
     blocks: int
     window_share: float
+    libraries: tuple[Row, ...] = ()
 
-    def top(self, covering: float = 0.8) -> tuple[Row, ...]:
-        """The fewest leading rows (largest changes first) whose changes add up to the total
-        change within ``1 - covering`` of it (80 %: between 80 and 120 % of it) — functions that
-        went away and functions that came in (one library's code path replacing another) can
-        each exceed the total, with opposite signs; all rows when no prefix does."""
+    def top(self, covering: float = 0.8, rows: Sequence[Row] | None = None) -> tuple[Row, ...]:
+        """The fewest leading rows (largest changes first; ``rows``, default the functions')
+        whose changes add up to the total change within ``1 - covering`` of it (80 %: between
+        80 and 120 % of it) — functions that went away and functions that came in (one
+        library's code path replacing another) can each exceed the total, with opposite signs;
+        all rows when no prefix does."""
         out, acc = [], 0.0
-        for r in self.rows:
+        for r in self.rows if rows is None else rows:
             out.append(r)
             acc += r.share
             if abs(acc - 1.0) <= 1.0 - covering:
@@ -115,13 +120,15 @@ class Attribution:
         return {"rows": [r.as_dict() for r in self.rows], "total_change_ns_per_op": self.total.as_dict(),
                 "top": [r.function for r in self.top()], "top_share": self.top_share(),
                 "a_ns_per_op": self.a_ns, "b_ns_per_op": self.b_ns, "blocks": self.blocks,
-                "window_share": self.window_share}
+                "window_share": self.window_share, "libraries": [r.as_dict() for r in self.libraries],
+                "top_libraries": [r.function for r in self.top(rows=self.libraries)]}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Attribution":
         """The attribution ``as_dict`` wrote (a stored explanation's ``attribution``)."""
         return cls(tuple(Row.from_dict(r) for r in d["rows"]), _estimate(d["total_change_ns_per_op"]),
-                   d["a_ns_per_op"], d["b_ns_per_op"], d["blocks"], d["window_share"])
+                   d["a_ns_per_op"], d["b_ns_per_op"], d["blocks"], d["window_share"],
+                   tuple(Row.from_dict(r) for r in d.get("libraries", ())))
 
     @property
     def decided(self) -> bool:
@@ -144,25 +151,63 @@ def _paired(values: Sequence[float], level: float) -> stats.Estimate:
     return stats.Estimate(mean, mean - half, mean + half, level, int(a.size))
 
 
-def attribute(pairs: Sequence[tuple[Profile, Profile]], level: float = 0.95) -> Attribution:
-    """The attribution of B's CPU per operation against A's from ``pairs``, one (A, B) pair of
-    profiles per block. Raises ValueError without pairs or with a profile of no operations."""
-    if not pairs:
-        raise ValueError("no profiled blocks")
-    if any(p.ops <= 0 for pair in pairs for p in pair):
-        raise ValueError("a profiled repetition measured no operation")
-    per_block = [(a.function_ns_per_op(), b.function_ns_per_op()) for a, b in pairs]
-    functions = sorted({f for a, b in per_block for f in (*a, *b)})
-    totals = [b.ns_per_op - a.ns_per_op for a, b in pairs]
-    total = _paired(totals, level)
+def library_of(function: str) -> str:
+    """The library of an attributed function: ``"sym (lib)"`` → ``lib``; ``"lib (unresolved…)"``
+    → ``lib``."""
+    head, _, rest = function.rpartition(" (")
+    if rest.startswith("unresolved") or not head:
+        return function.split(" (", 1)[0]
+    return rest[:-1] if rest.endswith(")") else rest
+
+
+def _rows(per_block: Sequence[tuple[dict[str, float], dict[str, float]]], total: stats.Estimate,
+          level: float) -> tuple[Row, ...]:
+    """One Row per key of ``per_block`` (one (A, B) pair of key → ns per operation per block),
+    largest change first."""
+    keys = sorted({f for a, b in per_block for f in (*a, *b)})
     rows = []
-    for f in functions:
-        changes = [b.get(f, 0.0) - a.get(f, 0.0) for a, b in per_block]
-        change = _paired(changes, level)
+    for f in keys:
+        change = _paired([b.get(f, 0.0) - a.get(f, 0.0) for a, b in per_block], level)
         rows.append(Row(f, float(np.mean([a.get(f, 0.0) for a, _ in per_block])),
                         float(np.mean([b.get(f, 0.0) for _, b in per_block])), change,
                         change.value / total.value if total.value else 0.0))
     rows.sort(key=lambda r: -abs(r.change.value))
-    return Attribution(tuple(rows), total, float(np.mean([a.ns_per_op for a, _ in pairs])),
-                       float(np.mean([b.ns_per_op for _, b in pairs])), len(pairs),
-                       min(p.window_share for pair in pairs for p in pair))
+    return tuple(rows)
+
+
+def _by_library(ns: dict[str, float]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for f, v in ns.items():
+        out[library_of(f)] = out.get(library_of(f), 0.0) + v
+    return out
+
+
+def attribute(pairs: Sequence[tuple[Profile, Profile]], level: float = 0.95,
+              scale: tuple[float, float] = (1.0, 1.0)) -> Attribution:
+    """The attribution of B's CPU per operation against A's from ``pairs``, one (A, B) pair of
+    profiles per block, per function and per library; each side's profiles scaled by its
+    ``scale`` (``study_scale``: to the study's own measurement; 1: the profiled repetitions'
+    own). Raises ValueError without pairs or with a profile of no operations."""
+    if not pairs:
+        raise ValueError("no profiled blocks")
+    if any(p.ops <= 0 for pair in pairs for p in pair):
+        raise ValueError("a profiled repetition measured no operation")
+    ka, kb = scale
+    per_block = [(a.function_ns_per_op(ka), b.function_ns_per_op(kb)) for a, b in pairs]
+    total = _paired([kb * b.ns_per_op - ka * a.ns_per_op for a, b in pairs], level)
+    libraries = _rows([(_by_library(a), _by_library(b)) for a, b in per_block], total, level)
+    return Attribution(_rows(per_block, total, level), total, ka * float(np.mean([a.ns_per_op for a, _ in pairs])),
+                       kb * float(np.mean([b.ns_per_op for _, b in pairs])), len(pairs),
+                       min(p.window_share for pair in pairs for p in pair), libraries)
+
+
+def study_scale(pairs: Sequence[tuple[Profile, Profile]], a_ns: float, b_ns: float) -> tuple[float, float]:
+    """Per side, the study's own mean CPU per operation (``a_ns``, ``b_ns``, ns) over the
+    profiled repetitions' mean: what scales a profile to the study's measurement. The sampler
+    costs CPU on every sample (in the kernel, counted in the window's CPU and in no function's
+    samples), so a profiled repetition's CPU per operation is higher than an unprofiled one's
+    by about that cost in proportion, and its samples' shares are unbiased; scaled, the parts
+    add up to the study's own figures."""
+    pa = float(np.mean([a.ns_per_op for a, _ in pairs]))
+    pb = float(np.mean([b.ns_per_op for _, b in pairs]))
+    return a_ns / pa, b_ns / pb

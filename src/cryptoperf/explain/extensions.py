@@ -19,6 +19,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
+from cryptoperf import stats
+
 #: What an extensions study measures, per repetition.
 SECONDS, WARMUP_S = 0.3, 0.05
 
@@ -60,9 +62,94 @@ def masks_to_try(cpu_masks: Sequence[Mapping[str, Any]], flags: Mapping[str, boo
     return use, skipped
 
 
+#: The configuration that masks the groups at once.
+TOGETHER = "together"
+
+
+def together(masks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The names of ``masks`` to mask at once (``masks_to_try``'s): each but those whose present
+    flags another mask clears too (no-avx512 inside no-avx2); [] when fewer than two remain."""
+    keep = [m for m in masks if not any(o is not m and set(m["present"]) < set(o["present"]) for o in masks)]
+    return [m["name"] for m in keep] if len(keep) >= 2 else []
+
+
+@dataclass(frozen=True)
+class Interaction:
+    """Whether the groups' costs add up: ``masks`` masked at once; ``together`` (p50 latency
+    ratio, masked at once ÷ all) and ``alone`` (the product of each mask's own ratio, paired
+    blocks); ``ratio`` = together ÷ alone with ``low``/``high`` at ``level``; ``kind``:
+    ``add up`` (inside ± ``margin_pct``), ``more together``, ``less together`` or
+    ``inconclusive``; ``blocks`` used."""
+
+    masks: tuple[str, ...]
+    together: float
+    alone: float
+    ratio: float
+    low: float | None
+    high: float | None
+    level: float
+    margin_pct: float
+    kind: str
+    blocks: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every field, ``masks`` as a list."""
+        return {**self.__dict__, "masks": list(self.masks)}
+
+    @property
+    def text(self) -> str:
+        """One sentence saying what the interaction is."""
+        span = (f"{self.ratio:.3g}× [{self.low:.3g}, {self.high:.3g}]" if self.low is not None
+                else f"{self.ratio:.3g}× (no interval)")
+        head = (f"masked together ({' + '.join(self.masks)}): {self.together:.3g}× slower; each alone, multiplied: "
+                f"{self.alone:.3g}×; together ÷ alone {span}")
+        return head + {
+            "add up": f": the groups' costs add up (within ±{self.margin_pct:g} %)",
+            "more together": ": they do not add up — together they cost more than each alone says (one group's "
+                             "code stands in for another's when only one is masked)",
+            "less together": ": they do not add up — together they cost less than each alone says (the masks "
+                             "overlap: a capability both clear is counted in each)",
+            "inconclusive": f": whether they add up is not decided at this noise (more --blocks would decide it)",
+        }[self.kind]
+
+
+def interaction(summaries: Mapping[str, Any], masks: Sequence[str], level: float,
+                margin_pct: float) -> Interaction | None:
+    """The ``Interaction`` of ``masks`` from an extensions run's ``summaries`` (cell key →
+    ``CellSummary``, one operation: configurations ``all``, each mask and ``together``); None
+    when a side did not measure or fewer than 3 blocks ran every configuration."""
+    by_config = {s.cell.configuration: s for s in summaries.values()}
+    names = ["all", TOGETHER, *masks]
+    if any(n not in by_config or not by_config[n].p50_by_block_ns for n in names):
+        return None
+    blocks = sorted(set.intersection(*(set(by_config[n].p50_by_block_ns) for n in names)))
+    if len(blocks) < 3:
+        return None
+    p = {n: by_config[n].p50_by_block_ns for n in names}
+    logs = {n: [math.log(p[n][b] / p["all"][b]) for b in blocks] for n in [TOGETHER, *masks]}
+    x = [logs[TOGETHER][i] - sum(logs[m][i] for m in masks) for i in range(len(blocks))]
+    est = stats.mean_interval(x, level)
+    margin = math.log(1 + margin_pct / 100)
+    if est.low is None or est.high is None:
+        kind = "inconclusive"
+    elif -margin <= est.low and est.high <= margin:
+        kind = "add up"
+    elif est.low > 0:
+        kind = "more together"
+    elif est.high < 0:
+        kind = "less together"
+    else:
+        kind = "inconclusive"
+    mean = lambda v: math.exp(sum(v) / len(v))  # noqa: E731
+    return Interaction(tuple(masks), mean(logs[TOGETHER]), math.exp(sum(sum(logs[m]) / len(blocks) for m in masks)),
+                       math.exp(est.value), None if est.low is None else math.exp(est.low),
+                       None if est.high is None else math.exp(est.high), level, margin_pct, kind, len(blocks))
+
+
 def study_text(op: str, backend: str, masks: Sequence[Mapping[str, Any]], blocks: int,
                size_bytes: int | None = None) -> str:
-    """The study of ``op`` on ``backend``: baseline ``all`` and one configuration per mask."""
+    """The study of ``op`` on ``backend``: baseline ``all``, one configuration per mask, and
+    ``together`` (``together(masks)`` joined) when two or more can be masked at once."""
     lines = ['[study]', f'name = "extensions-{op}-{backend}"',
              f'description = "{op} on {backend}: every CPU extension group masked alone"',
              'baseline = "all"', f'backends = ["{backend}"]', f'repetitions = {blocks}', f'seconds = {SECONDS}',
@@ -72,6 +159,10 @@ def study_text(op: str, backend: str, masks: Sequence[Mapping[str, Any]], blocks
              '[[configuration]]', 'name = "all"', 'description = "every extension the CPU has"', '']
     for m in masks:
         lines += ['[[configuration]]', f'name = "{m["name"]}"', f'cpu = "{m["name"]}"', '']
+    joint = together(masks)
+    if joint:
+        lines += ['[[configuration]]', f'name = "{TOGETHER}"', f'cpu = "{"+".join(joint)}"',
+                  'description = "the groups masked at once: do their costs add up?"', '']
     lines += ['[[operation]]', f'op = "{op}"']
     if size_bytes is not None:
         lines.append(f'sizes = [{size_bytes}]')

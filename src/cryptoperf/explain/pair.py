@@ -12,9 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from cryptoperf import __version__
+from cryptoperf import __version__, stats
 from cryptoperf.explain import attribution, perf, profile, stacks
-from cryptoperf.model import Cell
+from cryptoperf.model import OK, Cell
 from cryptoperf.store.db import FORMAT_VERSION
 
 #: Blocks profiled when not told.
@@ -23,48 +23,61 @@ DEFAULT_BLOCKS = 5
 STUDY_BLOCKS = 3
 
 
-def measured(run, ref: Cell, cell: Cell) -> dict | None:
-    """The stored run's measured CPU per operation for the pair: the change's interval
-    (``cpu_per_op`` ratio × the reference's median, ns), or None when the run has no such
-    comparison."""
-    base = run.analysis.summaries.get(ref.key)
-    d = next((d for d in run.analysis.deltas if d.configuration == cell.configuration and d.label == cell.label
-              and d.backend == cell.backend and d.size_bytes == cell.size_bytes and d.baseline == ref.configuration),
-             None)
-    if base is None or base.process_cpu_ns_per_op is None or d is None or d.cpu_per_op is None:
+def measured(run, ref: Cell, cell: Cell, level: float = 0.95) -> dict | None:
+    """What the stored ``run``'s own repetitions of the pair measured, in the profile's terms:
+    per block, each side's CPU per operation of every process the profile follows
+    (``profile.window_cpu_ns``: the worker's measuring threads, and a workload's server side in
+    a process of its own), B − A; their mean with a paired t interval at ``level`` (ns), and
+    each side's mean; None with fewer than 2 blocks that measured both."""
+    per: dict[str, dict[int, float]] = {ref.key: {}, cell.key: {}}
+    for o in run.outcomes:
+        if (o.cell.key in per and o.status == OK and not o.superseded and o.repetition.block > 0
+                and o.result is not None and o.result.ops):
+            per[o.cell.key][o.repetition.block] = profile.window_cpu_ns(o.result) / o.result.ops
+    blocks = sorted(set(per[ref.key]) & set(per[cell.key]))
+    if len(blocks) < 2:
         return None
-    b, i = base.process_cpu_ns_per_op, d.cpu_per_op
-    return {"change_ns_per_op": b * (i.ratio - 1), "low": b * (i.low - 1), "high": b * (i.high - 1),
-            "level": i.level}
+    change = stats.mean_interval([per[cell.key][b] - per[ref.key][b] for b in blocks], level)
+    return {"change_ns_per_op": change.value, "low": change.low, "high": change.high, "level": level,
+            "blocks": len(blocks), "a_ns_per_op": sum(per[ref.key][b] for b in blocks) / len(blocks),
+            "b_ns_per_op": sum(per[cell.key][b] for b in blocks) / len(blocks)}
 
 
 def explain_pair(run, ref: Cell, cell: Cell, workers: dict, settings, blocks: int = DEFAULT_BLOCKS,
                  progress: Callable[[int, int, Cell], None] | None = None) -> tuple[dict[str, Any], str | None]:
     """Profile ``blocks`` blocks of ``ref`` and ``cell`` (cells of the stored ``run``, run by
     ``workers`` — build → worker path — with the study's ``settings``) and explain the change:
-    the explain document (``kind`` "explain": the attribution, the study's own measurement of
-    the change, the sampling cost, whether a flame graph was drawn and why not) and the
-    differential flame graph's SVG (None without inferno). Raises perf.PerfUnavailable,
+    the explain document (``kind`` "explain": the attribution — the profiles' shares on the
+    study's own scale, ``scale``: each side's factor, so that the parts add up to what the study
+    measured (``measured``; the profiled repetitions' own scale when the run has too few
+    blocks of the pair) —, the sampling cost, whether a flame graph was drawn and why not) and
+    the differential flame graph's SVG (None without inferno). Raises perf.PerfUnavailable,
     profile.ProfileError (one line each)."""
     profiled = profile.run_blocks(ref, cell, blocks, workers, settings, seed=run.id, progress=progress)
-    att = attribution.attribute(profiled.pairs)
+    study = measured(run, ref, cell)
+    scale = (1.0, 1.0) if study is None else attribution.study_scale(profiled.pairs, study["a_ns_per_op"],
+                                                                      study["b_ns_per_op"])
+    att = attribution.attribute(profiled.pairs, scale=scale)
     rates = {k: s.ops_per_s for k, s in run.analysis.summaries.items() if s.ops_per_s}
-    svg = flamegraph(profiled, ref, cell)
+    svg = flamegraph(profiled, ref, cell, scale)
     doc = {"format_version": FORMAT_VERSION, "kind": "explain", "cryptoperf_version": __version__, "run": run.id,
            "configuration": cell.configuration, "reference": ref.configuration, "operation": cell.label,
            "op": cell.op, "backend": cell.backend, "size_bytes": cell.size_bytes, "attribution": att.as_dict(),
-           "sampling_cost": profile.overhead(profiled, rates, ref, cell), "measured": measured(run, ref, cell),
+           "scale": {"reference": scale[0], "configuration": scale[1], "to": "profiled" if study is None else "study"},
+           "sampling_cost": profile.overhead(profiled, rates, ref, cell), "measured": study,
            "flamegraph": svg is not None, "flamegraph_missing": None if svg is not None else
            (stacks.missing() or "no call stacks were recorded")}
     return doc, svg
 
 
-def flamegraph(profiled: profile.Profiled, ref: Cell, cell: Cell) -> str | None:
-    """The differential flame graph of the profiled blocks (``stacks.draw``), or None."""
+def flamegraph(profiled: profile.Profiled, ref: Cell, cell: Cell,
+               scale: tuple[float, float] = (1.0, 1.0)) -> str | None:
+    """The differential flame graph of the profiled blocks (``stacks.draw``), each side scaled
+    as the attribution is, or None."""
     if stacks.missing() is not None:
         return None
-    a = stacks.mean([stacks.ns_per_op(pa.stacks, pa.ns_per_op) for pa, _ in profiled.pairs])
-    b = stacks.mean([stacks.ns_per_op(pb.stacks, pb.ns_per_op) for _, pb in profiled.pairs])
+    a = stacks.mean([stacks.ns_per_op(pa.stacks, pa.ns_per_op * scale[0]) for pa, _ in profiled.pairs])
+    b = stacks.mean([stacks.ns_per_op(pb.stacks, pb.ns_per_op * scale[1]) for _, pb in profiled.pairs])
     what = cell.label + (f" ({cell.size_bytes} B)" if cell.size_bytes else "")
     with tempfile.TemporaryDirectory(prefix="cryptoperf-flamegraph-") as tmp:
         return stacks.draw(a, b, f"{what} on {cell.backend}: {cell.configuration} against {ref.configuration}",

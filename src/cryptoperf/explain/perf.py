@@ -12,6 +12,7 @@ libraries; a shared library's exported symbols) and otherwise to its library (``
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import stat
@@ -105,30 +106,77 @@ def control_fifos(directory: Path, name: str) -> dict[str, str]:
     return {CTL_ENV: str(ctl), ACK_ENV: str(ack)}
 
 
-def samples(data: Path, perf: str | None = None) -> Counter:
-    """Samples per function in the perf data file ``data``: ``"symbol (library)"`` for a known
-    symbol, ``"library (unresolved)"`` otherwise. Raises PerfUnavailable (one line) when
-    ``perf report`` fails."""
+def script(data: Path, perf: str | None = None) -> str:
+    """``perf script``'s text of the perf data file ``data`` (each sample a header line and its
+    call chain, leaf first). Raises PerfUnavailable (one line) when perf script fails."""
     perf = perf or shutil.which("perf") or "perf"
-    res = subprocess.run([perf, "report", "-i", str(data), "--stdio", "--no-children", "--sort", "dso,sym",
-                          "-F", "sample,dso,sym", "-g", "none"], capture_output=True, text=True, timeout=300)
+    try:
+        # --no-inline: frames are the functions the code is in (an inlined callee's name would
+        # come from the debug line tables, slowly, and only where they exist)
+        res = subprocess.run([perf, "script", "--no-inline", "-i", str(data)], capture_output=True, timeout=600)
+    except subprocess.TimeoutExpired:
+        raise PerfUnavailable(f"perf script could not read {data} in 600 s") from None
     if res.returncode != 0:
-        last = (res.stderr.strip().splitlines() or ["(no output)"])[-1].strip()
-        raise PerfUnavailable(f"perf report could not read {data}: {last}")
-    return parse_report(res.stdout)
+        last = (res.stderr.decode(errors="replace").strip().splitlines() or ["(no output)"])[-1].strip()
+        raise PerfUnavailable(f"perf script could not read {data}: {last}")
+    return res.stdout.decode(errors="replace")
 
 
-def parse_report(text: str) -> Counter:
-    """``perf report --stdio -F sample,dso,sym`` output → samples per function (``samples``)."""
+#: A frame of perf script's text: address, symbol (with +offset) or [unknown], (library).
+_FRAME = re.compile(r"^\s*[0-9a-f]+\s+(.*?)\s+\((.*)\)\s*$")
+_HEADER_FRAME = re.compile(r"cpu-clock:?\s+([0-9a-f]+\s+.*\(.*\))\s*$")
+
+
+def _frame(text: str) -> tuple[str | None, str] | None:
+    """(symbol or None when unresolved, library) of one frame's text."""
+    m = _FRAME.match(text)
+    if m is None:
+        return None
+    sym, dso = m.group(1), m.group(2)
+    dso = os.path.basename(dso) if dso.startswith("/") else "kernel" if dso == "[kernel.kallsyms]" else dso
+    sym = re.sub(r"\+0x[0-9a-f]+$", "", sym)
+    return (None if sym in ("[unknown]", "") or sym.startswith("0x") else sym), dso
+
+
+def function_of(frames: list[tuple[str | None, str]]) -> str:
+    """The function a sample is attributed to, from its call chain ``frames`` (leaf first):
+    ``"symbol (library)"`` for a known leaf; for a leaf without a symbol (a stripped library's
+    internal code), its library and the nearest caller with a symbol in that library —
+    ``"libcrypto.so.3 (unresolved, under BN_mod_exp_mont_consttime)"`` — or
+    ``"libcrypto.so.3 (unresolved)"`` when no caller says more."""
+    sym, dso = frames[0]
+    if sym is not None:
+        return f"{sym} ({dso})"
+    for caller, caller_dso in frames[1:]:
+        if caller_dso != dso:
+            break
+        if caller is not None:
+            return f"{dso} (unresolved, under {caller})"
+    return f"{dso} (unresolved)"
+
+
+def parse_script(text: str) -> Counter:
+    """``perf script`` text → samples per function (``function_of`` each sample's chain)."""
     out: Counter = Counter()
+    frames: list[tuple[str | None, str]] = []
+
+    def flush() -> None:
+        if frames:
+            out[function_of(frames)] += 1
+            frames.clear()
+
     for line in text.splitlines():
-        parts = line.split(None, 3)
-        if len(parts) < 4 or line.lstrip().startswith("#") or not parts[0].isdigit():
-            continue
-        count, dso, _kind, sym = int(parts[0]), parts[1], parts[2], parts[3].strip()
-        dso = os.path.basename(dso) if dso.startswith("/") else "kernel" if dso == "[kernel.kallsyms]" else dso
-        if sym.startswith("0x") or not sym:
-            out[f"{dso} (unresolved)"] += count
-        else:
-            out[f"{sym} ({dso})"] += count
+        if not line.strip():
+            flush()
+        elif line.startswith("\t"):
+            f = _frame(line)
+            if f is not None and f[1] != "inlined":
+                frames.append(f)
+        else:  # a sample's header; without call chains its one frame is on it
+            flush()
+            m = _HEADER_FRAME.search(line)
+            f = _frame(m.group(1)) if m else None
+            if f is not None:
+                frames.append(f)
+    flush()
     return out

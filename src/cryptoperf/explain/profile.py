@@ -58,9 +58,9 @@ def _one(cell: Cell, block: int, workers: Workers, settings: Settings, directory
         raise ProfileError(f"{cell.key}: the profiled repetition was {result.status}: {result.reason}")
     if not result.ops or not result.cpu_ns_total or not result.wall_ns:
         raise ProfileError(f"{cell.key}: the profiled repetition measured no operation or no CPU")
-    samples = perf.samples(out, perf_path)
-    folded = stacks.folded(out, perf_path)
+    text = perf.script(out, perf_path)
     out.unlink(missing_ok=True)
+    samples, folded = perf.parse_script(text), stacks.fold(text)
     if not samples:
         raise ProfileError(f"{cell.key}: perf recorded no sample (is the window long enough? seconds = {settings.seconds:g})")
     return Profile(samples, int(result.ops), window_cpu_ns(result), folded), result.ops / (result.wall_ns / 1e9)

@@ -39,19 +39,14 @@ def missing() -> str | None:
     return None
 
 
-def folded(data: Path, perf: str | None = None) -> Counter:
-    """The perf data file ``data``'s samples per call stack (``"process;outer;…;leaf"`` →
-    samples), folded by ``inferno-collapse-perf`` from ``perf script``. Empty when inferno is
-    missing or either tool fails (the flame graph is then left out; the flat attribution does
-    not depend on it)."""
-    if missing() is not None:
+def fold(script: str) -> Counter:
+    """Samples per call stack (``"process;outer;…;leaf"`` → samples) of ``perf script``'s text
+    ``script``, folded by ``inferno-collapse-perf``. Empty when inferno is missing or fails (the
+    flame graph is then left out; the attribution does not depend on it)."""
+    if missing() is not None or not script:
         return Counter()
-    perf = perf or shutil.which("perf") or "perf"
     try:
-        script = subprocess.run([perf, "script", "-i", str(data)], capture_output=True, timeout=TIMEOUT_S)
-        if script.returncode != 0:
-            return Counter()
-        res = subprocess.run([COLLAPSE], input=script.stdout, capture_output=True, timeout=TIMEOUT_S)
+        res = subprocess.run([COLLAPSE], input=script.encode(), capture_output=True, timeout=TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return Counter()
     return parse_folded(res.stdout.decode(errors="replace")) if res.returncode == 0 else Counter()

@@ -35,13 +35,16 @@ def _interval(e) -> str:
 @dataclass(frozen=True)
 class View:
     """An explanation as every output shows it: the ``lead`` line, the table (``columns``,
-    ``rows`` of formatted cells: the functions that take most of the change) and the ``notes``
-    under it (what the top rows add up to, what the study measured, the sampling cost)."""
+    ``rows`` of formatted cells: the functions that take most of the change), the ``notes``
+    under it (what the top rows add up to, what the study measured, the sampling cost), and the
+    same change per library (``library_columns``, ``libraries``; empty for one library)."""
 
     lead: str
     columns: tuple[str, ...]
     rows: tuple[tuple[str, ...], ...]
     notes: tuple[str, ...]
+    library_columns: tuple[str, ...] = ()
+    libraries: tuple[tuple[str, ...], ...] = ()
 
 
 def view(doc: Mapping[str, Any]) -> View:
@@ -54,11 +57,16 @@ def view(doc: Mapping[str, Any]) -> View:
     decided = att.decided
     rows = list(att.top(COVERING)) if decided else []
     rows = (rows + [r for r in att.rows[len(rows):AT_LEAST]])[:AT_MOST]
-    columns = ("function (library)", f"{doc['reference']} ns/op", f"{doc['configuration']} ns/op",
-               "change ns/op (95 % CI)", "share")
-    cells = tuple((r.function, fmt_ns(r.a_ns), fmt_ns(r.b_ns), _interval(r.change),
-                   f"{100 * r.share:.0f} %" if decided else "—") for r in rows)
-    return View(lead, columns, cells, tuple(_notes(doc, att)))
+    tail = (f"{doc['reference']} ns/op", f"{doc['configuration']} ns/op", "change ns/op (95 % CI)", "share")
+
+    def cells(rs) -> tuple[tuple[str, ...], ...]:
+        return tuple((r.function, fmt_ns(r.a_ns), fmt_ns(r.b_ns), _interval(r.change),
+                      f"{100 * r.share:.0f} %" if decided else "—") for r in rs)
+
+    libs = [r for r in att.libraries if abs(r.change.value) >= 0.005 * abs(att.total.value)][:AT_MOST]
+    return View(lead, ("function (library)", *tail), cells(rows), tuple(_notes(doc, att)),
+                ("library", *tail) if len(att.libraries) > 1 else (),
+                cells(libs) if len(att.libraries) > 1 else ())
 
 
 def _notes(doc: Mapping[str, Any], att: Attribution) -> list[str]:
@@ -75,12 +83,27 @@ def _notes(doc: Mapping[str, Any], att: Attribution) -> list[str]:
         top = att.top()
         names = ", ".join(r.function for r in top[:NAMED]) + (f" and {len(top) - NAMED} more" if len(top) > NAMED else "")
         notes.append(f"{len(top)} function(s) add up to {100 * att.top_share():.0f} % of the change: {names}")
-    m = doc.get("measured")
-    if m:
+        if len(att.libraries) > 1:
+            libs = att.top(rows=att.libraries)
+            share = sum(r.share for r in libs)
+            notes.append(f"by library, {len(libs)} add up to {100 * share:.0f} % of it: "
+                         + ", ".join(f"{r.function} {_signed(r.change.value)}" for r in libs[:NAMED]))
+    m, k = doc.get("measured"), doc.get("scale") or {}
+    if m and "a_ns_per_op" in m:
+        notes.append(f"the study's own {m['blocks']} blocks measured {fmt_ns(m['a_ns_per_op'])} → "
+                     f"{fmt_ns(m['b_ns_per_op'])} per operation, a change of {_signed(m['change_ns_per_op'])} "
+                     f"[{_signed(m['low'])}, {_signed(m['high'])}] (run {doc['run']}, the same processes' CPU)")
+        if k.get("to") == "study":
+            notes.append(f"on the study's scale: each side's profile is scaled to the study's CPU per operation "
+                         f"(× {k['reference']:.3f} and × {k['configuration']:.3f}: the profiled repetitions ran "
+                         f"{100 * (1 / k['reference'] - 1):+.1f} % and {100 * (1 / k['configuration'] - 1):+.1f} % "
+                         "above it, the sampler's own cost), so the parts add up to the study's change; the "
+                         "interval is the profiled blocks'")
+    elif m:
         notes.append(f"the study measured a change of {_signed(m['change_ns_per_op'])} "
                      f"[{_signed(m['low'])}, {_signed(m['high'])}] per operation (run {doc['run']})")
     else:
-        notes.append(f"run {doc['run']} has no CPU comparison of this pair to set beside it")
+        notes.append(f"run {doc['run']} has too few measured blocks of this pair to set beside it")
     if doc.get("sampling_cost") is not None:
         notes.append(f"sampling cost: the profiled repetitions ran at {100 * (1 + doc['sampling_cost']):.0f} % "
                      "of the study's ops/s (none of their figures enters the study)")
@@ -101,6 +124,13 @@ def print_attribution(console: Console, doc: Mapping[str, Any]) -> None:
     for r in v.rows:
         t.add_row(*(escape(c) for c in r))
     console.print(t)
+    if v.libraries:
+        t = Table(show_lines=False)
+        for i, name in enumerate(v.library_columns):
+            t.add_column(escape(name), justify="left" if i == 0 else "right")
+        for r in v.libraries:
+            t.add_row(*(escape(c) for c in r))
+        console.print(t)
     for note in v.notes:
         console.print(escape(note))
 
@@ -108,8 +138,10 @@ def print_attribution(console: Console, doc: Mapping[str, Any]) -> None:
 def markdown(doc: Mapping[str, Any]) -> str:
     """The explanation's ``view`` as Markdown: lead, table, notes."""
     v = view(doc)
-    return "\n\n".join([v.lead, md_table(list(v.columns), [list(r) for r in v.rows], align="lrrrr"),
-                         "\n".join(f"- {n}" for n in v.notes)])
+    parts = [v.lead, md_table(list(v.columns), [list(r) for r in v.rows], align="lrrrr")]
+    if v.libraries:
+        parts.append(md_table(list(v.library_columns), [list(r) for r in v.libraries], align="lrrrr"))
+    return "\n\n".join([*parts, "\n".join(f"- {n}" for n in v.notes)])
 
 
 def print_extensions(console: Console, doc: Mapping[str, Any], rows: "list[MaskRow]") -> None:
@@ -130,5 +162,8 @@ def print_extensions(console: Console, doc: Mapping[str, Any], rows: "list[MaskR
     dep = doc["depends_on"]
     console.print(f"{doc['operation']} depends on: {', '.join(dep)}" if dep else
                   f"{doc['operation']} depends on none of the groups masked (at this noise)")
-    console.print("each group alone; whether they add up when masked together is not measured")
+    inter = doc.get("interaction")
+    console.print(escape(inter["text"]) if inter else
+                  "whether the groups add up was not measured (fewer than two groups to mask at once, or a side "
+                  "did not measure)")
 

@@ -100,7 +100,7 @@ def schedule_lines(plan: Any, unsupported: Mapping[str, str]) -> list[str]:
     out = []
     for r in plan.first_blocks:
         c = r.cell
-        mask = f"  {cpumask.ENV_VAR}={cpumask.MASKS[c.cpu]}" if c.cpu != cpumask.BASELINE else ""
+        mask = f"  {cpumask.ENV_VAR}={cpumask.value(c.cpu)}" if c.cpu != cpumask.BASELINE else ""
         if c.build == builds.DEFAULT:
             binary = ""
         elif c.build in plan.workers:

@@ -420,10 +420,11 @@ class _Parser:
                 raise self.error("configuration", index, "params",
                                  f"{key} must be a string, not {toml_repr(value)}")
             params[key] = value
-        if v["cpu"] not in cpumask.MASKS:
+        if not cpumask.is_known(v["cpu"]):
             raise self.error("configuration", index, "cpu",
                              f"unknown CPU mask {toml_repr(v['cpu'])}{did_you_mean(v['cpu'], cpumask.NAMES)} "
-                             f"(known: {', '.join(cpumask.NAMES)})")
+                             f"(known: {', '.join(cpumask.NAMES)}; or several but baseline joined by "
+                             f"'{cpumask.JOIN}', e.g. \"no-aesni{cpumask.JOIN}no-bignum\")")
         backend = self.check_library(index, v)
         return Configuration(name=v["name"], description=v["description"], backend=backend,
                              variables=variables, params=params, index=index, cpu=v["cpu"],

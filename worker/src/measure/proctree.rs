@@ -23,6 +23,37 @@ pub enum TreeSource {
     Proc(u32),
 }
 
+/// A server tree's CPU over one load window: `start` reads it at the window's start (from the
+/// load's window-start hook), `end` at its end. Without a source, nothing is read.
+#[derive(Debug)]
+pub struct WindowCpu<'a> {
+    source: Option<&'a TreeSource>,
+    before: Option<TreeCpu>,
+}
+
+impl<'a> WindowCpu<'a> {
+    pub fn new(source: Option<&'a TreeSource>) -> Self {
+        WindowCpu { source, before: None }
+    }
+
+    /// Read the tree at the window's start. Errors: the tree is gone (its reason).
+    pub fn start(&mut self) -> Result<(), String> {
+        if let Some(src) = self.source {
+            self.before = Some(src.read()?);
+        }
+        Ok(())
+    }
+
+    /// The tree's CPU since `start`, ns; `None` without a source or before `start`. Errors:
+    /// the tree is gone at the window's end (its reason).
+    pub fn end(&self) -> Result<Option<u64>, String> {
+        match (self.source, self.before) {
+            (Some(src), Some(b)) => src.read().map(|a| Some(a.cpu_ns.saturating_sub(b.cpu_ns))),
+            _ => Ok(None),
+        }
+    }
+}
+
 /// One reading of a tree: its CPU so far (ns) and how many processes it counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TreeCpu {
@@ -31,6 +62,23 @@ pub struct TreeCpu {
 }
 
 impl TreeSource {
+    /// The server tree a request names by its `server_pid` (a process id above 1) or its
+    /// `server_cgroup` (a cgroup v2 directory); `None` for neither (an empty value is none).
+    /// Errors (one line): a `server_pid` that is not a process id, or both given.
+    pub fn from_params(pid: Option<&str>, cgroup: Option<&str>) -> Result<Option<TreeSource>, String> {
+        match (pid.filter(|p| !p.is_empty()), cgroup.filter(|c| !c.is_empty())) {
+            (None, None) => Ok(None),
+            (Some(p), None) => p
+                .parse()
+                .ok()
+                .filter(|p| *p > 1)
+                .map(|p| Some(TreeSource::Proc(p)))
+                .ok_or_else(|| format!("server_pid must be a process id, got '{p}'")),
+            (None, Some(dir)) => Ok(Some(TreeSource::Cgroup(PathBuf::from(dir)))),
+            (Some(_), Some(_)) => Err("give server_pid or server_cgroup, not both".into()),
+        }
+    }
+
     /// The source's name for results: `cgroup` or `proc`.
     pub fn name(&self) -> &'static str {
         match self {

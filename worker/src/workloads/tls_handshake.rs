@@ -20,6 +20,7 @@ use super::server::ServerProcess;
 use super::tls::{self, CertKind, ClientStack, Group, Identity, Negotiated, ServerStack, Stack, Suite, TlsParams, TlsVersion};
 use crate::backends::{Backend, BackendError};
 use crate::measure::load::{run_load, run_load_with, LoadMeasurement, TxnFn};
+use crate::measure::proctree::WindowCpu;
 use crate::measure::sampler::Sampler;
 use crate::result::{CrossCheck, Measured, NegotiatedCount, ServerResult, Timeline, TlsResult, Validation, WorkloadDetail};
 use base64::Engine as _;
@@ -619,36 +620,20 @@ fn run_external(case: &WorkloadCase, spec: &Spec, ext: &tls::external::External,
         }) as TxnFn)
     };
     let server_died = |e: String| BackendError::Failed(format!("the server under test at {addr}: {e}"));
-    let mut before = None;
+    let mut window = WindowCpu::new(ext.cpu.as_ref());
     let sampler = Sampler::start();
-    let measured = run_load_with(make, case.common.load, warmup, budget, || {
-        if let Some(src) = &ext.cpu {
-            before = Some(src.read().map_err(server_died)?);
-        }
-        Ok(())
-    });
+    let measured = run_load_with(make, case.common.load, warmup, budget, || window.start().map_err(server_died));
     let timeline = sampler.stop();
-    let after = ext.cpu.as_ref().map(|src| src.read());
+    let after = window.end();
     let lm = measured.map_err(|e| Finish::Invalid(format!("transaction failed while measured: {e}"), None))?;
-    let cpu_ns = match (before, after) {
-        (Some(b), Some(Ok(a))) => Some(a.cpu_ns.saturating_sub(b.cpu_ns)),
-        (_, Some(Err(e))) => return Err(Finish::Invalid(format!("the server under test at {addr} died during the window: {e}"), None)),
-        _ => None,
-    };
+    let cpu_ns = after.map_err(|e| Finish::Invalid(format!("the server under test at {addr} died during the window: {e}"), None))?;
     tallied(spec, &tally, &[]).map_err(|f| match f {
         Finish::Invalid(why, _) => Finish::Invalid(why, None),
         other => other,
     })?;
     // The server's transactions over the window are the connections the client completed in
     // it (one handshake each): the same span as the server's CPU read above.
-    let server = ServerResult {
-        address: Some(addr.to_string()),
-        external: Some(true),
-        cpu_ns,
-        transactions: cpu_ns.map(|_| lm.m.ops),
-        window: cpu_ns.map(|_| true),
-        ..ServerResult::default()
-    };
+    let server = ServerResult::external(addr.to_string(), cpu_ns, lm.m.ops);
     let placement = match (pinned, &ext.cpu) {
         (Some(c), Some(src)) => format!("client threads on CPU {c}; the external server placed by whoever started it (its CPU from {})", src.name()),
         (Some(c), None) => format!("client threads on CPU {c}; the external server placed by whoever started it"),

@@ -24,7 +24,7 @@ use super::base::{allowed_cpus, choice, object, pin_to, strings, text, Common, F
                   ServerUnderTest, TransactionName, Workload, WorkloadCase, WorkloadSpec};
 use crate::backends::{Backend, BackendError};
 use crate::measure::load::{run_load_with, TxnFn};
-use crate::measure::proctree::{self, TreeSource};
+use crate::measure::proctree::{self, TreeSource, WindowCpu};
 use crate::measure::sampler::Sampler;
 use crate::result::{IkeDaemon, IkeProposal, IkeSaResult, Measured, ServerResult, WorkloadDetail};
 use serde_json::{json, Map, Value};
@@ -139,12 +139,7 @@ fn parse(params: &Params) -> Result<Spec, String> {
     } else {
         let addr = connect.parse().map_err(|_| format!("connect must be IP:PORT, got '{connect}'"))?;
         let need = |k: &str| path(params, k)?.ok_or_else(|| format!("{k} goes with connect: ike-sa loads a responder cryptoperf started"));
-        let cpu = match (text(params, "server_pid", "")?, path(params, "server_cgroup")?) {
-            (p, None) if p.is_empty() => None,
-            (p, None) => Some(TreeSource::Proc(p.parse().ok().filter(|p| *p > 1).ok_or_else(|| format!("server_pid must be a process id, got '{p}'"))?)),
-            (p, Some(dir)) if p.is_empty() => Some(TreeSource::Cgroup(dir)),
-            _ => return Err("give server_pid or server_cgroup, not both".into()),
-        };
+        let cpu = TreeSource::from_params(Some(&text(params, "server_pid", "")?), Some(&text(params, "server_cgroup", "")?))?;
         Some(Responder { addr, ca_file: need("ca_file")?, cpu, dir: need("server_dir")?, client_cert: need("client_cert")?,
                          client_key: need("client_key")? })
     };
@@ -239,32 +234,20 @@ fn run(spec: &Spec, case: &WorkloadCase, warmup: Duration, budget: Duration) -> 
     };
     let init_tree = TreeSource::Proc(initiator.pid());
     let gone = |who: &str, e: String| BackendError::Failed(format!("the {who} at {}: {e}", r.addr));
-    let (mut before, mut init_before) = (None, None);
+    let mut window = WindowCpu::new(r.cpu.as_ref());
+    let mut init_before = None;
     let sampler = Sampler::start();
     let measured = run_load_with(make, case.common.load, warmup, budget, || {
-        if let Some(src) = &r.cpu {
-            before = Some(src.read().map_err(|e| gone("responder", e))?);
-        }
+        window.start().map_err(|e| gone("responder", e))?;
         init_before = init_tree.read().ok();
         Ok(())
     });
     let client_timeline = sampler.stop();
-    let after = r.cpu.as_ref().map(|src| src.read());
+    let after = window.end();
     let init_after = init_tree.read().ok();
     let lm = measured.map_err(|e| invalid(format!("an IKE SA failed while measured: {e} (initiator: {})", initiator.log_tail())))?;
-    let cpu_ns = match (before, after) {
-        (Some(b), Some(Ok(a))) => Some(a.cpu_ns.saturating_sub(b.cpu_ns)),
-        (_, Some(Err(e))) => return Err(invalid(format!("the responder at {} died during the window: {e}", r.addr))),
-        _ => None,
-    };
-    let server = ServerResult {
-        address: Some(r.addr.to_string()),
-        external: Some(true),
-        cpu_ns,
-        transactions: cpu_ns.map(|_| lm.m.ops),
-        window: cpu_ns.map(|_| true),
-        ..ServerResult::default()
-    };
+    let cpu_ns = after.map_err(|e| invalid(format!("the responder at {} died during the window: {e}", r.addr)))?;
+    let server = ServerResult::external(r.addr.to_string(), cpu_ns, lm.m.ops);
     let daemon = |d: Option<(String, Vec<String>)>, cpu_ns, fips| {
         d.map(|(version, plugins)| IkeDaemon { version, plugins, cpu_ns, openssl_fips_provider: fips })
     };

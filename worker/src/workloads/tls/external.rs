@@ -60,14 +60,7 @@ pub fn parse(params: &Map<String, Value>) -> Result<Option<External>, String> {
         _ => return Err("connect and ca_file go together: the server to measure against, and the CA certificate (PEM) to trust".into()),
     };
     let addr = addr.parse().map_err(|_| format!("connect must be IP:PORT, got '{addr}'"))?;
-    let cpu = match (pid, cgroup) {
-        (None, None) => None,
-        (Some(p), None) => Some(TreeSource::Proc(
-            p.parse().ok().filter(|p| *p > 1).ok_or_else(|| format!("server_pid must be a process id, got '{p}'"))?,
-        )),
-        (None, Some(dir)) => Some(TreeSource::Cgroup(PathBuf::from(dir))),
-        (Some(_), Some(_)) => return Err("give server_pid or server_cgroup, not both".into()),
-    };
+    let cpu = TreeSource::from_params(pid.as_deref(), cgroup.as_deref())?;
     if let Some(path) = &request {
         if !path.starts_with('/') || path.chars().any(|c| c.is_whitespace() || c.is_control()) {
             return Err(format!("request must be a path starting with '/' and without spaces, got '{path}'"));
