@@ -257,7 +257,7 @@ def _reports_show_the_explanation(cli, store: Path, tmp_path: Path, doc: dict) -
     if doc is not None:  # the same analysis in every output
         assert kept[0]["attribution"] == doc["attribution"]
     html = out["html"]
-    assert 'href="#why-openssl-sha256-b"' in html and 'id="why-openssl-sha256-b"' in html
+    assert 'href="#why-openssl-sha256-1024-b"' in html and 'id="why-openssl-sha256-1024-b"' in html
     assert hot in html
     if _flamegraph_expected():
         uri = html.split('<figure class="flamegraph"><img src="data:image/svg+xml;base64,', 1)[1].split('"', 1)[0]
@@ -359,6 +359,7 @@ def test_extension_attribution_names_the_group_an_operation_depends_on(cli, fake
     assert groups["no-aesni"]["clears"] == ["aes", "pclmulqdq", "vaes", "vpclmulqdq"]
     assert doc["depends_on"][0] == "no-aesni" and groups["no-aesni"]["share"] > 0.9
     assert groups["no-shani"]["kind"] in ("equivalent", "inconclusive") and groups["no-shani"]["share"] is None
+    assert doc["shared_flags"] == []  # AES-NI and the big-number group clear nothing in common
     inter = doc["interaction"]
     assert inter["masks"] == ["no-aesni", "no-shani", "no-avx2", "no-bignum"]  # no-avx512 is inside no-avx2
     assert inter["kind"] == "more together" and inter["ratio"] == pytest.approx(4.5 / 3.06, rel=0.05), inter
@@ -381,6 +382,18 @@ def test_extension_groups_whose_costs_add_up_are_said_to(cli, fake_worker, tmp_p
     res = cli("explain", "--extensions", "--op", "aes-128-gcm-seal", "--size", "1024", "--backend", "openssl",
               "--blocks", "8", "--store", tmp_path / "e.sqlite")
     assert "the groups' costs add up (within ±2 %)" in " ".join(res.out.split())
+
+
+def test_overlapping_groups_name_the_flag_they_share():
+    from cryptoperf.explain.extensions import MaskRow, shared_flags
+
+    def row(name, clears, kind):
+        return MaskRow(name, tuple(clears), 2.0, 1.9, 2.1, kind, "", None)
+
+    rows = [row("no-avx512", ["avx512f", "avx512ifma"], "slower"), row("no-bignum", ["bmi2", "adx", "avx512ifma"], "slower"),
+            row("no-aesni", ["aes"], "equivalent")]
+    assert shared_flags(rows) == ["avx512ifma"]
+    assert shared_flags(rows[1:]) == []  # one group alone overlaps nothing
 
 
 def test_joined_masks_clear_every_bit_either_clears():

@@ -161,6 +161,7 @@ def _extensions(op: str | None, backend: str | None, blocks: int, size_bytes: in
     doc = {"format_version": FORMAT_VERSION, "kind": "explain-extensions", "cryptoperf_version": __version__,
            "run": run.id, "operation": op, "backend": backend, "left_out": skipped,
            "groups": [r.as_dict() for r in rows], "depends_on": [r.name for r in rows if r.kind == "slower"],
+           "shared_flags": ext.shared_flags(rows),
            "interaction": None if inter is None else {**inter.as_dict(), "text": inter.text}}
     if as_json:
         click.echo(json.dumps(doc, indent=2))

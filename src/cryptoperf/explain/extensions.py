@@ -107,8 +107,9 @@ class Interaction:
             "add up": f": the groups' costs add up (within ±{self.margin_pct:g} %)",
             "more together": ": they do not add up — together they cost more than each alone says (one group's "
                              "code stands in for another's when only one is masked)",
-            "less together": ": they do not add up — together they cost less than each alone says (the masks "
-                             "overlap: a capability both clear is counted in each)",
+            "less together": ": they do not add up — together they cost less than each alone says (the groups "
+                             "serve one code path, so masking one already takes it away, or the masks overlap: a "
+                             "capability both clear is counted in each)",
             "inconclusive": f": whether they add up is not decided at this noise (more --blocks would decide it)",
         }[self.kind]
 
@@ -167,6 +168,16 @@ def study_text(op: str, backend: str, masks: Sequence[Mapping[str, Any]], blocks
     if size_bytes is not None:
         lines.append(f'sizes = [{size_bytes}]')
     return "\n".join(lines) + "\n"
+
+
+def shared_flags(rows: Sequence[MaskRow]) -> list[str]:
+    """The flags every group the operation depends on clears (``slower`` rows, two or more),
+    in the first one's order: where groups overlap, the likelier cause; [] otherwise."""
+    slow = [r for r in rows if r.kind == "slower"]
+    if len(slow) < 2:
+        return []
+    common = set(slow[0].clears).intersection(*(set(r.clears) for r in slow[1:]))
+    return [f for f in slow[0].clears if f in common]
 
 
 def rows(deltas: Sequence[Any], masks: Sequence[Mapping[str, Any]]) -> list[MaskRow]:

@@ -64,10 +64,18 @@ def explain_pair(run, ref: Cell, cell: Cell, workers: dict, settings, blocks: in
            "configuration": cell.configuration, "reference": ref.configuration, "operation": cell.label,
            "op": cell.op, "backend": cell.backend, "size_bytes": cell.size_bytes, "attribution": att.as_dict(),
            "scale": {"reference": scale[0], "configuration": scale[1], "to": "profiled" if study is None else "study"},
-           "sampling_cost": profile.overhead(profiled, rates, ref, cell), "measured": study,
+           "sampling_cost": sampling_cost(scale) if study is not None else profile.overhead(profiled, rates, ref, cell),
+           "sampling_cost_from": "cpu_per_op" if study is not None else "ops_per_s", "measured": study,
            "flamegraph": svg is not None, "flamegraph_missing": None if svg is not None else
            (stacks.missing() or "no call stacks were recorded")}
     return doc, svg
+
+
+def sampling_cost(scale: tuple[float, float]) -> float:
+    """What sampling cost, from each side's scale to the study (``attribution.study_scale``):
+    how much more CPU per operation the profiled repetitions took than the study's own, the
+    mean over the two sides (0.10: 10 % more)."""
+    return (1 / scale[0] + 1 / scale[1]) / 2 - 1
 
 
 def flamegraph(profiled: profile.Profiled, ref: Cell, cell: Cell,

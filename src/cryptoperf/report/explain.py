@@ -95,18 +95,20 @@ def _notes(doc: Mapping[str, Any], att: Attribution) -> list[str]:
                      f"[{_signed(m['low'])}, {_signed(m['high'])}] (run {doc['run']}, the same processes' CPU)")
         if k.get("to") == "study":
             notes.append(f"on the study's scale: each side's profile is scaled to the study's CPU per operation "
-                         f"(× {k['reference']:.3f} and × {k['configuration']:.3f}: the profiled repetitions ran "
-                         f"{100 * (1 / k['reference'] - 1):+.1f} % and {100 * (1 / k['configuration'] - 1):+.1f} % "
-                         "above it, the sampler's own cost), so the parts add up to the study's change; the "
-                         "interval is the profiled blocks'")
+                         f"(× {k['reference']:.3f} and × {k['configuration']:.3f}), so the parts add up to the "
+                         "study's change; the interval is the profiled blocks'")
     elif m:
         notes.append(f"the study measured a change of {_signed(m['change_ns_per_op'])} "
                      f"[{_signed(m['low'])}, {_signed(m['high'])}] per operation (run {doc['run']})")
     else:
         notes.append(f"run {doc['run']} has too few measured blocks of this pair to set beside it")
-    if doc.get("sampling_cost") is not None:
-        notes.append(f"sampling cost: the profiled repetitions ran at {100 * (1 + doc['sampling_cost']):.0f} % "
-                     "of the study's ops/s (none of their figures enters the study)")
+    cost = doc.get("sampling_cost")
+    if cost is not None and doc.get("sampling_cost_from") == "cpu_per_op":
+        notes.append(f"sampling cost: the profiled repetitions took {100 * cost:+.1f} % CPU per operation against "
+                     "the study's own (the sampler's work on every sample; none of their figures enters the study)")
+    elif cost is not None:
+        notes.append(f"sampling cost: the profiled repetitions ran at {100 * (1 + cost):.0f} % of the study's "
+                     "ops/s (none of their figures enters the study)")
     if att.window_share < 0.8:
         notes.append(f"the measured window was {100 * att.window_share:.0f} % of the CPU sampled in the worker "
                      "(start-up, known-answer tests and warm-up are the rest, spread over the window's functions); "
@@ -162,6 +164,9 @@ def print_extensions(console: Console, doc: Mapping[str, Any], rows: "list[MaskR
     dep = doc["depends_on"]
     console.print(f"{doc['operation']} depends on: {', '.join(dep)}" if dep else
                   f"{doc['operation']} depends on none of the groups masked (at this noise)")
+    if doc.get("shared_flags"):
+        console.print(f"every group it depends on clears {', '.join(doc['shared_flags'])}: the groups overlap there, "
+                      "so that is the likelier cause, and their shares overlap too")
     inter = doc.get("interaction")
     console.print(escape(inter["text"]) if inter else
                   "whether the groups add up was not measured (fewer than two groups to mask at once, or a side "

@@ -30,8 +30,10 @@ LEAD = ("Why a configuration is slower or faster: an explanation runs profiled b
 
 
 def anchor(d) -> str:
-    """The HTML id of a comparison's explain row (``explain-<backend>-<label>-<configuration>``)."""
-    return re.sub(r"[^a-z0-9]+", "-", f"{d.backend}-{d.label}-{d.configuration}".lower()).strip("-")
+    """The HTML id of a comparison's explain row (``<backend>-<label>[-<size>]-<configuration>``,
+    lower case, dashes)."""
+    size = f"-{d.size_bytes}" if getattr(d, "size_bytes", None) else ""
+    return re.sub(r"[^a-z0-9]+", "-", f"{d.backend}-{d.label}{size}-{d.configuration}".lower()).strip("-")
 
 
 def _explained(run: StoredRun, d) -> dict | None:
@@ -71,7 +73,8 @@ def explanations(run: StoredRun) -> list[dict[str, Any]]:
     out = []
     for e in run.explanations:
         v = view(e)
-        key = anchor(SimpleNamespace(backend=e["backend"], label=e["operation"], configuration=e["configuration"]))
+        key = anchor(SimpleNamespace(backend=e["backend"], label=e["operation"], configuration=e["configuration"],
+                                     size_bytes=e.get("size_bytes")))
         svg = e.get("flamegraph_svg")
         out.append({"id": f"why-{key}", "view": v, "markdown": markdown(e),
                     "flamegraph": ("data:image/svg+xml;base64," + base64.b64encode(svg.encode()).decode()) if svg else "",
