@@ -326,9 +326,15 @@ def test_the_differential_flame_graph_is_drawn_from_both_sides(tmp_path):
 def test_explain_names_what_is_missing_in_one_line(cli, fake_worker, tmp_path):
     fake_worker({})
     store = tmp_path / "s.sqlite"
-    assert cli("study", _study(tmp_path, {}), "--no-report", "--out", tmp_path / "out", "--store", store).code == 0
+    study = _study(tmp_path, {})
+    study.write_text(study.read_text().replace("sizes = [1024]", "sizes = [1024, 4096]"))
+    assert cli("study", study, "--no-report", "--out", tmp_path / "out", "--store", store).code == 0
     res = cli("explain", "--config", "c", "--store", store)
     assert_one_line_error(res, "has no configuration 'c'", "(it has: a, b)")
+    res = cli("explain", "--config", "b", "--store", store)
+    assert_one_line_error(res, "operation 'sha256' runs at 2 message sizes; name one with --size (1024, 4096)")
+    res = cli("explain", "--config", "b", "--size", "512", "--store", store)
+    assert_one_line_error(res, "no operation 'sha256' of configuration 'b' with a reference in 'a' at 512 B")
 
 
 def test_on_a_host_without_perf_explain_is_one_line_and_the_study_still_runs(cli, fake_worker, tmp_path, monkeypatch):
@@ -415,7 +421,7 @@ def test_a_decided_verdict_links_to_how_to_explain_it(cli, fake_worker, tmp_path
     md = (tmp_path / "r.md").read_text()
     assert "## Why: explaining a verdict" in md
     why = md[md.index("## Why"):]
-    assert "`cryptoperf explain 1 --config b --reference a --op " in why and "--backend openssl`" in why, why[:800]
+    assert "`cryptoperf explain 1 --config b --reference a --op " in why and "--backend openssl --size 1024`" in why, why[:800]
     assert cli("report", "latest", "--format", "html", "--store", store, "--output", tmp_path / "r.html").code == 0
     html = (tmp_path / "r.html").read_text()
     link = html.split('class="why" href="#', 1)[1].split('"', 1)[0]

@@ -18,9 +18,11 @@ from cryptoperf.store import stored_run as stored
 from cryptoperf.store.db import FORMAT_VERSION
 
 
-def _cells(prepared, run, config: str, reference: str, op: str | None, backend: str | None):
-    """The (reference, config) cells of operation ``op`` (a row label) on ``backend``, one
-    pair, from the prepared study. Raises UsageError naming what is ambiguous or missing."""
+def _cells(prepared, run, config: str, reference: str, op: str | None, backend: str | None,
+           size_bytes: int | None = None):
+    """The (reference, config) cells of operation ``op`` (a row label) on ``backend`` at
+    ``size_bytes``, one pair, from the prepared study. Raises UsageError naming what is
+    ambiguous or missing."""
     labels = sorted({c.label for c in prepared.cells if c.configuration == config})
     if not labels:
         names = sorted({c.configuration for c in prepared.cells})
@@ -32,17 +34,22 @@ def _cells(prepared, run, config: str, reference: str, op: str | None, backend: 
         op = labels[0]
     pairs = []
     for c in prepared.cells:
-        if c.configuration == config and c.label == op and (backend is None or c.backend == backend):
+        if (c.configuration == config and c.label == op and (backend is None or c.backend == backend)
+                and (size_bytes is None or c.size_bytes == size_bytes)):
             ref = next((r for r in prepared.cells if r.configuration == reference and r.label == op
                         and r.backend == c.backend and r.size_bytes == c.size_bytes), None)
             if ref is not None:
                 pairs.append((ref, c))
     if not pairs:
         raise UsageError(f"no operation '{op}' of configuration '{config}' with a reference in '{reference}'"
-                         + (f" on {backend}" if backend else "") + f" (operations: {', '.join(labels)})")
-    if len(pairs) > 1:
+                         + (f" on {backend}" if backend else "") + (f" at {size_bytes} B" if size_bytes else "")
+                         + f" (operations: {', '.join(labels)})")
+    if len({c.backend for _, c in pairs}) > 1:
         raise UsageError(f"operation '{op}' runs on {len(pairs)} backends; name one with --backend "
                          f"({', '.join(sorted(c.backend for _, c in pairs))})")
+    if len(pairs) > 1:
+        raise UsageError(f"operation '{op}' runs at {len(pairs)} message sizes; name one with --size "
+                         f"({', '.join(str(c.size_bytes) for _, c in pairs)})")
     ref, cell = pairs[0]
     if cell.server is not None or ref.server is not None:
         raise UsageError(f"'{op}' loads a server under test: explain profiles the worker's own process, "
@@ -66,7 +73,7 @@ def _cells(prepared, run, config: str, reference: str, op: str | None, backend: 
               help="Instead: which CPU extension groups --op depends on on --backend, each masked alone "
                    "in a study of its own (verdicts, shares).")
 @click.option("--size", "size_bytes", type=int, default=None, metavar="BYTES",
-              help="With --extensions: the message size of a sized operation.")
+              help="The message size of a sized operation (needed when the run has several).")
 @click.option("--json", "as_json", is_flag=True, help="Print the attribution as JSON.")
 def explain(run_id: str, config: str | None, reference: str | None, op: str | None, backend: str | None,
             blocks: int, store_path: str | None, extensions: bool, size_bytes: int | None, as_json: bool) -> None:
@@ -109,7 +116,7 @@ def explain(run_id: str, config: str | None, reference: str | None, op: str | No
             raise perf.PerfUnavailable(why)
         console = err_console()
         prepared = prepare_study(run.study, console=console)
-        ref, cell = _cells(prepared, run, config, reference, op, backend)
+        ref, cell = _cells(prepared, run, config, reference, op, backend, size_bytes)
         workers = {name: path for name, (path, _) in prepared.workers.items()}
         profile.check_ready(ref, cell, workers)
         console.print(f"explaining run {run.id} (study {run.study.name}): {config} against {reference}")

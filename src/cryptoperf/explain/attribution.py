@@ -99,17 +99,20 @@ class Attribution:
 
     def top(self, covering: float = 0.8, rows: Sequence[Row] | None = None) -> tuple[Row, ...]:
         """The fewest leading rows (largest changes first; ``rows``, default the functions')
-        whose changes add up to the total change within ``1 - covering`` of it (80 %: between
-        80 and 120 % of it) — functions that went away and functions that came in (one
-        library's code path replacing another) can each exceed the total, with opposite signs;
-        all rows when no prefix does."""
-        out, acc = [], 0.0
-        for r in self.rows if rows is None else rows:
-            out.append(r)
+        after which the running sum of their changes stays within ``1 - covering`` of the
+        total change (80 %: between 80 and 120 % of it) whatever rows follow — functions that
+        went away and functions that came in (one library's code path replacing another) can
+        each exceed the total, with opposite signs, so a prefix that reaches the band by
+        chance and leaves it again does not count; all rows when the sum never settles."""
+        rows = list(self.rows if rows is None else rows)
+        acc, settled = 0.0, len(rows)
+        for i, r in enumerate(rows):
             acc += r.share
-            if abs(acc - 1.0) <= 1.0 - covering:
-                break
-        return tuple(out)
+            if abs(acc - 1.0) > 1.0 - covering:
+                settled = len(rows)
+            elif settled == len(rows):
+                settled = i
+        return tuple(rows[:settled + 1])
 
     def top_share(self, covering: float = 0.8) -> float:
         """What ``top(covering)``'s rows add up to, as a share of the total change."""

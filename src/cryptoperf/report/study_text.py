@@ -25,7 +25,8 @@ def plan_line(plan: Any) -> str:
     comparisons and its worst-case time (every comparison to the last look: ``at most about
     T``), and whether the seed is the study file's (else drawn for this run). ``plan`` is an
     ``engine.PreparedStudy``; both times are its ``estimated_seconds``, which include what a first
-    run builds before it measures (``first_builds``, named)."""
+    run builds before it measures (``first_builds``, named); with ``explain = true``, what is
+    explained after it."""
     s, n = plan.study, len(plan.cells)
     more = (f", then up to {s.max_repetitions} blocks for inconclusive comparisons (looks at "
             f"{', '.join(map(str, plan.looks))}), at most about {duration_text(plan.worst_case_seconds())}"
@@ -34,9 +35,14 @@ def plan_line(plan: Any) -> str:
     first = plan.first_builds
     building = (f" (of which {duration_text(sum(first.values()))} to build first: {', '.join(first)})"
                 if first else "")
+    explain = ""
+    if s.explain:
+        from cryptoperf.explain.pair import STUDY_BLOCKS
+        explain = (f"; then explain = true: each decided comparison (up to {plan.comparisons}) in "
+                   f"{STUDY_BLOCKS} profiled blocks of 2 repetitions under perf")
     return (f"study {s.name}: {n} cells, {n} calibration repetitions + {s.repetitions} blocks = "
             f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{building}"
-            f"{more}; {seed}")
+            f"{more}{explain}; {seed}")
 
 
 def power_line(plan: Any) -> str:

@@ -56,7 +56,8 @@ def rows(run: StoredRun) -> list[dict[str, str]]:
         if cell is None or cell.server is not None:
             continue
         command = (f"cryptoperf explain {run.id} --config {shlex.quote(d.configuration)} --reference "
-                   f"{shlex.quote(d.baseline)} --op {shlex.quote(d.label)} --backend {d.backend}")
+                   f"{shlex.quote(d.baseline)} --op {shlex.quote(d.label)} --backend {d.backend}"
+                   + (f" --size {d.size_bytes}" if d.size_bytes else ""))
         if d.cpu != BASELINE and not cell.is_workload:
             size = f" --size {cell.size_bytes}" if cell.size_bytes else ""
             command += f"  ;  cryptoperf explain --extensions --op {cell.op}{size} --backend {d.backend}"
