@@ -64,7 +64,8 @@ def test_unknown_cpu_mask_is_one_line_naming_file_line_and_field(value, fragment
     assert msg.startswith(f"s.toml:{line}: configuration 'aes-off', field 'cpu': "), msg
     assert fragment in msg and "\n" not in msg
     if "unknown" in fragment:
-        assert "(known: baseline, no-aesni, no-shani, no-avx2, no-avx512, no-bignum)" in msg
+        assert ("(known: baseline, no-aesni, no-shani, no-avx2, no-avx512, no-bignum; or several but baseline "
+                "joined by '+', e.g. \"no-aesni+no-bignum\")") in msg
 
 
 def test_cpu_error_through_the_cli(cli, write_study, fake_worker):

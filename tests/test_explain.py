@@ -299,7 +299,7 @@ def test_a_study_with_explain_on_a_host_without_perf_says_so_once_and_is_unchang
     store = tmp_path / "s.sqlite"
     res = cli("study", study, "--no-report", "--out", tmp_path / "out", "--store", store)
     assert res.code == 0, res.err
-    lines = [ln for ln in res.err.splitlines() if "explain = true" in ln]
+    lines = [ln for ln in res.err.splitlines() if "explain = true:" in ln]
     assert len(lines) == 1 and "nothing explained: perf is not installed" in lines[0], res.err
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
     assert doc["explanations"] == [] and doc["deltas"][0]["verdict"]["kind"] == "slower"

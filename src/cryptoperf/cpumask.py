@@ -68,6 +68,8 @@ def is_known(mask: str) -> bool:
 def value(mask: str) -> str:
     """The value of OPENSSL_ia32cap for ``mask`` (joined masks: each word clears every bit any
     of them clears; same length as every other value). Raises KeyError for an unknown mask."""
+    if mask in MASKS:
+        return MASKS[mask]
     names = parts(mask)
     if names is None:
         raise KeyError(mask)

@@ -38,7 +38,7 @@ def plan_line(plan: Any) -> str:
     explain = ""
     if s.explain:
         from cryptoperf.explain.pair import STUDY_BLOCKS
-        explain = (f"; then explain = true: each decided comparison (up to {plan.comparisons}) in "
+        explain = (f"; then (explain = true) each decided comparison (up to {plan.comparisons}) in "
                    f"{STUDY_BLOCKS} profiled blocks of 2 repetitions under perf")
     return (f"study {s.name}: {n} cells, {n} calibration repetitions + {s.repetitions} blocks = "
             f"{n * (s.repetitions + 1)} repetitions, about {duration_text(plan.estimated_seconds())}{building}"
