@@ -256,6 +256,13 @@ def _reports_show_the_explanation(cli, store: Path, tmp_path: Path, doc: dict) -
     assert len(kept) == 1 and kept[0]["attribution"]["top"][0] == hot and kept[0]["configuration"] == "b"
     if doc is not None:  # the same analysis in every output
         assert kept[0]["attribution"] == doc["attribution"]
+    pandas = pytest.importorskip("pandas")
+    import cryptoperf
+    frame = cryptoperf.load("latest", store=store, kind="explanations")
+    assert isinstance(frame, pandas.DataFrame)
+    top = frame[(frame.level == "function")].iloc[0]
+    assert top["name"] == hot and top["change_ns_per_op"] == kept[0]["attribution"]["rows"][0]["change_ns_per_op"]["value"]
+    assert set(frame.level) == {"function", "library"} and (frame.configuration == "b").all()
     html = out["html"]
     assert 'href="#why-openssl-sha256-1024-b"' in html and 'id="why-openssl-sha256-1024-b"' in html
     assert hot in html

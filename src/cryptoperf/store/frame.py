@@ -38,7 +38,14 @@ LEVEL_COLUMNS = ("run_id", "study", "configuration", "vs", "backend", "label", "
                  "client_cpu_ns_per_tx", "client_cpu_ns_per_tx_low", "client_cpu_ns_per_tx_high",
                  "process_cpu_ns_per_tx", "process_cpu_ns_per_tx_low", "process_cpu_ns_per_tx_high")
 #: ``load()``'s kinds of frame.
-KINDS = ("repetitions", "levels")
+KINDS = ("repetitions", "levels", "explanations")
+#: ``load(kind="explanations")``'s columns: one row per function and per library of each
+#: explanation kept with the run (``cryptoperf explain``, ``explain = true``): ``level``
+#: ``function`` or ``library``, its CPU per operation in the reference and the configuration
+#: explained, the change with its 95 % interval (ns) and its share of the total change.
+EXPLANATION_COLUMNS = ("run_id", "study", "configuration", "reference", "backend", "label", "size_bytes", "level",
+                       "name", "a_ns_per_op", "b_ns_per_op", "change_ns_per_op", "change_ns_per_op_low",
+                       "change_ns_per_op_high", "share")
 _FLOAT_COLUMNS = ("p50_ns", "p90_ns", "p99_ns", "p999_ns", "min_ns", "max_ns", "mean_ns", "stddev_ns",
                   "ops_per_s", "bytes_per_s", "process_cpu_ns_per_op", "steal_pct", "busy_pct", "other_load_pct")
 
@@ -59,6 +66,23 @@ def row(run_id: int, study: str | None, o: Outcome, logical_cpus: int = 1) -> di
     r = repetition_row(o, logical_cpus)
     r.update(run_id=run_id, study=study)
     return {c: r[c] for c in COLUMNS}
+
+
+def explanation_rows(run_id: int, study: str | None, explanations: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``EXPLANATION_COLUMNS`` rows of a run's stored explanations (``StoredRun.explanations``)."""
+    out = []
+    for e in explanations:
+        att = e["attribution"]
+        for level, rows in (("function", att["rows"]), ("library", att.get("libraries", []))):
+            for r in rows:
+                c = r["change_ns_per_op"]
+                out.append({"run_id": run_id, "study": study, "configuration": e["configuration"],
+                            "reference": e["reference"], "backend": e["backend"], "label": e["operation"],
+                            "size_bytes": e.get("size_bytes"), "level": level, "name": r["function"],
+                            "a_ns_per_op": r["a_ns_per_op"], "b_ns_per_op": r["b_ns_per_op"],
+                            "change_ns_per_op": c["value"], "change_ns_per_op_low": c["ci_low"],
+                            "change_ns_per_op_high": c["ci_high"], "share": r["share"]})
+    return out
 
 
 def level_rows(run_id: int, study: str | None, analysis: Any) -> list[dict[str, Any]]:
@@ -92,7 +116,9 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
     and ``disturbed`` saying why); with ``kind="levels"`` one row per workload level of a
     configuration with the figures the report's workload sections show (``LEVEL_COLUMNS``:
     transactions/s, bytes/s, latency, late share and each side's CPU per transaction, named by
-    side, with their bands), none for a run without workloads.
+    side, with their bands), none for a run without workloads; with ``kind="explanations"``
+    one row per function and per library of each explanation kept with the run
+    (``EXPLANATION_COLUMNS``), none for a run without one.
 
     Args:
         run_id: a run id, ``"latest"`` or None (the newest study run, named on stderr), or
@@ -100,7 +126,7 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
             ``cryptoperf list``.
         store: a store's path or URL (SQLite or PostgreSQL, as ``--store`` takes) or an open
             ``Store``; None for the default store (``store.default_location()``).
-        kind: ``repetitions`` or ``levels`` (``KINDS``).
+        kind: ``repetitions``, ``levels`` or ``explanations`` (``KINDS``).
 
     Returns:
         A DataFrame with the columns of ``COLUMNS`` (shape (n_rows, len(COLUMNS))):
@@ -126,6 +152,10 @@ def load(run_id: int | str | Iterable[int | str] | None = None,
     else:
         with open_store(store) as st:
             rows = _rows(st, ids, kind)
+    if kind == "explanations":
+        df = pd.DataFrame(rows, columns=list(EXPLANATION_COLUMNS))
+        df["run_id"], df["size_bytes"] = df["run_id"].astype("Int64"), df["size_bytes"].astype("Int64")
+        return df
     if kind == "levels":
         df = pd.DataFrame(rows, columns=list(LEVEL_COLUMNS))
         for col in ("run_id", "size_bytes", "repetitions"):
@@ -150,6 +180,9 @@ def _rows(store: Store, ids: list, kind: str) -> list[dict[str, Any]]:
             print(f"cryptoperf.load: using {describe(run)}", file=sys.stderr)
         if kind == "levels":
             rows += level_rows(run.id, run.meta.get("study_name"), run.analysis)
+            continue
+        if kind == "explanations":
+            rows += explanation_rows(run.id, run.meta.get("study_name"), run.explanations)
             continue
         cpus = int(run.host.get("logical_cpus") or 1)
         rows += [row(run.id, run.meta.get("study_name"), o, cpus) for o in run.outcomes
