@@ -1,0 +1,80 @@
+"""The Go worker (worker-go/, first part of issue 39): built with the Go toolchain, it speaks the
+worker protocol for the `go` backend's primitives — every result is valid against the JSON
+Schema the Rust worker's results are (tests/fixtures/worker-result.schema.json), its histogram
+decodes with the orchestrator's own decoder and agrees with its counters, and every operation
+passes its known answer before it is timed. Needs Go (CRYPTOPERF_REQUIRE_GO=1: fail, not skip,
+without it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cryptoperf.stats.figures import decode_histogram
+
+pytestmark = pytest.mark.parallel
+
+ROOT = Path(__file__).resolve().parent.parent
+SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "worker-result.schema.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def go_worker(tmp_path_factory) -> Path:
+    go = shutil.which("go")
+    if go is None:
+        if os.environ.get("CRYPTOPERF_REQUIRE_GO") == "1":
+            pytest.fail("go is not installed and CRYPTOPERF_REQUIRE_GO=1")
+        pytest.skip("go is not installed")
+    out = tmp_path_factory.mktemp("go") / "cryptoperf-worker-go"
+    res = subprocess.run([go, "build", "-o", str(out), "."], cwd=ROOT / "worker-go", capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    return out
+
+
+def ask(worker: Path, *requests: dict) -> list[dict]:
+    lines = "".join(json.dumps(r) + "\n" for r in ({"type": "hello", "protocol": 1}, *requests, {"type": "bye"}))
+    res = subprocess.run([str(worker)], input=lines, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    return [json.loads(line) for line in res.stdout.splitlines()]
+
+
+def test_each_operation_is_measured_in_the_protocols_result(go_worker):
+    jsonschema = pytest.importorskip("jsonschema")
+    hello, *_ = ask(go_worker)
+    assert hello["type"] == "hello" and hello["protocol"] == 1
+    (backend,) = hello["backends"]
+    assert backend["name"] == "go" and backend["version"].startswith("go1.")
+    ops = backend["ops"]
+    assert {"sha256", "aes-128-gcm-seal", "x25519-derive", "ed25519-sign"} <= set(ops)
+    runs = [{"type": "run", "id": op, "backend": "go", "op": op, "seconds": 0.02, "warmup_s": 0.0} for op in ops]
+    _, *results = ask(go_worker, *runs)
+    for r in results:
+        jsonschema.Draft202012Validator(SCHEMA).validate(r)
+        assert r["status"] == "ok", r
+        assert r["validation"]["kat"] == "pass" and r["validation"]["kat_source"], r["validation"]
+        hist = decode_histogram(r["histogram"])
+        assert hist.get_total_count() == r["ops"] > 0  # every operation recorded once
+        p50 = hist.get_value_at_percentile(50)
+        # the histogram's operations fit in the window the counters give (one thread)
+        assert 0 < p50 * r["ops"] <= r["wall_ns"] * 1.05, (r["op"], p50, r["ops"], r["wall_ns"])
+        assert 0 < r["cpu_ns_total"] <= r["wall_ns"] * 1.05
+    sized = {r["op"]: r for r in results}
+    assert sized["sha256"]["params"] == {"size_bytes": 1024} and sized["x25519-derive"]["params"] == {}
+
+
+def test_refusals_are_the_protocols(go_worker):
+    _, bad, other, masked = ask(
+        go_worker,
+        {"type": "run", "id": "a", "backend": "go", "op": "sha256", "params": {"digest": "md5"}},
+        {"type": "run", "id": "b", "backend": "openssl", "op": "sha256"},
+        {"type": "run", "id": "c", "backend": "go", "op": "sha256", "cpu_mask": "no-aesni"})
+    assert bad == {"type": "error", "code": "bad_params", "message": "unknown parameter 'digest' for sha256"}
+    assert other["status"] == "unsupported" and "one backend, go" in other["reason"]
+    assert masked["status"] == "unsupported" and "no runtime CPU capability mask" in masked["reason"]

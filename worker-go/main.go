@@ -1,0 +1,148 @@
+// cryptoperf-worker-go: a cryptoperf worker in Go, speaking the worker protocol (JSON lines on
+// stdin/stdout, docs/worker-protocol.md) for one backend, `go`: the Go standard library's
+// crypto. Every request line gets one answer line; stderr carries diagnostics only.
+//
+// This first part answers `hello` and `run` for the primitives in backend.go (each checked
+// against its known answer before it is timed) and `bye`; the TLS workloads, FIPS mode and the
+// orchestrator's use of this worker are not built yet.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// Protocol is the worker protocol version this worker speaks.
+const Protocol = 1
+
+// WorkerVersion is this worker's version.
+const WorkerVersion = "0.1.0"
+
+// MaxRequestBytes is the longest request line read (1 MiB), as the Rust worker.
+const MaxRequestBytes = 1 << 20
+
+type refusal struct{ code, message string }
+
+func (r *refusal) Error() string { return r.message }
+
+func errBadParams(msg string) error  { return &refusal{"bad_params", msg} }
+func errUnsupported(msg string) error { return &refusal{"unsupported", msg} }
+
+func send(w *bufio.Writer, msg map[string]any) {
+	b, err := json.Marshal(msg)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "cannot encode an answer: %v\n", err)
+		return
+	}
+	w.Write(b)
+	w.WriteByte('\n')
+	w.Flush()
+}
+
+func errorMsg(code, message string) map[string]any {
+	return map[string]any{"type": "error", "code": code, "message": message}
+}
+
+func opNames() []string {
+	names := make([]string, 0, len(ops))
+	for n := range ops {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+func hello() map[string]any {
+	return map[string]any{
+		"type": "hello", "protocol": Protocol, "worker_version": WorkerVersion, "build": "go",
+		"backends": []map[string]any{{"name": Library, "library": Library, "version": LibraryVersion(),
+			"ops": opNames(), "capabilities": map[string]any{"maskable": false,
+				"reason": "Go's crypto has no runtime CPU capability mask"}}},
+		"limits": map[string]any{"max_request_bytes": MaxRequestBytes, "max_size_bytes": MaxSizeBytes},
+	}
+}
+
+// serve answers the requests on in, one line each, until `bye` or the end of input.
+func serve(in io.Reader, out io.Writer) int {
+	r := bufio.NewReaderSize(in, 64<<10)
+	w := bufio.NewWriter(out)
+	greeted := false
+	for {
+		line, tooLong, err := readLine(r)
+		if err == io.EOF && len(line) == 0 && !tooLong {
+			return 0
+		}
+		if tooLong {
+			send(w, errorMsg("bad_request", fmt.Sprintf("request line is longer than the limit of %d bytes", MaxRequestBytes)))
+		} else if len(line) > 0 {
+			if done := answer(w, line, &greeted); done >= 0 {
+				return done
+			}
+		}
+		if err == io.EOF {
+			return 0
+		}
+	}
+}
+
+// readLine reads one line (without its newline); tooLong when it exceeded MaxRequestBytes,
+// whose bytes are then discarded as they arrive.
+func readLine(r *bufio.Reader) ([]byte, bool, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !tooLong {
+			line = append(line, chunk...)
+			if len(line) > MaxRequestBytes+1 {
+				tooLong, line = true, nil
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			line = line[:len(line)-1]
+		}
+		return line, tooLong, err
+	}
+}
+
+// answer handles one request line; returns the exit status when the worker must stop, else -1.
+func answer(w *bufio.Writer, line []byte, greeted *bool) int {
+	var req map[string]any
+	if err := json.Unmarshal(line, &req); err != nil {
+		send(w, errorMsg("bad_request", fmt.Sprintf("not a JSON object: %v", err)))
+		return -1
+	}
+	kind, _ := req["type"].(string)
+	switch {
+	case kind == "":
+		send(w, errorMsg("bad_request", "a request needs a string 'type'"))
+	case kind == "hello":
+		if p, ok := req["protocol"].(float64); !ok || p != Protocol {
+			send(w, errorMsg("protocol_mismatch", fmt.Sprintf("this worker speaks protocol %d, got %v", Protocol, req["protocol"])))
+			return 2
+		}
+		*greeted = true
+		send(w, hello())
+	case !*greeted:
+		send(w, errorMsg("bad_request", "the first request must be hello"))
+	case kind == "bye":
+		return 0
+	case kind == "run":
+		send(w, run(req))
+	default:
+		send(w, errorMsg("bad_request", fmt.Sprintf("unknown request type '%s'", kind)))
+	}
+	return -1
+}
+
+func main() {
+	os.Exit(serve(os.Stdin, os.Stdout))
+}
