@@ -30,7 +30,7 @@ type refusal struct{ code, message string }
 
 func (r *refusal) Error() string { return r.message }
 
-func errBadParams(msg string) error  { return &refusal{"bad_params", msg} }
+func errBadParams(msg string) error   { return &refusal{"bad_params", msg} }
 func errUnsupported(msg string) error { return &refusal{"unsupported", msg} }
 
 func send(w *bufio.Writer, msg map[string]any) {

@@ -103,7 +103,7 @@ func run(req map[string]any) map[string]any {
 		"cpu_ns_total": total, "histogram": string(encoded), "batch": w.Batch, "timing": timing,
 		"bytes_per_op": c.BytesPerOp, "samples": w.Samples,
 		"sample_ns_stats": map[string]any{"min": w.MinSampleNs, "max": w.MaxSampleNs},
-		"steal_ticks": w.Ticks.Steal, "busy_ticks": w.Ticks.Busy, "total_ticks": w.Ticks.Total, "tsc_cycles": nil} {
+		"steal_ticks":     w.Ticks.Steal, "busy_ticks": w.Ticks.Busy, "total_ticks": w.Ticks.Total, "tsc_cycles": nil} {
 		base[k] = v
 	}
 	return base
