@@ -7,7 +7,9 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ecdh"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/sha3"
@@ -115,6 +117,19 @@ var ops = map[string]Op{
 		}
 		pub := peer.PublicKey()
 		return Case{Run: func() error { _, err := priv.ECDH(pub); return err }}, nil
+	}},
+	"ecdsa-p256-sign": {Sized: true, DefaultSize: 32, KAT: katECDSAP256, Prepare: func(size int) (Case, error) {
+		priv, err := ecdsa.GenerateKey(elliptic.P256(), randReader())
+		if err != nil {
+			return Case{}, err
+		}
+		msg := make([]byte, size)
+		return Case{BytesPerOp: size, Run: func() error {
+			// the message hashed with SHA-256 then signed, as the Rust worker's ECDSA operations
+			digest := sha256.Sum256(msg)
+			_, err := ecdsa.SignASN1(randReader(), priv, digest[:])
+			return err
+		}}, nil
 	}},
 	"ed25519-sign": {Sized: true, DefaultSize: 32, KAT: katEd25519, Prepare: func(size int) (Case, error) {
 		_, priv, err := ed25519.GenerateKey(randReader())

@@ -9,7 +9,9 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/ecdh"
+	"crypto/ecdsa"
 	"crypto/ed25519"
+	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
@@ -18,6 +20,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"math/big"
 )
 
 // KAT is one operation's known-answer test: Source names the document and test case, Check
@@ -130,4 +133,37 @@ var katEd25519 = KAT{Source: "RFC 8032 §7.1 TEST 1", Check: func() error {
 		return err
 	}
 	return same("Ed25519 signature", ed25519.Sign(priv, nil), unhex("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
+}}
+
+// RFC 6979 §A.2.5, ECDSA P-256 with SHA-256, message "sample": the key pair, and the
+// signature (r, s) verified. Go's ECDSA signatures are randomised (hedged), so the signing
+// side is checked by verifying its own signature with the known public key.
+var katECDSAP256 = KAT{Source: "RFC 6979 §A.2.5 (P-256, SHA-256, \"sample\")", Check: func() error {
+	priv, err := ecdsa.ParseRawPrivateKey(elliptic.P256(), unhex("c9afa9d845ba75166b5c215767b1d6934e50c3db36e89b127b8a622b120f6721"))
+	if err != nil {
+		return err
+	}
+	pub, err := priv.PublicKey.Bytes()
+	if err != nil {
+		return err
+	}
+	if err := same("P-256 public key", pub, unhex("04"+
+		"60fed4ba255a9d31c961eb74c6356d68c049b8923b61fa6ce669622e60f29fb6"+
+		"7903fe1008b8bc99a41ae9e95628bc64f2f1b20c2d7e9f5177a3c294d4462299")); err != nil {
+		return err
+	}
+	digest := sha256.Sum256([]byte("sample"))
+	r := new(big.Int).SetBytes(unhex("efd48b2aacb6a8fd1140dd9cd45e81d69d2c877b56aaf991c34d0ea84eaf3716"))
+	s := new(big.Int).SetBytes(unhex("f7cb1c942d657c41d436c7a1b6e29f65f3e900dbb9aff4064dc4ab2f843acda8"))
+	if !ecdsa.Verify(&priv.PublicKey, digest[:], r, s) {
+		return fmt.Errorf("the RFC 6979 signature does not verify")
+	}
+	sig, err := ecdsa.SignASN1(rand.Reader, priv, digest[:])
+	if err != nil {
+		return err
+	}
+	if !ecdsa.VerifyASN1(&priv.PublicKey, digest[:], sig) {
+		return fmt.Errorf("a signature made with the known key does not verify")
+	}
+	return nil
 }}
