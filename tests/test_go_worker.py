@@ -78,3 +78,20 @@ def test_refusals_are_the_protocols(go_worker):
     assert bad == {"type": "error", "code": "bad_params", "message": "unknown parameter 'digest' for sha256"}
     assert other["status"] == "unsupported" and "one backend, go" in other["reason"]
     assert masked["status"] == "unsupported" and "no runtime CPU capability mask" in masked["reason"]
+
+
+def test_go_fips_mode_is_reported_and_what_it_refuses_is_unsupported(go_worker, monkeypatch):
+    """GODEBUG=fips140=only: Go's FIPS 140-3 module on and enforced; an algorithm it does not
+    approve (X25519) is unsupported with the module's reason, an approved one (SHA-256) is
+    measured in FIPS mode; without it, FIPS mode is off."""
+    hello, *_ = ask(go_worker)
+    assert hello["backends"][0]["fips140"]["enabled"] is False
+    monkeypatch.setenv("GODEBUG", "fips140=only")
+    hello, x25519, sha = ask(go_worker, *({"type": "run", "id": op, "backend": "go", "op": op, "seconds": 0.01,
+                                           "warmup_s": 0.0} for op in ("x25519-derive", "sha256")))
+    fips = hello["backends"][0]["fips140"]
+    assert fips["enabled"] is True and fips["enforced"] is True and fips["module_version"]
+    assert x25519["status"] == "unsupported" and x25519["fips"] is True, x25519
+    assert "FIPS 140-3 module (enforced: GODEBUG=fips140=only) refuses x25519-derive" in x25519["reason"]
+    assert "X25519 is not allowed" in x25519["reason"]
+    assert sha["status"] == "ok" and sha["fips"] is True and sha["validation"]["kat"] == "pass"

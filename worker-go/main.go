@@ -9,6 +9,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/fips140"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -57,11 +58,18 @@ func opNames() []string {
 	return names
 }
 
+// fipsState is Go's FIPS 140-3 mode in this process (GODEBUG=fips140=on or only, read at
+// start-up): whether it is on, whether non-approved algorithms are refused (only), and the
+// version of the Go Cryptographic Module.
+func fipsState() map[string]any {
+	return map[string]any{"enabled": fips140.Enabled(), "enforced": fips140.Enforced(), "module_version": fips140.Version()}
+}
+
 func hello() map[string]any {
 	return map[string]any{
 		"type": "hello", "protocol": Protocol, "worker_version": WorkerVersion, "build": "go",
 		"backends": []map[string]any{{"name": Library, "library": Library, "version": LibraryVersion(),
-			"ops": opNames(), "capabilities": map[string]any{"maskable": false,
+			"ops": opNames(), "fips140": fipsState(), "capabilities": map[string]any{"maskable": false,
 				"reason": "Go's crypto has no runtime CPU capability mask"}}},
 		"limits": map[string]any{"max_request_bytes": MaxRequestBytes, "max_size_bytes": MaxSizeBytes},
 	}

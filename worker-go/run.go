@@ -5,6 +5,7 @@ package main
 // (tests/fixtures/worker-result.schema.json).
 
 import (
+	"crypto/fips140"
 	"errors"
 	"fmt"
 	"math"
@@ -27,7 +28,7 @@ func run(req map[string]any) map[string]any {
 	backend, _ := req["backend"].(string)
 	op, _ := req["op"].(string)
 	base := map[string]any{"type": "result", "id": id, "backend": backend, "op": op, "library": Library,
-		"library_version": LibraryVersion(), "fips": false, "params": map[string]any{}, "threads": 1,
+		"library_version": LibraryVersion(), "fips": fips140.Enabled(), "params": map[string]any{}, "threads": 1,
 		"cpu_mask": req["cpu_mask"], "capabilities": map[string]any{"maskable": false,
 			"reason": "Go's crypto has no runtime CPU capability mask"}}
 	refuse := func(err error) map[string]any {
@@ -66,6 +67,9 @@ func run(req map[string]any) map[string]any {
 		return refuse(err)
 	}
 	resolved, c, err := prepare(op, params)
+	if refusedByFIPS(err, func() error { _, _, e := prepare(op, params); return e }) {
+		return refuse(errUnsupported(fmt.Sprintf("Go's FIPS 140-3 module (enforced: GODEBUG=fips140=only) refuses %s: %v", op, err)))
+	}
 	if err != nil {
 		return refuse(err)
 	}
@@ -76,7 +80,9 @@ func run(req map[string]any) map[string]any {
 		"detail": "the Go worker has one backend; its outputs are checked against OpenSSL's by the orchestrator's tests",
 	}}}
 	base["validation"] = validation
-	if err := kat.Check(); err != nil {
+	if err := kat.Check(); refusedByFIPS(err, kat.Check) {
+		return refuse(errUnsupported(fmt.Sprintf("Go's FIPS 140-3 module (enforced: GODEBUG=fips140=only) refuses %s: %v", op, err)))
+	} else if err != nil {
 		validation["kat"] = "fail: " + err.Error()
 		base["status"], base["reason"] = "invalid", "known-answer test failed: "+err.Error()
 		return base
@@ -107,4 +113,16 @@ func run(req map[string]any) map[string]any {
 		base[k] = v
 	}
 	return base
+}
+
+// refusedByFIPS reports whether err is Go's FIPS 140-3 enforcement refusing an algorithm it does
+// not approve: with enforcement on (GODEBUG=fips140=only), the same call (`again`) succeeds once
+// enforcement is lifted. Such an operation is "unsupported" in FIPS mode, never timed.
+func refusedByFIPS(err error, again func() error) bool {
+	if err == nil || !fips140.Enforced() {
+		return false
+	}
+	var out error
+	fips140.WithoutEnforcement(func() { out = again() })
+	return out == nil
 }
