@@ -87,17 +87,22 @@ def explain(run_id: str, config: str | None, reference: str | None, op: str | No
     functions to the library). Per function: its CPU per operation in each configuration, the
     change with a paired 95 % interval across blocks, and its share of the total change. The
     profiled repetitions are separate from the study's: nothing they measure enters its
-    figures; their ops/s beside the study's says what sampling cost.
+    figures; what sampling cost is said beside it. The explanation is kept with the run:
+    `cryptoperf report RUN` shows it (tables, and a differential flame graph in HTML where
+    inferno is installed), and `explain = true` in a study explains every decided comparison
+    after its last block.
 
     With --extensions, no run is read: a study of --op on --backend runs now, the baseline
     with every extension against each CPU mask alone (those that clear something this CPU
-    has), and says which extension groups the operation depends on, by how much each alone
-    (paired intervals, Bonferroni over the masks) and each one's share of the slowdowns; the
-    run is stored as any study's.
+    has) and against all of them together, and says which extension groups the operation
+    depends on, by how much each alone (paired intervals, Bonferroni over the masks), each
+    one's share of the slowdowns, and whether their costs add up; the run is stored as any
+    study's.
 
     \b
     cryptoperf explain --config no-bignum --op rsa2048-sign
     cryptoperf explain 12 --config fips --reference default --op "handshake @ c=1" --json
+    cryptoperf explain 7 --config aes-ni-off --op "aes-128-gcm seal" --size 16384 --backend openssl
     cryptoperf explain --extensions --op aes-128-gcm-seal --size 16384 --backend openssl
     """
     if extensions:
