@@ -83,8 +83,8 @@ def explain(run_id: str, config: str | None, reference: str | None, op: str | No
     Runs profiled blocks of the two cells of a stored study run — fresh worker processes under
     `perf record -e cpu-clock` (the kernel's software clock: it works in virtual machines),
     each block both configurations in a random order — and attributes each repetition's
-    measured CPU per operation to functions by their samples (a shared library's internal
-    functions to the library). Per function: its CPU per operation in each configuration, the
+    measured CPU per operation to functions by their samples (a stripped library's unnamed
+    code to the library, under the public function it runs in), and per library. Per function: its CPU per operation in each configuration, the
     change with a paired 95 % interval across blocks, and its share of the total change. The
     profiled repetitions are separate from the study's: nothing they measure enters its
     figures; what sampling cost is said beside it. The explanation is kept with the run:
