@@ -52,7 +52,8 @@ def test_each_operation_is_measured_in_the_protocols_result(go_worker):
     (backend,) = hello["backends"]
     assert backend["name"] == "go" and backend["version"].startswith("go1.")
     ops = backend["ops"]
-    assert {"sha256", "aes-128-gcm-seal", "x25519-derive", "ed25519-sign", "ecdsa-p256-sign"} <= set(ops)
+    assert {"sha256", "aes-128-gcm-seal", "chacha20-poly1305-seal", "x25519-derive", "ed25519-sign",
+            "ecdsa-p256-sign"} <= set(ops)
     runs = [{"type": "run", "id": op, "backend": "go", "op": op, "seconds": 0.02, "warmup_s": 0.0} for op in ops]
     _, *results = ask(go_worker, *runs)
     for r in results:

@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"hash"
 	"runtime"
+
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 // Case is one prepared operation: Run does it once on the prepared inputs; BytesPerOp is the
@@ -98,14 +100,35 @@ func aesGCMOp(keyBytes int, kat KAT) Op {
 	}}
 }
 
+func chachaOp(kat KAT) Op {
+	return Op{Sized: true, DefaultSize: 1024, KAT: kat, Prepare: func(size int) (Case, error) {
+		aead, err := chacha20poly1305.New(make([]byte, chacha20poly1305.KeySize))
+		if err != nil {
+			return Case{}, err
+		}
+		msg, nonce := make([]byte, size), make([]byte, aead.NonceSize())
+		out := make([]byte, 0, size+aead.Overhead())
+		var counter uint64
+		return Case{BytesPerOp: size, Run: func() error {
+			counter++
+			for i := 0; i < 8; i++ {
+				nonce[4+i] = byte(counter >> (8 * i))
+			}
+			out = aead.Seal(out[:0], nonce, msg, nil)
+			return nil
+		}}, nil
+	}}
+}
+
 var ops = map[string]Op{
-	"sha256":           digestOp(sha256.New, katSHA256),
-	"sha384":           digestOp(sha512.New384, katSHA384),
-	"sha512":           digestOp(sha512.New, katSHA512),
-	"sha3-256":         digestOp(func() hash.Hash { return sha3.New256() }, katSHA3256),
-	"hmac-sha256":      hmacOp(katHMACSHA256),
-	"aes-128-gcm-seal": aesGCMOp(16, katAES128GCM),
-	"aes-256-gcm-seal": aesGCMOp(32, katAES256GCM),
+	"chacha20-poly1305-seal": chachaOp(katChaCha20Poly1305),
+	"sha256":                 digestOp(sha256.New, katSHA256),
+	"sha384":                 digestOp(sha512.New384, katSHA384),
+	"sha512":                 digestOp(sha512.New, katSHA512),
+	"sha3-256":               digestOp(func() hash.Hash { return sha3.New256() }, katSHA3256),
+	"hmac-sha256":            hmacOp(katHMACSHA256),
+	"aes-128-gcm-seal":       aesGCMOp(16, katAES128GCM),
+	"aes-256-gcm-seal":       aesGCMOp(32, katAES256GCM),
 	"x25519-derive": {KAT: katX25519, Prepare: func(int) (Case, error) {
 		priv, err := ecdh.X25519().GenerateKey(randReader())
 		if err != nil {

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"io"
 	"math/big"
+
+	"golang.org/x/crypto/chacha20poly1305"
 )
 
 // KAT is one operation's known-answer test: Source names the document and test case, Check
@@ -166,4 +168,31 @@ var katECDSAP256 = KAT{Source: "RFC 6979 §A.2.5 (P-256, SHA-256, \"sample\")", 
 		return fmt.Errorf("a signature made with the known key does not verify")
 	}
 	return nil
+}}
+
+// RFC 8439 §2.8.2, the AEAD_CHACHA20_POLY1305 example: the first 16 bytes of the ciphertext and
+// the tag (which covers the whole ciphertext and the AAD).
+var katChaCha20Poly1305 = KAT{Source: "RFC 8439 §2.8.2 (AEAD_CHACHA20_POLY1305 example)", Check: func() error {
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(0x80 + i)
+	}
+	aead, err := chacha20poly1305.New(key)
+	if err != nil {
+		return err
+	}
+	nonce, aad := unhex("070000004041424344454647"), unhex("50515253c0c1c2c3c4c5c6c7")
+	msg := []byte("Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.")
+	sealed := aead.Seal(nil, nonce, msg, aad)
+	if err := same("ChaCha20-Poly1305 ciphertext (first 16 bytes)", sealed[:16], unhex("d31a8d34648e60db7b86afbc53ef7ec2")); err != nil {
+		return err
+	}
+	if err := same("ChaCha20-Poly1305 tag", sealed[len(sealed)-16:], unhex("1ae10b594f09e26a7e902ecbd0600691")); err != nil {
+		return err
+	}
+	opened, err := aead.Open(nil, nonce, sealed, aad)
+	if err != nil {
+		return fmt.Errorf("ChaCha20-Poly1305 open of its own ciphertext: %w", err)
+	}
+	return same("ChaCha20-Poly1305 open", opened, msg)
 }}
