@@ -50,8 +50,8 @@ def test_each_operation_is_measured_in_the_protocols_result(go_worker):
     hello, *_ = ask(go_worker)
     assert hello["type"] == "hello" and hello["protocol"] == 1
     (backend,) = hello["backends"]
-    assert backend["name"] == "go" and backend["version"].startswith("go1.")
-    ops = backend["ops"]
+    assert backend["backend"] == "go" and backend["library"] == "Go" and backend["library_version"].startswith("go1.")
+    ops = hello["ops"]
     assert {"sha256", "aes-128-gcm-seal", "chacha20-poly1305-seal", "x25519-derive", "ed25519-sign",
             "ecdsa-p256-sign"} <= set(ops)
     runs = [{"type": "run", "id": op, "backend": "go", "op": op, "seconds": 0.02, "warmup_s": 0.0} for op in ops]
@@ -96,3 +96,28 @@ def test_go_fips_mode_is_reported_and_what_it_refuses_is_unsupported(go_worker, 
     assert "FIPS 140-3 module (enforced: GODEBUG=fips140=only) refuses x25519-derive" in x25519["reason"]
     assert "X25519 is not allowed" in x25519["reason"]
     assert sha["status"] == "ok" and sha["fips"] is True and sha["validation"]["kat"] == "pass"
+
+
+def test_the_orchestrators_own_client_reads_its_hello_and_its_results(go_worker):
+    """What the orchestrator does with a worker, done with the Go one: its hello decoded into
+    the rules a study is checked against, a repetition run through ``WorkerClient`` with the
+    request ``schedule.run_request`` makes, and the result turned into an outcome with latency,
+    throughput and CPU per operation by the code every study uses."""
+    from cryptoperf import cpumask
+    from cryptoperf.model import Cell, Repetition, outcome_from_result
+    from cryptoperf.run.worker import WorkerClient
+    from cryptoperf.schedule import Settings, run_request
+
+    with WorkerClient(go_worker, env=cpumask.worker_env("baseline")) as w:
+        hello = w.hello()
+        assert hello.backend_names == ("go",)
+        rules = hello.rules
+        assert rules.takes_message("sha256") and not rules.takes_message("x25519-derive")
+        assert rules.default_size_bytes["ed25519-sign"] == 32 and rules.limits["max_threads"] == 1024
+        cpumask.check_hello(hello.raw["cpu_masks"], ["baseline"])  # the baseline every worker announces
+        rep = Repetition(Cell("go", "go", "sha256", "sha256", size_bytes=8192), 1)
+        result = w.run(run_request(rep, Settings(seconds=0.05, warmup_s=0.01, threads=1, timeout_s=60)), timeout_s=60)
+    outcome = outcome_from_result(rep, result)
+    assert outcome.status == "ok", outcome.reason
+    assert outcome.latency.p50_ns > 0 and outcome.throughput.ops_per_s > 0
+    assert outcome.result.library == "Go" and outcome.result.bytes_per_op == 8192

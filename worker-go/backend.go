@@ -40,8 +40,19 @@ type Op struct {
 // MaxSizeBytes is the largest message a request may ask for (64 MiB), as the Rust worker.
 const MaxSizeBytes = 64 << 20
 
-// Library and its version, as every result reports them.
-const Library = "go"
+// Library is the backend's name in requests; LibraryName the library's, as results report it.
+const (
+	Library     = "go"
+	LibraryName = "Go"
+)
+
+// The limits of a run, as the Rust worker's (hello's `limits`).
+const (
+	MaxThreads = 1024
+	MaxSeconds = 3600
+	MaxWarmupS = 600
+	MaxBatch   = 1 << 20
+)
 
 // LibraryVersion is the Go release the worker was built with (its crypto is the standard
 // library's).

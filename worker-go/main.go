@@ -65,14 +65,43 @@ func fipsState() map[string]any {
 	return map[string]any{"enabled": fips140.Enabled(), "enforced": fips140.Enforced(), "module_version": fips140.Version()}
 }
 
+// baselineMask is the one CPU capability mask this worker takes: none (Go's crypto has no
+// runtime mask), with the value every worker announces for it.
+var baselineMask = map[string]any{
+	"name": "baseline", "clears": []string{}, "description": "no mask: every extension the CPU has",
+	"openssl_ia32cap": "~0x0000000000000000:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000:~0x0000000000000000",
+}
+
+func opParams() map[string]any {
+	out := map[string]any{}
+	for name, op := range ops {
+		entry := map[string]any{"params": []string{}, "default_size_bytes": nil}
+		if op.Sized {
+			entry["params"], entry["default_size_bytes"] = []string{"size_bytes"}, op.DefaultSize
+		}
+		out[name] = entry
+	}
+	return out
+}
+
+// hello is the answer to `hello`, in the fields the Rust worker's has (docs/worker-protocol.md,
+// "hello"): the one backend, its operations and their parameters, the limits, the CPU.
 func hello() map[string]any {
 	return map[string]any{
 		"type": "hello", "protocol": Protocol, "worker_version": WorkerVersion, "build": "go",
-		"backends": []map[string]any{{"name": Library, "library": Library, "version": LibraryVersion(),
-			"ops": opNames(), "fips140": fipsState(), "capabilities": map[string]any{"maskable": false,
-				"reason": "Go's crypto has no runtime CPU capability mask"}}},
-		"limits": map[string]any{"max_request_bytes": MaxRequestBytes, "max_size_bytes": MaxSizeBytes},
+		"cpu": cpuInfo(), "cpu_masks": []map[string]any{baselineMask},
+		"backends": []map[string]any{{"backend": Library, "library": LibraryName, "library_version": LibraryVersion(),
+			"fips": fips140.Enabled(), "fips140": fipsState(), "capabilities": capabilities()}},
+		"ops": opNames(), "op_params": opParams(), "param_values": map[string]any{},
+		"limits": map[string]any{"max_request_bytes": MaxRequestBytes, "max_size_bytes": MaxSizeBytes,
+			"max_threads": MaxThreads, "max_seconds": MaxSeconds, "max_warmup_s": MaxWarmupS, "max_batch": MaxBatch,
+			// no workloads here: one connection, no open-loop threads, no targets
+			"max_concurrency": 1, "open_threads": 1, "max_targets": 0},
 	}
+}
+
+func capabilities() map[string]any {
+	return map[string]any{"maskable": false, "reason": "Go's crypto has no runtime CPU capability mask"}
 }
 
 // serve answers the requests on in, one line each, until `bye` or the end of input.

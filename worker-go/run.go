@@ -27,10 +27,9 @@ func run(req map[string]any) map[string]any {
 	id, _ := req["id"].(string)
 	backend, _ := req["backend"].(string)
 	op, _ := req["op"].(string)
-	base := map[string]any{"type": "result", "id": id, "backend": backend, "op": op, "library": Library,
+	base := map[string]any{"type": "result", "id": id, "backend": backend, "op": op, "library": LibraryName,
 		"library_version": LibraryVersion(), "fips": fips140.Enabled(), "params": map[string]any{}, "threads": 1,
-		"cpu_mask": req["cpu_mask"], "capabilities": map[string]any{"maskable": false,
-			"reason": "Go's crypto has no runtime CPU capability mask"}}
+		"cpu_mask": req["cpu_mask"], "capabilities": capabilities()}
 	refuse := func(err error) map[string]any {
 		var r *refusal
 		if errors.As(err, &r) && r.code == "unsupported" {
@@ -50,19 +49,19 @@ func run(req map[string]any) map[string]any {
 		return refuse(errUnsupported("go has no runtime CPU capability mask"))
 	}
 	params, _ := req["params"].(map[string]any)
-	threads, err := number(req, "threads", 1, 1, 1024)
+	threads, err := number(req, "threads", 1, 1, MaxThreads)
 	if err != nil {
 		return refuse(err)
 	}
-	warmup, err := number(req, "warmup_s", 0.2, 0, 3600)
+	warmup, err := number(req, "warmup_s", 0.2, 0, MaxWarmupS)
 	if err != nil {
 		return refuse(err)
 	}
-	seconds, err := number(req, "seconds", 1.0, 1e-6, 3600)
+	seconds, err := number(req, "seconds", 1.0, 1e-6, MaxSeconds)
 	if err != nil {
 		return refuse(err)
 	}
-	batch, err := number(req, "batch", 0, 1, 1<<24)
+	batch, err := number(req, "batch", 0, 1, MaxBatch)
 	if err != nil {
 		return refuse(err)
 	}
