@@ -121,3 +121,26 @@ def test_the_orchestrators_own_client_reads_its_hello_and_its_results(go_worker)
     assert outcome.status == "ok", outcome.reason
     assert outcome.latency.p50_ns > 0 and outcome.throughput.ops_per_s > 0
     assert outcome.result.library == "Go" and outcome.result.bytes_per_op == 8192
+
+
+def test_a_study_runs_the_go_worker_beside_another_in_one_block(go_worker, cli, fake_worker, tmp_path):
+    """A configuration names the Go worker (`worker`, a path build) and its backend: the study is
+    checked against that worker's own hello (an operation it lacks is refused with its list) and
+    every block runs both workers' cells, compared across backends."""
+    fake_worker({"noise_cv": 0.005})
+    study = tmp_path / "go.toml"
+    study.write_text('[study]\nname = "go"\nbaseline = "openssl"\nrepetitions = 3\nseconds = 0.05\nwarmup_s = 0.01\n\n'
+                     '[[configuration]]\nname = "openssl"\nbackend = "openssl"\n\n'
+                     f'[[configuration]]\nname = "go"\nbackend = "go"\nworker = "{go_worker}"\n\n'
+                     '[[operation]]\nop = "sha256"\nsizes = [1024]\n')
+    res = cli("study", study, "--no-report", "--out", tmp_path / "out", "--store", tmp_path / "s.sqlite")
+    assert res.code == 0, res.err
+    doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    go_reps = [r for r in doc["repetitions"] if r["configuration"] == "go"]
+    assert go_reps and all(r["status"] == "ok" and r["result"]["library"] == "Go" for r in go_reps)
+    (delta,) = doc["deltas"]
+    assert delta["configuration"] == "go" and delta["verdict"]["kind"] in ("slower", "faster", "equivalent",
+                                                                          "inconclusive")
+    study.write_text(study.read_text().replace('op = "sha256"\nsizes = [1024]', 'op = "rsa2048-sign"'))
+    res = cli("study", study, "--no-report", "--out", tmp_path / "out", "--store", tmp_path / "s.sqlite")
+    assert res.code != 0 and "unknown operation 'rsa2048-sign'" in res.err and "sha3-256" in res.err, res.err

@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping, Sequence
 from rich.console import Console
 
 from cryptoperf import builds, cpumask, providerbuild, schedule, stats, study as study_mod
-from cryptoperf import levels, paths, pkcs11, workdir
+from cryptoperf import levels, paths, pkcs11, workdir, workerbuild
 from cryptoperf.errors import UsageError
 from cryptoperf.model import Cell, Outcome, Repetition
 from cryptoperf.run import disturbance, server as server_mod
@@ -199,7 +199,11 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
         raise UsageError(f"--margin {margin_pct:g} is out of range; give a percentage from 0 to 100")
     path = find_worker()
     hello = fetch_hello(path)  # (a dry run asks for the detailed one below, once the token is known)
-    s = study_mod.check_against_worker(s, hello.rules)
+    # a configuration with a worker of its own is checked against that worker's hello
+    own = {c.build: workerbuild.ensure(c.build, f"{s.path}: configuration '{c.name}'", auto=False,
+                                       console=console)[1].rules
+           for c in s.configurations if builds.is_path_build(c.build)}
+    s = study_mod.check_against_worker(s, hello.rules, own)
     needed: dict[str, str] = {}
     for c in s.configurations:
         needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")

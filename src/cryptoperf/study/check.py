@@ -7,7 +7,7 @@ nothing here repeats them."""
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from cryptoperf import builds, hostinfo, levels, opnames
 from cryptoperf.errors import did_you_mean
@@ -24,28 +24,35 @@ if TYPE_CHECKING:
 MAX_CELLS = 50_000
 
 
-def check_against_worker(study: Study, rules: "WorkerRules") -> Study:
+def check_against_worker(study: Study, rules: "WorkerRules",
+                         own: "Mapping[str, WorkerRules] | None" = None) -> Study:
     """Check the study against the rules the worker announced in its ``hello``: backend and
     (substituted) operation names, the worker parameters each configuration sets (known names,
     allowed values), message sizes only on operations that take one and within the worker's
-    limit, and warm-up, measuring time and threads within the worker's limits.
+    limit, and warm-up, measuring time and threads within the worker's limits. A configuration
+    with a worker of its own (``worker``: a path build) is checked against that worker's rules
+    (``own``: build → rules), the others against ``rules`` (the default build's).
 
     Returns the study with ``rules`` set and ``backends`` filled in (the worker's, when the
     file named none). Raises StudyError at the offending line, listing the known names. The
     ``mock`` backends (``mock``, ``mock:SCALE``, ``mock:crash``, ``mock:hang``) are accepted
     for tests.
     """
-    backends = rules.backends
+    own = own or {}
 
-    def known_backend(b: str) -> bool:
-        return b in backends or b == "mock" or b.startswith("mock:")
+    def rules_of(c: Configuration) -> "WorkerRules":
+        return own.get(c.build, rules)
+
+    def known_backend(b: str, r: "WorkerRules") -> bool:
+        return b in r.backends or b == "mock" or b.startswith("mock:")
 
     for b in study.backends or ():
-        if not known_backend(b):
+        if not known_backend(b, rules):
             raise study.error("study", 0, "backends",
-                              f"unknown backend '{b}'{did_you_mean(b, backends)} (known: {', '.join(backends)})")
+                              f"unknown backend '{b}'{did_you_mean(b, rules.backends)} (known: {', '.join(rules.backends)})")
     for c in study.configurations:
-        if c.backend is not None and not known_backend(c.backend):
+        backends = rules_of(c).backends
+        if c.backend is not None and not known_backend(c.backend, rules_of(c)):
             raise study.error("configuration", c.index, "backend",
                               f"unknown backend '{c.backend}'{did_you_mean(c.backend, backends)} "
                               f"(known: {', '.join(backends)})")
@@ -70,24 +77,25 @@ def check_against_worker(study: Study, rules: "WorkerRules") -> Study:
         raise study.error("study", 0, None, f"the study expands to {cells} cells (configurations × backends × "
                           f"operations × sizes × loads); at most {MAX_CELLS}: split it")
     for c in study.configurations:
+        r = rules_of(c)
         for o in study.operations:
             written = study.op_name(c, o)
-            op = opnames.canonical_op(written, rules.ops)
+            op = opnames.canonical_op(written, r.ops)
             if op is None:
                 via = f" (from '{o.op}' in configuration '{c.name}')" if written != o.op else ""
                 raise study.error("operation", o.index, "op",
-                                  f"unknown operation '{written}'{via}{opnames.unknown_op_hint(written, rules.ops)}; "
-                                  f"known: {', '.join(rules.ops)}")
-            _check_workload(study, c, o, op, rules)
+                                  f"unknown operation '{written}'{via}{opnames.unknown_op_hint(written, r.ops)}; "
+                                  f"known: {', '.join(r.ops)}")
+            _check_workload(study, c, o, op, r)
             if o.sizes is not None:
-                if not rules.takes(op, "size_bytes"):
+                if not r.takes(op, "size_bytes"):
                     raise study.error("operation", o.index, "sizes",
                                       f"'{op}' has no message, so no size; remove sizes from this operation")
-                big = [n for n in o.sizes if n > rules.limits["max_size_bytes"]]
+                big = [n for n in o.sizes if n > r.limits["max_size_bytes"]]
                 if big:
                     raise study.error("operation", o.index, "sizes",
                                       f"{big[0]} bytes is above the worker's limit of "
-                                      f"{num_text(rules.limits['max_size_bytes'])} bytes (max_size_bytes in its hello)")
+                                      f"{num_text(r.limits['max_size_bytes'])} bytes (max_size_bytes in its hello)")
     base = study.configuration(study.baseline)
     base_backends = set(study.backends_of(base))
     for c in study.configurations:

@@ -203,9 +203,10 @@ OPTIONS: tuple[Option, ...] = (
            "not with fips = true. Every result records the library version measured."),
     Option("configuration", "worker", "string", None,
            "A worker binary of your own (a path, relative to the study file), checked by its hello "
-           "like the built-in builds: e.g. the candidate build of a pipeline beside the baseline's, "
-           "both in one study so that every block runs both. Not with fips or library, which choose "
-           "a built-in build."),
+           "like the built-in builds, and the configuration against the backends and operations that "
+           "hello announces: e.g. the candidate build of a pipeline beside the baseline's, both in one "
+           "study so that every block runs both, or another worker (worker-go/: backend go). Not with "
+           "fips or library, which choose a built-in build."),
     Option("configuration", "hosts", "hosts", None,
            "With --executor ray: node selectors ('label:KEY=VALUE', 'resource:NAME') this "
            "configuration needs on top of [study] hosts; a block runs every configuration of a "
