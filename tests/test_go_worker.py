@@ -144,3 +144,32 @@ def test_a_study_runs_the_go_worker_beside_another_in_one_block(go_worker, cli, 
     study.write_text(study.read_text().replace('op = "sha256"\nsizes = [1024]', 'op = "rsa2048-sign"'))
     res = cli("study", study, "--no-report", "--out", tmp_path / "out", "--store", tmp_path / "s.sqlite")
     assert res.code != 0 and "unknown operation 'rsa2048-sign'" in res.err and "sha3-256" in res.err, res.err
+
+
+def test_the_go_fips_study_runs_with_both_go_builds(go_worker, cli, fake_worker, tmp_path):
+    """studies/go-fips.toml, with the two Go builds where its comments say to put them: Go's
+    default crypto and the Go Cryptographic Module v1.0.0 (GOFIPS140) beside OpenSSL and the
+    AWS-LC FIPS module (the fake's builds), every cell measured, the FIPS build's results in
+    FIPS mode with the module's version in its hello."""
+    fake_worker({"noise_cv": 0.005})
+    fake_worker.fips()
+    (tmp_path / "studies").mkdir()
+    (tmp_path / "worker-go").mkdir()
+    text = (ROOT / "studies" / "go-fips.toml").read_text().replace("repetitions = 8", "repetitions = 3") \
+        .replace("seconds = 0.3", "seconds = 0.02").replace("warmup_s = 0.1", "warmup_s = 0.0")
+    (tmp_path / "studies" / "go-fips.toml").write_text(text)
+    shutil.copy(go_worker, tmp_path / "worker-go" / "cryptoperf-worker-go")
+    fips = tmp_path / "worker-go" / "cryptoperf-worker-go-fips"
+    res = subprocess.run([shutil.which("go"), "build", "-o", str(fips), "."], cwd=ROOT / "worker-go",
+                         env={**os.environ, "GOFIPS140": "v1.0.0"}, capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    res = cli("study", tmp_path / "studies" / "go-fips.toml", "--no-report", "--out", tmp_path / "out",
+              "--store", tmp_path / "s.sqlite")
+    assert res.code == 0, res.err
+    doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
+    measured = [r for r in doc["repetitions"] if r["block"] > 0]
+    assert measured and all(r["status"] == "ok" for r in measured), [r["reason"] for r in measured if r["status"] != "ok"]
+    go_fips = [r for r in measured if r["configuration"] == "go-fips"]
+    assert go_fips and all(r["result"]["fips"] is True for r in go_fips)
+    assert all(r["result"]["fips"] is False for r in measured if r["configuration"] == "go")
+    assert any(d["configuration"] == "go-fips" and d["baseline"] == "go" for d in doc["deltas"])  # the contrast
