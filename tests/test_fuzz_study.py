@@ -17,6 +17,7 @@ figures). ``--hypothesis-show-statistics`` prints each test's count of inputs.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import os
 import re
@@ -31,7 +32,8 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from conftest import ROOT, assert_one_line_error, worker_rules
-from cryptoperf import study
+from cryptoperf import builds, study
+from cryptoperf.hello import WorkerRules
 from cryptoperf.errors import MAX_MESSAGE, CryptoperfError, StudyError
 
 pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
@@ -84,11 +86,18 @@ def outcome(fn, bound_s: float | None = None):
     return result
 
 
+#: The Go worker's rules (tests/fixtures/worker-go-hello.json, checked against the worker by
+#: tests/test_go_worker.py): what a configuration naming a worker of its own is checked against.
+GO_RULES = WorkerRules.from_hello(json.loads((ROOT / "tests" / "fixtures" / "worker-go-hello.json").read_text()))
+
+
 def check_text(text: str, path: str = "fuzz.toml"):
-    """Parse ``text``; a Study goes on through check_against_worker. Returns the last outcome."""
+    """Parse ``text``; a Study goes on through check_against_worker (a configuration with a worker
+    of its own against the Go worker's rules). Returns the last outcome."""
     s = outcome(lambda: study.parse(text, path))
     if isinstance(s, study.Study):
-        return outcome(lambda: study.check_against_worker(s, RULES))
+        own = {c.build: GO_RULES for c in s.configurations if builds.is_path_build(c.build)}
+        return outcome(lambda: study.check_against_worker(s, RULES, own))
     return s
 
 

@@ -147,23 +147,22 @@ def test_a_study_runs_the_go_worker_beside_another_in_one_block(go_worker, cli, 
 
 
 def test_the_go_fips_study_runs_with_both_go_builds(go_worker, cli, fake_worker, tmp_path):
-    """studies/go-fips.toml, with the two Go builds where its comments say to put them: Go's
+    """worker-go/go-fips.toml, with the two Go builds where its comments say to put them: Go's
     default crypto and the Go Cryptographic Module v1.0.0 (GOFIPS140) beside OpenSSL and the
     AWS-LC FIPS module (the fake's builds), every cell measured, the FIPS build's results in
     FIPS mode with the module's version in its hello."""
     fake_worker({"noise_cv": 0.005})
     fake_worker.fips()
-    (tmp_path / "studies").mkdir()
     (tmp_path / "worker-go").mkdir()
-    text = (ROOT / "studies" / "go-fips.toml").read_text().replace("repetitions = 8", "repetitions = 3") \
+    text = (ROOT / "worker-go" / "go-fips.toml").read_text().replace("repetitions = 8", "repetitions = 3") \
         .replace("seconds = 0.3", "seconds = 0.02").replace("warmup_s = 0.1", "warmup_s = 0.0")
-    (tmp_path / "studies" / "go-fips.toml").write_text(text)
+    (tmp_path / "worker-go" / "go-fips.toml").write_text(text)
     shutil.copy(go_worker, tmp_path / "worker-go" / "cryptoperf-worker-go")
     fips = tmp_path / "worker-go" / "cryptoperf-worker-go-fips"
     res = subprocess.run([shutil.which("go"), "build", "-o", str(fips), "."], cwd=ROOT / "worker-go",
                          env={**os.environ, "GOFIPS140": "v1.0.0"}, capture_output=True, text=True, timeout=600)
     assert res.returncode == 0, res.stderr
-    res = cli("study", tmp_path / "studies" / "go-fips.toml", "--no-report", "--out", tmp_path / "out",
+    res = cli("study", tmp_path / "worker-go" / "go-fips.toml", "--no-report", "--out", tmp_path / "out",
               "--store", tmp_path / "s.sqlite")
     assert res.code == 0, res.err
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
@@ -173,3 +172,15 @@ def test_the_go_fips_study_runs_with_both_go_builds(go_worker, cli, fake_worker,
     assert go_fips and all(r["result"]["fips"] is True for r in go_fips)
     assert all(r["result"]["fips"] is False for r in measured if r["configuration"] == "go")
     assert any(d["configuration"] == "go-fips" and d["baseline"] == "go" for d in doc["deltas"])  # the contrast
+
+
+def test_the_go_hello_fixture_is_the_workers(go_worker):
+    """tests/fixtures/worker-go-hello.json (what the study-file tests check a Go configuration
+    against) is the worker's hello but its host- and toolchain-dependent fields; refresh it with
+    the worker's hello when this fails."""
+    hello, *_ = ask(go_worker)
+    fixture = json.loads((ROOT / "tests" / "fixtures" / "worker-go-hello.json").read_text())
+    for b in hello["backends"]:
+        b["library_version"] = "go1.x"
+        b["fips"], b["fips140"] = False, {"enabled": False, "enforced": False, "module_version": "latest"}
+    assert {k: hello[k] for k in fixture} == fixture
