@@ -86,13 +86,11 @@ func hmacOp(kat KAT) Op {
 	}}
 }
 
-func aesGCMOp(keyBytes int, kat KAT) Op {
+// sealOp times sealing a message with the AEAD `newAEAD` makes (zero key): a fresh nonce per
+// seal, as a real sender must use (a counter, never reused).
+func sealOp(newAEAD func() (cipher.AEAD, error), kat KAT) Op {
 	return Op{Sized: true, DefaultSize: 1024, KAT: kat, Prepare: func(size int) (Case, error) {
-		block, err := aes.NewCipher(make([]byte, keyBytes))
-		if err != nil {
-			return Case{}, err
-		}
-		aead, err := cipher.NewGCM(block)
+		aead, err := newAEAD()
 		if err != nil {
 			return Case{}, err
 		}
@@ -100,7 +98,6 @@ func aesGCMOp(keyBytes int, kat KAT) Op {
 		out := make([]byte, 0, size+aead.Overhead())
 		var counter uint64
 		return Case{BytesPerOp: size, Run: func() error {
-			// a fresh nonce per seal, as a real sender must use (a counter, not reused)
 			counter++
 			for i := 0; i < 8; i++ {
 				nonce[4+i] = byte(counter >> (8 * i))
@@ -111,35 +108,29 @@ func aesGCMOp(keyBytes int, kat KAT) Op {
 	}}
 }
 
-func chachaOp(kat KAT) Op {
-	return Op{Sized: true, DefaultSize: 1024, KAT: kat, Prepare: func(size int) (Case, error) {
-		aead, err := chacha20poly1305.New(make([]byte, chacha20poly1305.KeySize))
+func aesGCM(keyBytes int) func() (cipher.AEAD, error) {
+	return func() (cipher.AEAD, error) {
+		block, err := aes.NewCipher(make([]byte, keyBytes))
 		if err != nil {
-			return Case{}, err
+			return nil, err
 		}
-		msg, nonce := make([]byte, size), make([]byte, aead.NonceSize())
-		out := make([]byte, 0, size+aead.Overhead())
-		var counter uint64
-		return Case{BytesPerOp: size, Run: func() error {
-			counter++
-			for i := 0; i < 8; i++ {
-				nonce[4+i] = byte(counter >> (8 * i))
-			}
-			out = aead.Seal(out[:0], nonce, msg, nil)
-			return nil
-		}}, nil
-	}}
+		return cipher.NewGCM(block)
+	}
+}
+
+func chacha20Poly1305() (cipher.AEAD, error) {
+	return chacha20poly1305.New(make([]byte, chacha20poly1305.KeySize))
 }
 
 var ops = map[string]Op{
-	"chacha20-poly1305-seal": chachaOp(katChaCha20Poly1305),
+	"chacha20-poly1305-seal": sealOp(chacha20Poly1305, katChaCha20Poly1305),
 	"sha256":                 digestOp(sha256.New, katSHA256),
 	"sha384":                 digestOp(sha512.New384, katSHA384),
 	"sha512":                 digestOp(sha512.New, katSHA512),
 	"sha3-256":               digestOp(func() hash.Hash { return sha3.New256() }, katSHA3256),
 	"hmac-sha256":            hmacOp(katHMACSHA256),
-	"aes-128-gcm-seal":       aesGCMOp(16, katAES128GCM),
-	"aes-256-gcm-seal":       aesGCMOp(32, katAES256GCM),
+	"aes-128-gcm-seal":       sealOp(aesGCM(16), katAES128GCM),
+	"aes-256-gcm-seal":       sealOp(aesGCM(32), katAES256GCM),
 	"x25519-derive": {KAT: katX25519, Prepare: func(int) (Case, error) {
 		priv, err := ecdh.X25519().GenerateKey(randReader())
 		if err != nil {
