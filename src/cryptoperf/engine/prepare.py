@@ -200,10 +200,9 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
     path = find_worker()
     hello = fetch_hello(path)  # (a dry run asks for the detailed one below, once the token is known)
     # a configuration with a worker of its own is checked against that worker's hello
-    own = {c.build: workerbuild.ensure(c.build, f"{s.path}: configuration '{c.name}'", auto=False,
-                                       console=console)[1].rules
+    own = {c.build: workerbuild.ensure(c.build, f"{s.path}: configuration '{c.name}'", auto=False, console=console)
            for c in s.configurations if builds.is_path_build(c.build)}
-    s = study_mod.check_against_worker(s, hello.rules, own)
+    s = study_mod.check_against_worker(s, hello.rules, {b: h.rules for b, (_, h) in own.items()})
     needed: dict[str, str] = {}
     for c in s.configurations:
         needed.setdefault(c.build, f"{s.path}: configuration '{c.name}'")
@@ -217,7 +216,7 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
     if server_fips and setup and not dry_run:
         providerbuild.ensure(server_fips, console or Console(stderr=True, highlight=False))
     workers = worker_builds(needed, setup=setup, missing_ok=dry_run, default=(path, hello), console=console,
-                            openssl_fips=openssl_fips)
+                            openssl_fips=openssl_fips, known=own)
     for name, (_, h) in workers.items():
         cpumask.check_hello(h.raw.get("cpu_masks"), [c.cpu for c in s.configurations if c.build == name])
     cells = schedule.expand(s)

@@ -35,9 +35,10 @@ def default_rules() -> WorkerRules | None:
 
 def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bool = False,
                   default: tuple[Path, Hello] | None = None, console: Any = None,
-                  openssl_fips: str | None = None) -> Workers:
+                  openssl_fips: str | None = None, known: Workers | None = None) -> Workers:
     """Path and hello of every worker build in ``needed`` (build name → who needs it, e.g.
-    "configuration 'fips-on'"), the default build always included (``default`` if given).
+    "configuration 'fips-on'"), the default build always included (``default`` if given), and
+    builds whose path and hello the caller has already (``known``) not asked again.
 
     A build that ``cryptoperf setup`` makes (``openssl@3.6``) and that is missing or out of
     date is built first when ``setup`` (``workerbuild.ensure``, its progress on ``console``), and
@@ -46,7 +47,7 @@ def worker_builds(needed: Mapping[str, str], setup: bool = False, missing_ok: bo
     With ``missing_ok`` such a build, when missing, is left out (dry runs). Otherwise raises
     BuildUnavailable naming who needs a missing build, why it is missing and how to make it;
     SetupError when building it fails."""
-    out = {builds.DEFAULT: default or default_worker()}
+    out = {builds.DEFAULT: default or default_worker(), **(known or {})}
     for name, who in needed.items():
         if name in out:
             continue

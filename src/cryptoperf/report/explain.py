@@ -5,7 +5,7 @@ the terminal, the Markdown and the HTML report each lay out."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from rich.console import Console
 from rich.markup import escape
@@ -116,23 +116,23 @@ def _notes(doc: Mapping[str, Any], att: Attribution) -> list[str]:
     return notes
 
 
+def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    """A Rich table of formatted cells: the first column left, the figures right."""
+    t = Table(show_lines=False)
+    for i, name in enumerate(columns):
+        t.add_column(escape(name), justify="left" if i == 0 else "right")
+    for r in rows:
+        t.add_row(*(escape(c) for c in r))
+    return t
+
+
 def print_attribution(console: Console, doc: Mapping[str, Any]) -> None:
     """Print the explanation's ``view``: its lead line, table and notes."""
     v = view(doc)
     console.print(escape(v.lead))
-    t = Table(show_lines=False)
-    for i, name in enumerate(v.columns):
-        t.add_column(escape(name), justify="left" if i == 0 else "right")
-    for r in v.rows:
-        t.add_row(*(escape(c) for c in r))
-    console.print(t)
+    console.print(_table(v.columns, v.rows))
     if v.libraries:
-        t = Table(show_lines=False)
-        for i, name in enumerate(v.library_columns):
-            t.add_column(escape(name), justify="left" if i == 0 else "right")
-        for r in v.libraries:
-            t.add_row(*(escape(c) for c in r))
-        console.print(t)
+        console.print(_table(v.library_columns, v.libraries))
     for note in v.notes:
         console.print(escape(note))
 
