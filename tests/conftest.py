@@ -138,6 +138,19 @@ def fake_worker(tmp_path, monkeypatch):
         return w
 
     use.fips = fips
+
+    def go() -> tuple[Path, Path]:
+        """Also install fake Go worker builds (CRYPTOPERF_WORKER_GO, CRYPTOPERF_WORKER_GO_FIPS):
+        the same script, saying build "go" or "go-fips", with the Go worker's hello snapshot
+        (fixtures/worker-go-hello.json) and its one backend, go."""
+        out = []
+        for build, var in (("go", "CRYPTOPERF_WORKER_GO"), ("go-fips", "CRYPTOPERF_WORKER_GO_FIPS")):
+            w = fake_worker_script(tmp_path / f"fake-cryptoperf-worker-{build}", FAKE_WORKER_BUILD=build)
+            monkeypatch.setenv(var, str(w))
+            out.append(w)
+        return out[0], out[1]
+
+    use.go = go
     return use
 
 
@@ -265,3 +278,16 @@ def tmpfs(tmp_path):
     yield mount
     for where in reversed(mounted):
         subprocess.run(["umount", "-l", str(where)], capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def go_workers(tmp_path_factory) -> dict[str, Path]:
+    """The Go worker's builds (``go``, ``go-fips``) compiled from this checkout's worker-go/ once
+    per test session (``real_workers.build_go``): build name → binary. Skips without Go, fails
+    instead under CRYPTOPERF_REQUIRE_GO=1 (.ci/run sets it)."""
+    from real_workers import GO_BUILDS, build_go
+    out, where = {}, tmp_path_factory.mktemp("go-workers")
+    for build in GO_BUILDS:
+        path, why = build_go(build, where)
+        out[build] = need_real_worker(path, why, require="CRYPTOPERF_REQUIRE_GO")
+    return out

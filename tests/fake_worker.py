@@ -141,20 +141,23 @@ from pathlib import Path
 
 from hdrh.histogram import HdrHistogram
 
+# The worker build this fake pretends to be ("fips": only FIPS_BACKENDS run, in FIPS mode; "go",
+# "go-fips": the Go worker, its one backend `go` and the rules of its hello's snapshot).
+BUILD = os.environ.get("FAKE_WORKER_BUILD", "default")
+GO_BUILDS = ("go", "go-fips")
 RULES = json.loads(Path(os.environ.get("FAKE_WORKER_HELLO") or
-                        Path(__file__).resolve().parent / "fixtures" / "worker-hello.json").read_text())
+                        Path(__file__).resolve().parent / "fixtures" /
+                        ("worker-go-hello.json" if BUILD in GO_BUILDS else "worker-hello.json")).read_text())
 CPU_MASKS = RULES["cpu_masks"]
 MASKABLE = ("openssl", "aws-lc")
 #: The fake libraries' unmasked capability vector, and what an empty OPENSSL_ia32cap leaves.
 UNMASKED_VECTOR = "0xfffa3203078bffff:0x405fc6f1bf07ab"
 EMPTY_ENV_VECTOR = "0x400:0x0"
 ENV = os.environ.get("OPENSSL_ia32cap")
-# The worker build this fake pretends to be ("fips": only FIPS_BACKENDS run, in FIPS mode).
-BUILD = os.environ.get("FAKE_WORKER_BUILD", "default")
 OPENSSL_VERSION = os.environ.get("FAKE_WORKER_OPENSSL_VERSION") or "fake-1.0"
 
 SPEC = json.loads(os.environ.get("FAKE_WORKER_SPEC") or "{}")
-BACKENDS = SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
+BACKENDS = ["go"] if BUILD in GO_BUILDS else SPEC.get("backends", ["openssl", "aws-lc", "ring", "rustcrypto"])
 OPS = SPEC.get("ops", RULES["ops"])
 FIPS_BACKENDS = SPEC.get("fips_backends", ["aws-lc"])
 DEVICES = SPEC.get("devices", [])
@@ -209,7 +212,7 @@ def fips_approval(op: str, params: dict) -> dict:
 
 
 def in_fips_mode(backend):
-    return BUILD == "fips" and backend in FIPS_BACKENDS
+    return (BUILD == "fips" and backend in FIPS_BACKENDS) or BUILD == "go-fips"
 
 
 def send(msg):

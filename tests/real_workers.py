@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
+import subprocess
 from pathlib import Path
 
 from cryptoperf import builds
@@ -41,3 +43,27 @@ def find(build: str = builds.DEFAULT) -> tuple[Path | None, str]:
         problems.append(f"no built {spec.binary} (looked for {', '.join(map(str, candidates))}; "
                         f"build it with `pip install .`, or set {spec.env_var})")
     return None, f"the real {build} worker is unavailable: " + "; ".join(problems)
+
+
+#: How each Go worker build is made from worker-go/ (as setup.py makes it at `pip install .`):
+#: environment and build tags.
+GO_BUILDS = {builds.GO: ({}, ()), builds.GO_FIPS: ({"GOFIPS140": "v1.0.0"}, ("cryptoperf_fips_only",))}
+
+
+def build_go(build: str, out_dir: Path, tags: tuple[str, ...] = ()) -> tuple[Path | None, str]:
+    """``(path, "")`` of Go worker build ``build`` (``go``, ``go-fips``) compiled now from this
+    checkout's worker-go/ into ``out_dir`` (with extra build ``tags``: a test build), so the
+    sources under test are what runs, not an older installed binary; ``(None, why)`` without
+    Go or when the build fails. Raises KeyError for another build."""
+    env, build_tags = GO_BUILDS[build]
+    go = shutil.which("go")
+    if go is None:
+        return None, "go is not installed"
+    binary = out_dir / (builds.get(build).binary + ("-" + "-".join(tags) if tags else ""))
+    all_tags = ",".join(build_tags + tags)
+    cmd = [go, "build", "-o", str(binary)] + (["-tags", all_tags] if all_tags else []) + ["."]
+    res = subprocess.run(cmd, cwd=Path(__file__).resolve().parent.parent / "worker-go",
+                         env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
+    if res.returncode != 0:
+        return None, f"`{' '.join(cmd)}` failed: {res.stderr.strip()[-2000:]}"
+    return binary, ""

@@ -96,7 +96,7 @@ def check_text(text: str, path: str = "fuzz.toml"):
     of its own against the Go worker's rules). Returns the last outcome."""
     s = outcome(lambda: study.parse(text, path))
     if isinstance(s, study.Study):
-        own = {c.build: GO_RULES for c in s.configurations if builds.is_path_build(c.build)}
+        own = {c.build: GO_RULES for c in s.configurations if builds.get(c.build).own_rules}
         return outcome(lambda: study.check_against_worker(s, RULES, own))
     return s
 

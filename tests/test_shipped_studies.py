@@ -39,6 +39,7 @@ def test_the_shipped_studies_are_found():
 def test_a_shipped_study_states_its_power_and_finds_five_percent_or_says_why(path, cli, fake_worker, monkeypatch):
     fake_worker({"devices": ["pkcs11"]})
     fake_worker.fips()
+    fake_worker.go()
     # the fake's token: a module named, so that no SoftHSM2 token is made for a dry run's plan
     monkeypatch.setenv("CRYPTOPERF_PKCS11_MODULE", "/fake/libpkcs11.so")
     res = cli("study", path, "--dry-run", "--no-setup")

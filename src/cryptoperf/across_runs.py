@@ -55,7 +55,8 @@ DEFAULT_JOB_SD_PCT = 4.0
 SCREEN_MIN_REPETITIONS = 3
 
 #: The per-repetition values of each metric in a ``CellSummary``.
-VALUES = {"latency": "p50_by_block_ns", "throughput": "ops_per_s_by_block", "cpu_per_op": "process_cpu_ns_per_op_by_block"}
+VALUES = {"latency": "p50_by_block_ns", "throughput": "ops_per_s_by_block", "cpu_per_op": "process_cpu_ns_per_op_by_block",
+          "server_cpu_per_op": "server_cpu_ns_per_op_by_block"}
 
 
 # --------------------------------------------------------------------------- sessions
@@ -569,7 +570,8 @@ def _merged(runs: Sequence[CellSummary]) -> CellSummary:
         return runs[0]
     first = runs[0]
     merged = {"p50_by_block_ns": "p50_ns", "ops_per_s_by_block": "ops_per_s",
-              "process_cpu_ns_per_op_by_block": "process_cpu_ns_per_op"}
+              "process_cpu_ns_per_op_by_block": "process_cpu_ns_per_op",
+              "server_cpu_ns_per_op_by_block": "server_cpu_ns_per_op"}
     values = {k: analysis._median(v for s in runs for v in getattr(s, k).values()) for k in merged}
     return dataclasses.replace(first, repetitions=sum(s.repetitions for s in runs), ok=sum(s.ok for s in runs),
                                cv_p50=max(s.cv_p50 for s in runs), **{merged[k]: v for k, v in values.items()})
@@ -657,14 +659,16 @@ def _cell(a: Sequence[RunCell], b: Sequence[RunCell], common: dict[str, Any], na
         return Delta(status="n/a", reason="no spread to build an interval on", blocks=0,
                      baseline_p50_ns=base.p50_ns, p50_ns=conf.p50_ns, **common), [], None
     cpu = interval(VALUES["cpu_per_op"])
+    server = interval(VALUES["server_cpu_per_op"])
     name = stats.METRICS[metric][0]
     found = [SetAside(conf.cell.key, runs[i].run, blk, name, f) for i in sorted(aside) for blk, f in aside[i].items()]
     note = "; ".join(x for x in (analysis._shortfall(names, base, conf), _aside_note(found)) if x)
-    chosen = {"latency": lat, "throughput": tp, "cpu_per_op": cpu}[metric]
+    chosen = {"latency": lat, "throughput": tp, "cpu_per_op": cpu, "server_cpu_per_op": server}[metric]
     spread = None
     if chosen is not None:
         spread = _spread(chosen, unit, len(ua), len(ub), job_sd if unit == "job" else run_sd)
-    return analysis._Pending(common, base, conf, min(base.ok, conf.ok), 0, lat, tp, cpu, note), found, spread
+    return (analysis._Pending(common, base, conf, min(base.ok, conf.ok), 0, lat, tp, cpu, note, server=server),
+            found, spread)
 
 
 def _aside_note(found: Sequence[SetAside]) -> str:

@@ -56,6 +56,8 @@ class Settings:
             are compared with (``speedstats``); None for a study, or without one.
         outlier_screen: set outlier blocks aside from paired comparisons (``_screened``);
             False only to measure what the screen buys (``cryptoperf.simulate``).
+        verdict_on_ops: operation label → the metric that operation's verdicts are decided on
+            (its ``[[operation]] verdict_on``), instead of ``verdict_on``.
     """
 
     level: float = stats.DEFAULT_LEVEL
@@ -66,14 +68,28 @@ class Settings:
     verdict_on: str = "latency"
     speed_baseline: str | None = None
     outlier_screen: bool = True
+    verdict_on_ops: Mapping[str, str] = field(default_factory=dict)
+
+    def verdict_on_of(self, label: str) -> str:
+        """The ``verdict_on`` of the cells whose row label is ``label``: their operation's own
+        (``verdict_on_ops``, keyed by the operation's label; a row of it is that label, or that
+        label with `` @ `` and its load level or thread count), else the study's."""
+        for op_label, metric in self.verdict_on_ops.items():
+            if label == op_label or label.startswith(op_label + " @ "):
+                return metric
+        return self.verdict_on
 
     @property
     def metric(self) -> str:
         """The verdicts' metric for people, e.g. ``p50 latency``."""
         if self.verdict_on == stats.BY_LOAD:
-            return ("throughput for closed loads and jobs, CPU time per operation for byte-rate loads, "
+            text = ("throughput for closed loads and jobs, CPU time per operation for byte-rate loads, "
                     "p50 latency for other open loads and primitives")
-        return stats.METRICS[self.verdict_on][0]
+        else:
+            text = stats.METRICS[self.verdict_on][0]
+        own = "; ".join(f"{label}: {stats.METRICS[m][0] if m in stats.METRICS else m}"
+                        for label, m in self.verdict_on_ops.items())
+        return f"{text} ({own})" if own else text
 
     def family(self, comparisons: int) -> tuple[int, int]:
         """(comparisons, looks) each interval is adjusted over (``stats.adjusted_level``): the
@@ -431,6 +447,8 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
     p50 = {o.repetition.block: float(o.latency.p50_ns) for o in good}
     ops = {o.repetition.block: o.throughput.ops_per_s for o in good}
     cpu = {o.repetition.block: o.throughput.process_cpu_ns_per_op for o in good if o.throughput.process_cpu_ns_per_op > 0}
+    server = {o.repetition.block: v for o in good
+              if (v := workloads.generic.side_cpu_ns_per_tx(o.result, "server")) is not None and v > 0}
     steals = [o.throughput.steal_pct for o in good if o.throughput.steal_pct is not None]
     source = reps or ([calibration] if calibration else [])
     lib = next((o.result.library_text for o in source if o.result is not None), None)
@@ -449,7 +467,8 @@ def _summary(cell, reps: list[Outcome], calibration: Outcome | None) -> CellSumm
         disturbed=sum(1 for o in good if o.disturbed),
         batch=first.batch if first else None, timing=first.timing if first else None,
         library_version=lib,
-        device_process_cpu_ns_per_op=_median(o.throughput.device_process_cpu_ns_per_op for o in good))
+        device_process_cpu_ns_per_op=_median(o.throughput.device_process_cpu_ns_per_op for o in good),
+        server_cpu_ns_per_op=_median(server.values()), server_cpu_ns_per_op_by_block=server)
 
 
 # --------------------------------------------------------------------------- deltas
@@ -489,6 +508,7 @@ class _Pending:
     cpu: stats.Interval | None
     note: str
     pairs: Mapping[str, "_Pairs"] | None = None
+    server: stats.Interval | None = None
 
 
 def _side_problem(name: str, s: CellSummary | None) -> str | None:
@@ -539,10 +559,15 @@ def _paired(base: CellSummary, conf: CellSummary, common: dict[str, Any], names:
     cpu_blocks = [b for b in both if b in conf.process_cpu_ns_per_op_by_block and b in base.process_cpu_ns_per_op_by_block]
     if len(cpu_blocks) >= MIN_BLOCKS:
         by_metric["cpu_per_op"] = pairs(cpu_blocks, conf.process_cpu_ns_per_op_by_block, base.process_cpu_ns_per_op_by_block)
+    server_blocks = [b for b in both if b in conf.server_cpu_ns_per_op_by_block and b in base.server_cpu_ns_per_op_by_block]
+    if len(server_blocks) >= MIN_BLOCKS:
+        by_metric["server_cpu_per_op"] = pairs(server_blocks, conf.server_cpu_ns_per_op_by_block,
+                                               base.server_cpu_ns_per_op_by_block)
     lat, tp = by_metric["latency"].interval(level), by_metric["throughput"].interval(level)
     cpu = by_metric["cpu_per_op"].interval(level) if "cpu_per_op" in by_metric else None
+    server = by_metric["server_cpu_per_op"].interval(level) if "server_cpu_per_op" in by_metric else None
     assert lat is not None and tp is not None  # len(both) >= MIN_BLOCKS
-    return _Pending(common, base, conf, len(both), len(dropped), lat, tp, cpu, note, by_metric)
+    return _Pending(common, base, conf, len(both), len(dropped), lat, tp, cpu, note, by_metric, server)
 
 
 def _screened(p: _Pending, metric: str, level: float) -> tuple[_Pending, tuple[int, ...]]:
@@ -570,7 +595,8 @@ def _screened(p: _Pending, metric: str, level: float) -> tuple[_Pending, tuple[i
     note = "; ".join(x for x in (p.note, f"{what} ({name} ratio {factors} the median ratio)") if x)
     lat, tp = new["latency"], new["throughput"]
     assert lat is not None and tp is not None  # at most 20 % of at least 5 blocks go
-    return replace(p, latency=lat, throughput=tp, cpu=new.get("cpu_per_op"), note=note), out
+    return replace(p, latency=lat, throughput=tp, cpu=new.get("cpu_per_op"), server=new.get("server_cpu_per_op"),
+                   note=note), out
 
 
 def _shortfall(names: tuple[str, str], base: CellSummary, conf: CellSummary) -> str:
@@ -592,7 +618,10 @@ def _unpaired(base: CellSummary, conf: CellSummary, common: dict[str, Any], name
     tp = stats.welch_log_ratio(conf.ops_per_s_samples, base.ops_per_s_samples, level)
     cpu = (stats.welch_log_ratio(conf.process_cpu_ns_per_op_samples, base.process_cpu_ns_per_op_samples, level)
            if min(len(conf.process_cpu_ns_per_op_samples), len(base.process_cpu_ns_per_op_samples)) >= MIN_BLOCKS else None)
-    return _Pending(common, base, conf, n, 0, lat, tp, cpu, _shortfall(names, base, conf))
+    conf_server, base_server = (tuple(s.server_cpu_ns_per_op_by_block.values()) for s in (conf, base))
+    server = (stats.welch_log_ratio(conf_server, base_server, level)
+              if min(len(conf_server), len(base_server)) >= MIN_BLOCKS else None)
+    return _Pending(common, base, conf, n, 0, lat, tp, cpu, _shortfall(names, base, conf), server=server)
 
 
 def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
@@ -602,10 +631,11 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
     per-interval level. A comparison without an interval of that metric (no CPU time in
     enough blocks) is ``n/a`` and not in the family."""
     def key(p: _Pending) -> str:
-        return stats.metric_for(settings.verdict_on, p.conf.cell.load)
+        return stats.metric_for(settings.verdict_on_of(p.conf.cell.label), p.conf.cell.load)
 
     def decided_on(p: _Pending) -> stats.Interval | None:
-        return {"latency": p.latency, "throughput": p.throughput, "cpu_per_op": p.cpu}[key(p)]
+        return {"latency": p.latency, "throughput": p.throughput, "cpu_per_op": p.cpu,
+                "server_cpu_per_op": p.server}[key(p)]
 
     m = sum(1 for p in pending if isinstance(p, _Pending) and decided_on(p) is not None)
     level = stats.adjusted_level(settings.level, *settings.family(m))
@@ -619,6 +649,7 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
             p, set_aside = _screened(p, key(p), level)
         lat, tp = p.latency.at_level(level), p.throughput.at_level(level)
         cpu = p.cpu.at_level(level) if p.cpu is not None else None
+        server = p.server.at_level(level) if p.server is not None else None
         batch = p.conf.batch if p.conf.batch == p.base.batch else None
         note = p.note
         if p.conf.batch != p.base.batch and p.conf.batch and p.base.batch:
@@ -635,7 +666,7 @@ def _finish(pending: Sequence[_Pending | Delta], settings: Settings,
         chosen = chosen.at_level(level)
         out.append(Delta(status="ok", blocks=p.blocks, dropped=p.dropped,
                          baseline_p50_ns=p.base.p50_ns, p50_ns=p.conf.p50_ns, latency=lat, throughput=tp,
-                         cpu_per_op=cpu,
+                         cpu_per_op=cpu, server_cpu_per_op=server,
                          verdict=stats.decide(chosen, settings.margin_pct, higher_is_slower, metric=name,
                                               transaction=context.transaction(p.conf.cell.op, p.conf.cell.load)),
                          noise=max(p.base.cv_p50, p.conf.cv_p50), note=note, batch=batch, set_aside=set_aside,

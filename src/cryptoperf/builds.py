@@ -17,6 +17,15 @@ configuration chooses its binary by naming a build. The builds:
   caches it under ``data_dir()/workers/openssl-3.6``. A study asks for it with ``library =
   "openssl@3.6"``; ``openssl@system`` names the default build (``LIBRARIES``).
 
+- ``go``: ``cryptoperf-worker-go``, the second worker (``worker-go/``, in Go): Go's standard
+  library crypto and crypto/tls as backend ``go``. ``pip install .`` builds it when a Go
+  toolchain is on the machine (``setup.py``; it says why not otherwise). A configuration runs in
+  it by naming ``backend = "go"``: the backend chooses the worker (``for_configuration``).
+- ``go-fips``: ``cryptoperf-worker-go-fips``, the same sources built with ``GOFIPS140=v1.0.0``
+  (the frozen Go Cryptographic Module v1.0.0) and the ``cryptoperf_fips_only`` tag, whose
+  ``//go:debug fips140=only`` makes FIPS 140-3 mode enforced by default: what the module does
+  not approve is refused. ``backend = "go"`` with ``fips = true``.
+
 - a **path build**: a worker binary of the user's own, named by its absolute path (a study
   configuration's ``worker``, ``cryptoperf gate --baseline-worker/--candidate-worker``), e.g. the
   candidate build of a pipeline beside the baseline's; its name is the path (``path_build``).
@@ -48,6 +57,15 @@ LIBRARY_BACKEND = "openssl"
 
 #: What the FIPS build needs on the build machine (aws-lc-fips-sys builds the module with them).
 FIPS_BUILD_TOOLS = ("cmake", "go", "perl")
+
+#: The Go worker's builds (``worker-go/``): Go's crypto with FIPS 140-3 mode off, and the frozen
+#: Go Cryptographic Module v1.0.0 with it enforced.
+GO = "go"
+GO_FIPS = "go-fips"
+#: Where ``pip install .`` puts the Go worker's binaries, inside the package (``setup.py``), and
+#: the file beside them saying why they were not built.
+GO_BIN_DIR = Path(__file__).resolve().parent / "_bin"
+GO_SKIPPED = "go-worker.skipped"
 
 
 class BuildUnavailable(WorkerNotFound):
@@ -93,6 +111,11 @@ class Build:
         make: the command that builds and installs it.
         setup: for a build made by ``cryptoperf setup`` (cached, not installed), how; None for
             the builds ``pip install .`` installs.
+        backends: the backends this build is *the* worker for (``("go",)``): a configuration
+            naming one runs in it (``for_configuration``), and a study is checked against its own
+            hello. Empty for the Rust worker's builds, which serve every other backend.
+        fips: a FIPS build: its results must report FIPS mode (``model``), a configuration asks
+            for it with ``fips = true``.
     """
 
     name: str
@@ -101,6 +124,13 @@ class Build:
     description: str
     make: str
     setup: Setup | None = None
+    backends: tuple[str, ...] = ()
+    fips: bool = False
+
+    @property
+    def own_rules(self) -> bool:
+        """True when a study is checked against this build's own hello, not the default's."""
+        return bool(self.backends) or is_path_build(self.name)
 
 
 BUILDS: dict[str, Build] = {
@@ -108,7 +138,13 @@ BUILDS: dict[str, Build] = {
                    "system OpenSSL, AWS-LC, ring, RustCrypto", "pip install ."),
     FIPS: Build(FIPS, "cryptoperf-worker-fips", "CRYPTOPERF_WORKER_FIPS",
                 "AWS-LC FIPS module in FIPS mode; OpenSSL with its FIPS provider where installed",
-                "pip install . (with cmake, Go and Perl on the machine)"),
+                "pip install . (with cmake, Go and Perl on the machine)", fips=True),
+    GO: Build(GO, "cryptoperf-worker-go", "CRYPTOPERF_WORKER_GO",
+              "Go's standard library crypto and crypto/tls, FIPS 140-3 mode off",
+              "pip install . (with Go 1.24 or later on the machine)", backends=("go",)),
+    GO_FIPS: Build(GO_FIPS, "cryptoperf-worker-go-fips", "CRYPTOPERF_WORKER_GO_FIPS",
+                   "the Go Cryptographic Module v1.0.0, FIPS 140-3 mode enforced (fips140=only)",
+                   "pip install . (with Go 1.24 or later on the machine)", backends=("go",), fips=True),
     OPENSSL_NEXT: Build(OPENSSL_NEXT, "cryptoperf-worker", "CRYPTOPERF_WORKER_OPENSSL_3_6",
                         "OpenSSL 3.6 built from source (openssl-src 300.6.x), linked statically "
                         "into the openssl backend", f"cryptoperf setup {OPENSSL_NEXT}",
@@ -166,13 +202,29 @@ def get(name: str) -> Build:
     return BUILDS[name]
 
 
-def for_configuration(fips: bool, library: str = SYSTEM_LIBRARY) -> str:
-    """The build a configuration's cells run in: ``fips`` when it asks for FIPS mode, else the
-    build of its ``library`` (``LIBRARIES``; the study checks the combination: a FIPS
-    configuration keeps the system OpenSSL). KeyError for an unknown library."""
+def for_configuration(fips: bool, library: str = SYSTEM_LIBRARY, backend: str | None = None) -> str:
+    """The build a configuration's cells run in: the build that is the worker for its
+    ``backend`` (``Build.backends``: ``go`` → ``go``, or ``go-fips`` with ``fips``); else
+    ``fips`` when it asks for FIPS mode, else the build of its ``library`` (``LIBRARIES``; the
+    study checks the combination: a FIPS configuration keeps the system OpenSSL). KeyError for
+    an unknown library."""
+    for b in BUILDS.values():
+        if backend is not None and backend in b.backends and b.fips == fips:
+            return b.name
     if fips:
         return FIPS
     return LIBRARIES[library]
+
+
+def is_fips(name: str) -> bool:
+    """True for a FIPS build (``fips``, ``go-fips``): its results must report FIPS mode."""
+    return not is_path_build(name) and name in BUILDS and BUILDS[name].fips
+
+
+def worker_of(backend: str) -> Build | None:
+    """The build that is the worker for ``backend`` (``Build.backends``, its non-FIPS one), or
+    None when the default worker serves it."""
+    return next((b for b in BUILDS.values() if backend in b.backends and not b.fips), None)
 
 
 def missing_reason(name: str) -> str:
@@ -181,6 +233,15 @@ def missing_reason(name: str) -> str:
     if is_path_build(name):
         return f"{name} is not an executable file" + ("" if os.path.exists(name) else " (nothing is there)")
     build = BUILDS[name]
+    if build.backends:
+        skipped = GO_BIN_DIR / GO_SKIPPED
+        if skipped.is_file():
+            return f"{build.binary} is not installed: {skipped.read_text().strip()}"
+        if shutil.which("go") is None:
+            return (f"{build.binary} is not installed: building the Go worker needs Go 1.24 or later "
+                    f"(https://go.dev/dl/), and this machine has no `go`; install it and rerun `pip install .`")
+        return (f"{build.binary} is not installed; rerun `pip install .` (Go is on this machine), or "
+                f"`cd worker-go && go build -o {build.binary} .` in a checkout, or set {build.env_var}")
     if name == FIPS:
         lacking = [t for t in FIPS_BUILD_TOOLS if shutil.which(t) is None]
         if lacking:
@@ -222,7 +283,9 @@ def candidates(build: str = DEFAULT) -> list[Path]:
     """Where build ``build``'s binary is looked for, in order (its env variable is handled by
     ``find_worker``): the scripts directory of this Python (where ``pip install .`` puts it),
     PATH, then ``worker/target/release`` and ``worker/target/debug`` of the source checkout
-    this package is imported from (when run from ``src/``), the more recently built first.
+    this package is imported from (when run from ``src/``), the more recently built first. The
+    Go worker's builds: the package's ``_bin/`` (where ``pip install .`` puts them), PATH, then
+    ``worker-go/`` of the checkout (``go build`` there).
     A build made by ``cryptoperf setup`` (``Build.setup``) is looked for only where setup
     caches it (``cached_binary``)."""
     if is_path_build(build):
@@ -230,12 +293,15 @@ def candidates(build: str = DEFAULT) -> list[Path]:
     cached = cached_binary(build)
     if cached is not None:
         return [cached]
-    name = get(build).binary
-    out = [Path(sysconfig.get_path("scripts")) / name]
+    spec = get(build)
+    name = spec.binary
+    out = [GO_BIN_DIR / name] if spec.backends else [Path(sysconfig.get_path("scripts")) / name]
     on_path = shutil.which(name)
     if on_path:
         out.append(Path(on_path))
     checkout = Path(__file__).resolve().parents[2]
+    if spec.backends:
+        return out + [checkout / "worker-go" / name]
     made = [checkout / "worker" / "target" / kind / name for kind in ("release", "debug")]
     made.sort(key=lambda p: p.stat().st_mtime if p.exists() else 0.0, reverse=True)
     return out + made

@@ -51,7 +51,8 @@ SAMPLED_CHECKS = ("steal", "other load")
 
 #: metric key (``stats.METRICS``) → a summary's per-repetition values of it.
 _PER_REPETITION = {"latency": lambda s: s.p50_samples_ns, "throughput": lambda s: s.ops_per_s_samples,
-                   "cpu_per_op": lambda s: s.process_cpu_ns_per_op_samples}
+                   "cpu_per_op": lambda s: s.process_cpu_ns_per_op_samples,
+                   "server_cpu_per_op": lambda s: tuple(s.server_cpu_ns_per_op_by_block.values())}
 
 
 def figure_of_merit(s: CellSummary, metric: str) -> stats.Estimate | None:

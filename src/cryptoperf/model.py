@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from cryptoperf import levels, stats
-from cryptoperf.builds import DEFAULT as DEFAULT_BUILD, FIPS as FIPS_BUILD
+from cryptoperf.builds import DEFAULT as DEFAULT_BUILD, is_fips
 from cryptoperf.cpumask import BASELINE
 from cryptoperf.result import WorkerResult
 
@@ -117,8 +117,8 @@ class Cell:
 
     @property
     def fips(self) -> bool:
-        """True when the cell runs in the FIPS worker build."""
-        return self.build == FIPS_BUILD
+        """True when the cell runs in a FIPS worker build (``fips``, ``go-fips``)."""
+        return is_fips(self.build)
 
     @property
     def load(self) -> str | None:
@@ -317,7 +317,7 @@ def outcome_from_result(rep: Repetition, result: WorkerResult) -> Outcome:
                        result)
     if status in (UNSUPPORTED, INVALID):
         return Outcome(rep, status, result.reason or status, result)
-    if status == OK and cell.build == FIPS_BUILD and result.fips is not True:
+    if status == OK and cell.fips and result.fips is not True:
         return Outcome(rep, FAILED, f"the FIPS worker measured {cell.backend} without reporting "
                        f"FIPS mode (its result says fips={result.fips!r}); not counted as FIPS",
                        result)
@@ -360,6 +360,10 @@ class CellSummary:
         device_process_cpu_ns_per_op: median over measured repetitions of the CPU per
             operation of the device's own process on this host (a PKCS#11 token's daemon;
             ``stats.Throughput``), None where the work is all in the worker.
+        server_cpu_ns_per_op, server_cpu_ns_per_op_by_block: a workload's server side, its
+            process's CPU ns per transaction it completed over the window
+            (``workloads.side_cpu_ns_per_tx(result, "server")``): the median, and block → the
+            measured repetition's value; None and {} without a server side.
     """
 
     cell: Cell
@@ -384,6 +388,8 @@ class CellSummary:
     timing: str | None
     library_version: str | None
     device_process_cpu_ns_per_op: float | None = None
+    server_cpu_ns_per_op: float | None = None
+    server_cpu_ns_per_op_by_block: Mapping[int, float] = field(default_factory=dict)
 
     @property
     def host_cpu_ns_per_op(self) -> float | None:
@@ -414,13 +420,14 @@ class CellSummary:
         ran in)."""
         d = {k: v for k, v in self.__dict__.items()
              if k not in ("cell", "blocks_run", "p50_by_block_ns", "ops_per_s_by_block",
-                          "process_cpu_ns_per_op_by_block")}
+                          "process_cpu_ns_per_op_by_block", "server_cpu_ns_per_op_by_block")}
         d.update(self.cell.as_dict())
         d["blocks_run"] = list(self.blocks_run)
         d["blocks"] = list(self.p50_by_block_ns)
         d["p50_samples_ns"] = list(self.p50_samples_ns)
         d["ops_per_s_samples"] = list(self.ops_per_s_samples)
         d["process_cpu_ns_per_op_samples"] = list(self.process_cpu_ns_per_op_samples)
+        d["server_cpu_ns_per_op_samples"] = list(self.server_cpu_ns_per_op_by_block.values())
         return d
 
 
@@ -441,7 +448,9 @@ class Delta:
         baseline_p50_ns, p50_ns: medians of per-repetition p50 latency (ns).
         latency: configuration ÷ baseline of per-repetition p50 latency, with its interval at
             the study's adjusted level; throughput: the same for ops/s; cpu_per_op: for CPU ns
-            per operation (None without CPU times in enough blocks).
+            per operation (None without CPU times in enough blocks); server_cpu_per_op: for a
+            workload's server CPU ns per transaction (None without a server side in enough
+            blocks).
         verdict: decided from the interval of the study's ``verdict_on`` metric (latency by
             default) and the margin; ``verdict.metric`` names it.
         noise: the larger coefficient of variation (fraction) of the two sides' p50.
@@ -473,6 +482,7 @@ class Delta:
     latency: stats.Interval | None = None
     throughput: stats.Interval | None = None
     cpu_per_op: stats.Interval | None = None
+    server_cpu_per_op: stats.Interval | None = None
     verdict: stats.Verdict | None = None
     noise: float | None = None
     note: str = ""
@@ -489,7 +499,8 @@ class Delta:
         if self.verdict is None:
             return None
         key = next((k for k, (name, _) in stats.METRICS.items() if name == self.verdict.metric), "latency")
-        return {"latency": self.latency, "throughput": self.throughput, "cpu_per_op": self.cpu_per_op}[key]
+        return {"latency": self.latency, "throughput": self.throughput, "cpu_per_op": self.cpu_per_op,
+                "server_cpu_per_op": self.server_cpu_per_op}[key]
 
     @property
     def library_change(self) -> str:
@@ -515,6 +526,6 @@ class Delta:
         ``baseline_backend`` is the backend of the side compared with when it differs from
         ``backend`` (two implementations compared), else None."""
         d = dict(self.__dict__)
-        for k in ("latency", "throughput", "cpu_per_op", "verdict"):
+        for k in ("latency", "throughput", "cpu_per_op", "server_cpu_per_op", "verdict"):
             d[k] = d[k].as_dict() if d[k] is not None else None
         return d

@@ -42,10 +42,12 @@ def expand(study: Study) -> list[Cell]:
     workload's cells carry its spec (``Cell.spec``)."""
     cells = []
 
-    specs = study.rules.workloads if study.rules is not None else {}
+    def specs_of(config) -> Mapping:
+        return study.rules_for(config).workloads if study.rules is not None else {}
 
     def add(backend: str, operation, configs) -> None:
         resolved = {c.name: study.resolve(c, operation) for c in configs}
+        specs = {op: spec for c in configs for op, spec in specs_of(c).items() if op == resolved[c.name][0]}
         workloads = [op for op, _ in resolved.values() if op in specs]
         default = specs[workloads[0]].defaults.get("load") if workloads else None
         loads = operation.loads or ((default or levels.DEFAULT_LOAD,) if workloads else (None,))
@@ -61,7 +63,7 @@ def expand(study: Study) -> list[Cell]:
                             p[THREADS_PARAM] = str(n)
                         cells.append(Cell(config.name, backend, levels.row_label(operation.label, load, n), op, p,
                                           size, config.cpu, config.build,
-                                          spec=specs.get(op), server=server_spec(study, config, operation, p),
+                                          spec=specs_of(config).get(op), server=server_spec(study, config, operation, p),
                                           paired_on=study.paired_on(config)))
 
     for backend in study.backends or ():

@@ -16,9 +16,27 @@ from cryptoperf.run.worker import fetch_hello
 @click.option("--no-detail", is_flag=True,
               help="Skip checking which backend supports which operation (faster).")
 def backends(no_detail: bool) -> None:
-    """List the worker's backends, library versions, and which operations each supports."""
-    path = find_worker()
-    hello = fetch_hello(path, detail=not no_detail)
+    """List the workers' backends, library versions (and FIPS module versions), and which
+    operations each supports: the Rust worker's, then each worker of its own backends (the Go
+    worker, backend `go`, with its FIPS 140-3 module off and enforced)."""
+    out = out_console()
+    _print_worker(find_worker(), not no_detail)
+    for name, spec in builds.BUILDS.items():
+        if not spec.backends:
+            continue
+        available, where = builds.status(name)
+        if available:
+            _print_worker(where, not no_detail)
+        else:
+            out.print(f"worker build '{name}' (backend {', '.join(spec.backends)}) is unavailable: {where}",
+                      markup=False, soft_wrap=True)
+    _list_builds()
+
+
+def _print_worker(path, detail: bool) -> None:
+    """One worker binary's backends table and its operations (by backend with ``detail``, when
+    the worker reports them)."""
+    hello = fetch_hello(path, detail=detail)
     out = out_console()
     out.print(terminal.backends_table(hello))
     notes = terminal.Notes()
@@ -28,7 +46,6 @@ def backends(no_detail: bool) -> None:
         notes.print(out)
     else:
         out.print("operations: " + ", ".join(hello.ops))
-    _list_builds()
 
 
 @cli.command()

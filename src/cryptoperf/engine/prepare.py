@@ -132,7 +132,7 @@ class PreparedStudy:
         out: dict[tuple[str, str], str] = {}
         for c in self.cells:
             if c.fips and not c.is_workload and rules is not None:
-                why = rules.fips_unapproved(c.op, c.params)
+                why = self.study.own_rules.get(c.build, rules).fips_unapproved(c.op, c.params)
                 if why:
                     out.setdefault((c.configuration, c.label), f"{c.op}: {why}")
         return out
@@ -151,7 +151,9 @@ class PreparedStudy:
         operation without a message)."""
         if cell.size_bytes is not None:
             return cell.size_bytes
-        return self.study.rules.default_size_bytes.get(cell.op) if self.study.rules else None
+        if self.study.rules is None:
+            return None
+        return self.study.own_rules.get(cell.build, self.study.rules).default_size_bytes.get(cell.op)
 
     def estimated_seconds(self, blocks: int | None = None) -> float:
         """A rough wall-clock estimate: calibration plus ``blocks`` blocks of every cell (default
@@ -199,9 +201,9 @@ def prepare_study(source: str | os.PathLike | Study, *, setup: bool = True, dry_
         raise UsageError(f"--margin {margin_pct:g} is out of range; give a percentage from 0 to 100")
     path = find_worker()
     hello = fetch_hello(path)  # (a dry run asks for the detailed one below, once the token is known)
-    # a configuration with a worker of its own is checked against that worker's hello
+    # a configuration with a worker of its own (a path, or the Go worker) is checked against that worker's hello
     own = {c.build: workerbuild.ensure(c.build, f"{s.path}: configuration '{c.name}'", auto=False, console=console)
-           for c in s.configurations if builds.is_path_build(c.build)}
+           for c in s.configurations if builds.get(c.build).own_rules}
     s = study_mod.check_against_worker(s, hello.rules, {b: h.rules for b, (_, h) in own.items()})
     needed: dict[str, str] = {}
     for c in s.configurations:

@@ -220,6 +220,7 @@ _FIGURES: dict[str, tuple[str, Callable[[float], str]]] = {
     "latency": ("p50 latency", fmt_ns),
     "throughput": ("operations per second", fmt_count),
     "cpu_per_op": ("worker process CPU per operation", fmt_ns),
+    "server_cpu_per_op": ("server process CPU per transaction", fmt_ns),
 }
 
 

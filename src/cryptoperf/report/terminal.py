@@ -177,10 +177,12 @@ def _verdict_style(kind: str) -> str:
 
 def _change_columns(deltas: Sequence[Delta]) -> list[tuple[str, str]]:
     """The change columns of a delta table, each labelled with its metric: p50 latency and
-    throughput always, CPU time per operation when a verdict is decided on it."""
+    throughput always, CPU time per operation and server CPU time per transaction when a verdict
+    is decided on it."""
     cols = [("latency", "p50 latency Δ"), ("throughput", "throughput Δ")]
-    if any(d.verdict is not None and stats.metric_key(d.verdict.metric) == "cpu_per_op" for d in deltas):
-        cols.append(("cpu_per_op", "process CPU/op Δ"))
+    for key, title in (("cpu_per_op", "process CPU/op Δ"), ("server_cpu_per_op", "server CPU/tx Δ")):
+        if any(d.verdict is not None and stats.metric_key(d.verdict.metric) == key for d in deltas):
+            cols.append((key, title))
     return cols
 
 
@@ -223,7 +225,8 @@ def _delta_cells(d: Delta, cols: Sequence[tuple[str, str]], notes: Notes) -> lis
     by every row with the same pair, rather than repeated in each."""
     assert d.verdict
     decided = stats.metric_key(d.verdict.metric)
-    intervals = {"latency": d.latency, "throughput": d.throughput, "cpu_per_op": d.cpu_per_op}
+    intervals = {"latency": d.latency, "throughput": d.throughput, "cpu_per_op": d.cpu_per_op,
+                 "server_cpu_per_op": d.server_cpu_per_op}
     changes = [Text(change_text(intervals[k]), style="bold" if k == decided else "") for k, _ in cols]
     verdict = Text(d.verdict.text, style=_verdict_style(d.verdict.kind))
     if d.library_change:
@@ -263,7 +266,9 @@ def noise_table(summaries: Iterable[CellSummary], threshold_pct: float, notes: N
 def backends_table(hello: "Hello") -> Table:
     """Backends with library versions, FIPS state and whether a CPU mask (``--cpu``, study key
     ``cpu``) can be applied to them."""
-    t = Table(title=f"cryptoperf-worker {hello.worker_version} (protocol {hello.protocol})",
+    build = hello.raw.get("build") or "default"
+    binary = builds.get(build).binary if build in builds.BUILDS else "cryptoperf-worker"
+    t = Table(title=f"{binary} {hello.worker_version} (build {build}, protocol {hello.protocol})",
               title_justify="left")
     for name in ("backend", "library", "version", "fips", "cpu mask"):
         t.add_column(name)
@@ -276,8 +281,19 @@ def backends_table(hello: "Hello") -> Table:
         else:
             mask = Text("no", style="dim")
         t.add_row(Text(b["backend"]), Text(str(b.get("library", ""))), Text(str(b.get("library_version", ""))),
-                  "yes" if b.get("fips") else "no", mask)
+                  fips_text(b), mask)
     return t
+
+
+def fips_text(backend: Mapping) -> str:
+    """A hello backend's FIPS state: ``yes``/``no``, and for a backend whose FIPS 140-3 module
+    is reported apart (``fips140``: the Go worker's) the module's version and whether it is
+    enforced: ``yes (module v1.0.0, enforced)``, ``no (module latest)``."""
+    state = "yes" if backend.get("fips") else "no"
+    module = backend.get("fips140")
+    if not isinstance(module, Mapping):
+        return state
+    return f"{state} (module {module.get('module_version', '?')}{', enforced' if module.get('enforced') else ''})"
 
 
 def support_table(hello: "Hello", notes: Notes) -> Table | None:

@@ -62,6 +62,9 @@ METRICS: dict[str, tuple[str, bool]] = {
     "latency": ("p50 latency", True),
     "throughput": ("throughput", False),
     "cpu_per_op": ("CPU time per operation", True),
+    # a workload's server side: its process's CPU over the window ÷ the transactions it
+    # completed in that window (workloads.side_cpu_ns_per_tx(result, "server"))
+    "server_cpu_per_op": ("server CPU time per transaction", True),
 }
 
 

@@ -137,7 +137,8 @@ def settings_of(study: Study, margin_pct: float | None = None, multiplicity: boo
         margin_pct=study.margin_pct if margin_pct is None else margin_pct,
         multiplicity=study.multiplicity if multiplicity is None else multiplicity,
         looks=len(looks(study.repetitions, study.max_repetitions if study.until == "decided" else None)),
-        noise_threshold_pct=study.noise_threshold_pct, verdict_on=study.verdict_on)
+        noise_threshold_pct=study.noise_threshold_pct, verdict_on=study.verdict_on,
+        verdict_on_ops={o.label: o.verdict_on for o in study.operations if o.verdict_on is not None})
 
 
 #: The seed every run used before a run drew its own (the study files' former default).

@@ -70,7 +70,7 @@ def check_against_worker(study: Study, rules: "WorkerRules",
                     raise study.error("configuration", c.index, key,
                                       f"{name} {toml_repr(value)} is not one of {', '.join(allowed)}"
                                       f"{_param_hint(name, str(value), allowed)}")
-    study = dataclasses.replace(study, rules=rules, backends=study.backends or rules.libraries)
+    study = dataclasses.replace(study, rules=rules, own_rules=dict(own), backends=study.backends or rules.libraries)
     per_backend = sum(max(1, len(o.sizes or ())) * max(1, len(o.loads or ())) for o in study.operations)
     cells = per_backend * sum(len(study.backends_of(c)) for c in study.configurations)
     if cells > MAX_CELLS:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:  # the help needs only the rules' interface, not the worker cl
 WORKER_PARAMS = ("digest", "padding")
 UNTIL = ("fixed", "decided")
 SLICES_ON = ("host", "nodes")
-VERDICT_ON = tuple(stats.METRICS) + (stats.BY_LOAD,)  # latency, throughput, cpu_per_op, by_load
+VERDICT_ON = tuple(stats.METRICS) + (stats.BY_LOAD,)  # latency, throughput, cpu_per_op, server_cpu_per_op, by_load
 
 
 def num_text(x: float) -> str:
@@ -246,6 +246,11 @@ OPTIONS: tuple[Option, ...] = (
            "A latency objective for a workload's open loads: the report names, per configuration, "
            "the highest measured rate whose p99 stays under it (and the first that does not).",
            above=0, unit="ms"),
+    Option("operation", "verdict_on", "string", None,
+           "This operation's verdicts decided on another metric than the study's verdict_on: one "
+           "of its values, or 'server_cpu_per_op' (a workload with a server side: the server "
+           "process's CPU time per transaction over the window, e.g. what a TLS handshake costs "
+           "the server). Default: the study's."),
     Option("operation", "server", "string", None,
            "The server under test, started fresh for each repetition: its command line (split as a "
            "shell would, no shell runs it), e.g. \"nginx -p {dir} -c {dir}/nginx.conf -e stderr\". "

@@ -433,11 +433,11 @@ class _Parser:
 
     def build(self, index: int, v: Mapping[str, Any]) -> str:
         """The worker build of a configuration: its ``worker`` binary (a path build,
-        ``builds.path_build``, relative to the study file's directory), else the one ``fips`` and
-        ``library`` choose. Raises StudyError for ``worker`` beside either, or an empty path."""
+        ``builds.path_build``, relative to the study file's directory), else the one its
+        ``backend`` (``go``: the Go worker), ``fips`` and ``library`` choose. Raises StudyError for ``worker`` beside either, or an empty path."""
         worker = v["worker"]
         if worker is None:
-            return builds.for_configuration(v["fips"], v["library"])
+            return builds.for_configuration(v["fips"], v["library"], v["backend"])
         if not worker.strip():
             raise self.error("configuration", index, "worker", "is empty; give the path of a worker binary")
         for key, default in (("fips", False), ("library", builds.SYSTEM_LIBRARY)):
@@ -523,7 +523,11 @@ class _Parser:
             if len(labels) != len(loads):
                 raise self.error("operation", index, "loads", "lists a load level twice")
         self.check_server(index, v)
-        return Operation(label=v["label"] or v["op"], op=v["op"],
+        if v["verdict_on"] is not None and v["verdict_on"] not in VERDICT_ON:
+            raise self.error("operation", index, "verdict_on",
+                             f"must be one of {', '.join(repr(m) for m in VERDICT_ON)}, not "
+                             f"{toml_repr(v['verdict_on'])}{did_you_mean(v['verdict_on'], VERDICT_ON)}")
+        return Operation(verdict_on=v["verdict_on"], label=v["label"] or v["op"], op=v["op"],
                          sizes=tuple(v["sizes"]) if v["sizes"] is not None else None, index=index,
                          params=dict(params), loads=tuple(loads) if loads is not None else None,
                          threads=self.thread_counts(index, v),

@@ -138,7 +138,8 @@ class Operation:
     (None: the study's ``threads``); ``optional`` operations are skipped, with the
     reason, where the worker's check says they cannot run, instead of stopping the study.
     ``server`` (a command template), ``server_files``, ``server_env`` and ``server_ready_s``
-    describe a server under test started for each repetition (``run.server``)."""
+    describe a server under test started for each repetition (``run.server``). ``verdict_on``:
+    the metric this operation's verdicts are decided on (``stats.METRICS``), None: the study's."""
 
     label: str
     op: str
@@ -153,6 +154,7 @@ class Operation:
     server_files: tuple[str, ...] = ()
     server_env: Mapping[str, str] = field(default_factory=dict)
     server_ready_s: float = 10.0
+    verdict_on: str | None = None
 
 
 @dataclass(frozen=True)
@@ -161,6 +163,9 @@ class Study:
 
     ``backends`` is None and ``rules`` None until ``check_against_worker`` fills in the worker's
     backends (when the file did not name any) and its rules; ``resolve`` needs the rules.
+    ``own_rules`` are the rules of the builds checked against their own hello (build → rules: a
+    configuration's ``worker`` binary, the Go worker), which ``rules_for`` gives their
+    configurations.
     ``text`` is the file's content (stored with every run). ``max_repetitions`` is the most
     blocks a comparison gets (= ``repetitions`` unless ``until`` is ``decided``). ``hosts``
     are the node selectors of ``[study] hosts`` (without ``every-node``, which sets
@@ -195,6 +200,7 @@ class Study:
     operations: tuple[Operation, ...]
     source: "SourceMap" = field(repr=False, compare=False)
     rules: "WorkerRules | None" = field(default=None, repr=False, compare=False)
+    own_rules: "Mapping[str, WorkerRules]" = field(default_factory=dict, repr=False, compare=False)
     work_dir: str | None = None
     hosts: tuple["HostSelector", ...] = ()
     every_node: bool = False
@@ -236,6 +242,13 @@ class Study:
         than its own ({} when every comparison is on one backend)."""
         return {c.name: b for c in self.configurations if (b := self.paired_on(c)) is not None}
 
+    def rules_for(self, config: Configuration) -> "WorkerRules":
+        """The rules ``config``'s cells are checked and resolved against: its build's own
+        (``own_rules``), else the default worker's. ValueError before ``check_against_worker``."""
+        if self.rules is None:
+            raise ValueError("rules_for needs the worker's rules: call check_against_worker first")
+        return self.own_rules.get(config.build, self.rules)
+
     def resolve(self, config: Configuration, operation: Operation) -> tuple[str, dict[str, str]]:
         """The worker op name and parameters (without ``size_bytes``) for one configuration and
         operation: ``{var}`` substituted and the name as the worker spells it
@@ -248,10 +261,11 @@ class Study:
         """
         if self.rules is None:
             raise ValueError("resolve needs the worker's rules: call check_against_worker first")
+        rules = self.rules_for(config)
         op = self.op_name(config, operation)
-        op = opnames.canonical_op(op, self.rules.ops) or op
+        op = opnames.canonical_op(op, rules.ops) or op
         params: dict[str, str] = {}
-        spec = self.rules.workloads.get(op)
+        spec = rules.workloads.get(op)
         for name, value in operation.params.items():
             params[name] = self.substitute(config, operation, "params", str(value))
             if spec is not None and name in spec.file_params:  # the worker gets the file the study names, resolved
@@ -260,11 +274,11 @@ class Study:
                 except ValueError as e:
                     raise self.error("operation", operation.index, "params", f"{name} {e}") from None
         for name in WORKER_PARAMS:
-            if name in config.variables and self.rules.takes(op, name):
-                params[name] = param_value(name, str(config.variables[name]), self.rules)
+            if name in config.variables and rules.takes(op, name):
+                params[name] = param_value(name, str(config.variables[name]), rules)
         for name, value in config.params.items():
-            if self.rules.takes(op, name):
-                params[name] = param_value(name, value, self.rules)
+            if rules.takes(op, name):
+                params[name] = param_value(name, value, rules)
         return op, params
 
     def is_workload(self, op: str) -> bool:

@@ -28,7 +28,8 @@ from cryptoperf.workloads.generic import BAND_LEVEL, Point
 #: Metric families in the order their tables come: key → (table title, figure column title).
 FAMILIES = {"latency": ("Latency", "p50 latency"),
             "throughput": ("Throughput", "throughput"),
-            "cpu_per_op": ("Process CPU time per operation", "process CPU per operation")}
+            "cpu_per_op": ("Process CPU time per operation", "process CPU per operation"),
+            "server_cpu_per_op": ("Server CPU time per transaction", "server CPU per transaction")}
 
 
 def _summary_of(run: StoredRun, d: Delta, baseline: bool) -> CellSummary | None:

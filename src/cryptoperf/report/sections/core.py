@@ -156,7 +156,8 @@ def _na_text(d: Delta) -> str:
 #: 0 is worse (a higher latency or CPU time, a lower throughput).
 FOREST_AXES = {"latency": "right: higher p50 latency (worse)",
                "throughput": "left: lower throughput (worse)",
-               "cpu_per_op": "right: more CPU per operation (worse)"}
+               "cpu_per_op": "right: more CPU per operation (worse)",
+               "server_cpu_per_op": "right: more server CPU per transaction (worse)"}
 
 
 def _forest_figures(run: StoredRun, groups: list[tuple[str, list[Delta]]]) -> list[dict[str, Any]]:
@@ -372,6 +373,9 @@ def _summary_rows(run: StoredRun) -> list[dict[str, Any]]:
                 "throughput_ci": _ci_text(d.throughput if d is not None else None),
                 "cpu_change": _change_text(d.cpu_per_op if d is not None else None),
                 "cpu_ci": _ci_text(d.cpu_per_op if d is not None else None),
+                "server_cpu_per_op": _ratio_text(d.server_cpu_per_op) if d is not None else "—",
+                "server_cpu_change": _change_text(d.server_cpu_per_op if d is not None else None),
+                "server_cpu_ci": _ci_text(d.server_cpu_per_op if d is not None else None),
                 "decided": stats.metric_key(d.verdict.metric) if d is not None and _decided(d) else "",
                 "blocks": blocks, "verdict": verdict, "kind": kind, "note": _one_line(notes),
                 # a decided verdict links to how to explain it (the "Why" section's row)
@@ -446,13 +450,16 @@ def summary(run: StoredRun) -> list[Section]:
     ci = interval_header(run.analysis.level)
     batch_note = _batch_note([r["batch"] for r in rows], "the p50 values")
     show_cpu = any(r["decided"] == "cpu_per_op" for r in rows)
+    show_server = any(r["decided"] == "server_cpu_per_op" for r in rows)
     html = fragment("sections/summary.html.j2", rows=rows, baseline=s.baseline, how=_how_text(run),
-                    ci=ci, method=run.analysis.method, batch_note=batch_note, show_cpu=show_cpu)
+                    ci=ci, method=run.analysis.method, batch_note=batch_note, show_cpu=show_cpu,
+                    show_server=show_server)
     md = (f"Change vs baseline **{s.baseline}** (same backend, operation and size): per-block paired "
           f"ratio, geometric mean over blocks, paired t interval in brackets ({run.analysis.method}); "
           f"in bold, the change the verdict is decided on.{_power_text(run.analysis)}\n\n")
     metrics = [("latency", "Δ latency"), ("throughput", "Δ throughput")] + (
-        [("cpu_per_op", "Δ process CPU per operation")] if show_cpu else [])
+        [("cpu_per_op", "Δ process CPU per operation")] if show_cpu else []) + (
+        [("server_cpu_per_op", "Δ server CPU per transaction")] if show_server else [])
     bold = (lambda r, k: f"**{r[k]}**" if r["decided"] == k else r[k])
     md += md_table(["Operation", "Backend", "Configuration", "p50"] + [f"{h} ({ci})" for _, h in metrics]
                    + ["Blocks", "Verdict", "Note"],
