@@ -462,10 +462,12 @@ class Store:
                                     "installed; pip install 'psycopg[binary]' (or cryptoperf's "
                                     "'postgresql' extra)") from None
         except sa.exc.SQLAlchemyError as e:  # e.g. a URL parameter the driver cannot take
-            raise self._error(e, "use") from None
+            raise self.error(e, "use") from None
 
-    def _error(self, e: BaseException, doing: str) -> StoreError:
-        """One line: what failed, on which store (password masked), and the fix."""
+    def error(self, e: BaseException, doing: str) -> StoreError:
+        """The StoreError to raise for ``e`` met while ``doing`` something (``"read"``, ``"write
+        an explanation to"``): one line saying what failed, on which store (password masked),
+        and the fix. For the store's own modules (``explanations``) as for this class."""
         reason = self._where.scrub(_reason(e))
         if self.dialect == "sqlite":
             fix = "pass --store PATH to use another file"
@@ -473,9 +475,10 @@ class Store:
             fix = _pg_fix(reason)
         return StoreError(f"cannot {doing} store {self.location}: {reason}; {fix}")
 
-    def _writing(self) -> Any:
+    def writing(self) -> Any:
         """A connection context in a write transaction (SQLite: BEGIN IMMEDIATE, so that it
-        waits for another writer up front instead of failing halfway)."""
+        waits for another writer up front instead of failing halfway); what every write to the
+        store goes through, this class's and its tables' modules' (``explanations``)."""
         return self.engine.execution_options(cryptoperf_write=True).begin()
 
     # ------------------------------------------------------------------ schema
@@ -524,7 +527,7 @@ class Store:
             if version == 0 and not create:
                 raise StoreError(f"store {self.location} holds no runs yet (no cryptoperf tables); run "
                                  "`cryptoperf study FILE` with this --store first")
-            with self._writing() as conn:
+            with self.writing() as conn:
                 if self.dialect == "postgresql":
                     conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_SCHEMA_LOCK})
                 version = self._version(conn)  # again, under the lock
@@ -540,7 +543,7 @@ class Store:
         except StoreError:
             raise
         except (sa.exc.SQLAlchemyError, sqlite3.Error) as e:
-            raise self._error(e, "use") from None
+            raise self.error(e, "use") from None
         except OSError as e:
             raise StoreError(f"cannot create store {self.location}: {e.strerror or e}; "
                              "pass --store PATH to use another file") from None
@@ -567,19 +570,19 @@ class Store:
         """Run one statement in a transaction of its own, committed; the new row's id for an
         insert (else 0)."""
         try:
-            with self._writing() as conn:
+            with self.writing() as conn:
                 result = conn.execute(statement)
                 key = result.inserted_primary_key if result.is_insert else None
             return int(key[0]) if key else 0
         except (sa.exc.SQLAlchemyError, sqlite3.Error) as e:
-            raise self._error(e, "write to") from None
+            raise self.error(e, "write to") from None
 
     def _read(self, statement: Any) -> list[Mapping[str, Any]]:
         try:
             with self.engine.connect() as conn:
                 return list(conn.execute(statement).mappings().all())
         except (sa.exc.SQLAlchemyError, sqlite3.Error) as e:
-            raise self._error(e, "read") from None
+            raise self.error(e, "read") from None
 
     def begin_run(self, kind: str, started_at: str, host: Mapping[str, Any],
                   study_name: str | None = None, study_toml: str | None = None,

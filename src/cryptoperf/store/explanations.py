@@ -45,7 +45,7 @@ def save(store: Store, run_id: int, doc: Mapping[str, Any], made_at: str, svg: s
     Raises StoreError (one line) when the store cannot be written."""
     where = _where(run_id, doc)
     try:
-        with store._writing() as conn:
+        with store.writing() as conn:
             explanations_table.create(conn, checkfirst=True)
             conn.execute(sa.delete(explanations_table).where(*where))
             conn.execute(sa.insert(explanations_table).values(
@@ -53,7 +53,7 @@ def save(store: Store, run_id: int, doc: Mapping[str, Any], made_at: str, svg: s
                 backend=doc["backend"], label=doc["operation"], size_bytes=doc.get("size_bytes"), made_at=made_at,
                 doc_json=json.dumps(doc), flamegraph_svg=svg))
     except sa.exc.SQLAlchemyError as e:
-        raise store._error(e, "write an explanation to") from None
+        raise store.error(e, "write an explanation to") from None
 
 
 def load(store: Store, run_id: int) -> list[dict[str, Any]]:
@@ -66,7 +66,7 @@ def load(store: Store, run_id: int) -> list[dict[str, Any]]:
             rows = conn.execute(sa.select(explanations_table).where(explanations_table.c.run_id == run_id)
                                 .order_by(explanations_table.c.id)).mappings().all()
     except sa.exc.SQLAlchemyError as e:
-        raise store._error(e, "read") from None
+        raise store.error(e, "read") from None
     return [{**json.loads(r["doc_json"]), "made_at": r["made_at"], "flamegraph_svg": r["flamegraph_svg"]}
             for r in rows]
 
