@@ -24,18 +24,10 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "worker-result.schema.json").read_text())
 
 
-@pytest.fixture(scope="module")
-def go_worker(tmp_path_factory) -> Path:
-    go = shutil.which("go")
-    if go is None:
-        if os.environ.get("CRYPTOPERF_REQUIRE_GO") == "1":
-            pytest.fail("go is not installed and CRYPTOPERF_REQUIRE_GO=1")
-        pytest.skip("go is not installed")
-    out = tmp_path_factory.mktemp("go") / "cryptoperf-worker-go"
-    res = subprocess.run([go, "build", "-o", str(out), "."], cwd=ROOT / "worker-go", capture_output=True,
-                         text=True, timeout=600)
-    assert res.returncode == 0, res.stderr
-    return out
+@pytest.fixture
+def go_worker(go_workers) -> Path:
+    """The Go worker's default build, compiled from this checkout (conftest.go_workers)."""
+    return go_workers["go"]
 
 
 def ask(worker: Path, *requests: dict) -> list[dict]:
@@ -54,7 +46,8 @@ def test_each_operation_is_measured_in_the_protocols_result(go_worker):
     ops = hello["ops"]
     assert {"sha256", "aes-128-gcm-seal", "chacha20-poly1305-seal", "x25519-derive", "ed25519-sign",
             "ecdsa-p256-sign"} <= set(ops)
-    runs = [{"type": "run", "id": op, "backend": "go", "op": op, "seconds": 0.02, "warmup_s": 0.0} for op in ops]
+    primitives = [op for op in ops if not hello["op_params"][op].get("workload")]
+    runs = [{"type": "run", "id": op, "backend": "go", "op": op, "seconds": 0.02, "warmup_s": 0.0} for op in primitives]
     _, *results = ask(go_worker, *runs)
     for r in results:
         jsonschema.Draft202012Validator(SCHEMA).validate(r)
@@ -76,8 +69,9 @@ def test_refusals_are_the_protocols(go_worker):
         {"type": "run", "id": "a", "backend": "go", "op": "sha256", "params": {"digest": "md5"}},
         {"type": "run", "id": "b", "backend": "openssl", "op": "sha256"},
         {"type": "run", "id": "c", "backend": "go", "op": "sha256", "cpu_mask": "no-aesni"})
-    assert bad == {"type": "error", "code": "bad_params", "message": "unknown parameter 'digest' for sha256"}
-    assert other["status"] == "unsupported" and "one backend, go" in other["reason"]
+    assert bad == {"type": "error", "id": "a", "code": "bad_params", "message": "unknown parameter 'digest' for sha256"}
+    assert other["type"] == "error" and other["code"] == "unknown_backend" and other["id"] == "b"
+    assert other["message"] == "unknown backend 'openssl'; known: go"
     assert masked["status"] == "unsupported" and "no runtime CPU capability mask" in masked["reason"]
 
 
@@ -141,37 +135,41 @@ def test_a_study_runs_the_go_worker_beside_another_in_one_block(go_worker, cli, 
     (delta,) = doc["deltas"]
     assert delta["configuration"] == "go" and delta["verdict"]["kind"] in ("slower", "faster", "equivalent",
                                                                           "inconclusive")
-    study.write_text(study.read_text().replace('op = "sha256"\nsizes = [1024]', 'op = "rsa2048-sign"'))
+    study.write_text(study.read_text().replace('op = "sha256"\nsizes = [1024]', 'op = "ffdh-2048-derive"'))
     res = cli("study", study, "--no-report", "--out", tmp_path / "out", "--store", tmp_path / "s.sqlite")
-    assert res.code != 0 and "unknown operation 'rsa2048-sign'" in res.err and "sha3-256" in res.err, res.err
+    assert res.code != 0 and "unknown operation 'ffdh-2048-derive'" in res.err and "sha3-256" in res.err, res.err
 
 
-def test_the_go_fips_study_runs_with_both_go_builds(go_worker, cli, fake_worker, tmp_path):
-    """worker-go/go-fips.toml, with the two Go builds where its comments say to put them: Go's
-    default crypto and the Go Cryptographic Module v1.0.0 (GOFIPS140) beside OpenSSL and the
-    AWS-LC FIPS module (the fake's builds), every cell measured, the FIPS build's results in
-    FIPS mode with the module's version in its hello."""
+def test_the_go_fips_study_gives_verdicts_with_both_go_builds(go_workers, cli, fake_worker, monkeypatch, tmp_path):
+    """studies/go-fips.toml as shipped but shorter: the configurations with backend = "go" run in
+    the Go worker's two builds, found where `pip install .` leaves them (here: the variables naming
+    this checkout's builds) — Go's default crypto, and the Go Cryptographic Module v1.0.0
+    enforced, every result in FIPS mode — beside OpenSSL and the AWS-LC FIPS module (the fake's
+    builds); every cell is measured and every comparison decided or said inconclusive, the TLS
+    handshake's on the server's CPU per handshake, Go FIPS against Go default among them."""
     fake_worker({"noise_cv": 0.005})
     fake_worker.fips()
-    (tmp_path / "worker-go").mkdir()
-    text = (ROOT / "worker-go" / "go-fips.toml").read_text().replace("repetitions = 8", "repetitions = 3") \
-        .replace("seconds = 0.3", "seconds = 0.02").replace("warmup_s = 0.1", "warmup_s = 0.0")
-    (tmp_path / "worker-go" / "go-fips.toml").write_text(text)
-    shutil.copy(go_worker, tmp_path / "worker-go" / "cryptoperf-worker-go")
-    fips = tmp_path / "worker-go" / "cryptoperf-worker-go-fips"
-    res = subprocess.run([shutil.which("go"), "build", "-o", str(fips), "."], cwd=ROOT / "worker-go",
-                         env={**os.environ, "GOFIPS140": "v1.0.0"}, capture_output=True, text=True, timeout=600)
-    assert res.returncode == 0, res.stderr
-    res = cli("study", tmp_path / "worker-go" / "go-fips.toml", "--no-report", "--out", tmp_path / "out",
+    monkeypatch.setenv("CRYPTOPERF_WORKER_GO", str(go_workers["go"]))
+    monkeypatch.setenv("CRYPTOPERF_WORKER_GO_FIPS", str(go_workers["go-fips"]))
+    text = (ROOT / "studies" / "go-fips.toml").read_text().replace("repetitions = 16", "repetitions = 3") \
+        .replace("seconds = 0.3", "seconds = 0.05").replace("warmup_s = 0.1", "warmup_s = 0.01")
+    (tmp_path / "go-fips.toml").write_text(text)
+    res = cli("study", tmp_path / "go-fips.toml", "--no-report", "--out", tmp_path / "out",
               "--store", tmp_path / "s.sqlite")
     assert res.code == 0, res.err
     doc = json.loads(next((tmp_path / "out").glob("*.json")).read_text())
     measured = [r for r in doc["repetitions"] if r["block"] > 0]
     assert measured and all(r["status"] == "ok" for r in measured), [r["reason"] for r in measured if r["status"] != "ok"]
-    go_fips = [r for r in measured if r["configuration"] == "go-fips"]
-    assert go_fips and all(r["result"]["fips"] is True for r in go_fips)
-    assert all(r["result"]["fips"] is False for r in measured if r["configuration"] == "go")
-    assert any(d["configuration"] == "go-fips" and d["baseline"] == "go" for d in doc["deltas"])  # the contrast
+    for name, fips in (("go", False), ("go-fips", True)):
+        mine = [r for r in measured if r["configuration"] == name]
+        assert mine and all(r["result"]["fips"] is fips and r["result"]["library"] == "Go" for r in mine), name
+    handshake = [d for d in doc["deltas"] if d["op"] == "tls-handshake"]
+    assert {(d["configuration"], d["baseline"]) for d in handshake} >= {("go-fips", "go"), ("go", "openssl")}
+    for d in handshake:
+        assert d["status"] == "ok" and d["verdict"]["metric"] == "server CPU time per transaction", d
+        assert d["server_cpu_per_op"]["ci_low"] <= d["server_cpu_per_op"]["ratio"] <= d["server_cpu_per_op"]["ci_high"]
+    primitives = [d for d in doc["deltas"] if d["op"] != "tls-handshake"]
+    assert primitives and all(d["verdict"]["metric"] == "p50 latency" for d in primitives if d["verdict"])
 
 
 def test_the_go_hello_fixture_is_the_workers(go_worker):
@@ -184,3 +182,30 @@ def test_the_go_hello_fixture_is_the_workers(go_worker):
         b["library_version"] = "go1.x"
         b["fips"], b["fips140"] = False, {"enabled": False, "enforced": False, "module_version": "latest"}
     assert {k: hello[k] for k in fixture} == fixture
+
+
+def test_a_wrong_result_that_passes_its_known_answer_is_caught_by_the_cross_check(tmp_path):
+    """A test build of the Go worker (`-tags cryptoperf_wrong`: SHA-256 flips a bit of any digest
+    of more than 64 bytes, so the FIPS 180-4 "abc" known answer still passes) is caught by the
+    cross-check against OpenSSL: the case is invalid, with the two digests, and nothing is timed."""
+    from real_workers import build_go
+    from conftest import need_real_worker
+    wrong, why = build_go("go", tmp_path, tags=("cryptoperf_wrong",))
+    wrong = need_real_worker(wrong, why, require="CRYPTOPERF_REQUIRE_GO")
+    _, r = ask(wrong, {"type": "run", "id": "w", "backend": "go", "op": "sha256", "seconds": 0.02, "warmup_s": 0.0})
+    assert r["status"] == "invalid" and r["validation"]["kat"] == "pass", r
+    (failed,) = [c for c in r["validation"]["cross_checks"] if c["status"] == "fail"]
+    assert failed["with"].startswith("OpenSSL") and "digests" in failed["detail"], failed
+    assert "cross-check with OpenSSL" in r["reason"] and not r.get("ops"), r
+
+
+def test_the_go_workers_fixed_keys_and_shared_vectors_are_the_rust_workers():
+    """The keys the protocol fixes (so that a signature made in one worker verifies in the other)
+    and the computed vectors both workers check are byte for byte the Rust worker's: the Go
+    module cannot embed files outside its folder, so it keeps copies, held to the originals here."""
+    rust = ROOT / "worker" / "src"
+    keys = sorted((ROOT / "worker-go" / "keys").glob("*.der"))
+    assert len(keys) >= 6
+    for copy in keys + [ROOT / "worker-go" / "vectors" / "computed-abc.txt"]:
+        (original,) = [p for p in rust.rglob(copy.name)]
+        assert copy.read_bytes() == original.read_bytes(), f"{copy} differs from {original}"

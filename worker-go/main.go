@@ -2,9 +2,10 @@
 // stdin/stdout, docs/worker-protocol.md) for one backend, `go`: the Go standard library's
 // crypto. Every request line gets one answer line; stderr carries diagnostics only.
 //
-// This first part answers `hello` and `run` for the primitives in backend.go (each checked
-// against its known answer before it is timed) and `bye`; the TLS workloads, FIPS mode and the
-// orchestrator's use of this worker are not built yet.
+// It answers `hello`, `run` and `bye` for the primitives in backend.go and ops_*.go (each
+// checked against its known answer and cross-checked against a second library, crosscheck.go,
+// before it is timed), and `run` and `check` for the TLS workloads
+// (workload.go; with `--serve-workload` it is a workload's server process, server.go).
 package main
 
 import (
@@ -16,6 +17,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // Protocol is the worker protocol version this worker speaks.
@@ -45,8 +47,33 @@ func send(w *bufio.Writer, msg map[string]any) {
 	w.Flush()
 }
 
+// errorMsg is an `error` answer: its code (bad_request, unknown_backend, unknown_op, bad_params,
+// protocol_mismatch) and one line saying what and why; `id` null until answer sets the request's.
 func errorMsg(code, message string) map[string]any {
-	return map[string]any{"type": "error", "code": code, "message": message}
+	return map[string]any{"type": "error", "id": nil, "code": code, "message": message}
+}
+
+// unknownName refuses a request naming a backend or an operation this worker does not have, as
+// the protocol's unknown_backend and unknown_op errors listing the known ones; nil otherwise.
+func unknownName(req map[string]any) error {
+	backend, _ := req["backend"].(string)
+	op, _ := req["op"].(string)
+	if backend != Library {
+		return &refusal{"unknown_backend", fmt.Sprintf("unknown backend '%s'; known: %s", backend, Library)}
+	}
+	if _, ok := ops[op]; ok {
+		return nil
+	}
+	if _, ok := workloads[op]; ok {
+		return nil
+	}
+	return unknownOp(op)
+}
+
+// unknownOp is the unknown_op error for operation `name`, listing every operation and workload.
+func unknownOp(name string) error {
+	return &refusal{"unknown_op", fmt.Sprintf("unknown operation '%s'; known: %s", name,
+		strings.Join(withWorkloadNames(opNames()), ", "))}
 }
 
 func opNames() []string {
@@ -75,9 +102,15 @@ var baselineMask = map[string]any{
 func opParams() map[string]any {
 	out := map[string]any{}
 	for name, op := range ops {
-		entry := map[string]any{"params": []string{}, "default_size_bytes": nil}
+		entry := map[string]any{"params": op.ParamNames(), "default_size_bytes": nil}
 		if op.Sized {
-			entry["params"], entry["default_size_bytes"] = []string{"size_bytes"}, op.DefaultSize
+			entry["default_size_bytes"] = op.DefaultSize
+		}
+		if op.DefaultDigest != "" {
+			entry["default_digest"] = op.DefaultDigest
+		}
+		if op.DefaultPadding != "" {
+			entry["default_padding"] = op.DefaultPadding
 		}
 		out[name] = entry
 	}
@@ -88,15 +121,15 @@ func opParams() map[string]any {
 // "hello"): the one backend, its operations and their parameters, the limits, the CPU.
 func hello() map[string]any {
 	return map[string]any{
-		"type": "hello", "protocol": Protocol, "worker_version": WorkerVersion, "build": "go",
+		"type": "hello", "protocol": Protocol, "worker_version": WorkerVersion, "build": buildName,
 		"cpu": cpuInfo(), "cpu_masks": []map[string]any{baselineMask},
 		"backends": []map[string]any{{"backend": Library, "library": LibraryName, "library_version": LibraryVersion(),
 			"fips": fips140.Enabled(), "fips140": fipsState(), "capabilities": capabilities()}},
-		"ops": opNames(), "op_params": opParams(), "param_values": map[string]any{},
+		"ops": withWorkloadNames(opNames()), "op_params": withWorkloadSpecs(opParams()), "param_values": workloadParamValues(paramValues()),
 		"limits": map[string]any{"max_request_bytes": MaxRequestBytes, "max_size_bytes": MaxSizeBytes,
 			"max_threads": MaxThreads, "max_seconds": MaxSeconds, "max_warmup_s": MaxWarmupS, "max_batch": MaxBatch,
-			// no workloads here: one connection, no open-loop threads, no targets
-			"max_concurrency": 1, "open_threads": 1, "max_targets": 0},
+			// the workloads' levels (load.go); no targets:N workload here
+			"max_concurrency": MaxConcurrency, "open_threads": OpenThreads, "max_targets": 0},
 	}
 }
 
@@ -158,6 +191,12 @@ func answer(w *bufio.Writer, line []byte, greeted *bool) int {
 		return -1
 	}
 	kind, _ := req["type"].(string)
+	send := func(w *bufio.Writer, msg map[string]any) { // an error answers with the request's id
+		if id, ok := req["id"].(string); ok && msg["type"] == "error" {
+			msg["id"] = id
+		}
+		send(w, msg)
+	}
 	switch {
 	case kind == "":
 		send(w, errorMsg("bad_request", "a request needs a string 'type'"))
@@ -172,6 +211,8 @@ func answer(w *bufio.Writer, line []byte, greeted *bool) int {
 		send(w, errorMsg("bad_request", "the first request must be hello"))
 	case kind == "bye":
 		return 0
+	case kind == "check":
+		send(w, check(req))
 	case kind == "run":
 		send(w, run(req))
 	default:
@@ -181,5 +222,8 @@ func answer(w *bufio.Writer, line []byte, greeted *bool) int {
 }
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == serveFlag { // a workload's server process (server.go)
+		os.Exit(serveWorkloadMain(os.Stdin, os.Stdout))
+	}
 	os.Exit(serve(os.Stdin, os.Stdout))
 }

@@ -156,7 +156,7 @@ func measure(c Case, threads int, warmupS, seconds float64, batch uint64) (Windo
 	var wg sync.WaitGroup
 	for i := range results {
 		wg.Add(1)
-		go func(i int) { defer wg.Done(); results[i] = runThread(c, batch, warmup, budget) }(i)
+		go func(i int) { defer wg.Done(); results[i] = runThread(c.forThread(i), batch, warmup, budget) }(i)
 	}
 	wg.Wait()
 	after, _ := readTicks()

@@ -27,6 +27,12 @@ func run(req map[string]any) map[string]any {
 	id, _ := req["id"].(string)
 	backend, _ := req["backend"].(string)
 	op, _ := req["op"].(string)
+	if err := unknownName(req); err != nil {
+		return errorMsg(err.(*refusal).code, err.Error())
+	}
+	if w, ok := workloads[op]; ok { // a workload: workload.go
+		return runWorkload(w, req)
+	}
 	base := map[string]any{"type": "result", "id": id, "backend": backend, "op": op, "library": LibraryName,
 		"library_version": LibraryVersion(), "fips": fips140.Enabled(), "params": map[string]any{}, "threads": 1,
 		"cpu_mask": req["cpu_mask"], "capabilities": capabilities()}
@@ -73,17 +79,15 @@ func run(req map[string]any) map[string]any {
 		return refuse(err)
 	}
 	base["params"], base["threads"] = resolved, int(threads)
-	kat := ops[op].KAT
-	validation := map[string]any{"kat": "pass", "kat_source": kat.Source, "cross_checks": []map[string]any{{
-		"with": "another library", "status": "skipped",
-		"detail": "the Go worker has one backend; its outputs are checked against OpenSSL's by the orchestrator's tests",
-	}}}
+	// the known answer, then the cross-checks against a second library (crosscheck.go)
+	validation := map[string]any{}
 	base["validation"] = validation
-	if err := kat.Check(); refusedByFIPS(err, kat.Check) {
-		return refuse(errUnsupported(fmt.Sprintf("Go's FIPS 140-3 module (enforced: GODEBUG=fips140=only) refuses %s: %v", op, err)))
-	} else if err != nil {
-		validation["kat"] = "fail: " + err.Error()
-		base["status"], base["reason"] = "invalid", "known-answer test failed: "+err.Error()
+	if err := validate(op, c, validation); err != nil {
+		var r *refusal
+		if errors.As(err, &r) {
+			return refuse(err)
+		}
+		base["status"], base["reason"] = "invalid", err.Error()
 		return base
 	}
 	w, err := measure(c, int(threads), warmup, seconds, uint64(batch))
