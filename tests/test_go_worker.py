@@ -209,3 +209,24 @@ def test_the_go_workers_fixed_keys_and_shared_vectors_are_the_rust_workers():
     for copy in keys + [ROOT / "worker-go" / "vectors" / "computed-abc.txt"]:
         (original,) = [p for p in rust.rglob(copy.name)]
         assert copy.read_bytes() == original.read_bytes(), f"{copy} differs from {original}"
+
+
+def test_backends_lists_the_go_worker_with_its_version_and_fips_module(go_workers, cli, fake_worker, monkeypatch):
+    """`cryptoperf backends` lists the Go worker's two builds, where `pip install .` leaves them
+    (here: the variables naming this checkout's builds), each with its Go release and its FIPS
+    140-3 module's state and version; a build that is missing is listed with why."""
+    fake_worker()
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("CRYPTOPERF_WORKER_GO", str(go_workers["go"]))
+    monkeypatch.setenv("CRYPTOPERF_WORKER_GO_FIPS", str(go_workers["go-fips"]))
+    res = cli("backends", "--no-detail")
+    assert res.code == 0, res.err
+    assert "cryptoperf-worker-go 0.1.0 (build go, protocol 1)" in res.out
+    assert "cryptoperf-worker-go-fips 0.1.0 (build go-fips, protocol 1)" in res.out
+    rows = [line for line in res.out.splitlines() if line.startswith("│ go ")]
+    assert len(rows) == 2 and all("go1." in r for r in rows), rows
+    assert "no (module latest)" in rows[0] and "Go Cryptographic Module v1.0.0" in rows[1], rows
+    assert "yes (module v1.0.0, enforced)" in rows[1], rows
+    monkeypatch.setenv("CRYPTOPERF_WORKER_GO_FIPS", "/nonexistent/cryptoperf-worker-go-fips")
+    res = cli("backends", "--no-detail")
+    assert res.code == 0 and "worker build 'go-fips' (backend go) is unavailable: CRYPTOPERF_WORKER_GO_FIPS=" in res.out

@@ -7,6 +7,7 @@ package main
 // ops_kex.go (key agreement) and ops_kem.go (ML-KEM).
 
 import (
+	"crypto/fips140"
 	"fmt"
 	"runtime"
 	"slices"
@@ -99,8 +100,15 @@ const (
 )
 
 // LibraryVersion is the Go release the worker was built with (its crypto is the standard
-// library's).
-func LibraryVersion() string { return runtime.Version() }
+// library's), and in FIPS 140-3 mode the Go Cryptographic Module's version: `go1.26.8`,
+// `go1.26.8 (Go Cryptographic Module v1.0.0)`. Every result carries it, so a report names the
+// module its figures come from, and cells of the two modes are never taken for one library.
+func LibraryVersion() string {
+	if fips140.Enabled() {
+		return fmt.Sprintf("%s (Go Cryptographic Module %s)", runtime.Version(), fips140.Version())
+	}
+	return runtime.Version()
+}
 
 // ops is every operation of the backend by name; each ops_*.go file adds its family in init.
 var ops = map[string]Op{}

@@ -34,7 +34,7 @@ func run(req map[string]any) map[string]any {
 		return runWorkload(w, req)
 	}
 	base := map[string]any{"type": "result", "id": id, "backend": backend, "op": op, "library": LibraryName,
-		"library_version": LibraryVersion(), "fips": fips140.Enabled(), "params": map[string]any{}, "threads": 1,
+		"library_version": LibraryVersion(), "fips": fips140.Enabled(), "fips140": fipsState(), "params": map[string]any{}, "threads": 1,
 		"cpu_mask": req["cpu_mask"], "capabilities": capabilities()}
 	refuse := func(err error) map[string]any {
 		var r *refusal

@@ -270,7 +270,7 @@ func workloadBase(req map[string]any) (map[string]any, map[string]any) {
 		params = map[string]any{}
 	}
 	base := map[string]any{"type": "result", "id": id, "backend": backend, "op": op, "library": LibraryName,
-		"library_version": LibraryVersion(), "fips": fips140.Enabled(), "params": params, "threads": 1,
+		"library_version": LibraryVersion(), "fips": fips140.Enabled(), "fips140": fipsState(), "params": params, "threads": 1,
 		"cpu_mask": req["cpu_mask"], "capabilities": capabilities()}
 	if t, given := req["threads"]; given && t != nil && t != 1.0 {
 		return nil, errorFor(req, errBadParams("a workload runs with threads = 1: its load level sets the connections (load = closed:N)"))
