@@ -230,3 +230,21 @@ def test_backends_lists_the_go_worker_with_its_version_and_fips_module(go_worker
     monkeypatch.setenv("CRYPTOPERF_WORKER_GO_FIPS", "/nonexistent/cryptoperf-worker-go-fips")
     res = cli("backends", "--no-detail")
     assert res.code == 0 and "worker build 'go-fips' (backend go) is unavailable: CRYPTOPERF_WORKER_GO_FIPS=" in res.out
+
+
+def test_speed_runs_the_go_backend_in_its_own_worker(go_workers, cli, fake_worker, monkeypatch, tmp_path):
+    """`cryptoperf speed --backend go` runs in the Go worker (`--fips`: its FIPS build, where the
+    module's refusal is the row's answer); naming a backend of another worker beside it is one
+    line saying to measure them apart."""
+    fake_worker()
+    monkeypatch.setenv("CRYPTOPERF_WORKER_GO", str(go_workers["go"]))
+    monkeypatch.setenv("CRYPTOPERF_WORKER_GO_FIPS", str(go_workers["go-fips"]))
+    res = cli("speed", "--backend", "go", "--fips", "--op", "sha256", "--op", "x25519-derive", "--seconds", "0.02",
+              "--warmup", "0", "--json", "--store", tmp_path / "s.sqlite")
+    assert res.code == 0, res.err
+    rows = {r["op"]: r for r in json.loads(res.out)["results"]}
+    assert rows["sha256"]["status"] == "ok" and rows["sha256"]["fips"] is True, rows["sha256"]
+    assert "Go Cryptographic Module v1.0.0" in rows["sha256"]["library_version"]
+    assert rows["x25519-derive"]["status"] == "unsupported" and "not allowed in FIPS 140-only mode" in rows["x25519-derive"]["reason"]
+    res = cli("speed", "--backend", "go", "--backend", "openssl", "--op", "sha256", "--store", tmp_path / "s.sqlite")
+    assert res.code != 0 and "runs in a worker of its own (cryptoperf-worker-go)" in res.err and "Traceback" not in res.err

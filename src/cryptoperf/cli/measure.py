@@ -188,8 +188,8 @@ def _print_speed(result: engine.SpeedRun, repetitions: int, cpu: str, fips: bool
         out.print(line, markup=False, soft_wrap=True)
     build = result.settings["build"]
     for name, spec in builds.BUILDS.items():
-        if spec.setup is not None and name != build:
-            continue  # made on request (`cryptoperf setup`), not a missing part of the install
+        if (spec.setup is not None or spec.backends) and name != build:
+            continue  # made on request (`cryptoperf setup`), or another worker's: not a missing part of this run
         available, why = builds.status(name)
         if not available:
             out.print(f"note: worker build '{name}' is unavailable: {why}", markup=False, soft_wrap=True)

@@ -203,8 +203,10 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
             raise UsageError(f"--library {library} changes only the {builds.LIBRARY_BACKEND} backend; "
                              f"drop --backend {other[0]}")
         backends = (builds.LIBRARY_BACKEND,)
-    build = builds.for_configuration(fips, library)
+    build = builds.for_configuration(fips, library, _own_worker(backends))
     who = "--fips" if fips else f"--library {library}"
+    if builds.get(build).backends:
+        who = f"--backend {', '.join(backends)}" + (" --fips" if fips else "")
     openssl_fips = f"{who} (the openssl backend in the FIPS build)" if fips and (not backends or builds.LIBRARY_BACKEND in backends) else None
     workers = worker_builds({build: who}, setup=setup, console=console, openssl_fips=openssl_fips)
     path, hello = workers[build]
@@ -243,6 +245,22 @@ def _plan_speed(backends: Sequence[str], ops: Sequence[str], sizes: Sequence[int
             "builds": {n: dict(zip(("available", "path_or_reason"), builds.status(n))) for n in builds.BUILDS}}
     return _SpeedPlan(cells, path, hello, build, settings, unmasked_vectors({build: workers[build]}), baseline,
                       info, notes)
+
+
+def _own_worker(backends: Sequence[str]) -> str | None:
+    """The backend whose own worker (``builds.worker_of``: the Go worker for ``go``) ``speed``'s
+    ``--backend`` list runs in, or None for the default worker's. Raises UsageError when the
+    list names backends of different workers (one speed run starts one worker)."""
+    owners = {b: builds.worker_of(b) for b in backends}
+    own = sorted({b for b, w in owners.items() if w is not None})
+    if not own:
+        return None
+    if len(own) < len(backends) or len({owners[b].name for b in own}) > 1:
+        others = [b for b in backends if b not in own]
+        raise UsageError(f"--backend {own[0]} runs in a worker of its own ({owners[own[0]].binary}), "
+                         f"--backend {(others or own[1:])[0]} in another; measure them in two speed runs, "
+                         f"or side by side in a study (docs/study-files.md)")
+    return own[0]
 
 
 def check_names(kind: str, given: Sequence[str], known: Sequence[str], allow_mock: bool = False) -> list[str]:
