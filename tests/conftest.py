@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import atexit
 import json
+import marshal
 import os
 import secrets
+import shlex
 import shutil
 import stat
 import subprocess
@@ -58,6 +60,23 @@ def _private_data_dir() -> None:
 
 _private_data_dir()
 
+#: The parallel phase's longest files, longest first (what .ci/run's --durations showed): .ci/run
+#: hands whole files to its two test processes (--dist loadfile) in collection order
+#: (--no-loadscope-reorder), so these start first — the OpenSSL FIPS provider's build (about
+#: 2 minutes) beside the simulations — and the short files fill in at the end, instead of a long
+#: file with few tests starting last and running alone.
+LONGEST_FIRST = ("test_openssl_fips_provider.py", "test_simulation.py", "test_doors_closed.py", "test_fuzz_study.py",
+                 "test_explain.py", "test_pkcs11.py", "test_report_browser.py", "test_simulation_runs.py",
+                 "test_economics.py", "test_publish.py", "test_report.py", "test_store_postgres.py", "test_api.py",
+                 "test_go_worker.py", "test_fleet.py", "test_document.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """In an xdist test process (every one collects the same order), LONGEST_FIRST's files first."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
 try:  # the hypothesis profiles of the fuzz tests (tests/test_fuzz_study.py)
     from hypothesis import HealthCheck, settings
 except ImportError:  # hypothesis is in the test extra; without it those tests do not import
@@ -97,11 +116,35 @@ def as_a_terminal_starts_it() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def _fake_worker_exec() -> str:
+    """The shell command (``exec …``, the wrapper's arguments passed on) that runs fake_worker.py
+    as its script would run, but without the interpreter's per-start costs the suite pays once
+    per repetition: the script compiled once per test session (a script run as ``python FILE``
+    is compiled at every start), no ``site`` (``-S``: this process's module path is given
+    instead, so the same hdrh is found), and a prompt exit once it returns (nothing of the fake
+    runs after its main loop; an exception or a ``sys.exit`` still ends it as before)."""
+    folder = Path(tempfile.mkdtemp(prefix="cryptoperf-tests-fake-worker-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    code = folder / "fake_worker.marshal"
+    code.write_bytes(marshal.dumps(compile(FAKE_WORKER.read_text(), str(FAKE_WORKER), "exec")))
+    path = [str(FAKE_WORKER.parent)] + [p for p in sys.path if p and os.path.isdir(p)]
+    stub = (f"import marshal, os, sys\nsys.path[:0] = {path!r}\n"
+            f"with open({str(code)!r}, 'rb') as f:\n    code = marshal.load(f)\n"
+            f"exec(code, {{'__name__': '__main__', '__file__': {str(FAKE_WORKER)!r}, '__builtins__': __builtins__}})\n"
+            "sys.stdout.flush()\nsys.stderr.flush()\nos._exit(0)\n")
+    return f'exec {shlex.quote(sys.executable)} -S -c {shlex.quote(stub)} "$@"'
+
+
+#: ``exec`` fake_worker.py with the wrapper's arguments (``_fake_worker_exec``): the last line of
+#: every wrapper script that stands for a worker binary.
+FAKE_WORKER_EXEC = _fake_worker_exec()
+
+
 def fake_worker_script(path: Path, **env: str) -> Path:
     """Write at ``path`` an executable shell script that runs fake_worker.py with the
     environment variables ``env`` set (e.g. ``FAKE_WORKER_BUILD="fips"``); returns ``path``."""
     prefix = "".join(f'{k}="{v}" ' for k, v in env.items())
-    path.write_text(f'#!/bin/sh\n{prefix}exec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
+    path.write_text(f'#!/bin/sh\n{prefix}{FAKE_WORKER_EXEC}\n')
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return path
 

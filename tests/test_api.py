@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -28,6 +28,8 @@ import test_fleet
 import test_storage
 import test_workload_report
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 jsonschema = pytest.importorskip("jsonschema")
 
 SCHEMA = json.loads((ROOT / "tests" / "fixtures" / "document.schema.json").read_text())

@@ -19,6 +19,8 @@ from cryptoperf.model import Repetition
 from cryptoperf.result import decode
 from cryptoperf.workloads import fleet
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 RULES = worker_rules()
 
 STUDY = """\

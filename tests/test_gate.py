@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_WORKER, assert_one_line_error
+from conftest import FAKE_WORKER_EXEC, assert_one_line_error
 from cryptoperf import study as study_mod
 from cryptoperf.engine import gate as gate_mod
 from cryptoperf.errors import StudyError
@@ -28,7 +27,7 @@ def build(tmp_path: Path, name: str, spec: dict) -> Path:
     p = tmp_path / name
     p.write_text(f"#!/bin/sh\nFAKE_WORKER_SPEC={shlex.quote(json.dumps(spec))} "
                  f"FAKE_WORKER_STATE={shlex.quote(str(state))} "
-                 f"exec {shlex.quote(sys.executable)} {shlex.quote(str(FAKE_WORKER))} \"$@\"\n")
+                 f"{FAKE_WORKER_EXEC}\n")
     p.chmod(0o755)
     return p
 

@@ -13,6 +13,8 @@ from cryptoperf import analysis
 from cryptoperf.model import OK, REJECTED, Cell, Outcome, Repetition
 from cryptoperf.result import decode
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 STUDY = TWO_CONFIG_STUDY.format(reps=4, timeout=5)
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_WORKER, SRC, TWO_CONFIG_STUDY, assert_one_line_error, run_subprocess
+from conftest import FAKE_WORKER_EXEC, SRC, TWO_CONFIG_STUDY, assert_one_line_error, run_subprocess
 from cryptoperf.model import RETRIED, Cell, Outcome, Repetition
 from cryptoperf import analysis, stats
 
@@ -114,7 +114,7 @@ def baked_worker(tmp_path, monkeypatch):
         wrapper = tmp_path / "baked-fake-worker"
         wrapper.write_text(f"#!/bin/sh\nFAKE_WORKER_SPEC={shlex.quote(json.dumps(spec))} "
                            f"FAKE_WORKER_STATE={shlex.quote(str(state))} "
-                           f"exec {shlex.quote(sys.executable)} {shlex.quote(str(FAKE_WORKER))} \"$@\"\n")
+                           f"{FAKE_WORKER_EXEC}\n")
         wrapper.chmod(0o755)
         monkeypatch.setenv("CRYPTOPERF_WORKER", str(wrapper))
         monkeypatch.delenv("FAKE_WORKER_SPEC", raising=False)

@@ -145,7 +145,7 @@ backends = ["mock:2", "mock:crash", "mock:hang"]
 repetitions = 3
 seconds = 0.05
 warmup_s = 0
-timeout_s = 2
+timeout_s = 1
 
 [[configuration]]
 name = "a"

@@ -21,6 +21,8 @@ from conftest import TWO_CONFIG_STUDY, assert_one_line_error, fake_worker_script
 from cryptoperf import stats
 from cryptoperf.cli import main
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 STUDY = TWO_CONFIG_STUDY.replace('sizes = [1024]\n', 'sizes = [1024]\n\n[[operation]]\nlabel = "kem"\n'
                                  'op = "ml-kem-768-encaps"\n')
 REPS = 3

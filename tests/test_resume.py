@@ -5,6 +5,7 @@ function of the request (cell, block), so "the same verdicts" can be asserted ex
 real orchestrator and worker killed with SIGKILL are in test_resume_kill.py."""
 
 import json
+import os
 import re
 import sqlite3
 
@@ -67,10 +68,18 @@ def rows(store_path) -> list[tuple]:
         db.close()
 
 
+#: (study text, fake worker's script) → what its uninterrupted run decided: the fake worker's
+#: results are a function of the request, so one uninterrupted run stands for every test of it
+_UNINTERRUPTED: dict[tuple[str, str | None], list[tuple]] = {}
+
+
 def uninterrupted(path, tmp_path) -> list[tuple]:
-    run = engine.run_study(path, store=tmp_path / "whole.sqlite", out_dir=None)
-    assert run.meta["status"] == "complete"
-    return decided(run)
+    key = (path.read_text(), os.environ.get("FAKE_WORKER_SPEC"))
+    if key not in _UNINTERRUPTED:
+        run = engine.run_study(path, store=tmp_path / "whole.sqlite", out_dir=None)
+        assert run.meta["status"] == "complete"
+        _UNINTERRUPTED[key] = decided(run)
+    return _UNINTERRUPTED[key]
 
 
 @pytest.mark.parametrize("stops", [(1,), (8,), (30,), (5, 12), (9, 10, 31)],

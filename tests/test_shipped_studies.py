@@ -18,6 +18,8 @@ from cryptoperf.engine.prepare import DESIGN_CHANGE
 from cryptoperf.report.text import detectable_text
 from cryptoperf.report.study_text import duration_text
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 
 def shipped() -> list[Path]:
     """studies/*.toml and every *.toml under docs/ with a [study] table."""

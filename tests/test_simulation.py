@@ -36,7 +36,7 @@ def at_most(rate, nominal, n):
 
 @pytest.mark.parametrize("blocks", BLOCK_COUNTS)
 def test_aa_false_verdicts_per_comparison(blocks):
-    n = 6000
+    n = 3000
     f = simulate.run(Scenario("A/A", blocks, multiplicity=False, block_drift=0.10, position_effect=0.02), n,
                      seed=blocks)
     assert at_most(f.false_verdict, 0.05, n), f
@@ -44,7 +44,7 @@ def test_aa_false_verdicts_per_comparison(blocks):
 
 
 def test_aa_false_verdicts_in_a_sequential_study():
-    n = 3000
+    n = 1500
     f = simulate.run(Scenario("A/A seq", DEFAULT, multiplicity=False, max_blocks=MAX), n, seed=11)
     assert at_most(f.false_verdict, 0.05, n), f
     assert f.mean_blocks > DEFAULT  # it did look again
@@ -59,7 +59,7 @@ def test_familywise_false_verdicts_over_24_aa_comparisons(blocks, max_blocks):
 
 
 def test_coverage_at_the_minimum_repetitions():
-    n = 8000
+    n = 4000
     f = simulate.run(Scenario("coverage", MINIMUM, multiplicity=False, true_ratio=1.05), n, seed=3)
     assert 0.93 <= f.coverage <= 0.97, f
 
@@ -197,14 +197,14 @@ def test_the_screen_keeps_clean_aa_comparisons_at_their_nominal_rate(blocks):
     """On clean lognormal data the screen sets something aside in about 0.25 % of comparisons;
     the false-verdict rate stays at 5 % within its sampling error (at most 6.5 %) and the
     coverage at 95 % (at least 93 %)."""
-    n = 3000
+    n = 1500
     f = simulate.run(Scenario("A/A, screen", blocks, multiplicity=False), n, seed=40 + blocks)
     assert f.false_verdict <= 0.065 and at_most(f.false_verdict, 0.05, n), f
     assert f.coverage >= 0.93, f
 
 
 def test_an_aa_comparison_with_one_x3_repetition_stays_at_its_nominal_rate():
-    n = 3000
+    n = 1500
     f = simulate.run(Scenario("A/A, one ×3", DEFAULT, multiplicity=False, **ONE_X3), n, seed=43)
     assert at_most(f.false_verdict, 0.05, n) and f.coverage >= 0.93, f
 

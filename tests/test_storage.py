@@ -20,6 +20,8 @@ from conftest import ROOT, WORKER_HELLO, assert_one_line_error, worker_rules
 from cryptoperf import levels, stats, workdir
 from cryptoperf.model import Cell
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 STUDY = ROOT / "studies" / "encrypted-storage.toml"
 
 SMALL = """\

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_WORKER, SRC, TWO_CONFIG_STUDY
+from conftest import FAKE_WORKER_EXEC, SRC, TWO_CONFIG_STUDY
 from cryptoperf.store.db import Store
 from pg_server import pg_database, pg_server, pg_url  # noqa: F401 (fixtures)
 
@@ -35,7 +35,7 @@ def gated_worker(directory: Path) -> Path:
         "#!/bin/sh\n"
         f'touch "{directory}/ready.$PPID"\n'
         f"n=0; while [ ! -e \"{directory}/go\" ] && [ $n -lt {WAIT_S * 20} ]; do sleep 0.05; n=$((n+1)); done\n"
-        f'exec "{sys.executable}" "{FAKE_WORKER}" "$@"\n')
+        f'{FAKE_WORKER_EXEC}\n')
     script.chmod(0o755)
     return script
 

@@ -19,6 +19,8 @@ from cryptoperf.report.sections import workloads as ws
 from cryptoperf.workloads import generic
 from cryptoperf.store.stored_run import load_run, open_store
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 LOADS = ["closed:1", "closed:4", "open:200", "open:400"]
 
 STUDY = """\

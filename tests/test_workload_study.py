@@ -17,6 +17,8 @@ from cryptoperf.engine import preflight
 from cryptoperf.errors import StudyError
 from cryptoperf.hello import WorkerRules
 
+pytestmark = pytest.mark.parallel  # see pyproject.toml: runs beside other tests
+
 RULES = worker_rules()
 
 STUDY = """\
