@@ -97,6 +97,25 @@ const (
 var katP256Derive = KAT{Source: "NIST CAVP ECC CDH Primitive (KAS_ECC_CDH_PrimitiveTest.txt) P-256 COUNT 0",
 	Check: func() error { return ecdhAnswer(ecdh.P256(), cavpP256DIUT, cavpP256QIUT, cavpP256QCAVS, cavpP256Z) }}
 
+// NIST CAVP, ECC CDH Primitive test vectors (KAS_ECC_CDH_PrimitiveTest.txt), P-384, COUNT = 0.
+const (
+	cavpP384DIUT  = "3cc3122a68f0d95027ad38c067916ba0eb8c38894d22e1b15618b6818a661774ad463b205da88cf699ab4d43c9cf98a1"
+	cavpP384QIUT  = "049803807f2f6d2fd966cdd0290bd410c0190352fbec7ff6247de1302df86f25d34fe4a97bef60cff548355c015dbb3e5fba26ca69ec2f5b5d9dad20cc9da711383a9dbe34ea3fa5a2af75b46502629ad54dd8b7d73a8abb06a3a3be47d650cc99"
+	cavpP384QCAVS = "04a7c76b970c3b5fe8b05d2838ae04ab47697b9eaf52e764592efda27fe7513272734466b400091adbf2d68c58e0c50066ac68f19f2e1cb879aed43a9969b91a0839c4c38a49749b661efedf243451915ed0905a32b060992b468c64766fc8437a"
+	cavpP384Z     = "5f9d29dc5e31a163060356213669c8ce132e22f57c9a04f40ba7fcead493b457e5621e766c40a2e3d4d6a04b25e533f1"
+)
+
+var katP384Derive = KAT{Source: "NIST CAVP ECC CDH Primitive (KAS_ECC_CDH_PrimitiveTest.txt) P-384 COUNT 0",
+	Check: func() error { return ecdhAnswer(ecdh.P384(), cavpP384DIUT, cavpP384QIUT, cavpP384QCAVS, cavpP384Z) }}
+
+var katP384Keygen = KAT{Source: "NIST CAVP ECC CDH Primitive P-384 COUNT 0 (d_IUT gives Q_IUT), and two generated key shares agreeing",
+	Check: func() error {
+		if err := ecdhAnswer(ecdh.P384(), cavpP384DIUT, cavpP384QIUT, "", ""); err != nil {
+			return err
+		}
+		return sharesAgree(p384Group, 97)
+	}}
+
 var katP256Keygen = KAT{Source: "NIST CAVP ECC CDH Primitive P-256 COUNT 0 (d_IUT gives Q_IUT), and two generated key shares agreeing",
 	Check: func() error {
 		if err := ecdhAnswer(ecdh.P256(), cavpP256DIUT, cavpP256QIUT, "", ""); err != nil {

@@ -1,11 +1,12 @@
 package main
 
-// Key agreement: x25519 and ecdh-p256, -derive (a shared secret from our fixed key and the
-// peer's fixed public key, parsed and validated once before timing) and -keygen (a fresh key
-// pair for one exchange and its public key encoded: 32 bytes, or a SEC1 uncompressed point).
+// Key agreement: x25519, ecdh-p256 and ecdh-p384, -derive (a shared secret from our fixed key
+// and the peer's fixed public key, parsed and validated once before timing) and -keygen (a fresh
+// key pair for one exchange and its public key encoded: 32 bytes, or a SEC1 uncompressed point).
 // The fixed keys are the Rust worker's: RFC 7748 §6.1's Alice (ours) and Bob (the peer) for
-// X25519; keys/ecdsa-p256 (ours) and keys/ecdh-p256-peer for P-256. There is no
-// ecdh-p384-derive: the Rust worker has none.
+// X25519; keys/ecdsa-p256 (ours) and keys/ecdh-p256-peer for P-256. P-384 (this worker's only:
+// the Rust worker has no ecdh-p384): keys/ecdsa-p384 (ours) and, as the peer, the private key
+// d_IUT of NIST CAVP's ECC CDH P-384 COUNT 0 (kat_kex.go), a published fixed key.
 
 import (
 	"crypto/ecdh"
@@ -25,6 +26,7 @@ type ecdhGroup struct {
 var (
 	x25519Group = ecdhGroup{"X25519", ecdh.X25519(), ""}
 	p256Group   = ecdhGroup{"P-256", ecdh.P256(), "P-256"}
+	p384Group   = ecdhGroup{"P-384", ecdh.P384(), "P-384"}
 )
 
 // RFC 7748 §6.1: Alice's and Bob's private keys, and their public keys.
@@ -44,7 +46,14 @@ func (g ecdhGroup) fixedPair() (ours, peer *ecdh.PrivateKey, err error) {
 		peer, err = g.curve.NewPrivateKey(unhex(x25519BobPriv))
 		return ours, peer, err
 	}
-	for i, name := range []string{"ecdsa-p256", "ecdh-p256-peer"} {
+	names := []string{"ecdsa-p256", "ecdh-p256-peer"}
+	if g.name == p384Group.name {
+		if peer, err = g.curve.NewPrivateKey(unhex(cavpP384DIUT)); err != nil {
+			return nil, nil, err
+		}
+		names = []string{"ecdsa-p384"} // ours; the peer is CAVP's
+	}
+	for i, name := range names {
 		key, _, err := fixedECKey(name)
 		if err != nil {
 			return nil, nil, err
@@ -196,5 +205,7 @@ func init() {
 		"x25519-keygen":    keygenOp(x25519Group, katX25519Keygen),
 		"ecdh-p256-derive": deriveOp(p256Group, katP256Derive),
 		"ecdh-p256-keygen": keygenOp(p256Group, katP256Keygen),
+		"ecdh-p384-derive": deriveOp(p384Group, katP384Derive),
+		"ecdh-p384-keygen": keygenOp(p384Group, katP384Keygen),
 	})
 }

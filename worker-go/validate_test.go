@@ -125,12 +125,19 @@ func rustHello(t *testing.T) map[string]any {
 	return h
 }
 
+// onlyHere are the operations this worker has and the Rust worker does not (ECDH on P-384, which
+// the issue asks of the Go backend; the Rust worker's ECDH is P-256's alone).
+var onlyHere = map[string]bool{"ecdh-p384-derive": true, "ecdh-p384-keygen": true}
+
 func TestParametersAreTheRustWorkers(t *testing.T) {
 	ours := answers(t, helloLine)[0]
 	rust := rustHello(t)
 	mine, theirs := ours["op_params"].(map[string]any), rust["op_params"].(map[string]any)
 	for _, name := range opNames() {
 		r, ok := theirs[name].(map[string]any)
+		if !ok && onlyHere[name] {
+			continue
+		}
 		if !ok {
 			t.Errorf("%s: the Rust worker has no such operation", name)
 			continue
