@@ -72,6 +72,7 @@ def build_go_workers(dest: Path) -> str | None:
         return (f"building the Go worker needs Go {GO_MIN[0]}.{GO_MIN[1]} or later (its FIPS 140-3 module), "
                 f"and `go` here is {'.'.join(map(str, version)) if version else 'of unknown version'}; "
                 f"upgrade it and rerun `pip install .`")
+    dest = dest.resolve()  # absolute: go build runs in worker-go/, and build_lib is relative to here
     dest.mkdir(parents=True, exist_ok=True)
     for binary, env, tags in GO_BUILDS:
         cmd = [go, "build", "-trimpath", "-o", str(dest / binary)] + (["-tags", tags] if tags else []) + ["."]

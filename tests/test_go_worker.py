@@ -248,3 +248,30 @@ def test_speed_runs_the_go_backend_in_its_own_worker(go_workers, cli, fake_worke
     assert rows["x25519-derive"]["status"] == "unsupported" and "not allowed in FIPS 140-only mode" in rows["x25519-derive"]["reason"]
     res = cli("speed", "--backend", "go", "--backend", "openssl", "--op", "sha256", "--store", tmp_path / "s.sqlite")
     assert res.code != 0 and "runs in a worker of its own (cryptoperf-worker-go)" in res.err and "Traceback" not in res.err
+
+
+def test_the_package_build_puts_both_go_builds_beside_the_package(tmp_path):
+    """setup.py's build step, as pip runs it (a build directory relative to the checkout; go
+    build runs in worker-go/), leaves both Go builds in the package's _bin/, each answering hello
+    as its build; where cryptoperf itself was installed by pip (.ci/run), the installed package
+    has them too, and `cryptoperf backends` finds them there."""
+    import sys
+    from conftest import need_real_worker
+    from cryptoperf import builds
+    if shutil.which("go") is None:
+        need_real_worker(None, "go is not installed", require="CRYPTOPERF_REQUIRE_GO")
+    rel = Path("build") / f"test-{tmp_path.name}"
+    try:
+        res = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib", str(rel)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=900)
+        assert res.returncode == 0, res.stderr
+        for build in ("go", "go-fips"):
+            binary = ROOT / rel / "cryptoperf" / "_bin" / builds.get(build).binary
+            hello, *_ = ask(binary)
+            assert hello["build"] == build, hello["build"]
+    finally:
+        shutil.rmtree(ROOT / rel, ignore_errors=True)
+    installed = Path(builds.__file__).resolve().parent
+    if not installed.is_relative_to(ROOT / "src"):  # imported from a pip install, not the checkout
+        for build in ("go", "go-fips"):
+            assert (builds.GO_BIN_DIR / builds.get(build).binary).is_file(), sorted(builds.GO_BIN_DIR.glob("*"))
