@@ -71,3 +71,12 @@ def test_without_a_server_side_the_comparison_is_not_decided():
         summaries[s.cell.key] = dataclasses.replace(s, server_cpu_ns_per_op=None, server_cpu_ns_per_op_by_block={})
     (d,), _, _ = analysis.deltas(summaries, "a", analysis.Settings(verdict_on=METRIC))
     assert d.status == "n/a" and d.verdict is None and "server CPU time per transaction" in d.reason, d
+
+
+def test_the_answer_table_of_a_server_verdict_shows_the_servers_figure():
+    """In the report's answer section, the table of comparisons decided on the server's CPU shows
+    each cell's server CPU per transaction (the median the interval compares), once."""
+    from cryptoperf.report.sections import answer
+    s = summary("go", "TLS 1.3 handshake @ c=1", 1e6, 4e5, 0)
+    assert answer._figure(METRIC, s, None) == "400 µs"
+    assert answer._figure("cpu_per_op", s, None) != answer._figure(METRIC, s, None)

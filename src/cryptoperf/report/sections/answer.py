@@ -48,7 +48,7 @@ def _summary_of(run: StoredRun, d: Delta, baseline: bool) -> CellSummary | None:
 def _figure(key: str, s: CellSummary | None, p: Point | None) -> str:
     """The cell's figure of metric ``key`` as the analysis made it: p50 (median over
     repetitions), throughput (a workload level's estimate with its band, else the median
-    ops/s), CPU per operation (median); '—' without one."""
+    ops/s), CPU per operation, a server's CPU per transaction (medians); '—' without one."""
     if s is None:
         return "—"
     if key == "latency":
@@ -57,13 +57,16 @@ def _figure(key: str, s: CellSummary | None, p: Point | None) -> str:
         if p is not None and p.tx_per_s is not None:
             return f"{fmt.fmt_estimate(p.tx_per_s)} /s"
         return f"{fmt.fmt_count(s.ops_per_s)} /s"
+    if key == "server_cpu_per_op":
+        return fmt.fmt_ns(s.server_cpu_ns_per_op)
     return fmt.fmt_ns(s.process_cpu_ns_per_op)
 
 
 def _row(run: StoredRun, key: str, operation: str, name: str, s: CellSummary | None, d: Delta | None,
          first: bool) -> dict[str, Any]:
     p = run.analysis.workloads.point_of(s.cell.key) if s is not None else None
-    server = p.server_cpu_ns_per_tx if p is not None else None
+    # a table decided on the server's CPU shows it as its figure, not again beside it
+    server = p.server_cpu_ns_per_tx if p is not None and key != "server_cpu_per_op" else None
     mb = p.bytes_per_s.value if p is not None and p.bytes_per_s is not None and key == "throughput" else None
     cpu_pct = run.analysis.workloads.cpu_pct_of_host(s.cell.key) if s is not None else None
     if d is None:
