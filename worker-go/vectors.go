@@ -90,35 +90,30 @@ func fixedKeyDER(name string) ([]byte, error) {
 
 // fixedRSAKey is the fixed RSA key of `bits` bits and its PKCS#8 DER.
 func fixedRSAKey(bits int) (*rsa.PrivateKey, []byte, error) {
-	der, err := fixedKeyDER(fmt.Sprintf("rsa%d", bits))
-	if err != nil {
-		return nil, nil, err
-	}
-	k, err := x509.ParsePKCS8PrivateKey(der)
-	if err != nil {
-		return nil, nil, err
-	}
-	key, ok := k.(*rsa.PrivateKey)
-	if !ok {
-		return nil, nil, fmt.Errorf("keys/rsa%d.pk8.der is a %T, not an RSA key", bits, k)
-	}
-	return key, der, nil
+	return fixedKey[*rsa.PrivateKey](fmt.Sprintf("rsa%d", bits), "an RSA key")
 }
 
 // fixedECKey is the fixed EC key `name` (ecdsa-p256, ecdsa-p384, ecdh-p256-peer) and its
 // PKCS#8 DER.
 func fixedECKey(name string) (*ecdsa.PrivateKey, []byte, error) {
+	return fixedKey[*ecdsa.PrivateKey](name, "an EC key")
+}
+
+// fixedKey is the fixed key `name` parsed from its PKCS#8 DER as a K (what: "an RSA key", for
+// the error when it is another kind), and the DER.
+func fixedKey[K any](name, what string) (K, []byte, error) {
+	var zero K
 	der, err := fixedKeyDER(name)
 	if err != nil {
-		return nil, nil, err
+		return zero, nil, err
 	}
 	k, err := x509.ParsePKCS8PrivateKey(der)
 	if err != nil {
-		return nil, nil, err
+		return zero, nil, err
 	}
-	key, ok := k.(*ecdsa.PrivateKey)
+	key, ok := k.(K)
 	if !ok {
-		return nil, nil, fmt.Errorf("keys/%s.pk8.der is a %T, not an EC key", name, k)
+		return zero, nil, fmt.Errorf("keys/%s.pk8.der is a %T, not %s", name, k, what)
 	}
 	return key, der, nil
 }
