@@ -6,6 +6,7 @@ missing, or fails it under CRYPTOPERF_REQUIRE_WORKER=1 / CRYPTOPERF_REQUIRE_FIPS
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
@@ -67,3 +68,19 @@ def build_go(build: str, out_dir: Path, tags: tuple[str, ...] = ()) -> tuple[Pat
     if res.returncode != 0:
         return None, f"`{' '.join(cmd)}` failed: {res.stderr.strip()[-2000:]}"
     return binary, ""
+
+
+def talk(binary: Path, lines: list[str], timeout_s: float = 600) -> tuple[list[dict], int]:
+    """Send worker ``binary`` the request ``lines`` (each without its newline), then ``bye``:
+    its answers (one JSON object per line) and its exit status."""
+    res = subprocess.run([str(binary)], input="".join(line + "\n" for line in lines) + '{"type":"bye"}\n',
+                         capture_output=True, text=True, timeout=timeout_s)
+    return [json.loads(line) for line in res.stdout.splitlines()], res.returncode
+
+
+def ask(binary: Path, *requests: dict, timeout_s: float = 600) -> list[dict]:
+    """``hello``, then ``requests``, to worker ``binary``: every answer, the hello's first.
+    Asserts the worker exits 0."""
+    answers, status = talk(binary, [json.dumps(r) for r in ({"type": "hello", "protocol": 1}, *requests)], timeout_s)
+    assert status == 0, answers
+    return answers

@@ -9,13 +9,13 @@ without it).
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+import real_workers
 from cryptoperf.stats.figures import decode_histogram
 
 pytestmark = pytest.mark.parallel
@@ -31,10 +31,8 @@ def go_worker(go_workers) -> Path:
 
 
 def ask(worker: Path, *requests: dict) -> list[dict]:
-    lines = "".join(json.dumps(r) + "\n" for r in ({"type": "hello", "protocol": 1}, *requests, {"type": "bye"}))
-    res = subprocess.run([str(worker)], input=lines, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stderr
-    return [json.loads(line) for line in res.stdout.splitlines()]
+    """``hello``, then ``requests``, to the Go worker: every answer (real_workers.ask)."""
+    return real_workers.ask(worker, *requests, timeout_s=120)
 
 
 def test_each_operation_is_measured_in_the_protocols_result(go_worker):

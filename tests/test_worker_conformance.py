@@ -14,7 +14,6 @@ a backend or a library. The Go worker's own tests (test_go_worker.py) add what o
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -23,7 +22,7 @@ from cryptoperf import builds
 from cryptoperf.hello import WorkerRules
 from cryptoperf.stats.figures import decode_histogram
 from conftest import need_real_worker
-from real_workers import find
+from real_workers import ask, find, talk
 
 pytestmark = pytest.mark.parallel
 
@@ -49,21 +48,6 @@ def worker(request) -> tuple[str, Path]:
         return build, request.getfixturevalue("go_workers")[build]
     path, why = find(build)
     return build, need_real_worker(path, why, require=REQUIRE[build])
-
-
-def talk(binary: Path, lines: list[str], timeout_s: float = 600) -> tuple[list[dict], int]:
-    """Send ``lines`` (each one request line, without its newline) and ``bye``; the answers
-    (one JSON object per line) and the exit status."""
-    res = subprocess.run([str(binary)], input="".join(line + "\n" for line in lines) + '{"type":"bye"}\n',
-                         capture_output=True, text=True, timeout=timeout_s)
-    return [json.loads(line) for line in res.stdout.splitlines()], res.returncode
-
-
-def ask(binary: Path, *requests: dict, timeout_s: float = 600) -> list[dict]:
-    """``hello``, then ``requests``: every answer, the hello's first."""
-    answers, status = talk(binary, [json.dumps(r) for r in ({"type": "hello", "protocol": 1}, *requests)], timeout_s)
-    assert status == 0, answers
-    return answers
 
 
 def software_backends(hello: dict) -> list[str]:
