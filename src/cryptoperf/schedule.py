@@ -47,7 +47,8 @@ def expand(study: Study) -> list[Cell]:
 
     def add(backend: str, operation, configs) -> None:
         resolved = {c.name: study.resolve(c, operation) for c in configs}
-        specs = {op: spec for c in configs for op, spec in specs_of(c).items() if op == resolved[c.name][0]}
+        # each configuration's op resolved against its own worker's workload specs
+        specs = {op: spec for c in configs if (spec := specs_of(c).get(op := resolved[c.name][0])) is not None}
         workloads = [op for op, _ in resolved.values() if op in specs]
         default = specs[workloads[0]].defaults.get("load") if workloads else None
         loads = operation.loads or ((default or levels.DEFAULT_LOAD,) if workloads else (None,))
